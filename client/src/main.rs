@@ -1,0 +1,442 @@
+//! `ctx`: the command-line client of ctxd.
+
+use std::io::{Read, Write};
+use std::path::PathBuf;
+
+use anyhow::{Context, Result, bail};
+use clap::{Parser, Subcommand};
+use ctx_client::{Client, ClientError, ensure_daemon, resolve_socket};
+use ctxd_protocol::*;
+
+#[derive(Parser, Debug)]
+#[command(
+    name = "ctx",
+    version,
+    about = "Command-line client of the ctxd context engine"
+)]
+struct Cli {
+    /// The daemon's Unix socket.
+    #[arg(long, env = "CTXD_SOCKET", global = true)]
+    socket: Option<PathBuf>,
+    /// The daemon's home, passed on when ctx starts a daemon.
+    #[arg(long, env = "CTXD_HOME", global = true)]
+    home: Option<PathBuf>,
+    /// Do not start a daemon when none answers.
+    #[arg(long, global = true)]
+    no_start: bool,
+    /// Machine-readable output: one JSON value.
+    #[arg(long, global = true)]
+    json: bool,
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Subcommand, Debug)]
+enum Command {
+    /// Daemon control.
+    Daemon {
+        #[command(subcommand)]
+        action: DaemonCmd,
+    },
+    /// Session management.
+    Session {
+        #[command(subcommand)]
+        action: SessionCmd,
+    },
+    /// Append records (JSON lines, one record each) from FILE or stdin.
+    Append {
+        session: String,
+        /// File of JSON lines; `-` or absent reads stdin.
+        file: Option<PathBuf>,
+        /// Fail unless this is the transcript's last record (`none` = empty transcript).
+        #[arg(long)]
+        expect_last: Option<String>,
+    },
+    /// Print a page of the transcript.
+    Read {
+        session: String,
+        #[arg(long, default_value_t = 0)]
+        after: u64,
+        #[arg(long)]
+        limit: Option<u32>,
+    },
+    /// Print the compiled request body for the next model call.
+    Compile {
+        session: String,
+        /// Mark the second-to-last message (fire-and-forget side request).
+        #[arg(long)]
+        side: bool,
+    },
+    /// Follow a session's events, one JSON object per line.
+    Events { session: String },
+    /// Import a Claude Code JSONL transcript as a new session.
+    Import {
+        file: PathBuf,
+        /// Working directory of the new session (default: the transcript's).
+        #[arg(long)]
+        cwd: Option<PathBuf>,
+        #[arg(long)]
+        title: Option<String>,
+    },
+}
+
+#[derive(Subcommand, Debug)]
+enum DaemonCmd {
+    /// Protocol version, paths, uptime.
+    Status,
+    /// Stop the daemon.
+    Stop,
+}
+
+#[derive(Subcommand, Debug)]
+enum SessionCmd {
+    /// Create a session.
+    New {
+        /// Working directory [default: the current directory].
+        #[arg(long)]
+        cwd: Option<PathBuf>,
+        #[arg(long)]
+        title: Option<String>,
+        #[arg(long)]
+        model: Option<String>,
+        #[arg(long)]
+        context_window: Option<u64>,
+        #[arg(long)]
+        max_output_tokens: Option<u64>,
+    },
+    /// List sessions, newest first.
+    List {
+        #[arg(long)]
+        limit: Option<u32>,
+    },
+    /// Show one session.
+    Show { session: String },
+    /// Copy a session's transcript (up to a record) into a new session.
+    Fork {
+        session: String,
+        #[arg(long)]
+        up_to: Option<String>,
+    },
+    /// Delete a session.
+    Rm { session: String },
+}
+
+fn print_json<T: serde::Serialize>(v: &T) -> Result<()> {
+    let mut out = std::io::stdout().lock();
+    serde_json::to_writer_pretty(&mut out, v)?;
+    writeln!(out)?;
+    Ok(())
+}
+
+fn session_line(s: &SessionInfo) -> String {
+    format!(
+        "{}  {}  {} records  {}{}",
+        s.session_id,
+        s.created_at,
+        s.record_count,
+        s.cwd,
+        s.title
+            .as_deref()
+            .map(|t| format!("  ({t})"))
+            .unwrap_or_default()
+    )
+}
+
+fn read_input(file: Option<&PathBuf>) -> Result<String> {
+    let mut text = String::new();
+    match file {
+        Some(p) if p.as_os_str() != "-" => {
+            text = std::fs::read_to_string(p).with_context(|| format!("reading {}", p.display()))?
+        }
+        _ => {
+            std::io::stdin().read_to_string(&mut text)?;
+        }
+    }
+    Ok(text)
+}
+
+/// JSON lines → values, reporting the line of any malformed one before anything is sent.
+fn parse_lines(text: &str) -> Result<Vec<serde_json::Value>> {
+    let mut out = Vec::new();
+    for (i, line) in text.lines().enumerate() {
+        if line.trim().is_empty() {
+            continue;
+        }
+        let v: serde_json::Value = serde_json::from_str(line)
+            .with_context(|| format!("line {}: not a JSON record", i + 1))?;
+        out.push(v);
+    }
+    Ok(out)
+}
+
+async fn connect(cli: &Cli, socket: &std::path::Path) -> Result<Client> {
+    let r = if cli.no_start {
+        Client::connect(socket).await
+    } else {
+        ensure_daemon(socket, cli.home.as_deref()).await
+    };
+    r.map_err(|e| match e {
+        ClientError::Connect { path, .. } => {
+            anyhow::anyhow!(
+                "no ctxd answers on {} (start one with `ctxd`, or drop --no-start)",
+                path.display()
+            )
+        }
+        other => other.into(),
+    })
+}
+
+#[tokio::main(flavor = "current_thread")]
+async fn main() {
+    let cli = Cli::parse();
+    if let Err(e) = run(cli).await {
+        eprintln!("ctx: {e:#}");
+        std::process::exit(1);
+    }
+}
+
+async fn run(cli: Cli) -> Result<()> {
+    let socket = resolve_socket(cli.socket.clone(), cli.home.as_deref());
+    if let Command::Daemon {
+        action: DaemonCmd::Stop,
+    } = &cli.command
+    {
+        let c = match Client::connect(&socket).await {
+            Ok(c) => c,
+            Err(_) => {
+                if cli.json {
+                    print_json(&serde_json::json!({ "stopping": false, "running": false }))?;
+                } else {
+                    println!("no ctxd running on {}", socket.display());
+                }
+                return Ok(());
+            }
+        };
+        let r = c.shutdown().await?;
+        if cli.json {
+            print_json(&r)?;
+        } else {
+            println!("ctxd on {} is stopping", socket.display());
+        }
+        return Ok(());
+    }
+    let client = connect(&cli, &socket).await?;
+    match &cli.command {
+        Command::Daemon {
+            action: DaemonCmd::Status,
+        } => {
+            let s = client.status().await?;
+            if cli.json {
+                print_json(&s)?;
+            } else {
+                println!(
+                    "ctxd {} (protocol {}) pid {} up {} ms\nsocket {}\nhome   {}\nsessions {}",
+                    s.daemon_version,
+                    s.protocol_version,
+                    s.pid,
+                    s.uptime_ms,
+                    s.socket,
+                    s.home,
+                    s.sessions
+                );
+            }
+        }
+        // Handled before connecting: stopping must never start a daemon.
+        Command::Daemon {
+            action: DaemonCmd::Stop,
+        } => {}
+        Command::Session { action } => session_cmd(&cli, &client, action).await?,
+        Command::Append {
+            session,
+            file,
+            expect_last,
+        } => {
+            let text = read_input(file.as_ref())?;
+            let records = parse_lines(&text)?;
+            if records.is_empty() {
+                bail!("no records in the input");
+            }
+            let expected = expect_last
+                .as_ref()
+                .map(|e| if e == "none" { None } else { Some(e.clone()) });
+            let r = client.append_values(session, records, expected).await?;
+            if cli.json {
+                print_json(&r)?;
+            } else {
+                for a in &r.appended {
+                    println!("{} {}", a.seq, a.uuid);
+                }
+            }
+        }
+        Command::Read {
+            session,
+            after,
+            limit,
+        } => {
+            let r = client
+                .read(ReadParams {
+                    session_id: session.clone(),
+                    after_seq: *after,
+                    limit: *limit,
+                })
+                .await?;
+            if cli.json {
+                print_json(&r)?;
+            } else {
+                let mut out = std::io::stdout().lock();
+                for rec in &r.records {
+                    serde_json::to_writer(&mut out, rec)?;
+                    writeln!(out)?;
+                }
+                if let Some(n) = r.next_after_seq {
+                    eprintln!("more: ctx read {session} --after {n}");
+                }
+            }
+        }
+        Command::Compile { session, side } => {
+            let r = client
+                .compile(CompileParams {
+                    session_id: session.clone(),
+                    side_request: *side,
+                })
+                .await?;
+            if cli.json {
+                let mut out = std::io::stdout().lock();
+                serde_json::to_writer(&mut out, &r)?;
+                writeln!(out)?;
+            } else {
+                let mut out = std::io::stdout().lock();
+                out.write_all(r.request.get().as_bytes())?;
+                writeln!(out)?;
+                eprintln!(
+                    "{} messages, ~{} tokens, {} bytes, sha256 {}",
+                    r.metadata.message_count,
+                    r.metadata.tokens.estimated_tokens,
+                    r.metadata.request_bytes,
+                    r.metadata.request_sha256
+                );
+            }
+        }
+        Command::Events { session } => {
+            let mut sub = client.subscribe(session).await?;
+            let mut out = std::io::stdout().lock();
+            while let Some(ev) = sub.next().await {
+                let ev = ev.map_err(|e| anyhow::anyhow!("event stream: {e}"))?;
+                serde_json::to_writer(&mut out, &ev)?;
+                writeln!(out)?;
+                out.flush()?;
+                if matches!(ev, SessionEvent::SessionDeleted { .. }) {
+                    break;
+                }
+            }
+        }
+        Command::Import { file, cwd, title } => {
+            let jsonl = std::fs::read_to_string(file)
+                .with_context(|| format!("reading {}", file.display()))?;
+            let r = client
+                .import(SessionImportParams {
+                    jsonl,
+                    cwd: cwd.as_ref().map(|c| c.display().to_string()),
+                    model: None,
+                    title: title.clone(),
+                })
+                .await?;
+            if cli.json {
+                print_json(&r)?;
+            } else {
+                println!("{}", r.session_id);
+                let s = &r.stats;
+                eprintln!(
+                    "imported {} records ({} user, {} assistant, {} system, {} attachment; {} tool_use, {} tool_result) from {} lines; skipped {:?}",
+                    s.records,
+                    s.user,
+                    s.assistant,
+                    s.system,
+                    s.attachment,
+                    s.tool_use,
+                    s.tool_result,
+                    s.lines,
+                    s.skipped
+                );
+            }
+        }
+    }
+    Ok(())
+}
+
+async fn session_cmd(cli: &Cli, client: &Client, action: &SessionCmd) -> Result<()> {
+    match action {
+        SessionCmd::New {
+            cwd,
+            title,
+            model,
+            context_window,
+            max_output_tokens,
+        } => {
+            let cwd = match cwd {
+                Some(c) => std::path::absolute(c)?,
+                None => std::env::current_dir()?,
+            };
+            let profile =
+                if model.is_some() || context_window.is_some() || max_output_tokens.is_some() {
+                    let mut m = ModelProfile::default();
+                    if let Some(x) = model {
+                        m.model = x.clone();
+                    }
+                    if let Some(x) = context_window {
+                        m.context_window = *x;
+                    }
+                    if let Some(x) = max_output_tokens {
+                        m.max_output_tokens = *x;
+                    }
+                    Some(m)
+                } else {
+                    None
+                };
+            let s = client
+                .create_session(SessionCreateParams {
+                    cwd: cwd.display().to_string(),
+                    model: profile,
+                    title: title.clone(),
+                    ..Default::default()
+                })
+                .await?;
+            if cli.json {
+                print_json(&serde_json::json!({ "session_id": s.session_id, "session": s }))?;
+            } else {
+                println!("{}", s.session_id);
+            }
+        }
+        SessionCmd::List { limit } => {
+            let list = client.list_sessions(*limit).await?;
+            if cli.json {
+                print_json(&serde_json::json!({ "sessions": list }))?;
+            } else {
+                for s in &list {
+                    println!("{}", session_line(s));
+                }
+            }
+        }
+        SessionCmd::Show { session } => {
+            let s = client.get_session(session).await?;
+            print_json(&s)?;
+        }
+        SessionCmd::Fork { session, up_to } => {
+            let s = client.fork_session(session, up_to.clone()).await?;
+            if cli.json {
+                print_json(&serde_json::json!({ "session_id": s.session_id, "session": s }))?;
+            } else {
+                println!("{}", s.session_id);
+            }
+        }
+        SessionCmd::Rm { session } => {
+            let deleted = client.delete_session(session).await?;
+            if cli.json {
+                print_json(&serde_json::json!({ "deleted": deleted }))?;
+            } else {
+                println!("deleted {session}");
+            }
+        }
+    }
+    Ok(())
+}

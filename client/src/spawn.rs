@@ -1,0 +1,85 @@
+//! Starting a daemon when none answers.
+
+use std::path::{Path, PathBuf};
+use std::process::Stdio;
+use std::time::{Duration, Instant};
+
+use crate::{Client, ClientError};
+
+/// `CTXD_BIN`, else a `ctxd` beside this executable, else `ctxd` on PATH.
+pub fn find_ctxd_binary() -> PathBuf {
+    if let Some(p) = std::env::var_os("CTXD_BIN") {
+        return PathBuf::from(p);
+    }
+    if let Ok(exe) = std::env::current_exe()
+        && let Some(dir) = exe.parent()
+    {
+        let sibling = dir.join("ctxd");
+        if sibling.is_file() {
+            return sibling;
+        }
+        // `cargo test` puts test binaries in target/debug/deps.
+        if let Some(up) = dir.parent() {
+            let sibling = up.join("ctxd");
+            if sibling.is_file() {
+                return sibling;
+            }
+        }
+    }
+    PathBuf::from("ctxd")
+}
+
+/// Connects to the daemon on `socket`, starting one in the background first if nothing
+/// answers. The daemon's log goes to `ctxd.log` beside the socket.
+pub async fn ensure_daemon(socket: &Path, home: Option<&Path>) -> Result<Client, ClientError> {
+    if let Ok(c) = Client::connect(socket).await {
+        return Ok(c);
+    }
+    let dir = socket.parent().unwrap_or(Path::new("/tmp"));
+    std::fs::create_dir_all(dir)
+        .map_err(|e| ClientError::Spawn(format!("{}: {e}", dir.display())))?;
+    let log_path = dir.join("ctxd.log");
+    let log = std::fs::OpenOptions::new()
+        .create(true)
+        .append(true)
+        .open(&log_path)
+        .map_err(|e| ClientError::Spawn(format!("{}: {e}", log_path.display())))?;
+    let bin = find_ctxd_binary();
+    let mut cmd = std::process::Command::new(&bin);
+    cmd.arg("--socket").arg(socket);
+    if let Some(h) = home {
+        cmd.arg("--home").arg(h);
+    }
+    cmd.stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::from(log));
+    // Its own process group: a Ctrl-C aimed at the CLI must not stop the daemon.
+    std::os::unix::process::CommandExt::process_group(&mut cmd, 0);
+    let mut child = cmd
+        .spawn()
+        .map_err(|e| ClientError::Spawn(format!("{}: {e}", bin.display())))?;
+    let deadline = Instant::now() + Duration::from_secs(10);
+    loop {
+        if let Ok(c) = Client::connect(socket).await {
+            return Ok(c);
+        }
+        if let Ok(Some(status)) = child.try_wait() {
+            // Another daemon may have won the race for the socket; try it once more.
+            if let Ok(c) = Client::connect(socket).await {
+                return Ok(c);
+            }
+            return Err(ClientError::Spawn(format!(
+                "ctxd exited with {status}; see {}",
+                log_path.display()
+            )));
+        }
+        if Instant::now() > deadline {
+            return Err(ClientError::Spawn(format!(
+                "ctxd did not answer on {} within 10 s; see {}",
+                socket.display(),
+                log_path.display()
+            )));
+        }
+        tokio::time::sleep(Duration::from_millis(25)).await;
+    }
+}

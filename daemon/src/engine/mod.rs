@@ -1,0 +1,138 @@
+//! The engine: one state cell per live session (its loaded transcript, tools and event
+//! channel). Writes to a session are serialised by that cell's lock, which also keeps the
+//! in-memory transcript in step with the store. The RPC edge calls in here; nothing here
+//! knows JSON-RPC.
+
+mod session;
+pub mod validate;
+
+use std::collections::{BTreeSet, HashMap};
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex};
+use std::time::Instant;
+
+use ctxd_protocol::{Record, SessionEvent, ToolSpec};
+use tokio::sync::broadcast;
+
+use crate::clock::Clock;
+use crate::error::{Error, Result};
+use crate::store::Store;
+use crate::store::sessions::SessionRow;
+
+/// What a compile and an append need of a session, kept in memory once loaded.
+pub(crate) struct Loaded {
+    pub row: SessionRow,
+    pub records: Vec<Record>,
+    pub tools: Vec<ToolSpec>,
+    pub rejected_media: BTreeSet<(String, u32)>,
+}
+
+pub(crate) struct SessionCell {
+    pub state: tokio::sync::Mutex<Option<Loaded>>,
+    pub events: broadcast::Sender<SessionEvent>,
+}
+
+pub struct Engine {
+    pub(crate) store: Store,
+    pub(crate) home: PathBuf,
+    pub(crate) clock: Arc<dyn Clock>,
+    pub(crate) cells: Mutex<HashMap<String, Arc<SessionCell>>>,
+    pub(crate) started: Instant,
+}
+
+impl Engine {
+    pub fn new(store: Store, home: &Path, clock: Arc<dyn Clock>) -> Engine {
+        Engine {
+            store,
+            home: home.to_path_buf(),
+            clock,
+            cells: Mutex::new(HashMap::new()),
+            started: Instant::now(),
+        }
+    }
+
+    pub fn store(&self) -> &Store {
+        &self.store
+    }
+
+    pub fn home(&self) -> &Path {
+        &self.home
+    }
+
+    pub fn uptime_ms(&self) -> u64 {
+        self.started.elapsed().as_millis() as u64
+    }
+
+    /// The directory holding a session's files (tool results, notes).
+    pub fn session_dir(&self, id: &str) -> PathBuf {
+        self.home.join("sessions").join(id)
+    }
+
+    pub(crate) fn cell(&self, id: &str) -> Arc<SessionCell> {
+        let mut cells = match self.cells.lock() {
+            Ok(c) => c,
+            Err(p) => p.into_inner(),
+        };
+        cells
+            .entry(id.to_string())
+            .or_insert_with(|| {
+                let (tx, _) = broadcast::channel(1024);
+                Arc::new(SessionCell {
+                    state: tokio::sync::Mutex::new(None),
+                    events: tx,
+                })
+            })
+            .clone()
+    }
+
+    pub(crate) fn drop_cell(&self, id: &str) {
+        if let Ok(mut cells) = self.cells.lock() {
+            cells.remove(id);
+        }
+    }
+
+    /// Loads the session into its cell if it is not there yet.
+    pub(crate) async fn ensure_loaded(&self, id: &str, slot: &mut Option<Loaded>) -> Result<()> {
+        if slot.is_some() {
+            return Ok(());
+        }
+        let sid = id.to_string();
+        let loaded = self
+            .store
+            .read(move |c| {
+                let row = crate::store::sessions::get(c, &sid)?;
+                let records = crate::store::records::all(c, &sid)?;
+                let tools = crate::store::sessions::tools(c, &sid)?;
+                let rejected_media = crate::store::sessions::rejected_media(c, &sid)?
+                    .into_iter()
+                    .collect();
+                Ok(Loaded {
+                    row,
+                    records,
+                    tools,
+                    rejected_media,
+                })
+            })
+            .await?;
+        *slot = Some(loaded);
+        Ok(())
+    }
+
+    /// Subscribes to a session's events. Fails for unknown sessions.
+    pub async fn subscribe(&self, id: &str) -> Result<broadcast::Receiver<SessionEvent>> {
+        let sid = id.to_string();
+        let exists = self
+            .store
+            .read(move |c| crate::store::sessions::exists(c, &sid))
+            .await?;
+        if !exists {
+            return Err(Error::SessionNotFound(id.to_string()));
+        }
+        Ok(self.cell(id).events.subscribe())
+    }
+
+    pub(crate) fn emit(&self, cell: &SessionCell, event: SessionEvent) {
+        // No subscribers is normal; the event is simply not observed.
+        let _ = cell.events.send(event);
+    }
+}

@@ -1,0 +1,621 @@
+//! Session and transcript operations.
+
+use std::collections::BTreeSet;
+use std::path::Path;
+
+use ctxd_protocol::*;
+use uuid::Uuid;
+
+use super::validate::validate_batch;
+use super::{Engine, Loaded};
+use crate::clock::rfc3339;
+use crate::error::{Error, Result};
+use crate::pipeline::compile::{CompileInput, Compiled, SessionView, compile};
+use crate::store::sessions::SessionRow;
+use crate::store::{records, sessions};
+
+const MAX_PAGE: u32 = 5_000;
+const DEFAULT_PAGE: u32 = 500;
+
+fn check_model(m: &ModelProfile) -> Result<()> {
+    if m.model.is_empty() {
+        return Err(Error::invalid("model.model", "must not be empty"));
+    }
+    if m.context_window < 1_000 {
+        return Err(Error::invalid(
+            "model.context_window",
+            "must be at least 1000 tokens",
+        ));
+    }
+    if m.max_output_tokens == 0 || m.max_output_tokens >= m.context_window {
+        return Err(Error::invalid(
+            "model.max_output_tokens",
+            "must be positive and smaller than the context window",
+        ));
+    }
+    Ok(())
+}
+
+fn check_settings(s: &SessionSettings) -> Result<()> {
+    if let Some(p) = s.autocompact_pct_override
+        && !(1..=100).contains(&p)
+    {
+        return Err(Error::invalid(
+            "settings.autocompact_pct_override",
+            "must be 1..=100",
+        ));
+    }
+    Ok(())
+}
+
+fn check_system(s: &SystemPrompt) -> Result<()> {
+    for (i, sec) in s.dynamic_sections.iter().enumerate() {
+        if sec.caching == Some(SectionCaching::Uncached)
+            && sec.reason.as_deref().is_none_or(str::is_empty)
+        {
+            return Err(Error::invalid(
+                format!("system.dynamic[{i}].reason"),
+                "uncached sections break the prompt cache when they change; state why",
+            ));
+        }
+    }
+    for (i, sec) in s.static_sections.iter().enumerate() {
+        if sec.caching.is_some() {
+            return Err(Error::invalid(
+                format!("system.static[{i}].caching"),
+                "static sections are always part of the cached prefix",
+            ));
+        }
+    }
+    Ok(())
+}
+
+fn check_tools(tools: &[ToolSpec]) -> Result<()> {
+    let mut names = BTreeSet::new();
+    for (i, t) in tools.iter().enumerate() {
+        if t.name.is_empty() {
+            return Err(Error::invalid(
+                format!("tools[{i}].name"),
+                "must not be empty",
+            ));
+        }
+        if !names.insert(t.name.as_str()) {
+            return Err(Error::invalid(format!("tools[{i}].name"), "appears twice"));
+        }
+        if t.server_type.is_none()
+            && let Some(s) = &t.input_schema
+            && !s.is_object()
+        {
+            return Err(Error::invalid(
+                format!("tools[{i}].input_schema"),
+                "must be a JSON Schema object",
+            ));
+        }
+    }
+    Ok(())
+}
+
+fn check_date(d: &str) -> Result<()> {
+    chrono::NaiveDate::parse_from_str(d, "%Y-%m-%d")
+        .map(|_| ())
+        .map_err(|_| Error::invalid("start_date", "must be YYYY-MM-DD"))
+}
+
+/// Turns validated inputs into stored records, continuing after `last`.
+fn materialise(inputs: Vec<RecordInput>, last: Option<(u64, String)>, now: &str) -> Vec<Record> {
+    let (mut seq, mut prev) = match last {
+        Some((s, u)) => (s, Some(u)),
+        None => (0, None),
+    };
+    let mut out = Vec::with_capacity(inputs.len());
+    for r in inputs {
+        seq += 1;
+        let uuid = r.uuid.unwrap_or_else(|| Uuid::now_v7().to_string());
+        let parent_uuid = r.parent_uuid.or(prev.clone());
+        prev = Some(uuid.clone());
+        out.push(Record {
+            uuid,
+            seq,
+            parent_uuid,
+            // validate_batch guarantees the kind is present.
+            kind: r.kind.unwrap_or(RecordKind::User),
+            timestamp: r.timestamp.unwrap_or_else(|| now.to_string()),
+            content: r.content,
+            message_id: r.message_id,
+            model: r.model,
+            stop_reason: r.stop_reason,
+            usage: r.usage,
+            is_meta: r.is_meta,
+            is_virtual: r.is_virtual,
+            is_sidechain: r.is_sidechain,
+            is_compact_summary: r.is_compact_summary,
+            subtype: r.subtype,
+            attachment: r.attachment,
+            data: r.data,
+            meta: r.meta,
+        });
+    }
+    out
+}
+
+/// Inserts a batch after checking uuids are unused. Runs inside a write transaction.
+fn insert_batch(
+    tx: &rusqlite::Transaction<'_>,
+    sid: &str,
+    inputs: Vec<RecordInput>,
+    expected: Option<Option<String>>,
+    now: &str,
+) -> Result<Vec<Record>> {
+    if !sessions::exists(tx, sid)? {
+        return Err(Error::SessionNotFound(sid.to_string()));
+    }
+    let last = records::last(tx, sid)?;
+    if let Some(expected) = expected {
+        let actual = last.as_ref().map(|l| l.1.clone());
+        if expected != actual {
+            return Err(Error::Conflict {
+                expected: expected.unwrap_or_else(|| "(empty transcript)".into()),
+                actual: actual.unwrap_or_else(|| "(empty transcript)".into()),
+            });
+        }
+    }
+    for r in &inputs {
+        if let Some(u) = &r.uuid
+            && records::uuid_exists(tx, sid, u)?
+        {
+            return Err(Error::DuplicateRecord(u.clone()));
+        }
+    }
+    let built = materialise(inputs, last, now);
+    records::insert_all(tx, sid, &built)?;
+    sessions::touch(tx, sid, now)?;
+    Ok(built)
+}
+
+impl Engine {
+    fn now(&self) -> String {
+        rfc3339(self.clock.now())
+    }
+
+    pub async fn create_session(&self, p: SessionCreateParams) -> Result<SessionInfo> {
+        let row = self.new_row(&p).await?;
+        let tools = p.tools;
+        check_tools(&tools)?;
+        let r = row.clone();
+        self.store
+            .write(move |tx| {
+                sessions::insert(tx, &r)?;
+                sessions::set_tools(tx, &r.id, &tools)?;
+                Ok(())
+            })
+            .await?;
+        Ok(row.info(0, None))
+    }
+
+    async fn new_row(&self, p: &SessionCreateParams) -> Result<SessionRow> {
+        if !Path::new(&p.cwd).is_absolute() {
+            return Err(Error::invalid("cwd", "must be an absolute path"));
+        }
+        let model = p.model.clone().unwrap_or_default();
+        check_model(&model)?;
+        let settings = p.settings.clone().unwrap_or_default();
+        check_settings(&settings)?;
+        if let Some(s) = &p.system {
+            check_system(s)?;
+        }
+        for (i, d) in p.additional_directories.iter().enumerate() {
+            if !Path::new(d).is_absolute() {
+                return Err(Error::invalid(
+                    format!("additional_directories[{i}]"),
+                    "must be an absolute path",
+                ));
+            }
+        }
+        let start_date = match &p.start_date {
+            Some(d) => {
+                check_date(d)?;
+                d.clone()
+            }
+            None => self.clock.local_date(),
+        };
+        let git_snapshot = if p.no_git {
+            None
+        } else {
+            crate::git::snapshot(Path::new(&p.cwd)).await
+        };
+        let now = self.now();
+        Ok(SessionRow {
+            id: Uuid::now_v7().to_string(),
+            cwd: p.cwd.clone(),
+            original_cwd: p.cwd.clone(),
+            model,
+            settings,
+            additional_directories: p.additional_directories.clone(),
+            system: p.system.clone(),
+            start_date,
+            git_snapshot,
+            parent_session_id: None,
+            forked_from_uuid: None,
+            title: p.title.clone(),
+            created_at: now.clone(),
+            updated_at: now,
+        })
+    }
+
+    pub async fn list_sessions(&self, p: SessionListParams) -> Result<Vec<SessionInfo>> {
+        let limit = p.limit.unwrap_or(100).min(10_000);
+        self.store
+            .read(move |c| {
+                let rows = sessions::list(c, limit)?;
+                let mut out = Vec::with_capacity(rows.len());
+                for r in rows {
+                    let n = records::count(c, &r.id)?;
+                    let last = records::last(c, &r.id)?.map(|l| l.1);
+                    out.push(r.info(n, last));
+                }
+                Ok(out)
+            })
+            .await
+    }
+
+    pub async fn get_session(&self, id: &str) -> Result<SessionInfo> {
+        let sid = id.to_string();
+        self.store
+            .read(move |c| {
+                let r = sessions::get(c, &sid)?;
+                let n = records::count(c, &sid)?;
+                let last = records::last(c, &sid)?.map(|l| l.1);
+                Ok(r.info(n, last))
+            })
+            .await
+    }
+
+    pub async fn session_count(&self) -> Result<u64> {
+        self.store.read(sessions::count).await
+    }
+
+    pub async fn update_session(&self, p: SessionUpdateParams) -> Result<SessionInfo> {
+        if let Some(m) = &p.model {
+            check_model(m)?;
+        }
+        if let Some(s) = &p.settings {
+            check_settings(s)?;
+        }
+        if let Some(s) = &p.system {
+            check_system(s)?;
+        }
+        let cell = self.cell(&p.session_id);
+        let mut guard = cell.state.lock().await;
+        let now = self.now();
+        let sid = p.session_id.clone();
+        let row = self
+            .store
+            .write(move |tx| {
+                let mut row = sessions::get(tx, &sid)?;
+                if let Some(m) = p.model {
+                    row.model = m;
+                }
+                if let Some(s) = p.settings {
+                    row.settings = s;
+                }
+                if let Some(s) = p.system {
+                    row.system = Some(s);
+                }
+                if let Some(t) = p.title {
+                    row.title = Some(t);
+                }
+                row.updated_at = now;
+                sessions::update(tx, &row)?;
+                Ok(row)
+            })
+            .await?;
+        if let Some(l) = guard.as_mut() {
+            l.row = row.clone();
+        }
+        drop(guard);
+        self.emit(
+            &cell,
+            SessionEvent::SessionUpdated {
+                session_id: row.id.clone(),
+            },
+        );
+        self.get_session(&row.id).await
+    }
+
+    pub async fn fork_session(&self, p: SessionForkParams) -> Result<SessionInfo> {
+        let now = self.now();
+        let new_id = Uuid::now_v7().to_string();
+        let src = p.session_id.clone();
+        let nid = new_id.clone();
+        self.store
+            .write(move |tx| {
+                let mut row = sessions::get(tx, &src)?;
+                let upto = match &p.up_to_uuid {
+                    Some(u) => records::seq_of(tx, &src, u)?,
+                    None => u64::MAX,
+                };
+                let recs = records::up_to(tx, &src, upto)?;
+                let tools = sessions::tools(tx, &src)?;
+                let rejected = sessions::rejected_media(tx, &src)?;
+                row.parent_session_id = Some(src.clone());
+                row.forked_from_uuid = recs.last().map(|r| r.uuid.clone());
+                row.id = nid.clone();
+                row.created_at = now.clone();
+                row.updated_at = now;
+                sessions::insert(tx, &row)?;
+                sessions::set_tools(tx, &nid, &tools)?;
+                records::insert_all(tx, &nid, &recs)?;
+                for (u, i) in rejected {
+                    sessions::add_rejected_media(tx, &nid, &u, i)?;
+                }
+                Ok(())
+            })
+            .await?;
+        self.get_session(&new_id).await
+    }
+
+    pub async fn delete_session(&self, id: &str) -> Result<bool> {
+        let cell = self.cell(id);
+        let mut guard = cell.state.lock().await;
+        let sid = id.to_string();
+        let deleted = self
+            .store
+            .write(move |tx| sessions::delete(tx, &sid))
+            .await?;
+        *guard = None;
+        drop(guard);
+        if !deleted {
+            self.drop_cell(id);
+            return Err(Error::SessionNotFound(id.to_string()));
+        }
+        let dir = self.session_dir(id);
+        if dir.exists()
+            && let Err(e) = tokio::fs::remove_dir_all(&dir).await
+        {
+            tracing::warn!(session = id, error = %e, "could not remove session files");
+        }
+        self.emit(
+            &cell,
+            SessionEvent::SessionDeleted {
+                session_id: id.to_string(),
+            },
+        );
+        self.drop_cell(id);
+        Ok(true)
+    }
+
+    pub async fn set_tools(&self, p: ToolsSetParams) -> Result<u32> {
+        check_tools(&p.tools)?;
+        let cell = self.cell(&p.session_id);
+        let mut guard = cell.state.lock().await;
+        let sid = p.session_id.clone();
+        let tools = p.tools.clone();
+        let now = self.now();
+        self.store
+            .write(move |tx| {
+                if !sessions::exists(tx, &sid)? {
+                    return Err(Error::SessionNotFound(sid.clone()));
+                }
+                sessions::set_tools(tx, &sid, &tools)?;
+                sessions::touch(tx, &sid, &now)
+            })
+            .await?;
+        if let Some(l) = guard.as_mut() {
+            l.tools = p.tools.clone();
+        }
+        drop(guard);
+        self.emit(
+            &cell,
+            SessionEvent::SessionUpdated {
+                session_id: p.session_id.clone(),
+            },
+        );
+        Ok(p.tools.len() as u32)
+    }
+
+    pub async fn list_tools(&self, id: &str) -> Result<Vec<ToolSpec>> {
+        let sid = id.to_string();
+        self.store
+            .read(move |c| {
+                if !sessions::exists(c, &sid)? {
+                    return Err(Error::SessionNotFound(sid.clone()));
+                }
+                sessions::tools(c, &sid)
+            })
+            .await
+    }
+
+    pub async fn append(&self, p: AppendParams) -> Result<AppendResponse> {
+        let mut inputs = p.records;
+        if inputs.is_empty() {
+            return Err(Error::invalid("records", "must hold at least one record"));
+        }
+        validate_batch(&mut inputs)?;
+        let cell = self.cell(&p.session_id);
+        let mut guard = cell.state.lock().await;
+        let now = self.now();
+        let sid = p.session_id.clone();
+        let expected = p.expected_last_uuid;
+        let built = self
+            .store
+            .write(move |tx| insert_batch(tx, &sid, inputs, expected, &now))
+            .await?;
+        let appended: Vec<AppendedRecord> = built
+            .iter()
+            .map(|r| AppendedRecord {
+                uuid: r.uuid.clone(),
+                seq: r.seq,
+            })
+            .collect();
+        let last_uuid = built.last().map(|r| r.uuid.clone());
+        if let Some(l) = guard.as_mut() {
+            l.records.extend(built);
+        }
+        drop(guard);
+        self.emit(
+            &cell,
+            SessionEvent::RecordsAppended {
+                session_id: p.session_id.clone(),
+                records: appended.clone(),
+            },
+        );
+        Ok(AppendResponse {
+            appended,
+            last_uuid,
+        })
+    }
+
+    pub async fn read(&self, p: ReadParams) -> Result<ReadResponse> {
+        let limit = p.limit.unwrap_or(DEFAULT_PAGE).clamp(1, MAX_PAGE);
+        let sid = p.session_id.clone();
+        let after = p.after_seq;
+        let (recs, last) = self
+            .store
+            .read(move |c| {
+                if !sessions::exists(c, &sid)? {
+                    return Err(Error::SessionNotFound(sid.clone()));
+                }
+                Ok((
+                    records::page(c, &sid, after, limit)?,
+                    records::last(c, &sid)?,
+                ))
+            })
+            .await?;
+        let next_after_seq = match (recs.last(), last) {
+            (Some(r), Some((last_seq, _))) if r.seq < last_seq => Some(r.seq),
+            _ => None,
+        };
+        Ok(ReadResponse {
+            records: recs,
+            next_after_seq,
+        })
+    }
+
+    pub async fn reject_media(&self, p: RejectMediaParams) -> Result<bool> {
+        let cell = self.cell(&p.session_id);
+        let mut guard = cell.state.lock().await;
+        let sid = p.session_id.clone();
+        let uuid = p.record_uuid.clone();
+        let index = p.block_index;
+        self.store
+            .write(move |tx| {
+                if !sessions::exists(tx, &sid)? {
+                    return Err(Error::SessionNotFound(sid.clone()));
+                }
+                let seq = records::seq_of(tx, &sid, &uuid)?;
+                let rec = records::page(tx, &sid, seq - 1, 1)?;
+                let ok = rec
+                    .first()
+                    .and_then(|r| r.content.get(index as usize))
+                    .is_some_and(|b| {
+                        matches!(
+                            b,
+                            ContentBlock::Image { .. }
+                                | ContentBlock::Document { .. }
+                                | ContentBlock::ToolResult { .. }
+                        )
+                    });
+                if !ok {
+                    return Err(Error::invalid(
+                        "block_index",
+                        "must name an image, document or tool_result block of the record",
+                    ));
+                }
+                sessions::add_rejected_media(tx, &sid, &uuid, index)
+            })
+            .await?;
+        if let Some(l) = guard.as_mut() {
+            l.rejected_media.insert((p.record_uuid, p.block_index));
+        }
+        Ok(true)
+    }
+
+    /// Compiles the next request. Holds the session's lock so the transcript cannot move
+    /// under the compile.
+    pub async fn compile(&self, p: CompileParams) -> Result<Compiled> {
+        let cell = self.cell(&p.session_id);
+        let mut guard = cell.state.lock().await;
+        if let Err(e) = self.ensure_loaded(&p.session_id, &mut guard).await {
+            drop(guard);
+            if matches!(e, Error::SessionNotFound(_)) {
+                self.drop_cell(&p.session_id);
+            }
+            return Err(e);
+        }
+        let Some(l) = guard.as_ref() else {
+            return Err(Error::Internal("session state missing after load".into()));
+        };
+        compile_loaded(l, p.side_request)
+    }
+
+    /// Imports a Claude Code transcript as a new session, all or nothing.
+    pub async fn import_claude_code(
+        &self,
+        p: SessionImportParams,
+    ) -> Result<(SessionInfo, ImportStats)> {
+        let imported = crate::import::claude_code::parse(&p.jsonl)
+            .map_err(|e| Error::invalid("jsonl", e.to_string()))?;
+        let mut inputs = imported.records;
+        validate_batch(&mut inputs).map_err(|e| match e {
+            Error::Invalid { field, message } => Error::invalid(format!("jsonl: {field}"), message),
+            other => other,
+        })?;
+        let cwd = p
+            .cwd
+            .or(imported.cwd)
+            .ok_or_else(|| Error::invalid("cwd", "the transcript names no cwd; pass one"))?;
+        let start_date = imported
+            .first_timestamp
+            .as_deref()
+            .and_then(|t| chrono::DateTime::parse_from_rfc3339(t).ok())
+            .map(|t| t.format("%Y-%m-%d").to_string());
+        let row = self
+            .new_row(&SessionCreateParams {
+                cwd,
+                model: p.model,
+                settings: None,
+                additional_directories: vec![],
+                system: None,
+                tools: vec![],
+                title: p
+                    .title
+                    .or(imported.source_session_id.map(|s| format!("import of {s}"))),
+                start_date,
+                no_git: true,
+            })
+            .await?;
+        let now = self.now();
+        let r = row.clone();
+        self.store
+            .write(move |tx| {
+                sessions::insert(tx, &r)?;
+                insert_batch(tx, &r.id, inputs, None, &now)?;
+                Ok(())
+            })
+            .await?;
+        let info = self.get_session(&row.id).await?;
+        Ok((info, imported.stats))
+    }
+}
+
+/// The pure part of a compile, over a loaded session.
+pub(crate) fn compile_loaded(l: &Loaded, side_request: bool) -> Result<Compiled> {
+    let row = &l.row;
+    let input = CompileInput {
+        session: SessionView {
+            model: &row.model,
+            settings: &row.settings,
+            system: row.system.as_ref(),
+            cwd: &row.cwd,
+            additional_directories: &row.additional_directories,
+            start_date: &row.start_date,
+            git_snapshot: row.git_snapshot.as_deref(),
+            claude_md: None,
+        },
+        records: &l.records,
+        tools: &l.tools,
+        rejected_media: &l.rejected_media,
+        side_request,
+    };
+    compile(&input).map_err(|e| Error::Internal(format!("serialise request: {e}")))
+}

@@ -1,0 +1,311 @@
+//! Validation of appended records. A batch is checked whole before anything is written;
+//! the first problem is reported with the JSON path of the offending field.
+
+use std::collections::HashSet;
+
+use ctxd_protocol::{
+    ContentBlock, MediaSource, RecordInput, RecordKind, ToolResultBlock, ToolResultContent,
+};
+
+use crate::error::{Error, Result};
+
+fn bad(path: String, msg: &str) -> Error {
+    Error::invalid(path, msg)
+}
+
+fn check_source(path: &str, s: &MediaSource) -> Result<()> {
+    match s {
+        MediaSource::Base64 { media_type, data } | MediaSource::Text { media_type, data } => {
+            if media_type.is_empty() {
+                return Err(bad(format!("{path}.media_type"), "must not be empty"));
+            }
+            if data.is_empty() {
+                return Err(bad(format!("{path}.data"), "must not be empty"));
+            }
+        }
+        MediaSource::Url { url } if url.is_empty() => {
+            return Err(bad(format!("{path}.url"), "must not be empty"));
+        }
+        MediaSource::File { file_id } if file_id.is_empty() => {
+            return Err(bad(format!("{path}.file_id"), "must not be empty"));
+        }
+        _ => {}
+    }
+    Ok(())
+}
+
+fn check_block(path: &str, kind: RecordKind, b: &mut ContentBlock) -> Result<()> {
+    if let Some(cc) = b.cache_control_mut()
+        && cc.is_some()
+    {
+        return Err(bad(
+            format!("{path}.cache_control"),
+            "cache markers are placed by ctxd; do not send them",
+        ));
+    }
+    let allowed = match kind {
+        RecordKind::User => !matches!(
+            b,
+            ContentBlock::ToolUse { .. }
+                | ContentBlock::Thinking { .. }
+                | ContentBlock::RedactedThinking { .. }
+        ),
+        RecordKind::Assistant => !matches!(
+            b,
+            ContentBlock::ToolResult { .. }
+                | ContentBlock::Image { .. }
+                | ContentBlock::Document { .. }
+        ),
+        RecordKind::System | RecordKind::Attachment => false,
+    };
+    if !allowed {
+        return Err(bad(
+            format!("{path}.type"),
+            &format!(
+                "a {} block is not allowed in a {} record",
+                b.type_name(),
+                kind.as_str()
+            ),
+        ));
+    }
+    match b {
+        ContentBlock::ToolUse {
+            id, name, input, ..
+        } => {
+            if id.is_empty() {
+                return Err(bad(format!("{path}.id"), "must not be empty"));
+            }
+            if name.is_empty() {
+                return Err(bad(format!("{path}.name"), "must not be empty"));
+            }
+            if !input.is_object() {
+                return Err(bad(format!("{path}.input"), "must be a JSON object"));
+            }
+        }
+        ContentBlock::ToolResult {
+            tool_use_id,
+            content,
+            ..
+        } => {
+            if tool_use_id.is_empty() {
+                return Err(bad(format!("{path}.tool_use_id"), "must not be empty"));
+            }
+            if let ToolResultContent::Blocks(blocks) = content {
+                for (j, inner) in blocks.iter().enumerate() {
+                    match inner {
+                        ToolResultBlock::Image { source }
+                        | ToolResultBlock::Document { source, .. } => {
+                            check_source(&format!("{path}.content[{j}].source"), source)?
+                        }
+                        ToolResultBlock::Text { .. } => {}
+                    }
+                }
+            }
+        }
+        ContentBlock::Image { source, .. } | ContentBlock::Document { source, .. } => {
+            check_source(&format!("{path}.source"), source)?
+        }
+        _ => {}
+    }
+    Ok(())
+}
+
+fn check_uuid(path: String, u: &str) -> Result<()> {
+    if u.is_empty() || u.len() > 128 || u.chars().any(|c| c.is_whitespace() || c.is_control()) {
+        return Err(bad(
+            path,
+            "must be a non-empty id of at most 128 characters without whitespace",
+        ));
+    }
+    Ok(())
+}
+
+/// Checks one batch. `records` may be adjusted in place (nothing yet); the caller assigns
+/// uuids, sequence numbers and timestamps afterwards.
+pub fn validate_batch(records: &mut [RecordInput]) -> Result<()> {
+    let mut seen = HashSet::new();
+    for (i, r) in records.iter_mut().enumerate() {
+        let p = format!("records[{i}]");
+        let Some(kind) = r.kind else {
+            return Err(bad(
+                format!("{p}.type"),
+                "missing: one of user, assistant, system, attachment",
+            ));
+        };
+        if let Some(u) = &r.uuid {
+            check_uuid(format!("{p}.uuid"), u)?;
+            if !seen.insert(u.clone()) {
+                return Err(bad(format!("{p}.uuid"), "appears twice in this batch"));
+            }
+        }
+        if let Some(u) = &r.parent_uuid {
+            check_uuid(format!("{p}.parent_uuid"), u)?;
+        }
+        if let Some(t) = &r.timestamp
+            && chrono::DateTime::parse_from_rfc3339(t).is_err()
+        {
+            return Err(bad(
+                format!("{p}.timestamp"),
+                "must be an RFC 3339 date-time",
+            ));
+        }
+        if r.usage.is_some() && kind != RecordKind::Assistant {
+            return Err(bad(
+                format!("{p}.usage"),
+                "only assistant records carry usage",
+            ));
+        }
+        match kind {
+            RecordKind::User | RecordKind::Assistant => {
+                if r.content.is_empty() {
+                    return Err(bad(format!("{p}.content"), "must hold at least one block"));
+                }
+                for (j, b) in r.content.iter_mut().enumerate() {
+                    check_block(&format!("{p}.content[{j}]"), kind, b)?;
+                }
+                if r.subtype.is_some() {
+                    return Err(bad(
+                        format!("{p}.subtype"),
+                        "only system records have a subtype",
+                    ));
+                }
+                if r.attachment.is_some() {
+                    return Err(bad(
+                        format!("{p}.attachment"),
+                        "only attachment records carry one",
+                    ));
+                }
+            }
+            RecordKind::System => {
+                match &r.subtype {
+                    Some(s) if !s.is_empty() => {}
+                    _ => return Err(bad(format!("{p}.subtype"), "system records need a subtype")),
+                }
+                if !r.content.is_empty() {
+                    return Err(bad(
+                        format!("{p}.content"),
+                        "system records carry data, not content",
+                    ));
+                }
+            }
+            RecordKind::Attachment => {
+                let ok = r
+                    .attachment
+                    .as_ref()
+                    .and_then(|a| a.get("type"))
+                    .and_then(|t| t.as_str())
+                    .is_some_and(|t| !t.is_empty());
+                if !ok {
+                    return Err(bad(
+                        format!("{p}.attachment"),
+                        "attachment records need an object with a string `type`",
+                    ));
+                }
+                if !r.content.is_empty() {
+                    return Err(bad(
+                        format!("{p}.content"),
+                        "attachment records carry `attachment`, not content",
+                    ));
+                }
+            }
+        }
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn parse(v: serde_json::Value) -> RecordInput {
+        serde_json::from_value(v).unwrap()
+    }
+
+    #[test]
+    fn names_the_offending_field() {
+        let mut batch = vec![
+            parse(json!({"type": "user", "content": "hi"})),
+            parse(
+                json!({"type": "assistant", "content": [{"type": "tool_use", "id": "", "name": "Read", "input": {}}]}),
+            ),
+        ];
+        let e = validate_batch(&mut batch).unwrap_err().to_string();
+        assert!(e.starts_with("records[1].content[0].id:"), "{e}");
+
+        let mut batch = vec![parse(
+            json!({"type": "user", "content": [{"type": "tool_use", "id": "a", "name": "R", "input": {}}]}),
+        )];
+        assert!(
+            validate_batch(&mut batch)
+                .unwrap_err()
+                .to_string()
+                .starts_with("records[0].content[0].type")
+        );
+
+        let mut batch = vec![parse(
+            json!({"type": "user", "content": "x", "timestamp": "yesterday"}),
+        )];
+        assert!(
+            validate_batch(&mut batch)
+                .unwrap_err()
+                .to_string()
+                .starts_with("records[0].timestamp")
+        );
+
+        let mut batch = vec![parse(json!({"type": "system"}))];
+        assert!(
+            validate_batch(&mut batch)
+                .unwrap_err()
+                .to_string()
+                .starts_with("records[0].subtype")
+        );
+
+        let mut batch = vec![parse(json!({"type": "attachment", "attachment": {"x": 1}}))];
+        assert!(
+            validate_batch(&mut batch)
+                .unwrap_err()
+                .to_string()
+                .starts_with("records[0].attachment")
+        );
+
+        let mut batch = vec![parse(
+            json!({"type": "user", "content": [{"type": "text", "text": "a", "cache_control": {"type": "ephemeral"}}]}),
+        )];
+        assert!(
+            validate_batch(&mut batch)
+                .unwrap_err()
+                .to_string()
+                .contains("cache_control")
+        );
+
+        let mut batch = vec![
+            parse(json!({"type": "user", "content": "a", "uuid": "x"})),
+            parse(json!({"type": "user", "content": "b", "uuid": "x"})),
+        ];
+        assert!(
+            validate_batch(&mut batch)
+                .unwrap_err()
+                .to_string()
+                .starts_with("records[1].uuid")
+        );
+    }
+
+    #[test]
+    fn accepts_a_normal_turn() {
+        let mut batch = vec![
+            parse(json!({"type": "user", "content": "hi"})),
+            parse(
+                json!({"type": "assistant", "message_id": "m1", "usage": {"input_tokens": 5}, "content": [{"type": "thinking", "thinking": "t", "signature": "s"}, {"type": "tool_use", "id": "t1", "name": "Read", "input": {"file_path": "/a"}}]}),
+            ),
+            parse(
+                json!({"type": "user", "content": [{"type": "tool_result", "tool_use_id": "t1", "content": "x", "is_error": true}]}),
+            ),
+            parse(json!({"type": "system", "subtype": "informational", "data": {"m": 1}})),
+            parse(
+                json!({"type": "attachment", "attachment": {"type": "date_change", "date": "2026-11-30"}}),
+            ),
+        ];
+        validate_batch(&mut batch).unwrap();
+    }
+}

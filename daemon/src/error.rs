@@ -1,0 +1,47 @@
+//! The engine's error type. The RPC edge maps each variant to a JSON-RPC error code.
+
+use thiserror::Error;
+
+#[derive(Debug, Error)]
+pub enum Error {
+    /// Bad input from a client; `field` is the JSON path of the offending value.
+    #[error("{field}: {message}")]
+    Invalid { field: String, message: String },
+    #[error("session {0} not found")]
+    SessionNotFound(String),
+    #[error("record {0} not found in this session")]
+    RecordNotFound(String),
+    #[error("record uuid {0} is already used in this session")]
+    DuplicateRecord(String),
+    #[error("transcript changed: expected last record {expected}, found {actual}")]
+    Conflict { expected: String, actual: String },
+    #[error("prompt too long: {estimated} tokens estimated, blocking limit {limit}")]
+    PromptTooLong { estimated: u64, limit: u64 },
+    #[error("storage: {0}")]
+    Storage(String),
+    #[error("internal: {0}")]
+    Internal(String),
+}
+
+impl Error {
+    pub fn invalid(field: impl Into<String>, message: impl Into<String>) -> Self {
+        Error::Invalid {
+            field: field.into(),
+            message: message.into(),
+        }
+    }
+}
+
+impl From<rusqlite::Error> for Error {
+    fn from(e: rusqlite::Error) -> Self {
+        Error::Storage(e.to_string())
+    }
+}
+
+impl From<serde_json::Error> for Error {
+    fn from(e: serde_json::Error) -> Self {
+        Error::Internal(format!("json: {e}"))
+    }
+}
+
+pub type Result<T, E = Error> = std::result::Result<T, E>;

@@ -1,0 +1,1425 @@
+//! Claude Code JSONL transcripts (`~/.claude/projects/<project>/<session>.jsonl`) → ctxd
+//! records.
+//!
+//! Pure: text in, records out. The caller owns the session and the append; this module only
+//! decides what each line becomes, so an import can be checked (and rejected) before anything
+//! is written.
+//!
+//! Policy:
+//! - All or nothing: one malformed line rejects the whole transcript, naming the line (1-based)
+//!   and the field. A half-imported conversation would be worse than none, because the
+//!   projection would silently miss context.
+//! - Nothing is silently lost: fields ctxd has no column for go to `meta.claude_code`;
+//!   content blocks ctxd cannot represent become a text block holding their JSON; every
+//!   skipped line is counted in `stats.skipped`.
+//! - Parent chains stay valid: a record whose parent was skipped is relinked to the nearest
+//!   imported ancestor; a parent that cannot be resolved to an earlier imported record is
+//!   dropped. In both cases the original value is kept in `meta.claude_code.parentUuid`.
+
+use std::collections::{BTreeMap, HashMap, HashSet};
+
+use ctxd_protocol::{
+    ContentBlock, ImportStats, MediaSource, RecordInput, RecordKind, ToolResultBlock,
+    ToolResultContent, Usage,
+};
+use serde_json::{Map, Value};
+
+/// The result of converting one transcript.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Imported {
+    pub records: Vec<RecordInput>,
+    pub stats: ImportStats,
+    /// `cwd` of the first line that has one.
+    pub cwd: Option<String>,
+    /// Timestamp (RFC 3339 string) of the first record with one.
+    pub first_timestamp: Option<String>,
+    /// Claude Code's `sessionId` of the first line that has one.
+    pub source_session_id: Option<String>,
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum ImportError {
+    /// `line` is 1-based and counts blank lines, so it matches what an editor shows.
+    #[error("line {line}: {message}")]
+    Malformed { line: usize, message: String },
+    #[error("the transcript holds no records")]
+    Empty,
+}
+
+/// Fields every Claude Code line carries that describe the writer rather than the record
+/// (or that ctxd maps itself). They are neither copied into `meta` nor into system `data`.
+const ENVELOPE: &[&str] = &[
+    "parentUuid",
+    "uuid",
+    "timestamp",
+    "cwd",
+    "sessionId",
+    "version",
+    "gitBranch",
+    "userType",
+    "isSidechain",
+    "slug",
+    "type",
+    "subtype",
+    "isMeta",
+    "isCompactSummary",
+    "isVisibleInTranscriptOnly",
+];
+
+/// Key under which skipped duplicates are counted.
+const DUPLICATE_UUID: &str = "duplicate_uuid";
+
+/// Converts a Claude Code transcript. See the module docs for the policy.
+pub fn parse(jsonl: &str) -> Result<Imported, ImportError> {
+    let mut stats = ImportStats::default();
+    let mut cwd = None;
+    let mut source_session_id = None;
+    let mut pending: Vec<Pending> = Vec::new();
+    let mut seen_uuids: HashSet<String> = HashSet::new();
+    // uuid → parentUuid of every skipped line, to walk over them when relinking.
+    let mut skipped_parents: HashMap<String, Option<String>> = HashMap::new();
+
+    for (index, raw) in jsonl.lines().enumerate() {
+        let line = index + 1;
+        if raw.trim().is_empty() {
+            continue;
+        }
+        stats.lines += 1;
+        let malformed = |message: String| ImportError::Malformed { line, message };
+
+        let value: Value =
+            serde_json::from_str(raw).map_err(|e| malformed(format!("not valid JSON: {e}")))?;
+        let Value::Object(obj) = value else {
+            return Err(malformed(format!(
+                "expected a JSON object, found {}",
+                json_type(&value)
+            )));
+        };
+
+        // Taken from any line (progress and queue lines carry them too), so a transcript
+        // that starts with UI lines still reports where it ran.
+        if cwd.is_none() {
+            cwd = obj.get("cwd").and_then(Value::as_str).map(str::to_owned);
+        }
+        if source_session_id.is_none() {
+            source_session_id = obj
+                .get("sessionId")
+                .and_then(Value::as_str)
+                .map(str::to_owned);
+        }
+
+        match convert_line(&obj, &mut stats.skipped).map_err(malformed)? {
+            Line::Record(p) => {
+                if let Some(uuid) = &p.record.uuid
+                    && !seen_uuids.insert(uuid.clone())
+                {
+                    // The first occurrence already stands for this uuid, so children that
+                    // point at it stay linked to that one; no relinking entry is needed.
+                    bump(&mut stats.skipped, DUPLICATE_UUID);
+                    continue;
+                }
+                pending.push(*p);
+            }
+            Line::Skip { key, uuid, parent } => {
+                bump(&mut stats.skipped, &key);
+                if let Some(uuid) = uuid {
+                    skipped_parents.entry(uuid).or_insert(parent);
+                }
+            }
+        }
+    }
+
+    let mut records = Vec::with_capacity(pending.len());
+    let mut imported: HashSet<String> = HashSet::new();
+    for Pending {
+        mut record,
+        mut claude_code,
+    } in pending
+    {
+        let original = record.parent_uuid.take();
+        let resolved = resolve_parent(original.as_deref(), &imported, &skipped_parents);
+        if resolved != original
+            && let Some(original) = original
+        {
+            claude_code.insert("parentUuid".into(), Value::String(original));
+        }
+        record.parent_uuid = resolved;
+        if let Some(uuid) = &record.uuid {
+            imported.insert(uuid.clone());
+        }
+        if !claude_code.is_empty() {
+            let mut meta = Map::new();
+            meta.insert("claude_code".into(), Value::Object(claude_code));
+            record.meta = Some(Value::Object(meta));
+        }
+        count(&mut stats, &record);
+        records.push(record);
+    }
+
+    if records.is_empty() {
+        return Err(ImportError::Empty);
+    }
+    let first_timestamp = records.iter().find_map(|r| r.timestamp.clone());
+    Ok(Imported {
+        records,
+        stats,
+        cwd,
+        first_timestamp,
+        source_session_id,
+    })
+}
+
+/// A converted record whose parent is not resolved yet: relinking needs to know every
+/// skipped line, including ones that appear later in the file.
+struct Pending {
+    record: RecordInput,
+    /// Claude-Code-only fields, stored as `meta.claude_code`.
+    claude_code: Map<String, Value>,
+}
+
+enum Line {
+    Record(Box<Pending>),
+    Skip {
+        /// The `stats.skipped` key.
+        key: String,
+        uuid: Option<String>,
+        parent: Option<String>,
+    },
+}
+
+/// Walks from `parent` over skipped lines to the nearest record imported *before* the child.
+/// ctxd appends in order, so a parent that only appears later (or nowhere) cannot be kept.
+fn resolve_parent(
+    parent: Option<&str>,
+    imported: &HashSet<String>,
+    skipped: &HashMap<String, Option<String>>,
+) -> Option<String> {
+    let mut current = parent;
+    // Every step visits a distinct skipped line unless there is a cycle; bounding the walk by
+    // their number ends a cycle without tracking visits.
+    for _ in 0..=skipped.len() {
+        let uuid = current?;
+        if imported.contains(uuid) {
+            return Some(uuid.to_owned());
+        }
+        current = skipped.get(uuid)?.as_deref();
+    }
+    None
+}
+
+fn count(stats: &mut ImportStats, record: &RecordInput) {
+    stats.records += 1;
+    match record.kind {
+        Some(RecordKind::User) => stats.user += 1,
+        Some(RecordKind::Assistant) => stats.assistant += 1,
+        Some(RecordKind::System) => stats.system += 1,
+        Some(RecordKind::Attachment) => stats.attachment += 1,
+        None => {}
+    }
+    for block in &record.content {
+        match block {
+            ContentBlock::ToolUse { .. } => stats.tool_use += 1,
+            ContentBlock::ToolResult { .. } => stats.tool_result += 1,
+            _ => {}
+        }
+    }
+}
+
+fn bump(map: &mut BTreeMap<String, u64>, key: &str) {
+    *map.entry(key.to_owned()).or_insert(0) += 1;
+}
+
+fn convert_line(
+    obj: &Map<String, Value>,
+    skipped: &mut BTreeMap<String, u64>,
+) -> Result<Line, String> {
+    let line_type = match obj.get("type") {
+        Some(Value::String(t)) => t.as_str(),
+        Some(other) => {
+            return Err(format!(
+                "field `type` must be a string, found {}",
+                json_type(other)
+            ));
+        }
+        None => return Err("field `type` is missing".into()),
+    };
+    let kind = match line_type {
+        "user" => RecordKind::User,
+        "assistant" => RecordKind::Assistant,
+        "system" => RecordKind::System,
+        "attachment" => RecordKind::Attachment,
+        // `progress`, `file-history-snapshot`, `queue-operation`, `summary` and whatever
+        // later Claude Code versions add: UI state, not conversation. Their uuids are kept
+        // (leniently: a skipped line is never a reason to reject) for relinking.
+        other => {
+            return Ok(Line::Skip {
+                key: other.to_owned(),
+                uuid: obj.get("uuid").and_then(Value::as_str).map(str::to_owned),
+                parent: obj
+                    .get("parentUuid")
+                    .and_then(Value::as_str)
+                    .map(str::to_owned),
+            });
+        }
+    };
+
+    let mut record = RecordInput {
+        uuid: record_uuid(obj)?,
+        parent_uuid: opt_str(obj, "parentUuid", "")?,
+        kind: Some(kind),
+        timestamp: timestamp(obj)?,
+        is_meta: flag(obj, "isMeta")?,
+        is_sidechain: flag(obj, "isSidechain")?,
+        is_compact_summary: flag(obj, "isCompactSummary")?,
+        is_virtual: flag(obj, "isVisibleInTranscriptOnly")?,
+        ..RecordInput::default()
+    };
+    let mut claude_code = Map::new();
+
+    match kind {
+        RecordKind::User | RecordKind::Assistant => {
+            let message = match obj.get("message") {
+                Some(Value::Object(m)) => m,
+                Some(other) => {
+                    return Err(format!(
+                        "field `message` must be an object, found {}",
+                        json_type(other)
+                    ));
+                }
+                None => return Err(format!("{line_type} line has no `message`")),
+            };
+            record.content = content(message, kind, skipped, &mut claude_code)?;
+            if record.content.is_empty() {
+                // An empty message is not a valid ctxd record, and it carries nothing to
+                // lose; skip it but keep its uuid so children can be relinked over it.
+                return Ok(Line::Skip {
+                    key: format!("empty:{line_type}"),
+                    uuid: record.uuid,
+                    parent: record.parent_uuid,
+                });
+            }
+            let mut known: &[&str] = &["role", "content", "type"];
+            if kind == RecordKind::Assistant {
+                record.message_id = opt_str(message, "id", "message.")?;
+                record.model = opt_str(message, "model", "message.")?;
+                record.stop_reason = opt_str(message, "stop_reason", "message.")?;
+                record.usage = usage(message.get("usage"))?;
+                known = &[
+                    "role",
+                    "content",
+                    "type",
+                    "id",
+                    "model",
+                    "stop_reason",
+                    "usage",
+                ];
+            }
+            // `stop_sequence` (mostly null), `context_management`, ...: kept when they say
+            // something, so a replay can still see them.
+            let extra: Map<String, Value> = message
+                .iter()
+                .filter(|(k, v)| !known.contains(&k.as_str()) && !v.is_null())
+                .map(|(k, v)| (k.clone(), v.clone()))
+                .collect();
+            if !extra.is_empty() {
+                claude_code.insert("message".into(), Value::Object(extra));
+            }
+            keep_extra_fields(obj, &["message"], &mut claude_code);
+        }
+        RecordKind::Attachment => {
+            let attachment = obj
+                .get("attachment")
+                .ok_or("attachment line has no `attachment`")?;
+            if !attachment.is_object() {
+                return Err(format!(
+                    "field `attachment` must be an object, found {}",
+                    json_type(attachment)
+                ));
+            }
+            if !matches!(attachment.get("type"), Some(Value::String(t)) if !t.is_empty()) {
+                return Err("field `attachment.type` must be a non-empty string".into());
+            }
+            record.attachment = Some(attachment.clone());
+            keep_extra_fields(obj, &["attachment"], &mut claude_code);
+        }
+        RecordKind::System => {
+            let subtype = opt_str(obj, "subtype", "")?.filter(|s| !s.is_empty());
+            record.subtype = Some(subtype.unwrap_or_else(|| "informational".into()));
+            record.data = system_data(obj);
+        }
+    }
+
+    Ok(Line::Record(Box::new(Pending {
+        record,
+        claude_code,
+    })))
+}
+
+/// Copies every field that is neither envelope nor mapped into `claude_code`
+/// (`toolUseResult`, `requestId`, `sourceToolAssistantUUID`, `agentId`, `todos`,
+/// `thinkingMetadata`, `permissionMode`, `isApiErrorMessage`, ...). Copying by exclusion
+/// rather than by a list keeps fields of newer Claude Code versions too.
+fn keep_extra_fields(
+    obj: &Map<String, Value>,
+    mapped: &[&str],
+    claude_code: &mut Map<String, Value>,
+) {
+    for (key, value) in obj {
+        if !ENVELOPE.contains(&key.as_str()) && !mapped.contains(&key.as_str()) {
+            claude_code.insert(key.clone(), value.clone());
+        }
+    }
+}
+
+/// A system line's payload: everything beyond the envelope, keys in snake_case (ctxd's
+/// convention for `data`, e.g. `{"trigger":"auto","pre_tokens":167000}`), with
+/// `compactMetadata` flattened so a compact boundary reads the same as a native one.
+fn system_data(obj: &Map<String, Value>) -> Option<Value> {
+    let mut data = Map::new();
+    let mut compact = None;
+    for (key, value) in obj {
+        if ENVELOPE.contains(&key.as_str()) {
+            continue;
+        }
+        if key == "compactMetadata" {
+            compact = Some(value);
+            continue;
+        }
+        data.insert(snake_case(key), value.clone());
+    }
+    if let Some(compact) = compact {
+        match compact {
+            Value::Object(fields) => {
+                let mut clash = false;
+                for (key, value) in fields {
+                    let key = snake_case(key);
+                    if data.contains_key(&key) {
+                        clash = true;
+                    } else {
+                        data.insert(key, value.clone());
+                    }
+                }
+                // A flattened key would overwrite a line field; keep the original whole
+                // instead of losing either.
+                if clash {
+                    data.insert("compact_metadata".into(), compact.clone());
+                }
+            }
+            other => {
+                data.insert("compact_metadata".into(), other.clone());
+            }
+        }
+    }
+    (!data.is_empty()).then_some(Value::Object(data))
+}
+
+/// `toolUseID` → `tool_use_id`, `preTokens` → `pre_tokens`, `snake_case` unchanged.
+fn snake_case(key: &str) -> String {
+    let chars: Vec<char> = key.chars().collect();
+    let mut out = String::with_capacity(key.len() + 4);
+    for (i, &c) in chars.iter().enumerate() {
+        if c.is_uppercase() {
+            let prev = i.checked_sub(1).map(|j| chars[j]);
+            let next = chars.get(i + 1).copied();
+            let boundary = match prev {
+                None | Some('_') => false,
+                Some(p) if p.is_lowercase() || p.is_ascii_digit() => true,
+                // The last capital of an acronym starts the next word: `URLPath` → `url_path`.
+                Some(p) => p.is_uppercase() && next.is_some_and(char::is_lowercase),
+            };
+            if boundary {
+                out.push('_');
+            }
+            out.extend(c.to_lowercase());
+        } else {
+            out.push(c);
+        }
+    }
+    out
+}
+
+fn timestamp(obj: &Map<String, Value>) -> Result<Option<String>, String> {
+    let ts = opt_str(obj, "timestamp", "")?;
+    if let Some(ts) = &ts {
+        // Kept byte-for-byte, but checked now: the daemon would reject it at append time,
+        // when the line number is no longer known.
+        chrono::DateTime::parse_from_rfc3339(ts)
+            .map_err(|e| format!("field `timestamp` is not RFC 3339 ({ts:?}): {e}"))?;
+    }
+    Ok(ts)
+}
+
+fn content(
+    message: &Map<String, Value>,
+    kind: RecordKind,
+    skipped: &mut BTreeMap<String, u64>,
+    claude_code: &mut Map<String, Value>,
+) -> Result<Vec<ContentBlock>, String> {
+    match message.get("content") {
+        Some(Value::String(s)) if s.is_empty() => Ok(Vec::new()),
+        Some(Value::String(s)) => Ok(vec![ContentBlock::text(s.clone())]),
+        Some(Value::Array(blocks)) => {
+            let mut extras = Vec::new();
+            let mut ctx = BlockCtx {
+                skipped,
+                extras: &mut extras,
+            };
+            let out = blocks
+                .iter()
+                .enumerate()
+                .map(|(i, b)| {
+                    let path = format!("message.content[{i}]");
+                    let block = convert_block(b, &path, &mut ctx)?;
+                    check_role(&block, kind, &path)?;
+                    Ok(block)
+                })
+                .collect::<Result<Vec<_>, String>>()?;
+            if !extras.is_empty() {
+                claude_code.insert("block_extras".into(), Value::Array(extras));
+            }
+            Ok(out)
+        }
+        Some(other) => Err(format!(
+            "field `message.content` must be a string or an array, found {}",
+            json_type(other)
+        )),
+        None => Err("field `message.content` is missing".into()),
+    }
+}
+
+struct BlockCtx<'a> {
+    skipped: &'a mut BTreeMap<String, u64>,
+    /// `{"path": ..., "fields": {...}}` for fields of known blocks that ctxd's block types
+    /// have no slot for (e.g. `caller` on `tool_use`, `citations` on `text`).
+    extras: &'a mut Vec<Value>,
+}
+
+impl BlockCtx<'_> {
+    fn keep_extras(&mut self, block: &Map<String, Value>, path: &str, known: &[&str]) {
+        let fields: Map<String, Value> = block
+            .iter()
+            // `cache_control` is ctxd's to place; a transcript's markers are stale.
+            .filter(|(k, _)| {
+                !matches!(k.as_str(), "type" | "cache_control") && !known.contains(&k.as_str())
+            })
+            .map(|(k, v)| (k.clone(), v.clone()))
+            .collect();
+        if !fields.is_empty() {
+            let mut entry = Map::new();
+            entry.insert("path".into(), Value::String(path.to_owned()));
+            entry.insert("fields".into(), Value::Object(fields));
+            self.extras.push(Value::Object(entry));
+        }
+    }
+
+    /// ctxd has no block for this type; a text block holding its JSON keeps the data and
+    /// keeps it visible, and the count says it happened.
+    fn unknown(&mut self, block_type: &str, block: &Value) -> String {
+        bump(self.skipped, &format!("block:{block_type}"));
+        format!(
+            "[imported Claude Code content block of unsupported type `{block_type}`, kept as JSON]\n{block}"
+        )
+    }
+}
+
+fn block_fields<'a>(
+    block: &'a Value,
+    path: &str,
+) -> Result<(&'a Map<String, Value>, &'a str), String> {
+    let Value::Object(fields) = block else {
+        return Err(format!(
+            "field `{path}` must be an object, found {}",
+            json_type(block)
+        ));
+    };
+    match fields.get("type") {
+        Some(Value::String(t)) => Ok((fields, t.as_str())),
+        Some(other) => Err(format!(
+            "field `{path}.type` must be a string, found {}",
+            json_type(other)
+        )),
+        None => Err(format!("field `{path}.type` is missing")),
+    }
+}
+
+fn convert_block(
+    block: &Value,
+    path: &str,
+    ctx: &mut BlockCtx<'_>,
+) -> Result<ContentBlock, String> {
+    let (fields, block_type) = block_fields(block, path)?;
+    let path_dot = format!("{path}.");
+    let converted = match block_type {
+        "text" => {
+            ctx.keep_extras(fields, path, &["text"]);
+            ContentBlock::text(req_str(fields, "text", &path_dot)?)
+        }
+        "image" => {
+            ctx.keep_extras(fields, path, &["source"]);
+            ContentBlock::Image {
+                source: media_source(fields, &path_dot)?,
+                cache_control: None,
+            }
+        }
+        "document" => {
+            ctx.keep_extras(fields, path, &["source", "title"]);
+            ContentBlock::Document {
+                source: media_source(fields, &path_dot)?,
+                title: opt_str(fields, "title", &path_dot)?,
+                cache_control: None,
+            }
+        }
+        "thinking" => {
+            ctx.keep_extras(fields, path, &["thinking", "signature"]);
+            ContentBlock::Thinking {
+                thinking: req_str(fields, "thinking", &path_dot)?,
+                signature: opt_str(fields, "signature", &path_dot)?.unwrap_or_default(),
+            }
+        }
+        "redacted_thinking" => {
+            ctx.keep_extras(fields, path, &["data"]);
+            ContentBlock::RedactedThinking {
+                data: req_str(fields, "data", &path_dot)?,
+            }
+        }
+        "tool_use" => {
+            ctx.keep_extras(fields, path, &["id", "name", "input"]);
+            let input = match fields.get("input") {
+                Some(input @ Value::Object(_)) => input.clone(),
+                Some(other) => {
+                    return Err(format!(
+                        "field `{path}.input` must be an object, found {}",
+                        json_type(other)
+                    ));
+                }
+                None => return Err(format!("field `{path}.input` is missing")),
+            };
+            ContentBlock::ToolUse {
+                id: req_nonempty(fields, "id", &path_dot)?,
+                name: req_nonempty(fields, "name", &path_dot)?,
+                input,
+                cache_control: None,
+            }
+        }
+        "tool_result" => {
+            ctx.keep_extras(fields, path, &["tool_use_id", "content", "is_error"]);
+            let is_error = match fields.get("is_error") {
+                None | Some(Value::Null) => false,
+                Some(Value::Bool(b)) => *b,
+                Some(other) => {
+                    return Err(format!(
+                        "field `{path}.is_error` must be a boolean, found {}",
+                        json_type(other)
+                    ));
+                }
+            };
+            ContentBlock::ToolResult {
+                tool_use_id: req_nonempty(fields, "tool_use_id", &path_dot)?,
+                content: tool_result_content(fields.get("content"), path, ctx)?,
+                is_error,
+                cache_control: None,
+            }
+        }
+        other => ContentBlock::text(ctx.unknown(other, block)),
+    };
+    Ok(converted)
+}
+
+fn tool_result_content(
+    content: Option<&Value>,
+    path: &str,
+    ctx: &mut BlockCtx<'_>,
+) -> Result<ToolResultContent, String> {
+    match content {
+        None | Some(Value::Null) => Ok(ToolResultContent::default()),
+        Some(Value::String(s)) => Ok(ToolResultContent::Text(s.clone())),
+        Some(Value::Array(blocks)) => {
+            let mut out = Vec::with_capacity(blocks.len());
+            for (i, block) in blocks.iter().enumerate() {
+                let path = format!("{path}.content[{i}]");
+                let path_dot = format!("{path}.");
+                let (fields, block_type) = block_fields(block, &path)?;
+                out.push(match block_type {
+                    "text" => {
+                        ctx.keep_extras(fields, &path, &["text"]);
+                        ToolResultBlock::Text {
+                            text: req_str(fields, "text", &path_dot)?,
+                        }
+                    }
+                    "image" => {
+                        ctx.keep_extras(fields, &path, &["source"]);
+                        ToolResultBlock::Image {
+                            source: media_source(fields, &path_dot)?,
+                        }
+                    }
+                    "document" => {
+                        ctx.keep_extras(fields, &path, &["source", "title"]);
+                        ToolResultBlock::Document {
+                            source: media_source(fields, &path_dot)?,
+                            title: opt_str(fields, "title", &path_dot)?,
+                        }
+                    }
+                    other => ToolResultBlock::Text {
+                        text: ctx.unknown(other, block),
+                    },
+                });
+            }
+            Ok(ToolResultContent::Blocks(out))
+        }
+        Some(other) => Err(format!(
+            "field `{path}.content` must be a string or an array, found {}",
+            json_type(other)
+        )),
+    }
+}
+
+fn media_source(fields: &Map<String, Value>, path: &str) -> Result<MediaSource, String> {
+    let source = fields
+        .get("source")
+        .ok_or_else(|| format!("field `{path}source` is missing"))?;
+    let source: MediaSource = serde_json::from_value(source.clone())
+        .map_err(|e| format!("field `{path}source` is not a valid media source: {e}"))?;
+    // An empty payload is accepted by the type but rejected by the daemon.
+    let empty = match &source {
+        MediaSource::Base64 { media_type, data } | MediaSource::Text { media_type, data } => {
+            media_type.is_empty() || data.is_empty()
+        }
+        MediaSource::Url { url } => url.is_empty(),
+        MediaSource::File { file_id } => file_id.is_empty(),
+    };
+    if empty {
+        return Err(format!("field `{path}source` has an empty field"));
+    }
+    Ok(source)
+}
+
+/// The Messages API's roles: users send results and media, assistants call tools and
+/// think. A transcript that mixes them up would fail at append time, without a line number.
+fn check_role(block: &ContentBlock, kind: RecordKind, path: &str) -> Result<(), String> {
+    let allowed = match kind {
+        RecordKind::User => !matches!(
+            block,
+            ContentBlock::ToolUse { .. }
+                | ContentBlock::Thinking { .. }
+                | ContentBlock::RedactedThinking { .. }
+        ),
+        RecordKind::Assistant => !matches!(
+            block,
+            ContentBlock::ToolResult { .. }
+                | ContentBlock::Image { .. }
+                | ContentBlock::Document { .. }
+        ),
+        RecordKind::System | RecordKind::Attachment => false,
+    };
+    if allowed {
+        Ok(())
+    } else {
+        Err(format!(
+            "field `{path}`: a {} block is not allowed in a {} line",
+            block.type_name(),
+            kind.as_str()
+        ))
+    }
+}
+
+/// A record's own uuid, held to the daemon's id rules so a bad one is reported with its line.
+fn record_uuid(obj: &Map<String, Value>) -> Result<Option<String>, String> {
+    let uuid = opt_str(obj, "uuid", "")?;
+    if let Some(u) = &uuid
+        && (u.is_empty() || u.len() > 128 || u.chars().any(|c| c.is_whitespace() || c.is_control()))
+    {
+        return Err(format!(
+            "field `uuid` must be a non-empty id of at most 128 characters without whitespace, found {u:?}"
+        ));
+    }
+    Ok(uuid)
+}
+
+fn usage(value: Option<&Value>) -> Result<Option<Usage>, String> {
+    let fields = match value {
+        None | Some(Value::Null) => return Ok(None),
+        Some(Value::Object(fields)) => fields,
+        Some(other) => {
+            return Err(format!(
+                "field `message.usage` must be an object, found {}",
+                json_type(other)
+            ));
+        }
+    };
+    // Only the four token counts; `service_tier`, `cache_creation`, `server_tool_use` ...
+    // describe billing, not context size.
+    let tokens = |key: &str| -> Result<u64, String> {
+        match fields.get(key) {
+            None | Some(Value::Null) => Ok(0),
+            Some(v) => v.as_u64().ok_or_else(|| {
+                format!("field `message.usage.{key}` must be a non-negative integer, found {v}")
+            }),
+        }
+    };
+    Ok(Some(Usage {
+        input_tokens: tokens("input_tokens")?,
+        output_tokens: tokens("output_tokens")?,
+        cache_creation_input_tokens: tokens("cache_creation_input_tokens")?,
+        cache_read_input_tokens: tokens("cache_read_input_tokens")?,
+    }))
+}
+
+/// `path` is the prefix of `key` in messages (`""` or `"message.content[2]."`).
+fn opt_str(obj: &Map<String, Value>, key: &str, path: &str) -> Result<Option<String>, String> {
+    match obj.get(key) {
+        None | Some(Value::Null) => Ok(None),
+        Some(Value::String(s)) => Ok(Some(s.clone())),
+        Some(other) => Err(format!(
+            "field `{path}{key}` must be a string, found {}",
+            json_type(other)
+        )),
+    }
+}
+
+fn req_str(obj: &Map<String, Value>, key: &str, path: &str) -> Result<String, String> {
+    opt_str(obj, key, path)?.ok_or_else(|| format!("field `{path}{key}` is missing"))
+}
+
+fn req_nonempty(obj: &Map<String, Value>, key: &str, path: &str) -> Result<String, String> {
+    let s = req_str(obj, key, path)?;
+    if s.is_empty() {
+        return Err(format!("field `{path}{key}` must not be empty"));
+    }
+    Ok(s)
+}
+
+fn flag(obj: &Map<String, Value>, key: &str) -> Result<bool, String> {
+    match obj.get(key) {
+        None | Some(Value::Null) => Ok(false),
+        Some(Value::Bool(b)) => Ok(*b),
+        Some(other) => Err(format!(
+            "field `{key}` must be a boolean, found {}",
+            json_type(other)
+        )),
+    }
+}
+
+fn json_type(value: &Value) -> &'static str {
+    match value {
+        Value::Null => "null",
+        Value::Bool(_) => "a boolean",
+        Value::Number(_) => "a number",
+        Value::String(_) => "a string",
+        Value::Array(_) => "an array",
+        Value::Object(_) => "an object",
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+    use std::path::{Path, PathBuf};
+
+    const FIXTURES: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/../tests/fixtures/claude-code");
+
+    fn walk(dir: &Path, out: &mut Vec<PathBuf>) {
+        for entry in std::fs::read_dir(dir).unwrap() {
+            let path = entry.unwrap().path();
+            if path.is_dir() {
+                walk(&path, out);
+            } else if path.extension().is_some_and(|e| e == "jsonl") {
+                out.push(path);
+            }
+        }
+    }
+
+    fn fixtures() -> Vec<(PathBuf, String)> {
+        let mut paths = Vec::new();
+        walk(Path::new(FIXTURES), &mut paths);
+        paths.sort();
+        assert!(paths.len() > 60, "fixtures not found under {FIXTURES}");
+        paths
+            .into_iter()
+            .map(|p| {
+                let text = std::fs::read_to_string(&p).unwrap();
+                (p, text)
+            })
+            .collect()
+    }
+
+    fn fixture(rel: &str) -> String {
+        std::fs::read_to_string(format!("{FIXTURES}/{rel}")).unwrap()
+    }
+
+    fn lines(text: &str) -> Vec<Value> {
+        text.lines()
+            .filter(|l| !l.trim().is_empty())
+            .map(|l| serde_json::from_str(l).unwrap())
+            .collect()
+    }
+
+    fn blocks_of(line: &Value) -> Vec<Value> {
+        line["message"]["content"]
+            .as_array()
+            .cloned()
+            .unwrap_or_default()
+    }
+
+    fn malformed_line(result: Result<Imported, ImportError>) -> (usize, String) {
+        match result {
+            Err(ImportError::Malformed { line, message }) => (line, message),
+            other => panic!("expected Malformed, got {other:?}"),
+        }
+    }
+
+    fn claude_code(record: &RecordInput) -> &Value {
+        &record.meta.as_ref().expect("meta")["claude_code"]
+    }
+
+    /// Counts computed from the raw JSON, independently of the converter.
+    #[test]
+    fn every_fixture_imports_with_matching_counts() {
+        for (path, text) in fixtures() {
+            let name = path.display();
+            let raw = lines(&text);
+            let is_record = |l: &Value| {
+                matches!(
+                    l["type"].as_str(),
+                    Some("user" | "assistant" | "system" | "attachment")
+                )
+            };
+            let record_lines = raw.iter().filter(|l| is_record(l)).count();
+            let result = parse(&text);
+            if record_lines == 0 {
+                // summary / queue-operation / file-history-snapshot samples hold only UI lines.
+                assert!(
+                    matches!(result, Err(ImportError::Empty)),
+                    "{name}: {result:?}"
+                );
+                continue;
+            }
+            let imported = result.unwrap_or_else(|e| panic!("{name}: {e}"));
+            let stats = &imported.stats;
+
+            // Independent: first occurrence of each uuid, non-empty content.
+            let mut seen = HashSet::new();
+            let mut kept = Vec::new();
+            let mut other_types: BTreeMap<String, u64> = BTreeMap::new();
+            for l in &raw {
+                if !is_record(l) {
+                    *other_types
+                        .entry(l["type"].as_str().unwrap().to_owned())
+                        .or_default() += 1;
+                    continue;
+                }
+                if let Some(u) = l["uuid"].as_str()
+                    && !seen.insert(u.to_owned())
+                {
+                    continue;
+                }
+                kept.push(l);
+            }
+            let empty = |kind: &str| {
+                stats
+                    .skipped
+                    .get(&format!("empty:{kind}"))
+                    .copied()
+                    .unwrap_or(0)
+            };
+            let of_type = |t: &str| kept.iter().filter(|l| l["type"] == t).count() as u64;
+            assert_eq!(stats.lines, raw.len() as u64, "{name}");
+            assert_eq!(stats.user, of_type("user") - empty("user"), "{name}");
+            assert_eq!(
+                stats.assistant,
+                of_type("assistant") - empty("assistant"),
+                "{name}"
+            );
+            assert_eq!(stats.system, of_type("system"), "{name}");
+            assert_eq!(stats.records, imported.records.len() as u64, "{name}");
+            assert_eq!(
+                stats.records,
+                stats.user + stats.assistant + stats.system + stats.attachment,
+                "{name}"
+            );
+            for (t, n) in &other_types {
+                assert_eq!(stats.skipped.get(t), Some(n), "{name}: skipped {t}");
+            }
+
+            let count_blocks = |t: &str| {
+                kept.iter()
+                    .flat_map(|l| blocks_of(l))
+                    .filter(|b| b["type"] == t)
+                    .count() as u64
+            };
+            assert_eq!(stats.tool_use, count_blocks("tool_use"), "{name}");
+            assert_eq!(stats.tool_result, count_blocks("tool_result"), "{name}");
+            let raw_images = kept
+                .iter()
+                .flat_map(|l| blocks_of(l))
+                .map(|b| match b["type"].as_str() {
+                    Some("image") => 1,
+                    Some("tool_result") => b["content"]
+                        .as_array()
+                        .map_or(0, |c| c.iter().filter(|x| x["type"] == "image").count()),
+                    _ => 0,
+                })
+                .sum::<usize>();
+            let images = imported
+                .records
+                .iter()
+                .flat_map(|r| &r.content)
+                .map(|b| match b {
+                    ContentBlock::Image { .. } => 1,
+                    ContentBlock::ToolResult {
+                        content: ToolResultContent::Blocks(bs),
+                        ..
+                    } => bs
+                        .iter()
+                        .filter(|x| matches!(x, ToolResultBlock::Image { .. }))
+                        .count(),
+                    _ => 0,
+                })
+                .sum::<usize>();
+            assert_eq!(images, raw_images, "{name}: images");
+
+            // Per record: usage, message id and is_error survive.
+            let by_uuid: HashMap<&str, &Value> = kept
+                .iter()
+                .filter_map(|l| Some((l["uuid"].as_str()?, *l)))
+                .collect();
+            for r in &imported.records {
+                let line = by_uuid[r.uuid.as_deref().unwrap()];
+                assert_eq!(r.timestamp.as_deref(), line["timestamp"].as_str(), "{name}");
+                if r.kind == Some(RecordKind::Assistant) {
+                    assert_eq!(
+                        r.message_id.as_deref(),
+                        line["message"]["id"].as_str(),
+                        "{name}"
+                    );
+                    assert_eq!(
+                        r.model.as_deref(),
+                        line["message"]["model"].as_str(),
+                        "{name}"
+                    );
+                    let u = &line["message"]["usage"];
+                    match &r.usage {
+                        Some(usage) => {
+                            assert_eq!(Some(usage.input_tokens), u["input_tokens"].as_u64());
+                            assert_eq!(Some(usage.output_tokens), u["output_tokens"].as_u64());
+                            assert_eq!(
+                                Some(usage.cache_creation_input_tokens),
+                                u["cache_creation_input_tokens"].as_u64()
+                            );
+                            assert_eq!(
+                                Some(usage.cache_read_input_tokens),
+                                u["cache_read_input_tokens"].as_u64()
+                            );
+                        }
+                        None => assert!(u.is_null(), "{name}: usage lost"),
+                    }
+                }
+                let raw_errors: Vec<bool> = blocks_of(line)
+                    .iter()
+                    .filter(|b| b["type"] == "tool_result")
+                    .map(|b| b["is_error"].as_bool().unwrap_or(false))
+                    .collect();
+                let errors: Vec<bool> = r
+                    .content
+                    .iter()
+                    .filter_map(|b| match b {
+                        ContentBlock::ToolResult { is_error, .. } => Some(*is_error),
+                        _ => None,
+                    })
+                    .collect();
+                assert_eq!(errors, raw_errors, "{name}");
+                if line.get("toolUseResult").is_some() {
+                    assert_eq!(
+                        claude_code(r)["toolUseResult"],
+                        line["toolUseResult"],
+                        "{name}"
+                    );
+                }
+            }
+
+            // Parent chains: every parent is an earlier record of the import.
+            let mut earlier = HashSet::new();
+            for r in &imported.records {
+                if let Some(p) = &r.parent_uuid {
+                    assert!(earlier.contains(p.as_str()), "{name}: dangling parent {p}");
+                }
+                earlier.insert(r.uuid.as_deref().unwrap());
+            }
+
+            assert_eq!(
+                imported.cwd.as_deref(),
+                raw.iter().find_map(|l| l["cwd"].as_str()),
+                "{name}"
+            );
+            assert_eq!(
+                imported.source_session_id.as_deref(),
+                raw.iter().find_map(|l| l["sessionId"].as_str()),
+                "{name}"
+            );
+            assert_eq!(
+                imported.first_timestamp.as_deref(),
+                kept.iter().find_map(|l| l["timestamp"].as_str()),
+                "{name}"
+            );
+        }
+    }
+
+    #[test]
+    fn split_assistant_responses_share_message_id() {
+        let mut split = 0;
+        for rel in [
+            "spotter/short.jsonl",
+            "spotter/tool_heavy.jsonl",
+            "spotter/subagent.jsonl",
+        ] {
+            let text = fixture(rel);
+            let mut raw: HashMap<String, usize> = HashMap::new();
+            for l in lines(&text).iter().filter(|l| l["type"] == "assistant") {
+                *raw.entry(l["message"]["id"].as_str().unwrap().to_owned())
+                    .or_default() += 1;
+            }
+            let imported = parse(&text).unwrap();
+            let mut got: HashMap<String, usize> = HashMap::new();
+            for r in &imported.records {
+                if let Some(id) = &r.message_id {
+                    assert_eq!(r.kind, Some(RecordKind::Assistant));
+                    *got.entry(id.clone()).or_default() += 1;
+                }
+            }
+            assert_eq!(got, raw, "{rel}");
+            split += got.values().filter(|n| **n > 1).count();
+        }
+        assert!(split > 0, "the spotter fixtures hold split responses");
+    }
+
+    #[test]
+    fn image_blocks_survive() {
+        let imported = parse(&fixture("line-kinds/user/image.jsonl")).unwrap();
+        let raw = lines(&fixture("line-kinds/user/image.jsonl"));
+        let raw_source = blocks_of(&raw[0])
+            .into_iter()
+            .find(|b| b["type"] == "image")
+            .unwrap()["source"]
+            .clone();
+        let source = imported.records[0]
+            .content
+            .iter()
+            .find_map(|b| match b {
+                ContentBlock::Image { source, .. } => Some(source.clone()),
+                _ => None,
+            })
+            .expect("image block");
+        assert_eq!(serde_json::to_value(source).unwrap(), raw_source);
+    }
+
+    #[test]
+    fn is_error_survives_on_error_fixtures() {
+        let mut checked = 0;
+        for (path, text) in fixtures() {
+            let file = path.file_name().unwrap().to_string_lossy().into_owned();
+            if !file.ends_with("_error.jsonl") {
+                continue;
+            }
+            let imported = parse(&text).unwrap();
+            let errored = imported
+                .records
+                .iter()
+                .flat_map(|r| &r.content)
+                .any(|b| matches!(b, ContentBlock::ToolResult { is_error: true, .. }));
+            assert!(errored, "{file}");
+            checked += 1;
+        }
+        assert!(checked >= 8);
+    }
+
+    #[test]
+    fn assistant_fields_and_usage() {
+        let imported = parse(&fixture("line-kinds/assistant/assistant.jsonl")).unwrap();
+        let r = &imported.records[0];
+        assert_eq!(r.kind, Some(RecordKind::Assistant));
+        assert_eq!(
+            r.usage,
+            Some(Usage {
+                input_tokens: 4,
+                output_tokens: 2,
+                cache_creation_input_tokens: 4756,
+                cache_read_input_tokens: 12008,
+            })
+        );
+        assert!(
+            r.message_id
+                .as_deref()
+                .is_some_and(|id| id.starts_with("msg_"))
+        );
+        assert!(r.model.is_some());
+        assert!(claude_code(r).get("requestId").is_some());
+
+        let thinking = parse(&fixture("line-kinds/assistant/thinking.jsonl")).unwrap();
+        assert!(thinking.records[0].content.iter().any(|b| matches!(
+            b,
+            ContentBlock::Thinking { signature, .. } if !signature.is_empty()
+        )));
+    }
+
+    #[test]
+    fn malformed_lines_name_line_and_field() {
+        let (line, msg) = malformed_line(parse("{\"type\":\"user\"}\nnot json"));
+        assert_eq!(line, 1);
+        assert!(msg.contains("message"), "{msg}");
+
+        let ok = r#"{"type":"user","uuid":"a","message":{"role":"user","content":"hi"}}"#;
+        let (line, msg) = malformed_line(parse(&format!("{ok}\n\n   \nnot json\n")));
+        assert_eq!(line, 4);
+        assert!(msg.contains("JSON"), "{msg}");
+
+        let (line, msg) = malformed_line(parse(&format!("{ok}\n[1,2]")));
+        assert_eq!((line, msg.contains("object")), (2, true), "{msg}");
+
+        let (line, msg) = malformed_line(parse(&format!("{ok}\n{{\"uuid\":\"x\"}}")));
+        assert_eq!((line, msg.contains("`type`")), (2, true), "{msg}");
+
+        let bad_block = r#"{"type":"assistant","message":{"content":[{"type":"tool_use","name":"Bash","input":{}}]}}"#;
+        let (line, msg) = malformed_line(parse(&format!("{ok}\n{bad_block}")));
+        assert_eq!(line, 2);
+        assert!(msg.contains("message.content[0].id"), "{msg}");
+
+        let bad_inner = r#"{"type":"user","message":{"content":[{"type":"tool_result","tool_use_id":"t","content":[{"text":"x"}]}]}}"#;
+        let (_, msg) = malformed_line(parse(bad_inner));
+        assert!(msg.contains("message.content[0].content[0].type"), "{msg}");
+
+        let bad_uuid = r#"{"type":"user","uuid":7,"message":{"content":"x"}}"#;
+        assert!(malformed_line(parse(bad_uuid)).1.contains("`uuid`"));
+
+        let bad_ts = r#"{"type":"user","timestamp":"yesterday","message":{"content":"x"}}"#;
+        assert!(malformed_line(parse(bad_ts)).1.contains("timestamp"));
+
+        let bad_usage =
+            r#"{"type":"assistant","message":{"content":"x","usage":{"input_tokens":-1}}}"#;
+        assert!(
+            malformed_line(parse(bad_usage))
+                .1
+                .contains("message.usage.input_tokens")
+        );
+
+        let bad_attachment = r#"{"type":"attachment","attachment":{"kind":"x"}}"#;
+        assert!(
+            malformed_line(parse(bad_attachment))
+                .1
+                .contains("attachment.type")
+        );
+
+        let wrong_role = r#"{"type":"user","message":{"content":[{"type":"tool_use","id":"t","name":"R","input":{}}]}}"#;
+        assert!(
+            malformed_line(parse(wrong_role))
+                .1
+                .contains("not allowed in a user line")
+        );
+
+        let bad_input = r#"{"type":"assistant","message":{"content":[{"type":"tool_use","id":"t","name":"R","input":"x"}]}}"#;
+        assert!(
+            malformed_line(parse(bad_input))
+                .1
+                .contains("message.content[0].input")
+        );
+
+        let spaced_uuid = r#"{"type":"user","uuid":"a b","message":{"content":"x"}}"#;
+        assert!(malformed_line(parse(spaced_uuid)).1.contains("`uuid`"));
+
+        assert!(matches!(parse(""), Err(ImportError::Empty)));
+        assert!(matches!(parse("\n\n"), Err(ImportError::Empty)));
+    }
+
+    #[test]
+    fn relinks_over_skipped_lines() {
+        let text = [
+            r#"{"type":"progress","uuid":"p0","parentUuid":null}"#,
+            r#"{"type":"user","uuid":"u1","parentUuid":"p0","message":{"content":"hi"}}"#,
+            r#"{"type":"progress","uuid":"p1","parentUuid":"u1"}"#,
+            r#"{"type":"progress","uuid":"p2","parentUuid":"p1"}"#,
+            r#"{"type":"assistant","uuid":"a1","parentUuid":"p2","message":{"id":"m","content":"ok"}}"#,
+            r#"{"type":"user","uuid":"e1","parentUuid":"a1","message":{"content":""}}"#,
+            r#"{"type":"user","uuid":"u2","parentUuid":"e1","message":{"content":"next"}}"#,
+            r#"{"type":"user","uuid":"u3","parentUuid":"elsewhere","message":{"content":"x"}}"#,
+        ]
+        .join("\n");
+        let imported = parse(&text).unwrap();
+        let parents: Vec<(Option<&str>, Option<&str>)> = imported
+            .records
+            .iter()
+            .map(|r| (r.uuid.as_deref(), r.parent_uuid.as_deref()))
+            .collect();
+        assert_eq!(
+            parents,
+            [
+                (Some("u1"), None),
+                (Some("a1"), Some("u1")),
+                (Some("u2"), Some("a1")),
+                (Some("u3"), None),
+            ]
+        );
+        assert_eq!(claude_code(&imported.records[1])["parentUuid"], "p2");
+        assert_eq!(claude_code(&imported.records[3])["parentUuid"], "elsewhere");
+        assert_eq!(imported.stats.skipped["progress"], 3);
+        assert_eq!(imported.stats.skipped["empty:user"], 1);
+    }
+
+    #[test]
+    fn relinks_over_progress_lines_in_fixture() {
+        let text = fixture("spotter/subagent.jsonl");
+        let raw = lines(&text);
+        let progress: HashMap<&str, Option<&str>> = raw
+            .iter()
+            .filter(|l| l["type"] == "progress")
+            .map(|l| (l["uuid"].as_str().unwrap(), l["parentUuid"].as_str()))
+            .collect();
+        let imported = parse(&text).unwrap();
+        let mut relinked = 0;
+        for r in &imported.records {
+            let original = raw
+                .iter()
+                .find(|l| l["uuid"].as_str() == r.uuid.as_deref())
+                .unwrap()["parentUuid"]
+                .as_str();
+            let Some(original) = original.filter(|p| progress.contains_key(p)) else {
+                continue;
+            };
+            let mut expected = Some(original);
+            while let Some(p) = expected.filter(|p| progress.contains_key(p)) {
+                expected = progress[p];
+            }
+            assert_eq!(r.parent_uuid.as_deref(), expected);
+            assert_eq!(claude_code(r)["parentUuid"], original);
+            relinked += 1;
+        }
+        assert!(relinked > 0);
+    }
+
+    #[test]
+    fn compact_boundary_maps_to_system_data() {
+        let text = [
+            r#"{"type":"user","uuid":"u1","parentUuid":null,"timestamp":"2026-01-01T00:00:00.000Z","message":{"content":"hi"}}"#,
+            r#"{"parentUuid":null,"logicalParentUuid":"u1","isSidechain":false,"userType":"external","cwd":"/w","sessionId":"s","version":"2.0.0","gitBranch":"main","type":"system","subtype":"compact_boundary","content":"Conversation compacted","isMeta":false,"timestamp":"2026-01-01T00:01:00.000Z","uuid":"c1","level":"info","compactMetadata":{"trigger":"auto","preTokens":167123}}"#,
+            r#"{"type":"user","uuid":"s1","parentUuid":"c1","isCompactSummary":true,"isVisibleInTranscriptOnly":true,"message":{"content":"summary"}}"#,
+        ]
+        .join("\n");
+        let imported = parse(&text).unwrap();
+        let boundary = &imported.records[1];
+        assert_eq!(boundary.kind, Some(RecordKind::System));
+        assert_eq!(boundary.subtype.as_deref(), Some("compact_boundary"));
+        assert_eq!(
+            boundary.data,
+            Some(json!({
+                "content": "Conversation compacted",
+                "level": "info",
+                "logical_parent_uuid": "u1",
+                "trigger": "auto",
+                "pre_tokens": 167123,
+            }))
+        );
+        assert_eq!(boundary.parent_uuid, None);
+        let summary = &imported.records[2];
+        assert!(summary.is_compact_summary && summary.is_virtual);
+        assert_eq!(summary.parent_uuid.as_deref(), Some("c1"));
+        assert_eq!(imported.stats.system, 1);
+        assert_eq!(imported.cwd.as_deref(), Some("/w"));
+        assert_eq!(imported.source_session_id.as_deref(), Some("s"));
+        assert_eq!(
+            imported.first_timestamp.as_deref(),
+            Some("2026-01-01T00:00:00.000Z")
+        );
+    }
+
+    #[test]
+    fn system_lines_keep_payload_in_snake_case() {
+        let imported = parse(&fixture("spotter/subagent.jsonl")).unwrap();
+        let hook = imported
+            .records
+            .iter()
+            .find(|r| r.subtype.as_deref() == Some("stop_hook_summary"))
+            .expect("stop hook summary");
+        let data = hook.data.as_ref().unwrap();
+        assert_eq!(data["hook_count"], 3);
+        assert!(data["tool_use_id"].is_string());
+        assert!(data.get("sessionId").is_none() && data.get("session_id").is_none());
+
+        let info = parse(&fixture("line-kinds/system/system_info.jsonl")).unwrap();
+        assert_eq!(info.records[0].subtype.as_deref(), Some("informational"));
+        assert_eq!(info.records[0].data.as_ref().unwrap()["level"], "info");
+    }
+
+    #[test]
+    fn unknown_blocks_become_text_and_are_counted() {
+        let text = r#"{"type":"assistant","uuid":"a","message":{"id":"m","model":"<synthetic>","content":[{"type":"server_tool_use","id":"srv","name":"web_search","input":{"q":"x"}},{"type":"text","text":"t","cache_control":{"type":"ephemeral"},"citations":[1]},{"type":"tool_use","id":"t1","name":"Bash","input":{},"caller":{"type":"direct"}}]}}"#;
+        let imported = parse(text).unwrap();
+        let r = &imported.records[0];
+        assert_eq!(r.model.as_deref(), Some("<synthetic>"));
+        let ContentBlock::Text { text, .. } = &r.content[0] else {
+            panic!("{:?}", r.content[0]);
+        };
+        assert!(
+            text.contains("server_tool_use") && text.contains("\"srv\""),
+            "{text}"
+        );
+        assert_eq!(imported.stats.skipped["block:server_tool_use"], 1);
+        assert_eq!(r.content[1], ContentBlock::text("t"));
+        assert_eq!(
+            claude_code(r)["block_extras"],
+            json!([
+                {"path": "message.content[1]", "fields": {"citations": [1]}},
+                {"path": "message.content[2]", "fields": {"caller": {"type": "direct"}}},
+            ])
+        );
+        assert_eq!(imported.stats.tool_use, 1);
+    }
+
+    #[test]
+    fn duplicates_attachments_and_meta() {
+        let text = [
+            r#"{"type":"user","uuid":"u1","message":{"content":"a"},"toolUseResult":{"stdout":"x"},"permissionMode":"plan","version":"2.0"}"#,
+            r#"{"type":"user","uuid":"u1","message":{"content":"again"}}"#,
+            r#"{"type":"attachment","uuid":"t1","parentUuid":"u1","attachment":{"type":"date_change","date":"2026-01-02"}}"#,
+            r#"{"type":"queue-operation","operation":"enqueue"}"#,
+        ]
+        .join("\n");
+        let imported = parse(&text).unwrap();
+        assert_eq!(imported.records.len(), 2);
+        assert_eq!(imported.stats.skipped[DUPLICATE_UUID], 1);
+        assert_eq!(imported.stats.skipped["queue-operation"], 1);
+        assert_eq!(
+            imported.records[0].meta,
+            Some(
+                json!({"claude_code": {"toolUseResult": {"stdout": "x"}, "permissionMode": "plan"}})
+            )
+        );
+        let att = &imported.records[1];
+        assert_eq!(att.kind, Some(RecordKind::Attachment));
+        assert_eq!(
+            att.attachment,
+            Some(json!({"type":"date_change","date":"2026-01-02"}))
+        );
+        assert_eq!(att.parent_uuid.as_deref(), Some("u1"));
+        assert_eq!(att.meta, None);
+        assert_eq!(imported.stats.attachment, 1);
+        assert_eq!(imported.stats.lines, 4);
+    }
+
+    #[test]
+    fn records_round_trip_through_the_wire_type() {
+        // What the daemon receives must deserialize as a RecordInput (deny_unknown_fields).
+        let imported = parse(&fixture("spotter/tool_heavy.jsonl")).unwrap();
+        for r in &imported.records {
+            let wire = serde_json::to_value(r).unwrap();
+            let back: RecordInput = serde_json::from_value(wire).unwrap();
+            assert_eq!(&back, r);
+        }
+    }
+
+    #[test]
+    fn snake_case_keys() {
+        assert_eq!(snake_case("toolUseID"), "tool_use_id");
+        assert_eq!(snake_case("preTokens"), "pre_tokens");
+        assert_eq!(snake_case("URLPath"), "url_path");
+        assert_eq!(snake_case("already_snake"), "already_snake");
+        assert_eq!(snake_case("level"), "level");
+    }
+}

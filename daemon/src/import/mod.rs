@@ -1,0 +1,3 @@
+//! Importers of other tools' transcripts.
+
+pub mod claude_code;

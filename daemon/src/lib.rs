@@ -1,0 +1,11 @@
+//! The ctxd engine: store, sessions, pipeline, RPC server. See ARCHITECTURE.md.
+
+pub mod clock;
+pub mod daemon;
+pub mod engine;
+pub mod error;
+pub mod git;
+pub mod import;
+pub mod pipeline;
+pub mod rpc;
+pub mod store;

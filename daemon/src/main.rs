@@ -1,0 +1,57 @@
+//! `ctxd`: the context-engine daemon.
+
+use std::path::PathBuf;
+
+use anyhow::Context;
+use clap::Parser;
+use tracing_subscriber::EnvFilter;
+
+#[derive(Parser, Debug)]
+#[command(
+    name = "ctxd",
+    version,
+    about = "Context engine daemon for coding agents"
+)]
+struct Args {
+    /// Unix socket to serve on [default: $CTXD_HOME/ctxd.sock when a home is given, else
+    /// the user's runtime directory].
+    #[arg(long, env = "CTXD_SOCKET")]
+    socket: Option<PathBuf>,
+    /// Directory for the database and session files [default: the user's data directory].
+    #[arg(long, env = "CTXD_HOME")]
+    home: Option<PathBuf>,
+    /// Log filter (tracing EnvFilter syntax); also read from CTXD_LOG.
+    #[arg(long, env = "CTXD_LOG", default_value = "info")]
+    log: String,
+}
+
+async fn shutdown_signal() {
+    use tokio::signal::unix::{SignalKind, signal};
+    let mut term = match signal(SignalKind::terminate()) {
+        Ok(s) => s,
+        Err(e) => {
+            tracing::warn!(error = %e, "no SIGTERM handler; relying on SIGINT");
+            let _ = tokio::signal::ctrl_c().await;
+            return;
+        }
+    };
+    tokio::select! {
+        _ = tokio::signal::ctrl_c() => tracing::info!("SIGINT: stopping"),
+        _ = term.recv() => tracing::info!("SIGTERM: stopping"),
+    }
+}
+
+#[tokio::main]
+async fn main() -> anyhow::Result<()> {
+    let args = Args::parse();
+    tracing_subscriber::fmt()
+        .with_env_filter(EnvFilter::try_new(&args.log).unwrap_or_else(|_| EnvFilter::new("info")))
+        .with_writer(std::io::stderr)
+        .with_ansi(std::io::IsTerminal::is_terminal(&std::io::stderr()))
+        .init();
+    let paths = ctxd::daemon::Paths::resolve(args.home, args.socket)?;
+    ctxd::daemon::run(paths, None, shutdown_signal())
+        .await
+        .context("ctxd")?;
+    Ok(())
+}

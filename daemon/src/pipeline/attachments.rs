@@ -1,0 +1,191 @@
+//! Model-facing text of attachment records (SPEC §5). The caller wraps the text in
+//! `<system-reminder>`; this module only decides the words.
+//!
+//! Typed renderers for each attachment type arrive with their issues; until then a few
+//! well-known types get a sentence and everything else a generic, still readable, dump.
+
+use ctxd_protocol::Record;
+use serde_json::{Map, Value};
+
+/// The text an attachment record shows the model, or `None` when it shows nothing
+/// (not an attachment, hidden, or nothing to say).
+pub fn render(record: &Record) -> Option<String> {
+    let obj = record.attachment.as_ref()?.as_object()?;
+    if obj.get("hidden").and_then(Value::as_bool) == Some(true) {
+        return None;
+    }
+    let kind = obj.get("type").and_then(Value::as_str).unwrap_or("unknown");
+    let text = typed(kind, obj)
+        .or_else(|| str_field(obj, "content"))
+        .or_else(|| str_field(obj, "text"))
+        .unwrap_or_else(|| generic(kind, obj));
+    // An empty reminder costs tokens and tells the model nothing.
+    if text.trim().is_empty() {
+        None
+    } else {
+        Some(text)
+    }
+}
+
+fn typed(kind: &str, obj: &Map<String, Value>) -> Option<String> {
+    match kind {
+        "date_change" => {
+            let date = str_field(obj, "date")?;
+            Some(format!(
+                "The date has changed: today's date is now {date}. Do not mention this \
+                 to the user unless it is relevant to their request."
+            ))
+        }
+        "hook_additional_context" => str_field(obj, "content"),
+        "queued_commands" => queued_text(obj),
+        _ => None,
+    }
+}
+
+fn str_field(obj: &Map<String, Value>, key: &str) -> Option<String> {
+    obj.get(key).and_then(Value::as_str).map(str::to_owned)
+}
+
+/// Queued input arrives either as one `prompt` (a string or content blocks) or as a list
+/// of `commands` (strings or objects carrying the text under a few common keys).
+fn queued_text(obj: &Map<String, Value>) -> Option<String> {
+    let mut parts: Vec<String> = Vec::new();
+    if let Some(prompt) = obj.get("prompt") {
+        parts.extend(value_text(prompt));
+    }
+    if let Some(Value::Array(commands)) = obj.get("commands") {
+        parts.extend(commands.iter().filter_map(value_text));
+    }
+    let parts: Vec<String> = parts.into_iter().filter(|p| !p.trim().is_empty()).collect();
+    if parts.is_empty() {
+        None
+    } else {
+        Some(parts.join("\n"))
+    }
+}
+
+fn value_text(v: &Value) -> Option<String> {
+    match v {
+        Value::String(s) => Some(s.clone()),
+        Value::Array(items) => {
+            let texts: Vec<String> = items.iter().filter_map(value_text).collect();
+            if texts.is_empty() {
+                None
+            } else {
+                Some(texts.join("\n"))
+            }
+        }
+        Value::Object(o) => ["text", "prompt", "value", "content"]
+            .iter()
+            .find_map(|k| o.get(*k).and_then(value_text)),
+        _ => None,
+    }
+}
+
+fn generic(kind: &str, obj: &Map<String, Value>) -> String {
+    let rest: Map<String, Value> = obj
+        .iter()
+        .filter(|(k, _)| k.as_str() != "type")
+        .map(|(k, v)| (k.clone(), v.clone()))
+        .collect();
+    // Serialising a map of JSON values cannot fail; the fallback only keeps this total.
+    let body = serde_json::to_string_pretty(&Value::Object(rest)).unwrap_or_default();
+    format!("Attachment ({kind}):\n{body}")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use ctxd_protocol::RecordKind;
+    use serde_json::json;
+
+    fn att(v: Value) -> Record {
+        Record {
+            uuid: "u1".into(),
+            seq: 1,
+            parent_uuid: None,
+            kind: RecordKind::Attachment,
+            timestamp: "2025-01-01T00:00:00Z".into(),
+            content: vec![],
+            message_id: None,
+            model: None,
+            stop_reason: None,
+            usage: None,
+            is_meta: true,
+            is_virtual: false,
+            is_sidechain: false,
+            is_compact_summary: false,
+            subtype: None,
+            attachment: Some(v),
+            data: None,
+            meta: None,
+        }
+    }
+
+    #[test]
+    fn content_field_is_used() {
+        let r = att(json!({"type": "nested_memory", "content": "rules here"}));
+        assert_eq!(render(&r).as_deref(), Some("rules here"));
+    }
+
+    #[test]
+    fn text_field_is_used() {
+        let r = att(json!({"type": "whatever", "text": "hello"}));
+        assert_eq!(render(&r).as_deref(), Some("hello"));
+    }
+
+    #[test]
+    fn date_change_mentions_date_and_discretion() {
+        let r = att(json!({"type": "date_change", "date": "2025-03-04"}));
+        let t = render(&r).unwrap();
+        assert!(t.contains("2025-03-04"));
+        assert!(t.contains("Do not mention"));
+    }
+
+    #[test]
+    fn hook_additional_context_is_its_content() {
+        let r = att(json!({"type": "hook_additional_context", "content": "ctx from hook"}));
+        assert_eq!(render(&r).as_deref(), Some("ctx from hook"));
+    }
+
+    #[test]
+    fn queued_commands_prompt_and_commands() {
+        let r = att(json!({"type": "queued_commands", "prompt": "do X"}));
+        assert_eq!(render(&r).as_deref(), Some("do X"));
+        let r = att(json!({"type": "queued_commands", "commands": ["a", {"value": "b"}, 3]}));
+        assert_eq!(render(&r).as_deref(), Some("a\nb"));
+        let r = att(json!({"type": "queued_commands",
+            "prompt": [{"type": "text", "text": "p1"}, {"type": "image"}]}));
+        assert_eq!(render(&r).as_deref(), Some("p1"));
+    }
+
+    #[test]
+    fn generic_fallback_dumps_without_type() {
+        let r = att(json!({"type": "skill_listing", "added": ["a", "b"]}));
+        let t = render(&r).unwrap();
+        assert!(t.starts_with("Attachment (skill_listing):\n{"));
+        assert!(t.contains("\"added\""));
+        assert!(!t.contains("\"type\""));
+    }
+
+    #[test]
+    fn hidden_renders_nothing() {
+        let r = att(json!({"type": "date_change", "date": "2025-03-04", "hidden": true}));
+        assert_eq!(render(&r), None);
+    }
+
+    #[test]
+    fn missing_or_blank_renders_nothing() {
+        let mut r = att(json!({}));
+        r.attachment = None;
+        assert_eq!(render(&r), None);
+        assert_eq!(render(&att(json!("not an object"))), None);
+        assert_eq!(render(&att(json!({"type": "x", "content": "  "}))), None);
+    }
+
+    #[test]
+    fn deterministic() {
+        let r = att(json!({"type": "t", "z": 1, "a": {"y": [1, 2], "b": null}}));
+        assert_eq!(render(&r), render(&r.clone()));
+    }
+}

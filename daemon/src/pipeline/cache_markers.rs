@@ -1,0 +1,70 @@
+//! The message cache breakpoint: the last message's last non-thinking block, or the
+//! second-to-last message for a fire-and-forget side request (so it does not extend the
+//! main conversation's cache chain).
+
+use ctxd_protocol::CacheControl;
+
+use super::message::ApiMessage;
+
+pub fn mark_messages(messages: &mut [ApiMessage], side_request: bool) {
+    let n = messages.len();
+    let target = if side_request {
+        n.checked_sub(2)
+    } else {
+        n.checked_sub(1)
+    };
+    let Some(target) = target else { return };
+    if let Some(slot) = messages[target].content.iter_mut().rev().find_map(|b| {
+        if b.is_thinking() {
+            None
+        } else {
+            b.cache_control_mut()
+        }
+    }) {
+        *slot = Some(CacheControl::ephemeral());
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use ctxd_protocol::ContentBlock;
+
+    #[test]
+    fn skips_thinking_and_honours_side_requests() {
+        let mut m = vec![
+            ApiMessage::user(vec![ContentBlock::text("a")]),
+            ApiMessage::assistant(vec![
+                ContentBlock::text("b"),
+                ContentBlock::Thinking {
+                    thinking: "t".into(),
+                    signature: "s".into(),
+                },
+            ]),
+        ];
+        mark_messages(&mut m, false);
+        assert_eq!(
+            m[1].content[0],
+            ContentBlock::Text {
+                text: "b".into(),
+                cache_control: Some(CacheControl::ephemeral())
+            }
+        );
+        let mut m2 = m.clone();
+        for msg in &mut m2 {
+            for b in &mut msg.content {
+                if let Some(s) = b.cache_control_mut() {
+                    *s = None;
+                }
+            }
+        }
+        mark_messages(&mut m2, true);
+        assert_eq!(
+            m2[0].content[0],
+            ContentBlock::Text {
+                text: "a".into(),
+                cache_control: Some(CacheControl::ephemeral())
+            }
+        );
+    }
+}

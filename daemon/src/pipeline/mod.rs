@@ -1,0 +1,14 @@
+//! Pure stages: (projection, state, config, clock) -> (request, effects). No I/O, no async.
+//! Everything that decides a byte of the compiled request lives here.
+
+pub mod attachments;
+pub mod cache_markers;
+pub mod compile;
+pub mod contract;
+pub mod message;
+pub mod normalize;
+pub mod projection;
+pub mod system;
+pub mod tokens;
+pub mod tools;
+pub mod user_context;

@@ -1,0 +1,230 @@
+//! The `system` array: static sections, the dynamic boundary, dynamic sections, then the
+//! system context (git snapshot). ctxd owns order, boundary, caching class and markers.
+
+use ctxd_protocol::{
+    CacheControl, SectionCaching, SectionLayout, SessionSettings, SystemPrompt, SystemSection,
+};
+use serde::Serialize;
+
+use super::contract::default_static_sections;
+
+/// The sentinel that separates the globally cacheable prefix from per-session sections.
+/// It orders sections but, as in Claude Code, is never sent as text.
+pub const DYNAMIC_BOUNDARY: &str = "__SYSTEM_PROMPT_DYNAMIC_BOUNDARY__";
+
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct SystemBlock {
+    #[serde(rename = "type")]
+    pub kind: &'static str,
+    pub text: String,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub cache_control: Option<CacheControl>,
+}
+
+/// Inputs of the system prompt that come from the session.
+pub struct SystemInputs<'a> {
+    pub prompt: Option<&'a SystemPrompt>,
+    pub settings: &'a SessionSettings,
+    pub cwd: &'a str,
+    pub additional_directories: &'a [String],
+    pub git_snapshot: Option<&'a str>,
+    /// MCP tools differ per user, so a globally shared prefix cannot exist.
+    pub has_mcp_tools: bool,
+}
+
+/// Sections ctxd contributes after the boundary (memoized: they change only with the
+/// session's settings, which a client changes deliberately).
+fn builtin_dynamic(inputs: &SystemInputs<'_>) -> Vec<SystemSection> {
+    let mut env = format!(
+        "# Environment\nWorking directory: {}\nPlatform: {}",
+        inputs.cwd,
+        std::env::consts::OS
+    );
+    if !inputs.additional_directories.is_empty() {
+        env.push_str("\nAdditional working directories: ");
+        env.push_str(&inputs.additional_directories.join(", "));
+    }
+    let mut out = vec![section("environment", env)];
+    if let Some(lang) = &inputs.settings.language {
+        out.push(section(
+            "language",
+            format!(
+                "# Language\nAlways respond in {lang}. Technical terms and code stay as they are."
+            ),
+        ));
+    }
+    if let Some(style) = &inputs.settings.output_style {
+        out.push(section(
+            "output_style",
+            format!("# Output style\nThe user selected the \"{style}\" output style; follow it."),
+        ));
+    }
+    out
+}
+
+fn section(name: &str, text: String) -> SystemSection {
+    SystemSection {
+        name: name.into(),
+        text,
+        caching: Some(SectionCaching::Memoized),
+        reason: None,
+    }
+}
+
+fn class_of(s: &SystemSection) -> &'static str {
+    match s.caching {
+        Some(SectionCaching::Uncached) => "uncached",
+        _ => "memoized",
+    }
+}
+
+/// Builds the blocks and reports where every section landed.
+pub fn build(inputs: &SystemInputs<'_>) -> (Vec<SystemBlock>, Vec<SectionLayout>) {
+    let statics = match inputs.prompt {
+        Some(p) if !p.static_sections.is_empty() => p.static_sections.clone(),
+        _ => default_static_sections(),
+    };
+    let mut dynamics = builtin_dynamic(inputs);
+    if let Some(p) = inputs.prompt {
+        dynamics.extend(p.dynamic_sections.iter().cloned());
+    }
+
+    let mut layout = Vec::new();
+    let mut blocks = Vec::new();
+
+    let static_text: Vec<&str> = statics
+        .iter()
+        .map(|s| s.text.as_str())
+        .filter(|t| !t.is_empty())
+        .collect();
+    if !static_text.is_empty() {
+        blocks.push(SystemBlock {
+            kind: "text",
+            text: static_text.join("\n\n"),
+            cache_control: Some(if inputs.has_mcp_tools {
+                CacheControl::ephemeral()
+            } else {
+                CacheControl::scoped("global")
+            }),
+        });
+    }
+    let static_block = if blocks.is_empty() { None } else { Some(0) };
+    for s in &statics {
+        layout.push(SectionLayout {
+            name: s.name.clone(),
+            class: "static".into(),
+            block: static_block,
+            chars: s.text.chars().count() as u64,
+        });
+    }
+    layout.push(SectionLayout {
+        name: DYNAMIC_BOUNDARY.into(),
+        class: "boundary".into(),
+        block: None,
+        chars: 0,
+    });
+
+    let mut dynamic_parts: Vec<String> = Vec::new();
+    for s in &dynamics {
+        if s.text.is_empty() {
+            continue;
+        }
+        dynamic_parts.push(s.text.clone());
+    }
+    if let Some(git) = inputs.git_snapshot {
+        dynamic_parts.push(format!("gitStatus: {git}"));
+    }
+    if !dynamic_parts.is_empty() {
+        let idx = blocks.len() as u32;
+        for s in &dynamics {
+            layout.push(SectionLayout {
+                name: s.name.clone(),
+                class: class_of(s).into(),
+                block: Some(idx),
+                chars: s.text.chars().count() as u64,
+            });
+        }
+        if let Some(git) = inputs.git_snapshot {
+            layout.push(SectionLayout {
+                name: "git_status".into(),
+                class: "system_context".into(),
+                block: Some(idx),
+                chars: git.chars().count() as u64,
+            });
+        }
+        blocks.push(SystemBlock {
+            kind: "text",
+            text: dynamic_parts.join("\n\n"),
+            // With a global prefix the suffix is left uncached: it is per session and the
+            // tools' marker right after it caches it at org scope anyway.
+            cache_control: inputs.has_mcp_tools.then(CacheControl::ephemeral),
+        });
+    }
+    (blocks, layout)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn inputs<'a>(settings: &'a SessionSettings, mcp: bool) -> SystemInputs<'a> {
+        SystemInputs {
+            prompt: None,
+            settings,
+            cwd: "/w",
+            additional_directories: &[],
+            git_snapshot: Some("Current branch: main"),
+            has_mcp_tools: mcp,
+        }
+    }
+
+    #[test]
+    fn global_scope_without_mcp_and_org_with() {
+        let s = SessionSettings::default();
+        let (blocks, layout) = build(&inputs(&s, false));
+        assert_eq!(blocks.len(), 2);
+        assert_eq!(
+            blocks[0].cache_control,
+            Some(CacheControl::scoped("global"))
+        );
+        assert_eq!(blocks[1].cache_control, None);
+        assert!(blocks[1].text.ends_with("gitStatus: Current branch: main"));
+        assert!(!blocks.iter().any(|b| b.text.contains(DYNAMIC_BOUNDARY)));
+        let boundary = layout.iter().position(|l| l.class == "boundary").unwrap();
+        assert!(layout[..boundary].iter().all(|l| l.class == "static"));
+        assert!(layout[boundary + 1..].iter().all(|l| l.class != "static"));
+
+        let (blocks, _) = build(&inputs(&s, true));
+        assert_eq!(blocks[0].cache_control, Some(CacheControl::ephemeral()));
+        assert_eq!(blocks[1].cache_control, Some(CacheControl::ephemeral()));
+    }
+
+    #[test]
+    fn client_sections_replace_the_default_contract() {
+        let s = SessionSettings::default();
+        let prompt = SystemPrompt {
+            static_sections: vec![SystemSection {
+                name: "mine".into(),
+                text: "You are X.".into(),
+                caching: None,
+                reason: None,
+            }],
+            dynamic_sections: vec![SystemSection {
+                name: "clock".into(),
+                text: "Now: 10:00".into(),
+                caching: Some(SectionCaching::Uncached),
+                reason: Some("time of day".into()),
+            }],
+        };
+        let mut i = inputs(&s, false);
+        i.prompt = Some(&prompt);
+        let (blocks, layout) = build(&i);
+        assert_eq!(blocks[0].text, "You are X.");
+        assert!(blocks[1].text.contains("Now: 10:00"));
+        assert!(
+            layout
+                .iter()
+                .any(|l| l.name == "clock" && l.class == "uncached")
+        );
+    }
+}

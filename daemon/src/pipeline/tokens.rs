@@ -1,0 +1,180 @@
+//! Token accounting (SPEC §8): the last provider usage is the anchor; only what follows it
+//! is estimated, at characters / 4 per block, with a 4/3 safety factor on the estimated
+//! sum. This is the one place the rule lives: autocompact decisions are sensitive to a
+//! few tokens, so every caller goes through `estimate`.
+
+use ctxd_protocol::{ContentBlock, Record, RecordKind, ToolResultBlock, ToolResultContent};
+
+/// Images and documents cost a flat amount: their bytes say little about their tokens.
+pub const MEDIA_TOKENS: u64 = 2_000;
+
+fn chars_tokens(s: &str) -> u64 {
+    (s.chars().count() as u64).div_ceil(4)
+}
+
+/// Unscaled estimate of one block.
+pub fn block_tokens(block: &ContentBlock) -> u64 {
+    match block {
+        ContentBlock::Text { text, .. } => chars_tokens(text),
+        ContentBlock::Image { .. } | ContentBlock::Document { .. } => MEDIA_TOKENS,
+        ContentBlock::Thinking { thinking, .. } => chars_tokens(thinking),
+        ContentBlock::RedactedThinking { data } => chars_tokens(data),
+        ContentBlock::ToolUse { name, input, .. } => {
+            let json = serde_json::to_string(input).unwrap_or_default();
+            (name.chars().count() as u64 + json.chars().count() as u64).div_ceil(4)
+        }
+        ContentBlock::ToolResult { content, .. } => match content {
+            ToolResultContent::Text(t) => chars_tokens(t),
+            ToolResultContent::Blocks(blocks) => blocks
+                .iter()
+                .map(|b| match b {
+                    ToolResultBlock::Text { text } => chars_tokens(text),
+                    _ => MEDIA_TOKENS,
+                })
+                .sum(),
+        },
+    }
+}
+
+/// Unscaled estimate of one record as the model will see it.
+pub fn record_tokens(
+    record: &Record,
+    render_attachment: impl Fn(&Record) -> Option<String>,
+) -> u64 {
+    match record.kind {
+        RecordKind::User | RecordKind::Assistant => record.content.iter().map(block_tokens).sum(),
+        RecordKind::Attachment => render_attachment(record)
+            .map(|t| chars_tokens(&t))
+            .unwrap_or(0),
+        RecordKind::System => 0,
+    }
+}
+
+/// Applies the 4/3 safety factor, rounding up.
+pub fn scaled(raw: u64) -> u64 {
+    (raw * 4).div_ceil(3)
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Estimate {
+    pub total: u64,
+    pub anchor_uuid: Option<String>,
+    pub anchor_tokens: u64,
+    pub tail_tokens: u64,
+}
+
+/// Estimates the context size of `records` (the projection, in order). `unanchored_extra`
+/// is the unscaled estimate of what precedes the messages (system, tools, user context);
+/// it counts only when no usage anchors the estimate, because a usage already covers it.
+pub fn estimate(
+    records: &[Record],
+    unanchored_extra: u64,
+    render_attachment: impl Fn(&Record) -> Option<String>,
+) -> Estimate {
+    let sendable = |r: &Record| !r.is_virtual && !r.is_sidechain;
+    let anchor = records
+        .iter()
+        .rposition(|r| sendable(r) && r.kind == RecordKind::Assistant && r.usage.is_some());
+    match anchor {
+        Some(i) => {
+            let a = &records[i];
+            let anchor_tokens = a.usage.map(|u| u.context_tokens()).unwrap_or(0);
+            let raw: u64 = records[i + 1..]
+                .iter()
+                .filter(|r| sendable(r))
+                // Earlier records of the anchor's own response are covered by its usage.
+                .filter(|r| a.message_id.is_none() || r.message_id != a.message_id)
+                .map(|r| record_tokens(r, &render_attachment))
+                .sum();
+            let tail = scaled(raw);
+            Estimate {
+                total: anchor_tokens + tail,
+                anchor_uuid: Some(a.uuid.clone()),
+                anchor_tokens,
+                tail_tokens: tail,
+            }
+        }
+        None => {
+            let raw: u64 = records
+                .iter()
+                .filter(|r| sendable(r))
+                .map(|r| record_tokens(r, &render_attachment))
+                .sum::<u64>()
+                + unanchored_extra;
+            let tail = scaled(raw);
+            Estimate {
+                total: tail,
+                anchor_uuid: None,
+                anchor_tokens: 0,
+                tail_tokens: tail,
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use ctxd_protocol::Usage;
+
+    fn rec(kind: RecordKind, text: &str, usage: Option<Usage>) -> Record {
+        Record {
+            uuid: format!("u-{text}"),
+            seq: 0,
+            parent_uuid: None,
+            kind,
+            timestamp: "2026-01-01T00:00:00Z".into(),
+            content: vec![ContentBlock::text(text)],
+            message_id: None,
+            model: None,
+            stop_reason: None,
+            usage,
+            is_meta: false,
+            is_virtual: false,
+            is_sidechain: false,
+            is_compact_summary: false,
+            subtype: None,
+            attachment: None,
+            data: None,
+            meta: None,
+        }
+    }
+
+    #[test]
+    fn anchored_on_last_usage_with_safety_factor() {
+        let u = Usage {
+            input_tokens: 100,
+            output_tokens: 10,
+            cache_creation_input_tokens: 20,
+            cache_read_input_tokens: 1000,
+        };
+        let records = vec![
+            rec(RecordKind::User, &"a".repeat(400), None),
+            rec(RecordKind::Assistant, "ok", Some(u)),
+            rec(RecordKind::User, &"b".repeat(300), None), // 75 raw tokens
+        ];
+        let e = estimate(&records, 999, |_| None);
+        assert_eq!(e.anchor_tokens, 1130);
+        assert_eq!(e.tail_tokens, 100);
+        assert_eq!(e.total, 1230);
+    }
+
+    #[test]
+    fn no_usage_estimates_everything() {
+        let records = vec![rec(RecordKind::User, &"a".repeat(40), None)];
+        let e = estimate(&records, 20, |_| None);
+        assert_eq!(e.anchor_uuid, None);
+        assert_eq!(e.total, scaled(10 + 20));
+    }
+
+    #[test]
+    fn media_is_flat() {
+        let b = ContentBlock::Image {
+            source: ctxd_protocol::MediaSource::Url {
+                url: "x".repeat(100_000),
+            },
+            cache_control: None,
+        };
+        assert_eq!(block_tokens(&b), MEDIA_TOKENS);
+    }
+}

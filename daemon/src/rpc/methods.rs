@@ -1,0 +1,209 @@
+//! Registration of every method of `ctxd_protocol::method_table`.
+
+use std::path::PathBuf;
+use std::sync::Arc;
+
+use ctxd_protocol::*;
+use jsonrpsee::core::SubscriptionResult;
+use jsonrpsee::types::{ErrorObjectOwned, Params};
+use jsonrpsee::{RpcModule, SubscriptionMessage};
+use serde::de::DeserializeOwned;
+use serde_json::json;
+use tokio::sync::{Notify, broadcast};
+
+use super::to_rpc_error;
+use crate::engine::Engine;
+
+/// What every method can reach.
+pub struct RpcContext {
+    pub engine: Arc<Engine>,
+    /// Notified by `daemon.shutdown`; the server's owner decides what stopping means.
+    pub shutdown: Arc<Notify>,
+    pub socket: PathBuf,
+}
+
+/// Decodes by-name params, naming the offending field on failure. Absent params decode
+/// as an empty object so parameterless methods accept both forms.
+fn parse<T: DeserializeOwned>(params: &Params<'_>) -> Result<T, ErrorObjectOwned> {
+    let raw = params.as_str().unwrap_or("{}");
+    let mut de = serde_json::Deserializer::from_str(raw);
+    serde_path_to_error::deserialize(&mut de).map_err(|e| {
+        let path = e.path().to_string();
+        let field = if path == "." {
+            "params".to_string()
+        } else {
+            path
+        };
+        let reason = e.inner().to_string();
+        ErrorObjectOwned::owned(
+            INVALID_PARAMS,
+            format!("invalid params: {field}: {reason}"),
+            Some(json!({ "field": field, "reason": reason })),
+        )
+    })
+}
+
+type RpcResult<T> = Result<T, ErrorObjectOwned>;
+
+macro_rules! async_method {
+    ($module:expr, $name:expr, |$ctx:ident, $p:ident : $pt:ty| $body:expr) => {
+        $module.register_async_method($name, |params, $ctx, _| async move {
+            let $p: $pt = parse(&params)?;
+            $body.map_err(to_rpc_error)
+        })
+    };
+}
+
+pub fn build_module(
+    ctx: RpcContext,
+) -> Result<RpcModule<RpcContext>, jsonrpsee::core::RegisterMethodError> {
+    let mut m = RpcModule::new(ctx);
+
+    m.register_async_method(DAEMON_STATUS, |params, ctx, _| async move {
+        let _: NoParams = parse(&params)?;
+        let sessions = ctx.engine.session_count().await.map_err(to_rpc_error)?;
+        RpcResult::Ok(DaemonStatus {
+            protocol_version: PROTOCOL_VERSION.into(),
+            daemon_version: env!("CARGO_PKG_VERSION").into(),
+            pid: std::process::id(),
+            socket: ctx.socket.display().to_string(),
+            home: ctx.engine.home().display().to_string(),
+            uptime_ms: ctx.engine.uptime_ms(),
+            sessions,
+        })
+    })?;
+    m.register_method(DAEMON_PING, |params, _, _| {
+        let _: NoParams = parse(&params)?;
+        RpcResult::Ok(PingResponse { pong: true })
+    })?;
+    m.register_method(DAEMON_SHUTDOWN, |params, ctx, _| {
+        let _: NoParams = parse(&params)?;
+        let notify = ctx.shutdown.clone();
+        // Let this response leave before the listener closes.
+        tokio::spawn(async move {
+            tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+            notify.notify_one();
+        });
+        RpcResult::Ok(ShutdownResponse { stopping: true })
+    })?;
+
+    async_method!(m, SESSION_CREATE, |ctx, p: SessionCreateParams| ctx
+        .engine
+        .create_session(p)
+        .await
+        .map(|session| SessionCreateResponse { session }))?;
+    async_method!(m, SESSION_LIST, |ctx, p: SessionListParams| ctx
+        .engine
+        .list_sessions(p)
+        .await
+        .map(|sessions| SessionListResponse { sessions }))?;
+    async_method!(m, SESSION_GET, |ctx, p: SessionIdParams| ctx
+        .engine
+        .get_session(&p.session_id)
+        .await
+        .map(|session| SessionGetResponse { session }))?;
+    async_method!(m, SESSION_UPDATE, |ctx, p: SessionUpdateParams| ctx
+        .engine
+        .update_session(p)
+        .await
+        .map(|session| SessionGetResponse { session }))?;
+    async_method!(m, SESSION_FORK, |ctx, p: SessionForkParams| ctx
+        .engine
+        .fork_session(p)
+        .await
+        .map(|session| SessionForkResponse { session }))?;
+    async_method!(m, SESSION_DELETE, |ctx, p: SessionIdParams| ctx
+        .engine
+        .delete_session(&p.session_id)
+        .await
+        .map(|deleted| SessionDeleteResponse { deleted }))?;
+    async_method!(m, SESSION_IMPORT, |ctx, p: SessionImportParams| ctx
+        .engine
+        .import_claude_code(p)
+        .await
+        .map(|(session, stats)| SessionImportResponse {
+            session_id: session.session_id.clone(),
+            session,
+            stats,
+        }))?;
+    async_method!(m, TRANSCRIPT_APPEND, |ctx, p: AppendParams| ctx
+        .engine
+        .append(p)
+        .await)?;
+    async_method!(m, TRANSCRIPT_READ, |ctx, p: ReadParams| ctx
+        .engine
+        .read(p)
+        .await)?;
+    async_method!(m, TRANSCRIPT_REJECT_MEDIA, |ctx, p: RejectMediaParams| ctx
+        .engine
+        .reject_media(p)
+        .await
+        .map(|rejected| RejectMediaResponse { rejected }))?;
+    async_method!(m, CAPABILITIES_SET_TOOLS, |ctx, p: ToolsSetParams| ctx
+        .engine
+        .set_tools(p)
+        .await
+        .map(|count| ToolsSetResponse { count }))?;
+    async_method!(m, CAPABILITIES_LIST_TOOLS, |ctx, p: SessionIdParams| ctx
+        .engine
+        .list_tools(&p.session_id)
+        .await
+        .map(|tools| ToolsListResponse { tools }))?;
+    m.register_async_method(CONTEXT_COMPILE, |params, ctx, _| async move {
+        let p: CompileParams = parse(&params)?;
+        let compiled = ctx.engine.compile(p).await.map_err(to_rpc_error)?;
+        let request = serde_json::value::RawValue::from_string(compiled.body)
+            .map_err(|e| to_rpc_error(crate::error::Error::Internal(e.to_string())))?;
+        RpcResult::Ok(CompileResponse {
+            request,
+            metadata: compiled.metadata,
+        })
+    })?;
+    m.register_method(RPC_DISCOVER, |_, _, _| {
+        RpcResult::Ok(ctxd_protocol::openrpc::document())
+    })?;
+
+    m.register_subscription(
+        SESSION_SUBSCRIBE,
+        SESSION_EVENT,
+        SESSION_UNSUBSCRIBE,
+        |params, pending, ctx, _| async move {
+            let p: SubscribeParams = match parse(&params) {
+                Ok(p) => p,
+                Err(e) => {
+                    pending.reject(e).await;
+                    return SubscriptionResult::Ok(());
+                }
+            };
+            let mut rx = match ctx.engine.subscribe(&p.session_id).await {
+                Ok(rx) => rx,
+                Err(e) => {
+                    pending.reject(to_rpc_error(e)).await;
+                    return Ok(());
+                }
+            };
+            let sink = pending.accept().await?;
+            loop {
+                let event = tokio::select! {
+                    _ = sink.closed() => break,
+                    ev = rx.recv() => ev,
+                };
+                let event = match event {
+                    Ok(ev) => ev,
+                    Err(broadcast::error::RecvError::Lagged(missed)) => SessionEvent::Lagged {
+                        session_id: p.session_id.clone(),
+                        missed,
+                    },
+                    Err(broadcast::error::RecvError::Closed) => break,
+                };
+                let last = matches!(event, SessionEvent::SessionDeleted { .. });
+                let msg: SubscriptionMessage = serde_json::value::to_raw_value(&event)?.into();
+                if sink.send(msg).await.is_err() || last {
+                    break;
+                }
+            }
+            Ok(())
+        },
+    )?;
+    Ok(m)
+}

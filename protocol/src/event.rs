@@ -1,0 +1,30 @@
+//! The per-session event stream (`session.subscribe`).
+
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
+
+use crate::transcript::AppendedRecord;
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct SubscribeParams {
+    pub session_id: String,
+}
+
+/// One event of a session. Later protocol versions add kinds; clients ignore kinds they
+/// do not know.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(tag = "kind", rename_all = "snake_case")]
+pub enum SessionEvent {
+    /// Records were appended (one event per acknowledged batch).
+    RecordsAppended {
+        session_id: String,
+        records: Vec<AppendedRecord>,
+    },
+    /// Session settings, model, system prompt or tools changed.
+    SessionUpdated { session_id: String },
+    /// The session was deleted; the stream ends after this event.
+    SessionDeleted { session_id: String },
+    /// The subscriber fell behind and missed this many events; re-read the transcript.
+    Lagged { session_id: String, missed: u64 },
+}

@@ -1,0 +1,187 @@
+//! Method names and the table that ties each to its params and result types.
+
+use schemars::{JsonSchema, Schema, SchemaGenerator};
+use serde::{Deserialize, Serialize};
+
+use crate::compile::{CompileParams, CompileResponse};
+use crate::event::{SessionEvent, SubscribeParams};
+use crate::session::*;
+use crate::transcript::*;
+
+pub const DAEMON_STATUS: &str = "daemon.status";
+pub const DAEMON_SHUTDOWN: &str = "daemon.shutdown";
+pub const DAEMON_PING: &str = "daemon.ping";
+pub const SESSION_CREATE: &str = "session.create";
+pub const SESSION_LIST: &str = "session.list";
+pub const SESSION_GET: &str = "session.get";
+pub const SESSION_UPDATE: &str = "session.update";
+pub const SESSION_FORK: &str = "session.fork";
+pub const SESSION_DELETE: &str = "session.delete";
+pub const SESSION_IMPORT: &str = "session.import";
+pub const SESSION_SUBSCRIBE: &str = "session.subscribe";
+pub const SESSION_UNSUBSCRIBE: &str = "session.unsubscribe";
+/// Notification method of the subscription.
+pub const SESSION_EVENT: &str = "session.event";
+pub const TRANSCRIPT_APPEND: &str = "transcript.append";
+pub const TRANSCRIPT_READ: &str = "transcript.read";
+pub const TRANSCRIPT_REJECT_MEDIA: &str = "transcript.reject_media";
+pub const CAPABILITIES_SET_TOOLS: &str = "capabilities.set_tools";
+pub const CAPABILITIES_LIST_TOOLS: &str = "capabilities.list_tools";
+pub const CONTEXT_COMPILE: &str = "context.compile";
+pub const RPC_DISCOVER: &str = "rpc.discover";
+
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct NoParams {}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+pub struct DaemonStatus {
+    pub protocol_version: String,
+    pub daemon_version: String,
+    pub pid: u32,
+    pub socket: String,
+    pub home: String,
+    pub uptime_ms: u64,
+    pub sessions: u64,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+pub struct ShutdownResponse {
+    pub stopping: bool,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+pub struct PingResponse {
+    pub pong: bool,
+}
+
+/// One row of the method table.
+pub struct MethodSpec {
+    pub name: &'static str,
+    pub summary: &'static str,
+    pub params: fn(&mut SchemaGenerator) -> Schema,
+    pub result: fn(&mut SchemaGenerator) -> Schema,
+    /// Subscriptions: the notification method and its unsubscribe method.
+    pub subscription: Option<(&'static str, &'static str)>,
+}
+
+fn schema<T: JsonSchema>(g: &mut SchemaGenerator) -> Schema {
+    g.subschema_for::<T>()
+}
+
+macro_rules! method {
+    ($name:expr, $summary:expr, $p:ty, $r:ty) => {
+        MethodSpec {
+            name: $name,
+            summary: $summary,
+            params: schema::<$p>,
+            result: schema::<$r>,
+            subscription: None,
+        }
+    };
+}
+
+/// Every method the daemon serves, in documentation order. `rpc.discover` itself is
+/// listed by the OpenRPC document's convention rather than here.
+pub fn method_table() -> Vec<MethodSpec> {
+    vec![
+        method!(
+            DAEMON_STATUS,
+            "Handshake: protocol version, daemon version, paths, uptime.",
+            NoParams,
+            DaemonStatus
+        ),
+        method!(DAEMON_PING, "No-op round trip.", NoParams, PingResponse),
+        method!(
+            DAEMON_SHUTDOWN,
+            "Stop the daemon cleanly after answering.",
+            NoParams,
+            ShutdownResponse
+        ),
+        method!(
+            SESSION_CREATE,
+            "Create a session for a working directory.",
+            SessionCreateParams,
+            SessionCreateResponse
+        ),
+        method!(
+            SESSION_LIST,
+            "List sessions, newest first.",
+            SessionListParams,
+            SessionListResponse
+        ),
+        method!(
+            SESSION_GET,
+            "One session.",
+            SessionIdParams,
+            SessionGetResponse
+        ),
+        method!(
+            SESSION_UPDATE,
+            "Change settings, model profile, system prompt or title.",
+            SessionUpdateParams,
+            SessionGetResponse
+        ),
+        method!(
+            SESSION_FORK,
+            "Copy a session's transcript up to a record into a new session.",
+            SessionForkParams,
+            SessionForkResponse
+        ),
+        method!(
+            SESSION_DELETE,
+            "Delete a session, its transcript and its files.",
+            SessionIdParams,
+            SessionDeleteResponse
+        ),
+        method!(
+            SESSION_IMPORT,
+            "Import a Claude Code JSONL transcript into a new session (all or nothing).",
+            SessionImportParams,
+            SessionImportResponse
+        ),
+        MethodSpec {
+            name: SESSION_SUBSCRIBE,
+            summary: "Stream a session's events (WebSocket only).",
+            params: schema::<SubscribeParams>,
+            result: schema::<SessionEvent>,
+            subscription: Some((SESSION_EVENT, SESSION_UNSUBSCRIBE)),
+        },
+        method!(
+            TRANSCRIPT_APPEND,
+            "Append records atomically, optionally guarded by the expected last uuid.",
+            AppendParams,
+            AppendResponse
+        ),
+        method!(
+            TRANSCRIPT_READ,
+            "Read a page of records.",
+            ReadParams,
+            ReadResponse
+        ),
+        method!(
+            TRANSCRIPT_REJECT_MEDIA,
+            "Mark an image or document the provider refused; later compiles strip it.",
+            RejectMediaParams,
+            RejectMediaResponse
+        ),
+        method!(
+            CAPABILITIES_SET_TOOLS,
+            "Replace the session's tool list.",
+            ToolsSetParams,
+            ToolsSetResponse
+        ),
+        method!(
+            CAPABILITIES_LIST_TOOLS,
+            "The session's tool list.",
+            SessionIdParams,
+            ToolsListResponse
+        ),
+        method!(
+            CONTEXT_COMPILE,
+            "Compile the exact Messages API request for the next model call.",
+            CompileParams,
+            CompileResponse
+        ),
+    ]
+}

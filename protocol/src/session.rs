@@ -1,0 +1,293 @@
+//! Sessions: model profile, settings, system prompt sections.
+
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
+
+/// What the session's model can hold and produce.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct ModelProfile {
+    /// Model name put into the compiled request.
+    #[serde(default = "default_model")]
+    pub model: String,
+    /// Context window in tokens.
+    #[serde(default = "default_context_window")]
+    pub context_window: u64,
+    /// Maximum output tokens per response (the request's `max_tokens`).
+    #[serde(default = "default_max_output")]
+    pub max_output_tokens: u64,
+    /// Whether the model accepts thinking blocks in the history.
+    #[serde(default = "yes")]
+    pub supports_thinking: bool,
+}
+
+fn default_model() -> String {
+    "claude-sonnet-4-5".into()
+}
+fn default_context_window() -> u64 {
+    200_000
+}
+fn default_max_output() -> u64 {
+    32_000
+}
+fn yes() -> bool {
+    true
+}
+
+impl Default for ModelProfile {
+    fn default() -> Self {
+        ModelProfile {
+            model: default_model(),
+            context_window: default_context_window(),
+            max_output_tokens: default_max_output(),
+            supports_thinking: true,
+        }
+    }
+}
+
+/// Feature switches and knobs of one session. Unknown keys are rejected.
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct SessionSettings {
+    /// Lowers (never raises) the autocompact threshold to this percentage of the
+    /// effective window.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub autocompact_pct_override: Option<u8>,
+    /// Response language, rendered as a dynamic system section.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub language: Option<String>,
+    /// Name of an output style, rendered as a dynamic system section.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub output_style: Option<String>,
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub plan_mode: bool,
+    /// Append `[id:xxxxxx]` short ids to user messages so ranges can be snipped.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub snip_enabled: bool,
+}
+
+/// How a dynamic system section is cached.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum SectionCaching {
+    /// Computed once; reset only by clear or compact.
+    Memoized,
+    /// Recomputed every turn; breaks the cache whenever it changes, so it needs a reason.
+    Uncached,
+}
+
+/// One section of the system prompt.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct SystemSection {
+    pub name: String,
+    pub text: String,
+    /// Dynamic sections only; static sections are always part of the cached prefix.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub caching: Option<SectionCaching>,
+    /// Required for `uncached` sections: why this section may break the cache.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub reason: Option<String>,
+}
+
+/// The client's system prompt: static sections before the dynamic boundary, dynamic
+/// sections after it. Absent → ctxd's default agent contract.
+#[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct SystemPrompt {
+    #[serde(default, rename = "static")]
+    pub static_sections: Vec<SystemSection>,
+    #[serde(default, rename = "dynamic")]
+    pub dynamic_sections: Vec<SystemSection>,
+}
+
+/// A tool schema registered by the client.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct ToolSpec {
+    pub name: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub description: Option<String>,
+    /// JSON Schema of the input. Absent for server-side tools, which carry `type`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub input_schema: Option<serde_json::Value>,
+    /// Server-side tool type (e.g. `web_search_20250305`); sent after the regular tools.
+    #[serde(default, rename = "type", skip_serializing_if = "Option::is_none")]
+    pub server_type: Option<String>,
+    /// Results longer than `min(this, 50000)` characters are persisted; absent → never.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub max_result_size_chars: Option<u64>,
+    /// MCP server that provides the tool (MCP tools turn the system cache scope to org).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub mcp_server: Option<String>,
+    /// Deferred tools are found through tool search instead of being sent in full.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub defer_loading: bool,
+}
+
+/// A session as the daemon reports it.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct SessionInfo {
+    pub session_id: String,
+    pub cwd: String,
+    pub original_cwd: String,
+    pub model: ModelProfile,
+    pub settings: SessionSettings,
+    pub additional_directories: Vec<String>,
+    /// The local date at session start (`YYYY-MM-DD`): `currentDate` in `messages[0]`.
+    pub start_date: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub parent_session_id: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub forked_from_uuid: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub title: Option<String>,
+    pub created_at: String,
+    pub updated_at: String,
+    /// Number of records in the transcript.
+    pub record_count: u64,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub last_uuid: Option<String>,
+}
+
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct SessionCreateParams {
+    /// Working directory (absolute). The CLI passes its current directory.
+    pub cwd: String,
+    #[serde(default)]
+    pub model: Option<ModelProfile>,
+    #[serde(default)]
+    pub settings: Option<SessionSettings>,
+    #[serde(default)]
+    pub additional_directories: Vec<String>,
+    #[serde(default)]
+    pub system: Option<SystemPrompt>,
+    #[serde(default)]
+    pub tools: Vec<ToolSpec>,
+    #[serde(default)]
+    pub title: Option<String>,
+    /// Local date override (`YYYY-MM-DD`); defaults to today.
+    #[serde(default)]
+    pub start_date: Option<String>,
+    /// Skip the git snapshot (imports of sessions from other machines).
+    #[serde(default)]
+    pub no_git: bool,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct SessionCreateResponse {
+    pub session: SessionInfo,
+}
+
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct SessionListParams {
+    #[serde(default)]
+    pub limit: Option<u32>,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct SessionListResponse {
+    pub sessions: Vec<SessionInfo>,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct SessionIdParams {
+    pub session_id: String,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct SessionGetResponse {
+    pub session: SessionInfo,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct SessionForkParams {
+    pub session_id: String,
+    /// Copy the transcript up to and including this record; absent → all of it.
+    #[serde(default)]
+    pub up_to_uuid: Option<String>,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct SessionForkResponse {
+    pub session: SessionInfo,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct SessionDeleteResponse {
+    pub deleted: bool,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct SessionUpdateParams {
+    pub session_id: String,
+    #[serde(default)]
+    pub settings: Option<SessionSettings>,
+    #[serde(default)]
+    pub model: Option<ModelProfile>,
+    #[serde(default)]
+    pub system: Option<SystemPrompt>,
+    #[serde(default)]
+    pub title: Option<String>,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct ToolsSetParams {
+    pub session_id: String,
+    /// The complete tool list, in the order the model should see it.
+    pub tools: Vec<ToolSpec>,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct ToolsSetResponse {
+    pub count: u32,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct ToolsListResponse {
+    pub tools: Vec<ToolSpec>,
+}
+
+/// Import of a Claude Code JSONL transcript into a new session.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct SessionImportParams {
+    /// The transcript's text, one JSON object per line.
+    pub jsonl: String,
+    /// Working directory for the new session; defaults to the transcript's `cwd`.
+    #[serde(default)]
+    pub cwd: Option<String>,
+    #[serde(default)]
+    pub model: Option<ModelProfile>,
+    #[serde(default)]
+    pub title: Option<String>,
+}
+
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize, JsonSchema)]
+pub struct ImportStats {
+    /// Lines read, blank lines excluded.
+    pub lines: u64,
+    pub records: u64,
+    pub user: u64,
+    pub assistant: u64,
+    pub system: u64,
+    pub attachment: u64,
+    pub tool_use: u64,
+    pub tool_result: u64,
+    /// UI-only lines skipped, by their `type` (`progress`, `file-history-snapshot`, ...).
+    pub skipped: std::collections::BTreeMap<String, u64>,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct SessionImportResponse {
+    pub session_id: String,
+    pub session: SessionInfo,
+    pub stats: ImportStats,
+}

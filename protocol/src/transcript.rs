@@ -1,0 +1,91 @@
+//! Appending to and reading a session's transcript.
+
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
+
+use crate::record::{Record, RecordInput};
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct AppendParams {
+    pub session_id: String,
+    /// Written atomically: all of them or, on any error, none.
+    pub records: Vec<RecordInput>,
+    /// Optimistic concurrency: the uuid the caller believes is the transcript's last
+    /// record (`null` for "the transcript is empty"). Omit the field to append
+    /// unconditionally.
+    #[serde(
+        default,
+        with = "double_option",
+        skip_serializing_if = "Option::is_none"
+    )]
+    #[schemars(with = "Option<String>")]
+    pub expected_last_uuid: Option<Option<String>>,
+}
+
+/// Distinguishes an absent field (`None`) from an explicit `null` (`Some(None)`).
+mod double_option {
+    use serde::{Deserialize, Deserializer, Serialize, Serializer};
+
+    pub fn serialize<S: Serializer>(v: &Option<Option<String>>, s: S) -> Result<S::Ok, S::Error> {
+        match v {
+            Some(inner) => inner.serialize(s),
+            None => s.serialize_none(),
+        }
+    }
+
+    pub fn deserialize<'de, D: Deserializer<'de>>(
+        d: D,
+    ) -> Result<Option<Option<String>>, D::Error> {
+        Option::<String>::deserialize(d).map(Some)
+    }
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+pub struct AppendedRecord {
+    pub uuid: String,
+    pub seq: u64,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+pub struct AppendResponse {
+    pub appended: Vec<AppendedRecord>,
+    /// The transcript's last uuid after this append.
+    pub last_uuid: Option<String>,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct ReadParams {
+    pub session_id: String,
+    /// Return records with `seq > after_seq` (0 = from the start).
+    #[serde(default)]
+    pub after_seq: u64,
+    /// Page size; default 500, at most 5000.
+    #[serde(default)]
+    pub limit: Option<u32>,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct ReadResponse {
+    pub records: Vec<Record>,
+    /// Pass as `after_seq` to get the next page; absent when this page reached the end.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub next_after_seq: Option<u64>,
+}
+
+/// Marks media the provider refused (too large, bad format), so later requests strip it.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct RejectMediaParams {
+    pub session_id: String,
+    pub record_uuid: String,
+    /// Index of the image/document block in the record's content (for a tool result,
+    /// the tool_result block's index: all its media is stripped).
+    pub block_index: u32,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct RejectMediaResponse {
+    pub rejected: bool,
+}

@@ -1,0 +1,17 @@
+//! The checked-in OpenRPC document must be exactly what the code generates.
+//! Regenerate with `UPDATE_SCHEMA=1 cargo test -p ctxd-protocol`.
+
+#[test]
+fn openrpc_document_is_current() {
+    let path = concat!(env!("CARGO_MANIFEST_DIR"), "/openrpc.json");
+    let generated = ctxd_protocol::openrpc::document_text();
+    if std::env::var_os("UPDATE_SCHEMA").is_some() {
+        std::fs::write(path, &generated).expect("write openrpc.json");
+    }
+    let on_disk = std::fs::read_to_string(path).unwrap_or_default();
+    pretty_assertions::assert_eq!(
+        on_disk,
+        generated,
+        "protocol/openrpc.json is stale: run UPDATE_SCHEMA=1 cargo test -p ctxd-protocol"
+    );
+}

@@ -1,0 +1,293 @@
+//! Shared helpers of the black-box tests: a real `ctxd` process on a temp socket and
+//! home, raw HTTP over the Unix socket, and an order-preserving JSON pretty-printer.
+#![allow(dead_code)]
+
+use std::io::{Read, Write};
+use std::os::unix::net::UnixStream as StdUnixStream;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+use serde_json::Value;
+
+pub fn fixtures() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../tests/fixtures/claude-code")
+}
+
+/// Every `.jsonl` fixture, sorted.
+pub fn fixture_files() -> Vec<PathBuf> {
+    fn walk(dir: &Path, out: &mut Vec<PathBuf>) {
+        let Ok(rd) = std::fs::read_dir(dir) else {
+            return;
+        };
+        for e in rd.flatten() {
+            let p = e.path();
+            if p.is_dir() {
+                walk(&p, out);
+            } else if p.extension().is_some_and(|x| x == "jsonl") {
+                out.push(p);
+            }
+        }
+    }
+    let mut out = Vec::new();
+    walk(&fixtures(), &mut out);
+    out.sort();
+    out
+}
+
+pub fn ctxd_bin() -> PathBuf {
+    if let Some(p) = option_env!("CARGO_BIN_EXE_ctxd") {
+        return PathBuf::from(p);
+    }
+    // Tests of the client package: the daemon binary sits beside `ctx` (cargo builds it
+    // when the workspace's tests run).
+    let ctx = PathBuf::from(option_env!("CARGO_BIN_EXE_ctx").expect("a ctx or ctxd test"));
+    ctx.with_file_name("ctxd")
+}
+
+/// A daemon process owned by a test; killed on drop.
+pub struct Daemon {
+    pub dir: tempfile::TempDir,
+    pub home: PathBuf,
+    pub socket: PathBuf,
+    pub child: Option<Child>,
+}
+
+impl Daemon {
+    pub fn start() -> Daemon {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let home = dir.path().join("home");
+        let socket = dir.path().join("run").join("ctxd.sock");
+        let mut d = Daemon {
+            dir,
+            home,
+            socket,
+            child: None,
+        };
+        d.spawn();
+        d
+    }
+
+    pub fn command(&self) -> Command {
+        let mut c = Command::new(ctxd_bin());
+        c.arg("--home")
+            .arg(&self.home)
+            .arg("--socket")
+            .arg(&self.socket)
+            .env("CTXD_LOG", "warn")
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(Stdio::piped());
+        c
+    }
+
+    /// Starts (or restarts) the process and waits until it answers.
+    pub fn spawn(&mut self) {
+        let child = self.command().spawn().expect("spawn ctxd");
+        self.child = Some(child);
+        let deadline = Instant::now() + Duration::from_secs(20);
+        loop {
+            if StdUnixStream::connect(&self.socket).is_ok()
+                && self.try_call("daemon.ping", serde_json::json!({})).is_ok()
+            {
+                return;
+            }
+            if let Some(c) = self.child.as_mut() {
+                if let Ok(Some(status)) = c.try_wait() {
+                    let mut err = String::new();
+                    if let Some(mut e) = c.stderr.take() {
+                        let _ = e.read_to_string(&mut err);
+                    }
+                    panic!("ctxd exited early with {status}: {err}");
+                }
+            }
+            assert!(Instant::now() < deadline, "ctxd did not come up");
+            std::thread::sleep(Duration::from_millis(20));
+        }
+    }
+
+    pub fn kill9(&mut self) {
+        if let Some(mut c) = self.child.take() {
+            let _ = c.kill();
+            let _ = c.wait();
+        }
+    }
+
+    /// SIGTERM and wait; returns the exit status.
+    pub fn terminate(&mut self) -> std::process::ExitStatus {
+        let mut c = self.child.take().expect("running");
+        let _ = Command::new("kill")
+            .arg("-TERM")
+            .arg(c.id().to_string())
+            .status();
+        c.wait().expect("wait")
+    }
+
+    pub fn raw_http(&self, body: &str) -> (u16, String) {
+        raw_http(&self.socket, body)
+    }
+
+    pub fn try_call(&self, method: &str, params: Value) -> Result<Value, Value> {
+        let req =
+            serde_json::json!({"jsonrpc": "2.0", "id": 1, "method": method, "params": params});
+        let (_, body) = raw_http(&self.socket, &req.to_string());
+        let v: Value =
+            serde_json::from_str(&body).map_err(|e| Value::String(format!("{e}: {body}")))?;
+        if let Some(err) = v.get("error") {
+            return Err(err.clone());
+        }
+        Ok(v["result"].clone())
+    }
+
+    /// A call that must succeed.
+    pub fn call(&self, method: &str, params: Value) -> Value {
+        match self.try_call(method, params) {
+            Ok(v) => v,
+            Err(e) => panic!("{method} failed: {e}"),
+        }
+    }
+
+    /// The raw `result` text of a call, so byte layout can be compared.
+    pub fn call_raw(&self, method: &str, params: Value) -> String {
+        let req =
+            serde_json::json!({"jsonrpc": "2.0", "id": 1, "method": method, "params": params});
+        let (_, body) = raw_http(&self.socket, &req.to_string());
+        let start = body.find("\"result\":").expect("result") + "\"result\":".len();
+        body[start..body.len() - 1].to_string()
+    }
+
+    pub async fn client(&self) -> ctx_client::Client {
+        ctx_client::Client::connect(&self.socket)
+            .await
+            .expect("connect")
+    }
+
+    pub fn import(&self, path: &Path) -> Value {
+        let jsonl = std::fs::read_to_string(path).expect("fixture");
+        self.call("session.import", serde_json::json!({ "jsonl": jsonl }))
+    }
+
+    /// The exact request body bytes of a compile.
+    pub fn compile_body(&self, session: &str) -> String {
+        let raw = self.call_raw(
+            "context.compile",
+            serde_json::json!({ "session_id": session }),
+        );
+        let start = raw.find("{\"request\":").expect("request") + "{\"request\":".len();
+        let end = raw.rfind(",\"metadata\":").expect("metadata");
+        raw[start..end].to_string()
+    }
+}
+
+impl Drop for Daemon {
+    fn drop(&mut self) {
+        self.kill9();
+    }
+}
+
+/// One HTTP/1.1 POST over the Unix socket; returns status and body.
+pub fn raw_http(socket: &Path, body: &str) -> (u16, String) {
+    let mut s = StdUnixStream::connect(socket).expect("connect");
+    s.set_read_timeout(Some(Duration::from_secs(60))).ok();
+    let req = format!(
+        "POST / HTTP/1.1\r\nHost: localhost\r\nContent-Type: application/json\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{}",
+        body.len(),
+        body
+    );
+    s.write_all(req.as_bytes()).expect("write");
+    let mut resp = Vec::new();
+    s.read_to_end(&mut resp).expect("read");
+    let text = String::from_utf8_lossy(&resp).to_string();
+    let (head, rest) = text.split_once("\r\n\r\n").unwrap_or((&text, ""));
+    let status = head
+        .split_whitespace()
+        .nth(1)
+        .and_then(|c| c.parse().ok())
+        .unwrap_or(0);
+    let body = if head
+        .to_ascii_lowercase()
+        .contains("transfer-encoding: chunked")
+    {
+        dechunk(rest)
+    } else {
+        rest.to_string()
+    };
+    (status, body)
+}
+
+fn dechunk(mut s: &str) -> String {
+    let mut out = String::new();
+    while let Some((size, rest)) = s.split_once("\r\n") {
+        let n = usize::from_str_radix(size.trim(), 16).unwrap_or(0);
+        if n == 0 {
+            break;
+        }
+        out.push_str(&rest[..n]);
+        s = &rest[n + 2..];
+    }
+    out
+}
+
+/// Pretty-prints JSON text keeping key order and string bytes exactly as they are, so a
+/// snapshot shows the real layout of the request.
+pub fn pretty_preserving(json: &str) -> String {
+    let mut out = String::with_capacity(json.len() * 2);
+    let mut depth = 0usize;
+    let mut in_str = false;
+    let mut escaped = false;
+    let chars: Vec<char> = json.chars().collect();
+    let mut i = 0;
+    let indent = |out: &mut String, d: usize| {
+        out.push('\n');
+        for _ in 0..d {
+            out.push_str("  ");
+        }
+    };
+    while i < chars.len() {
+        let c = chars[i];
+        if in_str {
+            out.push(c);
+            if escaped {
+                escaped = false;
+            } else if c == '\\' {
+                escaped = true;
+            } else if c == '"' {
+                in_str = false;
+            }
+            i += 1;
+            continue;
+        }
+        match c {
+            '"' => {
+                in_str = true;
+                out.push(c);
+            }
+            '{' | '[' => {
+                let close = if c == '{' { '}' } else { ']' };
+                if chars.get(i + 1) == Some(&close) {
+                    out.push(c);
+                    out.push(close);
+                    i += 2;
+                    continue;
+                }
+                out.push(c);
+                depth += 1;
+                indent(&mut out, depth);
+            }
+            '}' | ']' => {
+                depth = depth.saturating_sub(1);
+                indent(&mut out, depth);
+                out.push(c);
+            }
+            ',' => {
+                out.push(c);
+                indent(&mut out, depth);
+            }
+            ':' => out.push_str(": "),
+            _ => out.push(c),
+        }
+        i += 1;
+    }
+    out.push('\n');
+    out
+}
