@@ -337,6 +337,9 @@ async fn run(cli: Cli) -> Result<()> {
                 .import(SessionImportParams {
                     jsonl,
                     cwd: cwd.as_ref().map(|c| c.display().to_string()),
+                    fallback_cwd: std::env::current_dir()
+                        .ok()
+                        .map(|c| c.display().to_string()),
                     model: None,
                     title: title.clone(),
                 })

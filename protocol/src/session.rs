@@ -264,6 +264,9 @@ pub struct SessionImportParams {
     /// Working directory for the new session; defaults to the transcript's `cwd`.
     #[serde(default)]
     pub cwd: Option<String>,
+    /// Used when neither `cwd` nor the transcript names a working directory.
+    #[serde(default)]
+    pub fallback_cwd: Option<String>,
     #[serde(default)]
     pub model: Option<ModelProfile>,
     #[serde(default)]

@@ -563,6 +563,7 @@ impl Engine {
         let cwd = p
             .cwd
             .or(imported.cwd)
+            .or(p.fallback_cwd)
             .ok_or_else(|| Error::invalid("cwd", "the transcript names no cwd; pass one"))?;
         let start_date = imported
             .first_timestamp

@@ -1,0 +1,124 @@
+//! The `ctx` CLI end to end: it starts a daemon on demand and prints JSON for scripts.
+
+mod common;
+
+use std::process::{Command, Stdio};
+
+use serde_json::Value;
+
+fn ctx(home: &std::path::Path) -> Command {
+    let mut c = Command::new(env!("CARGO_BIN_EXE_ctx"));
+    c.env("CTXD_HOME", home)
+        .env_remove("CTXD_SOCKET")
+        .env("CTXD_BIN", common::ctxd_bin())
+        .stdin(Stdio::null());
+    c
+}
+
+fn json_out(c: &mut Command) -> Value {
+    let out = c.output().unwrap();
+    assert!(
+        out.status.success(),
+        "{:?} failed: {}",
+        c,
+        String::from_utf8_lossy(&out.stderr)
+    );
+    serde_json::from_slice(&out.stdout)
+        .unwrap_or_else(|e| panic!("{e}: {}", String::from_utf8_lossy(&out.stdout)))
+}
+
+#[test]
+fn cli_starts_the_daemon_imports_compiles_and_stops_it() {
+    let dir = tempfile::tempdir().unwrap();
+    let home = dir.path().join("home");
+
+    // --no-start with nothing running is a clear error.
+    let out = ctx(&home)
+        .args(["--no-start", "daemon", "status"])
+        .output()
+        .unwrap();
+    assert!(!out.status.success());
+    assert!(String::from_utf8_lossy(&out.stderr).contains("no ctxd answers"));
+
+    let created = json_out(
+        ctx(&home)
+            .args(["session", "new", "--json", "--cwd"])
+            .arg(dir.path()),
+    );
+    let sid = created["session_id"].as_str().unwrap().to_string();
+
+    let mut append = ctx(&home);
+    append
+        .args(["append", &sid, "--json"])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped());
+    let mut child = append.spawn().unwrap();
+    {
+        use std::io::Write;
+        let mut stdin = child.stdin.take().unwrap();
+        writeln!(stdin, r#"{{"type":"user","content":"hello"}}"#).unwrap();
+        writeln!(stdin).unwrap();
+        writeln!(
+            stdin,
+            r#"{{"type":"assistant","content":[{{"type":"text","text":"hi"}}]}}"#
+        )
+        .unwrap();
+    }
+    let out = child.wait_with_output().unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let appended: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(appended["appended"].as_array().unwrap().len(), 2);
+
+    let compiled = json_out(ctx(&home).args(["compile", &sid, "--json"]));
+    assert_eq!(compiled["request"]["messages"][0]["role"], "user");
+    assert_eq!(
+        compiled["request"]["messages"][1]["content"][0]["text"],
+        "hi"
+    );
+
+    let fixture = common::fixtures().join("spotter/short.jsonl");
+    let imported = json_out(ctx(&home).args(["import", "--json"]).arg(&fixture));
+    let isid = imported["session_id"].as_str().unwrap().to_string();
+    let compiled = json_out(ctx(&home).args(["compile", "--json", &isid]));
+    assert!(compiled["request"]["messages"].as_array().unwrap().len() > 2);
+
+    // Without --json, compile prints the exact request body.
+    let raw = ctx(&home).args(["compile", &isid]).output().unwrap();
+    let text = String::from_utf8(raw.stdout).unwrap();
+    let body: Value = serde_json::from_str(text.trim_end()).unwrap();
+    assert_eq!(body, compiled["request"]);
+
+    let list = json_out(ctx(&home).args(["session", "list", "--json"]));
+    assert_eq!(list["sessions"].as_array().unwrap().len(), 2);
+    let fork = json_out(ctx(&home).args(["session", "fork", &isid, "--json"]));
+    assert!(fork["session_id"].is_string());
+    json_out(ctx(&home).args(["session", "rm", &isid, "--json"]));
+
+    // A malformed append line is reported with its line number and sends nothing.
+    let bad = dir.path().join("bad.jsonl");
+    std::fs::write(&bad, "{\"type\":\"user\",\"content\":\"ok\"}\n{oops\n").unwrap();
+    let out = ctx(&home)
+        .args(["append", &sid])
+        .arg(&bad)
+        .output()
+        .unwrap();
+    assert!(!out.status.success());
+    assert!(String::from_utf8_lossy(&out.stderr).contains("line 2"));
+
+    let status = json_out(ctx(&home).args(["daemon", "status", "--json"]));
+    assert_eq!(status["protocol_version"], ctxd_protocol::PROTOCOL_VERSION);
+    let stopped = json_out(ctx(&home).args(["daemon", "stop", "--json"]));
+    assert_eq!(stopped["stopping"], true);
+    // Give it a moment; then nothing answers.
+    for _ in 0..200 {
+        if !home.join("ctxd.sock").exists() {
+            break;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+    assert!(!home.join("ctxd.sock").exists());
+}

@@ -1,0 +1,137 @@
+//! Import of every Claude Code fixture through the running daemon.
+
+mod common;
+
+use common::Daemon;
+use serde_json::{Value, json};
+
+/// Counts taken straight from the JSONL, independently of the importer.
+fn independent_counts(text: &str) -> (u64, u64, u64, u64) {
+    let (mut user, mut assistant, mut tool_use, mut tool_result) = (0, 0, 0, 0);
+    for line in text.lines().filter(|l| !l.trim().is_empty()) {
+        let v: Value = serde_json::from_str(line).unwrap();
+        let content = &v["message"]["content"];
+        let empty = content.as_str().is_some_and(str::is_empty)
+            || content.as_array().is_some_and(Vec::is_empty);
+        match v["type"].as_str() {
+            Some("user") if !empty => user += 1,
+            Some("assistant") if !empty => assistant += 1,
+            _ => continue,
+        }
+        for b in content.as_array().into_iter().flatten() {
+            match b["type"].as_str() {
+                Some("tool_use") => tool_use += 1,
+                Some("tool_result") => tool_result += 1,
+                _ => {}
+            }
+        }
+    }
+    (user, assistant, tool_use, tool_result)
+}
+
+#[test]
+fn every_fixture_imports_with_its_counts() {
+    let d = Daemon::start();
+    let files = common::fixture_files();
+    assert!(files.len() > 40, "fixtures missing: {}", files.len());
+    let mut imported = 0;
+    for f in files {
+        let text = std::fs::read_to_string(&f).unwrap();
+        let (user, assistant, tool_use, tool_result) = independent_counts(&text);
+        let r = d.try_call(
+            "session.import",
+            json!({ "jsonl": text, "fallback_cwd": "/tmp/imported" }),
+        );
+        let system_lines = text
+            .lines()
+            .filter_map(|l| serde_json::from_str::<Value>(l).ok())
+            .filter(|v| v["type"] == "system" || v["type"] == "attachment")
+            .count();
+        if user + assistant == 0 && system_lines == 0 {
+            // Only UI lines (summary, queue-operation, file-history-snapshot): nothing to import.
+            let err = r.expect_err("an import with no records is refused");
+            assert_eq!(err["code"], -32602, "{}", f.display());
+            continue;
+        }
+        let r = r.unwrap_or_else(|e| panic!("{}: {e}", f.display()));
+        let stats = &r["stats"];
+        assert_eq!(stats["user"], user, "{}", f.display());
+        assert_eq!(stats["assistant"], assistant, "{}", f.display());
+        assert_eq!(stats["tool_use"], tool_use, "{}", f.display());
+        assert_eq!(stats["tool_result"], tool_result, "{}", f.display());
+        // What was stored is what was counted.
+        let sid = r["session_id"].as_str().unwrap();
+        let read = d.call("transcript.read", json!({"session_id": sid, "limit": 5000}));
+        let recs = read["records"].as_array().unwrap();
+        assert_eq!(recs.len() as u64, stats["records"].as_u64().unwrap());
+        let stored_user = recs.iter().filter(|r| r["type"] == "user").count() as u64;
+        let stored_uses: u64 = recs
+            .iter()
+            .flat_map(|r| r["content"].as_array().cloned().unwrap_or_default())
+            .filter(|b| b["type"] == "tool_use")
+            .count() as u64;
+        assert_eq!(stored_user, user);
+        assert_eq!(stored_uses, tool_use);
+        // Every imported session compiles.
+        d.call("context.compile", json!({"session_id": sid}));
+        imported += 1;
+    }
+    assert!(imported >= 30);
+}
+
+#[test]
+fn usage_timestamps_and_split_responses_survive() {
+    let d = Daemon::start();
+    let path = common::fixtures().join("spotter/subagent.jsonl");
+    let text = std::fs::read_to_string(&path).unwrap();
+    let r = d.import(&path);
+    assert_eq!(r["stats"]["skipped"]["progress"], 44);
+    let sid = r["session_id"].as_str().unwrap();
+    let recs =
+        d.call("transcript.read", json!({"session_id": sid, "limit": 5000}))["records"].clone();
+    let first_src: Value = text
+        .lines()
+        .map(|l| serde_json::from_str::<Value>(l).unwrap())
+        .find(|v| v["type"] == "assistant")
+        .unwrap();
+    let first = recs
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|r| r["uuid"] == first_src["uuid"])
+        .unwrap();
+    assert_eq!(first["timestamp"], first_src["timestamp"]);
+    assert_eq!(first["message_id"], first_src["message"]["id"]);
+    assert_eq!(
+        first["usage"]["cache_read_input_tokens"],
+        first_src["message"]["usage"]["cache_read_input_tokens"]
+    );
+    // Several records share one provider message id.
+    let mut ids = std::collections::HashMap::<String, usize>::new();
+    for r in recs.as_array().unwrap() {
+        if let Some(m) = r["message_id"].as_str() {
+            *ids.entry(m.to_string()).or_default() += 1;
+        }
+    }
+    assert!(ids.values().any(|&n| n > 1));
+}
+
+#[test]
+fn a_malformed_line_is_reported_and_nothing_is_imported() {
+    let d = Daemon::start();
+    let good = std::fs::read_to_string(common::fixtures().join("spotter/short.jsonl")).unwrap();
+    let mut lines: Vec<&str> = good.lines().collect();
+    lines.insert(5, "{not json");
+    let err = d
+        .try_call("session.import", json!({ "jsonl": lines.join("\n") }))
+        .unwrap_err();
+    assert_eq!(err["code"], -32602);
+    assert!(err["message"].as_str().unwrap().contains("line 6"), "{err}");
+    assert_eq!(
+        d.call("session.list", json!({}))["sessions"]
+            .as_array()
+            .unwrap()
+            .len(),
+        0
+    );
+}
