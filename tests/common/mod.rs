@@ -36,13 +36,16 @@ pub fn fixture_files() -> Vec<PathBuf> {
 }
 
 pub fn ctxd_bin() -> PathBuf {
-    if let Some(p) = option_env!("CARGO_BIN_EXE_ctxd") {
-        return PathBuf::from(p);
+    // Tests of the client package find the daemon beside `ctx` (cargo builds both when
+    // the workspace's tests run).
+    match (
+        option_env!("CARGO_BIN_EXE_ctxd"),
+        option_env!("CARGO_BIN_EXE_ctx"),
+    ) {
+        (Some(ctxd), _) => PathBuf::from(ctxd),
+        (None, Some(ctx)) => PathBuf::from(ctx).with_file_name("ctxd"),
+        (None, None) => PathBuf::from("ctxd"),
     }
-    // Tests of the client package: the daemon binary sits beside `ctx` (cargo builds it
-    // when the workspace's tests run).
-    let ctx = PathBuf::from(option_env!("CARGO_BIN_EXE_ctx").expect("a ctx or ctxd test"));
-    ctx.with_file_name("ctxd")
 }
 
 /// A daemon process owned by a test; killed on drop.
@@ -92,14 +95,14 @@ impl Daemon {
             {
                 return;
             }
-            if let Some(c) = self.child.as_mut() {
-                if let Ok(Some(status)) = c.try_wait() {
-                    let mut err = String::new();
-                    if let Some(mut e) = c.stderr.take() {
-                        let _ = e.read_to_string(&mut err);
-                    }
-                    panic!("ctxd exited early with {status}: {err}");
+            if let Some(c) = self.child.as_mut()
+                && let Ok(Some(status)) = c.try_wait()
+            {
+                let mut err = String::new();
+                if let Some(mut e) = c.stderr.take() {
+                    let _ = e.read_to_string(&mut err);
                 }
+                panic!("ctxd exited early with {status}: {err}");
             }
             assert!(Instant::now() < deadline, "ctxd did not come up");
             std::thread::sleep(Duration::from_millis(20));
