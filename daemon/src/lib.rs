@@ -2,6 +2,7 @@
 
 pub mod clock;
 pub mod daemon;
+pub mod discovery;
 pub mod engine;
 pub mod error;
 pub mod git;

@@ -1,0 +1,1 @@
+//! Instruction-file discovery (CLAUDE.md chain).
