@@ -69,6 +69,8 @@ enum Command {
     },
     /// Follow a session's events, one JSON object per line.
     Events { session: String },
+    /// Import the bundled sample Claude Code session, compile it, and show what ctxd did.
+    Demo,
     /// Import a Claude Code JSONL transcript as a new session.
     Import {
         file: PathBuf,
@@ -330,6 +332,7 @@ async fn run(cli: Cli) -> Result<()> {
                 }
             }
         }
+        Command::Demo => demo(&cli, &client).await?,
         Command::Import { file, cwd, title } => {
             let jsonl = std::fs::read_to_string(file)
                 .with_context(|| format!("reading {}", file.display()))?;
@@ -364,6 +367,75 @@ async fn run(cli: Cli) -> Result<()> {
             }
         }
     }
+    Ok(())
+}
+
+/// A real (redacted) Claude Code session shipped with ctxd, MIT-licensed: see
+/// tests/fixtures/claude-code/spotter/LICENSE.
+const SAMPLE_SESSION: &str =
+    include_str!("../../tests/fixtures/claude-code/spotter/tool_heavy.jsonl");
+
+async fn demo(cli: &Cli, client: &Client) -> Result<()> {
+    let status = client.status().await?;
+    let imported = client
+        .import(SessionImportParams {
+            jsonl: SAMPLE_SESSION.to_string(),
+            cwd: None,
+            fallback_cwd: None,
+            model: None,
+            title: Some("ctxd demo: bundled Claude Code session".into()),
+        })
+        .await?;
+    let compiled = client
+        .compile(CompileParams {
+            session_id: imported.session_id.clone(),
+            side_request: false,
+        })
+        .await?;
+    if cli.json {
+        print_json(&serde_json::json!({
+            "session_id": imported.session_id,
+            "stats": imported.stats,
+            "metadata": compiled.metadata,
+            "request": compiled.request,
+        }))?;
+        return Ok(());
+    }
+    let s = &imported.stats;
+    let m = &compiled.metadata;
+    println!(
+        "ctxd {} (protocol {}) on {}",
+        status.daemon_version, status.protocol_version, status.socket
+    );
+    println!("imported the bundled session as {}", imported.session_id);
+    println!(
+        "  {} lines -> {} records ({} user, {} assistant, {} system); {} tool calls; skipped {:?}",
+        s.lines, s.records, s.user, s.assistant, s.system, s.tool_use, s.skipped
+    );
+    println!("compiled the next request:");
+    println!(
+        "  {} messages, {} bytes, ~{} tokens (anchor {} + estimated tail {}), sha256 {}",
+        m.message_count,
+        m.request_bytes,
+        m.tokens.estimated_tokens,
+        m.tokens.anchor_tokens,
+        m.tokens.estimated_tail_tokens,
+        &m.request_sha256[..16]
+    );
+    println!("  system sections:");
+    for sec in &m.system_sections {
+        println!("    {:<36} {:<14} {} chars", sec.name, sec.class, sec.chars);
+    }
+    if !m.repairs.is_empty() {
+        println!("  normalisation repairs:");
+        for r in &m.repairs {
+            println!("    {r}");
+        }
+    }
+    println!(
+        "see the whole request with: ctx compile {}",
+        imported.session_id
+    );
     Ok(())
 }
 

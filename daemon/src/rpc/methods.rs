@@ -207,3 +207,40 @@ pub fn build_module(
     )?;
     Ok(m)
 }
+
+#[cfg(test)]
+mod tests {
+    use std::collections::BTreeSet;
+
+    use super::*;
+    use crate::clock::SystemClock;
+    use crate::store::Store;
+
+    /// The OpenRPC document and the registered methods must name the same set.
+    #[tokio::test]
+    async fn registered_methods_match_the_document() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = Store::open(&dir.path().join("t.db")).unwrap();
+        let engine = Arc::new(Engine::new(store, dir.path(), Arc::new(SystemClock)));
+        let module = build_module(RpcContext {
+            engine,
+            shutdown: Arc::new(Notify::new()),
+            socket: dir.path().join("s"),
+        })
+        .unwrap();
+        let registered: BTreeSet<String> = module.method_names().map(str::to_string).collect();
+        let doc = ctxd_protocol::openrpc::document();
+        let mut documented: BTreeSet<String> = doc["methods"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|m| m["name"].as_str().unwrap().to_string())
+            .collect();
+        for m in doc["methods"].as_array().unwrap() {
+            if let Some(u) = m["x-subscription"]["unsubscribe"].as_str() {
+                documented.insert(u.to_string());
+            }
+        }
+        assert_eq!(registered, documented);
+    }
+}
