@@ -157,7 +157,7 @@ async fn bench_rpc(dir: &Path) {
 
 fn record_json(i: usize) -> RecordInput {
     serde_json::from_value(serde_json::json!({
-        "type": if i % 2 == 0 { "user" } else { "assistant" },
+        "type": if i.is_multiple_of(2) { "user" } else { "assistant" },
         "content": format!("message {i}: {}", "lorem ipsum dolor sit amet ".repeat(8)),
     }))
     .unwrap()
