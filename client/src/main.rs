@@ -67,6 +67,8 @@ enum Command {
         #[arg(long)]
         side: bool,
     },
+    /// The frozen fates of a session's tool results (what the model saw instead).
+    Replacements { session: String },
     /// Follow a session's events, one JSON object per line.
     Events { session: String },
     /// Import the bundled sample Claude Code session, compile it, and show what ctxd did.
@@ -317,6 +319,36 @@ async fn run(cli: Cli) -> Result<()> {
                     r.metadata.request_bytes,
                     r.metadata.request_sha256
                 );
+            }
+        }
+        Command::Replacements { session } => {
+            let r: ReplacementsResponse = client
+                .call(
+                    CONTEXT_REPLACEMENTS,
+                    SessionIdParams {
+                        session_id: session.clone(),
+                    },
+                )
+                .await?;
+            if cli.json {
+                print_json(&r)?;
+            } else {
+                for rep in &r.replacements {
+                    match &rep.replacement {
+                        Some(text) => println!(
+                            "{:<40} {:<12} seq {:<6} replaced ({} chars): {}",
+                            rep.tool_use_id,
+                            rep.stage,
+                            rep.decided_seq,
+                            text.chars().count(),
+                            text.lines().nth(1).unwrap_or("")
+                        ),
+                        None => println!(
+                            "{:<40} {:<12} seq {:<6} kept whole",
+                            rep.tool_use_id, rep.stage, rep.decided_seq
+                        ),
+                    }
+                }
             }
         }
         Command::Events { session } => {

@@ -51,6 +51,28 @@ pub struct CompileMetadata {
     pub request_bytes: u64,
     /// What normalisation repaired, one line per repair.
     pub repairs: Vec<String>,
+    /// tool_use ids whose results this compile decided to persist (their fate is now
+    /// frozen as a `<persisted-output>` block).
+    pub replaced: Vec<String>,
+    /// tool_use ids seen for the first time and kept whole.
+    pub kept: Vec<String>,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct Replacement {
+    pub tool_use_id: String,
+    /// `budget` (tool-result budget) or `microcompact` (time-based clearing).
+    pub stage: String,
+    /// The exact string shown instead of the result; absent when it was kept whole.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub replacement: Option<String>,
+    /// The transcript's last sequence number when the fate was decided.
+    pub decided_seq: u64,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct ReplacementsResponse {
+    pub replacements: Vec<Replacement>,
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize, JsonSchema)]

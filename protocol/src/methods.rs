@@ -3,7 +3,7 @@
 use schemars::{JsonSchema, Schema, SchemaGenerator};
 use serde::{Deserialize, Serialize};
 
-use crate::compile::{CompileParams, CompileResponse};
+use crate::compile::{CompileParams, CompileResponse, ReplacementsResponse};
 use crate::event::{SessionEvent, SubscribeParams};
 use crate::session::*;
 use crate::transcript::*;
@@ -28,6 +28,7 @@ pub const TRANSCRIPT_REJECT_MEDIA: &str = "transcript.reject_media";
 pub const CAPABILITIES_SET_TOOLS: &str = "capabilities.set_tools";
 pub const CAPABILITIES_LIST_TOOLS: &str = "capabilities.list_tools";
 pub const CONTEXT_COMPILE: &str = "context.compile";
+pub const CONTEXT_REPLACEMENTS: &str = "context.replacements";
 pub const RPC_DISCOVER: &str = "rpc.discover";
 
 #[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize, JsonSchema)]
@@ -182,6 +183,12 @@ pub fn method_table() -> Vec<MethodSpec> {
             "Compile the exact Messages API request for the next model call.",
             CompileParams,
             CompileResponse
+        ),
+        method!(
+            CONTEXT_REPLACEMENTS,
+            "The frozen fates of the session's tool results (content-replacement records).",
+            SessionIdParams,
+            ReplacementsResponse
         ),
     ]
 }

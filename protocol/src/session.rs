@@ -64,6 +64,11 @@ pub struct SessionSettings {
     /// Append `[id:xxxxxx]` short ids to user messages so ranges can be snipped.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub snip_enabled: bool,
+    /// Per-tool persistence thresholds in characters, by tool name, that replace the
+    /// declared `min(max_result_size_chars, 50000)` (like Claude Code's per-tool flag
+    /// override). Not clamped.
+    #[serde(default, skip_serializing_if = "std::collections::BTreeMap::is_empty")]
+    pub tool_result_size_overrides: std::collections::BTreeMap<String, u64>,
 }
 
 /// How a dynamic system section is cached.
@@ -284,6 +289,9 @@ pub struct ImportStats {
     pub attachment: u64,
     pub tool_use: u64,
     pub tool_result: u64,
+    /// Tool-result replacements taken from `content-replacement` lines.
+    #[serde(default)]
+    pub replacements: u64,
     /// UI-only lines skipped, by their `type` (`progress`, `file-history-snapshot`, ...).
     pub skipped: std::collections::BTreeMap<String, u64>,
 }

@@ -23,7 +23,9 @@ impl Excludes {
                 Ok(glob) => {
                     builder.add(glob);
                 }
-                Err(err) => tracing::warn!(%pattern, %err, "ignoring an invalid claudeMdExcludes pattern"),
+                Err(err) => {
+                    tracing::warn!(%pattern, %err, "ignoring an invalid claudeMdExcludes pattern")
+                }
             }
         }
         match builder.build() {
@@ -51,7 +53,10 @@ mod tests {
 
     #[test]
     fn star_stays_in_one_component() {
-        let ex = Excludes::new(&["/repo/*/CLAUDE.md".to_string(), "**/CLAUDE.local.md".to_string()]);
+        let ex = Excludes::new(&[
+            "/repo/*/CLAUDE.md".to_string(),
+            "**/CLAUDE.local.md".to_string(),
+        ]);
         assert!(ex.matches(Path::new("/repo/a/CLAUDE.md")));
         assert!(!ex.matches(Path::new("/repo/a/b/CLAUDE.md")));
         assert!(ex.matches(Path::new("/x/y/CLAUDE.local.md")));

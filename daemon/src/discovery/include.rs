@@ -13,6 +13,7 @@ use super::paths;
 
 /// Extensions an include may have; anything else could be binary. Files without an
 /// extension (`Makefile`, `.editorconfig`) are allowed too.
+#[rustfmt::skip]
 const TEXT_EXTENSIONS: &[&str] = &[
     // prose and markup
     "md", "markdown", "mdx", "mdc", "txt", "text", "rst", "adoc", "asciidoc", "org", "tex",
@@ -139,10 +140,14 @@ mod tests {
     use super::*;
 
     fn targets(body: &str) -> Vec<String> {
-        include_targets(body, Path::new("/repo/docs/CLAUDE.md"), Path::new("/home/u"))
-            .into_iter()
-            .map(|p| p.display().to_string())
-            .collect()
+        include_targets(
+            body,
+            Path::new("/repo/docs/CLAUDE.md"),
+            Path::new("/home/u"),
+        )
+        .into_iter()
+        .map(|p| p.display().to_string())
+        .collect()
     }
 
     #[test]

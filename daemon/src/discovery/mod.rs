@@ -1,1 +1,68 @@
-//! Instruction-file discovery (CLAUDE.md chain).
+//! Instruction-file discovery (CLAUDE.md chain), SPEC §3.3 and §4.
+//!
+//! Pure logic over filesystem reads: no watching, no async, no database. The caller
+//! decides when to run it and remembers what was already shown to the model.
+//!
+//! * [`startup_chain`] — the files of `messages[0]`, in prompt order.
+//! * [`render_claude_md`] — the `# claudeMd` text made from that chain.
+//! * [`nested_for_path`] — files that become relevant when the agent touches a path.
+//! * [`conditional_rules`] — every conditional rule, e.g. to watch them.
+//!
+//! Decisions worth knowing:
+//!
+//! * **Rules order.** `.claude/rules` is walked depth-first with siblings sorted by the
+//!   bytes of their names, files and directories interleaved (equivalently: relative
+//!   paths sorted component by component, so `a/z.md` < `a-b.md` < `b.md`). Only
+//!   `*.md` files count. Symlinks are followed; a directory already walked (by
+//!   canonical path) is skipped, so symlink loops end.
+//! * **Includes** are emitted after their includer, depth-first in order of first
+//!   appearance (what Claude Code's code does; a comment there says otherwise). A
+//!   top-level file has depth 0; depth 5 loads, depth 6 does not. Relative targets
+//!   resolve against the including file's directory. Each file appears once per walk,
+//!   keyed by canonical path, which also makes cycles terminate. Missing targets,
+//!   directories and non-text extensions are skipped quietly.
+//! * **External includes.** For managed, project, local and additional-directory
+//!   files, a target whose canonical path lies outside the cwd and outside every
+//!   additional directory is refused unless `allow_external_includes`. User files may
+//!   include anything.
+//! * **Conditions.** Only rule files are conditional. An included file carries its
+//!   root rule's `paths:` (its own `paths:` is stripped and ignored), so a rule's
+//!   includes load with it or not at all. `paths:` in `CLAUDE.md`-type files is ignored.
+//! * **Matching** is gitignore-style (the `ignore` crate, parents included, `!`
+//!   negation honoured), relative to the directory holding `.claude/` for project
+//!   rules and to the cwd for managed and user rules. A path outside that base never
+//!   matches.
+//! * **Excludes** (`claudeMdExcludes`) are globs over absolute paths (`*` within one
+//!   component) tested against both the discovered and the canonical path; they apply
+//!   to user, project, local and additional-directory files and their includes, never
+//!   to managed files or memory entry points.
+//! * **Worktrees.** When the cwd is in a linked worktree nested inside its main
+//!   checkout, committed files (`CLAUDE.md`, `.claude/CLAUDE.md`, `.claude/rules`) of
+//!   directories inside the main checkout but above the worktree are skipped, at
+//!   start-up and for conditional rules; `CLAUDE.local.md` still loads.
+//! * **Memory entry points** end the chain as [`MemoryType::Memory`] entries, without
+//!   include processing, and never render into `claudeMd`.
+//! * Empty (whitespace-only) files are not entries. Unreadable files are skipped.
+
+mod chain;
+mod exclude;
+mod front_matter;
+mod include;
+mod load;
+mod nested;
+mod paths;
+mod render;
+mod rules;
+mod types;
+mod worktree;
+
+#[cfg(test)]
+mod test_tree;
+#[cfg(test)]
+mod tests;
+
+pub use chain::{conditional_rules, startup_chain};
+pub use load::MAX_INCLUDE_DEPTH;
+pub use nested::nested_for_path;
+pub use render::{CLAUDE_MD_PREAMBLE, render_block, render_claude_md};
+pub use types::{DEFAULT_MANAGED_ROOT, DiscoveryConfig, InstructionFile, MemoryType};

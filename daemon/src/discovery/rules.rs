@@ -113,7 +113,14 @@ mod tests {
     fn order_is_component_wise_and_skips_non_markdown() {
         let tmp = tempfile::tempdir().expect("tempdir");
         let rules = tmp.path().join("rules");
-        for rel in ["b.md", "a/z.md", "a-b.md", "A.md", "c.txt", ".claude-injected-x.md"] {
+        for rel in [
+            "b.md",
+            "a/z.md",
+            "a-b.md",
+            "A.md",
+            "c.txt",
+            ".claude-injected-x.md",
+        ] {
             let path = rules.join(rel);
             std::fs::create_dir_all(path.parent().expect("parent")).expect("mkdir");
             std::fs::write(&path, "x").expect("write");

@@ -90,7 +90,10 @@ mod tests {
         std::fs::create_dir_all(wt.join("src")).expect("mkdir");
         std::fs::write(
             wt.join(".git"),
-            format!("gitdir: {}\n", root.join("repo/.git/worktrees/feat").display()),
+            format!(
+                "gitdir: {}\n",
+                root.join("repo/.git/worktrees/feat").display()
+            ),
         )
         .expect("write");
         let found = NestedWorktree::detect(&wt.join("src")).expect("nested worktree");
@@ -110,7 +113,10 @@ mod tests {
         std::fs::create_dir_all(&sibling).expect("mkdir");
         std::fs::write(
             sibling.join(".git"),
-            format!("gitdir: {}\n", root.join("repo/.git/worktrees/feat").display()),
+            format!(
+                "gitdir: {}\n",
+                root.join("repo/.git/worktrees/feat").display()
+            ),
         )
         .expect("write");
         assert_eq!(NestedWorktree::detect(&sibling), None);

@@ -6,7 +6,7 @@
 mod session;
 pub mod validate;
 
-use std::collections::{BTreeSet, HashMap};
+use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 use std::time::Instant;
@@ -16,6 +16,7 @@ use tokio::sync::broadcast;
 
 use crate::clock::Clock;
 use crate::error::{Error, Result};
+use crate::pipeline::budget::Fate;
 use crate::store::Store;
 use crate::store::sessions::SessionRow;
 
@@ -25,6 +26,8 @@ pub(crate) struct Loaded {
     pub records: Vec<Record>,
     pub tools: Vec<ToolSpec>,
     pub rejected_media: BTreeSet<(String, u32)>,
+    /// Frozen tool-result budget fates.
+    pub fates: BTreeMap<String, Fate>,
 }
 
 pub(crate) struct SessionCell {
@@ -68,6 +71,11 @@ impl Engine {
         self.home.join("sessions").join(id)
     }
 
+    /// Where persisted tool results of a session go.
+    pub fn tool_results_dir(&self, id: &str) -> PathBuf {
+        self.session_dir(id).join("tool-results")
+    }
+
     pub(crate) fn cell(&self, id: &str) -> Arc<SessionCell> {
         let mut cells = match self.cells.lock() {
             Ok(c) => c,
@@ -106,11 +114,13 @@ impl Engine {
                 let rejected_media = crate::store::sessions::rejected_media(c, &sid)?
                     .into_iter()
                     .collect();
+                let fates = crate::store::fates::load(c, &sid, crate::store::fates::BUDGET)?;
                 Ok(Loaded {
                     row,
                     records,
                     tools,
                     rejected_media,
+                    fates,
                 })
             })
             .await?;

@@ -1,6 +1,6 @@
 //! Session and transcript operations.
 
-use std::collections::BTreeSet;
+use std::collections::{BTreeMap, BTreeSet};
 use std::path::Path;
 
 use ctxd_protocol::*;
@@ -10,9 +10,40 @@ use super::validate::validate_batch;
 use super::{Engine, Loaded};
 use crate::clock::rfc3339;
 use crate::error::{Error, Result};
+use crate::pipeline::budget::{self, Decision, Fate, ToolLimits};
 use crate::pipeline::compile::{CompileInput, Compiled, SessionView, compile};
+use crate::pipeline::projection;
 use crate::store::sessions::SessionRow;
-use crate::store::{records, sessions};
+use crate::store::{fates, records, sessions};
+
+/// Writes a persisted tool result once: a second write of the same id is a no-op, so a
+/// replayed decision never rewrites the file the model was pointed at.
+async fn write_once(dir: &Path, file_name: &str, content: String) -> std::io::Result<()> {
+    let dir = dir.to_path_buf();
+    let file_name = file_name.to_string();
+    tokio::task::spawn_blocking(move || {
+        use std::io::Write;
+        std::fs::create_dir_all(&dir)?;
+        let path = dir.join(&file_name);
+        let tmp = dir.join(format!(".{file_name}.tmp"));
+        match std::fs::OpenOptions::new()
+            .write(true)
+            .create_new(true)
+            .open(&path)
+        {
+            Ok(_) => {}
+            Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => return Ok(()),
+            Err(e) => return Err(e),
+        }
+        // Written beside and renamed over the placeholder, so a reader never sees half.
+        let mut f = std::fs::File::create(&tmp)?;
+        f.write_all(content.as_bytes())?;
+        f.sync_all()?;
+        std::fs::rename(&tmp, &path)
+    })
+    .await
+    .map_err(std::io::Error::other)?
+}
 
 const MAX_PAGE: u32 = 5_000;
 const DEFAULT_PAGE: u32 = 500;
@@ -348,6 +379,7 @@ impl Engine {
                 for (u, i) in rejected {
                     sessions::add_rejected_media(tx, &nid, &u, i)?;
                 }
+                fates::copy(tx, &src, &nid)?;
                 Ok(())
             })
             .await?;
@@ -358,9 +390,13 @@ impl Engine {
         let cell = self.cell(id);
         let mut guard = cell.state.lock().await;
         let sid = id.to_string();
-        let deleted = self
+        let dir_text = self.session_dir(id).display().to_string();
+        let (deleted, shared) = self
             .store
-            .write(move |tx| sessions::delete(tx, &sid))
+            .write(move |tx| {
+                let shared = fates::referenced_elsewhere(tx, &sid, &dir_text)?;
+                Ok((sessions::delete(tx, &sid)?, shared))
+            })
             .await?;
         *guard = None;
         drop(guard);
@@ -369,7 +405,12 @@ impl Engine {
             return Err(Error::SessionNotFound(id.to_string()));
         }
         let dir = self.session_dir(id);
-        if dir.exists()
+        if shared {
+            tracing::info!(
+                session = id,
+                "keeping session files: a fork's replacements point at them"
+            );
+        } else if dir.exists()
             && let Err(e) = tokio::fs::remove_dir_all(&dir).await
         {
             tracing::warn!(session = id, error = %e, "could not remove session files");
@@ -542,10 +583,86 @@ impl Engine {
             }
             return Err(e);
         }
-        let Some(l) = guard.as_ref() else {
+        let Some(l) = guard.as_mut() else {
             return Err(Error::Internal("session state missing after load".into()));
         };
-        compile_loaded(l, p.side_request)
+        let (replaced, kept) = self.decide_budget(l).await?;
+        let mut compiled = compile_loaded(l, p.side_request)?;
+        compiled.metadata.replaced = replaced;
+        compiled.metadata.kept = kept;
+        Ok(compiled)
+    }
+
+    /// Decides the fate of every result this compile shows for the first time: writes
+    /// persisted outputs (create-once), then stores all new fates in one transaction
+    /// before anything is shown. A failed write leaves that result seen and whole.
+    async fn decide_budget(&self, l: &mut Loaded) -> Result<(Vec<String>, Vec<String>)> {
+        let sid = l.row.id.clone();
+        let dir = self.tool_results_dir(&sid);
+        let limits = ToolLimits::new(&l.tools, &l.row.settings.tool_result_size_overrides);
+        let view = projection::after_last_boundary(&l.records);
+        let plan = budget::plan(view, &l.fates, &limits, &dir.display().to_string());
+        if plan.decisions.is_empty() {
+            return Ok((Vec::new(), Vec::new()));
+        }
+        let mut new_fates = Vec::with_capacity(plan.decisions.len());
+        let (mut replaced, mut kept) = (Vec::new(), Vec::new());
+        for (id, decision) in plan.decisions {
+            match decision {
+                Decision::Keep => {
+                    kept.push(id.clone());
+                    new_fates.push((id, Fate::Kept));
+                }
+                Decision::Persist {
+                    file_name,
+                    content,
+                    replacement,
+                } => match write_once(&dir, &file_name, content).await {
+                    Ok(()) => {
+                        replaced.push(id.clone());
+                        new_fates.push((id, Fate::Replaced(replacement)));
+                    }
+                    Err(e) => {
+                        tracing::warn!(session = %sid, tool_use_id = %id, error = %e, "could not persist a tool result; keeping it whole");
+                        kept.push(id.clone());
+                        new_fates.push((id, Fate::Kept));
+                    }
+                },
+            }
+        }
+        let seq = l.records.last().map_or(0, |r| r.seq);
+        let to_store = new_fates.clone();
+        let sid2 = sid.clone();
+        self.store
+            .write(move |tx| fates::insert(tx, &sid2, fates::BUDGET, &to_store, seq))
+            .await?;
+        l.fates.extend(new_fates);
+        Ok((replaced, kept))
+    }
+
+    pub async fn replacements(&self, id: &str) -> Result<Vec<Replacement>> {
+        let sid = id.to_string();
+        let rows = self
+            .store
+            .read(move |c| {
+                if !sessions::exists(c, &sid)? {
+                    return Err(Error::SessionNotFound(sid.clone()));
+                }
+                fates::all(c, &sid)
+            })
+            .await?;
+        Ok(rows
+            .into_iter()
+            .map(|r| Replacement {
+                tool_use_id: r.tool_use_id,
+                stage: r.stage,
+                replacement: match r.fate {
+                    Fate::Kept => None,
+                    Fate::Replaced(s) => Some(s),
+                },
+                decided_seq: r.decided_seq,
+            })
+            .collect())
     }
 
     /// Imports a Claude Code transcript as a new session, all or nothing.
@@ -586,11 +703,29 @@ impl Engine {
             })
             .await?;
         let now = self.now();
+        // Like Claude Code on resume: every imported result counts as already seen, kept
+        // whole unless a content-replacement line says what the model saw instead.
+        let mut import_fates: BTreeMap<String, Fate> = inputs
+            .iter()
+            .flat_map(|r| r.content.iter())
+            .filter_map(|b| match b {
+                ContentBlock::ToolResult { tool_use_id, .. } => {
+                    Some((tool_use_id.clone(), Fate::Kept))
+                }
+                _ => None,
+            })
+            .collect();
+        for (id, rep) in imported.replacements {
+            import_fates.insert(id, Fate::Replaced(rep));
+        }
+        let import_fates: Vec<(String, Fate)> = import_fates.into_iter().collect();
         let r = row.clone();
         self.store
             .write(move |tx| {
                 sessions::insert(tx, &r)?;
-                insert_batch(tx, &r.id, inputs, None, &now)?;
+                let built = insert_batch(tx, &r.id, inputs, None, &now)?;
+                let seq = built.last().map_or(0, |b| b.seq);
+                fates::insert(tx, &r.id, fates::BUDGET, &import_fates, seq)?;
                 Ok(())
             })
             .await?;
@@ -616,6 +751,7 @@ pub(crate) fn compile_loaded(l: &Loaded, side_request: bool) -> Result<Compiled>
         records: &l.records,
         tools: &l.tools,
         rejected_media: &l.rejected_media,
+        fates: &l.fates,
         side_request,
     };
     compile(&input).map_err(|e| Error::Internal(format!("serialise request: {e}")))

@@ -35,6 +35,9 @@ pub struct Imported {
     pub first_timestamp: Option<String>,
     /// Claude Code's `sessionId` of the first line that has one.
     pub source_session_id: Option<String>,
+    /// `(tool_use_id, replacement)` from the main thread's `content-replacement` lines:
+    /// what Claude Code showed the model instead of those results.
+    pub replacements: Vec<(String, String)>,
 }
 
 #[derive(Debug, thiserror::Error)]
@@ -78,6 +81,7 @@ pub fn parse(jsonl: &str) -> Result<Imported, ImportError> {
     let mut seen_uuids: HashSet<String> = HashSet::new();
     // uuid → parentUuid of every skipped line, to walk over them when relinking.
     let mut skipped_parents: HashMap<String, Option<String>> = HashMap::new();
+    let mut replacements: Vec<(String, String)> = Vec::new();
 
     for (index, raw) in jsonl.lines().enumerate() {
         let line = index + 1;
@@ -106,6 +110,16 @@ pub fn parse(jsonl: &str) -> Result<Imported, ImportError> {
                 .get("sessionId")
                 .and_then(Value::as_str)
                 .map(str::to_owned);
+        }
+
+        if obj.get("type").and_then(Value::as_str) == Some("content-replacement") {
+            if obj.contains_key("agentId") {
+                // A sub-agent's decisions: its thread is not the one compiled here.
+                bump(&mut stats.skipped, "content-replacement:agent");
+            } else {
+                replacements.extend(content_replacements(&obj).map_err(malformed)?);
+            }
+            continue;
         }
 
         match convert_line(&obj, &mut stats.skipped).map_err(malformed)? {
@@ -160,13 +174,46 @@ pub fn parse(jsonl: &str) -> Result<Imported, ImportError> {
         return Err(ImportError::Empty);
     }
     let first_timestamp = records.iter().find_map(|r| r.timestamp.clone());
+    stats.replacements = replacements.len() as u64;
     Ok(Imported {
         records,
         stats,
         cwd,
         first_timestamp,
         source_session_id,
+        replacements,
     })
+}
+
+/// `{"type":"content-replacement","replacements":[{"kind":"tool-result","toolUseId":..,"replacement":..}]}`
+fn content_replacements(obj: &Map<String, Value>) -> Result<Vec<(String, String)>, String> {
+    let Some(Value::Array(items)) = obj.get("replacements") else {
+        return Err("field `replacements` must be an array".into());
+    };
+    let mut out = Vec::with_capacity(items.len());
+    for (i, item) in items.iter().enumerate() {
+        if item
+            .get("kind")
+            .and_then(Value::as_str)
+            .is_some_and(|k| k != "tool-result")
+        {
+            continue;
+        }
+        let id = item
+            .get("toolUseId")
+            .or_else(|| item.get("tool_use_id"))
+            .and_then(Value::as_str)
+            .filter(|s| !s.is_empty())
+            .ok_or_else(|| {
+                format!("field `replacements[{i}].toolUseId` must be a non-empty string")
+            })?;
+        let rep = item
+            .get("replacement")
+            .and_then(Value::as_str)
+            .ok_or_else(|| format!("field `replacements[{i}].replacement` must be a string"))?;
+        out.push((id.to_string(), rep.to_string()));
+    }
+    Ok(out)
 }
 
 /// A converted record whose parent is not resolved yet: relinking needs to know every

@@ -1,7 +1,8 @@
 //! Assembles one request: `system + tools + messages`, then serialises it once. The bytes
 //! produced here are the product: the same inputs always give the same bytes.
 
-use std::collections::BTreeSet;
+use std::borrow::Cow;
+use std::collections::{BTreeMap, BTreeSet};
 
 use ctxd_protocol::{
     CompileMetadata, ContentBlock, ModelProfile, Record, SessionSettings, SystemPrompt,
@@ -10,6 +11,7 @@ use ctxd_protocol::{
 use serde::Serialize;
 use sha2::{Digest, Sha256};
 
+use super::budget::{self, Fate};
 use super::message::{ApiMessage, Role};
 use super::normalize::{NormalizeOptions, normalize};
 use super::system::{SystemBlock, SystemInputs};
@@ -33,6 +35,8 @@ pub struct CompileInput<'a> {
     pub records: &'a [Record],
     pub tools: &'a [ToolSpec],
     pub rejected_media: &'a BTreeSet<(String, u32)>,
+    /// Frozen tool-result fates (budget), by tool_use id.
+    pub fates: &'a BTreeMap<String, Fate>,
     pub side_request: bool,
 }
 
@@ -55,6 +59,11 @@ struct RequestBody<'a> {
 pub fn compile(input: &CompileInput<'_>) -> Result<Compiled, serde_json::Error> {
     let s = &input.session;
     let view = projection::after_last_boundary(input.records);
+    let shown: Vec<Record> = budget::apply(view, input.fates)
+        .into_iter()
+        .map(Cow::into_owned)
+        .collect();
+    let view = shown.as_slice();
 
     let (system_blocks, layout) = system::build(&SystemInputs {
         prompt: s.system,
@@ -119,6 +128,8 @@ pub fn compile(input: &CompileInput<'_>) -> Result<Compiled, serde_json::Error> 
         request_sha256: hex::encode(Sha256::digest(body.as_bytes())),
         request_bytes: body.len() as u64,
         repairs: normalized.repairs,
+        replaced: Vec::new(),
+        kept: Vec::new(),
     };
     Ok(Compiled { body, metadata })
 }

@@ -159,6 +159,11 @@ pub fn build_module(
             metadata: compiled.metadata,
         })
     })?;
+    async_method!(m, CONTEXT_REPLACEMENTS, |ctx, p: SessionIdParams| ctx
+        .engine
+        .replacements(&p.session_id)
+        .await
+        .map(|replacements| ReplacementsResponse { replacements }))?;
     m.register_method(RPC_DISCOVER, |_, _, _| {
         RpcResult::Ok(ctxd_protocol::openrpc::document())
     })?;
