@@ -122,3 +122,53 @@ fn cli_starts_the_daemon_imports_compiles_and_stops_it() {
     }
     assert!(!home.join("ctxd.sock").exists());
 }
+
+#[test]
+fn replay_of_every_fixture_runs_to_the_end() {
+    let dir = tempfile::tempdir().unwrap();
+    let home = dir.path().join("home");
+    let mut total_compiles = 0;
+    for f in common::fixture_files() {
+        let out = ctx(&home)
+            .args(["replay", "--json"])
+            .arg(&f)
+            .output()
+            .unwrap();
+        assert!(
+            out.status.success(),
+            "{}: {}",
+            f.display(),
+            String::from_utf8_lossy(&out.stderr)
+        );
+        let text = String::from_utf8(out.stdout).unwrap();
+        let mut last_line = 0;
+        for line in text.lines() {
+            let step: Value = serde_json::from_str(line).unwrap();
+            for key in [
+                "source_line",
+                "estimated_tokens",
+                "anchor_tokens",
+                "autocompact",
+            ] {
+                assert!(
+                    step.get(key).is_some(),
+                    "{}: no {key} in {line}",
+                    f.display()
+                );
+            }
+            let sl = step["source_line"].as_u64().unwrap();
+            assert!(sl > last_line, "source lines go forward");
+            last_line = sl;
+            total_compiles += 1;
+        }
+        // The summary goes to stderr as one JSON object.
+        let summary: Value =
+            serde_json::from_str(String::from_utf8_lossy(&out.stderr).trim()).unwrap();
+        assert_eq!(
+            summary["compiles"].as_u64().unwrap() as usize,
+            text.lines().count()
+        );
+    }
+    assert!(total_compiles > 40);
+    let _ = ctx(&home).args(["daemon", "stop"]).output();
+}

@@ -1,5 +1,7 @@
 //! `ctx`: the command-line client of ctxd.
 
+mod replay;
+
 use std::io::{Read, Write};
 use std::path::PathBuf;
 
@@ -73,6 +75,26 @@ enum Command {
     Events { session: String },
     /// Import the bundled sample Claude Code session, compile it, and show what ctxd did.
     Demo,
+    /// Replay a Claude Code transcript through the pipeline, compiling before every model
+    /// call of the original session.
+    Replay {
+        file: PathBuf,
+        /// Working directory of the replay session (default: the transcript's).
+        #[arg(long)]
+        cwd: Option<PathBuf>,
+        /// Context window of the model profile.
+        #[arg(long)]
+        context_window: Option<u64>,
+        /// Max output tokens of the model profile.
+        #[arg(long)]
+        max_output_tokens: Option<u64>,
+    },
+    /// Remove a range of messages by their short ids (snip must be enabled).
+    Snip {
+        session: String,
+        from_id: String,
+        to_id: String,
+    },
     /// Import a Claude Code JSONL transcript as a new session.
     Import {
         file: PathBuf,
@@ -302,6 +324,7 @@ async fn run(cli: Cli) -> Result<()> {
                 .compile(CompileParams {
                     session_id: session.clone(),
                     side_request: *side,
+                    now: None,
                 })
                 .await?;
             if cli.json {
@@ -365,6 +388,83 @@ async fn run(cli: Cli) -> Result<()> {
             }
         }
         Command::Demo => demo(&cli, &client).await?,
+        Command::Replay {
+            file,
+            cwd,
+            context_window,
+            max_output_tokens,
+        } => {
+            let model = if context_window.is_some() || max_output_tokens.is_some() {
+                let mut m = ModelProfile::default();
+                if let Some(w) = context_window {
+                    m.context_window = *w;
+                }
+                if let Some(o) = max_output_tokens {
+                    m.max_output_tokens = *o;
+                }
+                Some(m)
+            } else {
+                None
+            };
+            let summary = replay::replay(
+                &client,
+                file,
+                replay::ReplayOptions {
+                    cwd: cwd.as_deref(),
+                    model,
+                    json: cli.json,
+                },
+            )
+            .await?;
+            if cli.json {
+                eprintln!("{}", serde_json::to_string(&summary)?);
+            } else {
+                println!(
+                    "replayed {} records into {}: {} compiles, {} at/above the autocompact threshold, {} blocked",
+                    summary.records,
+                    summary.session_id,
+                    summary.compiles,
+                    summary.autocompact_points,
+                    summary.blocked
+                );
+                println!(
+                    "estimator error over {} answered calls: median {:.2}%, p90 {:.2}%",
+                    summary.error_samples, summary.median_abs_error_pct, summary.p90_abs_error_pct
+                );
+                println!(
+                    "{:.2} s for {:.2} MB ({:.2} s/MB)",
+                    summary.seconds,
+                    summary.source_bytes as f64 / 1e6,
+                    summary.seconds / (summary.source_bytes as f64 / 1e6).max(1e-9)
+                );
+            }
+        }
+        Command::Snip {
+            session,
+            from_id,
+            to_id,
+        } => {
+            let r: SnipResponse = client
+                .call(
+                    CONTEXT_SNIP,
+                    SnipParams {
+                        session_id: session.clone(),
+                        from_id: from_id.clone(),
+                        to_id: to_id.clone(),
+                    },
+                )
+                .await?;
+            if cli.json {
+                print_json(&r)?;
+            } else {
+                println!(
+                    "snipped {} records (~{} tokens) as {}",
+                    r.removed.len(),
+                    r.tokens_freed,
+                    r.boundary_uuid
+                );
+            }
+        }
         Command::Import { file, cwd, title } => {
             let jsonl = std::fs::read_to_string(file)
                 .with_context(|| format!("reading {}", file.display()))?;
@@ -422,6 +522,7 @@ async fn demo(cli: &Cli, client: &Client) -> Result<()> {
         .compile(CompileParams {
             session_id: imported.session_id.clone(),
             side_request: false,
+            now: None,
         })
         .await?;
     if cli.json {

@@ -66,6 +66,7 @@ async fn bench_compile(dir: &Path, path: PathBuf) {
     let p = CompileParams {
         session_id: info.session_id.clone(),
         side_request: false,
+        now: None,
     };
     let first = e.compile(p.clone()).await.unwrap();
     let value: serde_json::Value = serde_json::from_str(&first.body).unwrap();
@@ -235,6 +236,93 @@ async fn bench_append(dir: &Path) {
     );
 }
 
+/// Compile of the largest fixture with the budget (steady state: every fate frozen, so
+/// `plan` only looks decisions up) vs the same compile with the budget stage removed.
+async fn bench_budget(dir: &Path) {
+    use ctxd::pipeline::budget::{self, Fate, ToolLimits};
+    use ctxd::pipeline::compile::{CompileInput, SessionView, compile};
+    use std::collections::{BTreeMap, BTreeSet};
+
+    let path = largest_fixture();
+    let e = engine(dir);
+    let (info, _) = e
+        .import_claude_code(SessionImportParams {
+            jsonl: std::fs::read_to_string(&path).unwrap(),
+            cwd: None,
+            fallback_cwd: Some("/tmp".into()),
+            model: None,
+            title: None,
+        })
+        .await
+        .unwrap();
+    let records = e
+        .read(ReadParams {
+            session_id: info.session_id.clone(),
+            after_seq: 0,
+            limit: Some(5000),
+        })
+        .await
+        .unwrap()
+        .records;
+    let model = ModelProfile::default();
+    let settings = SessionSettings::default();
+    let rejected = BTreeSet::new();
+    let limits = ToolLimits::new(&[], &BTreeMap::new());
+    let mut fates: BTreeMap<String, Fate> = BTreeMap::new();
+    for (id, d) in budget::plan(&records, &fates, &limits, "/tmp/tool-results").decisions {
+        let fate = match d {
+            budget::Decision::Keep => Fate::Kept,
+            budget::Decision::Persist { replacement, .. } => Fate::Replaced(replacement),
+        };
+        fates.insert(id, fate);
+    }
+    let empty = BTreeMap::new();
+    let run = |fates: &BTreeMap<String, Fate>, with_plan: bool| {
+        let t = Instant::now();
+        if with_plan {
+            let view = ctxd::pipeline::projection::project(&records);
+            let p = budget::plan(&view, fates, &limits, "/tmp/tool-results");
+            assert!(p.decisions.is_empty());
+        }
+        let c = compile(&CompileInput {
+            session: SessionView {
+                model: &model,
+                settings: &settings,
+                system: None,
+                cwd: "/tmp",
+                additional_directories: &[],
+                start_date: "2026-01-01",
+                git_snapshot: None,
+                claude_md: None,
+            },
+            records: &records,
+            tools: &[],
+            rejected_media: &rejected,
+            fates,
+            cleared: &BTreeMap::new(),
+            pinned_edits: &[],
+            now: chrono::Utc::now(),
+            side_request: false,
+        })
+        .unwrap();
+        assert!(!c.body.is_empty());
+        t.elapsed()
+    };
+    let n = iters();
+    let with: Vec<Duration> = (0..n).map(|_| run(&fates, true)).collect();
+    let without: Vec<Duration> = (0..n).map(|_| run(&empty, false)).collect();
+    let (w, wo) = (median(with), median(without));
+    println!(
+        "budget   {} ({} records, {} frozen fates): compile with the budget {:?}; without {:?}; overhead {:.1}%",
+        path.file_name().unwrap().to_string_lossy(),
+        records.len(),
+        fates.len(),
+        w,
+        wo,
+        (w.as_secs_f64() / wo.as_secs_f64() - 1.0) * 100.0
+    );
+}
+
 #[tokio::main]
 async fn main() {
     // `cargo test --benches` runs this binary with --bench absent; keep that cheap.
@@ -249,6 +337,7 @@ async fn main() {
         fixtures().join("spotter/subagent.jsonl"),
     )
     .await;
+    bench_budget(&dir.path().join("budget")).await;
     bench_rpc(dir.path()).await;
     bench_append(dir.path()).await;
 }

@@ -11,6 +11,41 @@ pub struct CompileParams {
     /// second-to-last message so the side request does not extend the main cache chain.
     #[serde(default)]
     pub side_request: bool,
+    /// The instant (RFC 3339) at which time-based decisions are taken; the daemon's clock
+    /// when absent. Replays pass the original time.
+    #[serde(default)]
+    pub now: Option<String>,
+}
+
+/// Where the context stands against the session's limits (SPEC §8 "Thresholds").
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+pub struct ContextState {
+    /// `W - min(O, 20000)`.
+    pub effective_window: u64,
+    /// Autocompact threshold: `E - 13000`, lowered by the percentage override.
+    pub autocompact_threshold: u64,
+    /// `autocompact_threshold - 20000`.
+    pub warning_threshold: u64,
+    /// `E - 3000` (or the configured margin).
+    pub blocking_limit: u64,
+    /// Estimate minus what snips freed since the anchor.
+    pub effective_tokens: u64,
+    pub percent_left: u64,
+    pub is_above_warning: bool,
+    pub is_above_error: bool,
+    pub above_autocompact: bool,
+    pub at_blocking_limit: bool,
+}
+
+/// What microcompact did in this compile.
+#[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize, JsonSchema)]
+pub struct MicrocompactReport {
+    /// Results cleared by the time-based path in this compile.
+    pub time_based_cleared: Vec<String>,
+    /// Results newly deleted by a cache edit in this compile.
+    pub cache_edits_added: Vec<String>,
+    /// Pinned cache edits re-sent in this request.
+    pub cache_edits_pinned: u32,
 }
 
 /// Where one system section landed.
@@ -56,6 +91,11 @@ pub struct CompileMetadata {
     pub replaced: Vec<String>,
     /// tool_use ids seen for the first time and kept whole.
     pub kept: Vec<String>,
+    pub context: ContextState,
+    /// Tokens removed by snips after the usage anchor (subtracted before the threshold
+    /// tests, because the anchor's usage still counts them).
+    pub snip_tokens_freed: u64,
+    pub microcompact: MicrocompactReport,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
@@ -82,4 +122,25 @@ pub struct CompileResponse {
     #[schemars(with = "serde_json::Value")]
     pub request: Box<serde_json::value::RawValue>,
     pub metadata: CompileMetadata,
+}
+
+/// `context.snip`: remove the user message `from_id` through the user message `to_id`
+/// (short ids as shown in `[id:xxxxxx]`) and everything between them.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct SnipParams {
+    pub session_id: String,
+    pub from_id: String,
+    pub to_id: String,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct SnipResponse {
+    /// uuids removed from the projection (the transcript keeps them).
+    pub removed: Vec<String>,
+    pub tokens_freed: u64,
+    /// Records added to the named range so no tool_use/tool_result pair is split.
+    pub widened_by: u64,
+    /// The `snip_boundary` system record that holds the removal.
+    pub boundary_uuid: String,
 }

@@ -27,4 +27,12 @@ pub enum SessionEvent {
     SessionDeleted { session_id: String },
     /// The subscriber fell behind and missed this many events; re-read the transcript.
     Lagged { session_id: String, missed: u64 },
+    /// The context crossed a threshold: `level` is `ok`, `warning`, `autocompact` or
+    /// `blocking`.
+    WarningStateChanged {
+        session_id: String,
+        level: String,
+        percent_left: u64,
+        estimated_tokens: u64,
+    },
 }

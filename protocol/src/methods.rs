@@ -3,7 +3,9 @@
 use schemars::{JsonSchema, Schema, SchemaGenerator};
 use serde::{Deserialize, Serialize};
 
-use crate::compile::{CompileParams, CompileResponse, ReplacementsResponse};
+use crate::compile::{
+    CompileParams, CompileResponse, ReplacementsResponse, SnipParams, SnipResponse,
+};
 use crate::event::{SessionEvent, SubscribeParams};
 use crate::session::*;
 use crate::transcript::*;
@@ -29,6 +31,8 @@ pub const CAPABILITIES_SET_TOOLS: &str = "capabilities.set_tools";
 pub const CAPABILITIES_LIST_TOOLS: &str = "capabilities.list_tools";
 pub const CONTEXT_COMPILE: &str = "context.compile";
 pub const CONTEXT_REPLACEMENTS: &str = "context.replacements";
+pub const CONTEXT_SNIP: &str = "context.snip";
+pub const TRANSCRIPT_PARSE_CLAUDE_CODE: &str = "transcript.parse_claude_code";
 pub const RPC_DISCOVER: &str = "rpc.discover";
 
 #[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize, JsonSchema)]
@@ -183,6 +187,18 @@ pub fn method_table() -> Vec<MethodSpec> {
             "Compile the exact Messages API request for the next model call.",
             CompileParams,
             CompileResponse
+        ),
+        method!(
+            CONTEXT_SNIP,
+            "Remove a range of messages by their short ids; recorded as a snip boundary.",
+            SnipParams,
+            SnipResponse
+        ),
+        method!(
+            TRANSCRIPT_PARSE_CLAUDE_CODE,
+            "Convert a Claude Code JSONL transcript to records without storing anything.",
+            ParseClaudeCodeParams,
+            ParseClaudeCodeResponse
         ),
         method!(
             CONTEXT_REPLACEMENTS,

@@ -129,6 +129,10 @@ pub enum ContentBlock {
         is_error: bool,
         #[serde(default, skip_serializing_if = "Option::is_none")]
         cache_control: Option<CacheControl>,
+        /// Set by ctxd when cached microcompact is on, so `cache_edits` can name the
+        /// result. Clients never send it.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        cache_reference: Option<String>,
     },
 }
 

@@ -69,6 +69,70 @@ pub struct SessionSettings {
     /// override). Not clamped.
     #[serde(default, skip_serializing_if = "std::collections::BTreeMap::is_empty")]
     pub tool_result_size_overrides: std::collections::BTreeMap<String, u64>,
+    /// Raises the blocking limit's margin: compiles fail (prompt too long) at
+    /// `effective window - this` instead of `effective window - 3000`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub blocking_limit_margin: Option<u64>,
+    /// Microcompact: clearing old tool results (SPEC §8 step 3).
+    #[serde(default, skip_serializing_if = "MicrocompactSettings::is_default")]
+    pub microcompact: MicrocompactSettings,
+}
+
+/// Microcompact switches. Both paths are off by default, as in Claude Code.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct MicrocompactSettings {
+    /// Time-based (cache cold): clear old results after a pause.
+    #[serde(default)]
+    pub time_based: bool,
+    /// Pause since the last assistant response that counts as a cold cache.
+    #[serde(default = "default_gap")]
+    pub gap_minutes: u32,
+    /// Most recent compactable results kept (at least 1).
+    #[serde(default = "default_keep")]
+    pub keep_recent: u32,
+    /// Cached (cache warm): delete old results server-side with `cache_edits`. Only for
+    /// providers that accept cache edits.
+    #[serde(default)]
+    pub cached: bool,
+    /// Cached path fires when more than this many compactable results are live.
+    #[serde(default = "default_cached_trigger")]
+    pub cached_trigger: u32,
+    /// Cached path keeps this many most recent compactable results.
+    #[serde(default = "default_cached_keep")]
+    pub cached_keep_recent: u32,
+}
+
+fn default_gap() -> u32 {
+    60
+}
+fn default_keep() -> u32 {
+    5
+}
+fn default_cached_trigger() -> u32 {
+    20
+}
+fn default_cached_keep() -> u32 {
+    8
+}
+
+impl Default for MicrocompactSettings {
+    fn default() -> Self {
+        MicrocompactSettings {
+            time_based: false,
+            gap_minutes: default_gap(),
+            keep_recent: default_keep(),
+            cached: false,
+            cached_trigger: default_cached_trigger(),
+            cached_keep_recent: default_cached_keep(),
+        }
+    }
+}
+
+impl MicrocompactSettings {
+    pub fn is_default(&self) -> bool {
+        *self == MicrocompactSettings::default()
+    }
 }
 
 /// How a dynamic system section is cached.

@@ -89,3 +89,30 @@ pub struct RejectMediaParams {
 pub struct RejectMediaResponse {
     pub rejected: bool,
 }
+
+/// `transcript.parse_claude_code`: a Claude Code JSONL transcript converted to records
+/// without creating anything (replays append them one by one).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct ParseClaudeCodeParams {
+    pub jsonl: String,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct ToolResultReplacement {
+    pub tool_use_id: String,
+    pub replacement: String,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct ParseClaudeCodeResponse {
+    pub records: Vec<RecordInput>,
+    /// The 1-based source line of each record.
+    pub source_lines: Vec<u64>,
+    pub replacements: Vec<ToolResultReplacement>,
+    pub stats: crate::session::ImportStats,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cwd: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub first_timestamp: Option<String>,
+}

@@ -17,6 +17,7 @@ use tokio::sync::broadcast;
 use crate::clock::Clock;
 use crate::error::{Error, Result};
 use crate::pipeline::budget::Fate;
+use crate::pipeline::microcompact::PinnedEdit;
 use crate::store::Store;
 use crate::store::sessions::SessionRow;
 
@@ -28,6 +29,29 @@ pub(crate) struct Loaded {
     pub rejected_media: BTreeSet<(String, u32)>,
     /// Frozen tool-result budget fates.
     pub fates: BTreeMap<String, Fate>,
+    /// Results cleared by time-based microcompact.
+    pub cleared: BTreeMap<String, Fate>,
+    /// uuid of the last compact boundary ('' before any).
+    pub boundary_uuid: String,
+    /// Cache edits sent since that boundary.
+    pub pinned_edits: Vec<PinnedEdit>,
+    /// Last warning level announced to subscribers (not persisted: a restarted daemon
+    /// announces the level again on its first compile if it is not `ok`).
+    pub level: &'static str,
+}
+
+/// uuid of the last main-thread compact boundary, or '' when there is none.
+pub(crate) fn last_boundary_uuid(records: &[Record]) -> String {
+    records
+        .iter()
+        .rev()
+        .find(|r| {
+            r.kind == ctxd_protocol::RecordKind::System
+                && !r.is_sidechain
+                && r.subtype.as_deref() == Some(crate::pipeline::projection::COMPACT_BOUNDARY)
+        })
+        .map(|r| r.uuid.clone())
+        .unwrap_or_default()
 }
 
 pub(crate) struct SessionCell {
@@ -115,12 +139,20 @@ impl Engine {
                     .into_iter()
                     .collect();
                 let fates = crate::store::fates::load(c, &sid, crate::store::fates::BUDGET)?;
+                let cleared =
+                    crate::store::fates::load(c, &sid, crate::store::fates::MICROCOMPACT)?;
+                let boundary_uuid = last_boundary_uuid(&records);
+                let pinned_edits = crate::store::cache_edits::load(c, &sid, &boundary_uuid)?;
                 Ok(Loaded {
                     row,
                     records,
                     tools,
                     rejected_media,
                     fates,
+                    cleared,
+                    boundary_uuid,
+                    pinned_edits,
+                    level: "ok",
                 })
             })
             .await?;

@@ -11,10 +11,11 @@ use super::{Engine, Loaded};
 use crate::clock::rfc3339;
 use crate::error::{Error, Result};
 use crate::pipeline::budget::{self, Decision, Fate, ToolLimits};
-use crate::pipeline::compile::{CompileInput, Compiled, SessionView, compile};
-use crate::pipeline::projection;
+use crate::pipeline::compile::{CompileInput, Compiled, Effects, SessionView, compile};
+use crate::pipeline::microcompact::CLEARED;
+use crate::pipeline::{projection, snip, thresholds};
 use crate::store::sessions::SessionRow;
-use crate::store::{fates, records, sessions};
+use crate::store::{cache_edits, fates, records, sessions};
 
 /// Writes a persisted tool result once: a second write of the same id is a no-op, so a
 /// replayed decision never rewrites the file the model was pointed at.
@@ -380,6 +381,11 @@ impl Engine {
                     sessions::add_rejected_media(tx, &nid, &u, i)?;
                 }
                 fates::copy(tx, &src, &nid)?;
+                // Pinned edits name message indexes of the whole history; a fork that
+                // ends earlier starts without them.
+                if p.up_to_uuid.is_none() {
+                    cache_edits::copy(tx, &src, &nid)?;
+                }
                 Ok(())
             })
             .await?;
@@ -491,6 +497,12 @@ impl Engine {
         let last_uuid = built.last().map(|r| r.uuid.clone());
         if let Some(l) = guard.as_mut() {
             l.records.extend(built);
+            let boundary = super::last_boundary_uuid(&l.records);
+            if boundary != l.boundary_uuid {
+                // A compaction starts a new history: edits of the old one do not apply.
+                l.boundary_uuid = boundary;
+                l.pinned_edits.clear();
+            }
         }
         drop(guard);
         self.emit(
@@ -586,11 +598,190 @@ impl Engine {
         let Some(l) = guard.as_mut() else {
             return Err(Error::Internal("session state missing after load".into()));
         };
+        let now = match &p.now {
+            Some(t) => chrono::DateTime::parse_from_rfc3339(t)
+                .map_err(|_| Error::invalid("now", "must be an RFC 3339 date-time"))?
+                .with_timezone(&chrono::Utc),
+            None => self.clock.now(),
+        };
         let (replaced, kept) = self.decide_budget(l).await?;
-        let mut compiled = compile_loaded(l, p.side_request)?;
+        let mut compiled = compile_loaded(l, p.side_request, now)?;
         compiled.metadata.replaced = replaced;
         compiled.metadata.kept = kept;
+        let state = compiled.metadata.context.clone();
+        self.announce_level(&cell, l, &state, compiled.metadata.tokens.estimated_tokens);
+        if state.at_blocking_limit {
+            return Err(Error::PromptTooLong {
+                estimated: state.effective_tokens,
+                limit: state.blocking_limit,
+            });
+        }
+        self.store_effects(l, &compiled.effects).await?;
         Ok(compiled)
+    }
+
+    fn announce_level(
+        &self,
+        cell: &super::SessionCell,
+        l: &mut Loaded,
+        s: &ContextState,
+        estimated: u64,
+    ) {
+        let level = thresholds::level(s);
+        if level != l.level {
+            l.level = level;
+            self.emit(
+                cell,
+                SessionEvent::WarningStateChanged {
+                    session_id: l.row.id.clone(),
+                    level: level.to_string(),
+                    percent_left: s.percent_left,
+                    estimated_tokens: estimated,
+                },
+            );
+        }
+    }
+
+    /// Freezes what the compile decided (microcompact clearing, cache edits) before its
+    /// request leaves: one transaction, then the in-memory copy.
+    async fn store_effects(&self, l: &mut Loaded, e: &Effects) -> Result<()> {
+        if e.time_based_cleared.is_empty() && e.new_edit.is_none() && !e.reset_edits {
+            return Ok(());
+        }
+        let sid = l.row.id.clone();
+        let seq = l.records.last().map_or(0, |r| r.seq);
+        let cleared: Vec<(String, Fate)> = e
+            .time_based_cleared
+            .iter()
+            .map(|id| (id.clone(), Fate::Replaced(CLEARED.into())))
+            .collect();
+        let (edit, reset, boundary) = (e.new_edit.clone(), e.reset_edits, l.boundary_uuid.clone());
+        let to_store = cleared.clone();
+        self.store
+            .write(move |tx| {
+                fates::insert(tx, &sid, fates::MICROCOMPACT, &to_store, seq)?;
+                if reset {
+                    cache_edits::reset(tx, &sid)?;
+                }
+                if let Some(edit) = &edit {
+                    cache_edits::push(tx, &sid, &boundary, edit, seq)?;
+                }
+                Ok(())
+            })
+            .await?;
+        l.cleared.extend(cleared);
+        if e.reset_edits {
+            l.pinned_edits.clear();
+        }
+        if let Some(edit) = &e.new_edit {
+            l.pinned_edits.push(edit.clone());
+        }
+        Ok(())
+    }
+
+    /// Removes a range of messages by short ids: appends a `snip_boundary` record.
+    pub async fn snip(&self, p: SnipParams) -> Result<SnipResponse> {
+        let cell = self.cell(&p.session_id);
+        let mut guard = cell.state.lock().await;
+        if let Err(e) = self.ensure_loaded(&p.session_id, &mut guard).await {
+            drop(guard);
+            if matches!(e, Error::SessionNotFound(_)) {
+                self.drop_cell(&p.session_id);
+            }
+            return Err(e);
+        }
+        let Some(l) = guard.as_mut() else {
+            return Err(Error::Internal("session state missing after load".into()));
+        };
+        if !l.row.settings.snip_enabled {
+            return Err(Error::invalid(
+                "session_id",
+                "snip is not enabled for this session (settings.snip_enabled)",
+            ));
+        }
+        let view = projection::project(&l.records);
+        let plan = snip::plan(&view, &p.from_id, &p.to_id).map_err(|e| match e {
+            snip::SnipError::UnknownId(ref id) if *id == p.to_id => {
+                Error::invalid("to_id", e.to_string())
+            }
+            snip::SnipError::UnknownId(_) => Error::invalid("from_id", e.to_string()),
+            other => Error::invalid("to_id", other.to_string()),
+        })?;
+        let boundary = RecordInput {
+            kind: Some(RecordKind::System),
+            subtype: Some(snip::SNIP_BOUNDARY.into()),
+            data: Some(serde_json::json!({
+                "removed_uuids": plan.removed,
+                "tokens_freed": plan.tokens_freed,
+                "from_id": p.from_id,
+                "to_id": p.to_id,
+            })),
+            ..RecordInput::default()
+        };
+        let now = self.now();
+        let sid = p.session_id.clone();
+        let built = self
+            .store
+            .write(move |tx| insert_batch(tx, &sid, vec![boundary], None, &now))
+            .await?;
+        let boundary_uuid = built.first().map(|r| r.uuid.clone()).unwrap_or_default();
+        let appended: Vec<AppendedRecord> = built
+            .iter()
+            .map(|r| AppendedRecord {
+                uuid: r.uuid.clone(),
+                seq: r.seq,
+            })
+            .collect();
+        l.records.extend(built);
+        drop(guard);
+        self.emit(
+            &cell,
+            SessionEvent::RecordsAppended {
+                session_id: p.session_id.clone(),
+                records: appended,
+            },
+        );
+        Ok(SnipResponse {
+            removed: plan.removed,
+            tokens_freed: plan.tokens_freed,
+            widened_by: plan.widened_by as u64,
+            boundary_uuid,
+        })
+    }
+
+    /// Converts a Claude Code transcript without storing anything.
+    pub fn parse_claude_code(&self, p: ParseClaudeCodeParams) -> Result<ParseClaudeCodeResponse> {
+        use crate::import::claude_code::{ImportError, parse};
+        let imported = match parse(&p.jsonl) {
+            Ok(i) => i,
+            // Nothing but UI lines: a valid transcript with nothing to replay.
+            Err(ImportError::Empty) => {
+                return Ok(ParseClaudeCodeResponse {
+                    records: Vec::new(),
+                    source_lines: Vec::new(),
+                    replacements: Vec::new(),
+                    stats: ImportStats::default(),
+                    cwd: None,
+                    first_timestamp: None,
+                });
+            }
+            Err(e) => return Err(Error::invalid("jsonl", e.to_string())),
+        };
+        Ok(ParseClaudeCodeResponse {
+            records: imported.records,
+            source_lines: imported.source_lines.iter().map(|l| *l as u64).collect(),
+            replacements: imported
+                .replacements
+                .into_iter()
+                .map(|(tool_use_id, replacement)| ToolResultReplacement {
+                    tool_use_id,
+                    replacement,
+                })
+                .collect(),
+            stats: imported.stats,
+            cwd: imported.cwd,
+            first_timestamp: imported.first_timestamp,
+        })
     }
 
     /// Decides the fate of every result this compile shows for the first time: writes
@@ -600,8 +791,8 @@ impl Engine {
         let sid = l.row.id.clone();
         let dir = self.tool_results_dir(&sid);
         let limits = ToolLimits::new(&l.tools, &l.row.settings.tool_result_size_overrides);
-        let view = projection::after_last_boundary(&l.records);
-        let plan = budget::plan(view, &l.fates, &limits, &dir.display().to_string());
+        let view = projection::project(&l.records);
+        let plan = budget::plan(&view, &l.fates, &limits, &dir.display().to_string());
         if plan.decisions.is_empty() {
             return Ok((Vec::new(), Vec::new()));
         }
@@ -735,7 +926,11 @@ impl Engine {
 }
 
 /// The pure part of a compile, over a loaded session.
-pub(crate) fn compile_loaded(l: &Loaded, side_request: bool) -> Result<Compiled> {
+pub(crate) fn compile_loaded(
+    l: &Loaded,
+    side_request: bool,
+    now: chrono::DateTime<chrono::Utc>,
+) -> Result<Compiled> {
     let row = &l.row;
     let input = CompileInput {
         session: SessionView {
@@ -752,6 +947,9 @@ pub(crate) fn compile_loaded(l: &Loaded, side_request: bool) -> Result<Compiled>
         tools: &l.tools,
         rejected_media: &l.rejected_media,
         fates: &l.fates,
+        cleared: &l.cleared,
+        pinned_edits: &l.pinned_edits,
+        now,
         side_request,
     };
     compile(&input).map_err(|e| Error::Internal(format!("serialise request: {e}")))

@@ -85,8 +85,15 @@ fn check_block(path: &str, kind: RecordKind, b: &mut ContentBlock) -> Result<()>
         ContentBlock::ToolResult {
             tool_use_id,
             content,
+            cache_reference,
             ..
         } => {
+            if cache_reference.is_some() {
+                return Err(bad(
+                    format!("{path}.cache_reference"),
+                    "cache references are placed by ctxd; do not send them",
+                ));
+            }
             if tool_use_id.is_empty() {
                 return Err(bad(format!("{path}.tool_use_id"), "must not be empty"));
             }

@@ -38,6 +38,8 @@ pub struct Imported {
     /// `(tool_use_id, replacement)` from the main thread's `content-replacement` lines:
     /// what Claude Code showed the model instead of those results.
     pub replacements: Vec<(String, String)>,
+    /// The 1-based source line of each record, index for index.
+    pub source_lines: Vec<usize>,
 }
 
 #[derive(Debug, thiserror::Error)]
@@ -123,7 +125,8 @@ pub fn parse(jsonl: &str) -> Result<Imported, ImportError> {
         }
 
         match convert_line(&obj, &mut stats.skipped).map_err(malformed)? {
-            Line::Record(p) => {
+            Line::Record(mut p) => {
+                p.line = line;
                 if let Some(uuid) = &p.record.uuid
                     && !seen_uuids.insert(uuid.clone())
                 {
@@ -145,8 +148,10 @@ pub fn parse(jsonl: &str) -> Result<Imported, ImportError> {
 
     let mut records = Vec::with_capacity(pending.len());
     let mut imported: HashSet<String> = HashSet::new();
+    let mut source_lines = Vec::with_capacity(pending.len());
     for Pending {
         mut record,
+        line,
         mut claude_code,
     } in pending
     {
@@ -168,6 +173,7 @@ pub fn parse(jsonl: &str) -> Result<Imported, ImportError> {
         }
         count(&mut stats, &record);
         records.push(record);
+        source_lines.push(line);
     }
 
     if records.is_empty() {
@@ -182,6 +188,7 @@ pub fn parse(jsonl: &str) -> Result<Imported, ImportError> {
         first_timestamp,
         source_session_id,
         replacements,
+        source_lines,
     })
 }
 
@@ -220,6 +227,8 @@ fn content_replacements(obj: &Map<String, Value>) -> Result<Vec<(String, String)
 /// skipped line, including ones that appear later in the file.
 struct Pending {
     record: RecordInput,
+    /// 1-based source line.
+    line: usize,
     /// Claude-Code-only fields, stored as `meta.claude_code`.
     claude_code: Map<String, Value>,
 }
@@ -397,6 +406,7 @@ fn convert_line(
     }
 
     Ok(Line::Record(Box::new(Pending {
+        line: 0,
         record,
         claude_code,
     })))
@@ -665,6 +675,7 @@ fn convert_block(
                 content: tool_result_content(fields.get("content"), path, ctx)?,
                 is_error,
                 cache_control: None,
+                cache_reference: None,
             }
         }
         other => ContentBlock::text(ctx.unknown(other, block)),

@@ -15,7 +15,7 @@
 //! model already saw and break the prompt cache. `plan` decides (pure); the engine writes
 //! the files and stores the fates in one transaction; `apply` replays them (pure).
 
-use std::borrow::Cow;
+use std::borrow::{Borrow, Cow};
 use std::collections::{BTreeMap, HashMap};
 
 use ctxd_protocol::{
@@ -92,9 +92,13 @@ pub struct Plan {
 }
 
 /// Tool names by tool_use id, from the assistant records.
-pub fn tool_names(records: &[Record]) -> HashMap<String, String> {
+pub fn tool_names<R: Borrow<Record>>(records: &[R]) -> HashMap<String, String> {
     let mut out = HashMap::new();
-    for r in records.iter().filter(|r| r.kind == RecordKind::Assistant) {
+    for r in records
+        .iter()
+        .map(Borrow::borrow)
+        .filter(|r| r.kind == RecordKind::Assistant)
+    {
         for b in &r.content {
             if let ContentBlock::ToolUse { id, name, .. } = b {
                 out.entry(id.clone()).or_insert_with(|| name.clone());
@@ -203,11 +207,11 @@ struct Candidate<'a> {
 
 /// Groups tool results per API-level user message: a new provider message id (or an
 /// assistant record without one) starts a new group.
-fn groups(records: &[Record]) -> Vec<Vec<(&str, &ToolResultContent)>> {
+fn groups<R: Borrow<Record>>(records: &[R]) -> Vec<Vec<(&str, &ToolResultContent)>> {
     let mut out: Vec<Vec<(&str, &ToolResultContent)>> = vec![Vec::new()];
     let mut current_msg: Option<&str> = None;
     let mut seen_assistant = false;
-    for r in records {
+    for r in records.iter().map(Borrow::borrow) {
         if r.is_virtual || r.is_sidechain {
             continue;
         }
@@ -242,8 +246,8 @@ fn groups(records: &[Record]) -> Vec<Vec<(&str, &ToolResultContent)>> {
 
 /// Decides the fate of every result the projection shows for the first time.
 /// `results_dir` is the absolute path of the session's tool-results directory.
-pub fn plan(
-    records: &[Record],
+pub fn plan<R: Borrow<Record>>(
+    records: &[R],
     fates: &BTreeMap<String, Fate>,
     limits: &ToolLimits,
     results_dir: &str,
@@ -342,10 +346,14 @@ fn sanitize(id: &str) -> String {
 
 /// The projection as the model sees it: frozen replacements applied, empty results
 /// turned into a short note. Records that need no change are borrowed.
-pub fn apply<'a>(records: &'a [Record], fates: &BTreeMap<String, Fate>) -> Vec<Cow<'a, Record>> {
+pub fn apply<'a, R: Borrow<Record>>(
+    records: &'a [R],
+    fates: &BTreeMap<String, Fate>,
+) -> Vec<Cow<'a, Record>> {
     let names = tool_names(records);
     records
         .iter()
+        .map(Borrow::borrow)
         .map(|r| {
             if r.kind != RecordKind::User
                 || !r.content.iter().any(|b| match b {

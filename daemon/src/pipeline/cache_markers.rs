@@ -2,7 +2,7 @@
 //! second-to-last message for a fire-and-forget side request (so it does not extend the
 //! main conversation's cache chain).
 
-use ctxd_protocol::CacheControl;
+use ctxd_protocol::{CacheControl, ContentBlock};
 
 use super::message::ApiMessage;
 
@@ -22,6 +22,25 @@ pub fn mark_messages(messages: &mut [ApiMessage], side_request: bool) {
         }
     }) {
         *slot = Some(CacheControl::ephemeral());
+    }
+}
+
+/// With cached microcompact on, every tool result up to the message breakpoint carries
+/// `cache_reference = tool_use_id`, so a later `cache_edits` block can name it.
+pub fn mark_cache_references(messages: &mut [ApiMessage], side_request: bool) {
+    let n = messages.len();
+    let upto = if side_request { n.saturating_sub(1) } else { n };
+    for m in &mut messages[..upto] {
+        for b in &mut m.content {
+            if let ContentBlock::ToolResult {
+                tool_use_id,
+                cache_reference,
+                ..
+            } = b
+            {
+                *cache_reference = Some(tool_use_id.clone());
+            }
+        }
     }
 }
 

@@ -1,21 +1,31 @@
 //! Assembles one request: `system + tools + messages`, then serialises it once. The bytes
 //! produced here are the product: the same inputs always give the same bytes.
+//!
+//! Order of the long-context stages (SPEC §8): the budget's fates are applied (decided by
+//! the engine just before, because persisting needs the filesystem), snipped records are
+//! already out of the projection, then microcompact, then the token estimate and the
+//! thresholds. Decisions that must freeze come back as `Effects` for the engine to store.
 
 use std::borrow::Cow;
 use std::collections::{BTreeMap, BTreeSet};
 
+use chrono::{DateTime, Utc};
 use ctxd_protocol::{
-    CompileMetadata, ContentBlock, ModelProfile, Record, SessionSettings, SystemPrompt,
-    TokenEstimate, ToolSpec,
+    CompileMetadata, ContentBlock, MicrocompactReport, ModelProfile, Record, SessionSettings,
+    SystemPrompt, TokenEstimate, ToolSpec,
 };
 use serde::Serialize;
+use serde::ser::SerializeSeq;
 use sha2::{Digest, Sha256};
 
 use super::budget::{self, Fate};
 use super::message::{ApiMessage, Role};
+use super::microcompact::{self, CLEARED, PinnedEdit};
 use super::normalize::{NormalizeOptions, normalize};
 use super::system::{SystemBlock, SystemInputs};
-use super::{attachments, cache_markers, projection, system, tokens, tools, user_context};
+use super::{
+    attachments, cache_markers, projection, snip, system, thresholds, tokens, tools, user_context,
+};
 
 /// The session state a compile reads.
 pub struct SessionView<'a> {
@@ -37,13 +47,28 @@ pub struct CompileInput<'a> {
     pub rejected_media: &'a BTreeSet<(String, u32)>,
     /// Frozen tool-result fates (budget), by tool_use id.
     pub fates: &'a BTreeMap<String, Fate>,
+    /// Results already cleared by time-based microcompact.
+    pub cleared: &'a BTreeMap<String, Fate>,
+    /// Cache edits already sent since the last compaction, in order.
+    pub pinned_edits: &'a [PinnedEdit],
+    pub now: DateTime<Utc>,
     pub side_request: bool,
+}
+
+/// Decisions of this compile that must be stored before its request is shown.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Effects {
+    pub time_based_cleared: Vec<String>,
+    pub new_edit: Option<PinnedEdit>,
+    /// Time-based clearing fired: the cache the pinned edits applied to is gone.
+    pub reset_edits: bool,
 }
 
 pub struct Compiled {
     /// The request body, serialised.
     pub body: String,
     pub metadata: CompileMetadata,
+    pub effects: Effects,
 }
 
 #[derive(Serialize)]
@@ -53,17 +78,125 @@ struct RequestBody<'a> {
     system: &'a [SystemBlock],
     #[serde(skip_serializing_if = "<[_]>::is_empty")]
     tools: &'a [serde_json::Value],
+    messages: WireMessages<'a>,
+}
+
+#[derive(Serialize)]
+struct CacheEdit<'a> {
+    #[serde(rename = "type")]
+    kind: &'static str,
+    cache_reference: &'a str,
+}
+
+#[derive(Serialize)]
+struct CacheEditsBlock<'a> {
+    #[serde(rename = "type")]
+    kind: &'static str,
+    edits: Vec<CacheEdit<'a>>,
+}
+
+/// Messages with their `cache_edits` blocks spliced in after each target message's
+/// tool results: the edits are not content ctxd stores, only wire.
+struct WireMessages<'a> {
     messages: &'a [ApiMessage],
+    edits: &'a BTreeMap<usize, Vec<&'a str>>,
+}
+
+#[derive(Serialize)]
+struct WireMessage<'a> {
+    role: Role,
+    content: WireContent<'a>,
+}
+
+struct WireContent<'a> {
+    blocks: &'a [ContentBlock],
+    edits: Option<&'a Vec<&'a str>>,
+}
+
+impl Serialize for WireMessages<'_> {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        let mut seq = s.serialize_seq(Some(self.messages.len()))?;
+        for (i, m) in self.messages.iter().enumerate() {
+            seq.serialize_element(&WireMessage {
+                role: m.role,
+                content: WireContent {
+                    blocks: &m.content,
+                    edits: self.edits.get(&i),
+                },
+            })?;
+        }
+        seq.end()
+    }
+}
+
+impl Serialize for WireContent<'_> {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        let Some(ids) = self.edits else {
+            return self.blocks.serialize(s);
+        };
+        let at = self
+            .blocks
+            .iter()
+            .take_while(|b| matches!(b, ContentBlock::ToolResult { .. }))
+            .count();
+        let mut seq = s.serialize_seq(Some(self.blocks.len() + 1))?;
+        for b in &self.blocks[..at] {
+            seq.serialize_element(b)?;
+        }
+        seq.serialize_element(&CacheEditsBlock {
+            kind: "cache_edits",
+            edits: ids
+                .iter()
+                .map(|id| CacheEdit {
+                    kind: "delete",
+                    cache_reference: id,
+                })
+                .collect(),
+        })?;
+        for b in &self.blocks[at..] {
+            seq.serialize_element(b)?;
+        }
+        seq.end()
+    }
 }
 
 pub fn compile(input: &CompileInput<'_>) -> Result<Compiled, serde_json::Error> {
     let s = &input.session;
-    let view = projection::after_last_boundary(input.records);
-    let shown: Vec<Record> = budget::apply(view, input.fates)
-        .into_iter()
-        .map(Cow::into_owned)
+    let mc = &s.settings.microcompact;
+    let after_boundary = projection::after_last_boundary(input.records);
+    let view = projection::project(input.records);
+
+    // Microcompact, time-based: decided here, frozen by the engine.
+    let newly_cleared = microcompact::time_based(&view, input.cleared, mc, input.now);
+    let mut fates: Cow<'_, BTreeMap<String, Fate>> = Cow::Borrowed(input.fates);
+    if !input.cleared.is_empty() || !newly_cleared.is_empty() {
+        let f = fates.to_mut();
+        for (id, fate) in input.cleared {
+            f.insert(id.clone(), fate.clone());
+        }
+        for id in &newly_cleared {
+            f.insert(id.clone(), Fate::Replaced(CLEARED.into()));
+        }
+    }
+    let shown: Vec<Cow<'_, Record>> = budget::apply(&view, &fates);
+    let shown_refs: Vec<&Record> = shown.iter().map(|c| c.as_ref()).collect();
+
+    // Microcompact, cached: only while the cache is warm (time-based did not fire).
+    let reset_edits = !newly_cleared.is_empty() && !input.pinned_edits.is_empty();
+    let pinned: &[PinnedEdit] = if newly_cleared.is_empty() {
+        input.pinned_edits
+    } else {
+        &[]
+    };
+    let deleted: BTreeSet<String> = pinned
+        .iter()
+        .flat_map(|e| e.tool_use_ids.iter().cloned())
         .collect();
-    let view = shown.as_slice();
+    let cache_deletes = if newly_cleared.is_empty() {
+        microcompact::cached(&shown_refs, &deleted, mc)
+    } else {
+        Vec::new()
+    };
 
     let (system_blocks, layout) = system::build(&SystemInputs {
         prompt: s.system,
@@ -77,7 +210,7 @@ pub fn compile(input: &CompileInput<'_>) -> Result<Compiled, serde_json::Error> 
 
     let context_text = user_context::render(s.claude_md, s.start_date);
     let normalized = normalize(
-        view,
+        &shown_refs,
         &NormalizeOptions {
             supports_thinking: s.model.supports_thinking,
             rejected_media: input.rejected_media,
@@ -98,12 +231,46 @@ pub fn compile(input: &CompileInput<'_>) -> Result<Compiled, serde_json::Error> 
     }
     cache_markers::mark_messages(&mut messages, input.side_request);
 
+    let mut new_edit = None;
+    let mut edits: BTreeMap<usize, Vec<&str>> = BTreeMap::new();
+    if mc.cached {
+        cache_markers::mark_cache_references(&mut messages, input.side_request);
+        for e in pinned {
+            let slot = edits.entry(e.message_index as usize).or_default();
+            for id in &e.tool_use_ids {
+                if !slot.contains(&id.as_str()) {
+                    slot.push(id);
+                }
+            }
+        }
+        if !cache_deletes.is_empty()
+            && let Some(idx) = messages.iter().rposition(|m| m.role == Role::User)
+        {
+            new_edit = Some(PinnedEdit {
+                message_index: idx as u32,
+                tool_use_ids: cache_deletes.clone(),
+            });
+        }
+        if let Some(e) = &new_edit {
+            let slot = edits.entry(e.message_index as usize).or_default();
+            for id in &e.tool_use_ids {
+                if !slot.contains(&id.as_str()) {
+                    slot.push(id);
+                }
+            }
+        }
+        edits.retain(|i, _| *i < messages.len());
+    }
+
     let body = serde_json::to_string(&RequestBody {
         model: &s.model.model,
         max_tokens: s.model.max_output_tokens,
         system: &system_blocks,
         tools: &tool_values,
-        messages: &messages,
+        messages: WireMessages {
+            messages: &messages,
+            edits: &edits,
+        },
     })?;
 
     let prefix_chars: usize = system_blocks
@@ -112,7 +279,18 @@ pub fn compile(input: &CompileInput<'_>) -> Result<Compiled, serde_json::Error> 
         .sum::<usize>()
         + serde_json::to_string(&tool_values)?.chars().count()
         + context_text.chars().count();
-    let est = tokens::estimate(view, (prefix_chars as u64).div_ceil(4), attachments::render);
+    let est = tokens::estimate(
+        &shown_refs,
+        (prefix_chars as u64).div_ceil(4),
+        attachments::render,
+    );
+    let anchor_seq = est
+        .anchor_uuid
+        .as_ref()
+        .and_then(|u| shown_refs.iter().find(|r| &r.uuid == u))
+        .map_or(0, |r| r.seq);
+    let snip_freed = snip::freed_after(after_boundary, anchor_seq);
+    let context = thresholds::state(s.model, s.settings, est.total.saturating_sub(snip_freed));
 
     let metadata = CompileMetadata {
         tokens: TokenEstimate {
@@ -130,6 +308,24 @@ pub fn compile(input: &CompileInput<'_>) -> Result<Compiled, serde_json::Error> 
         repairs: normalized.repairs,
         replaced: Vec::new(),
         kept: Vec::new(),
+        context,
+        snip_tokens_freed: snip_freed,
+        microcompact: MicrocompactReport {
+            time_based_cleared: newly_cleared.clone(),
+            cache_edits_added: new_edit
+                .as_ref()
+                .map(|e| e.tool_use_ids.clone())
+                .unwrap_or_default(),
+            cache_edits_pinned: pinned.len() as u32,
+        },
     };
-    Ok(Compiled { body, metadata })
+    Ok(Compiled {
+        body,
+        metadata,
+        effects: Effects {
+            time_based_cleared: newly_cleared,
+            new_edit,
+            reset_edits,
+        },
+    })
 }

@@ -62,10 +62,16 @@ pub fn short_id(uuid: &str) -> String {
     out.iter().map(|&b| char::from(b)).collect()
 }
 
-pub fn normalize(records: &[Record], opts: &NormalizeOptions) -> Normalized {
+/// Generic over borrowed or owned records so the caller's projection (which borrows
+/// every record it does not rewrite) is never copied.
+pub fn normalize<R: std::borrow::Borrow<Record>>(
+    records: &[R],
+    opts: &NormalizeOptions,
+) -> Normalized {
     let mut repairs = Vec::new();
     let parts: Vec<Part> = records
         .iter()
+        .map(std::borrow::Borrow::borrow)
         .filter_map(|r| prepare(r, opts, &mut repairs))
         .collect();
     let mut msgs = assemble(parts, &mut repairs);
@@ -264,6 +270,7 @@ fn strip_rejected(
             content: ToolResultContent::Blocks(inner),
             is_error,
             cache_control,
+            cache_reference,
         } => {
             let mut removed = 0usize;
             let inner = inner
@@ -294,6 +301,7 @@ fn strip_rejected(
                 content: ToolResultContent::Blocks(inner),
                 is_error,
                 cache_control,
+                cache_reference,
             }
         }
         other => other,
@@ -541,6 +549,7 @@ fn pair_tool_results(msgs: &mut Vec<Msg>, repairs: &mut Vec<String>) {
                 content: ToolResultContent::Text(MISSING_RESULT.into()),
                 is_error: true,
                 cache_control: None,
+                cache_reference: None,
             });
         }
         i += 1;
@@ -670,6 +679,7 @@ mod tests {
             content: ToolResultContent::Text(s.into()),
             is_error: false,
             cache_control: None,
+            cache_reference: None,
         }
     }
     fn think(s: &str) -> ContentBlock {
@@ -726,6 +736,7 @@ mod tests {
             content: ToolResultContent::Text(MISSING_RESULT.into()),
             is_error: true,
             cache_control: None,
+            cache_reference: None,
         }
     }
 
@@ -875,6 +886,7 @@ mod tests {
             ]),
             is_error: false,
             cache_control: None,
+            cache_reference: None,
         };
         assert_eq!(
             out.messages,
@@ -965,6 +977,7 @@ mod tests {
             content: ToolResultContent::Blocks(vec![ToolResultBlock::Image { source: source() }]),
             is_error: true,
             cache_control: None,
+            cache_reference: None,
         };
         let out = run(&[
             asst("a", "m", vec![tu("A"), tu("B")]),
@@ -992,6 +1005,7 @@ mod tests {
             ]),
             is_error: true,
             cache_control: None,
+            cache_reference: None,
         };
         assert_eq!(
             out.messages[1],
@@ -1012,6 +1026,7 @@ mod tests {
             }]),
             is_error: false,
             cache_control: None,
+            cache_reference: None,
         };
         assert_eq!(out.messages[1], u(vec![expected]));
     }
@@ -1169,6 +1184,7 @@ mod tests {
             ]),
             is_error: false,
             cache_control: None,
+            cache_reference: None,
         };
         let rejected: BTreeSet<(String, u32)> = [("r".to_string(), 0)].into();
         let out = run_with(
@@ -1196,6 +1212,7 @@ mod tests {
             ]),
             is_error: false,
             cache_control: None,
+            cache_reference: None,
         };
         assert_eq!(out.messages[1], u(vec![expected, image()]));
     }
@@ -1267,6 +1284,7 @@ mod tests {
             ]),
             is_error: false,
             cache_control: None,
+            cache_reference: None,
         };
         let out = run(&[
             user("u", vec![text(""), text("go"), text(" \n\t")]),
@@ -1279,6 +1297,7 @@ mod tests {
             content: ToolResultContent::Blocks(vec![ToolResultBlock::Text { text: "x".into() }]),
             is_error: false,
             cache_control: None,
+            cache_reference: None,
         };
         assert_eq!(
             out.messages,
@@ -1348,6 +1367,7 @@ mod tests {
                     ]),
                     is_error: false,
                     cache_control: None,
+                    cache_reference: None,
                 },
                 text("injected"),
                 image(),
@@ -1406,6 +1426,7 @@ mod tests {
                     content: ToolResultContent::Text("x".into()),
                     is_error: false,
                     cache_control: cc,
+                    cache_reference: None,
                 }],
             ),
         ]);
@@ -1455,6 +1476,7 @@ mod tests {
             ]),
             is_error: false,
             cache_control: None,
+            cache_reference: None,
         };
         assert_eq!(
             out.messages,
@@ -1497,6 +1519,7 @@ mod tests {
             ]),
             is_error: true,
             cache_control: None,
+            cache_reference: None,
         };
         assert_eq!(
             out.messages,
@@ -1581,6 +1604,7 @@ mod tests {
                 ]),
                 is_error: g.chance(20),
                 cache_control: Some(CacheControl::ephemeral()),
+                cache_reference: None,
             },
             5 | 6 if for_user => tr(&id, if g.chance(20) { "" } else { "out" }),
             5..=7 => tu(&id),

@@ -1,5 +1,5 @@
 //! The model-facing view of the raw transcript: it starts at the last compact boundary.
-//! (Snip removals and collapse views join this projection as their issues land.)
+//! Snipped records are filtered out; collapse views join this projection when they land.
 
 use ctxd_protocol::{Record, RecordKind};
 
@@ -17,4 +17,15 @@ pub fn after_last_boundary(records: &[Record]) -> &[Record] {
         })
         .unwrap_or(0);
     &records[start..]
+}
+
+/// The main thread's records from the last boundary on: sub-agent and UI-only records
+/// are never sent, so no later stage needs to look at them.
+/// Records removed by snip boundaries (after the last compact boundary) are left out too.
+pub fn project(records: &[Record]) -> Vec<&Record> {
+    let view = after_last_boundary(records);
+    let snipped = super::snip::removed_uuids(view);
+    view.iter()
+        .filter(|r| !r.is_sidechain && !r.is_virtual && !snipped.contains(r.uuid.as_str()))
+        .collect()
 }

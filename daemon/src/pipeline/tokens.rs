@@ -66,21 +66,24 @@ pub struct Estimate {
 /// Estimates the context size of `records` (the projection, in order). `unanchored_extra`
 /// is the unscaled estimate of what precedes the messages (system, tools, user context);
 /// it counts only when no usage anchors the estimate, because a usage already covers it.
-pub fn estimate(
-    records: &[Record],
+pub fn estimate<R: std::borrow::Borrow<Record>>(
+    records: &[R],
     unanchored_extra: u64,
     render_attachment: impl Fn(&Record) -> Option<String>,
 ) -> Estimate {
     let sendable = |r: &Record| !r.is_virtual && !r.is_sidechain;
+    let records: Vec<&Record> = records.iter().map(std::borrow::Borrow::borrow).collect();
     let anchor = records
         .iter()
+        .copied()
         .rposition(|r| sendable(r) && r.kind == RecordKind::Assistant && r.usage.is_some());
     match anchor {
         Some(i) => {
-            let a = &records[i];
+            let a = records[i];
             let anchor_tokens = a.usage.map(|u| u.context_tokens()).unwrap_or(0);
             let raw: u64 = records[i + 1..]
                 .iter()
+                .copied()
                 .filter(|r| sendable(r))
                 // Earlier records of the anchor's own response are covered by its usage.
                 .filter(|r| a.message_id.is_none() || r.message_id != a.message_id)
@@ -97,6 +100,7 @@ pub fn estimate(
         None => {
             let raw: u64 = records
                 .iter()
+                .copied()
                 .filter(|r| sendable(r))
                 .map(|r| record_tokens(r, &render_attachment))
                 .sum::<u64>()

@@ -164,6 +164,14 @@ pub fn build_module(
         .replacements(&p.session_id)
         .await
         .map(|replacements| ReplacementsResponse { replacements }))?;
+    async_method!(m, CONTEXT_SNIP, |ctx, p: SnipParams| ctx
+        .engine
+        .snip(p)
+        .await)?;
+    m.register_method(TRANSCRIPT_PARSE_CLAUDE_CODE, |params, ctx, _| {
+        let p: ParseClaudeCodeParams = parse(&params)?;
+        ctx.engine.parse_claude_code(p).map_err(to_rpc_error)
+    })?;
     m.register_method(RPC_DISCOVER, |_, _, _| {
         RpcResult::Ok(ctxd_protocol::openrpc::document())
     })?;

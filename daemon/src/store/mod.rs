@@ -2,6 +2,7 @@
 //! `BEGIN IMMEDIATE` transaction fed by a channel; reads use pooled connections on the
 //! blocking pool. Nothing here ever blocks the async runtime.
 
+pub mod cache_edits;
 pub mod fates;
 pub mod records;
 pub mod sessions;

@@ -1,0 +1,122 @@
+//! Thresholds and warning state (SPEC §8 "Thresholds"), from the model profile.
+//!
+//! `E = W − min(O, 20,000)`; autocompact at `E − 13,000` (a percentage override may
+//! lower it, never raise it); warning and error at `threshold − 20,000`; blocking at
+//! `E − 3,000`. For W = 200,000: O = 8,000 → 179,000; O ≥ 20,000 → 167,000.
+
+use ctxd_protocol::{ContextState, ModelProfile, SessionSettings};
+
+pub const SUMMARY_RESERVE_MAX: u64 = 20_000;
+pub const AUTOCOMPACT_BUFFER: u64 = 13_000;
+pub const WARNING_BUFFER: u64 = 20_000;
+pub const BLOCKING_BUFFER: u64 = 3_000;
+
+pub fn effective_window(model: &ModelProfile) -> u64 {
+    model
+        .context_window
+        .saturating_sub(model.max_output_tokens.min(SUMMARY_RESERVE_MAX))
+}
+
+pub fn autocompact_threshold(model: &ModelProfile, settings: &SessionSettings) -> u64 {
+    let e = effective_window(model);
+    let base = e.saturating_sub(AUTOCOMPACT_BUFFER);
+    match settings.autocompact_pct_override {
+        Some(pct) => base.min(e * u64::from(pct) / 100),
+        None => base,
+    }
+}
+
+pub fn blocking_limit(model: &ModelProfile, settings: &SessionSettings) -> u64 {
+    effective_window(model)
+        .saturating_sub(settings.blocking_limit_margin.unwrap_or(BLOCKING_BUFFER))
+}
+
+/// Where `tokens` (the estimate after snip) stands.
+pub fn state(model: &ModelProfile, settings: &SessionSettings, tokens: u64) -> ContextState {
+    let threshold = autocompact_threshold(model, settings);
+    let warning = threshold.saturating_sub(WARNING_BUFFER);
+    let blocking = blocking_limit(model, settings);
+    let percent_left = if threshold == 0 {
+        0
+    } else {
+        // Rounded like Math.round: half up.
+        (threshold.saturating_sub(tokens) * 200 + threshold)
+            .checked_div(threshold * 2)
+            .unwrap_or(0)
+    };
+    ContextState {
+        effective_window: effective_window(model),
+        autocompact_threshold: threshold,
+        warning_threshold: warning,
+        blocking_limit: blocking,
+        effective_tokens: tokens,
+        percent_left,
+        is_above_warning: tokens >= warning,
+        is_above_error: tokens >= warning,
+        above_autocompact: tokens >= threshold,
+        at_blocking_limit: tokens >= blocking,
+    }
+}
+
+/// The level announced by `warning_state_changed` events.
+pub fn level(s: &ContextState) -> &'static str {
+    if s.at_blocking_limit {
+        "blocking"
+    } else if s.above_autocompact {
+        "autocompact"
+    } else if s.is_above_warning {
+        "warning"
+    } else {
+        "ok"
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn model(o: u64) -> ModelProfile {
+        ModelProfile {
+            context_window: 200_000,
+            max_output_tokens: o,
+            ..ModelProfile::default()
+        }
+    }
+
+    #[test]
+    fn threshold_table() {
+        let s = SessionSettings::default();
+        assert_eq!(autocompact_threshold(&model(8_000), &s), 179_000);
+        assert_eq!(autocompact_threshold(&model(32_000), &s), 167_000);
+        assert_eq!(autocompact_threshold(&model(20_000), &s), 167_000);
+        assert_eq!(blocking_limit(&model(32_000), &s), 177_000);
+        let st = state(&model(32_000), &s, 147_000);
+        assert!(st.is_above_warning && !st.above_autocompact);
+        assert_eq!(st.warning_threshold, 147_000);
+        assert!(!state(&model(32_000), &s, 146_999).is_above_warning);
+        assert!(state(&model(32_000), &s, 167_000).above_autocompact);
+        assert!(state(&model(32_000), &s, 177_000).at_blocking_limit);
+        assert_eq!(state(&model(32_000), &s, 0).percent_left, 100);
+        assert_eq!(state(&model(32_000), &s, 200_000).percent_left, 0);
+    }
+
+    #[test]
+    fn percentage_override_only_lowers() {
+        let mut s = SessionSettings {
+            autocompact_pct_override: Some(50),
+            ..SessionSettings::default()
+        };
+        assert_eq!(autocompact_threshold(&model(32_000), &s), 90_000);
+        s.autocompact_pct_override = Some(99);
+        assert_eq!(autocompact_threshold(&model(32_000), &s), 167_000);
+    }
+
+    #[test]
+    fn blocking_margin_is_configurable() {
+        let s = SessionSettings {
+            blocking_limit_margin: Some(10_000),
+            ..SessionSettings::default()
+        };
+        assert_eq!(blocking_limit(&model(32_000), &s), 170_000);
+    }
+}

@@ -1,0 +1,289 @@
+//! Token accounting, thresholds, microcompact and snip through a real daemon.
+
+mod common;
+
+use std::time::Duration;
+
+use common::Daemon;
+use serde_json::{Value, json};
+
+fn session(d: &Daemon, extra: Value) -> String {
+    let mut params = json!({"cwd": "/tmp/p", "no_git": true, "start_date": "2026-11-29"});
+    if let (Some(p), Some(e)) = (params.as_object_mut(), extra.as_object()) {
+        for (k, v) in e {
+            p.insert(k.clone(), v.clone());
+        }
+    }
+    d.call("session.create", params)["session"]["session_id"]
+        .as_str()
+        .unwrap()
+        .to_string()
+}
+
+fn append(d: &Daemon, sid: &str, records: Value) -> Value {
+    d.call(
+        "transcript.append",
+        json!({"session_id": sid, "records": records}),
+    )
+}
+
+/// One tool turn at `ts`: an assistant tool_use and its result.
+fn tool_turn(i: usize, tool: &str, ts: &str) -> Value {
+    json!([
+        {"type": "assistant", "message_id": format!("m{i}"), "timestamp": ts,
+         "content": [{"type": "tool_use", "id": format!("t{i}"), "name": tool, "input": {"i": i}}]},
+        {"type": "user", "timestamp": ts,
+         "content": [{"type": "tool_result", "tool_use_id": format!("t{i}"), "content": format!("output {i} {}", "z".repeat(200))}]}
+    ])
+}
+
+fn results(req: &Value) -> Vec<(String, String)> {
+    let mut out = Vec::new();
+    for m in req["messages"].as_array().unwrap() {
+        for b in m["content"].as_array().unwrap() {
+            if b["type"] == "tool_result" {
+                out.push((
+                    b["tool_use_id"].as_str().unwrap().to_string(),
+                    b["content"].to_string(),
+                ));
+            }
+        }
+    }
+    out
+}
+
+#[test]
+fn thresholds_in_metadata() {
+    let d = Daemon::start();
+    for (o, expected) in [(8_000, 179_000), (32_000, 167_000)] {
+        let sid = session(
+            &d,
+            json!({"model": {"context_window": 200000, "max_output_tokens": o}}),
+        );
+        append(&d, &sid, json!([{"type": "user", "content": "hi"}]));
+        let c = d.call("context.compile", json!({"session_id": sid}));
+        assert_eq!(c["metadata"]["context"]["autocompact_threshold"], expected);
+        assert_eq!(
+            c["metadata"]["context"]["warning_threshold"],
+            expected - 20_000
+        );
+        assert_eq!(c["metadata"]["context"]["above_autocompact"], false);
+        assert_eq!(c["metadata"]["context"]["percent_left"], 100);
+    }
+    let sid = session(&d, json!({"settings": {"autocompact_pct_override": 50}}));
+    append(&d, &sid, json!([{"type": "user", "content": "hi"}]));
+    let c = d.call("context.compile", json!({"session_id": sid}));
+    assert_eq!(c["metadata"]["context"]["autocompact_threshold"], 90_000);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn blocking_limit_refuses_to_compile_and_events_announce_levels() {
+    let d = Daemon::start();
+    // W = 20,000, O = 2,000 → E = 18,000; autocompact 5,000; blocking 15,000.
+    let sid = session(
+        &d,
+        json!({"model": {"context_window": 20000, "max_output_tokens": 2000}}),
+    );
+    let client = d.client().await;
+    let mut sub = client.subscribe(&sid).await.unwrap();
+    append(
+        &d,
+        &sid,
+        json!([{"type": "user", "content": "a".repeat(16_000)}]),
+    );
+    let c = d.call("context.compile", json!({"session_id": sid}));
+    assert_eq!(c["metadata"]["context"]["above_autocompact"], true);
+    append(
+        &d,
+        &sid,
+        json!([
+            {"type": "assistant", "content": "ok", "usage": {"input_tokens": 14000, "output_tokens": 10}},
+            {"type": "user", "content": "b".repeat(8_000)}
+        ]),
+    );
+    let err = d
+        .try_call("context.compile", json!({"session_id": sid}))
+        .unwrap_err();
+    assert_eq!(err["code"], ctxd_protocol::PROMPT_TOO_LONG);
+    assert_eq!(err["data"]["blocking_limit"], 15_000);
+    let mut levels = Vec::new();
+    while levels.len() < 2 {
+        let ev = tokio::time::timeout(Duration::from_secs(10), sub.next())
+            .await
+            .unwrap()
+            .unwrap()
+            .unwrap();
+        if let ctxd_protocol::SessionEvent::WarningStateChanged { level, .. } = ev {
+            levels.push(level);
+        }
+    }
+    assert_eq!(levels, vec!["autocompact", "blocking"]);
+}
+
+#[test]
+fn time_based_microcompact_clears_all_but_the_recent_and_stays_cleared() {
+    let mut d = Daemon::start();
+    let sid = session(
+        &d,
+        json!({"settings": {"microcompact": {"time_based": true}}}),
+    );
+    append(
+        &d,
+        &sid,
+        json!([{"type": "user", "content": "go", "timestamp": "2026-11-29T10:00:00Z"}]),
+    );
+    for i in 0..8 {
+        let tool = if i == 1 { "Task" } else { "Read" };
+        append(&d, &sid, tool_turn(i, tool, "2026-11-29T10:00:00Z"));
+    }
+    let at = |m: u32| format!("2026-11-29T{:02}:{:02}:00Z", 10 + m / 60, m % 60);
+    let early = d.call("context.compile", json!({"session_id": sid, "now": at(59)}));
+    assert_eq!(
+        early["metadata"]["microcompact"]["time_based_cleared"],
+        json!([])
+    );
+    let late = d.call("context.compile", json!({"session_id": sid, "now": at(61)}));
+    // 7 Read results; all but the 5 most recent are cleared; Task is not compactable.
+    assert_eq!(
+        late["metadata"]["microcompact"]["time_based_cleared"],
+        json!(["t0", "t2"])
+    );
+    let shown = results(&late["request"]);
+    assert_eq!(shown[0].1, "\"[Old tool result content cleared]\"");
+    assert!(shown[1].1.contains("output 1"), "Task untouched");
+    assert_eq!(shown[2].1, "\"[Old tool result content cleared]\"");
+    assert!(shown[3].1.contains("output 3"));
+    let body = d.compile_body(&sid);
+    let again = d.call(
+        "context.compile",
+        json!({"session_id": sid, "now": at(200)}),
+    );
+    assert_eq!(
+        again["metadata"]["microcompact"]["time_based_cleared"],
+        json!([])
+    );
+    assert_eq!(results(&again["request"]), shown);
+    d.kill9();
+    d.spawn();
+    assert_eq!(d.compile_body(&sid), body);
+    // The transcript itself still holds every result.
+    let recs = d.call("transcript.read", json!({"session_id": sid}));
+    assert!(recs.to_string().contains("output 0"));
+}
+
+#[test]
+fn cached_microcompact_pins_its_edits() {
+    let d = Daemon::start();
+    let sid = session(
+        &d,
+        json!({"settings": {"microcompact": {"cached": true, "cached_trigger": 3, "cached_keep_recent": 2}}}),
+    );
+    append(&d, &sid, json!([{"type": "user", "content": "go"}]));
+    for i in 0..5 {
+        append(&d, &sid, tool_turn(i, "Grep", "2026-11-29T10:00:00Z"));
+    }
+    let c = d.call("context.compile", json!({"session_id": sid}));
+    assert_eq!(
+        c["metadata"]["microcompact"]["cache_edits_added"],
+        json!(["t0", "t1", "t2"])
+    );
+    let find_edits = |req: &Value| -> Vec<(usize, Value)> {
+        let mut out = Vec::new();
+        for (i, m) in req["messages"].as_array().unwrap().iter().enumerate() {
+            for b in m["content"].as_array().unwrap() {
+                if b["type"] == "cache_edits" {
+                    out.push((i, b["edits"].clone()));
+                }
+            }
+        }
+        out
+    };
+    let first = find_edits(&c["request"]);
+    assert_eq!(first.len(), 1);
+    let (index, edits) = first[0].clone();
+    assert_eq!(edits[0], json!({"type": "delete", "cache_reference": "t0"}));
+    // Every result carries its cache_reference; local content is untouched.
+    for m in c["request"]["messages"].as_array().unwrap() {
+        for b in m["content"].as_array().unwrap() {
+            if b["type"] == "tool_result" {
+                assert_eq!(b["cache_reference"], b["tool_use_id"]);
+                assert!(b["content"].as_str().unwrap().starts_with("output"));
+            }
+        }
+    }
+    for n in 0..5 {
+        append(
+            &d,
+            &sid,
+            json!([{"type": "assistant", "content": format!("thinking {n}")}, {"type": "user", "content": format!("more {n}")}]),
+        );
+        let later = d.call("context.compile", json!({"session_id": sid}));
+        let edits_now = find_edits(&later["request"]);
+        assert_eq!(edits_now[0], (index, edits.clone()), "pinned edit moved");
+        assert_eq!(later["metadata"]["microcompact"]["cache_edits_pinned"], 1);
+    }
+}
+
+#[test]
+fn snip_removes_a_range_that_survives_restart() {
+    let mut d = Daemon::start();
+    let sid = session(&d, json!({"settings": {"snip_enabled": true}}));
+    append(
+        &d,
+        &sid,
+        json!([
+            {"type": "user", "content": "first question"},
+            {"type": "assistant", "content": "first answer", "usage": {"input_tokens": 1000, "output_tokens": 10}},
+            {"type": "user", "content": "second question"},
+            {"type": "assistant", "message_id": "m2", "content": [{"type": "tool_use", "id": "t1", "name": "Bash", "input": {}}]},
+            {"type": "user", "content": [{"type": "tool_result", "tool_use_id": "t1", "content": "x".repeat(4000)}]},
+            {"type": "assistant", "content": "second answer"},
+            {"type": "user", "content": "third question"}
+        ]),
+    );
+    let c = d.call("context.compile", json!({"session_id": sid}));
+    let text = c["request"].to_string();
+    let ids: Vec<String> = text
+        .match_indices("[id:")
+        .map(|(i, _)| text[i + 4..i + 10].to_string())
+        .collect();
+    assert_eq!(ids.len(), 3, "{text}");
+    let before = c["metadata"]["tokens"]["estimated_tokens"]
+        .as_u64()
+        .unwrap();
+    let r = d.call(
+        "context.snip",
+        json!({"session_id": sid, "from_id": ids[1], "to_id": ids[1]}),
+    );
+    // The second question's turn: the prompt only (pairs stay whole: its tool use and
+    // result come with it only when named).
+    assert_eq!(r["removed"].as_array().unwrap().len(), 1);
+    let r2 = d.call(
+        "context.snip",
+        json!({"session_id": sid, "from_id": ids[0], "to_id": ids[0]}),
+    );
+    assert_eq!(r2["removed"].as_array().unwrap().len(), 1);
+    let after = d.call("context.compile", json!({"session_id": sid}));
+    let t = after["request"].to_string();
+    assert!(!t.contains("second question") && !t.contains("first question"));
+    assert!(t.contains("third question"));
+    assert!(after["metadata"]["snip_tokens_freed"].as_u64().unwrap() > 0);
+    assert!(
+        after["metadata"]["context"]["effective_tokens"]
+            .as_u64()
+            .unwrap()
+            < before + 100
+    );
+    let body = d.compile_body(&sid);
+    d.kill9();
+    d.spawn();
+    assert_eq!(d.compile_body(&sid), body);
+    // Unknown ids are refused, naming the field.
+    let err = d
+        .try_call(
+            "context.snip",
+            json!({"session_id": sid, "from_id": "nope00", "to_id": ids[2]}),
+        )
+        .unwrap_err();
+    assert_eq!(err["data"]["field"], "from_id");
+}
