@@ -10,3 +10,4 @@ pub mod import;
 pub mod pipeline;
 pub mod rpc;
 pub mod store;
+pub mod watch;

@@ -4,6 +4,7 @@
 pub mod attachments;
 pub mod budget;
 pub mod cache_markers;
+pub mod changed_files;
 pub mod compile;
 pub mod contract;
 pub mod message;
