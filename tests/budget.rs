@@ -121,7 +121,10 @@ fn import_replays_content_replacement_records() {
     let r = d.call("session.import", json!({"jsonl": jsonl.join("\n")}));
     assert_eq!(r["stats"]["replacements"], 1);
     let sid = r["session_id"].as_str().unwrap();
-    let c = d.call("context.compile", json!({"session_id": sid}));
+    let c = d.call(
+        "context.compile",
+        json!({"session_id": sid, "now": "2026-01-01T00:00:05Z"}),
+    );
     let shown = tool_result_texts(&c["request"]);
     assert_eq!(
         shown["t1"],

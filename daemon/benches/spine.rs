@@ -102,7 +102,7 @@ async fn bench_rpc(dir: &Path) {
         socket: socket.clone(),
     };
     let (tx, rx) = tokio::sync::oneshot::channel::<()>();
-    let server = tokio::spawn(ctxd::daemon::run(paths, None, async move {
+    let server = tokio::spawn(ctxd::daemon::run(paths, Default::default(), async move {
         let _ = rx.await;
     }));
     let client = loop {

@@ -11,7 +11,7 @@ use tokio::net::{UnixListener, UnixStream};
 use tokio::sync::Notify;
 
 use crate::clock::{Clock, SystemClock};
-use crate::engine::Engine;
+use crate::engine::{DiscoveryDefaults, Engine};
 use crate::rpc::{RpcContext, serve};
 use crate::store::Store;
 
@@ -149,10 +149,19 @@ pub async fn claim_socket(socket: &Path) -> Result<Claimed, StartError> {
     })
 }
 
+/// What a daemon is started with besides its paths.
+#[derive(Default)]
+pub struct Options {
+    /// The clock (tests pin it); the system clock when absent.
+    pub clock: Option<Arc<dyn Clock>>,
+    /// Managed-policy root and the user's home for instruction files.
+    pub discovery: DiscoveryDefaults,
+}
+
 /// Runs a daemon until `shutdown` resolves or a client asks it to stop.
 pub async fn run(
     paths: Paths,
-    clock: Option<Arc<dyn Clock>>,
+    options: Options,
     shutdown: impl std::future::Future<Output = ()>,
 ) -> Result<(), StartError> {
     std::fs::DirBuilder::new()
@@ -160,13 +169,20 @@ pub async fn run(
         .mode(0o700)
         .create(&paths.home)
         .map_err(io("create home", &paths.home))?;
+    // Paths shown to the model (persisted outputs) must be absolute.
+    let paths = Paths {
+        home: std::fs::canonicalize(&paths.home).map_err(io("resolve home", &paths.home))?,
+        socket: paths.socket,
+    };
     let claimed = claim_socket(&paths.socket).await?;
     let db = paths.database();
     let store = tokio::task::spawn_blocking(move || Store::open(&db))
         .await
         .map_err(|e| StartError::Rpc(e.to_string()))??;
-    let clock = clock.unwrap_or_else(|| Arc::new(SystemClock));
-    let engine = Arc::new(Engine::new(store.clone(), &paths.home, clock));
+    let clock = options.clock.unwrap_or_else(|| Arc::new(SystemClock));
+    let engine =
+        Arc::new(Engine::new(store.clone(), &paths.home, clock).with_discovery(options.discovery));
+    engine.start_watching().await?;
     tracing::info!(socket = %paths.socket.display(), home = %paths.home.display(), "ctxd listening");
     let ctx = RpcContext {
         engine,

@@ -20,6 +20,9 @@ struct Args {
     /// Directory for the database and session files [default: the user's data directory].
     #[arg(long, env = "CTXD_HOME")]
     home: Option<PathBuf>,
+    /// Managed-policy root for instruction files (CLAUDE.md, .claude/rules).
+    #[arg(long, env = "CTXD_MANAGED_ROOT", default_value = "/etc/claude-code")]
+    managed_root: PathBuf,
     /// Log filter (tracing EnvFilter syntax); also read from CTXD_LOG.
     #[arg(long, env = "CTXD_LOG", default_value = "info")]
     log: String,
@@ -50,7 +53,14 @@ async fn main() -> anyhow::Result<()> {
         .with_ansi(std::io::IsTerminal::is_terminal(&std::io::stderr()))
         .init();
     let paths = ctxd::daemon::Paths::resolve(args.home, args.socket)?;
-    ctxd::daemon::run(paths, None, shutdown_signal())
+    let options = ctxd::daemon::Options {
+        clock: None,
+        discovery: ctxd::engine::DiscoveryDefaults {
+            managed_root: args.managed_root,
+            ..Default::default()
+        },
+    };
+    ctxd::daemon::run(paths, options, shutdown_signal())
         .await
         .context("ctxd")?;
     Ok(())

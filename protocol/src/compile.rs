@@ -96,6 +96,37 @@ pub struct CompileMetadata {
     /// tests, because the anchor's usage still counts them).
     pub snip_tokens_freed: u64,
     pub microcompact: MicrocompactReport,
+    /// Attachment records this compile collected and appended to the transcript
+    /// (nested_memory, edited_text_file, date_change), in order.
+    pub attachments_added: Vec<String>,
+    /// The transcript's last uuid after this compile (attachments move it): pass it as
+    /// `expected_last_uuid` to the next append.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub last_uuid: Option<String>,
+}
+
+/// `context.touch_paths`: files the agent touched through tools ctxd does not know, so
+/// their directories' instruction files can follow (`nested_memory`).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct TouchPathsParams {
+    pub session_id: String,
+    /// Absolute paths (relative ones are taken against the session's cwd).
+    pub paths: Vec<String>,
+}
+
+/// `context.report_read`: the model has now seen this file as it is on disk (for
+/// clients whose read tool is not Claude Code's `Read`).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct ReportReadParams {
+    pub session_id: String,
+    pub path: String,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct AckResponse {
+    pub ok: bool,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]

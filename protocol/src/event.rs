@@ -27,6 +27,19 @@ pub enum SessionEvent {
     SessionDeleted { session_id: String },
     /// The subscriber fell behind and missed this many events; re-read the transcript.
     Lagged { session_id: String, missed: u64 },
+    /// Instruction files entered the model's view: `reason` is `startup` (the memoized
+    /// chain of `messages[0]`) or `nested` (a `nested_memory` attachment).
+    InstructionsLoaded {
+        session_id: String,
+        reason: String,
+        paths: Vec<String>,
+    },
+    /// A file the model has seen changed on disk (`change`: `changed` or `removed`).
+    FileChanged {
+        session_id: String,
+        path: String,
+        change: String,
+    },
     /// The context crossed a threshold: `level` is `ok`, `warning`, `autocompact` or
     /// `blocking`.
     WarningStateChanged {

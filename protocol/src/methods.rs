@@ -4,7 +4,8 @@ use schemars::{JsonSchema, Schema, SchemaGenerator};
 use serde::{Deserialize, Serialize};
 
 use crate::compile::{
-    CompileParams, CompileResponse, ReplacementsResponse, SnipParams, SnipResponse,
+    AckResponse, CompileParams, CompileResponse, ReplacementsResponse, ReportReadParams,
+    SnipParams, SnipResponse, TouchPathsParams,
 };
 use crate::event::{SessionEvent, SubscribeParams};
 use crate::session::*;
@@ -32,6 +33,8 @@ pub const CAPABILITIES_LIST_TOOLS: &str = "capabilities.list_tools";
 pub const CONTEXT_COMPILE: &str = "context.compile";
 pub const CONTEXT_REPLACEMENTS: &str = "context.replacements";
 pub const CONTEXT_SNIP: &str = "context.snip";
+pub const CONTEXT_TOUCH_PATHS: &str = "context.touch_paths";
+pub const CONTEXT_REPORT_READ: &str = "context.report_read";
 pub const TRANSCRIPT_PARSE_CLAUDE_CODE: &str = "transcript.parse_claude_code";
 pub const RPC_DISCOVER: &str = "rpc.discover";
 
@@ -193,6 +196,18 @@ pub fn method_table() -> Vec<MethodSpec> {
             "Remove a range of messages by their short ids; recorded as a snip boundary.",
             SnipParams,
             SnipResponse
+        ),
+        method!(
+            CONTEXT_TOUCH_PATHS,
+            "Report paths the agent touched; their instruction files follow as nested_memory.",
+            TouchPathsParams,
+            AckResponse
+        ),
+        method!(
+            CONTEXT_REPORT_READ,
+            "Report that the model has seen a file as it is now on disk (changed_files baseline).",
+            ReportReadParams,
+            AckResponse
         ),
         method!(
             TRANSCRIPT_PARSE_CLAUDE_CODE,

@@ -76,6 +76,35 @@ pub struct SessionSettings {
     /// Microcompact: clearing old tool results (SPEC §8 step 3).
     #[serde(default, skip_serializing_if = "MicrocompactSettings::is_default")]
     pub microcompact: MicrocompactSettings,
+    /// Instruction files (CLAUDE.md chain, SPEC §4).
+    #[serde(default, skip_serializing_if = "InstructionSettings::is_default")]
+    pub instructions: InstructionSettings,
+}
+
+/// How instruction files are discovered for a session.
+#[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct InstructionSettings {
+    /// Do not load instruction files at all.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub disabled: bool,
+    /// Managed-policy root; the daemon's `--managed-root` (default `/etc/claude-code`)
+    /// when absent.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub managed_root: Option<String>,
+    /// `claudeMdExcludes`: globs over absolute paths; never applied to managed files.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub excludes: Vec<String>,
+    /// Let managed, project and local files `@include` files outside the working
+    /// directories.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub allow_external_includes: bool,
+}
+
+impl InstructionSettings {
+    pub fn is_default(&self) -> bool {
+        *self == InstructionSettings::default()
+    }
 }
 
 /// Microcompact switches. Both paths are off by default, as in Claude Code.

@@ -73,10 +73,14 @@ impl Daemon {
 
     pub fn command(&self) -> Command {
         let mut c = Command::new(ctxd_bin());
+        // Instruction discovery must not see the machine's own ~/.claude or /etc.
         c.arg("--home")
             .arg(&self.home)
             .arg("--socket")
             .arg(&self.socket)
+            .arg("--managed-root")
+            .arg(self.dir.path().join("managed"))
+            .env("HOME", self.dir.path().join("user-home"))
             .env("CTXD_LOG", "warn")
             .stdin(Stdio::null())
             .stdout(Stdio::null())
@@ -172,10 +176,26 @@ impl Daemon {
 
     /// The exact request body bytes of a compile.
     pub fn compile_body(&self, session: &str) -> String {
-        let raw = self.call_raw(
-            "context.compile",
-            serde_json::json!({ "session_id": session }),
+        self.compile_body_with(serde_json::json!({ "session_id": session }))
+    }
+
+    /// The exact request body bytes of a compile at the time of the session's last
+    /// record, so an old transcript does not gain a `date_change` from today's clock.
+    pub fn compile_body_at_last(&self, session: &str) -> String {
+        let recs = self.call(
+            "transcript.read",
+            serde_json::json!({ "session_id": session, "limit": 5000 }),
         );
+        let last = recs["records"]
+            .as_array()
+            .and_then(|r| r.last())
+            .map(|r| r["timestamp"].clone())
+            .unwrap_or(Value::Null);
+        self.compile_body_with(serde_json::json!({ "session_id": session, "now": last }))
+    }
+
+    pub fn compile_body_with(&self, params: Value) -> String {
+        let raw = self.call_raw("context.compile", params);
         let start = raw.find("{\"request\":").expect("request") + "{\"request\":".len();
         let end = raw.rfind(",\"metadata\":").expect("metadata");
         raw[start..end].to_string()

@@ -4,7 +4,10 @@
 //! knows JSON-RPC.
 
 mod session;
+mod sources;
 pub mod validate;
+
+pub use sources::DiscoveryDefaults;
 
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::path::{Path, PathBuf};
@@ -19,7 +22,9 @@ use crate::error::{Error, Result};
 use crate::pipeline::budget::Fate;
 use crate::pipeline::microcompact::PinnedEdit;
 use crate::store::Store;
+use crate::store::context_state::InstructionMemo;
 use crate::store::sessions::SessionRow;
+use crate::watch::{FileWatcher, WatchEvent};
 
 /// What a compile and an append need of a session, kept in memory once loaded.
 pub(crate) struct Loaded {
@@ -35,6 +40,8 @@ pub(crate) struct Loaded {
     pub boundary_uuid: String,
     /// Cache edits sent since that boundary.
     pub pinned_edits: Vec<PinnedEdit>,
+    /// The memoized `claudeMd` and announced date; `None` until first computed.
+    pub memo: Option<InstructionMemo>,
     /// Last warning level announced to subscribers (not persisted: a restarted daemon
     /// announces the level again on its first compile if it is not `ok`).
     pub level: &'static str,
@@ -65,6 +72,10 @@ pub struct Engine {
     pub(crate) clock: Arc<dyn Clock>,
     pub(crate) cells: Mutex<HashMap<String, Arc<SessionCell>>>,
     pub(crate) started: Instant,
+    pub(crate) discovery: DiscoveryDefaults,
+    watcher: std::sync::OnceLock<FileWatcher>,
+    /// Which sessions have seen which file.
+    watched: Mutex<HashMap<PathBuf, BTreeSet<String>>>,
 }
 
 impl Engine {
@@ -75,6 +86,92 @@ impl Engine {
             clock,
             cells: Mutex::new(HashMap::new()),
             started: Instant::now(),
+            discovery: DiscoveryDefaults::default(),
+            watcher: std::sync::OnceLock::new(),
+            watched: Mutex::new(HashMap::new()),
+        }
+    }
+
+    pub fn with_discovery(mut self, d: DiscoveryDefaults) -> Engine {
+        self.discovery = d;
+        self
+    }
+
+    /// Starts the file watcher and the task that turns its events into `file_changed`
+    /// events, and re-registers every file some session has seen.
+    pub async fn start_watching(self: &Arc<Self>) -> Result<()> {
+        let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel();
+        let _ = self.watcher.set(FileWatcher::new(tx));
+        let weak = Arc::downgrade(self);
+        tokio::spawn(async move {
+            while let Some(ev) = rx.recv().await {
+                let Some(engine) = weak.upgrade() else { break };
+                engine.on_watch_event(ev);
+            }
+        });
+        let seen = self
+            .store
+            .read(crate::store::context_state::all_watched)
+            .await?;
+        for (sid, path) in seen {
+            self.watch(&sid, std::path::Path::new(&path));
+        }
+        Ok(())
+    }
+
+    fn on_watch_event(&self, ev: WatchEvent) {
+        let (paths, change): (Vec<PathBuf>, &str) = match ev {
+            WatchEvent::Changed(p) => (vec![p], "changed"),
+            WatchEvent::Removed(p) => (vec![p], "removed"),
+            // Anything may have changed: compiles check every seen file's stamp anyway.
+            WatchEvent::Rescan => return,
+        };
+        let watched = match self.watched.lock() {
+            Ok(w) => w,
+            Err(p) => p.into_inner(),
+        };
+        for p in paths {
+            for sid in watched.get(&p).into_iter().flatten() {
+                let cell = self.cell(sid);
+                self.emit(
+                    &cell,
+                    SessionEvent::FileChanged {
+                        session_id: sid.clone(),
+                        path: p.display().to_string(),
+                        change: change.to_string(),
+                    },
+                );
+            }
+        }
+    }
+
+    pub(crate) fn watch(&self, sid: &str, path: &std::path::Path) {
+        let mut watched = match self.watched.lock() {
+            Ok(w) => w,
+            Err(p) => p.into_inner(),
+        };
+        let sessions = watched.entry(path.to_path_buf()).or_default();
+        if sessions.insert(sid.to_string())
+            && sessions.len() == 1
+            && let Some(w) = self.watcher.get()
+        {
+            w.watch_file(path);
+        }
+    }
+
+    pub(crate) fn unwatch(&self, sid: &str, path: &std::path::Path) {
+        let mut watched = match self.watched.lock() {
+            Ok(w) => w,
+            Err(p) => p.into_inner(),
+        };
+        if let Some(sessions) = watched.get_mut(path)
+            && sessions.remove(sid)
+            && sessions.is_empty()
+        {
+            watched.remove(path);
+            if let Some(w) = self.watcher.get() {
+                w.unwatch_file(path);
+            }
         }
     }
 
@@ -143,6 +240,7 @@ impl Engine {
                     crate::store::fates::load(c, &sid, crate::store::fates::MICROCOMPACT)?;
                 let boundary_uuid = last_boundary_uuid(&records);
                 let pinned_edits = crate::store::cache_edits::load(c, &sid, &boundary_uuid)?;
+                let memo = crate::store::context_state::memo(c, &sid)?;
                 Ok(Loaded {
                     row,
                     records,
@@ -152,6 +250,7 @@ impl Engine {
                     cleared,
                     boundary_uuid,
                     pinned_edits,
+                    memo,
                     level: "ok",
                 })
             })

@@ -14,6 +14,7 @@ use crate::pipeline::budget::{self, Decision, Fate, ToolLimits};
 use crate::pipeline::compile::{CompileInput, Compiled, Effects, SessionView, compile};
 use crate::pipeline::microcompact::CLEARED;
 use crate::pipeline::{projection, snip, thresholds};
+use crate::store::context_state::{self, InstructionMemo};
 use crate::store::sessions::SessionRow;
 use crate::store::{cache_edits, fates, records, sessions};
 
@@ -171,7 +172,7 @@ fn materialise(inputs: Vec<RecordInput>, last: Option<(u64, String)>, now: &str)
 }
 
 /// Inserts a batch after checking uuids are unused. Runs inside a write transaction.
-fn insert_batch(
+pub(crate) fn insert_batch(
     tx: &rusqlite::Transaction<'_>,
     sid: &str,
     inputs: Vec<RecordInput>,
@@ -213,11 +214,20 @@ impl Engine {
         let row = self.new_row(&p).await?;
         let tools = p.tools;
         check_tools(&tools)?;
+        // SessionStart context is in place before the first request is compiled.
+        let (claude_md, loaded) = self.startup_instructions(&row).await?;
+        let memo = InstructionMemo {
+            claude_md,
+            boundary_uuid: String::new(),
+            announced_date: row.start_date.clone(),
+        };
         let r = row.clone();
         self.store
             .write(move |tx| {
                 sessions::insert(tx, &r)?;
                 sessions::set_tools(tx, &r.id, &tools)?;
+                context_state::set_memo(tx, &r.id, &memo)?;
+                context_state::add_loaded(tx, &r.id, &loaded)?;
                 Ok(())
             })
             .await?;
@@ -381,6 +391,7 @@ impl Engine {
                     sessions::add_rejected_media(tx, &nid, &u, i)?;
                 }
                 fates::copy(tx, &src, &nid)?;
+                context_state::copy(tx, &src, &nid)?;
                 // Pinned edits name message indexes of the whole history; a fork that
                 // ends earlier starts without them.
                 if p.up_to_uuid.is_none() {
@@ -480,6 +491,14 @@ impl Engine {
         validate_batch(&mut inputs)?;
         let cell = self.cell(&p.session_id);
         let mut guard = cell.state.lock().await;
+        // Observing file tools needs the earlier records (a result names its tool_use).
+        if let Err(e) = self.ensure_loaded(&p.session_id, &mut guard).await {
+            drop(guard);
+            if matches!(e, Error::SessionNotFound(_)) {
+                self.drop_cell(&p.session_id);
+            }
+            return Err(e);
+        }
         let now = self.now();
         let sid = p.session_id.clone();
         let expected = p.expected_last_uuid;
@@ -496,6 +515,8 @@ impl Engine {
             .collect();
         let last_uuid = built.last().map(|r| r.uuid.clone());
         if let Some(l) = guard.as_mut() {
+            self.observe(&l.row.cwd, &l.row.id, &l.records, &built)
+                .await;
             l.records.extend(built);
             let boundary = super::last_boundary_uuid(&l.records);
             if boundary != l.boundary_uuid {
@@ -604,10 +625,13 @@ impl Engine {
                 .with_timezone(&chrono::Utc),
             None => self.clock.now(),
         };
+        self.refresh_memo(&cell, l).await?;
+        let added = self.collect_attachments(&cell, l, now).await?;
         let (replaced, kept) = self.decide_budget(l).await?;
         let mut compiled = compile_loaded(l, p.side_request, now)?;
         compiled.metadata.replaced = replaced;
         compiled.metadata.kept = kept;
+        compiled.metadata.attachments_added = added.iter().map(|r| r.uuid.clone()).collect();
         let state = compiled.metadata.context.clone();
         self.announce_level(&cell, l, &state, compiled.metadata.tokens.estimated_tokens);
         if state.at_blocking_limit {
@@ -910,6 +934,7 @@ impl Engine {
             import_fates.insert(id, Fate::Replaced(rep));
         }
         let import_fates: Vec<(String, Fate)> = import_fates.into_iter().collect();
+        let (claude_md, loaded) = self.startup_instructions(&row).await?;
         let r = row.clone();
         self.store
             .write(move |tx| {
@@ -917,6 +942,13 @@ impl Engine {
                 let built = insert_batch(tx, &r.id, inputs, None, &now)?;
                 let seq = built.last().map_or(0, |b| b.seq);
                 fates::insert(tx, &r.id, fates::BUDGET, &import_fates, seq)?;
+                let memo = InstructionMemo {
+                    claude_md,
+                    boundary_uuid: super::last_boundary_uuid(&built),
+                    announced_date: r.start_date.clone(),
+                };
+                context_state::set_memo(tx, &r.id, &memo)?;
+                context_state::add_loaded(tx, &r.id, &loaded)?;
                 Ok(())
             })
             .await?;
@@ -941,7 +973,7 @@ pub(crate) fn compile_loaded(
             additional_directories: &row.additional_directories,
             start_date: &row.start_date,
             git_snapshot: row.git_snapshot.as_deref(),
-            claude_md: None,
+            claude_md: l.memo.as_ref().and_then(|m| m.claude_md.as_deref()),
         },
         records: &l.records,
         tools: &l.tools,

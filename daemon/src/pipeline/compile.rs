@@ -310,6 +310,8 @@ pub fn compile(input: &CompileInput<'_>) -> Result<Compiled, serde_json::Error> 
         kept: Vec::new(),
         context,
         snip_tokens_freed: snip_freed,
+        attachments_added: Vec::new(),
+        last_uuid: input.records.last().map(|r| r.uuid.clone()),
         microcompact: MicrocompactReport {
             time_based_cleared: newly_cleared.clone(),
             cache_edits_added: new_edit

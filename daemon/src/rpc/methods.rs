@@ -168,6 +168,16 @@ pub fn build_module(
         .engine
         .snip(p)
         .await)?;
+    async_method!(m, CONTEXT_TOUCH_PATHS, |ctx, p: TouchPathsParams| ctx
+        .engine
+        .touch_paths(&p.session_id, p.paths)
+        .await
+        .map(|()| AckResponse { ok: true }))?;
+    async_method!(m, CONTEXT_REPORT_READ, |ctx, p: ReportReadParams| ctx
+        .engine
+        .report_read(&p.session_id, &p.path)
+        .await
+        .map(|()| AckResponse { ok: true }))?;
     m.register_method(TRANSCRIPT_PARSE_CLAUDE_CODE, |params, ctx, _| {
         let p: ParseClaudeCodeParams = parse(&params)?;
         ctx.engine.parse_claude_code(p).map_err(to_rpc_error)

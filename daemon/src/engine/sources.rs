@@ -1,0 +1,521 @@
+//! The engine's context sources: instruction files (the memoized `claudeMd` and
+//! `nested_memory`), file read state (`edited_text_file` when a seen file changes on
+//! disk) and the date (`date_change`). These are the edges that read the filesystem;
+//! what they decide is stored as attachment records so every later compile, restart and
+//! fork replays the same bytes.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::path::{Path, PathBuf};
+
+use chrono::{DateTime, Local, Utc};
+use ctxd_protocol::{ContentBlock, Record, RecordInput, RecordKind, SessionEvent};
+use sha2::{Digest, Sha256};
+
+use super::{Engine, Loaded, SessionCell};
+use crate::discovery::{self, DiscoveryConfig, InstructionFile};
+use crate::error::{Error, Result};
+use crate::pipeline::changed_files;
+use crate::store::context_state::{self, InstructionMemo, ReadState};
+use crate::store::sessions::SessionRow;
+
+/// Claude Code's file tools and the input field naming their file.
+const FILE_TOOLS: [(&str, &str); 5] = [
+    ("Read", "file_path"),
+    ("Edit", "file_path"),
+    ("MultiEdit", "file_path"),
+    ("Write", "file_path"),
+    ("NotebookEdit", "notebook_path"),
+];
+
+/// Content kept for diffing is capped; larger files are still tracked by hash.
+const MAX_TRACKED_CONTENT: u64 = 1024 * 1024;
+
+/// Where discovery looks besides the session's own directories.
+#[derive(Debug, Clone)]
+pub struct DiscoveryDefaults {
+    pub managed_root: PathBuf,
+    pub user_home: PathBuf,
+}
+
+impl Default for DiscoveryDefaults {
+    fn default() -> Self {
+        DiscoveryDefaults {
+            managed_root: PathBuf::from(discovery::DEFAULT_MANAGED_ROOT),
+            user_home: directories::BaseDirs::new()
+                .map(|b| b.home_dir().to_path_buf())
+                .unwrap_or_else(|| PathBuf::from("/")),
+        }
+    }
+}
+
+/// The file a file-tool `tool_use` names, resolved against the cwd.
+pub(crate) fn file_tool_path(name: &str, input: &serde_json::Value, cwd: &str) -> Option<PathBuf> {
+    let field = FILE_TOOLS.iter().find(|(n, _)| *n == name)?.1;
+    let raw = input.get(field)?.as_str()?;
+    let p = Path::new(raw);
+    Some(if p.is_absolute() {
+        p.to_path_buf()
+    } else {
+        Path::new(cwd).join(p)
+    })
+}
+
+fn mtime_ns(meta: &std::fs::Metadata) -> i64 {
+    meta.modified()
+        .ok()
+        .and_then(|t| t.duration_since(std::time::UNIX_EPOCH).ok())
+        .map_or(0, |d| d.as_nanos() as i64)
+}
+
+/// Reads what the model would see of `path` now. `None` when it is not a readable file.
+pub(crate) fn snapshot(path: &Path) -> Option<ReadState> {
+    let meta = std::fs::metadata(path).ok()?;
+    if !meta.is_file() {
+        return None;
+    }
+    let bytes = std::fs::read(path).ok()?;
+    let content = if meta.len() <= MAX_TRACKED_CONTENT {
+        String::from_utf8(bytes.clone()).ok()
+    } else {
+        None
+    };
+    Some(ReadState {
+        path: path.display().to_string(),
+        size: meta.len(),
+        mtime_ns: mtime_ns(&meta),
+        sha256: hex::encode(Sha256::digest(&bytes)),
+        content,
+    })
+}
+
+/// What one compile found changed among the files the model has seen.
+enum FileChange {
+    Edited {
+        state: ReadState,
+        snippet: Option<String>,
+    },
+    Removed(String),
+}
+
+fn check_file(seen: &ReadState) -> Option<FileChange> {
+    let path = Path::new(&seen.path);
+    let Ok(meta) = std::fs::metadata(path) else {
+        return Some(FileChange::Removed(seen.path.clone()));
+    };
+    if meta.len() == seen.size && mtime_ns(&meta) == seen.mtime_ns {
+        return None;
+    }
+    let now = snapshot(path)?;
+    if now.sha256 == seen.sha256 {
+        // Touched but not changed (e.g. `touch`, or a save with the same bytes): update
+        // the stamp quietly so the next compile need not read it again.
+        return Some(FileChange::Edited {
+            state: now,
+            snippet: None,
+        });
+    }
+    let snippet = match (&seen.content, &now.content) {
+        (Some(old), Some(new)) => changed_files::snippet(old, new),
+        _ => Some(format!(
+            "(the file changed; it is too large or not text, so no diff is shown; it is now {} bytes)",
+            now.size
+        )),
+    };
+    Some(FileChange::Edited {
+        state: now,
+        snippet,
+    })
+}
+
+impl Engine {
+    pub(crate) fn discovery_config(&self, row: &SessionRow) -> DiscoveryConfig {
+        let s = &row.settings.instructions;
+        let mut cfg = DiscoveryConfig::new(&row.original_cwd, &self.discovery.user_home);
+        cfg.managed_root = s
+            .managed_root
+            .as_ref()
+            .map(PathBuf::from)
+            .unwrap_or_else(|| self.discovery.managed_root.clone());
+        cfg.additional_directories = row
+            .additional_directories
+            .iter()
+            .map(PathBuf::from)
+            .collect();
+        cfg.excludes = s.excludes.clone();
+        cfg.allow_external_includes = s.allow_external_includes;
+        cfg
+    }
+
+    /// The startup chain, rendered: `(claudeMd, canonical paths loaded)`.
+    pub(crate) async fn startup_instructions(
+        &self,
+        row: &SessionRow,
+    ) -> Result<(Option<String>, Vec<String>)> {
+        if row.settings.instructions.disabled {
+            return Ok((None, Vec::new()));
+        }
+        let cfg = self.discovery_config(row);
+        tokio::task::spawn_blocking(move || {
+            let chain = discovery::startup_chain(&cfg);
+            let paths = chain
+                .iter()
+                .map(|f| f.canonical_path().display().to_string())
+                .collect();
+            (discovery::render_claude_md(&chain), paths)
+        })
+        .await
+        .map_err(|e| Error::Internal(format!("discovery task: {e}")))
+    }
+
+    /// Makes sure the memoized `claudeMd` belongs to the current history: a compaction
+    /// (a new boundary) resets it, with the loaded set and the read state.
+    pub(crate) async fn refresh_memo(&self, cell: &SessionCell, l: &mut Loaded) -> Result<()> {
+        if l.memo
+            .as_ref()
+            .is_some_and(|m| m.boundary_uuid == l.boundary_uuid)
+        {
+            return Ok(());
+        }
+        let (claude_md, paths) = self.startup_instructions(&l.row).await?;
+        let memo = InstructionMemo {
+            claude_md,
+            boundary_uuid: l.boundary_uuid.clone(),
+            announced_date: l
+                .memo
+                .as_ref()
+                .map_or_else(|| l.row.start_date.clone(), |m| m.announced_date.clone()),
+        };
+        let fresh = l.memo.is_none();
+        let (sid, m, p) = (l.row.id.clone(), memo.clone(), paths.clone());
+        self.store
+            .write(move |tx| {
+                if !fresh {
+                    context_state::clear_loaded(tx, &sid)?;
+                    context_state::clear_read_state(tx, &sid)?;
+                }
+                context_state::set_memo(tx, &sid, &m)?;
+                context_state::add_loaded(tx, &sid, &p)
+            })
+            .await?;
+        l.memo = Some(memo);
+        if !paths.is_empty() {
+            self.emit(
+                cell,
+                SessionEvent::InstructionsLoaded {
+                    session_id: l.row.id.clone(),
+                    reason: "startup".into(),
+                    paths,
+                },
+            );
+        }
+        Ok(())
+    }
+
+    /// Learns from appended records: paths touched by file tools (for nested memory)
+    /// and what the model has now seen of a file (read state, including the agent's own
+    /// edits, which must not come back as external changes).
+    pub(crate) async fn observe(
+        &self,
+        row_cwd: &str,
+        sid: &str,
+        known: &[Record],
+        batch: &[Record],
+    ) {
+        let mut uses: BTreeMap<String, (String, PathBuf)> = BTreeMap::new();
+        let mut touched = Vec::new();
+        let mut seen: Vec<PathBuf> = Vec::new();
+        let lookup = |id: &str, uses: &BTreeMap<String, (String, PathBuf)>| -> Option<PathBuf> {
+            if let Some((_, p)) = uses.get(id) {
+                return Some(p.clone());
+            }
+            known.iter().rev().find_map(|r| {
+                r.content.iter().find_map(|b| match b {
+                    ContentBlock::ToolUse {
+                        id: uid,
+                        name,
+                        input,
+                        ..
+                    } if uid == id => file_tool_path(name, input, row_cwd),
+                    _ => None,
+                })
+            })
+        };
+        for r in batch.iter().filter(|r| !r.is_sidechain) {
+            for b in &r.content {
+                match b {
+                    ContentBlock::ToolUse {
+                        id, name, input, ..
+                    } if r.kind == RecordKind::Assistant => {
+                        if let Some(p) = file_tool_path(name, input, row_cwd) {
+                            touched.push(p.display().to_string());
+                            uses.insert(id.clone(), (name.clone(), p));
+                        }
+                    }
+                    ContentBlock::ToolResult {
+                        tool_use_id,
+                        is_error,
+                        ..
+                    } if r.kind == RecordKind::User && !*is_error => {
+                        if let Some(p) = lookup(tool_use_id, &uses) {
+                            seen.push(p);
+                        }
+                    }
+                    _ => {}
+                }
+            }
+        }
+        if touched.is_empty() && seen.is_empty() {
+            return;
+        }
+        let states = tokio::task::spawn_blocking(move || {
+            seen.iter().filter_map(|p| snapshot(p)).collect::<Vec<_>>()
+        })
+        .await
+        .unwrap_or_default();
+        for s in &states {
+            self.watch(sid, Path::new(&s.path));
+        }
+        let sid2 = sid.to_string();
+        let r = self
+            .store
+            .write(move |tx| {
+                context_state::add_touched(tx, &sid2, &touched)?;
+                for s in &states {
+                    context_state::put_read_state(tx, &sid2, s)?;
+                }
+                Ok(())
+            })
+            .await;
+        if let Err(e) = r {
+            tracing::warn!(session = sid, error = %e, "could not record file state");
+        }
+    }
+
+    /// Marks a file as seen by the model now (`context.report_read`).
+    pub async fn report_read(&self, sid: &str, path: &str) -> Result<()> {
+        let row = self.get_row(sid).await?;
+        let p = Path::new(path);
+        let p = if p.is_absolute() {
+            p.to_path_buf()
+        } else {
+            Path::new(&row.cwd).join(p)
+        };
+        let pc = p.clone();
+        let state = tokio::task::spawn_blocking(move || snapshot(&pc))
+            .await
+            .map_err(|e| Error::Internal(e.to_string()))?
+            .ok_or_else(|| {
+                Error::invalid("path", format!("{} is not a readable file", p.display()))
+            })?;
+        self.watch(sid, &p);
+        let sid2 = sid.to_string();
+        self.store
+            .write(move |tx| context_state::put_read_state(tx, &sid2, &state))
+            .await
+    }
+
+    /// Records paths the agent touched (`context.touch_paths`).
+    pub async fn touch_paths(&self, sid: &str, paths: Vec<String>) -> Result<()> {
+        let row = self.get_row(sid).await?;
+        let resolved: Vec<String> = paths
+            .iter()
+            .map(|p| {
+                let p = Path::new(p);
+                if p.is_absolute() {
+                    p.to_path_buf()
+                } else {
+                    Path::new(&row.cwd).join(p)
+                }
+            })
+            .map(|p| p.display().to_string())
+            .collect();
+        let sid2 = sid.to_string();
+        self.store
+            .write(move |tx| context_state::add_touched(tx, &sid2, &resolved))
+            .await
+    }
+
+    async fn get_row(&self, sid: &str) -> Result<SessionRow> {
+        let s = sid.to_string();
+        self.store
+            .read(move |c| crate::store::sessions::get(c, &s))
+            .await
+    }
+
+    /// Collects this turn's attachments (nested_memory, edited_text_file, date_change)
+    /// and appends them to the transcript. Returns their records.
+    pub(crate) async fn collect_attachments(
+        &self,
+        cell: &SessionCell,
+        l: &mut Loaded,
+        now: DateTime<Utc>,
+    ) -> Result<Vec<Record>> {
+        let sid = l.row.id.clone();
+        let s2 = sid.clone();
+        let (touched, loaded, reads) = self
+            .store
+            .read(move |c| {
+                Ok((
+                    context_state::touched(c, &s2)?,
+                    context_state::loaded(c, &s2)?,
+                    context_state::read_states(c, &s2)?,
+                ))
+            })
+            .await?;
+
+        // Instruction files that became relevant.
+        let nested: Vec<InstructionFile> =
+            if touched.is_empty() || l.row.settings.instructions.disabled {
+                Vec::new()
+            } else {
+                let cfg = self.discovery_config(&l.row);
+                let loaded_set: BTreeSet<PathBuf> = loaded.iter().map(PathBuf::from).collect();
+                let read_set: BTreeSet<PathBuf> =
+                    reads.iter().map(|r| PathBuf::from(&r.path)).collect();
+                let touched_paths = touched.clone();
+                tokio::task::spawn_blocking(move || {
+                    let mut out: Vec<InstructionFile> = Vec::new();
+                    let mut taken = loaded_set.clone();
+                    for t in &touched_paths {
+                        for f in discovery::nested_for_path(&cfg, Path::new(t), &taken, &read_set) {
+                            if taken.insert(f.canonical_path()) {
+                                out.push(f);
+                            }
+                        }
+                    }
+                    out
+                })
+                .await
+                .map_err(|e| Error::Internal(format!("discovery task: {e}")))?
+            };
+
+        // Files the model has seen that changed on disk.
+        let changes: Vec<FileChange> =
+            tokio::task::spawn_blocking(move || reads.iter().filter_map(check_file).collect())
+                .await
+                .map_err(|e| Error::Internal(format!("file check task: {e}")))?;
+
+        let mut attachments: Vec<RecordInput> = Vec::new();
+        let attachment = |value: serde_json::Value| RecordInput {
+            kind: Some(RecordKind::Attachment),
+            is_meta: true,
+            attachment: Some(value),
+            timestamp: Some(crate::clock::rfc3339(now)),
+            ..RecordInput::default()
+        };
+        let nested_paths: Vec<String> = nested
+            .iter()
+            .map(|f| f.canonical_path().display().to_string())
+            .collect();
+        if !nested.is_empty() {
+            let text: Vec<String> = nested.iter().filter_map(discovery::render_block).collect();
+            attachments.push(attachment(serde_json::json!({
+                "type": "nested_memory",
+                "paths": nested.iter().map(|f| f.path.display().to_string()).collect::<Vec<_>>(),
+                "content": text.join("\n\n"),
+            })));
+        }
+        let mut new_states = Vec::new();
+        let mut removed = Vec::new();
+        for c in changes {
+            match c {
+                FileChange::Edited { state, snippet } => {
+                    if let Some(sn) = snippet {
+                        attachments.push(attachment(serde_json::json!({
+                            "type": "edited_text_file",
+                            "filename": state.path,
+                            "snippet": sn,
+                            "content": changed_files::render_attachment(&state.path, &sn),
+                        })));
+                    }
+                    new_states.push(state);
+                }
+                FileChange::Removed(p) => removed.push(p),
+            }
+        }
+        let today = now.with_timezone(&Local).format("%Y-%m-%d").to_string();
+        let announced = l
+            .memo
+            .as_ref()
+            .map_or_else(|| l.row.start_date.clone(), |m| m.announced_date.clone());
+        let date_changed = today != announced;
+        if date_changed {
+            attachments.push(attachment(
+                serde_json::json!({"type": "date_change", "date": today}),
+            ));
+        }
+
+        if attachments.is_empty()
+            && touched.is_empty()
+            && new_states.is_empty()
+            && removed.is_empty()
+        {
+            return Ok(Vec::new());
+        }
+        let memo = l.memo.clone().map(|mut m| {
+            if date_changed {
+                m.announced_date = today.clone();
+            }
+            m
+        });
+        let ts = crate::clock::rfc3339(self.clock.now());
+        let (s2, np, ns, rm) = (
+            sid.clone(),
+            nested_paths.clone(),
+            new_states,
+            removed.clone(),
+        );
+        let memo2 = memo.clone();
+        let built = self
+            .store
+            .write(move |tx| {
+                context_state::clear_touched(tx, &s2)?;
+                context_state::add_loaded(tx, &s2, &np)?;
+                for s in &ns {
+                    context_state::put_read_state(tx, &s2, s)?;
+                }
+                for p in &rm {
+                    context_state::remove_read_state(tx, &s2, p)?;
+                }
+                if let Some(m) = &memo2 {
+                    context_state::set_memo(tx, &s2, m)?;
+                }
+                if attachments.is_empty() {
+                    return Ok(Vec::new());
+                }
+                super::session::insert_batch(tx, &s2, attachments, None, &ts)
+            })
+            .await?;
+        l.memo = memo;
+        for p in &removed {
+            self.unwatch(&sid, Path::new(p));
+        }
+        if !nested_paths.is_empty() {
+            self.emit(
+                cell,
+                SessionEvent::InstructionsLoaded {
+                    session_id: sid.clone(),
+                    reason: "nested".into(),
+                    paths: nested_paths,
+                },
+            );
+        }
+        if !built.is_empty() {
+            l.records.extend(built.iter().cloned());
+            self.emit(
+                cell,
+                SessionEvent::RecordsAppended {
+                    session_id: sid,
+                    records: built
+                        .iter()
+                        .map(|r| ctxd_protocol::AppendedRecord {
+                            uuid: r.uuid.clone(),
+                            seq: r.seq,
+                        })
+                        .collect(),
+                },
+            );
+        }
+        Ok(built)
+    }
+}
