@@ -8,6 +8,7 @@ pub mod error;
 pub mod git;
 pub mod import;
 pub mod pipeline;
+pub mod providers;
 pub mod rpc;
 pub mod store;
 pub mod watch;

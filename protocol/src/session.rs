@@ -79,6 +79,57 @@ pub struct SessionSettings {
     /// Instruction files (CLAUDE.md chain, SPEC §4).
     #[serde(default, skip_serializing_if = "InstructionSettings::is_default")]
     pub instructions: InstructionSettings,
+    /// Who writes compaction summaries; the daemon's default (embedded) when absent.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub summariser: Option<SummariserConfig>,
+    /// Compact automatically when the estimate reaches the autocompact threshold.
+    /// Default on.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub autocompact: Option<bool>,
+}
+
+/// A summariser back end (SPEC §8 "Summariser and extractor providers").
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(tag = "kind", rename_all = "snake_case", deny_unknown_fields)]
+pub enum SummariserConfig {
+    /// Offline, no model: the nine sections filled from the transcript itself.
+    Embedded,
+    /// Anthropic Messages API.
+    Anthropic {
+        /// Default `https://api.anthropic.com`.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        base_url: Option<String>,
+        /// Name of the environment variable (of the daemon) holding the API key.
+        api_key_env: String,
+        model: String,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        timeout_secs: Option<u64>,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        max_retries: Option<u32>,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        max_output_tokens: Option<u64>,
+    },
+    /// An OpenAI-compatible chat-completions server (local servers included).
+    #[serde(rename = "openai")]
+    OpenAi {
+        /// e.g. `http://127.0.0.1:8080/v1`.
+        base_url: String,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        api_key_env: Option<String>,
+        model: String,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        timeout_secs: Option<u64>,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        max_retries: Option<u32>,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        max_output_tokens: Option<u64>,
+    },
+    /// Ask an attached client to run the model (`summary_requested` event, answered by
+    /// `context.provide_summary`).
+    Client {
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        timeout_secs: Option<u64>,
+    },
 }
 
 /// How instruction files are discovered for a session.
