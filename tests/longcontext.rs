@@ -82,7 +82,7 @@ async fn blocking_limit_refuses_to_compile_and_events_announce_levels() {
     // W = 20,000, O = 2,000 → E = 18,000; autocompact 5,000; blocking 15,000.
     let sid = session(
         &d,
-        json!({"model": {"context_window": 20000, "max_output_tokens": 2000}}),
+        json!({"model": {"context_window": 20000, "max_output_tokens": 2000}, "settings": {"autocompact": false}}),
     );
     let client = d.client().await;
     let mut sub = client.subscribe(&sid).await.unwrap();

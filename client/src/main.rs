@@ -89,6 +89,13 @@ enum Command {
         #[arg(long)]
         max_output_tokens: Option<u64>,
     },
+    /// Compact the session now, with the session's summariser.
+    Compact {
+        session: String,
+        /// Extra instructions for the summary.
+        #[arg(long)]
+        instructions: Option<String>,
+    },
     /// Remove a range of messages by their short ids (snip must be enabled).
     Snip {
         session: String,
@@ -427,6 +434,17 @@ async fn run(cli: Cli) -> Result<()> {
                     summary.autocompact_points,
                     summary.blocked
                 );
+                for c in &summary.compactions {
+                    println!(
+                        "compacted ({}, {}): ~{} → ~{} tokens, summary {} chars, {} ms",
+                        c.trigger,
+                        c.summariser,
+                        c.pre_tokens,
+                        c.post_tokens,
+                        c.summary_chars,
+                        c.millis
+                    );
+                }
                 println!(
                     "estimator error over {} answered calls: median {:.2}%, p90 {:.2}%",
                     summary.error_samples, summary.median_abs_error_pct, summary.p90_abs_error_pct
@@ -436,6 +454,63 @@ async fn run(cli: Cli) -> Result<()> {
                     summary.seconds,
                     summary.source_bytes as f64 / 1e6,
                     summary.seconds / (summary.source_bytes as f64 / 1e6).max(1e-9)
+                );
+            }
+        }
+        Command::Compact {
+            session,
+            instructions,
+        } => {
+            let spinner =
+                (!cli.json && std::io::IsTerminal::is_terminal(&std::io::stderr())).then(|| {
+                    tokio::spawn(async {
+                        let frames = ['|', '/', '-', '\\'];
+                        let started = std::time::Instant::now();
+                        for i in 0usize.. {
+                            eprint!(
+                                "\r{} compacting… {:.0}s",
+                                frames[i % 4],
+                                started.elapsed().as_secs_f64()
+                            );
+                            tokio::time::sleep(std::time::Duration::from_millis(120)).await;
+                        }
+                    })
+                });
+            let r: Result<CompactionReport, _> = client
+                .call(
+                    CONTEXT_COMPACT,
+                    CompactParams {
+                        session_id: session.clone(),
+                        instructions: instructions.clone(),
+                    },
+                )
+                .await;
+            if let Some(s) = spinner {
+                s.abort();
+                eprint!("\r\x1b[2K");
+            }
+            let r = r?;
+            if cli.json {
+                print_json(&r)?;
+            } else {
+                println!(
+                    "compacted {} records with the {} summariser in {} ms: ~{} → ~{} tokens (summary {} chars{}{})",
+                    r.summarised_records,
+                    r.summariser,
+                    r.millis,
+                    r.pre_tokens,
+                    r.post_tokens,
+                    r.summary_chars,
+                    if r.restored_files.is_empty() {
+                        String::new()
+                    } else {
+                        format!(", restored {}", r.restored_files.join(", "))
+                    },
+                    if r.head_truncated_rounds > 0 {
+                        format!(", {} oldest rounds dropped to fit", r.head_truncated_rounds)
+                    } else {
+                        String::new()
+                    }
                 );
             }
         }

@@ -33,6 +33,12 @@ pub struct ReplayStep {
     pub replaced: Vec<String>,
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub time_based_cleared: Vec<String>,
+    /// The compile compacted first: tokens before and after, summary size, wall time.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub compaction: Option<CompactionReport>,
+    /// Autocompact was due but did not run (breaker open, failure).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub autocompact_skipped: Option<String>,
 }
 
 pub struct ReplayOptions<'a> {
@@ -47,6 +53,8 @@ pub struct ReplaySummary {
     pub records: u64,
     pub compiles: u64,
     pub autocompact_points: u64,
+    /// Compactions ctxd performed during the replay.
+    pub compactions: Vec<CompactionReport>,
     pub blocked: u64,
     /// Relative estimator error over compiles whose answer carries usage.
     pub error_samples: u64,
@@ -111,6 +119,7 @@ pub async fn replay(
     };
     let mut errors: Vec<f64> = Vec::new();
     let mut last_response: Option<Option<String>> = None;
+    let mut strip_usage = false;
     let mut out = std::io::stdout().lock();
     for (i, record) in parsed.records.into_iter().enumerate() {
         let is_main_assistant = record.kind == Some(RecordKind::Assistant) && !record.is_sidechain;
@@ -129,6 +138,13 @@ pub async fn replay(
             .await?;
             summary.compiles += 1;
             summary.autocompact_points += u64::from(step.autocompact);
+            if let Some(c) = &step.compaction {
+                summary.compactions.push(c.clone());
+                // The source's later usage numbers measure the original, uncompacted
+                // history; they would re-trigger compaction at once. Until the source
+                // compacts itself, ctxd estimates from its own boundary instead.
+                strip_usage = true;
+            }
             summary.blocked += u64::from(step.at_blocking_limit);
             // Only anchored estimates are comparable: the first call's system prompt and
             // tools are the original agent's, not ours.
@@ -155,6 +171,15 @@ pub async fn replay(
             if !results_only {
                 last_response = None;
             }
+        }
+        let mut record = record;
+        if record.kind == Some(RecordKind::System)
+            && record.subtype.as_deref() == Some("compact_boundary")
+        {
+            strip_usage = false;
+        }
+        if strip_usage {
+            record.usage = None;
         }
         client
             .append(AppendParams {
@@ -225,6 +250,8 @@ async fn compile_step(
                 request_bytes: m.request_bytes,
                 replaced: m.replaced,
                 time_based_cleared: m.microcompact.time_based_cleared,
+                compaction: m.compaction,
+                autocompact_skipped: m.autocompact_skipped,
             })
         }
         Err(ClientError::Rpc { code, data, .. }) if code == PROMPT_TOO_LONG => {
@@ -247,6 +274,8 @@ async fn compile_step(
                 request_bytes: 0,
                 replaced: Vec::new(),
                 time_based_cleared: Vec::new(),
+                compaction: None,
+                autocompact_skipped: None,
             })
         }
         Err(e) => Err(e.into()),

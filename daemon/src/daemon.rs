@@ -150,12 +150,23 @@ pub async fn claim_socket(socket: &Path) -> Result<Claimed, StartError> {
 }
 
 /// What a daemon is started with besides its paths.
-#[derive(Default)]
 pub struct Options {
     /// The clock (tests pin it); the system clock when absent.
     pub clock: Option<Arc<dyn Clock>>,
     /// Managed-policy root and the user's home for instruction files.
     pub discovery: DiscoveryDefaults,
+    /// Summariser of sessions that choose none.
+    pub summariser: ctxd_protocol::SummariserConfig,
+}
+
+impl Default for Options {
+    fn default() -> Self {
+        Options {
+            clock: None,
+            discovery: DiscoveryDefaults::default(),
+            summariser: ctxd_protocol::SummariserConfig::Embedded,
+        }
+    }
 }
 
 /// Runs a daemon until `shutdown` resolves or a client asks it to stop.
@@ -180,8 +191,11 @@ pub async fn run(
         .await
         .map_err(|e| StartError::Rpc(e.to_string()))??;
     let clock = options.clock.unwrap_or_else(|| Arc::new(SystemClock));
-    let engine =
-        Arc::new(Engine::new(store.clone(), &paths.home, clock).with_discovery(options.discovery));
+    let engine = Arc::new(
+        Engine::new(store.clone(), &paths.home, clock)
+            .with_discovery(options.discovery)
+            .with_summariser(options.summariser),
+    );
     engine.start_watching().await?;
     tracing::info!(socket = %paths.socket.display(), home = %paths.home.display(), "ctxd listening");
     let ctx = RpcContext {

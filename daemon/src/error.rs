@@ -17,6 +17,8 @@ pub enum Error {
     Conflict { expected: String, actual: String },
     #[error("prompt too long: {estimated} tokens estimated, blocking limit {limit}")]
     PromptTooLong { estimated: u64, limit: u64 },
+    #[error("compaction failed: {0}")]
+    CompactionFailed(String),
     #[error("storage: {0}")]
     Storage(String),
     #[error("internal: {0}")]

@@ -23,6 +23,11 @@ struct Args {
     /// Managed-policy root for instruction files (CLAUDE.md, .claude/rules).
     #[arg(long, env = "CTXD_MANAGED_ROOT", default_value = "/etc/claude-code")]
     managed_root: PathBuf,
+    /// Default summariser of sessions that choose none, as JSON, e.g.
+    /// `{"kind":"anthropic","api_key_env":"ANTHROPIC_API_KEY","model":"claude-haiku-4-5"}`.
+    /// Default: `{"kind":"embedded"}` (offline).
+    #[arg(long, env = "CTXD_SUMMARISER")]
+    summariser: Option<String>,
     /// Log filter (tracing EnvFilter syntax); also read from CTXD_LOG.
     #[arg(long, env = "CTXD_LOG", default_value = "info")]
     log: String,
@@ -53,8 +58,14 @@ async fn main() -> anyhow::Result<()> {
         .with_ansi(std::io::IsTerminal::is_terminal(&std::io::stderr()))
         .init();
     let paths = ctxd::daemon::Paths::resolve(args.home, args.socket)?;
+    let summariser = match &args.summariser {
+        Some(json) => serde_json::from_str(json)
+            .context("--summariser / CTXD_SUMMARISER is not a valid summariser configuration")?,
+        None => ctxd_protocol::SummariserConfig::Embedded,
+    };
     let options = ctxd::daemon::Options {
         clock: None,
+        summariser,
         discovery: ctxd::engine::DiscoveryDefaults {
             managed_root: args.managed_root,
             ..Default::default()

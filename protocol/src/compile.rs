@@ -103,6 +103,77 @@ pub struct CompileMetadata {
     /// `expected_last_uuid` to the next append.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub last_uuid: Option<String>,
+    /// Set when this compile compacted the history first (autocompact or recovery).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub compaction: Option<CompactionReport>,
+    /// Autocompact was due but skipped or failed: why.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub autocompact_skipped: Option<String>,
+}
+
+/// What one compaction did.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct CompactionReport {
+    /// `auto`, `manual` or `reactive`.
+    pub trigger: String,
+    pub boundary_uuid: String,
+    pub pre_tokens: u64,
+    /// Estimate of the new history.
+    pub post_tokens: u64,
+    pub summariser: String,
+    pub summary_chars: u64,
+    /// Records summarised, and rounds dropped from the head to make the request fit.
+    pub summarised_records: u64,
+    pub head_truncated_rounds: u64,
+    /// Files re-read from disk into the new history.
+    pub restored_files: Vec<String>,
+    pub millis: u64,
+}
+
+/// `context.compact`: compact now (manual).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct CompactParams {
+    pub session_id: String,
+    /// Extra instructions for the summariser.
+    #[serde(default)]
+    pub instructions: Option<String>,
+}
+
+/// `context.report_error`: the provider refused a compiled request. ctxd compacts
+/// reactively and answers with the next request to send.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct ReportErrorParams {
+    pub session_id: String,
+    /// `prompt_too_long` or `media_too_large`.
+    pub kind: String,
+    /// How many tokens over the limit the request was, when the provider said.
+    #[serde(default)]
+    pub token_gap: Option<u64>,
+    /// For `media_too_large`: the record and block holding the refused media.
+    #[serde(default)]
+    pub record_uuid: Option<String>,
+    #[serde(default)]
+    pub block_index: Option<u32>,
+}
+
+/// `context.provide_summary`: a client's answer to `summary_requested`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct ProvideSummaryParams {
+    pub request_id: String,
+    /// The model's text (analysis and all; ctxd extracts the summary).
+    #[serde(default)]
+    pub text: Option<String>,
+    /// Set instead of `text` when the model call failed.
+    #[serde(default)]
+    pub error: Option<String>,
+    /// The model said the request was too long (by this many tokens, if known).
+    #[serde(default)]
+    pub prompt_too_long: bool,
+    #[serde(default)]
+    pub token_gap: Option<u64>,
 }
 
 /// `context.touch_paths`: files the agent touched through tools ctxd does not know, so

@@ -13,6 +13,9 @@ pub const RECORD_NOT_FOUND: i32 = -32003;
 pub const DUPLICATE_RECORD: i32 = -32004;
 /// The compiled request is at or above the blocking limit: compact first.
 pub const PROMPT_TOO_LONG: i32 = -32010;
+/// Compaction failed (the summariser refused or failed, or the result would not fit):
+/// the transcript is unchanged.
+pub const COMPACTION_FAILED: i32 = -32011;
 /// Storage failed; nothing was written.
 pub const STORAGE: i32 = -32020;
 /// An internal error; nothing was written.

@@ -40,6 +40,22 @@ pub enum SessionEvent {
         path: String,
         change: String,
     },
+    /// The history was compacted: the projection now starts at `boundary_uuid`.
+    Compacted {
+        session_id: String,
+        trigger: String,
+        boundary_uuid: String,
+        pre_tokens: u64,
+        post_tokens: u64,
+    },
+    /// The session's summariser is `client`: run this Anthropic Messages request with a
+    /// model and answer with `context.provide_summary` (same `request_id`).
+    SummaryRequested {
+        session_id: String,
+        request_id: String,
+        request: serde_json::Value,
+        timeout_secs: u64,
+    },
     /// The context crossed a threshold: `level` is `ok`, `warning`, `autocompact` or
     /// `blocking`.
     WarningStateChanged {

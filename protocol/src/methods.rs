@@ -4,8 +4,9 @@ use schemars::{JsonSchema, Schema, SchemaGenerator};
 use serde::{Deserialize, Serialize};
 
 use crate::compile::{
-    AckResponse, CompileParams, CompileResponse, ReplacementsResponse, ReportReadParams,
-    SnipParams, SnipResponse, TouchPathsParams,
+    AckResponse, CompactParams, CompactionReport, CompileParams, CompileResponse,
+    ProvideSummaryParams, ReplacementsResponse, ReportErrorParams, ReportReadParams, SnipParams,
+    SnipResponse, TouchPathsParams,
 };
 use crate::event::{SessionEvent, SubscribeParams};
 use crate::session::*;
@@ -35,6 +36,9 @@ pub const CONTEXT_REPLACEMENTS: &str = "context.replacements";
 pub const CONTEXT_SNIP: &str = "context.snip";
 pub const CONTEXT_TOUCH_PATHS: &str = "context.touch_paths";
 pub const CONTEXT_REPORT_READ: &str = "context.report_read";
+pub const CONTEXT_COMPACT: &str = "context.compact";
+pub const CONTEXT_REPORT_ERROR: &str = "context.report_error";
+pub const CONTEXT_PROVIDE_SUMMARY: &str = "context.provide_summary";
 pub const TRANSCRIPT_PARSE_CLAUDE_CODE: &str = "transcript.parse_claude_code";
 pub const RPC_DISCOVER: &str = "rpc.discover";
 
@@ -196,6 +200,24 @@ pub fn method_table() -> Vec<MethodSpec> {
             "Remove a range of messages by their short ids; recorded as a snip boundary.",
             SnipParams,
             SnipResponse
+        ),
+        method!(
+            CONTEXT_COMPACT,
+            "Compact the session now (manual), with optional extra instructions.",
+            CompactParams,
+            CompactionReport
+        ),
+        method!(
+            CONTEXT_REPORT_ERROR,
+            "Report that the provider refused a compiled request; compacts reactively and returns the next request.",
+            ReportErrorParams,
+            CompileResponse
+        ),
+        method!(
+            CONTEXT_PROVIDE_SUMMARY,
+            "Answer a summary_requested event (client summariser).",
+            ProvideSummaryParams,
+            AckResponse
         ),
         method!(
             CONTEXT_TOUCH_PATHS,

@@ -3,6 +3,7 @@
 //! in-memory transcript in step with the store. The RPC edge calls in here; nothing here
 //! knows JSON-RPC.
 
+mod compact;
 mod session;
 mod sources;
 pub mod validate;
@@ -76,6 +77,9 @@ pub struct Engine {
     watcher: std::sync::OnceLock<FileWatcher>,
     /// Which sessions have seen which file.
     watched: Mutex<HashMap<PathBuf, BTreeSet<String>>>,
+    /// The summariser of sessions that do not choose one.
+    pub(crate) default_summariser: ctxd_protocol::SummariserConfig,
+    pub(crate) pending_summaries: compact::PendingSummaries,
 }
 
 impl Engine {
@@ -89,7 +93,29 @@ impl Engine {
             discovery: DiscoveryDefaults::default(),
             watcher: std::sync::OnceLock::new(),
             watched: Mutex::new(HashMap::new()),
+            default_summariser: ctxd_protocol::SummariserConfig::Embedded,
+            pending_summaries: Default::default(),
         }
+    }
+
+    pub fn with_summariser(mut self, cfg: ctxd_protocol::SummariserConfig) -> Engine {
+        self.default_summariser = cfg;
+        self
+    }
+
+    pub(crate) fn now_text(&self) -> String {
+        crate::clock::rfc3339(self.clock.now())
+    }
+
+    /// Loads the session into its cell; an unknown session's cell is dropped again.
+    pub(crate) async fn load_or_drop(&self, id: &str, slot: &mut Option<Loaded>) -> Result<()> {
+        if let Err(e) = self.ensure_loaded(id, slot).await {
+            if matches!(e, Error::SessionNotFound(_)) {
+                self.drop_cell(id);
+            }
+            return Err(e);
+        }
+        Ok(())
     }
 
     pub fn with_discovery(mut self, d: DiscoveryDefaults) -> Engine {

@@ -10,6 +10,7 @@ use super::validate::validate_batch;
 use super::{Engine, Loaded};
 use crate::clock::rfc3339;
 use crate::error::{Error, Result};
+use crate::pipeline::autocompact::Trigger;
 use crate::pipeline::budget::{self, Decision, Fate, ToolLimits};
 use crate::pipeline::compile::{CompileInput, Compiled, Effects, SessionView, compile};
 use crate::pipeline::microcompact::CLEARED;
@@ -619,21 +620,70 @@ impl Engine {
         let Some(l) = guard.as_mut() else {
             return Err(Error::Internal("session state missing after load".into()));
         };
-        let now = match &p.now {
-            Some(t) => chrono::DateTime::parse_from_rfc3339(t)
+        let now = self.resolve_now(p.now.as_deref())?;
+        let mut compiled = self.compile_steps(&cell, l, p.side_request, now).await?;
+        if let Some(reason) = self.autocompact_due(l, &compiled).await? {
+            match reason {
+                Ok(()) => {
+                    let pre = compiled.metadata.context.effective_tokens;
+                    match self
+                        .compact_locked(&cell, l, Trigger::Auto, None, now, pre)
+                        .await
+                    {
+                        Ok(report) => {
+                            compiled = self.compile_steps(&cell, l, p.side_request, now).await?;
+                            compiled.metadata.compaction = Some(report);
+                        }
+                        Err(e) => {
+                            tracing::warn!(session = %l.row.id, error = %e, "autocompact failed");
+                            compiled.metadata.autocompact_skipped =
+                                Some(format!("autocompact failed: {e}"));
+                        }
+                    }
+                }
+                Err(why) => compiled.metadata.autocompact_skipped = Some(why),
+            }
+        }
+        self.finish_compile(&cell, l, compiled).await
+    }
+
+    pub(crate) fn resolve_now(&self, now: Option<&str>) -> Result<chrono::DateTime<chrono::Utc>> {
+        match now {
+            Some(t) => Ok(chrono::DateTime::parse_from_rfc3339(t)
                 .map_err(|_| Error::invalid("now", "must be an RFC 3339 date-time"))?
-                .with_timezone(&chrono::Utc),
-            None => self.clock.now(),
-        };
-        self.refresh_memo(&cell, l).await?;
-        let added = self.collect_attachments(&cell, l, now).await?;
+                .with_timezone(&chrono::Utc)),
+            None => Ok(self.clock.now()),
+        }
+    }
+
+    /// The stages of one compile up to the pure assembly: instruction memo, this turn's
+    /// attachments, the budget's fates.
+    pub(crate) async fn compile_steps(
+        &self,
+        cell: &super::SessionCell,
+        l: &mut Loaded,
+        side_request: bool,
+        now: chrono::DateTime<chrono::Utc>,
+    ) -> Result<Compiled> {
+        self.refresh_memo(cell, l).await?;
+        let added = self.collect_attachments(cell, l, now).await?;
         let (replaced, kept) = self.decide_budget(l).await?;
-        let mut compiled = compile_loaded(l, p.side_request, now)?;
+        let mut compiled = compile_loaded(l, side_request, now)?;
         compiled.metadata.replaced = replaced;
         compiled.metadata.kept = kept;
         compiled.metadata.attachments_added = added.iter().map(|r| r.uuid.clone()).collect();
+        Ok(compiled)
+    }
+
+    /// Blocking limit, effects, warning level: what every compile ends with.
+    pub(crate) async fn finish_compile(
+        &self,
+        cell: &super::SessionCell,
+        l: &mut Loaded,
+        compiled: Compiled,
+    ) -> Result<Compiled> {
         let state = compiled.metadata.context.clone();
-        self.announce_level(&cell, l, &state, compiled.metadata.tokens.estimated_tokens);
+        self.announce_level(cell, l, &state, compiled.metadata.tokens.estimated_tokens);
         if state.at_blocking_limit {
             return Err(Error::PromptTooLong {
                 estimated: state.effective_tokens,

@@ -189,9 +189,10 @@ impl Engine {
         let (sid, m, p) = (l.row.id.clone(), memo.clone(), paths.clone());
         self.store
             .write(move |tx| {
+                // A new history re-announces the startup chain; the read state is the
+                // compaction's to reset (it restores files into it).
                 if !fresh {
                     context_state::clear_loaded(tx, &sid)?;
-                    context_state::clear_read_state(tx, &sid)?;
                 }
                 context_state::set_memo(tx, &sid, &m)?;
                 context_state::add_loaded(tx, &sid, &p)

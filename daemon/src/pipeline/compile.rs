@@ -311,6 +311,8 @@ pub fn compile(input: &CompileInput<'_>) -> Result<Compiled, serde_json::Error> 
         context,
         snip_tokens_freed: snip_freed,
         attachments_added: Vec::new(),
+        compaction: None,
+        autocompact_skipped: None,
         last_uuid: input.records.last().map(|r| r.uuid.clone()),
         microcompact: MicrocompactReport {
             time_based_cleared: newly_cleared.clone(),

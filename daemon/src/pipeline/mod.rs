@@ -2,6 +2,7 @@
 //! Everything that decides a byte of the compiled request lives here.
 
 pub mod attachments;
+pub mod autocompact;
 pub mod budget;
 pub mod cache_markers;
 pub mod changed_files;

@@ -168,6 +168,27 @@ pub fn build_module(
         .engine
         .snip(p)
         .await)?;
+    async_method!(m, CONTEXT_COMPACT, |ctx, p: CompactParams| ctx
+        .engine
+        .compact(p)
+        .await)?;
+    m.register_async_method(CONTEXT_REPORT_ERROR, |params, ctx, _| async move {
+        let p: ReportErrorParams = parse(&params)?;
+        let compiled = ctx.engine.report_error(p).await.map_err(to_rpc_error)?;
+        let request = serde_json::value::RawValue::from_string(compiled.body)
+            .map_err(|e| to_rpc_error(crate::error::Error::Internal(e.to_string())))?;
+        RpcResult::Ok(CompileResponse {
+            request,
+            metadata: compiled.metadata,
+        })
+    })?;
+    m.register_method(CONTEXT_PROVIDE_SUMMARY, |params, ctx, _| {
+        let p: ProvideSummaryParams = parse(&params)?;
+        ctx.engine
+            .provide_summary(p)
+            .map(|()| AckResponse { ok: true })
+            .map_err(to_rpc_error)
+    })?;
     async_method!(m, CONTEXT_TOUCH_PATHS, |ctx, p: TouchPathsParams| ctx
         .engine
         .touch_paths(&p.session_id, p.paths)

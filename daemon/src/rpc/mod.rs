@@ -43,6 +43,9 @@ pub fn to_rpc_error(e: Error) -> ErrorObjectOwned {
             msg,
             Some(json!({ "estimated_tokens": estimated, "blocking_limit": limit })),
         ),
+        Error::CompactionFailed(_) => {
+            ErrorObjectOwned::owned(proto::COMPACTION_FAILED, msg, None::<()>)
+        }
         Error::Storage(_) => {
             tracing::error!(error = %msg, "storage error");
             ErrorObjectOwned::owned(proto::STORAGE, msg, None::<()>)

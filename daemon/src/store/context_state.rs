@@ -158,3 +158,29 @@ pub fn copy(conn: &Connection, from: &str, to: &str) -> Result<()> {
     )?;
     Ok(())
 }
+
+/// Autocompact's consecutive failures.
+pub fn compaction_failures(conn: &Connection, session: &str) -> Result<u32> {
+    Ok(conn
+        .query_row(
+            "SELECT consecutive_failures FROM compaction_state WHERE session_id = ?1",
+            [session],
+            |r| r.get::<_, i64>(0),
+        )
+        .optional()?
+        .unwrap_or(0) as u32)
+}
+
+pub fn set_compaction_failures(
+    conn: &Connection,
+    session: &str,
+    n: u32,
+    error: Option<&str>,
+) -> Result<()> {
+    conn.execute(
+        "INSERT INTO compaction_state (session_id, consecutive_failures, last_error) VALUES (?1, ?2, ?3)
+         ON CONFLICT (session_id) DO UPDATE SET consecutive_failures = ?2, last_error = ?3",
+        params![session, n, error],
+    )?;
+    Ok(())
+}

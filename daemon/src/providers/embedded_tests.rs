@@ -1,0 +1,354 @@
+//! The embedded summariser on a hand-built session and on a real Claude Code transcript.
+
+use ctxd_protocol::{Record, RecordKind};
+use serde_json::{Value, json};
+
+use super::*;
+use crate::providers::SummaryInput;
+
+fn rec(mut v: Value, seq: u64) -> Record {
+    v["uuid"] = json!(format!("r{seq}"));
+    v["seq"] = json!(seq);
+    v["timestamp"] = json!("2026-03-01T10:00:00.000Z");
+    serde_json::from_value(v).unwrap()
+}
+
+fn session(values: Vec<Value>) -> Vec<Record> {
+    values
+        .into_iter()
+        .enumerate()
+        .map(|(i, v)| rec(v, i as u64 + 1))
+        .collect()
+}
+
+fn user(text: &str) -> Value {
+    json!({"type": "user", "content": [{"type": "text", "text": text}]})
+}
+
+fn assistant(blocks: Value) -> Value {
+    json!({"type": "assistant", "content": blocks})
+}
+
+fn result(id: &str, content: &str, is_error: bool) -> Value {
+    json!({"type": "user", "content": [
+        {"type": "tool_result", "tool_use_id": id, "content": content, "is_error": is_error}
+    ]})
+}
+
+/// A small but realistic coding session: a request, reads and edits, a failing build and
+/// its fix, a reminder, a follow-up request, a todo list and an unanswered last message.
+fn realistic() -> Vec<Record> {
+    session(vec![
+        user("Add a --verbose flag to the CLI in src/main.rs and make the tests pass."),
+        assistant(json!([
+            {"type": "text", "text": "I'll start by reading the CLI entry point. Then I will add the flag."},
+            {"type": "tool_use", "id": "t1", "name": "Read", "input": {"file_path": "/repo/src/main.rs"}}
+        ])),
+        result(
+            "t1",
+            "fn main() {\n    let args = Args::parse();\n    run(args);\n}",
+            false,
+        ),
+        assistant(json!([
+            {"type": "tool_use", "id": "t2", "name": "Edit", "input": {
+                "file_path": "/repo/src/main.rs",
+                "old_string": "struct Args {",
+                "new_string": "struct Args {\n    #[arg(short, long)]\n    verbose: bool,"
+            }}
+        ])),
+        result("t2", "The file /repo/src/main.rs has been updated.", false),
+        assistant(json!([
+            {"type": "tool_use", "id": "t3", "name": "Bash", "input": {"command": "cd /repo && cargo test 2>&1 | tail -20"}}
+        ])),
+        result(
+            "t3",
+            "error[E0425]: cannot find value `verbose` in this scope\n --> src/main.rs:42:9",
+            true,
+        ),
+        assistant(json!([
+            {"type": "text", "text": "The flag is not passed to run(); I'll pass it explicitly.\n\nThat should fix the build."},
+            {"type": "tool_use", "id": "t4", "name": "Edit", "input": {
+                "file_path": "/repo/src/main.rs",
+                "old_string": "run(args);",
+                "new_string": "run(args, args.verbose);"
+            }}
+        ])),
+        result("t4", "The file /repo/src/main.rs has been updated.", false),
+        json!({"type": "user", "is_meta": true, "content": [
+            {"type": "text", "text": "<system-reminder>\nThe user opened README.md\n</system-reminder>"}
+        ]}),
+        json!({"type": "user", "content": [
+            {"type": "text", "text": "<system-reminder>\nTodo list is empty\n</system-reminder>"},
+            {"type": "text", "text": "Also print the elapsed time when verbose is on.\nKeep it on stderr."}
+        ]}),
+        assistant(json!([
+            {"type": "tool_use", "id": "t5", "name": "TodoWrite", "input": {"todos": [
+                {"content": "Add --verbose flag", "status": "completed", "activeForm": "Adding"},
+                {"content": "Print elapsed time in verbose mode", "status": "in_progress", "activeForm": "Printing"},
+                {"content": "Update README", "status": "pending", "activeForm": "Updating"}
+            ]}}
+        ])),
+        result("t5", "Todos have been modified successfully.", false),
+        assistant(json!([
+            {"type": "tool_use", "id": "t6", "name": "Write", "input": {
+                "file_path": "/repo/docs/verbose.md",
+                "content": "# Verbose mode\n\nPass `--verbose` to print timings on stderr.\n"
+            }},
+            {"type": "tool_use", "id": "t7", "name": "Grep", "input": {"pattern": "elapsed", "path": "/repo/src"}}
+        ])),
+        result(
+            "t6",
+            "File created successfully at: /repo/docs/verbose.md",
+            false,
+        ),
+        result("t7", "No matches found", false),
+        assistant(json!([
+            {"type": "text", "text": "Added the elapsed-time print; next I'll update the README."}
+        ])),
+        user("Use milliseconds, not seconds."),
+    ])
+}
+
+fn summarise_records(records: &[Record], budget: u64) -> String {
+    let refs: Vec<&Record> = records.iter().collect();
+    summarise(&SummaryInput {
+        records: &refs,
+        messages: &[],
+        custom_instructions: None,
+        head_truncated: false,
+        max_summary_tokens: budget,
+    })
+}
+
+#[test]
+fn realistic_session_snapshot() {
+    let records = realistic();
+    let text = summarise_records(&records, 20_000);
+    assert_eq!(text, summarise_records(&records, 20_000), "deterministic");
+    insta::assert_snapshot!("realistic_session", text);
+}
+
+#[test]
+fn realistic_session_facts() {
+    let text = summarise_records(&realistic(), 20_000);
+    for (i, title) in SECTION_TITLES.iter().enumerate() {
+        assert!(text.contains(&format!("{}. {title}:\n", i + 1)), "{title}");
+    }
+    // Every typed message verbatim; no reminders, no tool results.
+    assert!(
+        text.contains("Add a --verbose flag to the CLI in src/main.rs and make the tests pass.")
+    );
+    assert!(text.contains("Also print the elapsed time when verbose is on.\nKeep it on stderr."));
+    assert!(text.contains("Use milliseconds, not seconds."));
+    assert!(!text.contains("system-reminder"));
+    assert!(!text.contains("The user opened README.md"));
+    assert!(text.contains("/repo/src/main.rs (read, edited)"));
+    assert!(text.contains("/repo/docs/verbose.md (written)"));
+    assert!(text.contains("Bash: error[E0425]: cannot find value `verbose` in this scope"));
+    assert!(text.contains("then: The flag is not passed to run(); I'll pass it explicitly."));
+    assert!(text.contains("[in_progress] Print elapsed time in verbose mode"));
+    assert!(text.contains("[pending] Update README"));
+    assert!(!text.contains("[completed]"));
+    assert!(text.contains("Rust (.rs)"));
+    assert!(text.contains("Commands run: cargo, tail"));
+    assert!(text.contains("Use milliseconds, not seconds.\n") || text.ends_with("seconds."));
+}
+
+#[test]
+fn budgets_are_respected_by_giving_up_detail_in_order() {
+    let records = realistic();
+    let full = summarise_records(&records, 20_000);
+    let full_tokens = tokens(&full);
+    for budget in [full_tokens - 1, full_tokens * 3 / 4, full_tokens / 2] {
+        let text = summarise_records(&records, budget);
+        assert!(tokens(&text) <= budget, "{budget}: {}", tokens(&text));
+        assert!(text.contains("Use milliseconds, not seconds."));
+        assert!(text.contains("Add a --verbose flag"));
+    }
+    // Problem solving goes first.
+    let slightly = summarise_records(&records, full_tokens - 1);
+    assert!(slightly.contains("Problem Solving:\n   - "), "{slightly}");
+}
+
+#[test]
+fn a_tiny_budget_keeps_the_first_and_last_user_message() {
+    let mut values = vec![user("First: build the importer.")];
+    for i in 0..40 {
+        values.push(user(&format!(
+            "middle message number {i} with some words in it"
+        )));
+        values.push(assistant(
+            json!([{"type": "text", "text": format!("Reply {i}.")}]),
+        ));
+    }
+    values.push(user("Last: ship it."));
+    let records = session(values);
+    let text = summarise_records(&records, 50);
+    assert!(text.contains("First: build the importer."), "{text}");
+    assert!(text.contains("Last: ship it."), "{text}");
+    assert!(text.contains("user messages omitted"), "{text}");
+
+    // With room for some, the newest are preferred after the first.
+    let text = summarise_records(&records, 400);
+    assert!(tokens(&text) <= 400);
+    let gap = text.find("user messages omitted").unwrap();
+    assert!(text.contains("middle message number 0 "), "{text}");
+    assert!(text.contains("middle message number 39 "), "{text}");
+    assert!(
+        text[gap..].matches("middle message").count()
+            > text[..gap].matches("middle message").count(),
+        "{text}"
+    );
+}
+
+#[test]
+fn an_earlier_summary_is_carried_forward() {
+    let first = summarise_records(&realistic(), 20_000);
+    let records = session(vec![
+        json!({"type": "system", "subtype": "compact_boundary"}),
+        json!({"type": "user", "is_compact_summary": true, "content": [{"type": "text", "text":
+            format!("This session continues an earlier conversation. Summary:\n{first}")}]}),
+        user("Now add a --quiet flag too."),
+        assistant(json!([
+            {"type": "tool_use", "id": "q1", "name": "Edit", "input": {
+                "file_path": "/repo/src/cli.rs", "old_string": "a", "new_string": "b"}}
+        ])),
+        result("q1", "ok", false),
+    ]);
+    let second = summarise_records(&records, 20_000);
+    // The original request stays the primary request.
+    let primary = second.split("\n\n2.").next().unwrap();
+    assert!(primary.contains("Add a --verbose flag"), "{second}");
+    // Old and new user messages, in order, each once.
+    let old = second.find("Also print the elapsed time").unwrap();
+    let new = second.find("Now add a --quiet flag too.").unwrap();
+    assert!(old < new);
+    assert_eq!(
+        second.matches("Use milliseconds, not seconds.").count(),
+        1,
+        "{second}"
+    );
+    assert!(second.contains("/repo/src/main.rs (read, edited)"));
+    assert!(second.contains("/repo/src/cli.rs (edited)"));
+    assert!(
+        second.contains("[pending] Update README"),
+        "tasks carried: {second}"
+    );
+    // Summarising again is stable.
+    assert_eq!(second, summarise_records(&records, 20_000));
+}
+
+#[test]
+fn task_tools_build_the_pending_list() {
+    let records = session(vec![
+        user("Plan the migration."),
+        assistant(json!([
+            {"type": "tool_use", "id": "a", "name": "TaskCreate", "input": {"subject": "Write the schema"}},
+            {"type": "tool_use", "id": "b", "name": "TaskCreate", "input": {"subject": "Backfill rows"}},
+            {"type": "tool_use", "id": "c", "name": "TaskUpdate", "input": {"taskId": "1", "status": "completed"}}
+        ])),
+    ]);
+    let text = summarise_records(&records, 20_000);
+    assert!(text.contains("[pending] #2 Backfill rows"), "{text}");
+    assert!(!text.contains("Write the schema\n"), "{text}");
+}
+
+/// Claude Code's JSONL → stored records, the way the engine would number them.
+fn fixture(name: &str) -> Vec<Record> {
+    let path = format!(
+        "{}/../tests/fixtures/claude-code/{name}",
+        env!("CARGO_MANIFEST_DIR")
+    );
+    let text = std::fs::read_to_string(path).unwrap();
+    let imported = crate::import::claude_code::parse(&text).unwrap();
+    imported
+        .records
+        .into_iter()
+        .enumerate()
+        .map(|(i, input)| {
+            let mut v = serde_json::to_value(&input).unwrap();
+            if v.get("uuid").is_none_or(Value::is_null) {
+                v["uuid"] = json!(format!("gen-{i}"));
+            }
+            if v.get("timestamp").is_none_or(Value::is_null) {
+                v["timestamp"] = json!("2026-01-01T00:00:00Z");
+            }
+            v["seq"] = json!(i as u64 + 1);
+            serde_json::from_value(v).unwrap()
+        })
+        .collect()
+}
+
+#[test]
+fn claude_code_fixture() {
+    let records = fixture("spotter/tool_heavy.jsonl");
+    let text = summarise_records(&records, 20_000);
+    assert_eq!(text, summarise_records(&records, 20_000));
+
+    // Every user-typed message, verbatim.
+    let typed: Vec<String> = records
+        .iter()
+        .filter(|r| r.kind == RecordKind::User && !r.is_meta && !r.is_sidechain)
+        .flat_map(texts)
+        .filter(|t| !t.trim_start().starts_with("<system-reminder>"))
+        .collect();
+    assert!(typed.len() >= 4, "{typed:?}");
+    for t in &typed {
+        assert!(text.contains(t.as_str()), "missing {t:?} in\n{text}");
+    }
+    assert!(text.contains("start phoenix in background"));
+    assert!(text.contains("/home/marco/projects/spotter/assets/js/app.js (read)"));
+    // This session has no failing tool call.
+    let errors = text.split("4. Errors and Fixes:\n").nth(1).unwrap();
+    assert!(errors.starts_with(&format!("{INDENT}{NONE}")), "{errors}");
+    assert!(text.contains("Commands run: mix, tail"));
+    assert!(text.contains("JavaScript (.js)"));
+    insta::assert_snapshot!("claude_code_tool_heavy", text);
+
+    // A small budget is met and still quotes the first and the last message.
+    let small = summarise_records(&records, 300);
+    assert!(tokens(&small) <= 300, "{}", tokens(&small));
+    assert!(small.contains("start phoenix in background"));
+    assert!(small.contains(typed.last().unwrap().as_str()));
+}
+
+#[test]
+fn claude_code_fixture_with_errors() {
+    let records = fixture("spotter/short.jsonl");
+    let text = summarise_records(&records, 20_000);
+    let errors = text
+        .split("4. Errors and Fixes:\n")
+        .nth(1)
+        .unwrap()
+        .split("\n\n5.")
+        .next()
+        .unwrap();
+    let failing = records
+        .iter()
+        .flat_map(|r| &r.content)
+        .filter(|b| matches!(b, ContentBlock::ToolResult { is_error: true, .. }))
+        .count();
+    assert!(failing > 0);
+    assert_eq!(
+        errors.matches(&format!("{INDENT}- ")).count(),
+        failing,
+        "{errors}"
+    );
+}
+
+#[test]
+fn a_long_real_session_meets_its_budget() {
+    let records = fixture("viewer/fe5e1c67-53e7-4862-81ae-d0e013e3270b.jsonl");
+    let started = std::time::Instant::now();
+    let text = summarise_records(&records, 4_000);
+    assert!(started.elapsed() < std::time::Duration::from_secs(5));
+    assert!(tokens(&text) <= 4_000, "{}", tokens(&text));
+    // The slash command with arguments is the request, not the later thanks.
+    let primary = text.split("\n\n2.").next().unwrap();
+    assert!(primary.contains("create TODO app by Next.js"), "{text}");
+    // Its failing calls all ran in sub-agents, which are not the main thread.
+    assert!(
+        text.contains("4. Errors and Fixes:\n   None recorded."),
+        "{text}"
+    );
+}
