@@ -1,6 +1,7 @@
 //! `ctx`: the command-line client of ctxd.
 
 mod replay;
+mod worker;
 
 use std::io::{Read, Write};
 use std::path::PathBuf;
@@ -96,6 +97,29 @@ enum Command {
         #[arg(long)]
         instructions: Option<String>,
     },
+    /// Session memory: show, edit or extract now.
+    Memory {
+        #[command(subcommand)]
+        action: MemoryCmd,
+    },
+    /// Run an external session-memory extractor for sessions whose
+    /// `settings.memory.extractor` is `external`.
+    MemoryWorker {
+        /// Sessions to serve (default: every session that exists at start).
+        #[arg(long = "session")]
+        sessions: Vec<String>,
+        /// Summariser as JSON (default `{"kind":"embedded"}`).
+        #[arg(long)]
+        summariser: Option<String>,
+        /// Extract once for each session and exit.
+        #[arg(long)]
+        once: bool,
+    },
+    /// Context collapse: list or undo.
+    Collapse {
+        #[command(subcommand)]
+        action: CollapseCmd,
+    },
     /// Remove a range of messages by their short ids (snip must be enabled).
     Snip {
         session: String,
@@ -111,6 +135,24 @@ enum Command {
         #[arg(long)]
         title: Option<String>,
     },
+}
+
+#[derive(Subcommand, Debug)]
+enum MemoryCmd {
+    /// Print the memory document.
+    Show { session: String },
+    /// Edit the document in $EDITOR and write it back (refused if it changed meanwhile).
+    Edit { session: String },
+    /// Extract now with the session's summariser.
+    Extract { session: String },
+}
+
+#[derive(Subcommand, Debug)]
+enum CollapseCmd {
+    /// List the session's collapses.
+    List { session: String },
+    /// Undo a collapse: its span reappears.
+    Undo { session: String, id: String },
 }
 
 #[derive(Subcommand, Debug)]
@@ -252,6 +294,20 @@ async fn run(cli: Cli) -> Result<()> {
             println!("ctxd on {} is stopping", socket.display());
         }
         return Ok(());
+    }
+    if let Command::MemoryWorker {
+        sessions,
+        summariser,
+        once,
+    } = &cli.command
+    {
+        let cfg = match summariser {
+            Some(j) => serde_json::from_str(j)
+                .context("--summariser is not a valid summariser configuration")?,
+            None => SummariserConfig::Embedded,
+        };
+        connect(&cli, &socket).await?;
+        return worker::run(&socket, sessions.clone(), cfg, *once).await;
     }
     let client = connect(&cli, &socket).await?;
     match &cli.command {
@@ -436,13 +492,14 @@ async fn run(cli: Cli) -> Result<()> {
                 );
                 for c in &summary.compactions {
                     println!(
-                        "compacted ({}, {}): ~{} → ~{} tokens, summary {} chars, {} ms",
+                        "compacted ({}, {} via {}): ~{} → ~{} tokens, summary {} chars, {:.2} ms",
                         c.trigger,
+                        c.kind,
                         c.summariser,
                         c.pre_tokens,
                         c.post_tokens,
                         c.summary_chars,
-                        c.millis
+                        c.micros as f64 / 1000.0
                     );
                 }
                 println!(
@@ -494,10 +551,10 @@ async fn run(cli: Cli) -> Result<()> {
                 print_json(&r)?;
             } else {
                 println!(
-                    "compacted {} records with the {} summariser in {} ms: ~{} → ~{} tokens (summary {} chars{}{})",
+                    "compacted {} records with the {} summariser in {:.1} ms: ~{} → ~{} tokens (summary {} chars{}{})",
                     r.summarised_records,
                     r.summariser,
-                    r.millis,
+                    r.micros as f64 / 1000.0,
                     r.pre_tokens,
                     r.post_tokens,
                     r.summary_chars,
@@ -514,6 +571,136 @@ async fn run(cli: Cli) -> Result<()> {
                 );
             }
         }
+        Command::MemoryWorker { .. } => {}
+        Command::Memory { action } => match action {
+            MemoryCmd::Show { session } => {
+                let m: MemoryGetResponse = client
+                    .call(
+                        MEMORY_GET,
+                        SessionIdParams {
+                            session_id: session.clone(),
+                        },
+                    )
+                    .await?;
+                if cli.json {
+                    print_json(&m)?;
+                } else {
+                    print!("{}", m.document);
+                    eprintln!(
+                        "version {}{}; {}",
+                        m.version,
+                        m.last_summarized_uuid
+                            .as_deref()
+                            .map(|u| format!(", covers up to {u}"))
+                            .unwrap_or_default(),
+                        m.path
+                    );
+                }
+            }
+            MemoryCmd::Edit { session } => {
+                let m: MemoryGetResponse = client
+                    .call(
+                        MEMORY_GET,
+                        SessionIdParams {
+                            session_id: session.clone(),
+                        },
+                    )
+                    .await?;
+                let dir = std::env::temp_dir().join(format!("ctx-memory-{}", std::process::id()));
+                std::fs::create_dir_all(&dir)?;
+                let file = dir.join("summary.md");
+                std::fs::write(&file, &m.document)?;
+                let editor = std::env::var("VISUAL")
+                    .or_else(|_| std::env::var("EDITOR"))
+                    .unwrap_or_else(|_| "vi".into());
+                let status = std::process::Command::new("sh")
+                    .arg("-c")
+                    .arg(format!("{editor} \"$1\""))
+                    .arg("sh")
+                    .arg(&file)
+                    .status()
+                    .context("running the editor")?;
+                let edited = std::fs::read_to_string(&file)?;
+                let _ = std::fs::remove_dir_all(&dir);
+                if !status.success() {
+                    bail!("the editor exited with {status}; nothing written");
+                }
+                if edited == m.document {
+                    println!("unchanged");
+                } else {
+                    let r: MemoryUpdateResponse = client
+                        .call(
+                            MEMORY_UPDATE,
+                            MemoryUpdateParams {
+                                session_id: session.clone(),
+                                document: edited,
+                                expected_version: m.version,
+                                last_summarized_uuid: None,
+                                writer: Some("user".into()),
+                            },
+                        )
+                        .await?;
+                    println!("memory version {}", r.version);
+                }
+            }
+            MemoryCmd::Extract { session } => {
+                let r: MemoryUpdateResponse = client
+                    .call(
+                        MEMORY_EXTRACT,
+                        SessionIdParams {
+                            session_id: session.clone(),
+                        },
+                    )
+                    .await?;
+                if cli.json {
+                    print_json(&r)?;
+                } else {
+                    println!("memory version {}", r.version);
+                }
+            }
+        },
+        Command::Collapse { action } => match action {
+            CollapseCmd::List { session } => {
+                let r: CollapseListResponse = client
+                    .call(
+                        COLLAPSE_LIST,
+                        SessionIdParams {
+                            session_id: session.clone(),
+                        },
+                    )
+                    .await?;
+                if cli.json {
+                    print_json(&r)?;
+                } else {
+                    for c in &r.collapses {
+                        println!(
+                            "{}  {:<9} {} records, ~{} tokens: {}",
+                            c.id,
+                            c.status,
+                            c.record_count,
+                            c.tokens,
+                            c.summary.lines().next().unwrap_or("")
+                        );
+                    }
+                }
+            }
+            CollapseCmd::Undo { session, id } => {
+                let _: AckResponse = client
+                    .call(
+                        COLLAPSE_UNDO,
+                        CollapseUndoParams {
+                            session_id: session.clone(),
+                            collapse_id: id.clone(),
+                        },
+                    )
+                    .await?;
+                if !cli.json {
+                    println!("undone {id}");
+                } else {
+                    print_json(&serde_json::json!({"ok": true}))?;
+                }
+            }
+        },
         Command::Snip {
             session,
             from_id,

@@ -243,7 +243,8 @@ async fn compile_step(
                 anchor_tokens: m.tokens.anchor_tokens,
                 effective_tokens: m.context.effective_tokens,
                 autocompact_threshold: m.context.autocompact_threshold,
-                autocompact: m.context.above_autocompact,
+                // The decision: it fired (and compacted) or was due.
+                autocompact: m.context.above_autocompact || m.compaction.is_some(),
                 at_blocking_limit: false,
                 actual_input_tokens,
                 messages: m.message_count,

@@ -301,6 +301,8 @@ async fn bench_budget(dir: &Path) {
             fates,
             cleared: &BTreeMap::new(),
             pinned_edits: &[],
+            collapses: &[],
+            collapse_commits: &[],
             now: chrono::Utc::now(),
             side_request: false,
         })

@@ -127,7 +127,15 @@ pub struct CompactionReport {
     pub head_truncated_rounds: u64,
     /// Files re-read from disk into the new history.
     pub restored_files: Vec<String>,
-    pub millis: u64,
+    /// Wall time of the compaction in microseconds.
+    pub micros: u64,
+    /// `full` (summariser) or `session_memory` (the session's notes as the summary).
+    pub kind: String,
+    /// Records kept verbatim after the summary (session-memory compact).
+    pub kept_records: u64,
+    /// Why session-memory compact was not used (autocompact tries it first).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub session_memory_skipped: Option<String>,
 }
 
 /// `context.compact`: compact now (manual).

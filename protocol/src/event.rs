@@ -56,6 +56,28 @@ pub enum SessionEvent {
         request: serde_json::Value,
         timeout_secs: u64,
     },
+    /// The session's memory document has a new version.
+    MemoryUpdated {
+        session_id: String,
+        version: u64,
+        writer: String,
+    },
+    /// Session memory is due for an extraction (`settings.memory.extractor` is
+    /// `external`): a worker should read the transcript after `since_uuid` and write
+    /// the memory with `memory.update`.
+    ExtractionDue {
+        session_id: String,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        since_uuid: Option<String>,
+        context_tokens: u64,
+        version: u64,
+    },
+    /// A collapse was staged, committed or undone.
+    CollapseChanged {
+        session_id: String,
+        collapse_id: String,
+        status: String,
+    },
     /// The context crossed a threshold: `level` is `ok`, `warning`, `autocompact` or
     /// `blocking`.
     WarningStateChanged {

@@ -7,6 +7,7 @@
 pub mod compile;
 pub mod error;
 pub mod event;
+pub mod memory;
 pub mod methods;
 pub mod openrpc;
 pub mod record;
@@ -20,6 +21,7 @@ pub const PROTOCOL_VERSION: &str = "1.0";
 pub use compile::*;
 pub use error::*;
 pub use event::*;
+pub use memory::*;
 pub use methods::*;
 pub use record::*;
 pub use session::*;

@@ -9,6 +9,7 @@ use crate::compile::{
     SnipResponse, TouchPathsParams,
 };
 use crate::event::{SessionEvent, SubscribeParams};
+use crate::memory::*;
 use crate::session::*;
 use crate::transcript::*;
 
@@ -37,6 +38,11 @@ pub const CONTEXT_SNIP: &str = "context.snip";
 pub const CONTEXT_TOUCH_PATHS: &str = "context.touch_paths";
 pub const CONTEXT_REPORT_READ: &str = "context.report_read";
 pub const CONTEXT_COMPACT: &str = "context.compact";
+pub const MEMORY_GET: &str = "memory.get";
+pub const MEMORY_UPDATE: &str = "memory.update";
+pub const MEMORY_EXTRACT: &str = "memory.extract";
+pub const COLLAPSE_LIST: &str = "context.collapse_list";
+pub const COLLAPSE_UNDO: &str = "context.collapse_undo";
 pub const CONTEXT_REPORT_ERROR: &str = "context.report_error";
 pub const CONTEXT_PROVIDE_SUMMARY: &str = "context.provide_summary";
 pub const TRANSCRIPT_PARSE_CLAUDE_CODE: &str = "transcript.parse_claude_code";
@@ -206,6 +212,36 @@ pub fn method_table() -> Vec<MethodSpec> {
             "Compact the session now (manual), with optional extra instructions.",
             CompactParams,
             CompactionReport
+        ),
+        method!(
+            MEMORY_GET,
+            "The session's memory document, its version and last summarised record.",
+            SessionIdParams,
+            MemoryGetResponse
+        ),
+        method!(
+            MEMORY_UPDATE,
+            "Write the memory document (optimistic: expected_version must be current).",
+            MemoryUpdateParams,
+            MemoryUpdateResponse
+        ),
+        method!(
+            MEMORY_EXTRACT,
+            "Run an extraction now with the session's summariser and wait for it.",
+            SessionIdParams,
+            MemoryUpdateResponse
+        ),
+        method!(
+            COLLAPSE_LIST,
+            "The session's collapses (staged, committed, undone), oldest first.",
+            SessionIdParams,
+            CollapseListResponse
+        ),
+        method!(
+            COLLAPSE_UNDO,
+            "Undo a collapse: its span reappears in the view.",
+            CollapseUndoParams,
+            AckResponse
         ),
         method!(
             CONTEXT_REPORT_ERROR,

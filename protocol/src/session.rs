@@ -86,6 +86,99 @@ pub struct SessionSettings {
     /// Default on.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub autocompact: Option<bool>,
+    /// Session memory: background notes, and session-memory compact.
+    #[serde(default, skip_serializing_if = "MemorySettings::is_default")]
+    pub memory: MemorySettings,
+    /// Context collapse (off unless enabled).
+    #[serde(default, skip_serializing_if = "CollapseConfig::is_default")]
+    pub collapse: CollapseConfig,
+}
+
+/// Who keeps the session's memory document up to date.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum MemoryExtractor {
+    /// ctxd extracts in the background after model responses (the session's summariser).
+    #[default]
+    Daemon,
+    /// ctxd only announces `extraction_due`; an attached worker writes the memory.
+    External,
+    Off,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct MemorySettings {
+    #[serde(default)]
+    pub extractor: MemoryExtractor,
+    /// Try session-memory compact before the full compact (default true).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub compact: Option<bool>,
+}
+
+impl MemorySettings {
+    pub fn is_default(&self) -> bool {
+        *self == MemorySettings::default()
+    }
+}
+
+/// Context collapse thresholds, as percentages of the effective window.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct CollapseConfig {
+    #[serde(default)]
+    pub enabled: bool,
+    #[serde(default = "pct80")]
+    pub stage_at_pct: u8,
+    #[serde(default = "pct90")]
+    pub commit_at_pct: u8,
+    #[serde(default = "pct95")]
+    pub block_at_pct: u8,
+    /// Commit until the estimate is below this.
+    #[serde(default = "pct70")]
+    pub target_pct: u8,
+    /// The most recent API rounds are never collapsed.
+    #[serde(default = "four")]
+    pub keep_recent_rounds: u32,
+    /// API rounds folded into one collapse.
+    #[serde(default = "four")]
+    pub span_rounds: u32,
+}
+
+fn pct70() -> u8 {
+    70
+}
+fn pct80() -> u8 {
+    80
+}
+fn pct90() -> u8 {
+    90
+}
+fn pct95() -> u8 {
+    95
+}
+fn four() -> u32 {
+    4
+}
+
+impl Default for CollapseConfig {
+    fn default() -> Self {
+        CollapseConfig {
+            enabled: false,
+            stage_at_pct: 80,
+            commit_at_pct: 90,
+            block_at_pct: 95,
+            target_pct: 70,
+            keep_recent_rounds: 4,
+            span_rounds: 4,
+        }
+    }
+}
+
+impl CollapseConfig {
+    pub fn is_default(&self) -> bool {
+        *self == CollapseConfig::default()
+    }
 }
 
 /// A summariser back end (SPEC §8 "Summariser and extractor providers").

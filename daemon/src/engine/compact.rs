@@ -116,6 +116,19 @@ impl Engine {
             .store
             .read(move |c| context_state::compaction_failures(c, &sid))
             .await?;
+        let collapses = super::collapse::live(l);
+        let settings = crate::pipeline::collapse::CollapseSettings::from(&l.row.settings.collapse);
+        let window = crate::pipeline::thresholds::effective_window(&l.row.model);
+        if crate::pipeline::collapse::autocompact_stands_aside(
+            &collapses,
+            compiled.metadata.context.effective_tokens,
+            window,
+            &settings,
+        ) {
+            return Ok(Some(Err(
+                "context collapse is active; autocompact stands aside until the block level".into(),
+            )));
+        }
         if failures >= MAX_CONSECUTIVE_FAILURES {
             return Ok(Some(Err(format!(
                 "circuit breaker open after {failures} consecutive failures; compact manually"
@@ -153,9 +166,25 @@ impl Engine {
         pre_tokens: u64,
     ) -> Result<CompactionReport> {
         let started = Instant::now();
+        let mut sm_skipped = None;
+        if trigger == Trigger::Auto {
+            // Session-memory compact first; it says why when it cannot help.
+            match self.session_memory_compact(cell, l, now, pre_tokens).await {
+                Ok(Ok(report)) => return Ok(report),
+                Ok(Err(why)) => sm_skipped = Some(why),
+                Err(e) => {
+                    tracing::warn!(session = %l.row.id, error = %e, "session-memory compact failed; full compact");
+                    sm_skipped = Some(format!("failed: {e}"));
+                }
+            }
+        }
         let result = self
             .compact_inner(cell, l, trigger, instructions, now, pre_tokens, started)
-            .await;
+            .await
+            .map(|mut r| {
+                r.session_memory_skipped = sm_skipped;
+                r
+            });
         if let Err(e) = &result {
             self.record_failure(&l.row.id, &e.to_string(), trigger)
                 .await;
@@ -350,6 +379,7 @@ impl Engine {
                     context_state::put_read_state(tx, &sid, s)?;
                 }
                 context_state::set_compaction_failures(tx, &sid, 0, None)?;
+                crate::store::memory::reset_gate(tx, &sid)?;
                 Ok(built)
             })
             .await?;
@@ -392,7 +422,10 @@ impl Engine {
             summarised_records,
             head_truncated_rounds: dropped as u64,
             restored_files: restored_paths,
-            millis: started.elapsed().as_millis() as u64,
+            micros: started.elapsed().as_micros() as u64,
+            kind: "full".into(),
+            kept_records: 0,
+            session_memory_skipped: None,
         })
     }
 
@@ -441,6 +474,12 @@ impl Engine {
         let now = self.clock.now();
         let before = self.compile_steps(&cell, l, false, now).await?;
         let pre_tokens = before.metadata.context.effective_tokens + p.token_gap.unwrap_or(0);
+        // Cheapest relief first: commit every staged collapse once; only when nothing
+        // was staged does the reactive compact run.
+        if !media && self.run_collapse(&cell, l, pre_tokens, true).await? {
+            let compiled = self.compile_steps(&cell, l, false, now).await?;
+            return self.finish_compile(&cell, l, compiled).await;
+        }
         let report = self
             .compact_locked(&cell, l, Trigger::Reactive, None, now, pre_tokens)
             .await

@@ -3,7 +3,9 @@
 //! in-memory transcript in step with the store. The RPC edge calls in here; nothing here
 //! knows JSON-RPC.
 
+mod collapse;
 mod compact;
+mod memory;
 mod session;
 mod sources;
 pub mod validate;
@@ -41,6 +43,10 @@ pub(crate) struct Loaded {
     pub boundary_uuid: String,
     /// Cache edits sent since that boundary.
     pub pinned_edits: Vec<PinnedEdit>,
+    /// The collapse store (all statuses, log order).
+    pub collapses: Vec<crate::pipeline::collapse::Collapse>,
+    /// Transcript seq at which each committed collapse was committed.
+    pub collapse_commits: HashMap<String, u64>,
     /// The memoized `claudeMd` and announced date; `None` until first computed.
     pub memo: Option<InstructionMemo>,
     /// Last warning level announced to subscribers (not persisted: a restarted daemon
@@ -80,6 +86,10 @@ pub struct Engine {
     /// The summariser of sessions that do not choose one.
     pub(crate) default_summariser: ctxd_protocol::SummariserConfig,
     pub(crate) pending_summaries: compact::PendingSummaries,
+    /// Sessions with an extraction running, and how to wait for it.
+    pub(crate) extracting: Mutex<HashMap<String, Arc<tokio::sync::Notify>>>,
+    /// Background work (extraction) needs an owning handle to the engine.
+    pub(crate) self_ref: std::sync::OnceLock<std::sync::Weak<Engine>>,
 }
 
 impl Engine {
@@ -95,6 +105,8 @@ impl Engine {
             watched: Mutex::new(HashMap::new()),
             default_summariser: ctxd_protocol::SummariserConfig::Embedded,
             pending_summaries: Default::default(),
+            extracting: Mutex::new(HashMap::new()),
+            self_ref: std::sync::OnceLock::new(),
         }
     }
 
@@ -126,6 +138,7 @@ impl Engine {
     /// Starts the file watcher and the task that turns its events into `file_changed`
     /// events, and re-registers every file some session has seen.
     pub async fn start_watching(self: &Arc<Self>) -> Result<()> {
+        let _ = self.self_ref.set(Arc::downgrade(self));
         let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel();
         let _ = self.watcher.set(FileWatcher::new(tx));
         let weak = Arc::downgrade(self);
@@ -267,6 +280,10 @@ impl Engine {
                 let boundary_uuid = last_boundary_uuid(&records);
                 let pinned_edits = crate::store::cache_edits::load(c, &sid, &boundary_uuid)?;
                 let memo = crate::store::context_state::memo(c, &sid)?;
+                let collapses = crate::store::collapses::load(c, &sid)?;
+                let collapse_commits = crate::store::collapses::commit_seqs(c, &sid)?
+                    .into_iter()
+                    .collect();
                 Ok(Loaded {
                     row,
                     records,
@@ -277,6 +294,8 @@ impl Engine {
                     boundary_uuid,
                     pinned_edits,
                     memo,
+                    collapses,
+                    collapse_commits,
                     level: "ok",
                 })
             })

@@ -515,10 +515,17 @@ impl Engine {
             })
             .collect();
         let last_uuid = built.last().map(|r| r.uuid.clone());
+        let responded = built
+            .iter()
+            .any(|r| r.kind == RecordKind::Assistant && !r.is_sidechain && !r.is_virtual);
         if let Some(l) = guard.as_mut() {
             self.observe(&l.row.cwd, &l.row.id, &l.records, &built)
                 .await;
             l.records.extend(built);
+            if responded {
+                // The post-sampling point: maybe start a session-memory extraction.
+                self.after_response(&cell, l).await;
+            }
             let boundary = super::last_boundary_uuid(&l.records);
             if boundary != l.boundary_uuid {
                 // A compaction starts a new history: edits of the old one do not apply.
@@ -622,6 +629,12 @@ impl Engine {
         };
         let now = self.resolve_now(p.now.as_deref())?;
         let mut compiled = self.compile_steps(&cell, l, p.side_request, now).await?;
+        if l.row.settings.collapse.enabled {
+            let estimate = compiled.metadata.context.effective_tokens;
+            if self.run_collapse(&cell, l, estimate, false).await? {
+                compiled = self.compile_steps(&cell, l, p.side_request, now).await?;
+            }
+        }
         if let Some(reason) = self.autocompact_due(l, &compiled).await? {
             match reason {
                 Ok(()) => {
@@ -865,7 +878,9 @@ impl Engine {
         let sid = l.row.id.clone();
         let dir = self.tool_results_dir(&sid);
         let limits = ToolLimits::new(&l.tools, &l.row.settings.tool_result_size_overrides);
-        let view = projection::project(&l.records);
+        let projected = projection::project(&l.records);
+        let folded = crate::pipeline::collapse::apply(&projected, &l.collapses);
+        let view: Vec<&Record> = folded.iter().map(|c| c.as_ref()).collect();
         let plan = budget::plan(&view, &l.fates, &limits, &dir.display().to_string());
         if plan.decisions.is_empty() {
             return Ok((Vec::new(), Vec::new()));
@@ -1013,6 +1028,11 @@ pub(crate) fn compile_loaded(
     side_request: bool,
     now: chrono::DateTime<chrono::Utc>,
 ) -> Result<Compiled> {
+    let commits: Vec<(u64, u64)> = l
+        .collapses
+        .iter()
+        .filter_map(|c| Some((*l.collapse_commits.get(&c.id)?, super::collapse::savings(c))))
+        .collect();
     let row = &l.row;
     let input = CompileInput {
         session: SessionView {
@@ -1031,6 +1051,8 @@ pub(crate) fn compile_loaded(
         fates: &l.fates,
         cleared: &l.cleared,
         pinned_edits: &l.pinned_edits,
+        collapses: &l.collapses,
+        collapse_commits: &commits,
         now,
         side_request,
     };

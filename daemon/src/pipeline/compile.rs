@@ -19,6 +19,7 @@ use serde::ser::SerializeSeq;
 use sha2::{Digest, Sha256};
 
 use super::budget::{self, Fate};
+use super::collapse::{self, Collapse};
 use super::message::{ApiMessage, Role};
 use super::microcompact::{self, CLEARED, PinnedEdit};
 use super::normalize::{NormalizeOptions, normalize};
@@ -51,6 +52,11 @@ pub struct CompileInput<'a> {
     pub cleared: &'a BTreeMap<String, Fate>,
     /// Cache edits already sent since the last compaction, in order.
     pub pinned_edits: &'a [PinnedEdit],
+    /// The collapse store; committed collapses fold their spans in the view.
+    pub collapses: &'a [Collapse],
+    /// `(seq at commit, tokens saved)` of committed collapses: usage anchors older than
+    /// the commit still count the folded tokens.
+    pub collapse_commits: &'a [(u64, u64)],
     pub now: DateTime<Utc>,
     pub side_request: bool,
 }
@@ -164,7 +170,9 @@ pub fn compile(input: &CompileInput<'_>) -> Result<Compiled, serde_json::Error> 
     let s = &input.session;
     let mc = &s.settings.microcompact;
     let after_boundary = projection::after_last_boundary(input.records);
-    let view = projection::project(input.records);
+    let projected = projection::project(input.records);
+    let folded: Vec<Cow<'_, Record>> = collapse::apply(&projected, input.collapses);
+    let view: Vec<&Record> = folded.iter().map(|c| c.as_ref()).collect();
 
     // Microcompact, time-based: decided here, frozen by the engine.
     let newly_cleared = microcompact::time_based(&view, input.cleared, mc, input.now);
@@ -290,7 +298,17 @@ pub fn compile(input: &CompileInput<'_>) -> Result<Compiled, serde_json::Error> 
         .and_then(|u| shown_refs.iter().find(|r| &r.uuid == u))
         .map_or(0, |r| r.seq);
     let snip_freed = snip::freed_after(after_boundary, anchor_seq);
-    let context = thresholds::state(s.model, s.settings, est.total.saturating_sub(snip_freed));
+    let collapse_freed: u64 = input
+        .collapse_commits
+        .iter()
+        .filter(|(seq, _)| *seq >= anchor_seq && anchor_seq > 0)
+        .map(|(_, saved)| saved)
+        .sum();
+    let context = thresholds::state(
+        s.model,
+        s.settings,
+        est.total.saturating_sub(snip_freed + collapse_freed),
+    );
 
     let metadata = CompileMetadata {
         tokens: TokenEstimate {

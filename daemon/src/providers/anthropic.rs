@@ -7,6 +7,7 @@ use serde_json::Value;
 
 use super::http::{self, Call, EnvLookup, RetryPolicy};
 use super::{ProviderError, SummaryInput, prompt};
+use crate::pipeline::message::ApiMessage;
 
 pub(crate) const DEFAULT_BASE_URL: &str = "https://api.anthropic.com";
 const API_VERSION: &str = "2023-06-01";
@@ -63,6 +64,18 @@ impl Anthropic {
         input: &SummaryInput<'_>,
         env: &EnvLookup,
     ) -> Result<String, ProviderError> {
+        self.complete(prompt::SYSTEM_PROMPT, &prompt::request_messages(input), env)
+            .await
+    }
+
+    /// One text completion of `messages` under `system` (summaries and session-memory
+    /// extractions share the transport, the key handling and the retries).
+    pub(crate) async fn complete(
+        &self,
+        system: &str,
+        messages: &[ApiMessage],
+        env: &EnvLookup,
+    ) -> Result<String, ProviderError> {
         // Read per call, so a key rotated in the daemon's environment is picked up and a
         // missing one is reported when it matters.
         let key = http::api_key(env, &self.api_key_env, "Anthropic")?;
@@ -76,7 +89,7 @@ impl Anthropic {
             HeaderValue::from_static(API_VERSION),
         );
         headers.insert(CONTENT_TYPE, HeaderValue::from_static("application/json"));
-        let body = prompt::anthropic_body(Some(&self.model), self.max_tokens, input);
+        let body = prompt::messages_body(Some(&self.model), self.max_tokens, system, messages);
         let call = Call {
             provider: "anthropic",
             url: &self.url,

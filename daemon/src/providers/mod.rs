@@ -17,6 +17,7 @@
 
 mod anthropic;
 mod embedded;
+mod extract;
 mod http;
 mod openai;
 mod prompt;
@@ -29,6 +30,7 @@ use futures::future::BoxFuture;
 
 use crate::pipeline::message::ApiMessage;
 
+pub use extract::EXTRACTION_PROMPT;
 pub use prompt::COMPACT_PROMPT;
 
 /// What a summary is made from.

@@ -22,7 +22,7 @@ use serde_json::{Value, json};
 
 use super::http::{self, Call, EnvLookup, RetryPolicy};
 use super::{ProviderError, SummaryInput, prompt};
-use crate::pipeline::message::Role;
+use crate::pipeline::message::{ApiMessage, Role};
 
 pub(crate) struct OpenAi {
     client: reqwest::Client,
@@ -74,6 +74,18 @@ impl OpenAi {
         input: &SummaryInput<'_>,
         env: &EnvLookup,
     ) -> Result<String, ProviderError> {
+        self.complete(prompt::SYSTEM_PROMPT, &prompt::request_messages(input), env)
+            .await
+    }
+
+    /// One text completion of `messages` under `system` (summaries and session-memory
+    /// extractions share the transport, the key handling and the retries).
+    pub(crate) async fn complete(
+        &self,
+        system: &str,
+        messages: &[ApiMessage],
+        env: &EnvLookup,
+    ) -> Result<String, ProviderError> {
         let mut headers = HeaderMap::new();
         let key = match &self.api_key_env {
             Some(var) => {
@@ -89,7 +101,7 @@ impl OpenAi {
         let body = json!({
             "model": self.model,
             "max_tokens": self.max_tokens,
-            "messages": chat_messages(input),
+            "messages": chat_from(system, messages),
         });
         let call = Call {
             provider: "openai",
@@ -104,9 +116,8 @@ impl OpenAi {
     }
 }
 
-/// The chat-format conversation (see the module docs).
-pub(crate) fn chat_messages(input: &SummaryInput<'_>) -> Vec<Value> {
-    let messages = prompt::request_messages(input);
+/// The chat-format conversation (see the module docs) under `system`.
+pub(crate) fn chat_from(system: &str, messages: &[ApiMessage]) -> Vec<Value> {
     // Tool names by id, so results can say which tool they answer.
     let names: Vec<(&str, &str)> = messages
         .iter()
@@ -116,8 +127,8 @@ pub(crate) fn chat_messages(input: &SummaryInput<'_>) -> Vec<Value> {
             _ => None,
         })
         .collect();
-    let mut out = vec![json!({"role": "system", "content": prompt::SYSTEM_PROMPT})];
-    for m in &messages {
+    let mut out = vec![json!({"role": "system", "content": system})];
+    for m in messages {
         let parts: Vec<String> = m
             .content
             .iter()

@@ -164,6 +164,12 @@ pub(crate) fn final_prompt(input: &SummaryInput<'_>) -> String {
 /// - tool calls left unanswered by a trailing assistant message get a stub result, because
 ///   the API rejects a `tool_use` that the next user message does not answer.
 pub(crate) fn request_messages(input: &SummaryInput<'_>) -> Vec<ApiMessage> {
+    conversation(input, final_prompt(input))
+}
+
+/// [`request_messages`] with another final prompt: the session-memory extraction sends the
+/// same conversation and asks for something else.
+pub(crate) fn conversation(input: &SummaryInput<'_>, final_text: String) -> Vec<ApiMessage> {
     let mut out: Vec<ApiMessage> = Vec::with_capacity(input.messages.len() + 2);
     let mut calls: HashSet<&str> = HashSet::new();
     for message in input.messages {
@@ -230,7 +236,7 @@ pub(crate) fn request_messages(input: &SummaryInput<'_>) -> Vec<ApiMessage> {
         }
     }
 
-    let prompt = ContentBlock::text(final_prompt(input));
+    let prompt = ContentBlock::text(final_text);
     match out.last_mut() {
         Some(last) if last.role == Role::User => last.content.push(prompt),
         _ => {
@@ -318,18 +324,27 @@ pub(crate) fn anthropic_body(
     max_tokens: u64,
     input: &SummaryInput<'_>,
 ) -> Value {
-    let messages = request_messages(input);
+    messages_body(model, max_tokens, SYSTEM_PROMPT, &request_messages(input))
+}
+
+/// The Messages API body for any system prompt and conversation (see [`anthropic_body`]).
+pub(crate) fn messages_body(
+    model: Option<&str>,
+    max_tokens: u64,
+    system: &str,
+    messages: &[ApiMessage],
+) -> Value {
     let mut body = serde_json::Map::new();
     if let Some(model) = model {
         body.insert("model".into(), json!(model));
     }
     body.insert("max_tokens".into(), json!(max_tokens));
-    body.insert("system".into(), json!(SYSTEM_PROMPT));
+    body.insert("system".into(), json!(system));
     // `ApiMessage` holds only strings and JSON values, so this cannot fail; an empty list
     // would be rejected by the API with a clear message rather than panic here.
     body.insert(
         "messages".into(),
-        serde_json::to_value(&messages).unwrap_or_else(|_| json!([])),
+        serde_json::to_value(messages).unwrap_or_else(|_| json!([])),
     );
     Value::Object(body)
 }

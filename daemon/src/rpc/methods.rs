@@ -189,6 +189,30 @@ pub fn build_module(
             .map(|()| AckResponse { ok: true })
             .map_err(to_rpc_error)
     })?;
+    async_method!(m, MEMORY_GET, |ctx, p: SessionIdParams| ctx
+        .engine
+        .memory_get(&p.session_id)
+        .await)?;
+    async_method!(m, MEMORY_UPDATE, |ctx, p: MemoryUpdateParams| ctx
+        .engine
+        .memory_update(p, None)
+        .await
+        .map(|version| MemoryUpdateResponse { version }))?;
+    async_method!(m, MEMORY_EXTRACT, |ctx, p: SessionIdParams| ctx
+        .engine
+        .extract_now(&p.session_id)
+        .await
+        .map(|version| MemoryUpdateResponse { version }))?;
+    async_method!(m, COLLAPSE_LIST, |ctx, p: SessionIdParams| ctx
+        .engine
+        .collapse_list(&p.session_id)
+        .await
+        .map(|collapses| CollapseListResponse { collapses }))?;
+    async_method!(m, COLLAPSE_UNDO, |ctx, p: CollapseUndoParams| ctx
+        .engine
+        .collapse_undo(p)
+        .await
+        .map(|()| AckResponse { ok: true }))?;
     async_method!(m, CONTEXT_TOUCH_PATHS, |ctx, p: TouchPathsParams| ctx
         .engine
         .touch_paths(&p.session_id, p.paths)

@@ -3,8 +3,10 @@
 //! blocking pool. Nothing here ever blocks the async runtime.
 
 pub mod cache_edits;
+pub mod collapses;
 pub mod context_state;
 pub mod fates;
+pub mod memory;
 pub mod records;
 pub mod sessions;
 

@@ -1,0 +1,169 @@
+//! Context collapse in the engine: the collapse store and commit log in SQLite, staging
+//! and committing as the estimate climbs, draining on a reported overflow, undo.
+
+use ctxd_protocol::*;
+
+use super::{Engine, Loaded, SessionCell};
+use crate::error::{Error, Result};
+use crate::pipeline::collapse::{self, Collapse, CollapseSettings, CollapseStatus};
+use crate::pipeline::{budget, projection, thresholds};
+
+use crate::store::collapses as store;
+pub(crate) use collapse::savings;
+
+/// Collapses of the current history: a compaction leaves the old ones behind.
+pub(crate) fn live(l: &Loaded) -> Vec<Collapse> {
+    let view = projection::project(&l.records);
+    let present: std::collections::HashSet<&str> = view.iter().map(|r| r.uuid.as_str()).collect();
+    l.collapses
+        .iter()
+        .filter(|c| {
+            present.contains(c.first_uuid.as_str()) && present.contains(c.last_uuid.as_str())
+        })
+        .cloned()
+        .collect()
+}
+
+impl Engine {
+    /// Stages and commits collapses for the current estimate (`drain`: commit every
+    /// staged one regardless). Returns whether anything was committed.
+    pub(crate) async fn run_collapse(
+        &self,
+        cell: &SessionCell,
+        l: &mut Loaded,
+        estimate: u64,
+        drain: bool,
+    ) -> Result<bool> {
+        let s = CollapseSettings::from(&l.row.settings.collapse);
+        if !s.enabled {
+            return Ok(false);
+        }
+        let window = thresholds::effective_window(&l.row.model);
+        let mut fates = l.fates.clone();
+        fates.extend(l.cleared.iter().map(|(k, v)| (k.clone(), v.clone())));
+        let view = projection::project(&l.records);
+        let shown = budget::apply(&view, &fates);
+        let refs: Vec<&Record> = shown.iter().map(|c| c.as_ref()).collect();
+        let current = live(l);
+        // Ids derive from the span, so a replay writes the same model-facing bytes.
+        let staged: Vec<Collapse> = collapse::plan_stage(&refs, &current, estimate, window, &s)
+            .iter()
+            .map(|plan| plan.to_collapse(collapse::summarize_span(&plan.records)))
+            .filter(|c| !l.collapses.iter().any(|x| x.id == c.id))
+            .collect();
+        let mut all = current;
+        all.extend(staged.iter().cloned());
+        let commit = collapse::to_commit(&all, estimate, window, &s, drain);
+        if staged.is_empty() && commit.is_empty() {
+            return Ok(false);
+        }
+        let sid = l.row.id.clone();
+        let now = self.now_text();
+        let seq = l.records.last().map_or(0, |r| r.seq);
+        let (st, cm) = (staged.clone(), commit.clone());
+        self.store
+            .write(move |tx| {
+                for c in &st {
+                    store::insert(tx, &sid, c)?;
+                    store::log(tx, &sid, &c.id, "stage", &now)?;
+                }
+                for id in &cm {
+                    store::commit(tx, &sid, id, seq)?;
+                    store::log(tx, &sid, id, "commit", &now)?;
+                }
+                Ok(())
+            })
+            .await?;
+        for c in &mut l.collapses {
+            if commit.contains(&c.id) {
+                c.status = CollapseStatus::Committed;
+            }
+        }
+        for mut c in staged.iter().cloned() {
+            if commit.contains(&c.id) {
+                c.status = CollapseStatus::Committed;
+            }
+            l.collapses.push(c);
+        }
+        for id in &commit {
+            l.collapse_commits.insert(id.clone(), seq);
+        }
+        drop(all);
+        for c in &staged {
+            self.emit(
+                cell,
+                SessionEvent::CollapseChanged {
+                    session_id: l.row.id.clone(),
+                    collapse_id: c.id.clone(),
+                    status: "staged".into(),
+                },
+            );
+        }
+        for id in &commit {
+            self.emit(
+                cell,
+                SessionEvent::CollapseChanged {
+                    session_id: l.row.id.clone(),
+                    collapse_id: id.clone(),
+                    status: "committed".into(),
+                },
+            );
+        }
+        Ok(!commit.is_empty())
+    }
+
+    pub async fn collapse_list(&self, sid: &str) -> Result<Vec<CollapseInfo>> {
+        let s = sid.to_string();
+        let list = self
+            .store
+            .read(move |c| {
+                if !crate::store::sessions::exists(c, &s)? {
+                    return Err(Error::SessionNotFound(s.clone()));
+                }
+                store::load(c, &s)
+            })
+            .await?;
+        Ok(list.iter().map(Collapse::info).collect())
+    }
+
+    /// Undo: the span reappears in the view (the collapse stays in the log as undone).
+    pub async fn collapse_undo(&self, p: CollapseUndoParams) -> Result<()> {
+        let cell = self.cell(&p.session_id);
+        let mut guard = cell.state.lock().await;
+        self.load_or_drop(&p.session_id, &mut guard).await?;
+        let Some(l) = guard.as_mut() else {
+            return Err(Error::Internal("session state missing after load".into()));
+        };
+        if !l
+            .collapses
+            .iter()
+            .any(|c| c.id == p.collapse_id && c.status != CollapseStatus::Undone)
+        {
+            return Err(Error::invalid(
+                "collapse_id",
+                "no staged or committed collapse has this id",
+            ));
+        }
+        let (sid, id, now) = (p.session_id.clone(), p.collapse_id.clone(), self.now_text());
+        self.store
+            .write(move |tx| {
+                store::set_status(tx, &sid, &id, CollapseStatus::Undone)?;
+                store::log(tx, &sid, &id, "undo", &now)
+            })
+            .await?;
+        for c in &mut l.collapses {
+            if c.id == p.collapse_id {
+                c.status = CollapseStatus::Undone;
+            }
+        }
+        self.emit(
+            &cell,
+            SessionEvent::CollapseChanged {
+                session_id: p.session_id,
+                collapse_id: p.collapse_id,
+                status: "undone".into(),
+            },
+        );
+        Ok(())
+    }
+}

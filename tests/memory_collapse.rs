@@ -1,0 +1,240 @@
+//! Session memory and context collapse through a real daemon.
+
+mod common;
+
+use std::time::Duration;
+
+use common::Daemon;
+use serde_json::{Value, json};
+
+const T0: &str = "2026-11-29T10:00:00Z";
+
+fn session(d: &Daemon, model: Value, settings: Value) -> String {
+    d.call(
+        "session.create",
+        json!({"cwd": d.dir.path(), "no_git": true, "start_date": "2026-11-29", "model": model, "settings": settings}),
+    )["session"]["session_id"]
+        .as_str()
+        .unwrap()
+        .to_string()
+}
+
+fn round(d: &Daemon, sid: &str, i: usize, chars: usize) {
+    d.call(
+        "transcript.append",
+        json!({"session_id": sid, "records": [
+            {"type": "user", "content": format!("round {i}: {}", "w".repeat(chars)), "timestamp": T0},
+            {"type": "assistant", "content": format!("reply {i}"), "timestamp": T0}
+        ]}),
+    );
+}
+
+fn collapses(d: &Daemon, sid: &str) -> Vec<Value> {
+    d.call("context.collapse_list", json!({"session_id": sid}))["collapses"]
+        .as_array()
+        .unwrap()
+        .clone()
+}
+
+/// E = 80,000: stage at 64,000, commit at 72,000, block at 76,000; autocompact's own
+/// threshold (67,000) lies between, so only collapse keeps it from firing.
+fn collapse_session(d: &Daemon) -> String {
+    session(
+        d,
+        json!({"context_window": 100000, "max_output_tokens": 20000}),
+        json!({"collapse": {"enabled": true}}),
+    )
+}
+
+#[test]
+fn collapse_folds_old_rounds_in_the_view_only_and_survives_restart_and_undo() {
+    let mut d = Daemon::start();
+    let sid = collapse_session(&d);
+    let mut committed = None;
+    for i in 0..40 {
+        round(&d, &sid, i, 8_000);
+        let c = d.call("context.compile", json!({"session_id": sid, "now": T0}));
+        assert!(
+            c["metadata"].get("compaction").is_none(),
+            "autocompact fired at round {i} while collapse was active: {}",
+            c["metadata"]
+        );
+        if collapses(&d, &sid)
+            .iter()
+            .any(|c| c["status"] == "committed")
+        {
+            committed = Some(c);
+            break;
+        }
+    }
+    let c = committed.expect("a collapse was committed");
+    let req = c["request"].to_string();
+    assert!(
+        req.contains("<collapsed id="),
+        "the view shows the collapse"
+    );
+    let whole = format!("round 0: {}", "w".repeat(8_000));
+    assert!(!req.contains(&whole), "the folded span is not sent");
+    assert!(
+        req.contains("round 0"),
+        "the summary names the folded messages"
+    );
+    // The transcript keeps everything.
+    let recs = d.call("transcript.read", json!({"session_id": sid, "limit": 5000}));
+    assert!(recs.to_string().contains(&whole));
+
+    let body = d.compile_body_with(json!({"session_id": sid, "now": T0}));
+    d.kill9();
+    d.spawn();
+    assert_eq!(
+        d.compile_body_with(json!({"session_id": sid, "now": T0})),
+        body
+    );
+
+    let id = collapses(&d, &sid)
+        .iter()
+        .find(|c| c["status"] == "committed")
+        .unwrap()["id"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    d.call(
+        "context.collapse_undo",
+        json!({"session_id": sid, "collapse_id": id}),
+    );
+    let after = d.call("context.compile", json!({"session_id": sid, "now": T0}));
+    assert!(
+        after["request"].to_string().contains(&whole),
+        "undo brings the span back"
+    );
+    let err = d
+        .try_call(
+            "context.collapse_undo",
+            json!({"session_id": sid, "collapse_id": "nope"}),
+        )
+        .unwrap_err();
+    assert_eq!(err["data"]["field"], "collapse_id");
+}
+
+#[test]
+fn a_reported_overflow_drains_staged_collapses_before_compacting() {
+    let d = Daemon::start();
+    let sid = collapse_session(&d);
+    for i in 0..40 {
+        round(&d, &sid, i, 8_000);
+        d.call("context.compile", json!({"session_id": sid, "now": T0}));
+        if collapses(&d, &sid).iter().any(|c| c["status"] == "staged") {
+            break;
+        }
+    }
+    let list = collapses(&d, &sid);
+    assert!(list.iter().any(|c| c["status"] == "staged"), "{list:?}");
+    assert!(list.iter().all(|c| c["status"] != "committed"));
+    let r = d.call(
+        "context.report_error",
+        json!({"session_id": sid, "kind": "prompt_too_long"}),
+    );
+    assert!(
+        r["metadata"].get("compaction").is_none(),
+        "drained instead of compacting"
+    );
+    assert!(
+        collapses(&d, &sid)
+            .iter()
+            .all(|c| c["status"] == "committed")
+    );
+    assert!(r["request"].to_string().contains("<collapsed id="));
+}
+
+fn tool_turn(d: &Daemon, sid: &str, i: usize, chars: usize) {
+    d.call(
+        "transcript.append",
+        json!({"session_id": sid, "records": [
+            {"type": "user", "content": format!("task {i}: {}", "q".repeat(chars)), "timestamp": T0},
+            {"type": "assistant", "message_id": format!("m{i}"), "timestamp": T0, "content": [{"type": "tool_use", "id": format!("t{i}"), "name": "Bash", "input": {"command": format!("make step{i}")}}]},
+            {"type": "user", "timestamp": T0, "content": [{"type": "tool_result", "tool_use_id": format!("t{i}"), "content": "ok"}]},
+            {"type": "assistant", "message_id": format!("n{i}"), "timestamp": T0, "content": format!("step {i} done")}
+        ]}),
+    );
+}
+
+async fn wait_for_version(d: &Daemon, sid: &str, at_least: u64) -> Value {
+    for _ in 0..200 {
+        let m = d.call("memory.get", json!({"session_id": sid}));
+        if m["version"].as_u64().unwrap() >= at_least && m["extracting"] == false {
+            return m;
+        }
+        tokio::time::sleep(Duration::from_millis(25)).await;
+    }
+    panic!("no memory version {at_least}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn background_extraction_follows_the_gates_and_feeds_session_memory_compact() {
+    let d = Daemon::start();
+    // W = 60,000, O = 8,000 → E = 52,000, autocompact at 39,000.
+    let sid = session(
+        &d,
+        json!({"context_window": 60000, "max_output_tokens": 8000}),
+        json!({}),
+    );
+    tool_turn(&d, &sid, 0, 4_000);
+    tokio::time::sleep(Duration::from_millis(200)).await;
+    assert_eq!(
+        d.call("memory.get", json!({"session_id": sid}))["version"],
+        0,
+        "below 10k tokens: no extraction"
+    );
+    for i in 1..8 {
+        tool_turn(&d, &sid, i, 6_000);
+    }
+    let m = wait_for_version(&d, &sid, 1).await;
+    assert!(
+        m["document"].as_str().unwrap().contains("make step"),
+        "{}",
+        m["document"]
+    );
+    let path = m["path"].as_str().unwrap().to_string();
+    assert_eq!(
+        std::fs::read_to_string(&path).unwrap(),
+        m["document"].as_str().unwrap()
+    );
+    // Grow past the threshold: the memory becomes the summary, the tail stays verbatim.
+    for i in 8..30 {
+        tool_turn(&d, &sid, i, 6_000);
+    }
+    let _ = wait_for_version(&d, &sid, 2).await;
+    let c = d.call("context.compile", json!({"session_id": sid, "now": T0}));
+    let report = &c["metadata"]["compaction"];
+    assert_eq!(report["trigger"], "auto", "{}", c["metadata"]);
+    assert_eq!(report["kind"], "session_memory", "{report}");
+    assert!(report["kept_records"].as_u64().unwrap() > 0);
+    assert!(
+        c["request"]
+            .to_string()
+            .contains("most recent messages follow verbatim")
+    );
+}
+
+#[test]
+fn memory_writes_are_optimistic() {
+    let d = Daemon::start();
+    let sid = session(&d, json!({}), json!({"memory": {"extractor": "external"}}));
+    let m = d.call("memory.get", json!({"session_id": sid}));
+    assert_eq!(m["version"], 0);
+    let v = d.call("memory.update", json!({"session_id": sid, "document": "# Session Title\nmine\n", "expected_version": 0, "writer": "worker"}));
+    assert_eq!(v["version"], 1);
+    let err = d
+        .try_call(
+            "memory.update",
+            json!({"session_id": sid, "document": "stale", "expected_version": 0}),
+        )
+        .unwrap_err();
+    assert_eq!(err["code"], ctxd_protocol::CONFLICT);
+    assert!(
+        d.call("memory.get", json!({"session_id": sid}))["document"]
+            .as_str()
+            .unwrap()
+            .contains("mine")
+    );
+}
