@@ -172,3 +172,61 @@ fn replay_of_every_fixture_runs_to_the_end() {
     assert!(total_compiles > 40);
     let _ = ctx(&home).args(["daemon", "stop"]).output();
 }
+
+#[test]
+fn an_external_memory_worker_writes_the_memory_while_appends_continue() {
+    let dir = tempfile::tempdir().unwrap();
+    let home = dir.path().join("home");
+    let created = json_out(
+        ctx(&home)
+            .args(["session", "new", "--json", "--cwd"])
+            .arg(dir.path()),
+    );
+    let sid = created["session_id"].as_str().unwrap().to_string();
+    // Hand the memory to an external worker.
+    let socket = home.join("ctxd.sock");
+    let body = serde_json::json!({"jsonrpc": "2.0", "id": 1, "method": "session.update",
+        "params": {"session_id": sid, "settings": {"memory": {"extractor": "external"}}}});
+    let (_, text) = common::raw_http(&socket, &body.to_string());
+    assert!(text.contains("\"result\""), "{text}");
+    let mut worker = ctx(&home)
+        .args(["memory-worker", "--session", &sid])
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    std::thread::sleep(std::time::Duration::from_millis(300));
+    for i in 0..12 {
+        let records = serde_json::json!({"jsonrpc": "2.0", "id": 1, "method": "transcript.append", "params": {"session_id": sid, "records": [
+            {"type": "user", "content": format!("task {i}: {}", "q".repeat(6000))},
+            {"type": "assistant", "message_id": format!("m{i}"), "content": [{"type": "tool_use", "id": format!("t{i}"), "name": "Bash", "input": {"command": format!("make step{i}")}}]},
+            {"type": "user", "content": [{"type": "tool_result", "tool_use_id": format!("t{i}"), "content": "ok"}]},
+            {"type": "assistant", "message_id": format!("n{i}"), "content": format!("step {i} done")}
+        ]}});
+        let (_, text) = common::raw_http(&socket, &records.to_string());
+        assert!(text.contains("\"appended\""), "{text}");
+    }
+    let mut written = Value::Null;
+    for _ in 0..200 {
+        let out = ctx(&home)
+            .args(["memory", "show", &sid, "--json"])
+            .output()
+            .unwrap();
+        let m: Value = serde_json::from_slice(&out.stdout).unwrap();
+        if m["version"].as_u64().unwrap_or(0) >= 1 {
+            written = m;
+            break;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
+    let _ = worker.kill();
+    let _ = worker.wait();
+    assert!(
+        written["writer"]
+            .as_str()
+            .unwrap_or_default()
+            .starts_with("worker:"),
+        "{written}"
+    );
+    assert!(written["document"].as_str().unwrap().contains("make step"));
+    let _ = ctx(&home).args(["daemon", "stop"]).output();
+}

@@ -238,3 +238,61 @@ fn memory_writes_are_optimistic() {
             .contains("mine")
     );
 }
+
+/// A "model server" that accepts connections, reads the request and never answers.
+fn silent_server() -> (String, std::sync::Arc<std::sync::atomic::AtomicUsize>) {
+    use std::sync::atomic::{AtomicUsize, Ordering};
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let url = format!("http://{}/v1", listener.local_addr().unwrap());
+    let count = std::sync::Arc::new(AtomicUsize::new(0));
+    let c = count.clone();
+    std::thread::spawn(move || {
+        let mut held = Vec::new();
+        for stream in listener.incoming().flatten() {
+            c.fetch_add(1, Ordering::SeqCst);
+            held.push(stream); // keep it open, say nothing
+        }
+    });
+    (url, count)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_slow_extractor_never_blocks_appends_and_runs_once_at_a_time() {
+    let d = Daemon::start();
+    let (url, connections) = silent_server();
+    let sid = session(
+        &d,
+        json!({"context_window": 200000, "max_output_tokens": 8000}),
+        json!({"summariser": {"kind": "openai", "base_url": url, "model": "m", "max_retries": 0, "timeout_secs": 50}}),
+    );
+    for i in 0..6 {
+        tool_turn(&d, &sid, i, 6_000);
+    }
+    // The extraction is hanging on the silent server now; appends go on regardless.
+    for _ in 0..100 {
+        if connections.load(std::sync::atomic::Ordering::SeqCst) > 0 {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    assert_eq!(connections.load(std::sync::atomic::Ordering::SeqCst), 1);
+    for i in 6..16 {
+        let t = std::time::Instant::now();
+        tool_turn(&d, &sid, i, 6_000);
+        assert!(
+            t.elapsed() < Duration::from_secs(2),
+            "an append waited for the extractor"
+        );
+    }
+    let c = d.call("context.compile", json!({"session_id": sid, "now": T0}));
+    assert!(c["request"].is_object());
+    let m = d.call("memory.get", json!({"session_id": sid}));
+    assert_eq!(m["extracting"], true);
+    assert_eq!(m["version"], 0);
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    assert_eq!(
+        connections.load(std::sync::atomic::Ordering::SeqCst),
+        1,
+        "a second extraction started"
+    );
+}
