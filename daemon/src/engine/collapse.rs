@@ -131,9 +131,7 @@ impl Engine {
         let cell = self.cell(&p.session_id);
         let mut guard = cell.state.lock().await;
         self.load_or_drop(&p.session_id, &mut guard).await?;
-        let Some(l) = guard.as_mut() else {
-            return Err(Error::Internal("session state missing after load".into()));
-        };
+        let l = super::loaded_mut(&mut guard)?;
         if !l
             .collapses
             .iter()

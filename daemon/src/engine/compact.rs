@@ -279,34 +279,7 @@ impl Engine {
 
         // Files to restore: the most recently read, as they are on disk now.
         let wanted = autocompact::recently_read(&refs, autocompact::RESTORE_MAX_FILES);
-        let files: Vec<(String, String, Option<context_state::ReadState>)> =
-            tokio::task::spawn_blocking(move || {
-                wanted
-                    .into_iter()
-                    .filter_map(|p| {
-                        let state = snapshot(Path::new(&p))?;
-                        let text = state.content.clone()?;
-                        Some((p, text, Some(state)))
-                    })
-                    .take(autocompact::RESTORE_MAX_FILES)
-                    .collect()
-            })
-            .await
-            .map_err(|e| Error::Internal(format!("restore task: {e}")))?;
-        let restore_input: Vec<(String, String)> = files
-            .iter()
-            .map(|(p, t, _)| (p.clone(), t.clone()))
-            .collect();
-        let restored = autocompact::restore_attachments(&restore_input);
-        let restored_paths: Vec<String> = restored
-            .iter()
-            .filter_map(|a| a["filename"].as_str().map(str::to_string))
-            .collect();
-        let read_states: Vec<context_state::ReadState> = files
-            .into_iter()
-            .filter(|(p, _, _)| restored_paths.contains(p))
-            .filter_map(|(_, _, s)| s)
-            .collect();
+        let (restored, restored_paths, read_states) = restore_files(wanted).await?;
 
         let summarised: Vec<&Record> = sendable
             .iter()
@@ -365,13 +338,47 @@ impl Engine {
         drop(refs);
         drop(shown);
         drop(view);
+        let (boundary_uuid, post_tokens) = self
+            .write_new_history(cell, l, new_records, read_states, trigger, pre_tokens, now)
+            .await?;
+        Ok(CompactionReport {
+            trigger: trigger.as_str().into(),
+            boundary_uuid,
+            pre_tokens,
+            post_tokens,
+            summariser: summariser.kind().into(),
+            summary_chars: summary.chars().count() as u64,
+            summarised_records,
+            head_truncated_rounds: dropped as u64,
+            restored_files: restored_paths,
+            micros: started.elapsed().as_micros() as u64,
+            kind: "full".into(),
+            kept_records: 0,
+            session_memory_skipped: None,
+        })
+    }
+
+    /// Appends a new history (`[boundary, summary, …]`) and resets what a new history
+    /// resets, in one transaction; then the in-memory state and the events. Returns the
+    /// boundary's uuid and the estimate of the new history.
+    #[allow(clippy::too_many_arguments)]
+    pub(crate) async fn write_new_history(
+        &self,
+        cell: &SessionCell,
+        l: &mut Loaded,
+        new_records: Vec<RecordInput>,
+        read_states: Vec<context_state::ReadState>,
+        trigger: Trigger,
+        pre_tokens: u64,
+        now: DateTime<Utc>,
+    ) -> Result<(String, u64)> {
         let sid = l.row.id.clone();
         let now_text = self.now_text();
         let built = self
             .store
             .write(move |tx| {
                 let built = insert_batch(tx, &sid, new_records, None, &now_text)?;
-                // A new history: nothing of the old one's file and instruction state holds.
+                // Nothing of the old history's file and instruction state holds.
                 context_state::clear_loaded(tx, &sid)?;
                 context_state::clear_read_state(tx, &sid)?;
                 context_state::clear_touched(tx, &sid)?;
@@ -387,8 +394,10 @@ impl Engine {
         l.records.extend(built.iter().cloned());
         l.boundary_uuid = boundary_uuid.clone();
         l.pinned_edits.clear();
-        let post = compile_loaded(l, false, now)?;
-        let post_tokens = post.metadata.tokens.estimated_tokens;
+        let post_tokens = compile_loaded(l, false, now)?
+            .metadata
+            .tokens
+            .estimated_tokens;
         self.emit(
             cell,
             SessionEvent::RecordsAppended {
@@ -412,21 +421,7 @@ impl Engine {
                 post_tokens,
             },
         );
-        Ok(CompactionReport {
-            trigger: trigger.as_str().into(),
-            boundary_uuid,
-            pre_tokens,
-            post_tokens,
-            summariser: summariser.kind().into(),
-            summary_chars: summary.chars().count() as u64,
-            summarised_records,
-            head_truncated_rounds: dropped as u64,
-            restored_files: restored_paths,
-            micros: started.elapsed().as_micros() as u64,
-            kind: "full".into(),
-            kept_records: 0,
-            session_memory_skipped: None,
-        })
+        Ok((boundary_uuid, post_tokens))
     }
 
     /// `context.compact`: compact now, whatever the estimate; resets the breaker.
@@ -434,9 +429,7 @@ impl Engine {
         let cell = self.cell(&p.session_id);
         let mut guard = cell.state.lock().await;
         self.load_or_drop(&p.session_id, &mut guard).await?;
-        let Some(l) = guard.as_mut() else {
-            return Err(Error::Internal("session state missing after load".into()));
-        };
+        let l = super::loaded_mut(&mut guard)?;
         let now = self.clock.now();
         let pre = self.compile_steps(&cell, l, false, now).await?;
         let pre_tokens = pre.metadata.context.effective_tokens;
@@ -468,9 +461,7 @@ impl Engine {
         let cell = self.cell(&p.session_id);
         let mut guard = cell.state.lock().await;
         self.load_or_drop(&p.session_id, &mut guard).await?;
-        let Some(l) = guard.as_mut() else {
-            return Err(Error::Internal("session state missing after load".into()));
-        };
+        let l = super::loaded_mut(&mut guard)?;
         let now = self.clock.now();
         let before = self.compile_steps(&cell, l, false, now).await?;
         let pre_tokens = before.metadata.context.effective_tokens + p.token_gap.unwrap_or(0);
@@ -516,4 +507,44 @@ impl Engine {
         let _ = tx.send(reply);
         Ok(())
     }
+}
+
+/// Re-reads the wanted files (newest first) and renders them within the restore caps:
+/// `(attachments, restored paths, their read state)`.
+pub(crate) async fn restore_files(
+    wanted: Vec<String>,
+) -> Result<(
+    Vec<serde_json::Value>,
+    Vec<String>,
+    Vec<context_state::ReadState>,
+)> {
+    let files: Vec<(String, String, context_state::ReadState)> =
+        tokio::task::spawn_blocking(move || {
+            wanted
+                .into_iter()
+                .filter_map(|p| {
+                    let state = snapshot(Path::new(&p))?;
+                    let text = state.content.clone()?;
+                    Some((p, text, state))
+                })
+                .take(autocompact::RESTORE_MAX_FILES)
+                .collect()
+        })
+        .await
+        .map_err(|e| Error::Internal(format!("restore task: {e}")))?;
+    let input: Vec<(String, String)> = files
+        .iter()
+        .map(|(p, t, _)| (p.clone(), t.clone()))
+        .collect();
+    let restored = autocompact::restore_attachments(&input);
+    let paths: Vec<String> = restored
+        .iter()
+        .filter_map(|a| a["filename"].as_str().map(str::to_string))
+        .collect();
+    let states = files
+        .into_iter()
+        .filter(|(p, _, _)| paths.contains(p))
+        .map(|(_, _, s)| s)
+        .collect();
+    Ok((restored, paths, states))
 }

@@ -10,8 +10,6 @@ use chrono::{DateTime, Utc};
 use ctxd_protocol::*;
 use tokio::sync::Notify;
 
-use super::session::{compile_loaded, insert_batch};
-use super::sources::snapshot;
 use super::{Engine, Loaded, SessionCell};
 use crate::error::{Error, Result};
 use crate::pipeline::autocompact::{self, Trigger};
@@ -19,7 +17,7 @@ use crate::pipeline::normalize::{NormalizeOptions, normalize};
 use crate::pipeline::session_memory as sm;
 use crate::pipeline::{budget, projection, thresholds, tokens};
 use crate::providers::{Summariser, SummaryInput};
-use crate::store::{context_state, memory};
+use crate::store::memory;
 
 /// An extraction that runs longer than this is abandoned.
 const EXTRACTION_TIMEOUT: Duration = Duration::from_secs(60);
@@ -419,25 +417,7 @@ impl Engine {
                 .into_iter()
                 .filter(|p| !shown_in_tail.contains(p))
                 .collect();
-        let files: Vec<(String, String, context_state::ReadState)> =
-            tokio::task::spawn_blocking(move || {
-                wanted
-                    .into_iter()
-                    .filter_map(|p| {
-                        let s = snapshot(std::path::Path::new(&p))?;
-                        Some((p, s.content.clone()?, s))
-                    })
-                    .take(autocompact::RESTORE_MAX_FILES)
-                    .collect()
-            })
-            .await
-            .map_err(|e| Error::Internal(format!("restore task: {e}")))?;
-        let restored = autocompact::restore_attachments(
-            &files
-                .iter()
-                .map(|(p, t, _)| (p.clone(), t.clone()))
-                .collect::<Vec<_>>(),
-        );
+        let (restored, restored_paths, states) = super::compact::restore_files(wanted).await?;
         for a in &restored {
             new_records.push(RecordInput {
                 kind: Some(RecordKind::Attachment),
@@ -447,15 +427,6 @@ impl Engine {
                 ..RecordInput::default()
             });
         }
-        let restored_paths: Vec<String> = restored
-            .iter()
-            .filter_map(|a| a["filename"].as_str().map(str::to_string))
-            .collect();
-        let states: Vec<context_state::ReadState> = files
-            .into_iter()
-            .filter(|(p, _, _)| restored_paths.contains(p))
-            .map(|(_, _, s)| s)
-            .collect();
         let kept_records = tail.len() as u64;
         let summarised_records = summarised.len() as u64;
         drop(tail);
@@ -463,54 +434,9 @@ impl Engine {
         drop(refs);
         drop(shown);
         drop(view);
-        let now_text = self.now_text();
-        let s = sid.clone();
-        let built = self
-            .store
-            .write(move |tx| {
-                let built = insert_batch(tx, &s, new_records, None, &now_text)?;
-                context_state::clear_loaded(tx, &s)?;
-                context_state::clear_read_state(tx, &s)?;
-                context_state::clear_touched(tx, &s)?;
-                for st in &states {
-                    context_state::put_read_state(tx, &s, st)?;
-                }
-                context_state::set_compaction_failures(tx, &s, 0, None)?;
-                memory::reset_gate(tx, &s)?;
-                Ok(built)
-            })
+        let (boundary_uuid, post_tokens) = self
+            .write_new_history(cell, l, new_records, states, Trigger::Auto, pre_tokens, now)
             .await?;
-        let boundary_uuid = built.first().map(|r| r.uuid.clone()).unwrap_or_default();
-        l.records.extend(built.iter().cloned());
-        l.boundary_uuid = boundary_uuid.clone();
-        l.pinned_edits.clear();
-        let post_tokens = compile_loaded(l, false, now)?
-            .metadata
-            .tokens
-            .estimated_tokens;
-        self.emit(
-            cell,
-            SessionEvent::RecordsAppended {
-                session_id: sid.clone(),
-                records: built
-                    .iter()
-                    .map(|r| AppendedRecord {
-                        uuid: r.uuid.clone(),
-                        seq: r.seq,
-                    })
-                    .collect(),
-            },
-        );
-        self.emit(
-            cell,
-            SessionEvent::Compacted {
-                session_id: sid,
-                trigger: Trigger::Auto.as_str().into(),
-                boundary_uuid: boundary_uuid.clone(),
-                pre_tokens,
-                post_tokens,
-            },
-        );
         Ok(Ok(CompactionReport {
             trigger: Trigger::Auto.as_str().into(),
             boundary_uuid,

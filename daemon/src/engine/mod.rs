@@ -54,6 +54,12 @@ pub(crate) struct Loaded {
     pub level: &'static str,
 }
 
+/// The loaded state of a cell whose load just succeeded.
+pub(crate) fn loaded_mut(slot: &mut Option<Loaded>) -> Result<&mut Loaded> {
+    slot.as_mut()
+        .ok_or_else(|| Error::Internal("session state missing after load".into()))
+}
+
 /// uuid of the last main-thread compact boundary, or '' when there is none.
 pub(crate) fn last_boundary_uuid(records: &[Record]) -> String {
     records

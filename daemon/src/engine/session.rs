@@ -493,13 +493,7 @@ impl Engine {
         let cell = self.cell(&p.session_id);
         let mut guard = cell.state.lock().await;
         // Observing file tools needs the earlier records (a result names its tool_use).
-        if let Err(e) = self.ensure_loaded(&p.session_id, &mut guard).await {
-            drop(guard);
-            if matches!(e, Error::SessionNotFound(_)) {
-                self.drop_cell(&p.session_id);
-            }
-            return Err(e);
-        }
+        self.load_or_drop(&p.session_id, &mut guard).await?;
         let now = self.now();
         let sid = p.session_id.clone();
         let expected = p.expected_last_uuid;
@@ -617,16 +611,8 @@ impl Engine {
     pub async fn compile(&self, p: CompileParams) -> Result<Compiled> {
         let cell = self.cell(&p.session_id);
         let mut guard = cell.state.lock().await;
-        if let Err(e) = self.ensure_loaded(&p.session_id, &mut guard).await {
-            drop(guard);
-            if matches!(e, Error::SessionNotFound(_)) {
-                self.drop_cell(&p.session_id);
-            }
-            return Err(e);
-        }
-        let Some(l) = guard.as_mut() else {
-            return Err(Error::Internal("session state missing after load".into()));
-        };
+        self.load_or_drop(&p.session_id, &mut guard).await?;
+        let l = super::loaded_mut(&mut guard)?;
         let now = self.resolve_now(p.now.as_deref())?;
         let mut compiled = self.compile_steps(&cell, l, p.side_request, now).await?;
         if l.row.settings.collapse.enabled {
@@ -770,16 +756,8 @@ impl Engine {
     pub async fn snip(&self, p: SnipParams) -> Result<SnipResponse> {
         let cell = self.cell(&p.session_id);
         let mut guard = cell.state.lock().await;
-        if let Err(e) = self.ensure_loaded(&p.session_id, &mut guard).await {
-            drop(guard);
-            if matches!(e, Error::SessionNotFound(_)) {
-                self.drop_cell(&p.session_id);
-            }
-            return Err(e);
-        }
-        let Some(l) = guard.as_mut() else {
-            return Err(Error::Internal("session state missing after load".into()));
-        };
+        self.load_or_drop(&p.session_id, &mut guard).await?;
+        let l = super::loaded_mut(&mut guard)?;
         if !l.row.settings.snip_enabled {
             return Err(Error::invalid(
                 "session_id",
