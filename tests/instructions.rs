@@ -145,6 +145,16 @@ fn startup_chain_is_memoized_in_messages_0() {
         d.compile_body_with(json!({"session_id": sid, "now": T0})),
         body
     );
+
+    // A cwd change resets the memo: the edited file shows up now.
+    d.call(
+        "session.update",
+        json!({"session_id": sid, "cwd": root.join("packages")}),
+    );
+    let c = compile(&d, &sid, T0);
+    let text = first_text(&c["request"]);
+    assert!(text.contains("# Agents\nchanged"), "{text}");
+    assert!(!text.contains("npm names"));
 }
 
 #[test]

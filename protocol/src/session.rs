@@ -468,6 +468,10 @@ pub struct SessionDeleteResponse {
 #[serde(deny_unknown_fields)]
 pub struct SessionUpdateParams {
     pub session_id: String,
+    /// A new working directory (absolute). Resets the memoized user context, as a
+    /// compaction does; discovery still walks from the original cwd.
+    #[serde(default)]
+    pub cwd: Option<String>,
     #[serde(default)]
     pub settings: Option<SessionSettings>,
     #[serde(default)]

@@ -11,6 +11,14 @@ use crate::pipeline::{budget, projection, thresholds};
 use crate::store::collapses as store;
 pub(crate) use collapse::savings;
 
+use crate::pipeline::normalize::{NormalizeOptions, normalize};
+use crate::providers::SummaryInput;
+
+/// What a model is asked for when it summarises one collapsed span.
+const SPAN_INSTRUCTIONS: &str = "This is only a short span of a longer conversation that will be folded out of view. \
+Write a compact summary of it (a few lines): what was asked, what was done, files touched, \
+errors, and any conclusion. Keep names, paths and numbers exact.";
+
 /// Collapses of the current history: a compaction leaves the old ones behind.
 pub(crate) fn live(l: &Loaded) -> Vec<Collapse> {
     let view = projection::project(&l.records);
@@ -45,12 +53,53 @@ impl Engine {
         let shown = budget::apply(&view, &fates);
         let refs: Vec<&Record> = shown.iter().map(|c| c.as_ref()).collect();
         let current = live(l);
-        // Ids derive from the span, so a replay writes the same model-facing bytes.
-        let staged: Vec<Collapse> = collapse::plan_stage(&refs, &current, estimate, window, &s)
-            .iter()
-            .map(|plan| plan.to_collapse(collapse::summarize_span(&plan.records)))
-            .filter(|c| !l.collapses.iter().any(|x| x.id == c.id))
+        let plans: Vec<_> = collapse::plan_stage(&refs, &current, estimate, window, &s)
+            .into_iter()
+            .filter(|p| {
+                let id = collapse::span_id(&p.first_uuid, &p.last_uuid);
+                !l.collapses.iter().any(|x| x.id == id)
+            })
             .collect();
+        // Summaries come from the session's summariser; the deterministic span summary
+        // stands in when it is the embedded one or when a model call fails (staging must
+        // not fail a compile).
+        let model = self
+            .summariser(l, cell)
+            .ok()
+            .filter(|m| m.kind() != "embedded");
+        let mut staged: Vec<Collapse> = Vec::with_capacity(plans.len());
+        for plan in &plans {
+            let mut summary = None;
+            if let Some(m) = &model {
+                let normalized = normalize(
+                    &plan.records,
+                    &NormalizeOptions {
+                        supports_thinking: l.row.model.supports_thinking,
+                        rejected_media: &l.rejected_media,
+                        short_ids: false,
+                    },
+                );
+                let input = SummaryInput {
+                    records: &plan.records,
+                    messages: &normalized.messages,
+                    custom_instructions: Some(SPAN_INSTRUCTIONS),
+                    head_truncated: false,
+                    max_summary_tokens: (plan.tokens / 10).clamp(50, 600),
+                };
+                match m.summarise(input).await {
+                    Ok(text) => summary = Some(text),
+                    Err(e) => {
+                        tracing::warn!(session = %l.row.id, error = %e, "collapse summary failed; using the span summary")
+                    }
+                }
+            }
+            // Ids derive from the span, so a replay writes the same model-facing bytes.
+            staged.push(
+                plan.to_collapse(
+                    summary.unwrap_or_else(|| collapse::summarize_span(&plan.records)),
+                ),
+            );
+        }
         let mut all = current;
         all.extend(staged.iter().cloned());
         let commit = collapse::to_commit(&all, estimate, window, &s, drain);

@@ -85,7 +85,7 @@ fn provider_error(e: ProviderError) -> Error {
 }
 
 impl Engine {
-    fn summariser(&self, l: &Loaded, cell: &SessionCell) -> Result<Summariser> {
+    pub(crate) fn summariser(&self, l: &Loaded, cell: &SessionCell) -> Result<Summariser> {
         let cfg = l
             .row
             .settings

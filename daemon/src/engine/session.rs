@@ -49,6 +49,8 @@ async fn write_once(dir: &Path, file_name: &str, content: String) -> std::io::Re
 }
 
 const MAX_PAGE: u32 = 5_000;
+/// A memo boundary no history has: forces the memoized user context to be recomputed.
+const CWD_CHANGED: &str = "#cwd-changed";
 const DEFAULT_PAGE: u32 = 500;
 
 fn check_model(m: &ModelProfile) -> Result<()> {
@@ -327,6 +329,12 @@ impl Engine {
         if let Some(s) = &p.system {
             check_system(s)?;
         }
+        if let Some(c) = &p.cwd
+            && !Path::new(c).is_absolute()
+        {
+            return Err(Error::invalid("cwd", "must be an absolute path"));
+        }
+        let cwd_changed = p.cwd.is_some();
         let cell = self.cell(&p.session_id);
         let mut guard = cell.state.lock().await;
         let now = self.now();
@@ -347,6 +355,17 @@ impl Engine {
                 if let Some(t) = p.title {
                     row.title = Some(t);
                 }
+                if let Some(c) = p.cwd
+                    && c != row.cwd
+                {
+                    row.cwd = c;
+                    // A cwd change resets the memoized user context: mark the memo as
+                    // belonging to no history, so the next compile recomputes it.
+                    if let Some(mut m) = context_state::memo(tx, &row.id)? {
+                        m.boundary_uuid = CWD_CHANGED.into();
+                        context_state::set_memo(tx, &row.id, &m)?;
+                    }
+                }
                 row.updated_at = now;
                 sessions::update(tx, &row)?;
                 Ok(row)
@@ -354,6 +373,9 @@ impl Engine {
             .await?;
         if let Some(l) = guard.as_mut() {
             l.row = row.clone();
+            if cwd_changed && let Some(m) = l.memo.as_mut() {
+                m.boundary_uuid = CWD_CHANGED.into();
+            }
         }
         drop(guard);
         self.emit(
