@@ -353,14 +353,19 @@ impl Engine {
     ) -> Result<Vec<Record>> {
         let sid = l.row.id.clone();
         let s2 = sid.clone();
-        let (touched, loaded, reads) = self
+        // One trip to the blocking pool: the state and the stat of every seen file.
+        let (touched, loaded, reads, changes) = self
             .store
             .read(move |c| {
-                Ok((
-                    context_state::touched(c, &s2)?,
-                    context_state::loaded(c, &s2)?,
-                    context_state::read_states(c, &s2)?,
-                ))
+                let touched = context_state::touched(c, &s2)?;
+                let loaded = if touched.is_empty() {
+                    BTreeSet::new()
+                } else {
+                    context_state::loaded(c, &s2)?
+                };
+                let reads = context_state::read_states(c, &s2)?;
+                let changes: Vec<FileChange> = reads.iter().filter_map(check_file).collect();
+                Ok((touched, loaded, reads, changes))
             })
             .await?;
 
@@ -389,12 +394,6 @@ impl Engine {
                 .await
                 .map_err(|e| Error::Internal(format!("discovery task: {e}")))?
             };
-
-        // Files the model has seen that changed on disk.
-        let changes: Vec<FileChange> =
-            tokio::task::spawn_blocking(move || reads.iter().filter_map(check_file).collect())
-                .await
-                .map_err(|e| Error::Internal(format!("file check task: {e}")))?;
 
         let mut attachments: Vec<RecordInput> = Vec::new();
         let attachment = |value: serde_json::Value| RecordInput {
