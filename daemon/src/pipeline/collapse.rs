@@ -61,22 +61,20 @@ use std::borrow::Cow;
 use std::collections::{BTreeMap, HashMap};
 use std::ops::Range;
 
-use ctxd_protocol::{
-    CollapseConfig, CollapseInfo, ContentBlock, Record, RecordKind, ToolResultBlock,
-    ToolResultContent,
-};
+use ctxd_protocol::{CollapseConfig, CollapseInfo, ContentBlock, Record, RecordKind};
 use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
 
 use super::autocompact::api_rounds;
+use super::message::REMINDER_OPEN;
 use super::projection::COMPACT_BOUNDARY;
+use super::records::{file_action, is_user_typed, path_of, result_text};
 use super::{attachments, tokens};
 
 /// The assumed summary of a span not yet summarised: a tenth of it, at least this.
 const MIN_SUMMARY_TOKENS: u64 = 50;
 /// The offline summary never exceeds this, however large the span.
 const MAX_SUMMARY_TOKENS: u64 = 600;
-const REMINDER_OPEN: &str = "<system-reminder>";
 
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct CollapseSettings {
@@ -573,18 +571,6 @@ struct Facts {
     outcome: Option<String>,
 }
 
-/// Tools whose input names a file, and what the call did to it.
-fn file_action(tool: &str) -> Option<&'static str> {
-    Some(match tool {
-        "Read" => "read",
-        "Edit" | "MultiEdit" | "NotebookEdit" => "edited",
-        "Write" => "written",
-        "Glob" | "Grep" => "searched",
-        _ => return None,
-    })
-}
-const PATH_FIELDS: [&str; 3] = ["file_path", "notebook_path", "path"];
-
 fn first_line(text: &str) -> Option<String> {
     text.lines()
         .map(str::trim)
@@ -594,30 +580,6 @@ fn first_line(text: &str) -> Option<String> {
 
 fn squash(text: &str) -> String {
     text.split_whitespace().collect::<Vec<_>>().join(" ")
-}
-
-fn result_text(content: &ToolResultContent) -> String {
-    match content {
-        ToolResultContent::Text(t) => t.clone(),
-        ToolResultContent::Blocks(blocks) => blocks
-            .iter()
-            .filter_map(|b| match b {
-                ToolResultBlock::Text { text } => Some(text.as_str()),
-                _ => None,
-            })
-            .collect::<Vec<_>>()
-            .join("\n"),
-    }
-}
-
-fn is_user_typed(r: &Record) -> bool {
-    r.kind == RecordKind::User
-        && !r.is_meta
-        && !r.is_compact_summary
-        && !r
-            .content
-            .iter()
-            .all(|b| matches!(b, ContentBlock::ToolResult { .. }))
 }
 
 impl Facts {
@@ -693,9 +655,7 @@ impl Facts {
                 } => {
                     tool_names.insert(id, name);
                     *self.tools.entry(name.clone()).or_default() += 1;
-                    let path = PATH_FIELDS
-                        .iter()
-                        .find_map(|k| input.get(*k).and_then(serde_json::Value::as_str));
+                    let path = path_of(input);
                     if let (Some(action), Some(path)) = (file_action(name), path) {
                         self.touch(path, action);
                     }

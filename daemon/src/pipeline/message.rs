@@ -32,6 +32,9 @@ impl ApiMessage {
     }
 }
 
+/// How runtime text addressed to the model opens (see [`system_reminder`]).
+pub const REMINDER_OPEN: &str = "<system-reminder>";
+
 /// Wraps model-facing runtime text the way models already know it.
 pub fn system_reminder(text: &str) -> String {
     format!("<system-reminder>\n{text}\n</system-reminder>")

@@ -13,6 +13,7 @@ pub mod message;
 pub mod microcompact;
 pub mod normalize;
 pub mod projection;
+pub mod records;
 pub mod session_memory;
 pub mod snip;
 pub mod system;

@@ -19,7 +19,7 @@ use ctxd_protocol::{ContentBlock, Record, RecordKind, ToolResultBlock, ToolResul
 use sha2::{Digest, Sha256};
 
 use super::attachments;
-use super::message::{ApiMessage, Role, system_reminder};
+use super::message::{ApiMessage, REMINDER_OPEN, Role, system_reminder};
 
 pub struct NormalizeOptions<'a> {
     pub supports_thinking: bool,
@@ -38,7 +38,6 @@ pub struct Normalized {
 
 const MISSING_RESULT: &str =
     "[Tool result missing: the tool call was interrupted before it returned]";
-const REMINDER_OPEN: &str = "<system-reminder>";
 
 fn rejected_note(kind: &str) -> String {
     format!("[{kind} removed: the provider rejected it]")

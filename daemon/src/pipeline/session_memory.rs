@@ -47,10 +47,12 @@
 
 use std::collections::{HashMap, HashSet};
 
-use ctxd_protocol::{ContentBlock, Record, RecordKind, ToolResultBlock, ToolResultContent};
+use ctxd_protocol::{ContentBlock, Record, RecordKind, ToolResultContent};
 use serde_json::Value;
 
+use super::message::REMINDER_OPEN;
 use super::projection::COMPACT_BOUNDARY;
+use super::records::{self, INTERRUPTED, file_action, result_text};
 use super::{attachments, tokens};
 
 /// The sections, in order: (heading, one-line description). The descriptions tell a model
@@ -477,21 +479,6 @@ const RESULT_ITEM_CHARS: usize = 800;
 const WORKLOG_CHARS: usize = 5_000;
 const WORKLOG_LINE_CHARS: usize = 80;
 
-const INTERRUPTED: &str = "[Request interrupted by user";
-const REMINDER_OPEN: &str = "<system-reminder>";
-const PATH_FIELDS: [&str; 3] = ["file_path", "notebook_path", "path"];
-
-/// What a call to a file tool did to its file.
-fn file_action(tool: &str) -> Option<&'static str> {
-    Some(match tool {
-        "Read" => "read",
-        "Edit" | "MultiEdit" | "NotebookEdit" => "edited",
-        "Write" => "written",
-        "Glob" | "Grep" => "searched",
-        _ => return None,
-    })
-}
-
 fn clip(s: &str, max: usize) -> String {
     if chars(s) <= max {
         s.to_string()
@@ -666,20 +653,6 @@ fn user_text(r: &Record) -> Option<String> {
     (!text.is_empty() && !text.starts_with(INTERRUPTED)).then_some(text)
 }
 
-fn result_text(content: &ToolResultContent) -> String {
-    match content {
-        ToolResultContent::Text(t) => t.clone(),
-        ToolResultContent::Blocks(blocks) => blocks
-            .iter()
-            .filter_map(|b| match b {
-                ToolResultBlock::Text { text } => Some(text.as_str()),
-                _ => None,
-            })
-            .collect::<Vec<_>>()
-            .join("\n"),
-    }
-}
-
 fn command_of(input: &Value) -> Option<&str> {
     input
         .get("command")
@@ -688,10 +661,7 @@ fn command_of(input: &Value) -> Option<&str> {
 }
 
 fn path_of(input: &Value) -> Option<&str> {
-    PATH_FIELDS
-        .iter()
-        .find_map(|k| input.get(*k).and_then(Value::as_str))
-        .filter(|p| !p.trim().is_empty())
+    records::path_of(input).filter(|p| !p.trim().is_empty())
 }
 
 /// A command as the Workflow shows it: its first line, clipped, marked when more follows.

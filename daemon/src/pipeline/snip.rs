@@ -13,6 +13,7 @@ use ctxd_protocol::{ContentBlock, Record, RecordKind};
 use thiserror::Error;
 
 use super::normalize::short_id;
+use super::records::is_user_typed;
 use super::{attachments, tokens};
 
 pub const SNIP_BOUNDARY: &str = "snip_boundary";
@@ -64,16 +65,6 @@ pub fn freed_after(records: &[Record], after_seq: u64) -> u64 {
         .filter(|r| is_snip_boundary(r) && r.seq > after_seq)
         .filter_map(|r| r.data.as_ref()?.get("tokens_freed")?.as_u64())
         .sum()
-}
-
-fn is_user_typed(r: &Record) -> bool {
-    r.kind == RecordKind::User
-        && !r.is_meta
-        && !r.is_compact_summary
-        && !r
-            .content
-            .iter()
-            .all(|b| matches!(b, ContentBlock::ToolResult { .. }))
 }
 
 /// Plans removing the user message `from` through the user message `to` (inclusive,

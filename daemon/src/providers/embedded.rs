@@ -18,26 +18,14 @@ use ctxd_protocol::{ContentBlock, Record, RecordKind};
 use serde_json::Value;
 
 use super::SummaryInput;
-use super::prompt::{SECTION_TITLES, result_text};
+use super::prompt::SECTION_TITLES;
+use crate::pipeline::message::REMINDER_OPEN;
+use crate::pipeline::records::{INTERRUPTED, file_action, path_of, result_text};
 use crate::pipeline::tokens::{block_tokens, scaled};
 
 const INDENT: &str = "   ";
 const NONE: &str = "None recorded.";
 const LEFT_OUT: &str = "(left out for length)";
-const INTERRUPTED: &str = "[Request interrupted by user";
-const REMINDER_OPEN: &str = "<system-reminder>";
-
-/// Tools whose input names a file, the input fields that hold it, and what the call did.
-fn file_action(tool: &str) -> Option<&'static str> {
-    Some(match tool {
-        "Read" => "read",
-        "Edit" | "MultiEdit" | "NotebookEdit" => "edited",
-        "Write" => "written",
-        "Glob" | "Grep" => "searched",
-        _ => return None,
-    })
-}
-const PATH_FIELDS: [&str; 3] = ["file_path", "notebook_path", "path"];
 
 pub(crate) fn summarise(input: &SummaryInput<'_>) -> String {
     let facts = Facts::gather(input.records, input.head_truncated);
@@ -318,9 +306,7 @@ impl Facts {
             }
         }
         let action = file_action(name)?;
-        let path = PATH_FIELDS
-            .iter()
-            .find_map(|k| input.get(*k).and_then(Value::as_str))?;
+        let path = path_of(input)?;
         if let Some(lang) = language(path) {
             push_unique(&mut self.languages, lang);
         }
@@ -1003,7 +989,7 @@ fn push_unique(list: &mut Vec<String>, value: String) {
 /// One line saying what a call did, for section 8.
 fn describe_call(name: &str, input: &Value) -> String {
     let s = |k: &str| input.get(k).and_then(Value::as_str);
-    if let Some(path) = PATH_FIELDS.iter().find_map(|k| s(k))
+    if let Some(path) = path_of(input)
         && s("pattern").is_none()
     {
         return format!("{name} {path}");

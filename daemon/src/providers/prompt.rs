@@ -9,6 +9,7 @@ use serde_json::{Value, json};
 
 use super::SummaryInput;
 use crate::pipeline::message::{ApiMessage, Role};
+use crate::pipeline::records::result_text;
 
 /// The nine section titles, in order. The embedded summariser writes them and parses them
 /// back out of an earlier summary, so model and embedded summaries share one shape.
@@ -279,21 +280,6 @@ fn clean_block(block: &ContentBlock) -> Option<ContentBlock> {
             cache_reference: None,
         },
     })
-}
-
-/// The text of a tool result; media are left out.
-pub(super) fn result_text(content: &ToolResultContent) -> String {
-    match content {
-        ToolResultContent::Text(t) => t.clone(),
-        ToolResultContent::Blocks(blocks) => blocks
-            .iter()
-            .filter_map(|b| match b {
-                ToolResultBlock::Text { text } => Some(text.as_str()),
-                _ => None,
-            })
-            .collect::<Vec<_>>()
-            .join("\n"),
-    }
 }
 
 fn clean_result(content: &ToolResultContent) -> ToolResultContent {
