@@ -6,7 +6,7 @@ use ctxd_protocol::*;
 use super::{Engine, Loaded, SessionCell};
 use crate::error::{Error, Result};
 use crate::pipeline::collapse::{self, Collapse, CollapseSettings, CollapseStatus};
-use crate::pipeline::{budget, projection, thresholds};
+use crate::pipeline::{projection, thresholds};
 
 use crate::store::collapses as store;
 pub(crate) use collapse::savings;
@@ -47,10 +47,7 @@ impl Engine {
             return Ok(false);
         }
         let window = thresholds::effective_window(&l.row.model);
-        let mut fates = l.fates.clone();
-        fates.extend(l.cleared.iter().map(|(k, v)| (k.clone(), v.clone())));
-        let view = projection::project(&l.records);
-        let shown = budget::apply(&view, &fates);
+        let shown = l.shown();
         let refs: Vec<&Record> = shown.iter().map(|c| c.as_ref()).collect();
         let current = live(l);
         let plans: Vec<_> = collapse::plan_stage(&refs, &current, estimate, window, &s)
@@ -137,7 +134,6 @@ impl Engine {
         for id in &commit {
             l.collapse_commits.insert(id.clone(), seq);
         }
-        drop(all);
         for c in &staged {
             self.emit(
                 cell,

@@ -18,7 +18,6 @@ use crate::error::{Error, Result};
 use crate::pipeline::autocompact::{
     self, MAX_CONSECUTIVE_FAILURES, MAX_TRUNCATION_RETRIES, Trigger,
 };
-use crate::pipeline::budget;
 use crate::pipeline::compile::Compiled;
 use crate::pipeline::normalize::{NormalizeOptions, normalize};
 use crate::pipeline::projection;
@@ -204,10 +203,7 @@ impl Engine {
         started: Instant,
     ) -> Result<CompactionReport> {
         let summariser = self.summariser(l, cell)?;
-        let mut fates = l.fates.clone();
-        fates.extend(l.cleared.iter().map(|(k, v)| (k.clone(), v.clone())));
-        let view = projection::project(&l.records);
-        let shown = budget::apply(&view, &fates);
+        let shown = l.shown();
         let refs: Vec<&Record> = shown.iter().map(|c| c.as_ref()).collect();
         let sendable: Vec<&Record> = refs
             .iter()
@@ -333,11 +329,6 @@ impl Engine {
             });
         }
         let summarised_records = summarised.len() as u64;
-        drop(summarised);
-        drop(sendable);
-        drop(refs);
-        drop(shown);
-        drop(view);
         let (boundary_uuid, post_tokens) = self
             .write_new_history(cell, l, new_records, read_states, trigger, pre_tokens, now)
             .await?;

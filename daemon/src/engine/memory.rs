@@ -15,7 +15,7 @@ use crate::error::{Error, Result};
 use crate::pipeline::autocompact::{self, Trigger};
 use crate::pipeline::normalize::{NormalizeOptions, normalize};
 use crate::pipeline::session_memory as sm;
-use crate::pipeline::{budget, projection, thresholds, tokens};
+use crate::pipeline::{projection, thresholds, tokens};
 use crate::providers::{Summariser, SummaryInput};
 use crate::store::memory;
 
@@ -227,13 +227,7 @@ impl Engine {
             let Some(l) = guard.as_ref() else {
                 return Err(Error::Internal("session state missing after load".into()));
             };
-            let mut fates = l.fates.clone();
-            fates.extend(l.cleared.iter().map(|(k, v)| (k.clone(), v.clone())));
-            let view = projection::project(&l.records);
-            let shown: Vec<Record> = budget::apply(&view, &fates)
-                .into_iter()
-                .map(|c| c.into_owned())
-                .collect();
+            let shown: Vec<Record> = l.shown().into_iter().map(|c| c.into_owned()).collect();
             (
                 shown,
                 l.row
@@ -327,10 +321,8 @@ impl Engine {
         if sm::is_template(&mem.document) {
             return Ok(Err("the memory is still the empty template".into()));
         }
-        let mut fates = l.fates.clone();
-        fates.extend(l.cleared.iter().map(|(k, v)| (k.clone(), v.clone())));
         let view = projection::project(&l.records);
-        let shown = budget::apply(&view, &fates);
+        let shown = l.shown();
         let refs: Vec<&Record> = shown.iter().map(|c| c.as_ref()).collect();
         let Some(keep) = sm::keep_start(&refs, &last) else {
             return Ok(Err(format!(
@@ -388,8 +380,13 @@ impl Engine {
         ];
         // The kept tail is re-appended after the boundary (the transcript is append-only),
         // same content and tool ids, so frozen fates replay the same bytes.
-        for r in &tail {
-            let original = view.iter().find(|v| v.uuid == r.uuid).copied().unwrap_or(r);
+        // `shown` maps the projection one to one, so the originals sit at the same
+        // indices.
+        for original in view[keep..]
+            .iter()
+            .copied()
+            .filter(|r| r.kind != RecordKind::System)
+        {
             new_records.push(RecordInput {
                 uuid: None,
                 parent_uuid: None,
@@ -429,11 +426,6 @@ impl Engine {
         }
         let kept_records = tail.len() as u64;
         let summarised_records = summarised.len() as u64;
-        drop(tail);
-        drop(summarised);
-        drop(refs);
-        drop(shown);
-        drop(view);
         let (boundary_uuid, post_tokens) = self
             .write_new_history(cell, l, new_records, states, Trigger::Auto, pre_tokens, now)
             .await?;

@@ -54,6 +54,22 @@ pub(crate) struct Loaded {
     pub level: &'static str,
 }
 
+impl Loaded {
+    /// Every frozen tool-result fate: the budget's, overridden by microcompact's clears.
+    pub(crate) fn shown_fates(&self) -> BTreeMap<String, Fate> {
+        let mut fates = self.fates.clone();
+        fates.extend(self.cleared.iter().map(|(k, v)| (k.clone(), v.clone())));
+        fates
+    }
+
+    /// The projection as the model saw it: main thread after the last boundary, snipped
+    /// records out, every frozen fate applied.
+    pub(crate) fn shown(&self) -> Vec<std::borrow::Cow<'_, Record>> {
+        let view = crate::pipeline::projection::project(&self.records);
+        crate::pipeline::budget::apply(&view, &self.shown_fates())
+    }
+}
+
 /// The loaded state of a cell whose load just succeeded.
 pub(crate) fn loaded_mut(slot: &mut Option<Loaded>) -> Result<&mut Loaded> {
     slot.as_mut()

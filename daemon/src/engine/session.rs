@@ -8,7 +8,6 @@ use uuid::Uuid;
 
 use super::validate::validate_batch;
 use super::{Engine, Loaded};
-use crate::clock::rfc3339;
 use crate::error::{Error, Result};
 use crate::pipeline::autocompact::Trigger;
 use crate::pipeline::budget::{self, Decision, Fate, ToolLimits};
@@ -209,10 +208,6 @@ pub(crate) fn insert_batch(
 }
 
 impl Engine {
-    fn now(&self) -> String {
-        rfc3339(self.clock.now())
-    }
-
     pub async fn create_session(&self, p: SessionCreateParams) -> Result<SessionInfo> {
         let row = self.new_row(&p).await?;
         let tools = p.tools;
@@ -268,7 +263,7 @@ impl Engine {
         } else {
             crate::git::snapshot(Path::new(&p.cwd)).await
         };
-        let now = self.now();
+        let now = self.now_text();
         Ok(SessionRow {
             id: Uuid::now_v7().to_string(),
             cwd: p.cwd.clone(),
@@ -337,7 +332,7 @@ impl Engine {
         let cwd_changed = p.cwd.is_some();
         let cell = self.cell(&p.session_id);
         let mut guard = cell.state.lock().await;
-        let now = self.now();
+        let now = self.now_text();
         let sid = p.session_id.clone();
         let row = self
             .store
@@ -388,7 +383,7 @@ impl Engine {
     }
 
     pub async fn fork_session(&self, p: SessionForkParams) -> Result<SessionInfo> {
-        let now = self.now();
+        let now = self.now_text();
         let new_id = Uuid::now_v7().to_string();
         let src = p.session_id.clone();
         let nid = new_id.clone();
@@ -471,7 +466,7 @@ impl Engine {
         let mut guard = cell.state.lock().await;
         let sid = p.session_id.clone();
         let tools = p.tools.clone();
-        let now = self.now();
+        let now = self.now_text();
         self.store
             .write(move |tx| {
                 if !sessions::exists(tx, &sid)? {
@@ -516,7 +511,7 @@ impl Engine {
         let mut guard = cell.state.lock().await;
         // Observing file tools needs the earlier records (a result names its tool_use).
         self.load_or_drop(&p.session_id, &mut guard).await?;
-        let now = self.now();
+        let now = self.now_text();
         let sid = p.session_id.clone();
         let expected = p.expected_last_uuid;
         let built = self
@@ -805,7 +800,7 @@ impl Engine {
             })),
             ..RecordInput::default()
         };
-        let now = self.now();
+        let now = self.now_text();
         let sid = p.session_id.clone();
         let built = self
             .store
@@ -982,7 +977,7 @@ impl Engine {
                 no_git: true,
             })
             .await?;
-        let now = self.now();
+        let now = self.now_text();
         // Like Claude Code on resume: every imported result counts as already seen, kept
         // whole unless a content-replacement line says what the model saw instead.
         let mut import_fates: BTreeMap<String, Fate> = inputs

@@ -458,7 +458,7 @@ impl Engine {
             }
             m
         });
-        let ts = crate::clock::rfc3339(self.clock.now());
+        let ts = self.now_text();
         let (s2, np, ns, rm) = (
             sid.clone(),
             nested_paths.clone(),

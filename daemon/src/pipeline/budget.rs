@@ -346,14 +346,11 @@ fn sanitize(id: &str) -> String {
 
 /// The projection as the model sees it: frozen replacements applied, empty results
 /// turned into a short note. Records that need no change are borrowed.
-pub fn apply<'a, R: Borrow<Record>>(
-    records: &'a [R],
-    fates: &BTreeMap<String, Fate>,
-) -> Vec<Cow<'a, Record>> {
+pub fn apply<'a>(records: &[&'a Record], fates: &BTreeMap<String, Fate>) -> Vec<Cow<'a, Record>> {
     let names = tool_names(records);
     records
         .iter()
-        .map(Borrow::borrow)
+        .copied()
         .map(|r| {
             if r.kind != RecordKind::User
                 || !r.content.iter().any(|b| match b {

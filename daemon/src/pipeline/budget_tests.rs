@@ -57,7 +57,8 @@ fn decide(
 
 fn shown(records: &[Record], fates: &BTreeMap<String, Fate>) -> BTreeMap<String, String> {
     let mut out = BTreeMap::new();
-    for r in apply(records, fates) {
+    let refs: Vec<&Record> = records.iter().collect();
+    for r in apply(&refs, fates) {
         for b in &r.content {
             if let ContentBlock::ToolResult {
                 tool_use_id,
