@@ -45,6 +45,18 @@ fn parse<T: DeserializeOwned>(params: &Params<'_>) -> Result<T, ErrorObjectOwned
 
 type RpcResult<T> = Result<T, ErrorObjectOwned>;
 
+/// The compiled body travels as a `RawValue`, so no layer re-encodes (and reorders) it.
+fn compile_response(
+    c: crate::pipeline::compile::Compiled,
+) -> crate::error::Result<CompileResponse> {
+    let request = serde_json::value::RawValue::from_string(c.body)
+        .map_err(|e| crate::error::Error::Internal(e.to_string()))?;
+    Ok(CompileResponse {
+        request,
+        metadata: c.metadata,
+    })
+}
+
 macro_rules! async_method {
     ($module:expr, $name:expr, |$ctx:ident, $p:ident : $pt:ty| $body:expr) => {
         $module.register_async_method($name, |params, $ctx, _| async move {
@@ -149,16 +161,11 @@ pub fn build_module(
         .list_tools(&p.session_id)
         .await
         .map(|tools| ToolsListResponse { tools }))?;
-    m.register_async_method(CONTEXT_COMPILE, |params, ctx, _| async move {
-        let p: CompileParams = parse(&params)?;
-        let compiled = ctx.engine.compile(p).await.map_err(to_rpc_error)?;
-        let request = serde_json::value::RawValue::from_string(compiled.body)
-            .map_err(|e| to_rpc_error(crate::error::Error::Internal(e.to_string())))?;
-        RpcResult::Ok(CompileResponse {
-            request,
-            metadata: compiled.metadata,
-        })
-    })?;
+    async_method!(m, CONTEXT_COMPILE, |ctx, p: CompileParams| ctx
+        .engine
+        .compile(p)
+        .await
+        .and_then(compile_response))?;
     async_method!(m, CONTEXT_REPLACEMENTS, |ctx, p: SessionIdParams| ctx
         .engine
         .replacements(&p.session_id)
@@ -172,16 +179,11 @@ pub fn build_module(
         .engine
         .compact(p)
         .await)?;
-    m.register_async_method(CONTEXT_REPORT_ERROR, |params, ctx, _| async move {
-        let p: ReportErrorParams = parse(&params)?;
-        let compiled = ctx.engine.report_error(p).await.map_err(to_rpc_error)?;
-        let request = serde_json::value::RawValue::from_string(compiled.body)
-            .map_err(|e| to_rpc_error(crate::error::Error::Internal(e.to_string())))?;
-        RpcResult::Ok(CompileResponse {
-            request,
-            metadata: compiled.metadata,
-        })
-    })?;
+    async_method!(m, CONTEXT_REPORT_ERROR, |ctx, p: ReportErrorParams| ctx
+        .engine
+        .report_error(p)
+        .await
+        .and_then(compile_response))?;
     m.register_method(CONTEXT_PROVIDE_SUMMARY, |params, ctx, _| {
         let p: ProvideSummaryParams = parse(&params)?;
         ctx.engine
