@@ -153,7 +153,7 @@ fn time_based_microcompact_clears_all_but_the_recent_and_stays_cleared() {
     assert!(shown[1].1.contains("output 1"), "Task untouched");
     assert_eq!(shown[2].1, "\"[Old tool result content cleared]\"");
     assert!(shown[3].1.contains("output 3"));
-    let body = d.compile_body(&sid);
+    let body = d.compile_body_with(json!({"session_id": sid, "now": at(200)}));
     let again = d.call(
         "context.compile",
         json!({"session_id": sid, "now": at(200)}),
@@ -165,7 +165,10 @@ fn time_based_microcompact_clears_all_but_the_recent_and_stays_cleared() {
     assert_eq!(results(&again["request"]), shown);
     d.kill9();
     d.spawn();
-    assert_eq!(d.compile_body(&sid), body);
+    assert_eq!(
+        d.compile_body_with(json!({"session_id": sid, "now": at(200)})),
+        body
+    );
     // The transcript itself still holds every result.
     let recs = d.call("transcript.read", json!({"session_id": sid}));
     assert!(recs.to_string().contains("output 0"));
@@ -182,7 +185,10 @@ fn cached_microcompact_pins_its_edits() {
     for i in 0..5 {
         append(&d, &sid, tool_turn(i, "Grep", "2026-11-29T10:00:00Z"));
     }
-    let c = d.call("context.compile", json!({"session_id": sid}));
+    let c = d.call(
+        "context.compile",
+        json!({"session_id": sid, "now": "2026-11-29T10:00:00Z"}),
+    );
     assert_eq!(
         c["metadata"]["microcompact"]["cache_edits_added"],
         json!(["t0", "t1", "t2"])
@@ -217,7 +223,10 @@ fn cached_microcompact_pins_its_edits() {
             &sid,
             json!([{"type": "assistant", "content": format!("thinking {n}")}, {"type": "user", "content": format!("more {n}")}]),
         );
-        let later = d.call("context.compile", json!({"session_id": sid}));
+        let later = d.call(
+            "context.compile",
+            json!({"session_id": sid, "now": "2026-11-29T10:00:00Z"}),
+        );
         let edits_now = find_edits(&later["request"]);
         assert_eq!(edits_now[0], (index, edits.clone()), "pinned edit moved");
         assert_eq!(later["metadata"]["microcompact"]["cache_edits_pinned"], 1);
