@@ -15,12 +15,12 @@ use super::session::{compile_loaded, insert_batch};
 use super::sources::snapshot;
 use super::{Engine, Loaded, SessionCell};
 use crate::error::{Error, Result};
+use crate::pipeline::attachments;
 use crate::pipeline::autocompact::{
     self, MAX_CONSECUTIVE_FAILURES, MAX_TRUNCATION_RETRIES, Trigger,
 };
 use crate::pipeline::compile::Compiled;
 use crate::pipeline::normalize::{NormalizeOptions, normalize};
-use crate::pipeline::projection;
 use crate::providers::{ModelRunner, ProviderError, Summariser, SummaryInput};
 use crate::store::context_state;
 
@@ -283,51 +283,22 @@ impl Engine {
             .filter(|r| refs[start..].iter().any(|x| x.uuid == r.uuid))
             .collect();
         let ts = crate::clock::rfc3339(now);
-        let mut new_records = vec![
-            RecordInput {
-                kind: Some(RecordKind::System),
-                subtype: Some(projection::COMPACT_BOUNDARY.into()),
-                data: Some(autocompact::boundary_data(
-                    trigger,
-                    pre_tokens,
-                    &summarised,
-                    summariser.kind(),
-                    dropped,
-                )),
-                timestamp: Some(ts.clone()),
-                ..RecordInput::default()
-            },
-            RecordInput {
-                kind: Some(RecordKind::User),
-                is_compact_summary: true,
-                content: vec![ContentBlock::text(autocompact::summary_message(
-                    &summary, false, trigger,
-                ))],
-                timestamp: Some(ts.clone()),
-                ..RecordInput::default()
-            },
-        ];
-        for a in &restored {
-            new_records.push(RecordInput {
-                kind: Some(RecordKind::Attachment),
-                is_meta: true,
-                attachment: Some(a.clone()),
-                timestamp: Some(ts.clone()),
-                ..RecordInput::default()
-            });
-        }
-        if l.row.settings.plan_mode {
-            new_records.push(RecordInput {
-                kind: Some(RecordKind::Attachment),
-                is_meta: true,
-                attachment: Some(serde_json::json!({
-                    "type": "plan_mode",
-                    "content": "The session is in plan mode: research and plan only. Do not edit files or run commands that change anything until the user approves the plan.",
-                })),
-                timestamp: Some(ts.clone()),
-                ..RecordInput::default()
-            });
-        }
+        let mut new_records = autocompact::head_records(
+            autocompact::boundary_data(
+                trigger,
+                pre_tokens,
+                &summarised,
+                summariser.kind(),
+                dropped,
+            ),
+            autocompact::summary_message(&summary, false, trigger),
+            &ts,
+        );
+        new_records.extend(
+            autocompact::rebuild_attachments(&restored, l.row.settings.plan_mode)
+                .into_iter()
+                .map(|a| attachments::record(a, &ts)),
+        );
         let summarised_records = summarised.len() as u64;
         let (boundary_uuid, post_tokens) = self
             .write_new_history(cell, l, new_records, read_states, trigger, pre_tokens, now)

@@ -15,7 +15,7 @@ use crate::error::{Error, Result};
 use crate::pipeline::autocompact::{self, Trigger};
 use crate::pipeline::normalize::{NormalizeOptions, normalize};
 use crate::pipeline::session_memory as sm;
-use crate::pipeline::{projection, thresholds, tokens};
+use crate::pipeline::{attachments, projection, thresholds, tokens};
 use crate::providers::{Summariser, SummaryInput};
 use crate::store::memory;
 
@@ -358,26 +358,11 @@ impl Engine {
             autocompact::boundary_data(Trigger::Auto, pre_tokens, &summarised, "session_memory", 0);
         data["kind"] = serde_json::json!("session_memory");
         data["kept_from_uuid"] = serde_json::json!(tail.first().map(|r| r.uuid.clone()));
-        let mut new_records = vec![
-            RecordInput {
-                kind: Some(RecordKind::System),
-                subtype: Some(projection::COMPACT_BOUNDARY.into()),
-                data: Some(data),
-                timestamp: Some(ts.clone()),
-                ..RecordInput::default()
-            },
-            RecordInput {
-                kind: Some(RecordKind::User),
-                is_compact_summary: true,
-                content: vec![ContentBlock::text(autocompact::summary_message(
-                    &summary,
-                    !tail.is_empty(),
-                    Trigger::Auto,
-                ))],
-                timestamp: Some(ts.clone()),
-                ..RecordInput::default()
-            },
-        ];
+        let mut new_records = autocompact::head_records(
+            data,
+            autocompact::summary_message(&summary, !tail.is_empty(), Trigger::Auto),
+            &ts,
+        );
         // The kept tail is re-appended after the boundary (the transcript is append-only),
         // same content and tool ids, so frozen fates replay the same bytes.
         // `shown` maps the projection one to one, so the originals sit at the same
@@ -415,15 +400,11 @@ impl Engine {
                 .filter(|p| !shown_in_tail.contains(p))
                 .collect();
         let (restored, restored_paths, states) = super::compact::restore_files(wanted).await?;
-        for a in &restored {
-            new_records.push(RecordInput {
-                kind: Some(RecordKind::Attachment),
-                is_meta: true,
-                attachment: Some(a.clone()),
-                timestamp: Some(ts.clone()),
-                ..RecordInput::default()
-            });
-        }
+        new_records.extend(
+            autocompact::rebuild_attachments(&restored, l.row.settings.plan_mode)
+                .into_iter()
+                .map(|a| attachments::record(a, &ts)),
+        );
         let kept_records = tail.len() as u64;
         let summarised_records = summarised.len() as u64;
         let (boundary_uuid, post_tokens) = self

@@ -396,13 +396,9 @@ impl Engine {
             };
 
         let mut attachments: Vec<RecordInput> = Vec::new();
-        let attachment = |value: serde_json::Value| RecordInput {
-            kind: Some(RecordKind::Attachment),
-            is_meta: true,
-            attachment: Some(value),
-            timestamp: Some(crate::clock::rfc3339(now)),
-            ..RecordInput::default()
-        };
+        let ts = crate::clock::rfc3339(now);
+        let attachment =
+            |value: serde_json::Value| crate::pipeline::attachments::record(value, &ts);
         let nested_paths: Vec<String> = nested
             .iter()
             .map(|f| f.canonical_path().display().to_string())

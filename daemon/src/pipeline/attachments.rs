@@ -4,7 +4,7 @@
 //! Typed renderers for each attachment type arrive with their issues; until then a few
 //! well-known types get a sentence and everything else a generic, still readable, dump.
 
-use ctxd_protocol::Record;
+use ctxd_protocol::{Record, RecordInput, RecordKind};
 use serde_json::{Map, Value};
 
 /// The text an attachment record shows the model, or `None` when it shows nothing
@@ -91,6 +91,17 @@ fn generic(kind: &str, obj: &Map<String, Value>) -> String {
     // Serialising a map of JSON values cannot fail; the fallback only keeps this total.
     let body = serde_json::to_string_pretty(&Value::Object(rest)).unwrap_or_default();
     format!("Attachment ({kind}):\n{body}")
+}
+
+/// An attachment record as the engine appends it (injected context, not user input).
+pub fn record(attachment: Value, timestamp: &str) -> RecordInput {
+    RecordInput {
+        kind: Some(RecordKind::Attachment),
+        is_meta: true,
+        attachment: Some(attachment),
+        timestamp: Some(timestamp.to_string()),
+        ..RecordInput::default()
+    }
 }
 
 #[cfg(test)]

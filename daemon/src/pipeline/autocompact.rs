@@ -8,7 +8,7 @@
 
 use std::ops::Range;
 
-use ctxd_protocol::{ContentBlock, Record, RecordKind};
+use ctxd_protocol::{ContentBlock, Record, RecordInput, RecordKind};
 use serde_json::{Value, json};
 
 use super::{attachments, tokens};
@@ -148,6 +148,39 @@ pub fn boundary_data(
     })
 }
 
+/// The head of every new history: the compact boundary, then the summary message.
+pub fn head_records(boundary: Value, summary_message: String, timestamp: &str) -> Vec<RecordInput> {
+    vec![
+        RecordInput {
+            kind: Some(RecordKind::System),
+            subtype: Some(super::projection::COMPACT_BOUNDARY.into()),
+            data: Some(boundary),
+            timestamp: Some(timestamp.to_string()),
+            ..RecordInput::default()
+        },
+        RecordInput {
+            kind: Some(RecordKind::User),
+            is_compact_summary: true,
+            content: vec![ContentBlock::text(summary_message)],
+            timestamp: Some(timestamp.to_string()),
+            ..RecordInput::default()
+        },
+    ]
+}
+
+/// What every new history re-announces after its summary (and kept tail): the restored
+/// files, then plan mode when the session is in it.
+pub fn rebuild_attachments(restored: &[Value], plan_mode: bool) -> Vec<Value> {
+    let mut out = restored.to_vec();
+    if plan_mode {
+        out.push(json!({
+            "type": "plan_mode",
+            "content": "The session is in plan mode: research and plan only. Do not edit files or run commands that change anything until the user approves the plan.",
+        }));
+    }
+    out
+}
+
 /// Files read most recently (Read tool inputs), newest first, unique.
 pub fn recently_read(view: &[&Record], limit: usize) -> Vec<String> {
     let mut out: Vec<String> = Vec::new();
@@ -272,6 +305,23 @@ mod tests {
             assert!(text.chars().count() <= 20_000 + 400, "{}", text.len());
             assert!(text.contains("more lines not shown"));
         }
+    }
+
+    #[test]
+    fn new_histories_open_with_boundary_and_summary_and_reannounce_plan_mode() {
+        let head = head_records(
+            json!({"trigger": "auto"}),
+            "the summary".into(),
+            "2026-11-29T10:00:00Z",
+        );
+        assert_eq!(head[0].kind, Some(RecordKind::System));
+        assert_eq!(head[0].subtype.as_deref(), Some("compact_boundary"));
+        assert!(head[1].is_compact_summary);
+        let files = vec![json!({"type": "compact_file_reference", "filename": "/a"})];
+        assert_eq!(rebuild_attachments(&files, false), files);
+        let with_plan = rebuild_attachments(&files, true);
+        assert_eq!(with_plan.len(), 2);
+        assert_eq!(with_plan[1]["type"], "plan_mode");
     }
 
     #[test]
