@@ -224,9 +224,11 @@ async fn compile_step(
     answered: &RecordInput,
     source_line: u64,
 ) -> Result<ReplayStep> {
-    let actual_input_tokens = answered
-        .usage
-        .map(|u| u.input_tokens + u.cache_creation_input_tokens + u.cache_read_input_tokens);
+    let actual_input_tokens = answered.usage.map(|u| {
+        u.input_tokens
+            .saturating_add(u.cache_creation_input_tokens)
+            .saturating_add(u.cache_read_input_tokens)
+    });
     let r = client
         .compile(CompileParams {
             session_id: sid.to_string(),

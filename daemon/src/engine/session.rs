@@ -6,7 +6,7 @@ use std::path::Path;
 use ctxd_protocol::*;
 use uuid::Uuid;
 
-use super::validate::validate_batch;
+use super::validate::{MAX_CONTEXT_WINDOW, validate_batch};
 use super::{Engine, Loaded};
 use crate::error::{Error, Result};
 use crate::pipeline::autocompact::Trigger;
@@ -56,10 +56,10 @@ fn check_model(m: &ModelProfile) -> Result<()> {
     if m.model.is_empty() {
         return Err(Error::invalid("model.model", "must not be empty"));
     }
-    if m.context_window < 1_000 {
+    if !(1_000..=MAX_CONTEXT_WINDOW).contains(&m.context_window) {
         return Err(Error::invalid(
             "model.context_window",
-            "must be at least 1000 tokens",
+            format!("must be between 1000 and {MAX_CONTEXT_WINDOW} tokens"),
         ));
     }
     if m.max_output_tokens == 0 || m.max_output_tokens >= m.context_window {
@@ -71,13 +71,44 @@ fn check_model(m: &ModelProfile) -> Result<()> {
     Ok(())
 }
 
-fn check_settings(s: &SessionSettings) -> Result<()> {
+/// Settings are checked against the model they run with: the blocking margin must leave
+/// some of the effective window usable.
+fn check_settings(s: &SessionSettings, m: &ModelProfile) -> Result<()> {
     if let Some(p) = s.autocompact_pct_override
         && !(1..=100).contains(&p)
     {
         return Err(Error::invalid(
             "settings.autocompact_pct_override",
             "must be 1..=100",
+        ));
+    }
+    let window = thresholds::effective_window(m);
+    if let Some(margin) = s.blocking_limit_margin
+        && margin >= window
+    {
+        return Err(Error::invalid(
+            "settings.blocking_limit_margin",
+            format!("must be smaller than the effective window ({window} tokens)"),
+        ));
+    }
+    let c = &s.collapse;
+    for (field, pct) in [
+        ("stage_at_pct", c.stage_at_pct),
+        ("commit_at_pct", c.commit_at_pct),
+        ("block_at_pct", c.block_at_pct),
+        ("target_pct", c.target_pct),
+    ] {
+        if !(1..=100).contains(&pct) {
+            return Err(Error::invalid(
+                format!("settings.collapse.{field}"),
+                "must be 1..=100",
+            ));
+        }
+    }
+    if c.span_rounds == 0 {
+        return Err(Error::invalid(
+            "settings.collapse.span_rounds",
+            "must be at least 1",
         ));
     }
     Ok(())
@@ -239,7 +270,7 @@ impl Engine {
         let model = p.model.clone().unwrap_or_default();
         check_model(&model)?;
         let settings = p.settings.clone().unwrap_or_default();
-        check_settings(&settings)?;
+        check_settings(&settings, &model)?;
         if let Some(s) = &p.system {
             check_system(s)?;
         }
@@ -318,9 +349,6 @@ impl Engine {
         if let Some(m) = &p.model {
             check_model(m)?;
         }
-        if let Some(s) = &p.settings {
-            check_settings(s)?;
-        }
         if let Some(s) = &p.system {
             check_system(s)?;
         }
@@ -350,6 +378,8 @@ impl Engine {
                 if let Some(t) = p.title {
                     row.title = Some(t);
                 }
+                // The merged pair is what compiles will run with.
+                check_settings(&row.settings, &row.model)?;
                 if let Some(c) = p.cwd
                     && c != row.cwd
                 {

@@ -13,6 +13,30 @@ fn bad(path: String, msg: &str) -> Error {
     Error::invalid(path, msg)
 }
 
+/// Largest context window a model profile may declare (tokens).
+pub const MAX_CONTEXT_WINDOW: u64 = 100_000_000;
+
+/// Largest token count a usage field may carry: far above any real context, far below
+/// where sums of four of them could overflow.
+pub const MAX_USAGE_TOKENS: u64 = 1_000_000_000;
+
+fn check_usage(path: &str, u: &ctxd_protocol::Usage) -> Result<()> {
+    for (field, v) in [
+        ("input_tokens", u.input_tokens),
+        ("output_tokens", u.output_tokens),
+        ("cache_creation_input_tokens", u.cache_creation_input_tokens),
+        ("cache_read_input_tokens", u.cache_read_input_tokens),
+    ] {
+        if v > MAX_USAGE_TOKENS {
+            return Err(bad(
+                format!("{path}.{field}"),
+                &format!("must be at most {MAX_USAGE_TOKENS}"),
+            ));
+        }
+    }
+    Ok(())
+}
+
 fn check_source(path: &str, s: &MediaSource) -> Result<()> {
     match s {
         MediaSource::Base64 { media_type, data } | MediaSource::Text { media_type, data } => {
@@ -156,11 +180,14 @@ pub fn validate_batch(records: &mut [RecordInput]) -> Result<()> {
                 "must be an RFC 3339 date-time",
             ));
         }
-        if r.usage.is_some() && kind != RecordKind::Assistant {
-            return Err(bad(
-                format!("{p}.usage"),
-                "only assistant records carry usage",
-            ));
+        if let Some(u) = &r.usage {
+            if kind != RecordKind::Assistant {
+                return Err(bad(
+                    format!("{p}.usage"),
+                    "only assistant records carry usage",
+                ));
+            }
+            check_usage(&format!("{p}.usage"), u)?;
         }
         match kind {
             RecordKind::User | RecordKind::Assistant => {
@@ -296,6 +323,27 @@ mod tests {
                 .to_string()
                 .starts_with("records[1].uuid")
         );
+    }
+
+    #[test]
+    fn usage_numbers_are_bounded() {
+        let mut batch = vec![parse(
+            json!({"type": "assistant", "content": "ok", "usage": {"input_tokens": u64::MAX}}),
+        )];
+        let e = validate_batch(&mut batch).unwrap_err().to_string();
+        assert!(e.starts_with("records[0].usage.input_tokens:"), "{e}");
+        let mut batch = vec![parse(
+            json!({"type": "assistant", "content": "ok", "usage": {"cache_read_input_tokens": MAX_USAGE_TOKENS + 1}}),
+        )];
+        let e = validate_batch(&mut batch).unwrap_err().to_string();
+        assert!(
+            e.starts_with("records[0].usage.cache_read_input_tokens:"),
+            "{e}"
+        );
+        let mut batch = vec![parse(
+            json!({"type": "assistant", "content": "ok", "usage": {"input_tokens": MAX_USAGE_TOKENS}}),
+        )];
+        validate_batch(&mut batch).unwrap();
     }
 
     #[test]
