@@ -39,6 +39,9 @@ pub struct ReplayStep {
     /// Autocompact was due but did not run (breaker open, failure).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub autocompact_skipped: Option<String>,
+    /// Compaction could not get down to half the threshold.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub compaction_shortfall: Option<CompactionShortfall>,
 }
 
 pub struct ReplayOptions<'a> {
@@ -255,6 +258,7 @@ async fn compile_step(
                 time_based_cleared: m.microcompact.time_based_cleared,
                 compaction: m.compaction,
                 autocompact_skipped: m.autocompact_skipped,
+                compaction_shortfall: m.compaction_shortfall,
             })
         }
         Err(ClientError::Rpc { code, data, .. }) if code == PROMPT_TOO_LONG => {
@@ -279,6 +283,7 @@ async fn compile_step(
                 time_based_cleared: Vec::new(),
                 compaction: None,
                 autocompact_skipped: None,
+                compaction_shortfall: None,
             })
         }
         Err(e) => Err(e.into()),

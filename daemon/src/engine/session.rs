@@ -168,7 +168,11 @@ fn check_date(d: &str) -> Result<()> {
 }
 
 /// Turns validated inputs into stored records, continuing after `last`.
-fn materialise(inputs: Vec<RecordInput>, last: Option<(u64, String)>, now: &str) -> Vec<Record> {
+pub(crate) fn materialise(
+    inputs: Vec<RecordInput>,
+    last: Option<(u64, String)>,
+    now: &str,
+) -> Vec<Record> {
     let (mut seq, mut prev) = match last {
         Some((s, u)) => (s, Some(u)),
         None => (0, None),
@@ -678,6 +682,8 @@ impl Engine {
                     {
                         Ok(report) => {
                             compiled = self.compile_steps(&cell, l, p.side_request, now).await?;
+                            compiled.metadata.compaction_shortfall =
+                                super::compact::shortfall_of(&report);
                             compiled.metadata.compaction = Some(report);
                         }
                         Err(e) => {
@@ -688,6 +694,9 @@ impl Engine {
                     }
                 }
                 Err(why) => compiled.metadata.autocompact_skipped = Some(why),
+            }
+            if compiled.metadata.compaction.is_none() {
+                compiled.metadata.compaction_shortfall = l.no_room.as_ref().map(|(_, s)| s.clone());
             }
         }
         self.finish_compile(&cell, l, compiled).await
@@ -1053,6 +1062,18 @@ pub(crate) fn compile_loaded(
     side_request: bool,
     now: chrono::DateTime<chrono::Utc>,
 ) -> Result<Compiled> {
+    compile_records(l, &l.records, &l.pinned_edits, side_request, now)
+}
+
+/// The pure part of a compile over the session's state and the given records (the
+/// transcript, or a new history a compaction is weighing).
+pub(crate) fn compile_records(
+    l: &Loaded,
+    records: &[Record],
+    pinned_edits: &[crate::pipeline::microcompact::PinnedEdit],
+    side_request: bool,
+    now: chrono::DateTime<chrono::Utc>,
+) -> Result<Compiled> {
     let commits: Vec<(u64, u64)> = l
         .collapses
         .iter()
@@ -1070,12 +1091,12 @@ pub(crate) fn compile_loaded(
             git_snapshot: row.git_snapshot.as_deref(),
             claude_md: l.memo.as_ref().and_then(|m| m.claude_md.as_deref()),
         },
-        records: &l.records,
+        records,
         tools: &l.tools,
         rejected_media: &l.rejected_media,
         fates: &l.fates,
         cleared: &l.cleared,
-        pinned_edits: &l.pinned_edits,
+        pinned_edits,
         collapses: &l.collapses,
         collapse_commits: &commits,
         now,

@@ -332,6 +332,7 @@ pub fn compile(input: &CompileInput<'_>) -> Result<Compiled, serde_json::Error> 
         attachments_added: Vec::new(),
         compaction: None,
         autocompact_skipped: None,
+        compaction_shortfall: None,
         last_uuid: input.records.last().map(|r| r.uuid.clone()),
         microcompact: MicrocompactReport {
             time_based_cleared: newly_cleared.clone(),
