@@ -208,8 +208,9 @@ impl Engine {
     }
 
     /// Asks the summariser for a summary of `refs`, dropping the oldest API rounds when
-    /// the request itself is too long. Returns the summary and how many rounds were
-    /// dropped; the summarised part is `refs[rounds[dropped].start..]`.
+    /// the request itself is too long (`head_truncated`: rounds before `refs` were dropped
+    /// already). Returns the summary, how many rounds were dropped and where the
+    /// summarised part starts in `refs`.
     async fn summarise_view(
         &self,
         summariser: &Summariser,
@@ -217,6 +218,7 @@ impl Engine {
         refs: &[&Record],
         instructions: Option<&str>,
         max_summary_tokens: u64,
+        head_truncated: bool,
     ) -> Result<(String, usize, usize)> {
         let rounds = autocompact::api_rounds(refs);
         let mut dropped = 0usize;
@@ -236,7 +238,7 @@ impl Engine {
                 records: part,
                 messages: &normalized.messages,
                 custom_instructions: instructions,
-                head_truncated: dropped > 0,
+                head_truncated: head_truncated || dropped > 0,
                 max_summary_tokens,
             };
             match summariser.summarise(input).await {
@@ -299,6 +301,7 @@ impl Engine {
                     &refs,
                     instructions.as_deref(),
                     budget.summary_tokens,
+                    false,
                 )
                 .await?;
             // Files to restore: the most recently read, as they are on disk now.
@@ -333,23 +336,19 @@ impl Engine {
             if best.estimate > budget.target
                 && crate::pipeline::tokens::scaled(summary_chars.div_ceil(4)) > shortest
             {
-                let normalized = normalize(
-                    part,
-                    &NormalizeOptions {
-                        supports_thinking: l.row.model.supports_thinking,
-                        rejected_media: &l.rejected_media,
-                        short_ids: false,
-                    },
-                );
-                let input = SummaryInput {
-                    records: part,
-                    messages: &normalized.messages,
-                    custom_instructions: instructions.as_deref(),
-                    head_truncated: dropped > 0,
-                    max_summary_tokens: shortest,
-                };
-                match summariser.summarise(input).await {
-                    Ok(shorter) if !shorter.trim().is_empty() => {
+                let shorter = self
+                    .summarise_view(
+                        &summariser,
+                        l,
+                        part,
+                        instructions.as_deref(),
+                        shortest,
+                        dropped > 0,
+                    )
+                    .await;
+                match shorter {
+                    // Only a summary of the same records stands in for the first.
+                    Ok((shorter, 0, _)) => {
                         let c = build(&shorter, autocompact::TIGHTENINGS)?;
                         if c.estimate < best.estimate {
                             best = c;
