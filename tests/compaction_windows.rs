@@ -76,6 +76,7 @@ fn every_compaction_makes_room_at_every_window() {
     }));
     let mut compactions = 0;
     for (file, window, steps) in &results {
+        print_row(file, *window, steps);
         for (i, step) in steps.iter().enumerate() {
             let threshold = step["autocompact_threshold"].as_u64().unwrap();
             assert!(
@@ -120,4 +121,35 @@ fn every_compaction_makes_room_at_every_window() {
         .env_remove("CTXD_SOCKET")
         .args(["daemon", "stop"])
         .output();
+}
+
+/// One line of the measurement table (shown with `--nocapture`).
+fn print_row(file: &str, window: u64, steps: &[Value]) {
+    let done: Vec<&Value> = steps.iter().filter_map(|s| s.get("compaction")).collect();
+    let mut ratios: Vec<f64> = done
+        .iter()
+        .map(|c| {
+            c["post_tokens"].as_f64().unwrap()
+                / (2.0 * c["target_tokens"].as_f64().unwrap().max(1.0))
+        })
+        .collect();
+    ratios.sort_by(f64::total_cmp);
+    let kind = |k: &str| done.iter().filter(|c| c["kind"] == k).count();
+    let name = std::path::Path::new(file)
+        .file_name()
+        .unwrap()
+        .to_string_lossy();
+    let ratio = |r: Option<&f64>| r.map_or("-".into(), |r| format!("{r:.2}"));
+    eprintln!(
+        "{name:<44} {window:>7}  compactions {} (session memory {}, full {})  post/threshold max {} median {}  {}",
+        done.len(),
+        kind("session_memory"),
+        kind("full"),
+        ratio(ratios.last()),
+        ratio(ratios.get(ratios.len() / 2)),
+        done.iter()
+            .map(|c| format!("{}→{}", c["pre_tokens"], c["post_tokens"]))
+            .collect::<Vec<_>>()
+            .join(", ")
+    );
 }
