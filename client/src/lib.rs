@@ -2,6 +2,7 @@
 //! subscriptions to session events, and starting a daemon on demand.
 
 mod spawn;
+pub mod text;
 
 use std::path::{Path, PathBuf};
 use std::time::Duration;

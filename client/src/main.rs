@@ -3,7 +3,7 @@
 mod replay;
 mod worker;
 
-use std::io::{Read, Write};
+use std::io::Write;
 use std::path::PathBuf;
 
 use anyhow::{Context, Result, bail};
@@ -218,16 +218,9 @@ fn session_line(s: &SessionInfo) -> String {
 }
 
 fn read_input(file: Option<&PathBuf>) -> Result<String> {
-    let mut text = String::new();
-    match file {
-        Some(p) if p.as_os_str() != "-" => {
-            text = std::fs::read_to_string(p).with_context(|| format!("reading {}", p.display()))?
-        }
-        _ => {
-            std::io::stdin().read_to_string(&mut text)?;
-        }
-    }
-    Ok(text)
+    Ok(ctx_client::text::read_utf8(
+        file.map_or(std::path::Path::new("-"), |p| p.as_path()),
+    )?)
 }
 
 /// JSON lines → values, reporting the line of any malformed one before anything is sent.
@@ -728,8 +721,7 @@ async fn run(cli: Cli) -> Result<()> {
             }
         }
         Command::Import { file, cwd, title } => {
-            let jsonl = std::fs::read_to_string(file)
-                .with_context(|| format!("reading {}", file.display()))?;
+            let jsonl = ctx_client::text::read_utf8(file)?;
             let r = client
                 .import(SessionImportParams {
                     jsonl,
@@ -741,6 +733,9 @@ async fn run(cli: Cli) -> Result<()> {
                     title: title.clone(),
                 })
                 .await?;
+            for w in &r.stats.warnings {
+                eprintln!("warning: {w}");
+            }
             if cli.json {
                 print_json(&r)?;
             } else {

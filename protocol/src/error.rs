@@ -20,3 +20,10 @@ pub const COMPACTION_FAILED: i32 = -32011;
 pub const STORAGE: i32 = -32020;
 /// An internal error; nothing was written.
 pub const INTERNAL: i32 = -32603;
+/// The daemon already serves its maximum number of connections (`ctxd
+/// --max-connections`); retry later. `data.bound` is `"max_connections"`, `data.limit`
+/// the number. Sent as the body of an HTTP 503 before the connection is closed.
+pub const TOO_MANY_CONNECTIONS: i32 = -32030;
+/// The connecting process runs as neither the daemon's user nor root (checked with
+/// SO_PEERCRED). Sent as the body of an HTTP 403 before the connection is closed.
+pub const PEER_REFUSED: i32 = -32031;

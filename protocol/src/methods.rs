@@ -61,6 +61,10 @@ pub struct DaemonStatus {
     pub home: String,
     pub uptime_ms: u64,
     pub sessions: u64,
+    /// Sessions whose transcript is held in memory now (at most `ctxd
+    /// --max-loaded-sessions`, plus any in use at the moment the bound was applied).
+    #[serde(default)]
+    pub loaded_sessions: u64,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]

@@ -93,7 +93,7 @@ impl Engine {
             .unwrap_or_else(|| self.default_summariser.clone());
         let runner: Arc<dyn ModelRunner> = Arc::new(ClientRunner {
             session_id: l.row.id.clone(),
-            events: cell.events.clone(),
+            events: cell.sender(),
             pending: self.pending_summaries.clone(),
         });
         Summariser::new(&cfg, Some(runner)).map_err(provider_error)

@@ -82,6 +82,7 @@ pub fn build_module(
             home: ctx.engine.home().display().to_string(),
             uptime_ms: ctx.engine.uptime_ms(),
             sessions,
+            loaded_sessions: ctx.engine.loaded_sessions() as u64,
         })
     })?;
     m.register_method(DAEMON_PING, |params, _, _| {
