@@ -230,3 +230,26 @@ fn an_external_memory_worker_writes_the_memory_while_appends_continue() {
     assert!(written["document"].as_str().unwrap().contains("make step"));
     let _ = ctx(&home).args(["daemon", "stop"]).output();
 }
+
+#[test]
+fn import_of_non_utf8_input_names_the_line() {
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("bad.jsonl");
+    let mut bytes = b"{\"type\":\"user\"}\n{\"type\":\"user\",\"x\":\"".to_vec();
+    bytes.extend_from_slice(&[0xc3, 0x28, b'"', b'}', b'\n']);
+    std::fs::write(&file, bytes).unwrap();
+    let d = common::Daemon::start();
+    let out = ctx(&d.home)
+        .arg("--socket")
+        .arg(&d.socket)
+        .args(["--no-start", "import"])
+        .arg(&file)
+        .output()
+        .unwrap();
+    assert!(!out.status.success());
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains("line 2") && err.contains("not valid UTF-8"),
+        "{err}"
+    );
+}

@@ -5,6 +5,8 @@ pub mod daemon;
 pub mod discovery;
 pub mod engine;
 pub mod error;
+#[cfg(test)]
+mod fuzz;
 pub mod git;
 pub mod import;
 pub mod limits;

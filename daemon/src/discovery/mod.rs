@@ -65,6 +65,10 @@ mod types;
 mod worktree;
 
 #[cfg(test)]
+pub(crate) use front_matter::parse as parse_front_matter;
+#[cfg(test)]
+pub(crate) use include::include_targets;
+#[cfg(test)]
 mod test_tree;
 #[cfg(test)]
 mod tests;

@@ -24,7 +24,7 @@ pub struct RpcContext {
 
 /// Decodes by-name params, naming the offending field on failure. Absent params decode
 /// as an empty object so parameterless methods accept both forms.
-fn parse<T: DeserializeOwned>(params: &Params<'_>) -> Result<T, ErrorObjectOwned> {
+pub(crate) fn parse<T: DeserializeOwned>(params: &Params<'_>) -> Result<T, ErrorObjectOwned> {
     let raw = params.as_str().unwrap_or("{}");
     let mut de = serde_json::Deserializer::from_str(raw);
     serde_path_to_error::deserialize(&mut de).map_err(|e| {

@@ -5,6 +5,8 @@ mod connection;
 mod methods;
 mod server;
 
+#[cfg(test)]
+pub(crate) use methods::parse as parse_params;
 pub use methods::{RpcContext, build_module};
 pub use server::serve;
 
