@@ -148,7 +148,9 @@ fn prepare_socket_dir(dir: &Path) -> Result<(), StartError> {
     Ok(())
 }
 
-fn own_uid() -> u32 {
+/// The daemon's effective uid: the socket directory's owner and every peer must match it
+/// (or be root).
+pub(crate) fn own_uid() -> u32 {
     // SAFETY: geteuid has no preconditions and cannot fail.
     unsafe { libc::geteuid() }
 }

@@ -48,12 +48,6 @@ impl LimitLog {
     }
 }
 
-/// The daemon's effective uid: peers must match it (or be root).
-fn own_uid() -> u32 {
-    // SAFETY: geteuid has no preconditions and cannot fail.
-    unsafe { libc::geteuid() }
-}
-
 fn peer_allowed(stream: &UnixStream, own: u32) -> Result<(), String> {
     match stream.peer_cred() {
         Ok(cred) if cred.uid() == own || cred.uid() == 0 => Ok(()),
@@ -97,7 +91,7 @@ pub async fn serve(
     let slots = Arc::new(Semaphore::new(limits.max_connections));
     let refusing = Arc::new(Semaphore::new(MAX_REFUSING));
     let limit_log = LimitLog::default();
-    let own = own_uid();
+    let own = crate::daemon::own_uid();
     let timeout = limits.request_timeout;
     tokio::pin!(shutdown);
     loop {
