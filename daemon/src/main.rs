@@ -31,6 +31,15 @@ struct Args {
     /// Log filter (tracing EnvFilter syntax); also read from CTXD_LOG.
     #[arg(long, env = "CTXD_LOG", default_value = "info")]
     log: String,
+    /// Log line format: `text` for people, `json` (one object per line) for collectors.
+    #[arg(long, env = "CTXD_LOG_FORMAT", value_enum, default_value_t = LogFormat::Text)]
+    log_format: LogFormat,
+}
+
+#[derive(clap::ValueEnum, Clone, Copy, Debug)]
+enum LogFormat {
+    Text,
+    Json,
 }
 
 async fn shutdown_signal() {
@@ -52,11 +61,15 @@ async fn shutdown_signal() {
 #[tokio::main]
 async fn main() -> anyhow::Result<()> {
     let args = Args::parse();
-    tracing_subscriber::fmt()
+    let logs = tracing_subscriber::fmt()
         .with_env_filter(EnvFilter::try_new(&args.log).unwrap_or_else(|_| EnvFilter::new("info")))
-        .with_writer(std::io::stderr)
-        .with_ansi(std::io::IsTerminal::is_terminal(&std::io::stderr()))
-        .init();
+        .with_writer(std::io::stderr);
+    match args.log_format {
+        LogFormat::Text => logs
+            .with_ansi(std::io::IsTerminal::is_terminal(&std::io::stderr()))
+            .init(),
+        LogFormat::Json => logs.json().init(),
+    }
     let paths = ctxd::daemon::Paths::resolve(args.home, args.socket)?;
     let summariser = match &args.summariser {
         Some(json) => serde_json::from_str(json)

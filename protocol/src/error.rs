@@ -16,6 +16,11 @@ pub const PROMPT_TOO_LONG: i32 = -32010;
 /// Compaction failed (the summariser refused or failed, or the result would not fit):
 /// the transcript is unchanged.
 pub const COMPACTION_FAILED: i32 = -32011;
+/// `daemon.initialize` asked for a protocol major version this daemon does not speak.
+/// `data` carries `requested` and `supported`.
+pub const UNSUPPORTED_PROTOCOL_VERSION: i32 = -32030;
+/// The method needs a WebSocket connection (subscriptions); it was called over HTTP.
+pub const WEBSOCKET_REQUIRED: i32 = -32031;
 /// Storage failed; nothing was written.
 pub const STORAGE: i32 = -32020;
 /// An internal error; nothing was written.

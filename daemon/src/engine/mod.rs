@@ -5,11 +5,14 @@
 
 mod collapse;
 mod compact;
+mod events;
 mod memory;
 mod session;
 mod sources;
 pub mod validate;
 
+pub use events::{Emitted, as_caller};
+pub use session::MAX_PAGE as MAX_READ_PAGE;
 pub use sources::DiscoveryDefaults;
 
 use std::collections::{BTreeMap, BTreeSet, HashMap};
@@ -90,9 +93,12 @@ pub(crate) fn last_boundary_uuid(records: &[Record]) -> String {
         .unwrap_or_default()
 }
 
+/// Events buffered per session before a slow subscriber lags.
+pub const EVENT_BUFFER: usize = 1024;
+
 pub(crate) struct SessionCell {
     pub state: tokio::sync::Mutex<Option<Loaded>>,
-    pub events: broadcast::Sender<SessionEvent>,
+    pub events: broadcast::Sender<Emitted>,
 }
 
 pub struct Engine {
@@ -266,7 +272,7 @@ impl Engine {
         cells
             .entry(id.to_string())
             .or_insert_with(|| {
-                let (tx, _) = broadcast::channel(1024);
+                let (tx, _) = broadcast::channel(EVENT_BUFFER);
                 Arc::new(SessionCell {
                     state: tokio::sync::Mutex::new(None),
                     events: tx,
@@ -327,7 +333,7 @@ impl Engine {
     }
 
     /// Subscribes to a session's events. Fails for unknown sessions.
-    pub async fn subscribe(&self, id: &str) -> Result<broadcast::Receiver<SessionEvent>> {
+    pub async fn subscribe(&self, id: &str) -> Result<broadcast::Receiver<Emitted>> {
         let sid = id.to_string();
         let exists = self
             .store
@@ -341,6 +347,16 @@ impl Engine {
 
     pub(crate) fn emit(&self, cell: &SessionCell, event: SessionEvent) {
         // No subscribers is normal; the event is simply not observed.
-        let _ = cell.events.send(event);
+        let _ = cell.events.send(Emitted::now(event));
+    }
+
+    /// Whether file watching runs (so `file_changed` events can flow).
+    pub fn watching(&self) -> bool {
+        self.watcher.get().is_some()
+    }
+
+    /// The summariser of sessions that choose none.
+    pub fn default_summariser(&self) -> &ctxd_protocol::SummariserConfig {
+        &self.default_summariser
     }
 }

@@ -509,6 +509,7 @@ impl Engine {
                             seq: r.seq,
                         })
                         .collect(),
+                    full_records: None,
                 },
             );
         }

@@ -1,8 +1,11 @@
 //! The JSON-RPC edge: turns calls into engine operations and engine events into
 //! notifications. Knows the protocol; knows no SQL.
 
+mod limits;
 mod methods;
 mod server;
+mod subscription;
+mod transport;
 
 pub use methods::{RpcContext, build_module};
 pub use server::serve;

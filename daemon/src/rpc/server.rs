@@ -3,15 +3,15 @@
 
 use std::future::Future;
 
+use jsonrpsee::server::middleware::rpc::RpcServiceBuilder;
 use jsonrpsee::server::{
     BatchRequestConfig, Server, ServerConfig, serve_with_graceful_shutdown, stop_channel,
 };
 use tokio::net::UnixListener;
 
+use super::limits::{MAX_BATCH, MAX_BODY, MAX_CONNECTIONS, MAX_SUBSCRIPTIONS_PER_CONNECTION};
+use super::transport::{TransportRules, mark_plain_http};
 use super::{RpcContext, build_module};
-
-/// Large enough for a big import; responses carry whole compiled requests.
-const MAX_BODY: u32 = 256 * 1024 * 1024;
 
 /// Serves JSON-RPC (HTTP POST and WebSocket) on `listener` until `shutdown` resolves or a
 /// client calls `daemon.shutdown`; then lets in-flight connections finish.
@@ -25,9 +25,15 @@ pub async fn serve(
     let config = ServerConfig::builder()
         .max_request_body_size(MAX_BODY)
         .max_response_body_size(MAX_BODY)
-        .set_batch_request_config(BatchRequestConfig::Limit(1_000))
+        .set_batch_request_config(BatchRequestConfig::Limit(MAX_BATCH))
+        .max_connections(MAX_CONNECTIONS)
+        .max_subscriptions_per_connection(MAX_SUBSCRIPTIONS_PER_CONNECTION)
         .build();
-    let svc_builder = Server::builder().set_config(config).to_service_builder();
+    let svc_builder = Server::builder()
+        .set_config(config)
+        .set_http_middleware(tower::ServiceBuilder::new().map_request(mark_plain_http))
+        .set_rpc_middleware(RpcServiceBuilder::new().layer_fn(TransportRules))
+        .to_service_builder();
     let methods: jsonrpsee::Methods = module.into();
     let (stop_handle, server_handle) = stop_channel();
     tokio::pin!(shutdown);
