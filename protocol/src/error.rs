@@ -25,3 +25,59 @@ pub const WEBSOCKET_REQUIRED: i32 = -32031;
 pub const STORAGE: i32 = -32020;
 /// An internal error; nothing was written.
 pub const INTERNAL: i32 = -32603;
+
+/// Every error code a method may answer with, for the OpenRPC document's
+/// `components.errors`: (name, code, what it means).
+pub const ERROR_CODES: &[(&str, i32, &str)] = &[
+    (
+        "InvalidParams",
+        INVALID_PARAMS,
+        "Bad params: data.field names the offending field. Nothing changed.",
+    ),
+    (
+        "SessionNotFound",
+        SESSION_NOT_FOUND,
+        "The session does not exist.",
+    ),
+    (
+        "Conflict",
+        CONFLICT,
+        "expected_last_uuid is not the transcript's last record. Nothing changed.",
+    ),
+    (
+        "RecordNotFound",
+        RECORD_NOT_FOUND,
+        "A referenced record does not exist in the session.",
+    ),
+    (
+        "DuplicateRecord",
+        DUPLICATE_RECORD,
+        "A record uuid is already used in the session. Nothing changed.",
+    ),
+    (
+        "PromptTooLong",
+        PROMPT_TOO_LONG,
+        "The compiled request is at or above the blocking limit: compact first.",
+    ),
+    (
+        "CompactionFailed",
+        COMPACTION_FAILED,
+        "Compaction failed; the transcript is unchanged.",
+    ),
+    ("Storage", STORAGE, "Storage failed; nothing was written."),
+    (
+        "UnsupportedProtocolVersion",
+        UNSUPPORTED_PROTOCOL_VERSION,
+        "daemon.initialize asked for another major version: data.requested, data.supported.",
+    ),
+    (
+        "WebSocketRequired",
+        WEBSOCKET_REQUIRED,
+        "A subscription method was called over plain HTTP; use a WebSocket.",
+    ),
+    (
+        "Internal",
+        INTERNAL,
+        "An internal error; nothing was written.",
+    ),
+];

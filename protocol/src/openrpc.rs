@@ -8,6 +8,7 @@ use schemars::generate::SchemaSettings;
 use serde_json::{Map, Value, json};
 
 use crate::PROTOCOL_VERSION;
+use crate::error::ERROR_CODES;
 use crate::methods::{MethodSpec, RPC_DISCOVER, method_table};
 
 const DESCRIPTION: &str = "Context engine for coding agents. JSON-RPC 2.0 over a Unix socket: HTTP POST (one call or batch per request) and WebSocket (calls and subscriptions). \
@@ -33,6 +34,15 @@ pub fn document() -> Value {
         "result": { "name": "OpenRPC document", "schema": { "type": "object" } },
     }));
     let schemas: Map<String, Value> = generator.take_definitions(true).into_iter().collect();
+    let errors: Map<String, Value> = ERROR_CODES
+        .iter()
+        .map(|(name, code, message)| {
+            (
+                (*name).to_string(),
+                json!({ "code": code, "message": message }),
+            )
+        })
+        .collect();
     json!({
         "openrpc": "1.3.2",
         "info": {
@@ -41,7 +51,7 @@ pub fn document() -> Value {
             "description": DESCRIPTION,
         },
         "methods": methods,
-        "components": { "schemas": schemas },
+        "components": { "schemas": schemas, "errors": errors },
     })
 }
 

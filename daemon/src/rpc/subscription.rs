@@ -230,3 +230,90 @@ impl Stream {
         Ok(self.sink.send(msg).await.is_ok())
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use std::time::Duration;
+
+    use jsonrpsee::core::params::ObjectParams;
+    use tokio::sync::Notify;
+
+    use super::*;
+    use crate::clock::SystemClock;
+    use crate::rpc::build_module;
+    use crate::store::Store;
+
+    /// A subscriber that stops reading overflows the channel: it is told `lagged` with
+    /// the last seq it got, and still receives every record exactly once, in order.
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn a_lagging_subscriber_is_told_and_still_gets_every_record_once_in_order() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = Store::open(&dir.path().join("t.db")).unwrap();
+        let engine = Arc::new(Engine::new(store, dir.path(), Arc::new(SystemClock)));
+        let module = build_module(RpcContext {
+            engine: engine.clone(),
+            shutdown: Arc::new(Notify::new()),
+            socket: dir.path().join("s"),
+        })
+        .unwrap();
+        let sid = engine
+            .create_session(SessionCreateParams {
+                cwd: dir.path().display().to_string(),
+                no_git: true,
+                ..Default::default()
+            })
+            .await
+            .unwrap()
+            .session_id;
+        let mut params = ObjectParams::new();
+        params.insert("session_id", &sid).unwrap();
+        // A one-message buffer: the subscription task blocks as soon as we stop reading.
+        let mut sub = module
+            .subscribe(SESSION_SUBSCRIBE, params, 1)
+            .await
+            .unwrap();
+        let total = 2 * crate::engine::EVENT_BUFFER as u64;
+        for i in 0..total {
+            engine
+                .append(AppendParams {
+                    session_id: sid.clone(),
+                    records: vec![RecordInput {
+                        kind: Some(RecordKind::User),
+                        content: vec![ContentBlock::text(format!("m{i}"))],
+                        ..Default::default()
+                    }],
+                    expected_last_uuid: None,
+                })
+                .await
+                .unwrap();
+        }
+        let mut seqs: Vec<u64> = Vec::new();
+        let mut lagged = None;
+        while seqs.last() != Some(&total) {
+            let (n, _) =
+                tokio::time::timeout(Duration::from_secs(20), sub.next::<SessionNotification>())
+                    .await
+                    .expect("an event in time")
+                    .expect("open")
+                    .expect("decodes");
+            match n.event {
+                SessionEvent::RecordsAppended { records, .. } => {
+                    seqs.extend(records.iter().map(|r| r.seq));
+                    assert_eq!(n.seq, *seqs.last().unwrap());
+                }
+                SessionEvent::Lagged {
+                    missed, last_seq, ..
+                } => {
+                    assert_eq!(last_seq, seqs.last().copied().unwrap_or(0));
+                    lagged = Some(missed);
+                }
+                _ => {}
+            }
+        }
+        assert!(
+            lagged.is_some_and(|m| m > 0),
+            "the subscriber was told it lagged"
+        );
+        assert_eq!(seqs, (1..=total).collect::<Vec<_>>());
+    }
+}
