@@ -58,18 +58,20 @@ fn compile_response(
 
 /// The caller a connection's calls act as: events they cause are marked `own` on that
 /// connection's subscriptions.
-pub(super) fn caller_of(ext: &jsonrpsee::Extensions) -> u64 {
-    ext.get::<jsonrpsee::ConnectionId>()
-        .map_or(0, |c| c.0 as u64)
+pub(super) fn caller_of(ext: &jsonrpsee::Extensions) -> Option<u64> {
+    ext.get::<jsonrpsee::ConnectionId>().map(|c| c.0 as u64)
 }
 
 macro_rules! async_method {
     ($module:expr, $name:expr, |$ctx:ident, $p:ident : $pt:ty| $body:expr) => {
         $module.register_async_method($name, |params, $ctx, ext| async move {
             let $p: $pt = parse(&params)?;
-            crate::engine::as_caller(caller_of(&ext), async { $body })
-                .await
-                .map_err(to_rpc_error)
+            let call = async { $body };
+            let r = match caller_of(&ext) {
+                Some(caller) => crate::engine::as_caller(caller, call).await,
+                None => call.await,
+            };
+            r.map_err(to_rpc_error)
         })
     };
 }

@@ -51,7 +51,8 @@ struct Stream {
     engine: Arc<Engine>,
     session_id: String,
     include_records: bool,
-    caller: u64,
+    /// The connection that subscribed (events it caused are `own`).
+    caller: Option<u64>,
     rx: broadcast::Receiver<Emitted>,
     sink: SubscriptionSink,
     /// The last transcript seq delivered (or, before any, the starting point).
@@ -63,7 +64,7 @@ impl Stream {
     async fn open(
         engine: &Arc<Engine>,
         p: SubscribeParams,
-        caller: u64,
+        caller: Option<u64>,
         pending: PendingSubscriptionSink,
     ) -> Result<Option<Stream>, jsonrpsee::core::SubscriptionError> {
         let rx = match engine.subscribe(&p.session_id).await {
@@ -118,7 +119,7 @@ impl Stream {
             };
             let keep_going = match received {
                 Ok(Emitted { event, caller }) => {
-                    let own = caller == Some(self.caller);
+                    let own = caller.is_some() && caller == self.caller;
                     self.deliver(event, own).await?
                 }
                 Err(broadcast::error::RecvError::Lagged(missed)) => {
