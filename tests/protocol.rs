@@ -82,6 +82,16 @@ fn subscribing_over_http_says_a_websocket_is_needed() {
             "{err}"
         );
     }
+    // Inside a batch too, without disturbing the other calls.
+    let batch = json!([
+        {"jsonrpc": "2.0", "id": 1, "method": "daemon.ping"},
+        {"jsonrpc": "2.0", "id": 2, "method": "session.subscribe", "params": {"session_id": sid}},
+    ]);
+    let (_, body) = d.raw_http(&batch.to_string());
+    let answers: Vec<Value> = serde_json::from_str(&body).unwrap();
+    let by_id = |id: u64| answers.iter().find(|a| a["id"] == id).unwrap();
+    assert_eq!(by_id(1)["result"]["pong"], true);
+    assert_eq!(by_id(2)["error"]["code"], ctxd_protocol::WEBSOCKET_REQUIRED);
 }
 
 async fn next(

@@ -5,7 +5,7 @@ use std::borrow::Cow;
 
 use ctxd_protocol::{SESSION_SUBSCRIBE, SESSION_UNSUBSCRIBE, WEBSOCKET_REQUIRED};
 use jsonrpsee::MethodResponse;
-use jsonrpsee::core::middleware::{Batch, Notification, RpcServiceT};
+use jsonrpsee::core::middleware::{Batch, BatchEntry, BatchEntryErr, Notification, RpcServiceT};
 use jsonrpsee::server::HttpRequest;
 use jsonrpsee::types::{ErrorObjectOwned, Request};
 use serde_json::Value;
@@ -49,23 +49,24 @@ where
     ) -> impl Future<Output = Self::MethodResponse> + Send + 'a {
         let service = self.0.clone();
         async move {
-            let subscription_method =
-                req.method == SESSION_SUBSCRIBE || req.method == SESSION_UNSUBSCRIBE;
-            if subscription_method && req.extensions.get::<PlainHttp>().is_some() {
-                return MethodResponse::error(req.id, websocket_required(&req.method));
+            match apply_rules(&mut req) {
+                Ok(()) => service.call(req).await,
+                Err(e) => MethodResponse::error(req.id, e),
             }
-            if req.method == SESSION_UNSUBSCRIBE {
-                match unsubscribe_params(req.params.as_deref()) {
-                    Ok(Some(positional)) => req.params = Some(Cow::Owned(positional)),
-                    Ok(None) => {}
-                    Err(e) => return MethodResponse::error(req.id, e),
-                }
-            }
-            service.call(req).await
         }
     }
 
-    fn batch<'a>(&self, batch: Batch<'a>) -> impl Future<Output = Self::BatchResponse> + Send + 'a {
+    fn batch<'a>(
+        &self,
+        mut batch: Batch<'a>,
+    ) -> impl Future<Output = Self::BatchResponse> + Send + 'a {
+        for entry in batch.iter_mut() {
+            if let Ok(BatchEntry::Call(req)) = entry
+                && let Err(e) = apply_rules(req)
+            {
+                *entry = Err(BatchEntryErr::new(req.id.clone(), e));
+            }
+        }
         self.0.batch(batch)
     }
 
@@ -75,6 +76,21 @@ where
     ) -> impl Future<Output = Self::NotificationResponse> + Send + 'a {
         self.0.notification(n)
     }
+}
+
+/// The transport rules for one call: refuse subscriptions over plain HTTP, take
+/// `session.unsubscribe`'s id by name.
+fn apply_rules(req: &mut Request<'_>) -> Result<(), ErrorObjectOwned> {
+    let subscription_method = req.method == SESSION_SUBSCRIBE || req.method == SESSION_UNSUBSCRIBE;
+    if subscription_method && req.extensions.get::<PlainHttp>().is_some() {
+        return Err(websocket_required(&req.method));
+    }
+    if req.method == SESSION_UNSUBSCRIBE
+        && let Some(positional) = unsubscribe_params(req.params.as_deref())?
+    {
+        req.params = Some(Cow::Owned(positional));
+    }
+    Ok(())
 }
 
 fn websocket_required(method: &str) -> ErrorObjectOwned {
