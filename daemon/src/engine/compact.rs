@@ -31,7 +31,7 @@ pub(crate) type PendingSummaries =
 /// Asks the session's subscribers to run a model and waits for `context.provide_summary`.
 struct ClientRunner {
     session_id: String,
-    events: broadcast::Sender<SessionEvent>,
+    events: broadcast::Sender<super::Emitted>,
     pending: PendingSummaries,
 }
 
@@ -46,12 +46,14 @@ impl ModelRunner for ClientRunner {
         if let Ok(mut p) = self.pending.lock() {
             p.insert(request_id.clone(), tx);
         }
-        let sent = self.events.send(SessionEvent::SummaryRequested {
-            session_id: self.session_id.clone(),
-            request_id: request_id.clone(),
-            request,
-            timeout_secs: timeout.as_secs(),
-        });
+        let sent = self
+            .events
+            .send(super::Emitted::now(SessionEvent::SummaryRequested {
+                session_id: self.session_id.clone(),
+                request_id: request_id.clone(),
+                request,
+                timeout_secs: timeout.as_secs(),
+            }));
         let pending = self.pending.clone();
         Box::pin(async move {
             let forget = |pending: &PendingSummaries| {
@@ -371,6 +373,7 @@ impl Engine {
                         seq: r.seq,
                     })
                     .collect(),
+                full_records: None,
             },
         );
         self.emit(

@@ -6,12 +6,16 @@
 mod cells;
 mod collapse;
 mod compact;
+mod events;
 mod memory;
 mod session;
 mod sources;
 pub mod validate;
 
+pub use cells::EVENT_BUFFER;
 pub(crate) use cells::SessionCell;
+pub use events::{Emitted, as_caller};
+pub use session::MAX_PAGE as MAX_READ_PAGE;
 pub use sources::DiscoveryDefaults;
 
 use std::collections::{BTreeMap, BTreeSet, HashMap};
@@ -371,7 +375,7 @@ impl Engine {
     }
 
     /// Subscribes to a session's events. Fails for unknown sessions.
-    pub async fn subscribe(&self, id: &str) -> Result<broadcast::Receiver<SessionEvent>> {
+    pub async fn subscribe(&self, id: &str) -> Result<broadcast::Receiver<Emitted>> {
         let sid = id.to_string();
         let exists = self
             .store
@@ -386,5 +390,15 @@ impl Engine {
     pub(crate) fn emit(&self, cell: &SessionCell, event: SessionEvent) {
         // No subscribers is normal; the event is simply not observed.
         cell.send(event);
+    }
+
+    /// Whether file watching runs (so `file_changed` events can flow).
+    pub fn watching(&self) -> bool {
+        self.watcher.get().is_some()
+    }
+
+    /// The summariser of sessions that choose none.
+    pub fn default_summariser(&self) -> &ctxd_protocol::SummariserConfig {
+        &self.default_summariser
     }
 }

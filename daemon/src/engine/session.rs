@@ -49,7 +49,7 @@ async fn write_once(dir: &Path, file_name: &str, content: String) -> std::io::Re
     .map_err(std::io::Error::other)?
 }
 
-const MAX_PAGE: u32 = 5_000;
+pub const MAX_PAGE: u32 = 5_000;
 /// A memo boundary no history has: forces the memoized user context to be recomputed.
 const CWD_CHANGED: &str = "#cwd-changed";
 const DEFAULT_PAGE: u32 = 500;
@@ -562,6 +562,7 @@ impl Engine {
             SessionEvent::RecordsAppended {
                 session_id: p.session_id.clone(),
                 records: appended.clone(),
+                full_records: None,
             },
         );
         Ok(AppendResponse {
@@ -751,6 +752,23 @@ impl Engine {
             });
         }
         self.store_effects(l, &compiled.effects).await?;
+        let m = &compiled.metadata;
+        let attachments = crate::pipeline::projection::project(&l.records)
+            .iter()
+            .filter(|r| r.kind == RecordKind::Attachment)
+            .count() as u64;
+        self.emit(
+            cell,
+            SessionEvent::Compiled {
+                session_id: l.row.id.clone(),
+                estimated_tokens: state.effective_tokens,
+                effective_window: state.effective_window,
+                percent_left: state.percent_left,
+                message_count: m.message_count,
+                attachments,
+                request_sha256: m.request_sha256.clone(),
+            },
+        );
         Ok(compiled)
     }
 
@@ -865,6 +883,7 @@ impl Engine {
             SessionEvent::RecordsAppended {
                 session_id: p.session_id.clone(),
                 records: appended,
+                full_records: None,
             },
         );
         Ok(SnipResponse {

@@ -525,6 +525,7 @@ impl Engine {
                             seq: r.seq,
                         })
                         .collect(),
+                    full_records: None,
                 },
             );
         }

@@ -2,8 +2,11 @@
 //! notifications. Knows the protocol; knows no SQL.
 
 mod connection;
+mod limits;
 mod methods;
 mod server;
+mod subscription;
+mod transport;
 
 #[cfg(test)]
 pub(crate) use methods::parse as parse_params;
