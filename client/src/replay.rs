@@ -48,6 +48,8 @@ pub struct ReplayOptions<'a> {
     pub cwd: Option<&'a Path>,
     pub model: Option<ModelProfile>,
     pub json: bool,
+    /// Keep the replay's session afterwards (it is deleted otherwise).
+    pub keep: bool,
 }
 
 #[derive(Debug, Default, Serialize)]
@@ -112,19 +114,46 @@ pub async fn replay(
         })
         .await?;
     let sid = session.session_id.clone();
-    let total = parsed.records.len();
-    let progress = !opts.json && std::io::stderr().is_terminal();
+    let result = feed(
+        client,
+        &sid,
+        parsed.records,
+        &parsed.source_lines,
+        jsonl.len(),
+        opts.json,
+        started,
+    )
+    .await;
+    // The replay session is scaffolding: removed unless the user keeps it.
+    if !opts.keep {
+        let _ = client.delete_session(&sid).await;
+    }
+    result
+}
+
+/// Appends the records one by one, compiling before each new model response.
+async fn feed(
+    client: &Client,
+    sid: &str,
+    records: Vec<RecordInput>,
+    source_lines: &[u64],
+    source_bytes: usize,
+    json: bool,
+    started: std::time::Instant,
+) -> Result<ReplaySummary> {
+    let total = records.len();
+    let progress = !json && std::io::stderr().is_terminal();
     let mut summary = ReplaySummary {
-        session_id: sid.clone(),
+        session_id: sid.to_string(),
         records: total as u64,
-        source_bytes: jsonl.len() as u64,
+        source_bytes: source_bytes as u64,
         ..ReplaySummary::default()
     };
     let mut errors: Vec<f64> = Vec::new();
     let mut last_response: Option<Option<String>> = None;
     let mut strip_usage = false;
     let mut out = std::io::stdout().lock();
-    for (i, record) in parsed.records.into_iter().enumerate() {
+    for (i, record) in records.into_iter().enumerate() {
         let is_main_assistant = record.kind == Some(RecordKind::Assistant) && !record.is_sidechain;
         let new_response = is_main_assistant
             && match (&last_response, &record.message_id) {
@@ -134,9 +163,9 @@ pub async fn replay(
         if new_response {
             let step = compile_step(
                 client,
-                &sid,
+                sid,
                 &record,
-                parsed.source_lines.get(i).copied().unwrap_or(0),
+                source_lines.get(i).copied().unwrap_or(0),
             )
             .await?;
             summary.compiles += 1;
@@ -157,7 +186,7 @@ pub async fn replay(
             {
                 errors.push((step.estimated_tokens as f64 - actual as f64) / actual as f64 * 100.0);
             }
-            if opts.json {
+            if json {
                 serde_json::to_writer(&mut out, &step)?;
                 writeln!(out)?;
             }
@@ -186,7 +215,7 @@ pub async fn replay(
         }
         client
             .append(AppendParams {
-                session_id: sid.clone(),
+                session_id: sid.to_string(),
                 records: vec![record],
                 expected_last_uuid: None,
             })
@@ -194,7 +223,7 @@ pub async fn replay(
             .with_context(|| {
                 format!(
                     "appending the record of line {}",
-                    parsed.source_lines.get(i).copied().unwrap_or(0)
+                    source_lines.get(i).copied().unwrap_or(0)
                 )
             })?;
         if progress && (i % 8 == 0 || i + 1 == total) {

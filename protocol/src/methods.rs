@@ -8,11 +8,13 @@ use crate::compile::{
     ProvideSummaryParams, ReplacementsResponse, ReportErrorParams, ReportReadParams, SnipParams,
     SnipResponse, TouchPathsParams,
 };
-use crate::event::{SessionEvent, SubscribeParams};
+use crate::event::{SessionNotification, SubscribeParams};
+use crate::handshake::{InitializeParams, InitializeResult, SubscriptionId, UnsubscribeParams};
 use crate::memory::*;
 use crate::session::*;
 use crate::transcript::*;
 
+pub const DAEMON_INITIALIZE: &str = "daemon.initialize";
 pub const DAEMON_STATUS: &str = "daemon.status";
 pub const DAEMON_SHUTDOWN: &str = "daemon.shutdown";
 pub const DAEMON_PING: &str = "daemon.ping";
@@ -61,6 +63,10 @@ pub struct DaemonStatus {
     pub home: String,
     pub uptime_ms: u64,
     pub sessions: u64,
+    /// Sessions whose transcript is held in memory now (at most `ctxd
+    /// --max-loaded-sessions`, plus any in use at the moment the bound was applied).
+    #[serde(default)]
+    pub loaded_sessions: u64,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
@@ -77,14 +83,32 @@ pub struct PingResponse {
 pub struct MethodSpec {
     pub name: &'static str,
     pub summary: &'static str,
+    /// The params object's own schema (inlined: the document lists one param per
+    /// property).
     pub params: fn(&mut SchemaGenerator) -> Schema,
     pub result: fn(&mut SchemaGenerator) -> Schema,
-    /// Subscriptions: the notification method and its unsubscribe method.
-    pub subscription: Option<(&'static str, &'static str)>,
+    /// Set on subscription methods.
+    pub subscription: Option<SubscriptionSpec>,
 }
 
+/// What a subscription streams and how it ends.
+pub struct SubscriptionSpec {
+    /// Method name of the notifications.
+    pub notification: &'static str,
+    /// Method that ends the subscription.
+    pub unsubscribe: &'static str,
+    /// Schema of each notification's `result`.
+    pub item: fn(&mut SchemaGenerator) -> Schema,
+}
+
+/// A type's schema by reference (the type lands in `components/schemas`).
 fn schema<T: JsonSchema>(g: &mut SchemaGenerator) -> Schema {
     g.subschema_for::<T>()
+}
+
+/// A params type's own schema, not a reference, so its properties can be listed.
+fn inline<T: JsonSchema>(g: &mut SchemaGenerator) -> Schema {
+    T::json_schema(g)
 }
 
 macro_rules! method {
@@ -92,7 +116,7 @@ macro_rules! method {
         MethodSpec {
             name: $name,
             summary: $summary,
-            params: schema::<$p>,
+            params: inline::<$p>,
             result: schema::<$r>,
             subscription: None,
         }
@@ -104,8 +128,14 @@ macro_rules! method {
 pub fn method_table() -> Vec<MethodSpec> {
     vec![
         method!(
+            DAEMON_INITIALIZE,
+            "Handshake: client info and protocol version in; server info, negotiated version, capabilities and limits out. Another major version is refused.",
+            InitializeParams,
+            InitializeResult
+        ),
+        method!(
             DAEMON_STATUS,
-            "Handshake: protocol version, daemon version, paths, uptime.",
+            "Protocol version, daemon version, paths, uptime.",
             NoParams,
             DaemonStatus
         ),
@@ -160,11 +190,21 @@ pub fn method_table() -> Vec<MethodSpec> {
         ),
         MethodSpec {
             name: SESSION_SUBSCRIBE,
-            summary: "Stream a session's events (WebSocket only).",
-            params: schema::<SubscribeParams>,
-            result: schema::<SessionEvent>,
-            subscription: Some((SESSION_EVENT, SESSION_UNSUBSCRIBE)),
+            summary: "Stream a session's events (WebSocket only), first replaying records after after_seq. Returns the subscription id; events arrive as session.event notifications.",
+            params: inline::<SubscribeParams>,
+            result: schema::<SubscriptionId>,
+            subscription: Some(SubscriptionSpec {
+                notification: SESSION_EVENT,
+                unsubscribe: SESSION_UNSUBSCRIBE,
+                item: schema::<SessionNotification>,
+            }),
         },
+        method!(
+            SESSION_UNSUBSCRIBE,
+            "End a subscription (WebSocket only, on the connection that made it). false when it was not active.",
+            UnsubscribeParams,
+            bool
+        ),
         method!(
             TRANSCRIPT_APPEND,
             "Append records atomically, optionally guarded by the expected last uuid.",

@@ -535,6 +535,11 @@ pub struct ImportStats {
     pub replacements: u64,
     /// UI-only lines skipped, by their `type` (`progress`, `file-history-snapshot`, ...).
     pub skipped: std::collections::BTreeMap<String, u64>,
+    /// What the import did that the user should know about although it succeeded, e.g.
+    /// lines skipped because they repeat an earlier line's uuid (with their count and
+    /// the first such line). `ctx import` prints each on stderr.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub warnings: Vec<String>,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]

@@ -31,7 +31,7 @@ pub(crate) type PendingSummaries =
 /// Asks the session's subscribers to run a model and waits for `context.provide_summary`.
 struct ClientRunner {
     session_id: String,
-    events: broadcast::Sender<SessionEvent>,
+    events: broadcast::Sender<super::Emitted>,
     pending: PendingSummaries,
 }
 
@@ -46,12 +46,14 @@ impl ModelRunner for ClientRunner {
         if let Ok(mut p) = self.pending.lock() {
             p.insert(request_id.clone(), tx);
         }
-        let sent = self.events.send(SessionEvent::SummaryRequested {
-            session_id: self.session_id.clone(),
-            request_id: request_id.clone(),
-            request,
-            timeout_secs: timeout.as_secs(),
-        });
+        let sent = self
+            .events
+            .send(super::Emitted::now(SessionEvent::SummaryRequested {
+                session_id: self.session_id.clone(),
+                request_id: request_id.clone(),
+                request,
+                timeout_secs: timeout.as_secs(),
+            }));
         let pending = self.pending.clone();
         Box::pin(async move {
             let forget = |pending: &PendingSummaries| {
@@ -93,7 +95,7 @@ impl Engine {
             .unwrap_or_else(|| self.default_summariser.clone());
         let runner: Arc<dyn ModelRunner> = Arc::new(ClientRunner {
             session_id: l.row.id.clone(),
-            events: cell.events.clone(),
+            events: cell.sender(),
             pending: self.pending_summaries.clone(),
         });
         Summariser::new(&cfg, Some(runner)).map_err(provider_error)
@@ -443,6 +445,7 @@ impl Engine {
                         seq: r.seq,
                     })
                     .collect(),
+                full_records: None,
             },
         );
         self.emit(

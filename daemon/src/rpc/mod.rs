@@ -1,9 +1,15 @@
 //! The JSON-RPC edge: turns calls into engine operations and engine events into
 //! notifications. Knows the protocol; knows no SQL.
 
+mod connection;
+mod limits;
 mod methods;
 mod server;
+mod subscription;
+mod transport;
 
+#[cfg(test)]
+pub(crate) use methods::parse as parse_params;
 pub use methods::{RpcContext, build_module};
 pub use server::serve;
 
