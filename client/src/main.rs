@@ -388,6 +388,7 @@ async fn run(cli: Cli) -> Result<()> {
                     session_id: session.clone(),
                     side_request: *side,
                     now: None,
+                    flags: None,
                 })
                 .await?;
             if cli.json {
@@ -785,6 +786,7 @@ async fn demo(cli: &Cli, client: &Client) -> Result<()> {
             session_id: imported.session_id.clone(),
             side_request: false,
             now: None,
+            flags: None,
         })
         .await?;
     if cli.json {

@@ -232,6 +232,7 @@ async fn compile_step(
             session_id: sid.to_string(),
             side_request: false,
             now: answered.timestamp.clone(),
+            flags: None,
         })
         .await;
     match r {

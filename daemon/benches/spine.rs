@@ -67,6 +67,7 @@ async fn bench_compile(dir: &Path, path: PathBuf) {
         session_id: info.session_id.clone(),
         side_request: false,
         now: None,
+        flags: None,
     };
     let first = e.compile(p.clone()).await.unwrap();
     let value: serde_json::Value = serde_json::from_str(&first.body).unwrap();
@@ -277,6 +278,7 @@ async fn bench_budget(dir: &Path) {
         fates.insert(id, fate);
     }
     let empty = BTreeMap::new();
+    let flags = RequestFlags::default();
     let run = |fates: &BTreeMap<String, Fate>, with_plan: bool| {
         let t = Instant::now();
         if with_plan {
@@ -305,6 +307,9 @@ async fn bench_budget(dir: &Path) {
             collapse_commits: &[],
             now: chrono::Utc::now(),
             side_request: false,
+            flags: &flags,
+            previous: None,
+            usage_picture: false,
         })
         .unwrap();
         assert!(!c.body.is_empty());

@@ -15,6 +15,10 @@ pub struct CompileParams {
     /// when absent. Replays pass the original time.
     #[serde(default)]
     pub now: Option<String>,
+    /// Request-level flags (beta headers, cache TTL and scope, extra parameters). Latched
+    /// per session once sent: see `metadata.cache`.
+    #[serde(default)]
+    pub flags: Option<crate::cache::RequestFlags>,
 }
 
 /// Where the context stands against the session's limits (SPEC §8 "Thresholds").
@@ -109,6 +113,8 @@ pub struct CompileMetadata {
     /// Autocompact was due but skipped or failed: why.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub autocompact_skipped: Option<String>,
+    /// What the provider's prompt cache is predicted to serve, and the latched flags.
+    pub cache: crate::cache::CacheMetadata,
 }
 
 /// What one compaction did.

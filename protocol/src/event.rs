@@ -86,4 +86,14 @@ pub enum SessionEvent {
         percent_left: u64,
         estimated_tokens: u64,
     },
+    /// A model call's cache reads fell below 95% of the previous call's, by at least
+    /// 2,000 tokens, with no compaction or cache edit in between.
+    CacheBreak {
+        session_id: String,
+        /// The assistant record carrying the call's usage.
+        uuid: String,
+        seq: u64,
+        #[serde(rename = "break")]
+        cache_break: crate::cache::CacheBreak,
+    },
 }

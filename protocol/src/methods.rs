@@ -3,6 +3,7 @@
 use schemars::{JsonSchema, Schema, SchemaGenerator};
 use serde::{Deserialize, Serialize};
 
+use crate::cache::{CacheReportParams, CacheReportResponse, UsageParams, UsageResponse};
 use crate::compile::{
     AckResponse, CompactParams, CompactionReport, CompileParams, CompileResponse,
     ProvideSummaryParams, ReplacementsResponse, ReportErrorParams, ReportReadParams, SnipParams,
@@ -46,6 +47,8 @@ pub const COLLAPSE_UNDO: &str = "context.collapse_undo";
 pub const CONTEXT_REPORT_ERROR: &str = "context.report_error";
 pub const CONTEXT_PROVIDE_SUMMARY: &str = "context.provide_summary";
 pub const TRANSCRIPT_PARSE_CLAUDE_CODE: &str = "transcript.parse_claude_code";
+pub const CONTEXT_USAGE: &str = "context.usage";
+pub const CONTEXT_CACHE_REPORT: &str = "context.cache_report";
 pub const RPC_DISCOVER: &str = "rpc.discover";
 
 #[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize, JsonSchema)]
@@ -278,6 +281,18 @@ pub fn method_table() -> Vec<MethodSpec> {
             "The frozen fates of the session's tool results (content-replacement records).",
             SessionIdParams,
             ReplacementsResponse
+        ),
+        method!(
+            CONTEXT_USAGE,
+            "What fills the context window now, by category (Claude Code's /context); changes nothing.",
+            UsageParams,
+            UsageResponse
+        ),
+        method!(
+            CONTEXT_CACHE_REPORT,
+            "Every model call's reported cache reads next to ctxd's prediction, with cache breaks and their causes.",
+            CacheReportParams,
+            CacheReportResponse
         ),
     ]
 }

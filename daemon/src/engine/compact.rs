@@ -393,7 +393,7 @@ impl Engine {
         self.load_or_drop(&p.session_id, &mut guard).await?;
         let l = super::loaded_mut(&mut guard)?;
         let now = self.clock.now();
-        let pre = self.compile_steps(&cell, l, false, now).await?;
+        let pre = self.compile_steps(&cell, l, false, now, None).await?;
         let pre_tokens = pre.metadata.context.effective_tokens;
         self.compact_locked(&cell, l, Trigger::Manual, p.instructions, now, pre_tokens)
             .await
@@ -425,21 +425,21 @@ impl Engine {
         self.load_or_drop(&p.session_id, &mut guard).await?;
         let l = super::loaded_mut(&mut guard)?;
         let now = self.clock.now();
-        let before = self.compile_steps(&cell, l, false, now).await?;
+        let before = self.compile_steps(&cell, l, false, now, None).await?;
         let pre_tokens = before.metadata.context.effective_tokens + p.token_gap.unwrap_or(0);
         // Cheapest relief first: commit every staged collapse once; only when nothing
         // was staged does the reactive compact run.
         if !media && self.run_collapse(&cell, l, pre_tokens, true).await? {
-            let compiled = self.compile_steps(&cell, l, false, now).await?;
-            return self.finish_compile(&cell, l, compiled).await;
+            let compiled = self.compile_steps(&cell, l, false, now, None).await?;
+            return self.finish_compile(&cell, l, compiled, false).await;
         }
         let report = self
             .compact_locked(&cell, l, Trigger::Reactive, None, now, pre_tokens)
             .await
             .map_err(|e| Error::CompactionFailed(format!("cannot recover: {e}")))?;
-        let mut compiled = self.compile_steps(&cell, l, false, now).await?;
+        let mut compiled = self.compile_steps(&cell, l, false, now, None).await?;
         compiled.metadata.compaction = Some(report);
-        self.finish_compile(&cell, l, compiled).await
+        self.finish_compile(&cell, l, compiled, false).await
     }
 
     /// `context.provide_summary`: a client's answer to `summary_requested`.

@@ -3,6 +3,7 @@
 //! in-memory transcript in step with the store. The RPC edge calls in here; nothing here
 //! knows JSON-RPC.
 
+mod cache;
 mod collapse;
 mod compact;
 mod memory;
@@ -52,6 +53,8 @@ pub(crate) struct Loaded {
     /// Last warning level announced to subscribers (not persisted: a restarted daemon
     /// announces the level again on its first compile if it is not `ok`).
     pub level: &'static str,
+    /// Latched request flags, the previous request's cache key, recent fingerprints.
+    pub cache: cache::CacheState,
 }
 
 impl Loaded {
@@ -319,6 +322,7 @@ impl Engine {
                     collapses,
                     collapse_commits,
                     level: "ok",
+                    cache: cache::CacheState::load(c, &sid)?,
                 })
             })
             .await?;

@@ -415,6 +415,7 @@ impl Engine {
                 if p.up_to_uuid.is_none() {
                     cache_edits::copy(tx, &src, &nid)?;
                 }
+                crate::store::compile_log::copy(tx, &src, &nid)?;
                 Ok(())
             })
             .await?;
@@ -532,7 +533,8 @@ impl Engine {
         if let Some(l) = guard.as_mut() {
             self.observe(&l.row.cwd, &l.row.id, &l.records, &built)
                 .await;
-            l.records.extend(built);
+            l.records.extend(built.iter().cloned());
+            self.check_cache_break(&cell, l, &built);
             if responded {
                 // The post-sampling point: maybe start a session-memory extraction.
                 self.after_response(&cell, l).await;
@@ -631,11 +633,16 @@ impl Engine {
         self.load_or_drop(&p.session_id, &mut guard).await?;
         let l = super::loaded_mut(&mut guard)?;
         let now = self.resolve_now(p.now.as_deref())?;
-        let mut compiled = self.compile_steps(&cell, l, p.side_request, now).await?;
+        let flags = p.flags.as_ref();
+        let mut compiled = self
+            .compile_steps(&cell, l, p.side_request, now, flags)
+            .await?;
         if l.row.settings.collapse.enabled {
             let estimate = compiled.metadata.context.effective_tokens;
             if self.run_collapse(&cell, l, estimate, false).await? {
-                compiled = self.compile_steps(&cell, l, p.side_request, now).await?;
+                compiled = self
+                    .compile_steps(&cell, l, p.side_request, now, flags)
+                    .await?;
             }
         }
         if let Some(reason) = self.autocompact_due(l, &compiled).await? {
@@ -647,7 +654,9 @@ impl Engine {
                         .await
                     {
                         Ok(report) => {
-                            compiled = self.compile_steps(&cell, l, p.side_request, now).await?;
+                            compiled = self
+                                .compile_steps(&cell, l, p.side_request, now, flags)
+                                .await?;
                             compiled.metadata.compaction = Some(report);
                         }
                         Err(e) => {
@@ -660,7 +669,8 @@ impl Engine {
                 Err(why) => compiled.metadata.autocompact_skipped = Some(why),
             }
         }
-        self.finish_compile(&cell, l, compiled).await
+        self.finish_compile(&cell, l, compiled, p.side_request)
+            .await
     }
 
     pub(crate) fn resolve_now(&self, now: Option<&str>) -> Result<chrono::DateTime<chrono::Utc>> {
@@ -672,15 +682,17 @@ impl Engine {
         }
     }
 
-    /// The stages of one compile up to the pure assembly: instruction memo, this turn's
-    /// attachments, the budget's fates.
+    /// The stages of one compile up to the pure assembly: request flags against the
+    /// latch, instruction memo, this turn's attachments, the budget's fates.
     pub(crate) async fn compile_steps(
         &self,
         cell: &super::SessionCell,
         l: &mut Loaded,
         side_request: bool,
         now: chrono::DateTime<chrono::Utc>,
+        flags: Option<&RequestFlags>,
     ) -> Result<Compiled> {
+        let latch_notes = self.settle_flags(l, flags).await?;
         self.refresh_memo(cell, l).await?;
         let added = self.collect_attachments(cell, l, now).await?;
         let (replaced, kept) = self.decide_budget(l).await?;
@@ -688,6 +700,7 @@ impl Engine {
         compiled.metadata.replaced = replaced;
         compiled.metadata.kept = kept;
         compiled.metadata.attachments_added = added.iter().map(|r| r.uuid.clone()).collect();
+        compiled.metadata.cache.latch_notes = latch_notes;
         Ok(compiled)
     }
 
@@ -696,7 +709,8 @@ impl Engine {
         &self,
         cell: &super::SessionCell,
         l: &mut Loaded,
-        compiled: Compiled,
+        mut compiled: Compiled,
+        side_request: bool,
     ) -> Result<Compiled> {
         let state = compiled.metadata.context.clone();
         self.announce_level(cell, l, &state, compiled.metadata.tokens.estimated_tokens);
@@ -707,6 +721,7 @@ impl Engine {
             });
         }
         self.store_effects(l, &compiled.effects).await?;
+        self.record_compile(l, &mut compiled, side_request);
         Ok(compiled)
     }
 
@@ -1023,6 +1038,17 @@ pub(crate) fn compile_loaded(
     side_request: bool,
     now: chrono::DateTime<chrono::Utc>,
 ) -> Result<Compiled> {
+    compile_loaded_with(l, side_request, now, false)
+}
+
+/// [`compile_loaded`], optionally with the usage picture.
+pub(crate) fn compile_loaded_with(
+    l: &Loaded,
+    side_request: bool,
+    now: chrono::DateTime<chrono::Utc>,
+    usage_picture: bool,
+) -> Result<Compiled> {
+    let flags = l.cache.flags(&l.boundary_uuid);
     let commits: Vec<(u64, u64)> = l
         .collapses
         .iter()
@@ -1050,6 +1076,9 @@ pub(crate) fn compile_loaded(
         collapse_commits: &commits,
         now,
         side_request,
+        flags: &flags,
+        previous: l.cache.previous.as_ref(),
+        usage_picture,
     };
     compile(&input).map_err(|e| Error::Internal(format!("serialise request: {e}")))
 }

@@ -4,6 +4,7 @@
 
 pub mod cache_edits;
 pub mod collapses;
+pub mod compile_log;
 pub mod context_state;
 pub mod fates;
 pub mod memory;
