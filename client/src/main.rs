@@ -1,5 +1,7 @@
 //! `ctx`: the command-line client of ctxd.
 
+mod cache_view;
+mod cost;
 mod replay;
 mod worker;
 
@@ -89,7 +91,17 @@ enum Command {
         /// Max output tokens of the model profile.
         #[arg(long)]
         max_output_tokens: Option<u64>,
+        /// Cache TTL of the cost simulation: `5m` or `1h`.
+        #[arg(long, default_value = "5m", value_parser = ["5m", "1h"])]
+        cache_ttl: String,
+        /// Price table (JSON, dollars per million tokens) instead of the built-in one.
+        #[arg(long)]
+        prices: Option<PathBuf>,
     },
+    /// What fills the context window, by category (Claude Code's /context).
+    Context { session: String },
+    /// Every model call's cache reads next to ctxd's prediction, and the cache breaks.
+    Cache { session: String },
     /// Compact the session now, with the session's summariser.
     Compact {
         session: String,
@@ -452,12 +464,49 @@ async fn run(cli: Cli) -> Result<()> {
             }
         }
         Command::Demo => demo(&cli, &client).await?,
+        Command::Context { session } => {
+            let u: UsageResponse = client
+                .call(
+                    CONTEXT_USAGE,
+                    UsageParams {
+                        session_id: session.clone(),
+                    },
+                )
+                .await?;
+            if cli.json {
+                print_json(&u)?;
+            } else {
+                let color = std::io::IsTerminal::is_terminal(&std::io::stdout());
+                print!("{}", cache_view::render_context(&u, color));
+            }
+        }
+        Command::Cache { session } => {
+            let r: CacheReportResponse = client
+                .call(
+                    CONTEXT_CACHE_REPORT,
+                    CacheReportParams {
+                        session_id: session.clone(),
+                    },
+                )
+                .await?;
+            if cli.json {
+                print_json(&r)?;
+            } else {
+                print!("{}", cache_view::render_cache(&r));
+            }
+        }
         Command::Replay {
             file,
             cwd,
             context_window,
             max_output_tokens,
+            cache_ttl,
+            prices,
         } => {
+            let prices = match prices {
+                Some(p) => cost::PriceTable::load(p)?,
+                None => cost::PriceTable::default(),
+            };
             let model = if context_window.is_some() || max_output_tokens.is_some() {
                 let mut m = ModelProfile::default();
                 if let Some(w) = context_window {
@@ -477,6 +526,8 @@ async fn run(cli: Cli) -> Result<()> {
                     cwd: cwd.as_deref(),
                     model,
                     json: cli.json,
+                    cache_ttl_1h: cache_ttl == "1h",
+                    prices,
                 },
             )
             .await?;
@@ -506,6 +557,17 @@ async fn run(cli: Cli) -> Result<()> {
                 println!(
                     "estimator error over {} answered calls: median {:.2}%, p90 {:.2}%",
                     summary.error_samples, summary.median_abs_error_pct, summary.p90_abs_error_pct
+                );
+                println!(
+                    "cache ({} TTL): predicted read share {:.1}% (source recorded {:.1}%); simulated cost ${:.4} vs recorded ${:.4} over {} calls; compactions: source {}, ctxd {}",
+                    summary.cache_ttl,
+                    summary.predicted_cache_read_share * 100.0,
+                    summary.recorded_cache_read_share * 100.0,
+                    summary.simulated_cost_total,
+                    summary.recorded_cost_total,
+                    summary.costed_calls,
+                    summary.source_compactions,
+                    summary.compactions.len()
                 );
                 println!(
                     "{:.2} s for {:.2} MB ({:.2} s/MB)",

@@ -106,20 +106,11 @@ impl Engine {
             l.cache.recent.remove(0);
         }
         // Not awaited: the request must not wait for its own bookkeeping. The cell keeps
-        // the newest state; the store only serves restarts and reports.
-        let (store, sid, boundary, shape) = (
-            self.store.clone(),
-            l.row.id.clone(),
-            l.boundary_uuid.clone(),
-            c.shape.clone(),
-        );
-        tokio::spawn(async move {
-            let r = store
-                .write(move |tx| compile_log::insert(tx, &sid, id, &boundary, &fp, &shape))
-                .await;
-            if let Err(e) = r {
-                tracing::debug!(error = %e, "compile log not stored");
-            }
+        // the newest state; the store serves restarts and reports, and it is queued
+        // ahead of any later write of the session.
+        let (sid, boundary, shape) = (l.row.id.clone(), l.boundary_uuid.clone(), c.shape.clone());
+        self.store.write_detached("compile log", move |tx| {
+            compile_log::insert(tx, &sid, id, &boundary, &fp, &shape)
         });
     }
 
