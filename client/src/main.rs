@@ -1,5 +1,6 @@
 //! `ctx`: the command-line client of ctxd.
 
+mod hooks;
 mod replay;
 mod worker;
 
@@ -74,6 +75,8 @@ enum Command {
     Replacements { session: String },
     /// Follow a session's events, one JSON object per line.
     Events { session: String },
+    /// The session's settings files and hooks, with their source file.
+    Hooks { session: String },
     /// Import the bundled sample Claude Code session, compile it, and show what ctxd did.
     Demo,
     /// Replay a Claude Code transcript through the pipeline, compiling before every model
@@ -450,6 +453,7 @@ async fn run(cli: Cli) -> Result<()> {
                 }
             }
         }
+        Command::Hooks { session } => hooks::show(&client, session, cli.json).await?,
         Command::Demo => demo(&cli, &client).await?,
         Command::Replay {
             file,

@@ -6,6 +6,7 @@ pub mod discovery;
 pub mod engine;
 pub mod error;
 pub mod git;
+pub mod hooks;
 pub mod import;
 pub mod pipeline;
 pub mod providers;

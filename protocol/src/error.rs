@@ -16,6 +16,10 @@ pub const PROMPT_TOO_LONG: i32 = -32010;
 /// Compaction failed (the summariser refused or failed, or the result would not fit):
 /// the transcript is unchanged.
 pub const COMPACTION_FAILED: i32 = -32011;
+/// A hook refused the operation (e.g. a `UserPromptSubmit` hook blocked the prompt):
+/// nothing was written. The message carries the hook's reason; `data` has
+/// `hook_event_name` and `reason`.
+pub const HOOK_BLOCKED: i32 = -32030;
 /// Storage failed; nothing was written.
 pub const STORAGE: i32 = -32020;
 /// An internal error; nothing was written.

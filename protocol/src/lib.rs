@@ -7,6 +7,7 @@
 pub mod compile;
 pub mod error;
 pub mod event;
+pub mod hooks;
 pub mod memory;
 pub mod methods;
 pub mod openrpc;
@@ -21,6 +22,7 @@ pub const PROTOCOL_VERSION: &str = "1.0";
 pub use compile::*;
 pub use error::*;
 pub use event::*;
+pub use hooks::*;
 pub use memory::*;
 pub use methods::*;
 pub use record::*;

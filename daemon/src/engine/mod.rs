@@ -5,6 +5,7 @@
 
 mod collapse;
 mod compact;
+mod hooks;
 mod memory;
 mod session;
 mod sources;
@@ -112,6 +113,8 @@ pub struct Engine {
     pub(crate) extracting: Mutex<HashMap<String, Arc<tokio::sync::Notify>>>,
     /// Background work (extraction) needs an owning handle to the engine.
     pub(crate) self_ref: std::sync::OnceLock<std::sync::Weak<Engine>>,
+    /// Hook configuration, watches and transcript exports (engine/hooks.rs).
+    pub(crate) hooks: hooks::HookState,
 }
 
 impl Engine {
@@ -129,6 +132,7 @@ impl Engine {
             pending_summaries: Default::default(),
             extracting: Mutex::new(HashMap::new()),
             self_ref: std::sync::OnceLock::new(),
+            hooks: Default::default(),
         }
     }
 
@@ -181,6 +185,7 @@ impl Engine {
     }
 
     fn on_watch_event(&self, ev: WatchEvent) {
+        self.hooks_on_watch(&ev);
         let (paths, change): (Vec<PathBuf>, &str) = match ev {
             WatchEvent::Changed(p) => (vec![p], "changed"),
             WatchEvent::Removed(p) => (vec![p], "removed"),
@@ -340,6 +345,7 @@ impl Engine {
     }
 
     pub(crate) fn emit(&self, cell: &SessionCell, event: SessionEvent) {
+        self.hooks_observe(&event);
         // No subscribers is normal; the event is simply not observed.
         let _ = cell.events.send(event);
     }

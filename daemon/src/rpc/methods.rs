@@ -24,7 +24,7 @@ pub struct RpcContext {
 
 /// Decodes by-name params, naming the offending field on failure. Absent params decode
 /// as an empty object so parameterless methods accept both forms.
-fn parse<T: DeserializeOwned>(params: &Params<'_>) -> Result<T, ErrorObjectOwned> {
+pub(super) fn parse<T: DeserializeOwned>(params: &Params<'_>) -> Result<T, ErrorObjectOwned> {
     let raw = params.as_str().unwrap_or("{}");
     let mut de = serde_json::Deserializer::from_str(raw);
     serde_path_to_error::deserialize(&mut de).map_err(|e| {
@@ -275,6 +275,7 @@ pub fn build_module(
             Ok(())
         },
     )?;
+    super::hooks::register(&mut m)?;
     Ok(m)
 }
 

@@ -1,6 +1,7 @@
 //! The JSON-RPC edge: turns calls into engine operations and engine events into
 //! notifications. Knows the protocol; knows no SQL.
 
+mod hooks;
 mod methods;
 mod server;
 
@@ -42,6 +43,11 @@ pub fn to_rpc_error(e: Error) -> ErrorObjectOwned {
             proto::PROMPT_TOO_LONG,
             msg,
             Some(json!({ "estimated_tokens": estimated, "blocking_limit": limit })),
+        ),
+        Error::HookBlocked { event, reason } => ErrorObjectOwned::owned(
+            proto::HOOK_BLOCKED,
+            msg,
+            Some(json!({ "hook_event_name": event, "reason": reason })),
         ),
         Error::CompactionFailed(_) => {
             ErrorObjectOwned::owned(proto::COMPACTION_FAILED, msg, None::<()>)
