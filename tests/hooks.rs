@@ -33,6 +33,13 @@ fn project(d: &Daemon, name: &str) -> PathBuf {
     p
 }
 
+/// A project directory whose `.claude/settings.json` holds `settings`.
+fn project_with(d: &Daemon, settings: &Value) -> PathBuf {
+    let p = project(d, "proj");
+    write_settings(&project_settings(&p), settings);
+    p
+}
+
 fn project_settings(p: &Path) -> PathBuf {
     p.join(".claude").join("settings.json")
 }
@@ -61,10 +68,9 @@ fn sh_quote(p: &Path) -> String {
 #[test]
 fn session_start_context_is_in_the_first_compile() {
     let d = Daemon::start();
-    let p = project(&d, "proj");
     let json_out = r#"{"hookSpecificOutput":{"hookEventName":"SessionStart","additionalContext":"TEXT_FROM_JSON"}}"#;
-    write_settings(
-        &project_settings(&p),
+    let p = project_with(
+        &d,
         &hooks("SessionStart", None, &[&format!("echo '{json_out}'")]),
     );
     // A plain-text hook in the local file adds its stdout too.
@@ -97,9 +103,8 @@ fn session_start_context_is_in_the_first_compile() {
 #[test]
 fn a_blocking_user_prompt_submit_hook_refuses_the_append_and_writes_nothing() {
     let d = Daemon::start();
-    let p = project(&d, "proj");
-    write_settings(
-        &project_settings(&p),
+    let p = project_with(
+        &d,
         &hooks(
             "UserPromptSubmit",
             None,
@@ -149,13 +154,12 @@ fn a_blocking_user_prompt_submit_hook_refuses_the_append_and_writes_nothing() {
 #[test]
 fn pre_tool_use_denies_allows_and_rewrites_the_input() {
     let d = Daemon::start();
-    let p = project(&d, "proj");
     let decide = r#"input=$(cat); case "$input" in *'rm -rf'*) echo '{"hookSpecificOutput":{"hookEventName":"PreToolUse","permissionDecision":"deny","permissionDecisionReason":"no rm -rf"}}';; *) echo '{"hookSpecificOutput":{"hookEventName":"PreToolUse","permissionDecision":"allow","updatedInput":{"command":"ls -la"},"additionalContext":"listing is safe"}}';; esac"#;
     let settings = json!({"hooks": {"PreToolUse": [
         {"matcher": "Bash", "hooks": [{"type": "command", "command": decide}]},
         {"matcher": "Write|Edit", "hooks": [{"type": "command", "command": "echo 'not in src' >&2; exit 2"}]}
     ]}});
-    write_settings(&project_settings(&p), &settings);
+    let p = project_with(&d, &settings);
     let sid = new_session(&d, &p);
 
     let o = d.call(
@@ -212,11 +216,10 @@ fn alive(pid: i32) -> bool {
 #[test]
 fn a_timeout_kills_the_hooks_process_group_and_leaves_no_process() {
     let d = Daemon::start();
-    let p = project(&d, "proj");
     let pidfile = d.dir.path().join("sleeper.pid");
     let cmd = format!("sleep 300 & echo $! > {}; wait", sh_quote(&pidfile));
-    write_settings(
-        &project_settings(&p),
+    let p = project_with(
+        &d,
         &json!({"hooks": {"Stop": [{"hooks": [{"type": "command", "command": cmd, "timeout": 1}]}]}}),
     );
     let sid = new_session(&d, &p);
@@ -247,9 +250,8 @@ fn a_timeout_kills_the_hooks_process_group_and_leaves_no_process() {
 #[test]
 fn a_flood_of_output_is_capped_with_a_note() {
     let d = Daemon::start();
-    let p = project(&d, "proj");
-    write_settings(
-        &project_settings(&p),
+    let p = project_with(
+        &d,
         &hooks(
             "UserPromptSubmit",
             None,
@@ -298,9 +300,8 @@ fn grow(d: &Daemon, sid: &str, turns: usize) {
 #[test]
 fn session_start_runs_again_after_compaction_with_source_compact() {
     let d = Daemon::start();
-    let p = project(&d, "proj");
     let cmd = r#"case "$(cat)" in *'"source":"compact"'*) echo COMPACT_CONTEXT;; *) echo STARTUP_CONTEXT;; esac"#;
-    write_settings(&project_settings(&p), &hooks("SessionStart", None, &[cmd]));
+    let p = project_with(&d, &hooks("SessionStart", None, &[cmd]));
     let sid = small_session(&d, &p, json!({}));
     let first = d.call("context.compile", json!({"session_id": sid}));
     assert!(first["request"].to_string().contains("STARTUP_CONTEXT"));
@@ -344,10 +345,9 @@ async fn wait_for<F: Fn(&SessionEvent) -> bool>(
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn pre_compact_text_reaches_the_summariser_and_post_compact_sees_the_summary() {
     let d = Daemon::start();
-    let p = project(&d, "proj");
     let seen_summary = d.dir.path().join("post-compact-input.json");
-    write_settings(
-        &project_settings(&p),
+    let p = project_with(
+        &d,
         &json!({"hooks": {
             "PreCompact": [{"matcher": "manual", "hooks": [{"type": "command", "command": "echo 'Keep every parser decision: PRESERVE_PARSER_NOTES'"}]}],
             "PostCompact": [{"hooks": [{"type": "command", "command": format!("cat > {}", sh_quote(&seen_summary))}]}]
@@ -418,8 +418,7 @@ async fn pre_compact_text_reaches_the_summariser_and_post_compact_sees_the_summa
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_settings_file_edited_mid_session_is_announced_and_applies_to_the_next_event() {
     let d = Daemon::start();
-    let p = project(&d, "proj");
-    write_settings(&project_settings(&p), &json!({}));
+    let p = project_with(&d, &json!({}));
     let sid = new_session(&d, &p);
     let client = d.client().await;
     let mut sub = client.subscribe(&sid).await.unwrap();
@@ -564,10 +563,9 @@ fn hooks_configured_only_in_untrusted_places_do_not_run() {
 #[test]
 fn event_data_reaches_a_hook_only_on_stdin() {
     let d = Daemon::start();
-    let p = project(&d, "proj");
     let got = d.dir.path().join("stdin.json");
-    write_settings(
-        &project_settings(&p),
+    let p = project_with(
+        &d,
         &hooks(
             "UserPromptSubmit",
             None,
@@ -601,9 +599,8 @@ fn event_data_reaches_a_hook_only_on_stdin() {
 #[test]
 fn stop_and_post_tool_use_feedback_reaches_the_model() {
     let d = Daemon::start();
-    let p = project(&d, "proj");
-    write_settings(
-        &project_settings(&p),
+    let p = project_with(
+        &d,
         &json!({"hooks": {
             "Stop": [{"hooks": [{"type": "command", "command": "echo '{\"decision\":\"block\",\"reason\":\"the tests still fail\"}'"}]}],
             "PostToolUse": [{"matcher": "Edit", "hooks": [{"type": "command", "command": "echo 'lint: missing semicolon' >&2; exit 2"}]}],

@@ -442,6 +442,7 @@ impl Engine {
             let cell = cell.clone();
             let slots = self.hooks.slots.clone();
             async move {
+                let permit = slots.acquire_owned().await.ok();
                 self.emit(
                     &cell,
                     SessionEvent::HookStarted {
@@ -451,7 +452,6 @@ impl Engine {
                         source: h.source.as_str().into(),
                     },
                 );
-                let permit = slots.acquire_owned().await.ok();
                 let raw = runner::run(spec).await;
                 drop(permit);
                 let result =
@@ -494,8 +494,9 @@ impl Engine {
         Ok(self.run_hooks(&f, event, value, fields).await)
     }
 
-    /// Appends records an outcome produced (outside any hook run) under the session's
-    /// lock; returns them and the new last uuid.
+    /// Appends records an outcome produced (after the hooks ran, not under their
+    /// lock); returns them and the new last uuid. They are attachments, so the append
+    /// path runs no hook for them.
     pub(crate) async fn append_hook_records(
         &self,
         sid: &str,
@@ -504,35 +505,14 @@ impl Engine {
         if records.is_empty() {
             return Ok((Vec::new(), None));
         }
-        let cell = self.cell(sid);
-        let mut guard = cell.state.lock().await;
-        self.load_or_drop(sid, &mut guard).await?;
-        let now = self.now_text();
-        let s = sid.to_string();
-        let built = self
-            .store
-            .write(move |tx| super::session::insert_batch(tx, &s, records, None, &now))
-            .await?;
-        let appended: Vec<AppendedRecord> = built
-            .iter()
-            .map(|r| AppendedRecord {
-                uuid: r.uuid.clone(),
-                seq: r.seq,
-            })
-            .collect();
-        let last = built.last().map(|r| r.uuid.clone());
-        if let Some(l) = guard.as_mut() {
-            l.records.extend(built);
-        }
-        drop(guard);
-        self.emit(
-            &cell,
-            SessionEvent::RecordsAppended {
+        let r = self
+            .append(ctxd_protocol::AppendParams {
                 session_id: sid.to_string(),
-                records: appended.clone(),
-            },
-        );
-        Ok((appended, last))
+                records,
+                expected_last_uuid: None,
+            })
+            .await?;
+        Ok((r.appended, r.last_uuid))
     }
 
     /// What the daemon learns from its own events: an update drops the cached facts, a

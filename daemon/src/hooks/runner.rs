@@ -196,19 +196,20 @@ mod tests {
         let r = run(spec(&cmd, Duration::from_millis(500))).await;
         assert!(r.timed_out);
         assert_eq!(r.exit_code, None);
-        let pid: i32 = std::fs::read_to_string(&pidfile)
+        assert_gone(&pidfile).await;
+    }
+
+    /// The process whose pid the hook wrote to `pidfile` is gone: SIGKILL is sent
+    /// before `run` returns, and a zombie waiting for init to reap it counts as gone.
+    async fn assert_gone(pidfile: &std::path::Path) {
+        let pid: i32 = std::fs::read_to_string(pidfile)
             .unwrap()
             .trim()
             .parse()
             .unwrap();
-        // SIGKILL is delivered before killpg returns, but the zombie is reaped by init;
-        // wait for the reaping, bounded.
         let deadline = Instant::now() + Duration::from_secs(5);
         while alive(pid) && !is_zombie(pid) {
-            assert!(
-                Instant::now() < deadline,
-                "sleeper {pid} survived the timeout"
-            );
+            assert!(Instant::now() < deadline, "process {pid} outlived its hook");
             tokio::time::sleep(Duration::from_millis(10)).await;
         }
     }
@@ -233,16 +234,7 @@ mod tests {
         );
         let r = run(spec(&cmd, Duration::from_secs(10))).await;
         assert_eq!(r.exit_code, Some(0));
-        let pid: i32 = std::fs::read_to_string(&pidfile)
-            .unwrap()
-            .trim()
-            .parse()
-            .unwrap();
-        let deadline = Instant::now() + Duration::from_secs(5);
-        while alive(pid) && !is_zombie(pid) {
-            assert!(Instant::now() < deadline, "background child {pid} survived");
-            tokio::time::sleep(Duration::from_millis(10)).await;
-        }
+        assert_gone(&pidfile).await;
     }
 
     #[tokio::test]

@@ -70,13 +70,15 @@ impl Engine {
         )]
     }
 
-    /// `SessionStart` `startup` of a session being created, and the `InstructionsLoaded`
-    /// of its startup chain once it exists (`loaded`: canonical paths).
+    /// `SessionStart` `startup` of a session being created: run before the session is
+    /// written, so its context is written with it (and no subscriber can see these
+    /// runs' events yet).
     pub(crate) async fn hooks_created(&self, row: &SessionRow) -> Vec<RecordInput> {
-        let f = super::Facts::of(row);
-        self.session_start_records(&f, "startup").await
+        self.session_start_records(&Facts::of(row), "startup").await
     }
 
+    /// `InstructionsLoaded` for the startup chain of a session just written
+    /// (`loaded`: canonical paths), fire-and-forget.
     pub(crate) fn hooks_created_instructions(&self, row: &SessionRow, loaded: &[String]) {
         if !loaded.is_empty() {
             self.spawn_instructions_loaded(&row.id, loaded.to_vec(), "session_start");
