@@ -68,6 +68,8 @@ enum Command {
     /// Follow a session's events, one JSON object per line (exits non-zero if the
     /// daemon goes away).
     Events(EventsArgs),
+    /// The session's settings files and hooks, with their source file.
+    Hooks(SessionArg),
     /// Import the bundled sample Claude Code session, compile it, and show what ctxd did.
     Demo(DemoArgs),
     /// Replay a Claude Code transcript through the pipeline, compiling before every model
@@ -137,6 +139,7 @@ async fn run(cli: Cli) -> Result<()> {
         Command::Snip(a) => commands::context::snip(&ctx, c, a).await,
         Command::Compact(a) => commands::context::compact(&ctx, c, a).await,
         Command::Events(a) => commands::events::run(c, a).await,
+        Command::Hooks(a) => commands::hooks::show(&ctx, c, a).await,
         Command::Memory { action } => commands::memory::run(&ctx, c, action).await,
         Command::Collapse { action } => commands::collapse::run(&ctx, c, action).await,
         Command::Demo(a) => commands::demo::demo(&ctx, c, a).await,

@@ -107,6 +107,14 @@ pub async fn replay(
             start_date,
             no_git: true,
             title: Some(format!("replay of {}", file.display())),
+            // A replay must not run the project's hooks, nor add their context.
+            settings: Some(SessionSettings {
+                hooks: HookSettings {
+                    disabled: true,
+                    ..HookSettings::default()
+                },
+                ..SessionSettings::default()
+            }),
             ..Default::default()
         })
         .await?;

@@ -7,6 +7,7 @@ pub mod context;
 pub mod daemon;
 pub mod demo;
 pub mod events;
+pub mod hooks;
 pub mod memory;
 pub mod session;
 pub mod settings;

@@ -227,6 +227,8 @@ impl Engine {
         let mut start = 0usize;
         let mut attempt = 0;
         let max_summary_tokens = 20_000u64.min(l.row.model.max_output_tokens.max(1_000));
+        // PreCompact hooks' stdout joins the custom instructions the summariser reads.
+        let instructions = self.hooks_pre_compact(l, trigger, instructions).await;
         let summary = loop {
             let part = &refs[start..];
             let normalized = normalize(
@@ -336,6 +338,11 @@ impl Engine {
         pre_tokens: u64,
         now: DateTime<Utc>,
     ) -> Result<(String, u64)> {
+        // SessionStart (source compact) context follows the new history's head.
+        let mut new_records = new_records;
+        let post_compact = self
+            .hooks_before_new_history(l, trigger, &mut new_records)
+            .await;
         let sid = l.row.id.clone();
         let now_text = self.now_text();
         let built = self
@@ -386,6 +393,7 @@ impl Engine {
                 post_tokens,
             },
         );
+        self.hooks_after_new_history(post_compact);
         Ok((boundary_uuid, post_tokens))
     }
 

@@ -7,6 +7,7 @@ mod cells;
 mod collapse;
 mod compact;
 mod events;
+mod hooks;
 mod memory;
 mod session;
 mod sources;
@@ -174,6 +175,8 @@ pub struct Engine {
     pub(crate) extracting: Mutex<HashMap<String, Arc<tokio::sync::Notify>>>,
     /// Background work (extraction) needs an owning handle to the engine.
     pub(crate) self_ref: std::sync::OnceLock<std::sync::Weak<Engine>>,
+    /// Hook configuration, watches and transcript exports (engine/hooks.rs).
+    pub(crate) hooks: hooks::HookState,
 }
 
 impl Engine {
@@ -193,6 +196,7 @@ impl Engine {
             pending_summaries: Default::default(),
             extracting: Mutex::new(HashMap::new()),
             self_ref: std::sync::OnceLock::new(),
+            hooks: Default::default(),
         }
     }
 
@@ -250,6 +254,7 @@ impl Engine {
     }
 
     fn on_watch_event(&self, ev: WatchEvent) {
+        self.hooks_on_watch(&ev);
         let (paths, change): (Vec<PathBuf>, &str) = match ev {
             WatchEvent::Changed(p) => (vec![p], "changed"),
             WatchEvent::Removed(p) => (vec![p], "removed"),
@@ -388,6 +393,7 @@ impl Engine {
     }
 
     pub(crate) fn emit(&self, cell: &SessionCell, event: SessionEvent) {
+        self.hooks_observe(&event);
         // No subscribers is normal; the event is simply not observed.
         cell.send(event);
     }

@@ -216,22 +216,28 @@ impl Engine {
         check_tools(&tools)?;
         // SessionStart context is in place before the first request is compiled.
         let (claude_md, loaded) = self.startup_instructions(&row).await?;
+        let started = self.hooks_created(&row).await;
         let memo = InstructionMemo {
             claude_md,
             boundary_uuid: String::new(),
             announced_date: row.start_date.clone(),
         };
-        let r = row.clone();
-        self.store
+        let (r, l2, now) = (row.clone(), loaded.clone(), self.now_text());
+        let built = self
+            .store
             .write(move |tx| {
                 sessions::insert(tx, &r)?;
                 sessions::set_tools(tx, &r.id, &tools)?;
                 context_state::set_memo(tx, &r.id, &memo)?;
-                context_state::add_loaded(tx, &r.id, &loaded)?;
-                Ok(())
+                context_state::add_loaded(tx, &r.id, &l2)?;
+                if started.is_empty() {
+                    return Ok(Vec::new());
+                }
+                insert_batch(tx, &r.id, started, None, &now)
             })
             .await?;
-        Ok(row.info(0, None))
+        self.hooks_created_instructions(&row, &loaded);
+        Ok(row.info(built.len() as u64, built.last().map(|b| b.uuid.clone())))
     }
 
     async fn new_row(&self, p: &SessionCreateParams) -> Result<SessionRow> {
@@ -332,6 +338,10 @@ impl Engine {
             return Err(Error::invalid("cwd", "must be an absolute path"));
         }
         let cwd_changed = p.cwd.is_some();
+        let old_cwd = match cwd_changed {
+            true => Some(self.hook_facts(&p.session_id).await?.cwd),
+            false => None,
+        };
         let cell = self.cell(&p.session_id);
         let mut guard = cell.state.lock().await;
         let now = self.now_text();
@@ -381,6 +391,9 @@ impl Engine {
                 session_id: row.id.clone(),
             },
         );
+        if let Some(old) = old_cwd.filter(|o| *o != row.cwd) {
+            self.hooks_cwd_changed(&row.id, old, row.cwd.clone());
+        }
         self.get_session(&row.id).await
     }
 
@@ -519,6 +532,8 @@ impl Engine {
             ));
         }
         validate_batch(&mut inputs)?;
+        // UserPromptSubmit hooks may refuse the batch or add context after a prompt.
+        let inputs = self.hooks_user_prompts(&p.session_id, inputs).await?;
         let cell = self.cell(&p.session_id);
         let mut guard = cell.state.lock().await;
         // Observing file tools needs the earlier records (a result names its tool_use).

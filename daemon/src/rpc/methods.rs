@@ -249,6 +249,7 @@ pub fn build_module(
     })?;
 
     super::subscription::register(&mut m)?;
+    super::hooks::register(&mut m)?;
     Ok(m)
 }
 
