@@ -154,12 +154,23 @@ fn a_system_edit_is_named_and_compaction_is_an_expected_break() {
     );
     let m = compile_at(&d, &sid, &at(1))["metadata"]["cache"].clone();
     assert_eq!(m["first_difference"], "system[0]");
-    assert_eq!((m["predicted_read_tokens"].as_u64(), m["prefix_bytes"].as_u64()), (Some(0), Some(0)));
+    assert_eq!(
+        (
+            m["predicted_read_tokens"].as_u64(),
+            m["prefix_bytes"].as_u64()
+        ),
+        (Some(0), Some(0))
+    );
 
     d.call("context.compact", json!({"session_id": sid}));
     let m = compile_at(&d, &sid, &at(2))["metadata"]["cache"].clone();
     assert_eq!(m["expected_break"], "compaction", "{m}");
-    assert!(m["first_difference"].as_str().unwrap().starts_with("messages["));
+    assert!(
+        m["first_difference"]
+            .as_str()
+            .unwrap()
+            .starts_with("messages[")
+    );
 
     // The call after the compaction reads less, and that is no break.
     append(&d, &sid, call(2, &at(3), 30_000));
@@ -209,7 +220,8 @@ fn flags_are_latched_until_compaction_and_the_prediction_survives_a_restart() {
         &sid,
         json!([{"type": "user", "content": "start", "timestamp": T0}]),
     );
-    let flags = json!({"betas": ["fast-mode-2026"], "cache_ttl": "1h", "extra": {"temperature": 0.2}});
+    let flags =
+        json!({"betas": ["fast-mode-2026"], "cache_ttl": "1h", "extra": {"temperature": 0.2}});
     let c = d.call(
         "context.compile",
         json!({"session_id": sid, "now": T0, "flags": flags}),
@@ -234,8 +246,14 @@ fn flags_are_latched_until_compaction_and_the_prediction_survives_a_restart() {
         .iter()
         .map(|n| n.as_str().unwrap())
         .collect();
-    assert!(notes.iter().any(|n| n.contains("fast-mode-2026 stays")), "{notes:?}");
-    assert!(notes.iter().any(|n| n.contains("asked 5m, latched 1h")), "{notes:?}");
+    assert!(
+        notes.iter().any(|n| n.contains("fast-mode-2026 stays")),
+        "{notes:?}"
+    );
+    assert!(
+        notes.iter().any(|n| n.contains("asked 5m, latched 1h")),
+        "{notes:?}"
+    );
     assert!(m.get("first_difference").is_none(), "{m}");
 
     // A bad flag changes nothing and names its field.
@@ -249,7 +267,8 @@ fn flags_are_latched_until_compaction_and_the_prediction_survives_a_restart() {
 
     // Restart: the next compile predicts against the stored previous request.
     append(&d, &sid, call(2, &at(2), 0));
-    let before_restart = compile_at(&d, &sid, &at(2))["metadata"]["cache"]["request_tokens"].clone();
+    let before_restart =
+        compile_at(&d, &sid, &at(2))["metadata"]["cache"]["request_tokens"].clone();
     append(&d, &sid, call(3, &at(3), 0));
     d.kill9();
     d.spawn();
@@ -294,7 +313,10 @@ fn usage_picture_sums_to_the_window_and_changes_nothing() {
     );
     let sum: u64 = cats.iter().map(|c| c["tokens"].as_u64().unwrap()).sum();
     assert_eq!(sum, window);
-    let used: u64 = cats[..6].iter().map(|c| c["tokens"].as_u64().unwrap()).sum();
+    let used: u64 = cats[..6]
+        .iter()
+        .map(|c| c["tokens"].as_u64().unwrap())
+        .sum();
     assert_eq!(used, u["used_tokens"].as_u64().unwrap());
     assert!(cats[5]["tokens"].as_u64().unwrap() > 0, "tool results: {u}");
     let after = d.call("transcript.read", json!({"session_id": sid}));

@@ -194,7 +194,12 @@ fn context_picture_in_plain_text_and_json_and_the_cache_table() {
         })
         .sum();
     assert_eq!(grid, 100, "{plain}");
-    for label in ["System prompt", "Tool results", "Free space", "Autocompact buffer"] {
+    for label in [
+        "System prompt",
+        "Tool results",
+        "Free space",
+        "Autocompact buffer",
+    ] {
         assert!(plain.contains(label), "{label} missing in {plain}");
     }
     let (json_text, _) = run(ctx(&d).args(["context", &sid, "--json"]));

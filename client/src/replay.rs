@@ -103,6 +103,8 @@ pub struct ReplayOptions<'a> {
     pub cwd: Option<&'a Path>,
     pub model: Option<ModelProfile>,
     pub json: bool,
+    /// Keep the replay's session afterwards (it is deleted otherwise).
+    pub keep: bool,
     /// The cache TTL of the simulation: 5 minutes, or one hour.
     pub cache_ttl_1h: bool,
     pub prices: PriceTable,
@@ -197,20 +199,59 @@ pub async fn replay(
     let session = client
         .create_session(SessionCreateParams {
             cwd,
-            model: opts.model,
+            model: opts.model.clone(),
             start_date,
             no_git: true,
             title: Some(format!("replay of {}", file.display())),
+            // A replay must not run the project's hooks, nor add their context.
+            settings: Some(SessionSettings {
+                hooks: HookSettings {
+                    disabled: true,
+                    ..HookSettings::default()
+                },
+                ..SessionSettings::default()
+            }),
             ..Default::default()
         })
         .await?;
     let sid = session.session_id.clone();
-    let total = parsed.records.len();
-    let progress = !opts.json && std::io::stderr().is_terminal();
+    let result = feed(
+        client,
+        &sid,
+        &session.model.model,
+        parsed.records,
+        &parsed.source_lines,
+        jsonl.len(),
+        &opts,
+        started,
+    )
+    .await;
+    // The replay session is scaffolding: removed unless the user keeps it.
+    if !opts.keep {
+        let _ = client.delete_session(&sid).await;
+    }
+    result
+}
+
+/// Appends the records one by one, compiling before each new model response.
+#[allow(clippy::too_many_arguments)]
+async fn feed(
+    client: &Client,
+    sid: &str,
+    session_model: &str,
+    records: Vec<RecordInput>,
+    source_lines: &[u64],
+    source_bytes: usize,
+    opts: &ReplayOptions<'_>,
+    started: std::time::Instant,
+) -> Result<ReplaySummary> {
+    let json = opts.json;
+    let total = records.len();
+    let progress = !json && std::io::stderr().is_terminal();
     let mut summary = ReplaySummary {
-        session_id: sid.clone(),
+        session_id: sid.to_string(),
         records: total as u64,
-        source_bytes: jsonl.len() as u64,
+        source_bytes: source_bytes as u64,
         ..ReplaySummary::default()
     };
     let mut errors: Vec<f64> = Vec::new();
@@ -219,31 +260,30 @@ pub async fn replay(
     let mut bill = Bill::default();
     let ttl_secs = if opts.cache_ttl_1h { 3_600 } else { 300 };
     summary.cache_ttl = if opts.cache_ttl_1h { "1h" } else { "5m" }.into();
-    let session_model = session.model.model.clone();
     // A response split over records carries its final usage on the last of them.
     let mut final_usage: std::collections::HashMap<String, Usage> =
         std::collections::HashMap::new();
-    for r in parsed.records.iter().filter(|r| !r.is_sidechain) {
+    for r in records.iter().filter(|r| !r.is_sidechain) {
         if let (Some(id), Some(u)) = (&r.message_id, r.usage) {
             final_usage.insert(id.clone(), u);
         }
     }
     let mut out = std::io::stdout().lock();
-    for (i, record) in parsed.records.into_iter().enumerate() {
-        let line = parsed.source_lines.get(i).copied().unwrap_or(0);
+    for (i, record) in records.into_iter().enumerate() {
+        let line = source_lines.get(i).copied().unwrap_or(0);
         let is_source_boundary = record.kind == Some(RecordKind::System)
             && !record.is_sidechain
             && record.subtype.as_deref() == Some("compact_boundary");
         if is_source_boundary {
             summary.source_compactions += 1;
-            let mut step = compile_step(client, &sid, record.timestamp.clone(), None, line).await?;
+            let mut step = compile_step(client, sid, record.timestamp.clone(), None, line).await?;
             step.source_compaction = true;
             summary.compiles += 1;
             summary.autocompact_points += u64::from(step.autocompact);
             if let Some(c) = &step.compaction {
                 summary.compactions.push(c.clone());
             }
-            if opts.json {
+            if json {
                 serde_json::to_writer(&mut out, &step)?;
                 writeln!(out)?;
             }
@@ -260,9 +300,8 @@ pub async fn replay(
                 .as_ref()
                 .and_then(|id| final_usage.get(id).copied())
                 .or(record.usage);
-            let mut step =
-                compile_step(client, &sid, record.timestamp.clone(), usage, line).await?;
-            let model = record.model.as_deref().unwrap_or(&session_model);
+            let mut step = compile_step(client, sid, record.timestamp.clone(), usage, line).await?;
+            let model = record.model.as_deref().unwrap_or(session_model);
             simulate(
                 &mut bill,
                 &mut step,
@@ -290,7 +329,7 @@ pub async fn replay(
             {
                 errors.push((step.estimated_tokens as f64 - actual as f64) / actual as f64 * 100.0);
             }
-            if opts.json {
+            if json {
                 serde_json::to_writer(&mut out, &step)?;
                 writeln!(out)?;
             }
@@ -317,7 +356,7 @@ pub async fn replay(
         }
         client
             .append(AppendParams {
-                session_id: sid.clone(),
+                session_id: sid.to_string(),
                 records: vec![record],
                 expected_last_uuid: None,
             })
@@ -325,7 +364,7 @@ pub async fn replay(
             .with_context(|| {
                 format!(
                     "appending the record of line {}",
-                    parsed.source_lines.get(i).copied().unwrap_or(0)
+                    source_lines.get(i).copied().unwrap_or(0)
                 )
             })?;
         if progress && (i % 8 == 0 || i + 1 == total) {
@@ -453,8 +492,8 @@ async fn compile_step(
     answered: Option<Usage>,
     source_line: u64,
 ) -> Result<ReplayStep> {
-    let actual_input_tokens =
-        answered.map(|u| u.input_tokens + u.cache_creation_input_tokens + u.cache_read_input_tokens);
+    let actual_input_tokens = answered
+        .map(|u| u.input_tokens + u.cache_creation_input_tokens + u.cache_read_input_tokens);
     let r = client
         .compile(CompileParams {
             session_id: sid.to_string(),

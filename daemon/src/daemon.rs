@@ -2,7 +2,7 @@
 //! stop. Everything the daemon writes lives under its home.
 
 use std::io::ErrorKind;
-use std::os::unix::fs::{DirBuilderExt, PermissionsExt};
+use std::os::unix::fs::{DirBuilderExt, OpenOptionsExt, PermissionsExt};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
@@ -25,6 +25,14 @@ pub enum StartError {
         path: PathBuf,
         source: std::io::Error,
     },
+    #[error("another ctxd (pid {pid}) already uses the home {home}")]
+    HomeInUse { home: PathBuf, pid: String },
+    #[error("refusing the socket directory {dir}: {why}; choose another --socket")]
+    UnsafeSocketDir { dir: PathBuf, why: String },
+    #[error(
+        "{0} exists and is not a socket; refusing to replace it (remove it or choose another --socket)"
+    )]
+    SocketPathOccupied(PathBuf),
     #[error("socket path {0} is too long for a Unix socket (at most 107 bytes)")]
     SocketPathTooLong(PathBuf),
     #[error("cannot determine a home directory; pass --home or set CTXD_HOME")]
@@ -94,41 +102,132 @@ pub struct Claimed {
     pub socket: PathBuf,
 }
 
-/// Claims `socket`: directory 0700, an exclusive lock beside the socket (so two daemons
-/// starting at once cannot both win), a live-peer probe, stale-file replacement, and the
-/// socket itself 0600.
+/// Makes sure the socket's directory exists and is safe to serve from. A missing
+/// directory is created 0700; an existing one is never changed (it may be `/tmp` or
+/// someone's home), only refused when others could swap the socket in it.
+fn prepare_socket_dir(dir: &Path) -> Result<(), StartError> {
+    use std::os::unix::fs::MetadataExt;
+    let meta = match std::fs::metadata(dir) {
+        Ok(m) => m,
+        Err(e) if e.kind() == ErrorKind::NotFound => {
+            return std::fs::DirBuilder::new()
+                .recursive(true)
+                .mode(0o700)
+                .create(dir)
+                .map_err(io("create socket directory", dir));
+        }
+        Err(e) => return Err(io("inspect socket directory", dir)(e)),
+    };
+    if !meta.is_dir() {
+        return Err(StartError::UnsafeSocketDir {
+            dir: dir.to_path_buf(),
+            why: "it is not a directory".into(),
+        });
+    }
+    let mode = meta.mode();
+    let sticky = mode & 0o1000 != 0;
+    if mode & 0o002 != 0 && !sticky {
+        return Err(StartError::UnsafeSocketDir {
+            dir: dir.to_path_buf(),
+            why: format!(
+                "it is writable by every user (mode {:o}) without the sticky bit, so anyone could replace the socket",
+                mode & 0o7777
+            ),
+        });
+    }
+    let own = own_uid();
+    if meta.uid() != own && meta.uid() != 0 {
+        return Err(StartError::UnsafeSocketDir {
+            dir: dir.to_path_buf(),
+            why: format!(
+                "it belongs to uid {}, not to this user ({own}) or root",
+                meta.uid()
+            ),
+        });
+    }
+    Ok(())
+}
+
+/// The daemon's effective uid: the socket directory's owner and every peer must match it
+/// (or be root).
+pub(crate) fn own_uid() -> u32 {
+    // SAFETY: geteuid has no preconditions and cannot fail.
+    unsafe { libc::geteuid() }
+}
+
+/// Takes an exclusive `flock` on `path` (created if missing) without waiting.
+fn try_lock_file(
+    path: &Path,
+    busy: impl FnOnce() -> StartError,
+) -> Result<std::fs::File, StartError> {
+    let lock = std::fs::OpenOptions::new()
+        .create(true)
+        .truncate(false)
+        .read(true)
+        .write(true)
+        .mode(0o600)
+        .open(path)
+        .map_err(io("open lock file", path))?;
+    match lock.try_lock() {
+        Ok(()) => Ok(lock),
+        Err(std::fs::TryLockError::WouldBlock) => Err(busy()),
+        Err(std::fs::TryLockError::Error(e)) => Err(io("lock", path)(e)),
+    }
+}
+
+/// Claims the home: one daemon per home, whatever sockets they were given, so two
+/// daemons never serve the same database. The lock file holds the owner's pid.
+pub fn lock_home(home: &Path) -> Result<std::fs::File, StartError> {
+    use std::io::{Read, Seek, Write};
+    let path = home.join("daemon.lock");
+    let mut lock = try_lock_file(&path, || {
+        let pid = std::fs::read_to_string(&path).unwrap_or_default();
+        StartError::HomeInUse {
+            home: home.to_path_buf(),
+            pid: pid.trim().to_string(),
+        }
+    })?;
+    let mut old = String::new();
+    let _ = lock.read_to_string(&mut old);
+    let write = lock
+        .set_len(0)
+        .and_then(|()| lock.rewind())
+        .and_then(|()| write!(lock, "{}", std::process::id()));
+    if let Err(e) = write {
+        tracing::warn!(error = %e, "could not write the pid into the home lock");
+    }
+    Ok(lock)
+}
+
+/// Claims `socket`: its directory (created 0700 when missing, refused when unsafe), an
+/// exclusive lock beside the socket (so two daemons starting at once cannot both win), a
+/// live-peer probe, replacement of a stale socket (never of anything else), and the socket
+/// itself 0600.
 pub async fn claim_socket(socket: &Path) -> Result<Claimed, StartError> {
+    use std::os::unix::fs::FileTypeExt;
     if socket.as_os_str().len() > 107 {
         return Err(StartError::SocketPathTooLong(socket.to_path_buf()));
     }
     let dir = socket.parent().unwrap_or(Path::new("/"));
-    if !dir.exists() {
-        std::fs::DirBuilder::new()
-            .recursive(true)
-            .mode(0o700)
-            .create(dir)
-            .map_err(io("create socket directory", dir))?;
-    }
-    std::fs::set_permissions(dir, std::fs::Permissions::from_mode(0o700))
-        .map_err(io("restrict socket directory", dir))?;
+    let dir = if dir.as_os_str().is_empty() {
+        Path::new(".")
+    } else {
+        dir
+    };
+    prepare_socket_dir(dir)?;
 
     let lock_path = socket.with_extension("lock");
-    let lock = std::fs::OpenOptions::new()
-        .create(true)
-        .truncate(false)
-        .write(true)
-        .open(&lock_path)
-        .map_err(io("open lock file", &lock_path))?;
-    match lock.try_lock() {
-        Ok(()) => {}
-        Err(std::fs::TryLockError::WouldBlock) => {
-            return Err(StartError::AlreadyRunning(socket.to_path_buf()));
-        }
-        Err(std::fs::TryLockError::Error(e)) => return Err(io("lock", &lock_path)(e)),
-    }
+    let lock = try_lock_file(&lock_path, || {
+        StartError::AlreadyRunning(socket.to_path_buf())
+    })?;
 
-    if socket.exists() {
-        match UnixStream::connect(socket).await {
+    match std::fs::symlink_metadata(socket) {
+        Err(e) if e.kind() == ErrorKind::NotFound => {}
+        Err(e) => return Err(io("inspect socket path", socket)(e)),
+        Ok(meta) if !meta.file_type().is_socket() => {
+            return Err(StartError::SocketPathOccupied(socket.to_path_buf()));
+        }
+        Ok(_) => match UnixStream::connect(socket).await {
             Ok(_) => return Err(StartError::AlreadyRunning(socket.to_path_buf())),
             Err(e)
                 if e.kind() == ErrorKind::ConnectionRefused || e.kind() == ErrorKind::NotFound =>
@@ -137,7 +236,7 @@ pub async fn claim_socket(socket: &Path) -> Result<Claimed, StartError> {
                 std::fs::remove_file(socket).map_err(io("remove stale socket", socket))?;
             }
             Err(e) => return Err(io("probe socket", socket)(e)),
-        }
+        },
     }
     let listener = UnixListener::bind(socket).map_err(io("bind", socket))?;
     std::fs::set_permissions(socket, std::fs::Permissions::from_mode(0o600))
@@ -157,6 +256,8 @@ pub struct Options {
     pub discovery: DiscoveryDefaults,
     /// Summariser of sessions that choose none.
     pub summariser: ctxd_protocol::SummariserConfig,
+    /// Bounds on connections, requests and memory.
+    pub limits: crate::limits::Limits,
 }
 
 impl Default for Options {
@@ -165,6 +266,7 @@ impl Default for Options {
             clock: None,
             discovery: DiscoveryDefaults::default(),
             summariser: ctxd_protocol::SummariserConfig::Embedded,
+            limits: crate::limits::Limits::default(),
         }
     }
 }
@@ -185,6 +287,7 @@ pub async fn run(
         home: std::fs::canonicalize(&paths.home).map_err(io("resolve home", &paths.home))?,
         socket: paths.socket,
     };
+    let home_lock = lock_home(&paths.home)?;
     let claimed = claim_socket(&paths.socket).await?;
     let db = paths.database();
     let store = tokio::task::spawn_blocking(move || Store::open(&db))
@@ -194,7 +297,8 @@ pub async fn run(
     let engine = Arc::new(
         Engine::new(store.clone(), &paths.home, clock)
             .with_discovery(options.discovery)
-            .with_summariser(options.summariser),
+            .with_summariser(options.summariser)
+            .with_limits(options.limits.clone()),
     );
     engine.start_watching().await?;
     tracing::info!(socket = %paths.socket.display(), home = %paths.home.display(), "ctxd listening");
@@ -210,12 +314,13 @@ pub async fn run(
     } = claimed;
     // The socket file goes when serving ends, before the lock is released.
     let socket_file = SocketFile(socket);
-    let result = serve(listener, ctx, shutdown)
+    let result = serve(listener, ctx, &options.limits, shutdown)
         .await
         .map_err(|e| StartError::Rpc(e.to_string()));
     drop(socket_file);
     drop(lock);
     store.close();
+    drop(home_lock);
     tracing::info!("ctxd stopped");
     result
 }

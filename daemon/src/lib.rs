@@ -5,10 +5,15 @@ pub mod daemon;
 pub mod discovery;
 pub mod engine;
 pub mod error;
+#[cfg(test)]
+mod fuzz;
 pub mod git;
+pub mod hooks;
 pub mod import;
+pub mod limits;
 pub mod pipeline;
 pub mod providers;
 pub mod rpc;
+pub mod safe_read;
 pub mod store;
 pub mod watch;

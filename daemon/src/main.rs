@@ -1,9 +1,11 @@
 //! `ctxd`: the context-engine daemon.
 
 use std::path::PathBuf;
+use std::time::Duration;
 
 use anyhow::Context;
 use clap::Parser;
+use ctxd::limits::Limits;
 use tracing_subscriber::EnvFilter;
 
 #[derive(Parser, Debug)]
@@ -28,9 +30,50 @@ struct Args {
     /// Default: `{"kind":"embedded"}` (offline).
     #[arg(long, env = "CTXD_SUMMARISER")]
     summariser: Option<String>,
+    /// Connections served at once; the next one gets a JSON-RPC error (-32040).
+    #[arg(long, env = "CTXD_MAX_CONNECTIONS", default_value_t = Limits::default().max_connections)]
+    max_connections: usize,
+    /// Sessions kept loaded in memory; the least recently used beyond this is unloaded.
+    #[arg(long, env = "CTXD_MAX_LOADED_SESSIONS", default_value_t = Limits::default().max_loaded_sessions)]
+    max_loaded_sessions: usize,
+    /// Largest request body (HTTP) or message (WebSocket), in bytes.
+    #[arg(long, env = "CTXD_MAX_REQUEST_BYTES", default_value_t = Limits::default().max_request_bytes)]
+    max_request_bytes: u32,
+    /// Milliseconds a connection has to send a request head, and a request its whole body.
+    #[arg(long, env = "CTXD_REQUEST_TIMEOUT_MS", default_value_t = Limits::default().request_timeout.as_millis() as u64)]
+    request_timeout_ms: u64,
+    /// Milliseconds between WebSocket pings; a socket silent for three is closed.
+    #[arg(long, env = "CTXD_WS_PING_INTERVAL_MS", default_value_t = Limits::default().ws_ping_interval.as_millis() as u64)]
+    ws_ping_interval_ms: u64,
     /// Log filter (tracing EnvFilter syntax); also read from CTXD_LOG.
     #[arg(long, env = "CTXD_LOG", default_value = "info")]
     log: String,
+    /// Log line format: `text` for people, `json` (one object per line) for collectors.
+    #[arg(long, env = "CTXD_LOG_FORMAT", value_enum, default_value_t = LogFormat::Text)]
+    log_format: LogFormat,
+}
+
+#[derive(clap::ValueEnum, Clone, Copy, Debug)]
+enum LogFormat {
+    Text,
+    Json,
+}
+
+/// stderr for logs, where a failed write (a full disk under a redirected stderr) loses
+/// the line instead of failing the caller: tracing-subscriber reports writer errors with
+/// `eprintln!`, which panics when stderr itself is what fails, and a panic inside a
+/// request handler would drop the client's connection without an answer.
+struct LossyStderr;
+
+impl std::io::Write for LossyStderr {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        let _ = std::io::stderr().write_all(buf);
+        Ok(buf.len())
+    }
+    fn flush(&mut self) -> std::io::Result<()> {
+        let _ = std::io::stderr().flush();
+        Ok(())
+    }
 }
 
 async fn shutdown_signal() {
@@ -52,11 +95,26 @@ async fn shutdown_signal() {
 #[tokio::main]
 async fn main() -> anyhow::Result<()> {
     let args = Args::parse();
-    tracing_subscriber::fmt()
+    let logs = tracing_subscriber::fmt()
         .with_env_filter(EnvFilter::try_new(&args.log).unwrap_or_else(|_| EnvFilter::new("info")))
-        .with_writer(std::io::stderr)
-        .with_ansi(std::io::IsTerminal::is_terminal(&std::io::stderr()))
-        .init();
+        .with_writer(|| LossyStderr);
+    match args.log_format {
+        LogFormat::Text => logs
+            .with_ansi(std::io::IsTerminal::is_terminal(&std::io::stderr()))
+            .init(),
+        LogFormat::Json => logs.json().init(),
+    }
+    // A write past RLIMIT_FSIZE raises SIGXFSZ, whose default action kills the daemon;
+    // with a handler installed the write fails with EFBIG and reaches the caller as a
+    // storage error like any other full disk.
+    let mut xfsz =
+        tokio::signal::unix::signal(tokio::signal::unix::SignalKind::from_raw(libc::SIGXFSZ))
+            .context("install a SIGXFSZ handler")?;
+    tokio::spawn(async move {
+        while xfsz.recv().await.is_some() {
+            tracing::warn!("a write exceeded the file size limit (SIGXFSZ)");
+        }
+    });
     let paths = ctxd::daemon::Paths::resolve(args.home, args.socket)?;
     let summariser = match &args.summariser {
         Some(json) => serde_json::from_str(json)
@@ -69,6 +127,13 @@ async fn main() -> anyhow::Result<()> {
         discovery: ctxd::engine::DiscoveryDefaults {
             managed_root: args.managed_root,
             ..Default::default()
+        },
+        limits: Limits {
+            max_connections: args.max_connections.max(1),
+            max_loaded_sessions: args.max_loaded_sessions.max(1),
+            max_request_bytes: args.max_request_bytes,
+            request_timeout: Duration::from_millis(args.request_timeout_ms.max(1)),
+            ws_ping_interval: Duration::from_millis(args.ws_ping_interval_ms.max(1)),
         },
     };
     ctxd::daemon::run(paths, options, shutdown_signal())

@@ -3,7 +3,7 @@
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct CompileParams {
     pub session_id: String,
@@ -107,6 +107,10 @@ pub struct CompileMetadata {
     /// `expected_last_uuid` to the next append.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub last_uuid: Option<String>,
+    /// Hook contexts (`hook_additional_context`, `hook_blocking_error` records) the
+    /// request carries, in transcript order.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub hook_contexts: Vec<crate::hooks::HookContextRef>,
     /// Set when this compile compacted the history first (autocompact or recovery).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub compaction: Option<CompactionReport>,

@@ -250,7 +250,7 @@ pub struct RecordInput {
         skip_serializing_if = "Vec::is_empty",
         deserialize_with = "content_or_string"
     )]
-    #[schemars(with = "Vec<ContentBlock>")]
+    #[schemars(schema_with = "content_schema")]
     pub content: Vec<ContentBlock>,
     /// The provider's message id; records of one response share it.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -286,6 +286,12 @@ pub struct RecordInput {
     /// Opaque client metadata (e.g. a tool's structured output). Stored, never sent.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub meta: Option<Value>,
+}
+
+/// `content` as clients may send it: a string or a list of blocks.
+fn content_schema(g: &mut schemars::SchemaGenerator) -> schemars::Schema {
+    let blocks = g.subschema_for::<Vec<ContentBlock>>();
+    schemars::json_schema!({ "anyOf": [{ "type": "string" }, blocks] })
 }
 
 fn content_or_string<'de, D>(d: D) -> Result<Vec<ContentBlock>, D::Error>

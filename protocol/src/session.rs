@@ -92,6 +92,12 @@ pub struct SessionSettings {
     /// Context collapse (off unless enabled).
     #[serde(default, skip_serializing_if = "CollapseConfig::is_default")]
     pub collapse: CollapseConfig,
+    /// Hooks from Claude Code's settings files (SPEC §7).
+    #[serde(
+        default,
+        skip_serializing_if = "crate::hooks::HookSettings::is_default"
+    )]
+    pub hooks: crate::hooks::HookSettings,
 }
 
 /// Who keeps the session's memory document up to date.
@@ -535,6 +541,11 @@ pub struct ImportStats {
     pub replacements: u64,
     /// UI-only lines skipped, by their `type` (`progress`, `file-history-snapshot`, ...).
     pub skipped: std::collections::BTreeMap<String, u64>,
+    /// What the import did that the user should know about although it succeeded, e.g.
+    /// lines skipped because they repeat an earlier line's uuid (with their count and
+    /// the first such line). `ctx import` prints each on stderr.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub warnings: Vec<String>,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]

@@ -54,10 +54,17 @@ pub struct Daemon {
     pub home: PathBuf,
     pub socket: PathBuf,
     pub child: Option<Child>,
+    /// Extra `ctxd` arguments (limits) for every spawn.
+    pub args: Vec<String>,
 }
 
 impl Daemon {
     pub fn start() -> Daemon {
+        Daemon::start_with(&[])
+    }
+
+    /// A daemon started with extra arguments (e.g. `--max-connections 8`).
+    pub fn start_with(args: &[&str]) -> Daemon {
         let dir = tempfile::tempdir().expect("tempdir");
         let home = dir.path().join("home");
         let socket = dir.path().join("run").join("ctxd.sock");
@@ -66,9 +73,21 @@ impl Daemon {
             home,
             socket,
             child: None,
+            args: args.iter().map(|a| a.to_string()).collect(),
         };
         d.spawn();
         d
+    }
+
+    /// Resident set size of the daemon process, in KiB (from /proc).
+    pub fn rss_kib(&self) -> u64 {
+        let pid = self.child.as_ref().expect("running").id();
+        let status = std::fs::read_to_string(format!("/proc/{pid}/status")).expect("proc status");
+        status
+            .lines()
+            .find_map(|l| l.strip_prefix("VmRSS:"))
+            .and_then(|v| v.split_whitespace().next()?.parse().ok())
+            .expect("VmRSS")
     }
 
     pub fn command(&self) -> Command {
@@ -84,7 +103,8 @@ impl Daemon {
             .env("CTXD_LOG", "warn")
             .stdin(Stdio::null())
             .stdout(Stdio::null())
-            .stderr(Stdio::piped());
+            .stderr(Stdio::piped())
+            .args(&self.args);
         c
     }
 

@@ -10,6 +10,19 @@ use std::path::{Path, PathBuf};
 use super::exclude::Excludes;
 use super::types::{DiscoveryConfig, InstructionFile, MemoryType};
 use super::{front_matter, include, paths, rules};
+use crate::limits::{MAX_INSTRUCTION_FILE_BYTES, MAX_INSTRUCTION_TOTAL_BYTES};
+use crate::safe_read::ReadError;
+
+/// The directory a discovered file belongs to: the one holding its `.claude` folder
+/// (`DIR/.claude/rules/a/b.md` → `DIR`), else its own directory (`DIR/CLAUDE.md` → `DIR`).
+fn owner_dir(path: &Path) -> PathBuf {
+    path.ancestors()
+        .find(|a| a.file_name().is_some_and(|n| n == ".claude"))
+        .and_then(Path::parent)
+        .or_else(|| path.parent())
+        .unwrap_or(Path::new("/"))
+        .to_path_buf()
+}
 
 /// Top-level files are depth 0; a file at this depth still loads, its includes do not.
 pub const MAX_INCLUDE_DEPTH: usize = 5;
@@ -63,6 +76,8 @@ pub(crate) struct Loader<'a> {
     workspace: Vec<PathBuf>,
     excludes: Excludes,
     seen: HashSet<PathBuf>,
+    /// Bytes of instruction text read so far in this walk.
+    total: u64,
 }
 
 impl<'a> Loader<'a> {
@@ -78,6 +93,7 @@ impl<'a> Loader<'a> {
             workspace,
             excludes: Excludes::new(&cfg.excludes),
             seen: HashSet::new(),
+            total: 0,
         }
     }
 
@@ -107,7 +123,11 @@ impl<'a> Loader<'a> {
         filter: &RuleFilter<'_>,
         out: &mut Vec<InstructionFile>,
     ) {
-        for file in rules::rule_files(rules_dir) {
+        // A symlinked directory may lead anywhere: the walk enters only directories the
+        // rules themselves could be read from.
+        let owner = owner_dir(rules_dir);
+        let enter = |dir: &Path| self.confined_ok(dir, kind, &owner);
+        for file in rules::rule_files(rules_dir, &enter) {
             self.visit(&file, kind, 0, None, Origin::Rule(filter), out);
         }
     }
@@ -139,13 +159,34 @@ impl<'a> Loader<'a> {
         if self.seen.contains(&canonical) {
             return;
         }
-        let raw = match std::fs::read_to_string(path) {
+        if depth == 0 && !self.confined_ok(&canonical, kind, &owner_dir(path)) {
+            tracing::warn!(path = %path.display(), target = %canonical.display(), "instruction file links outside the workspace; skipped");
+            return;
+        }
+        let raw = match crate::safe_read::read_text(
+            path,
+            MAX_INSTRUCTION_FILE_BYTES,
+            "MAX_INSTRUCTION_FILE_BYTES",
+        ) {
             Ok(raw) => raw,
+            Err(err @ (ReadError::NotRegular | ReadError::TooLarge { .. })) => {
+                tracing::warn!(path = %path.display(), %err, "instruction file skipped");
+                return;
+            }
             Err(err) => {
                 tracing::debug!(path = %path.display(), %err, "skipping unreadable instruction file");
                 return;
             }
         };
+        if self.total + raw.len() as u64 > MAX_INSTRUCTION_TOTAL_BYTES {
+            tracing::warn!(
+                path = %path.display(),
+                limit = MAX_INSTRUCTION_TOTAL_BYTES,
+                "instruction files exceed their total size bound (MAX_INSTRUCTION_TOTAL_BYTES); skipped"
+            );
+            return;
+        }
+        self.total += raw.len() as u64;
         let parsed = front_matter::parse(&raw, path);
         let globs = match origin {
             Origin::Plain | Origin::Memory => None,
@@ -182,6 +223,22 @@ impl<'a> Loader<'a> {
             let origin = Origin::Include(globs.clone());
             self.visit(&target, kind, depth + 1, Some(path), origin, out);
         }
+    }
+
+    /// Whether a file (or rules directory) of `kind` discovered under `owner` may be read
+    /// from `canonical`: files that arrive with a checkout or from policy stay inside the
+    /// workspace or the directory they were found in, symlinks included, unless the user
+    /// allowed external includes.
+    fn confined_ok(&self, canonical: &Path, kind: MemoryType, owner: &Path) -> bool {
+        if !kind.confined_to_workspace() || self.cfg.allow_external_includes {
+            return true;
+        }
+        let canonical = paths::canonicalish(canonical);
+        canonical.starts_with(paths::canonicalish(owner))
+            || self
+                .workspace
+                .iter()
+                .any(|root| canonical.starts_with(root))
     }
 
     fn include_allowed(&self, target: &Path, kind: MemoryType) -> bool {

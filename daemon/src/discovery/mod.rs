@@ -14,7 +14,15 @@
 //!   bytes of their names, files and directories interleaved (equivalently: relative
 //!   paths sorted component by component, so `a/z.md` < `a-b.md` < `b.md`). Only
 //!   `*.md` files count. Symlinks are followed; a directory already walked (by
-//!   canonical path) is skipped, so symlink loops end.
+//!   canonical path) is skipped, so symlink loops end; at most 10,000 entries per folder.
+//! * **Confinement.** Managed, project, local and additional-directory files — rules,
+//!   `CLAUDE.md`s and their symlinked directories alike — are read only where their
+//!   canonical path lies inside the workspace (cwd, additional directories) or inside the
+//!   directory they were found in (the one holding `.claude/`), unless
+//!   `allow_external_includes`: a `rules/x.md` linked to `/etc/passwd` is skipped.
+//! * **Reading.** Only regular files (never FIFOs or devices, which could block),
+//!   valid UTF-8, at most 1 MiB each and 4 MiB per walk; larger files are skipped
+//!   (logged), never read whole.
 //! * **Includes** are emitted after their includer, depth-first in order of first
 //!   appearance (what Claude Code's code does; a comment there says otherwise). A
 //!   top-level file has depth 0; depth 5 loads, depth 6 does not. Relative targets
@@ -56,6 +64,10 @@ mod rules;
 mod types;
 mod worktree;
 
+#[cfg(test)]
+pub(crate) use front_matter::parse as parse_front_matter;
+#[cfg(test)]
+pub(crate) use include::include_targets;
 #[cfg(test)]
 mod test_tree;
 #[cfg(test)]

@@ -8,51 +8,76 @@ use std::path::{Path, PathBuf};
 use ignore::gitignore::GitignoreBuilder;
 
 use super::paths;
+use crate::limits::MAX_RULE_ENTRIES;
 
 /// Every `*.md` file below `rules_dir`, in the documented order: a depth-first walk
 /// whose siblings are sorted by the bytes of their names, files and directories
 /// interleaved — the same as sorting the relative paths component by component.
 /// Symlinked files and directories are followed; a directory whose canonical path was
-/// already walked is skipped, which makes symlink loops finite.
-pub(crate) fn rule_files(rules_dir: &Path) -> Vec<PathBuf> {
-    let mut visited = HashSet::new();
-    let mut out = Vec::new();
-    walk(rules_dir, &mut visited, &mut out);
-    out
+/// already walked, or that `enter` refuses (given its canonical path), is skipped, which
+/// makes symlink loops finite and keeps links from leading the walk elsewhere. At most
+/// `MAX_RULE_ENTRIES` entries are looked at.
+pub(crate) fn rule_files(rules_dir: &Path, enter: &dyn Fn(&Path) -> bool) -> Vec<PathBuf> {
+    let mut walk = Walk {
+        visited: HashSet::new(),
+        out: Vec::new(),
+        budget: MAX_RULE_ENTRIES,
+        enter,
+    };
+    walk.dir(rules_dir);
+    walk.out
 }
 
-fn walk(dir: &Path, visited: &mut HashSet<PathBuf>, out: &mut Vec<PathBuf>) {
-    let Some(canonical) = paths::canonical(dir) else {
-        return;
-    };
-    if !visited.insert(canonical) {
-        tracing::debug!(dir = %dir.display(), "rules directory already walked (symlink loop?)");
-        return;
-    }
-    let entries = match std::fs::read_dir(dir) {
-        Ok(entries) => entries,
-        Err(err) => {
-            tracing::debug!(dir = %dir.display(), %err, "cannot list rules directory");
+struct Walk<'a> {
+    visited: HashSet<PathBuf>,
+    out: Vec<PathBuf>,
+    budget: usize,
+    enter: &'a dyn Fn(&Path) -> bool,
+}
+
+impl Walk<'_> {
+    fn dir(&mut self, dir: &Path) {
+        let Some(canonical) = paths::canonical(dir) else {
+            return;
+        };
+        if !(self.enter)(&canonical) {
+            tracing::warn!(dir = %dir.display(), target = %canonical.display(), "rules directory links outside the workspace; skipped");
             return;
         }
-    };
-    let mut names: Vec<OsString> = entries
-        .filter_map(|entry| entry.ok().map(|e| e.file_name()))
-        .collect();
-    names.sort();
-    for name in names {
-        let path = dir.join(&name);
-        let meta = match std::fs::metadata(&path) {
-            Ok(meta) => meta,
+        if !self.visited.insert(canonical) {
+            tracing::debug!(dir = %dir.display(), "rules directory already walked (symlink loop?)");
+            return;
+        }
+        let entries = match std::fs::read_dir(dir) {
+            Ok(entries) => entries,
             Err(err) => {
-                tracing::debug!(path = %path.display(), %err, "skipping unreadable rules entry");
-                continue;
+                tracing::debug!(dir = %dir.display(), %err, "cannot list rules directory");
+                return;
             }
         };
-        if meta.is_dir() {
-            walk(&path, visited, out);
-        } else if meta.is_file() && is_markdown(&path) && !paths::is_injected_name(&name) {
-            out.push(path);
+        let mut names: Vec<OsString> = entries
+            .filter_map(|entry| entry.ok().map(|e| e.file_name()))
+            .collect();
+        names.sort();
+        for name in names {
+            if self.budget == 0 {
+                tracing::warn!(dir = %dir.display(), limit = MAX_RULE_ENTRIES, "rules folder has too many entries (MAX_RULE_ENTRIES); the rest is skipped");
+                return;
+            }
+            self.budget -= 1;
+            let path = dir.join(&name);
+            let meta = match std::fs::metadata(&path) {
+                Ok(meta) => meta,
+                Err(err) => {
+                    tracing::debug!(path = %path.display(), %err, "skipping unreadable rules entry");
+                    continue;
+                }
+            };
+            if meta.is_dir() {
+                self.dir(&path);
+            } else if meta.is_file() && is_markdown(&path) && !paths::is_injected_name(&name) {
+                self.out.push(path);
+            }
         }
     }
 }
@@ -125,7 +150,7 @@ mod tests {
             std::fs::create_dir_all(path.parent().expect("parent")).expect("mkdir");
             std::fs::write(&path, "x").expect("write");
         }
-        let got: Vec<PathBuf> = rule_files(&rules)
+        let got: Vec<PathBuf> = rule_files(&rules, &|_| true)
             .into_iter()
             .map(|p| p.strip_prefix(&rules).expect("inside").to_path_buf())
             .collect();

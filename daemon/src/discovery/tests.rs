@@ -503,12 +503,42 @@ fn symlink_cycles_in_rules_are_safe() {
         .symlink("a.md", "repo/.claude/rules/alias.md")
         .write("shared/s.md", "shared")
         .symlink("../../../shared", "repo/.claude/rules/linked");
+    // A link leading out of the workspace is confined like an include ...
     assert_eq!(
         t.rel(&startup_chain(&t.cfg("repo"))),
+        vec!["repo/.claude/rules/a.md", "repo/.claude/rules/sub/b.md"]
+    );
+    // ... unless the user allowed external includes.
+    let mut cfg = t.cfg("repo");
+    cfg.allow_external_includes = true;
+    assert_eq!(
+        t.rel(&startup_chain(&cfg)),
         vec![
             "repo/.claude/rules/a.md",
             "repo/.claude/rules/linked/s.md",
             "repo/.claude/rules/sub/b.md"
+        ]
+    );
+}
+
+#[cfg(unix)]
+#[test]
+fn rule_and_claude_md_links_out_of_the_workspace_are_refused() {
+    let t = Tree::new();
+    t.write("outside/secret.md", "SECRET")
+        .write("repo/.claude/rules/ok.md", "fine")
+        .symlink("../../../outside/secret.md", "repo/.claude/rules/x.md")
+        .symlink("../outside/secret.md", "repo/CLAUDE.local.md")
+        .write("home/.claude/rules/mine.md", "user rule")
+        .symlink("../../../outside/secret.md", "home/.claude/rules/linked.md");
+    let chain = startup_chain(&t.cfg("repo"));
+    // The user's own rules may link anywhere; the checkout's may not.
+    assert_eq!(
+        t.rel(&chain),
+        vec![
+            "home/.claude/rules/linked.md",
+            "home/.claude/rules/mine.md",
+            "repo/.claude/rules/ok.md"
         ]
     );
 }

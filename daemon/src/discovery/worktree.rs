@@ -54,16 +54,21 @@ impl NestedWorktree {
 /// The main checkout of a linked worktree whose `.git` file is `dot_git`: git's
 /// `commondir` file names the shared `.git`, else the `…/.git/worktrees/<name>` shape
 /// of the path does. Submodules (`.git/modules/…`) and bare repositories yield `None`.
+/// A git pointer file (`.git`, `commondir`): a few lines; a FIFO or a huge file is not one.
+fn read_small(path: &Path) -> Option<String> {
+    crate::safe_read::read_text(path, 64 * 1024, "git pointer file").ok()
+}
+
 fn main_checkout(dir: &Path, dot_git: &Path) -> Option<PathBuf> {
-    let text = std::fs::read_to_string(dot_git).ok()?;
+    let text = read_small(dot_git)?;
     let gitdir = text
         .lines()
         .find_map(|line| line.trim().strip_prefix("gitdir:"))?
         .trim();
     let gitdir = paths::absolutize(Path::new(gitdir), dir);
-    let common = match std::fs::read_to_string(gitdir.join("commondir")) {
-        Ok(common) => paths::absolutize(Path::new(common.trim()), &gitdir),
-        Err(_) => {
+    let common = match read_small(&gitdir.join("commondir")) {
+        Some(common) => paths::absolutize(Path::new(common.trim()), &gitdir),
+        None => {
             let worktrees = gitdir.parent()?;
             if worktrees.file_name()? != "worktrees" {
                 return None;

@@ -3,9 +3,9 @@
 //! attributing breaks), the `cache_break` event on reported usage, and the
 //! `context.cache_report` and `context.usage` answers.
 
-use ctxd_protocol::{
-    CacheReportResponse, Record, RecordKind, RequestFlags, SessionEvent, UsageResponse,
-};
+use std::sync::Arc;
+
+use ctxd_protocol::{CacheReportResponse, RecordKind, RequestFlags, SessionEvent, UsageResponse};
 
 use super::{Engine, Loaded, SessionCell};
 use crate::error::{Error, Result};
@@ -18,12 +18,13 @@ use crate::store::compile_log;
 /// Fingerprints kept in memory: a break is judged against the calls just before it.
 const RECENT: usize = 16;
 
-/// The cache-related state of a loaded session.
-#[derive(Debug, Default)]
+/// The cache-related state of a loaded session (cloned into every compile's snapshot,
+/// so the previous request's units are shared, not copied).
+#[derive(Debug, Default, Clone)]
 pub(crate) struct CacheState {
     pub latch: Option<Latched>,
     /// The previous main request's cache key, and the history it belonged to.
-    pub previous: Option<KeyShape>,
+    pub previous: Option<Arc<KeyShape>>,
     pub previous_boundary: Option<String>,
     /// Newest last.
     pub recent: Vec<Fingerprint>,
@@ -37,7 +38,7 @@ impl CacheState {
             latch: compile_log::latch(conn, sid)?,
             next_id: newest.as_ref().map_or(1, |n| n.id + 1),
             previous_boundary: newest.as_ref().map(|n| n.boundary_uuid.clone()),
-            previous: newest.and_then(|n| n.shape),
+            previous: newest.and_then(|n| n.shape).map(Arc::new),
             recent: compile_log::fingerprints(conn, sid, Some(RECENT as u64))?,
         })
     }
@@ -99,7 +100,7 @@ impl Engine {
         fp.expected_break = cache.expected_break.clone();
         let id = l.cache.next_id;
         l.cache.next_id += 1;
-        l.cache.previous = Some(c.shape.clone());
+        l.cache.previous = Some(Arc::new(c.shape.clone()));
         l.cache.previous_boundary = Some(l.boundary_uuid.clone());
         l.cache.recent.push(fp.clone());
         if l.cache.recent.len() > RECENT {
@@ -114,14 +115,9 @@ impl Engine {
         });
     }
 
-    /// After an append: a new call whose cache reads dropped is a break; announce it.
-    pub(crate) fn check_cache_break(&self, cell: &SessionCell, l: &Loaded, batch: &[Record]) {
-        let reported = batch
-            .iter()
-            .any(|r| r.kind == RecordKind::Assistant && !r.is_sidechain && r.usage.is_some());
-        if !reported {
-            return;
-        }
+    /// After an append whose records from `first_seq` on report usage: a new call whose
+    /// cache reads dropped is a break; announce it.
+    pub(crate) fn check_cache_break(&self, cell: &SessionCell, l: &Loaded, first_seq: u64) {
         // The last two calls are enough; look back only as far as needed.
         let from = l
             .records
@@ -130,7 +126,7 @@ impl Engine {
                 r.kind == RecordKind::Assistant
                     && !r.is_sidechain
                     && r.usage.is_some()
-                    && r.seq < batch[0].seq
+                    && r.seq < first_seq
             })
             .map_or(0, |i| {
                 // The previous call's response may have begun a few records earlier.
@@ -141,7 +137,7 @@ impl Engine {
             });
         let (calls, boundaries) = cache_break::calls(&l.records[from..]);
         let rows = cache_break::analyse(&calls, &boundaries, &l.cache.recent);
-        for row in rows.into_iter().filter(|r| r.seq >= batch[0].seq) {
+        for row in rows.into_iter().filter(|r| r.seq >= first_seq) {
             if let Some(b) = row.cache_break {
                 tracing::info!(session = %l.row.id, cause = %b.cause, read = b.read_tokens,
                     previous = b.previous_read_tokens, "cache break");
@@ -150,7 +146,7 @@ impl Engine {
                     SessionEvent::CacheBreak {
                         session_id: l.row.id.clone(),
                         uuid: row.uuid,
-                        seq: row.seq,
+                        record_seq: row.seq,
                         cache_break: b,
                     },
                 );

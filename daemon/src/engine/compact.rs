@@ -31,7 +31,7 @@ pub(crate) type PendingSummaries =
 /// Asks the session's subscribers to run a model and waits for `context.provide_summary`.
 struct ClientRunner {
     session_id: String,
-    events: broadcast::Sender<SessionEvent>,
+    events: broadcast::Sender<super::Emitted>,
     pending: PendingSummaries,
 }
 
@@ -46,12 +46,14 @@ impl ModelRunner for ClientRunner {
         if let Ok(mut p) = self.pending.lock() {
             p.insert(request_id.clone(), tx);
         }
-        let sent = self.events.send(SessionEvent::SummaryRequested {
-            session_id: self.session_id.clone(),
-            request_id: request_id.clone(),
-            request,
-            timeout_secs: timeout.as_secs(),
-        });
+        let sent = self
+            .events
+            .send(super::Emitted::now(SessionEvent::SummaryRequested {
+                session_id: self.session_id.clone(),
+                request_id: request_id.clone(),
+                request,
+                timeout_secs: timeout.as_secs(),
+            }));
         let pending = self.pending.clone();
         Box::pin(async move {
             let forget = |pending: &PendingSummaries| {
@@ -93,7 +95,7 @@ impl Engine {
             .unwrap_or_else(|| self.default_summariser.clone());
         let runner: Arc<dyn ModelRunner> = Arc::new(ClientRunner {
             session_id: l.row.id.clone(),
-            events: cell.events.clone(),
+            events: cell.sender(),
             pending: self.pending_summaries.clone(),
         });
         Summariser::new(&cfg, Some(runner)).map_err(provider_error)
@@ -225,6 +227,8 @@ impl Engine {
         let mut start = 0usize;
         let mut attempt = 0;
         let max_summary_tokens = 20_000u64.min(l.row.model.max_output_tokens.max(1_000));
+        // PreCompact hooks' stdout joins the custom instructions the summariser reads.
+        let instructions = self.hooks_pre_compact(l, trigger, instructions).await;
         let summary = loop {
             let part = &refs[start..];
             let normalized = normalize(
@@ -334,6 +338,11 @@ impl Engine {
         pre_tokens: u64,
         now: DateTime<Utc>,
     ) -> Result<(String, u64)> {
+        // SessionStart (source compact) context follows the new history's head.
+        let mut new_records = new_records;
+        let post_compact = self
+            .hooks_before_new_history(l, trigger, &mut new_records)
+            .await;
         let sid = l.row.id.clone();
         let now_text = self.now_text();
         let built = self
@@ -371,6 +380,7 @@ impl Engine {
                         seq: r.seq,
                     })
                     .collect(),
+                full_records: None,
             },
         );
         self.emit(
@@ -383,6 +393,7 @@ impl Engine {
                 post_tokens,
             },
         );
+        self.hooks_after_new_history(post_compact);
         Ok((boundary_uuid, post_tokens))
     }
 

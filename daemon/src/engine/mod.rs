@@ -4,13 +4,20 @@
 //! knows JSON-RPC.
 
 mod cache;
+mod cells;
 mod collapse;
 mod compact;
+mod events;
+mod hooks;
 mod memory;
 mod session;
 mod sources;
 pub mod validate;
 
+pub use cells::EVENT_BUFFER;
+pub(crate) use cells::SessionCell;
+pub use events::{Emitted, as_caller};
+pub use session::MAX_PAGE as MAX_READ_PAGE;
 pub use sources::DiscoveryDefaults;
 
 use std::collections::{BTreeMap, BTreeSet, HashMap};
@@ -30,10 +37,42 @@ use crate::store::context_state::InstructionMemo;
 use crate::store::sessions::SessionRow;
 use crate::watch::{FileWatcher, WatchEvent};
 
+/// A session's transcript in memory, shared copy-on-write: a compile works on a cheap
+/// snapshot without the session's lock while appends extend the live copy.
+#[derive(Clone, Default)]
+pub(crate) struct Transcript(Arc<Vec<Record>>);
+
+impl Transcript {
+    pub(crate) fn new(records: Vec<Record>) -> Transcript {
+        Transcript(Arc::new(records))
+    }
+
+    /// Appends; copies the records first only while a snapshot still shares them.
+    pub(crate) fn extend(&mut self, more: impl IntoIterator<Item = Record>) {
+        Arc::make_mut(&mut self.0).extend(more);
+    }
+}
+
+impl std::ops::Deref for Transcript {
+    type Target = Vec<Record>;
+    fn deref(&self) -> &Vec<Record> {
+        &self.0
+    }
+}
+
+impl<'a> IntoIterator for &'a Transcript {
+    type Item = &'a Record;
+    type IntoIter = std::slice::Iter<'a, Record>;
+    fn into_iter(self) -> Self::IntoIter {
+        self.0.iter()
+    }
+}
+
 /// What a compile and an append need of a session, kept in memory once loaded.
+#[derive(Clone)]
 pub(crate) struct Loaded {
     pub row: SessionRow,
-    pub records: Vec<Record>,
+    pub records: Transcript,
     pub tools: Vec<ToolSpec>,
     pub rejected_media: BTreeSet<(String, u32)>,
     /// Frozen tool-result budget fates.
@@ -58,6 +97,23 @@ pub(crate) struct Loaded {
 }
 
 impl Loaded {
+    /// A fingerprint of the frozen decisions a compile builds on (fates, clears, cache
+    /// edits, boundary, collapses, memo), to notice that they changed under a compile that
+    /// ran without the lock. Appended records are not part of it.
+    pub(crate) fn decisions(&self) -> Decisions {
+        Decisions {
+            frozen: [
+                self.fates.len(),
+                self.cleared.len(),
+                self.pinned_edits.len(),
+                self.collapse_commits.len(),
+            ],
+            collapses: self.collapses.iter().map(|c| c.status).collect(),
+            boundary: self.boundary_uuid.clone(),
+            memo: self.memo.as_ref().map(|m| m.boundary_uuid.clone()),
+        }
+    }
+
     /// Every frozen tool-result fate: the budget's, overridden by microcompact's clears.
     pub(crate) fn shown_fates(&self) -> BTreeMap<String, Fate> {
         let mut fates = self.fates.clone();
@@ -71,6 +127,15 @@ impl Loaded {
         let view = crate::pipeline::projection::project(&self.records);
         crate::pipeline::budget::apply(&view, &self.shown_fates())
     }
+}
+
+/// See [`Loaded::decisions`].
+#[derive(PartialEq, Eq)]
+pub(crate) struct Decisions {
+    frozen: [usize; 4],
+    collapses: Vec<crate::pipeline::collapse::CollapseStatus>,
+    boundary: String,
+    memo: Option<String>,
 }
 
 /// The loaded state of a cell whose load just succeeded.
@@ -93,16 +158,14 @@ pub(crate) fn last_boundary_uuid(records: &[Record]) -> String {
         .unwrap_or_default()
 }
 
-pub(crate) struct SessionCell {
-    pub state: tokio::sync::Mutex<Option<Loaded>>,
-    pub events: broadcast::Sender<SessionEvent>,
-}
-
 pub struct Engine {
     pub(crate) store: Store,
     pub(crate) home: PathBuf,
     pub(crate) clock: Arc<dyn Clock>,
     pub(crate) cells: Mutex<HashMap<String, Arc<SessionCell>>>,
+    /// Loaded sessions by last use, for eviction beyond `limits.max_loaded_sessions`.
+    pub(crate) lru: Mutex<cells::Lru>,
+    pub(crate) limits: crate::limits::Limits,
     pub(crate) started: Instant,
     pub(crate) discovery: DiscoveryDefaults,
     watcher: std::sync::OnceLock<FileWatcher>,
@@ -115,6 +178,8 @@ pub struct Engine {
     pub(crate) extracting: Mutex<HashMap<String, Arc<tokio::sync::Notify>>>,
     /// Background work (extraction) needs an owning handle to the engine.
     pub(crate) self_ref: std::sync::OnceLock<std::sync::Weak<Engine>>,
+    /// Hook configuration, watches and transcript exports (engine/hooks.rs).
+    pub(crate) hooks: hooks::HookState,
 }
 
 impl Engine {
@@ -124,6 +189,8 @@ impl Engine {
             home: home.to_path_buf(),
             clock,
             cells: Mutex::new(HashMap::new()),
+            lru: Mutex::new(cells::Lru::default()),
+            limits: crate::limits::Limits::default(),
             started: Instant::now(),
             discovery: DiscoveryDefaults::default(),
             watcher: std::sync::OnceLock::new(),
@@ -132,6 +199,7 @@ impl Engine {
             pending_summaries: Default::default(),
             extracting: Mutex::new(HashMap::new()),
             self_ref: std::sync::OnceLock::new(),
+            hooks: Default::default(),
         }
     }
 
@@ -153,6 +221,11 @@ impl Engine {
             return Err(e);
         }
         Ok(())
+    }
+
+    pub fn with_limits(mut self, limits: crate::limits::Limits) -> Engine {
+        self.limits = limits;
+        self
     }
 
     pub fn with_discovery(mut self, d: DiscoveryDefaults) -> Engine {
@@ -184,6 +257,7 @@ impl Engine {
     }
 
     fn on_watch_event(&self, ev: WatchEvent) {
+        self.hooks_on_watch(&ev);
         let (paths, change): (Vec<PathBuf>, &str) = match ev {
             WatchEvent::Changed(p) => (vec![p], "changed"),
             WatchEvent::Removed(p) => (vec![p], "removed"),
@@ -261,32 +335,10 @@ impl Engine {
         self.session_dir(id).join("tool-results")
     }
 
-    pub(crate) fn cell(&self, id: &str) -> Arc<SessionCell> {
-        let mut cells = match self.cells.lock() {
-            Ok(c) => c,
-            Err(p) => p.into_inner(),
-        };
-        cells
-            .entry(id.to_string())
-            .or_insert_with(|| {
-                let (tx, _) = broadcast::channel(1024);
-                Arc::new(SessionCell {
-                    state: tokio::sync::Mutex::new(None),
-                    events: tx,
-                })
-            })
-            .clone()
-    }
-
-    pub(crate) fn drop_cell(&self, id: &str) {
-        if let Ok(mut cells) = self.cells.lock() {
-            cells.remove(id);
-        }
-    }
-
     /// Loads the session into its cell if it is not there yet.
     pub(crate) async fn ensure_loaded(&self, id: &str, slot: &mut Option<Loaded>) -> Result<()> {
         if slot.is_some() {
+            self.touch_loaded(id);
             return Ok(());
         }
         let sid = id.to_string();
@@ -311,7 +363,7 @@ impl Engine {
                     .collect();
                 Ok(Loaded {
                     row,
-                    records,
+                    records: Transcript::new(records),
                     tools,
                     rejected_media,
                     fates,
@@ -327,11 +379,12 @@ impl Engine {
             })
             .await?;
         *slot = Some(loaded);
+        self.loaded_now(id);
         Ok(())
     }
 
     /// Subscribes to a session's events. Fails for unknown sessions.
-    pub async fn subscribe(&self, id: &str) -> Result<broadcast::Receiver<SessionEvent>> {
+    pub async fn subscribe(&self, id: &str) -> Result<broadcast::Receiver<Emitted>> {
         let sid = id.to_string();
         let exists = self
             .store
@@ -340,11 +393,22 @@ impl Engine {
         if !exists {
             return Err(Error::SessionNotFound(id.to_string()));
         }
-        Ok(self.cell(id).events.subscribe())
+        Ok(self.cell(id).subscribe())
     }
 
     pub(crate) fn emit(&self, cell: &SessionCell, event: SessionEvent) {
+        self.hooks_observe(&event);
         // No subscribers is normal; the event is simply not observed.
-        let _ = cell.events.send(event);
+        cell.send(event);
+    }
+
+    /// Whether file watching runs (so `file_changed` events can flow).
+    pub fn watching(&self) -> bool {
+        self.watcher.get().is_some()
+    }
+
+    /// The summariser of sessions that choose none.
+    pub fn default_summariser(&self) -> &ctxd_protocol::SummariserConfig {
+        &self.default_summariser
     }
 }

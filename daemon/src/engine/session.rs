@@ -18,8 +18,11 @@ use crate::store::context_state::{self, InstructionMemo};
 use crate::store::sessions::SessionRow;
 use crate::store::{cache_edits, fates, records, sessions};
 
-/// Writes a persisted tool result once: a second write of the same id is a no-op, so a
-/// replayed decision never rewrites the file the model was pointed at.
+/// Writes a persisted tool result. The same id always has the same content, so a file
+/// already there with the right length was written before and is left alone (a replayed
+/// decision never rewrites what the model was pointed at). The content goes to a
+/// temporary file first and is renamed into place, and a failed write removes what it
+/// began, so a full disk leaves neither a half nor an empty file behind.
 async fn write_once(dir: &Path, file_name: &str, content: String) -> std::io::Result<()> {
     let dir = dir.to_path_buf();
     let file_name = file_name.to_string();
@@ -27,27 +30,26 @@ async fn write_once(dir: &Path, file_name: &str, content: String) -> std::io::Re
         use std::io::Write;
         std::fs::create_dir_all(&dir)?;
         let path = dir.join(&file_name);
-        let tmp = dir.join(format!(".{file_name}.tmp"));
-        match std::fs::OpenOptions::new()
-            .write(true)
-            .create_new(true)
-            .open(&path)
-        {
-            Ok(_) => {}
-            Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => return Ok(()),
-            Err(e) => return Err(e),
+        if std::fs::metadata(&path).is_ok_and(|m| m.len() == content.len() as u64) {
+            return Ok(());
         }
-        // Written beside and renamed over the placeholder, so a reader never sees half.
-        let mut f = std::fs::File::create(&tmp)?;
-        f.write_all(content.as_bytes())?;
-        f.sync_all()?;
-        std::fs::rename(&tmp, &path)
+        let tmp = dir.join(format!(".{file_name}.tmp"));
+        let written = (|| {
+            let mut f = std::fs::File::create(&tmp)?;
+            f.write_all(content.as_bytes())?;
+            f.sync_all()?;
+            std::fs::rename(&tmp, &path)
+        })();
+        if written.is_err() {
+            let _ = std::fs::remove_file(&tmp);
+        }
+        written
     })
     .await
     .map_err(std::io::Error::other)?
 }
 
-const MAX_PAGE: u32 = 5_000;
+pub const MAX_PAGE: u32 = 5_000;
 /// A memo boundary no history has: forces the memoized user context to be recomputed.
 const CWD_CHANGED: &str = "#cwd-changed";
 const DEFAULT_PAGE: u32 = 500;
@@ -214,22 +216,28 @@ impl Engine {
         check_tools(&tools)?;
         // SessionStart context is in place before the first request is compiled.
         let (claude_md, loaded) = self.startup_instructions(&row).await?;
+        let started = self.hooks_created(&row).await;
         let memo = InstructionMemo {
             claude_md,
             boundary_uuid: String::new(),
             announced_date: row.start_date.clone(),
         };
-        let r = row.clone();
-        self.store
+        let (r, l2, now) = (row.clone(), loaded.clone(), self.now_text());
+        let built = self
+            .store
             .write(move |tx| {
                 sessions::insert(tx, &r)?;
                 sessions::set_tools(tx, &r.id, &tools)?;
                 context_state::set_memo(tx, &r.id, &memo)?;
-                context_state::add_loaded(tx, &r.id, &loaded)?;
-                Ok(())
+                context_state::add_loaded(tx, &r.id, &l2)?;
+                if started.is_empty() {
+                    return Ok(Vec::new());
+                }
+                insert_batch(tx, &r.id, started, None, &now)
             })
             .await?;
-        Ok(row.info(0, None))
+        self.hooks_created_instructions(&row, &loaded);
+        Ok(row.info(built.len() as u64, built.last().map(|b| b.uuid.clone())))
     }
 
     async fn new_row(&self, p: &SessionCreateParams) -> Result<SessionRow> {
@@ -330,6 +338,10 @@ impl Engine {
             return Err(Error::invalid("cwd", "must be an absolute path"));
         }
         let cwd_changed = p.cwd.is_some();
+        let old_cwd = match cwd_changed {
+            true => Some(self.hook_facts(&p.session_id).await?.cwd),
+            false => None,
+        };
         let cell = self.cell(&p.session_id);
         let mut guard = cell.state.lock().await;
         let now = self.now_text();
@@ -379,6 +391,9 @@ impl Engine {
                 session_id: row.id.clone(),
             },
         );
+        if let Some(old) = old_cwd.filter(|o| *o != row.cwd) {
+            self.hooks_cwd_changed(&row.id, old, row.cwd.clone());
+        }
         self.get_session(&row.id).await
     }
 
@@ -507,7 +522,19 @@ impl Engine {
         if inputs.is_empty() {
             return Err(Error::invalid("records", "must hold at least one record"));
         }
+        if inputs.len() > crate::limits::MAX_APPEND_RECORDS {
+            return Err(Error::invalid(
+                "records",
+                format!(
+                    "holds {} records; one append takes at most {} (MAX_APPEND_RECORDS): split the batch",
+                    inputs.len(),
+                    crate::limits::MAX_APPEND_RECORDS
+                ),
+            ));
+        }
         validate_batch(&mut inputs)?;
+        // UserPromptSubmit hooks may refuse the batch or add context after a prompt.
+        let inputs = self.hooks_user_prompts(&p.session_id, inputs).await?;
         let cell = self.cell(&p.session_id);
         let mut guard = cell.state.lock().await;
         // Observing file tools needs the earlier records (a result names its tool_use).
@@ -533,8 +560,14 @@ impl Engine {
         if let Some(l) = guard.as_mut() {
             self.observe(&l.row.cwd, &l.row.id, &l.records, &built)
                 .await;
-            l.records.extend(built.iter().cloned());
-            self.check_cache_break(&cell, l, &built);
+            let first_seq = built.first().map_or(0, |r| r.seq);
+            let reported = built
+                .iter()
+                .any(|r| r.kind == RecordKind::Assistant && !r.is_sidechain && r.usage.is_some());
+            l.records.extend(built);
+            if reported {
+                self.check_cache_break(&cell, l, first_seq);
+            }
             if responded {
                 // The post-sampling point: maybe start a session-memory extraction.
                 self.after_response(&cell, l).await;
@@ -552,6 +585,7 @@ impl Engine {
             SessionEvent::RecordsAppended {
                 session_id: p.session_id.clone(),
                 records: appended.clone(),
+                full_records: None,
             },
         );
         Ok(AppendResponse {
@@ -625,24 +659,43 @@ impl Engine {
         Ok(true)
     }
 
-    /// Compiles the next request. Holds the session's lock so the transcript cannot move
-    /// under the compile.
+    /// Compiles the next request. The steps that read and write the session's stored
+    /// state run under its lock; the pure assembly runs without it, on a snapshot, so a
+    /// long compile does not hold up appends to the session. The request describes the
+    /// transcript up to `metadata.last_uuid`, whatever was appended meanwhile.
     pub async fn compile(&self, p: CompileParams) -> Result<Compiled> {
         let cell = self.cell(&p.session_id);
+        let (snapshot, prepared, now) = {
+            let mut guard = cell.state.lock().await;
+            self.load_or_drop(&p.session_id, &mut guard).await?;
+            let l = super::loaded_mut(&mut guard)?;
+            let now = self.resolve_now(p.now.as_deref())?;
+            let prepared = self
+                .prepare_compile(&cell, l, now, p.flags.as_ref())
+                .await?;
+            (l.clone(), prepared, now)
+        };
+        let decided = snapshot.decisions();
+        let side = p.side_request;
+        // Settling again is idempotent; after a compaction it latches the new history.
+        let flags = p.flags.as_ref();
+        let compiled = tokio::task::spawn_blocking(move || compile_loaded(&snapshot, side, now))
+            .await
+            .map_err(|e| Error::Internal(format!("compile task: {e}")))??;
+        let mut compiled = prepared.fill(compiled);
         let mut guard = cell.state.lock().await;
+        // The session may have been unloaded meanwhile; the store has all it had.
         self.load_or_drop(&p.session_id, &mut guard).await?;
         let l = super::loaded_mut(&mut guard)?;
-        let now = self.resolve_now(p.now.as_deref())?;
-        let flags = p.flags.as_ref();
-        let mut compiled = self
-            .compile_steps(&cell, l, p.side_request, now, flags)
-            .await?;
+        if l.decisions() != decided {
+            // Another compile or a compaction froze decisions meanwhile: this compile's
+            // effects were decided without them, so decide again, under the lock.
+            compiled = self.compile_steps(&cell, l, side, now, flags).await?;
+        }
         if l.row.settings.collapse.enabled {
             let estimate = compiled.metadata.context.effective_tokens;
             if self.run_collapse(&cell, l, estimate, false).await? {
-                compiled = self
-                    .compile_steps(&cell, l, p.side_request, now, flags)
-                    .await?;
+                compiled = self.compile_steps(&cell, l, side, now, flags).await?;
             }
         }
         if let Some(reason) = self.autocompact_due(l, &compiled).await? {
@@ -654,9 +707,7 @@ impl Engine {
                         .await
                     {
                         Ok(report) => {
-                            compiled = self
-                                .compile_steps(&cell, l, p.side_request, now, flags)
-                                .await?;
+                            compiled = self.compile_steps(&cell, l, side, now, flags).await?;
                             compiled.metadata.compaction = Some(report);
                         }
                         Err(e) => {
@@ -669,8 +720,7 @@ impl Engine {
                 Err(why) => compiled.metadata.autocompact_skipped = Some(why),
             }
         }
-        self.finish_compile(&cell, l, compiled, p.side_request)
-            .await
+        self.finish_compile(&cell, l, compiled, side).await
     }
 
     pub(crate) fn resolve_now(&self, now: Option<&str>) -> Result<chrono::DateTime<chrono::Utc>> {
@@ -692,16 +742,30 @@ impl Engine {
         now: chrono::DateTime<chrono::Utc>,
         flags: Option<&RequestFlags>,
     ) -> Result<Compiled> {
+        let prepared = self.prepare_compile(cell, l, now, flags).await?;
+        Ok(prepared.fill(compile_loaded(l, side_request, now)?))
+    }
+
+    /// The stateful steps before a compile's pure assembly: the requested flags settled
+    /// against the latch (stored), instruction memo, this turn's attachments (appended),
+    /// the budget's fates (stored).
+    async fn prepare_compile(
+        &self,
+        cell: &super::SessionCell,
+        l: &mut Loaded,
+        now: chrono::DateTime<chrono::Utc>,
+        flags: Option<&RequestFlags>,
+    ) -> Result<Prepared> {
         let latch_notes = self.settle_flags(l, flags).await?;
         self.refresh_memo(cell, l).await?;
         let added = self.collect_attachments(cell, l, now).await?;
         let (replaced, kept) = self.decide_budget(l).await?;
-        let mut compiled = compile_loaded(l, side_request, now)?;
-        compiled.metadata.replaced = replaced;
-        compiled.metadata.kept = kept;
-        compiled.metadata.attachments_added = added.iter().map(|r| r.uuid.clone()).collect();
-        compiled.metadata.cache.latch_notes = latch_notes;
-        Ok(compiled)
+        Ok(Prepared {
+            replaced,
+            kept,
+            added: added.iter().map(|r| r.uuid.clone()).collect(),
+            latch_notes,
+        })
     }
 
     /// Blocking limit, effects, warning level: what every compile ends with.
@@ -722,6 +786,23 @@ impl Engine {
         }
         self.store_effects(l, &compiled.effects).await?;
         self.record_compile(l, &mut compiled, side_request);
+        let m = &compiled.metadata;
+        let attachments = crate::pipeline::projection::project(&l.records)
+            .iter()
+            .filter(|r| r.kind == RecordKind::Attachment)
+            .count() as u64;
+        self.emit(
+            cell,
+            SessionEvent::Compiled {
+                session_id: l.row.id.clone(),
+                estimated_tokens: state.effective_tokens,
+                effective_window: state.effective_window,
+                percent_left: state.percent_left,
+                message_count: m.message_count,
+                attachments,
+                request_sha256: m.request_sha256.clone(),
+            },
+        );
         Ok(compiled)
     }
 
@@ -836,6 +917,7 @@ impl Engine {
             SessionEvent::RecordsAppended {
                 session_id: p.session_id.clone(),
                 records: appended,
+                full_records: None,
             },
         );
         Ok(SnipResponse {
@@ -883,7 +965,8 @@ impl Engine {
 
     /// Decides the fate of every result this compile shows for the first time: writes
     /// persisted outputs (create-once), then stores all new fates in one transaction
-    /// before anything is shown. A failed write leaves that result seen and whole.
+    /// before anything is shown. A result whose file cannot be written (a full disk) is
+    /// shown whole this time but gets no fate, so the next compile tries again.
     async fn decide_budget(&self, l: &mut Loaded) -> Result<(Vec<String>, Vec<String>)> {
         let sid = l.row.id.clone();
         let dir = self.tool_results_dir(&sid);
@@ -913,12 +996,13 @@ impl Engine {
                         new_fates.push((id, Fate::Replaced(replacement)));
                     }
                     Err(e) => {
-                        tracing::warn!(session = %sid, tool_use_id = %id, error = %e, "could not persist a tool result; keeping it whole");
-                        kept.push(id.clone());
-                        new_fates.push((id, Fate::Kept));
+                        tracing::warn!(session = %sid, tool_use_id = %id, error = %e, "could not persist a tool result; showing it whole this time, retrying at the next compile");
                     }
                 },
             }
+        }
+        if new_fates.is_empty() {
+            return Ok((replaced, kept));
         }
         let seq = l.records.last().map_or(0, |r| r.seq);
         let to_store = new_fates.clone();
@@ -1028,7 +1112,28 @@ impl Engine {
             })
             .await?;
         let info = self.get_session(&row.id).await?;
+        for w in &imported.stats.warnings {
+            tracing::warn!(session = %row.id, "import: {w}");
+        }
         Ok((info, imported.stats))
+    }
+}
+
+/// What the stateful steps of a compile report in its metadata.
+struct Prepared {
+    replaced: Vec<String>,
+    kept: Vec<String>,
+    added: Vec<String>,
+    latch_notes: Vec<String>,
+}
+
+impl Prepared {
+    fn fill(self, mut compiled: Compiled) -> Compiled {
+        compiled.metadata.replaced = self.replaced;
+        compiled.metadata.kept = self.kept;
+        compiled.metadata.attachments_added = self.added;
+        compiled.metadata.cache.latch_notes = self.latch_notes;
+        compiled
     }
 }
 
@@ -1077,7 +1182,7 @@ pub(crate) fn compile_loaded_with(
         now,
         side_request,
         flags: &flags,
-        previous: l.cache.previous.as_ref(),
+        previous: l.cache.previous.as_deref(),
         usage_picture,
     };
     compile(&input).map_err(|e| Error::Internal(format!("serialise request: {e}")))

@@ -67,15 +67,31 @@ fn mtime_ns(meta: &std::fs::Metadata) -> i64 {
         .map_or(0, |d| d.as_nanos() as i64)
 }
 
-/// Reads what the model would see of `path` now. `None` when it is not a readable file.
+/// Reads what the model would see of `path` now. `None` when it is not a readable regular
+/// file. The file is hashed as a stream; only files up to `MAX_TRACKED_CONTENT` are kept
+/// in memory, so a huge file costs its read, never its size in memory.
 pub(crate) fn snapshot(path: &Path) -> Option<ReadState> {
-    let meta = std::fs::metadata(path).ok()?;
-    if !meta.is_file() {
-        return None;
+    use std::io::Read;
+    let (file, meta) = crate::safe_read::open_regular(path).ok()?;
+    let mut hasher = Sha256::new();
+    let keep = meta.len() <= MAX_TRACKED_CONTENT;
+    let mut kept = Vec::new();
+    let mut buf = vec![0u8; 64 * 1024];
+    let mut reader = std::io::BufReader::new(file);
+    let mut size = 0u64;
+    loop {
+        let n = reader.read(&mut buf).ok()?;
+        if n == 0 {
+            break;
+        }
+        size += n as u64;
+        hasher.update(&buf[..n]);
+        if keep && size <= MAX_TRACKED_CONTENT {
+            kept.extend_from_slice(&buf[..n]);
+        }
     }
-    let bytes = std::fs::read(path).ok()?;
-    let content = if meta.len() <= MAX_TRACKED_CONTENT {
-        String::from_utf8(bytes.clone()).ok()
+    let content = if keep && size <= MAX_TRACKED_CONTENT {
+        String::from_utf8(kept).ok()
     } else {
         None
     };
@@ -83,7 +99,7 @@ pub(crate) fn snapshot(path: &Path) -> Option<ReadState> {
         path: path.display().to_string(),
         size: meta.len(),
         mtime_ns: mtime_ns(&meta),
-        sha256: hex::encode(Sha256::digest(&bytes)),
+        sha256: hex::encode(hasher.finalize()),
         content,
     })
 }
@@ -509,6 +525,7 @@ impl Engine {
                             seq: r.seq,
                         })
                         .collect(),
+                    full_records: None,
                 },
             );
         }

@@ -127,12 +127,42 @@ fn check_uuid(path: String, u: &str) -> Result<()> {
     Ok(())
 }
 
+/// Bytes of `r` serialised as JSON, counted without building the text.
+fn json_size(r: &RecordInput) -> usize {
+    struct Count(usize);
+    impl std::io::Write for Count {
+        fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+            self.0 += buf.len();
+            Ok(buf.len())
+        }
+        fn flush(&mut self) -> std::io::Result<()> {
+            Ok(())
+        }
+    }
+    let mut c = Count(0);
+    // Serialising plain data into a counter cannot fail; were it to, count it as huge.
+    match serde_json::to_writer(&mut c, r) {
+        Ok(()) => c.0,
+        Err(_) => usize::MAX,
+    }
+}
+
 /// Checks one batch. `records` may be adjusted in place (nothing yet); the caller assigns
 /// uuids, sequence numbers and timestamps afterwards.
 pub fn validate_batch(records: &mut [RecordInput]) -> Result<()> {
     let mut seen = HashSet::new();
     for (i, r) in records.iter_mut().enumerate() {
         let p = format!("records[{i}]");
+        let size = json_size(r);
+        if size > crate::limits::MAX_RECORD_BYTES {
+            return Err(bad(
+                p,
+                &format!(
+                    "is {size} bytes of JSON; a record may hold at most {} (MAX_RECORD_BYTES)",
+                    crate::limits::MAX_RECORD_BYTES
+                ),
+            ));
+        }
         let Some(kind) = r.kind else {
             return Err(bad(
                 format!("{p}.type"),

@@ -84,6 +84,8 @@ pub fn parse(jsonl: &str) -> Result<Imported, ImportError> {
     // uuid → parentUuid of every skipped line, to walk over them when relinking.
     let mut skipped_parents: HashMap<String, Option<String>> = HashMap::new();
     let mut replacements: Vec<(String, String)> = Vec::new();
+    // (count, first line, its uuid) of lines repeating an earlier line's uuid.
+    let mut duplicates: Option<(u64, usize, String)> = None;
 
     for (index, raw) in jsonl.lines().enumerate() {
         let line = index + 1;
@@ -133,6 +135,10 @@ pub fn parse(jsonl: &str) -> Result<Imported, ImportError> {
                     // The first occurrence already stands for this uuid, so children that
                     // point at it stay linked to that one; no relinking entry is needed.
                     bump(&mut stats.skipped, DUPLICATE_UUID);
+                    match &mut duplicates {
+                        Some((n, _, _)) => *n += 1,
+                        None => duplicates = Some((1, line, uuid.clone())),
+                    }
                     continue;
                 }
                 pending.push(*p);
@@ -181,6 +187,11 @@ pub fn parse(jsonl: &str) -> Result<Imported, ImportError> {
     }
     let first_timestamp = records.iter().find_map(|r| r.timestamp.clone());
     stats.replacements = replacements.len() as u64;
+    if let Some((n, line, uuid)) = duplicates {
+        stats.warnings.push(format!(
+            "{n} line(s) repeat the uuid of an earlier line and were skipped, keeping the first occurrence (first at line {line}, uuid {uuid})"
+        ));
+    }
     Ok(Imported {
         records,
         stats,
@@ -1442,6 +1453,13 @@ mod tests {
         let imported = parse(&text).unwrap();
         assert_eq!(imported.records.len(), 2);
         assert_eq!(imported.stats.skipped[DUPLICATE_UUID], 1);
+        assert_eq!(
+            imported.stats.warnings.len(),
+            1,
+            "{:?}",
+            imported.stats.warnings
+        );
+        assert!(imported.stats.warnings[0].starts_with("1 line(s) repeat"));
         assert_eq!(imported.stats.skipped["queue-operation"], 1);
         assert_eq!(
             imported.records[0].meta,

@@ -325,6 +325,7 @@ pub fn compile(input: &CompileInput<'_>) -> Result<Compiled, serde_json::Error> 
         context,
         snip_tokens_freed: snip_freed,
         attachments_added: Vec::new(),
+        hook_contexts: attachments::hook_contexts(&view),
         compaction: None,
         autocompact_skipped: None,
         last_uuid: input.records.last().map(|r| r.uuid.clone()),

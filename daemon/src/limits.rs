@@ -1,0 +1,63 @@
+//! Every bound the daemon enforces on what clients and files can make it hold or do, in
+//! one place. README.md documents them in one table ("Limits"); keep the two in step.
+//!
+//! The configurable ones come from `ctxd` flags (see `main.rs`); the others are constants
+//! because a client could not sensibly need more.
+
+use std::time::Duration;
+
+/// Records one `transcript.append` may carry. A larger batch is refused whole (JSON-RPC
+/// `-32602`, `data.field = "records"`); split it.
+pub const MAX_APPEND_RECORDS: usize = 10_000;
+
+/// Serialised size of one record (its JSON as stored). Larger is refused, naming the
+/// record (`records[i]`).
+pub const MAX_RECORD_BYTES: usize = 32 * 1024 * 1024;
+
+/// One instruction file (CLAUDE.md, rule, include): a larger file is skipped, read only up
+/// to this many bytes to find out.
+pub const MAX_INSTRUCTION_FILE_BYTES: u64 = 1024 * 1024;
+
+/// All instruction files of one walk (the start-up chain or one nested lookup) together:
+/// files past this total are skipped.
+pub const MAX_INSTRUCTION_TOTAL_BYTES: u64 = 4 * 1024 * 1024;
+
+/// Directory entries looked at in one `.claude/rules` folder (with its subfolders).
+pub const MAX_RULE_ENTRIES: usize = 10_000;
+
+/// JSON-RPC calls in one batch request.
+pub const MAX_RPC_BATCH: u32 = 1_000;
+
+/// Response bodies (a compiled request travels in one).
+pub const MAX_RESPONSE_BYTES: u32 = 256 * 1024 * 1024;
+
+/// The bounds a daemon is started with; `Default` is what `ctxd` uses without flags.
+#[derive(Debug, Clone)]
+pub struct Limits {
+    /// Connections served at once (HTTP requests in flight and open WebSockets); the next
+    /// one is answered with a JSON-RPC error (`-32040`) and closed.
+    pub max_connections: usize,
+    /// Sessions whose transcript is held in memory; the least recently used is unloaded
+    /// beyond this (it is reloaded from the store on its next use).
+    pub max_loaded_sessions: usize,
+    /// Request body (HTTP) or message (WebSocket) size.
+    pub max_request_bytes: u32,
+    /// Time a connection has to send a complete request head, and an HTTP request to
+    /// deliver its whole body. A connection that sends nothing at all is closed after it.
+    pub request_timeout: Duration,
+    /// A WebSocket is pinged this often; one that answers no ping for three intervals is
+    /// closed.
+    pub ws_ping_interval: Duration,
+}
+
+impl Default for Limits {
+    fn default() -> Self {
+        Limits {
+            max_connections: 1024,
+            max_loaded_sessions: 256,
+            max_request_bytes: 100 * 1024 * 1024,
+            request_timeout: Duration::from_secs(10),
+            ws_ping_interval: Duration::from_secs(30),
+        }
+    }
+}

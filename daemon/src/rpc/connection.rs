@@ -1,0 +1,165 @@
+//! One accepted connection: HTTP/1.1 (POST, or a WebSocket upgrade) served by hyper with
+//! deadlines, so a client that connects and sends nothing, or never finishes its body,
+//! cannot hold a connection slot for long. Also the refusal answer for connections that
+//! are not served.
+
+use std::future::Future;
+use std::pin::Pin;
+use std::task::{Context, Poll};
+use std::time::Duration;
+
+use hyper::body::{Body, Bytes, Frame, Incoming};
+use hyper_util::rt::{TokioIo, TokioTimer};
+use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt, ReadBuf};
+use tokio::net::UnixStream;
+use tokio::sync::OwnedSemaphorePermit;
+
+type BoxError = Box<dyn std::error::Error + Send + Sync>;
+
+/// The socket plus its connection slot: the slot is freed when the stream is dropped,
+/// which for a WebSocket is when the upgraded connection ends, not when hyper hands the
+/// stream over.
+pub(crate) struct Counted {
+    pub stream: UnixStream,
+    pub _slot: OwnedSemaphorePermit,
+}
+
+impl AsyncRead for Counted {
+    fn poll_read(
+        mut self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        buf: &mut ReadBuf<'_>,
+    ) -> Poll<std::io::Result<()>> {
+        Pin::new(&mut self.stream).poll_read(cx, buf)
+    }
+}
+
+impl AsyncWrite for Counted {
+    fn poll_write(
+        mut self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        buf: &[u8],
+    ) -> Poll<std::io::Result<usize>> {
+        Pin::new(&mut self.stream).poll_write(cx, buf)
+    }
+    fn poll_flush(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<std::io::Result<()>> {
+        Pin::new(&mut self.stream).poll_flush(cx)
+    }
+    fn poll_shutdown(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<std::io::Result<()>> {
+        Pin::new(&mut self.stream).poll_shutdown(cx)
+    }
+}
+
+/// A request body that must arrive completely before a deadline.
+pub(crate) struct DeadlineBody {
+    inner: Incoming,
+    deadline: Pin<Box<tokio::time::Sleep>>,
+    limit: Duration,
+}
+
+impl Body for DeadlineBody {
+    type Data = Bytes;
+    type Error = BoxError;
+
+    fn poll_frame(
+        mut self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+    ) -> Poll<Option<Result<Frame<Bytes>, BoxError>>> {
+        if let Poll::Ready(frame) = Pin::new(&mut self.inner).poll_frame(cx) {
+            return Poll::Ready(frame.map(|f| f.map_err(Into::into)));
+        }
+        if self.deadline.as_mut().poll(cx).is_ready() {
+            let msg = format!(
+                "request body not received within {} ms (request_timeout)",
+                self.limit.as_millis()
+            );
+            return Poll::Ready(Some(Err(msg.into())));
+        }
+        Poll::Pending
+    }
+
+    fn is_end_stream(&self) -> bool {
+        self.inner.is_end_stream()
+    }
+
+    fn size_hint(&self) -> hyper::body::SizeHint {
+        self.inner.size_hint()
+    }
+}
+
+/// What the service failed with (hyper only logs it). A concrete type, because a boxed
+/// `dyn Error` here trips the compiler's lifetime inference inside `tokio::spawn`.
+#[derive(Debug, thiserror::Error)]
+#[error("{0}")]
+pub(crate) struct ServiceError(String);
+
+/// Serves one connection until it closes or `stopped` resolves (then gracefully).
+pub(crate) async fn serve_connection<S>(
+    io: Counted,
+    svc: S,
+    timeout: Duration,
+    stopped: impl Future<Output = ()>,
+) -> Result<(), hyper::Error>
+where
+    S: tower_service::Service<
+            hyper::Request<DeadlineBody>,
+            Response = hyper::Response<jsonrpsee::server::HttpBody>,
+            Error = BoxError,
+        > + Clone
+        + Send
+        + 'static,
+    S::Future: Send,
+{
+    let service = hyper::service::service_fn(move |req: hyper::Request<Incoming>| {
+        let mut svc = svc.clone();
+        let req = req.map(|inner| DeadlineBody {
+            inner,
+            deadline: Box::pin(tokio::time::sleep(timeout)),
+            limit: timeout,
+        });
+        async move {
+            let served = match std::future::poll_fn(|cx| svc.poll_ready(cx)).await {
+                Ok(()) => svc.call(req).await,
+                Err(e) => Err(e),
+            };
+            served.map_err(|e| ServiceError(e.to_string()))
+        }
+    });
+    let conn = hyper::server::conn::http1::Builder::new()
+        .timer(TokioTimer::new())
+        .header_read_timeout(timeout)
+        .serve_connection(TokioIo::new(io), service)
+        .with_upgrades();
+    tokio::pin!(conn, stopped);
+    tokio::select! {
+        res = &mut conn => res,
+        _ = &mut stopped => {
+            conn.as_mut().graceful_shutdown();
+            conn.await
+        }
+    }
+}
+
+/// Answers a connection that will not be served with a JSON-RPC error in an HTTP response
+/// (what both HTTP and WebSocket clients can read), after giving its request head a moment
+/// to arrive so the client is not cut off mid-write.
+pub(crate) async fn refuse(mut stream: UnixStream, status: &str, error: serde_json::Value) {
+    let mut head = Vec::new();
+    let mut buf = [0u8; 4096];
+    let read_head = async {
+        while !head.windows(4).any(|w| w == b"\r\n\r\n") && head.len() < 64 * 1024 {
+            match stream.read(&mut buf).await {
+                Ok(0) | Err(_) => break,
+                Ok(n) => head.extend_from_slice(&buf[..n]),
+            }
+        }
+    };
+    let _ = tokio::time::timeout(Duration::from_secs(1), read_head).await;
+    let body = serde_json::json!({"jsonrpc": "2.0", "id": null, "error": error}).to_string();
+    let response = format!(
+        "HTTP/1.1 {status}\r\nContent-Type: application/json\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}",
+        body.len()
+    );
+    let _ = stream.write_all(response.as_bytes()).await;
+    let _ = stream.shutdown().await;
+}
