@@ -9,6 +9,10 @@ use serde_json::Value;
 fn ctx(home: &std::path::Path) -> Command {
     let mut c = Command::new(env!("CARGO_BIN_EXE_ctx"));
     c.env("CTXD_HOME", home)
+        // The daemon ctx starts inherits these: it must not read (or run hooks from)
+        // the machine's own ~/.claude or /etc/claude-code.
+        .env("HOME", home.join("user-home"))
+        .env("CTXD_MANAGED_ROOT", home.join("managed"))
         .env_remove("CTXD_SOCKET")
         .env("CTXD_BIN", common::ctxd_bin())
         .stdin(Stdio::null());
@@ -121,6 +125,49 @@ fn cli_starts_the_daemon_imports_compiles_and_stops_it() {
         std::thread::sleep(std::time::Duration::from_millis(20));
     }
     assert!(!home.join("ctxd.sock").exists());
+}
+
+#[test]
+fn ctx_hooks_lists_the_configured_hooks_with_their_source_file() {
+    let dir = tempfile::tempdir().unwrap();
+    let home = dir.path().join("home");
+    let proj = dir.path().join("proj");
+    let settings = proj.join(".claude").join("settings.json");
+    std::fs::create_dir_all(settings.parent().unwrap()).unwrap();
+    std::fs::write(
+        &settings,
+        r#"{"hooks": {"PreToolUse": [{"matcher": "Bash", "hooks": [{"type": "command", "command": "./guard.sh", "timeout": 5}]}]}}"#,
+    )
+    .unwrap();
+    let created = json_out(
+        ctx(&home)
+            .args(["session", "new", "--json", "--cwd"])
+            .arg(&proj),
+    );
+    let sid = created["session_id"].as_str().unwrap().to_string();
+    let out = ctx(&home).args(["hooks", &sid]).output().unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let text = String::from_utf8(out.stdout).unwrap();
+    assert!(
+        text.contains(&format!(
+            "project  loaded    {} (1 hooks)",
+            settings.display()
+        )),
+        "{text}"
+    );
+    assert!(text.contains("PreToolUse"), "{text}");
+    assert!(
+        text.contains(&format!("./guard.sh  (5 s, {})", settings.display())),
+        "{text}"
+    );
+    let listed = json_out(ctx(&home).args(["hooks", &sid, "--json"]));
+    assert_eq!(listed["hooks"][0]["source"], "project");
+    assert_eq!(listed["hooks"][0]["active"], true);
+    json_out(ctx(&home).args(["daemon", "stop", "--json"]));
 }
 
 #[test]

@@ -1,7 +1,9 @@
 //! `ctx`: the command-line client of ctxd. Parsing and dispatch only; each command
 //! group lives in `commands/`.
 
+mod cache_view;
 mod commands;
+mod cost;
 mod output;
 mod replay;
 mod worker;
@@ -68,11 +70,17 @@ enum Command {
     /// Follow a session's events, one JSON object per line (exits non-zero if the
     /// daemon goes away).
     Events(EventsArgs),
+    /// The session's settings files and hooks, with their source file.
+    Hooks(SessionArg),
     /// Import the bundled sample Claude Code session, compile it, and show what ctxd did.
     Demo(DemoArgs),
     /// Replay a Claude Code transcript through the pipeline, compiling before every model
     /// call of the original session.
     Replay(ReplayArgs),
+    /// What fills the context window, by category (Claude Code's /context).
+    Context(SessionArg),
+    /// Every model call's cache reads next to ctxd's prediction, and the cache breaks.
+    Cache(SessionArg),
     /// Compact the session now, with the session's summariser.
     Compact(CompactArgs),
     /// Session memory: show, edit or extract now.
@@ -137,10 +145,13 @@ async fn run(cli: Cli) -> Result<()> {
         Command::Snip(a) => commands::context::snip(&ctx, c, a).await,
         Command::Compact(a) => commands::context::compact(&ctx, c, a).await,
         Command::Events(a) => commands::events::run(c, a).await,
+        Command::Hooks(a) => commands::hooks::show(&ctx, c, a).await,
         Command::Memory { action } => commands::memory::run(&ctx, c, action).await,
         Command::Collapse { action } => commands::collapse::run(&ctx, c, action).await,
         Command::Demo(a) => commands::demo::demo(&ctx, c, a).await,
         Command::Replay(a) => commands::demo::replay(&ctx, c, a).await,
+        Command::Context(a) => commands::cache::context(&ctx, c, a).await,
+        Command::Cache(a) => commands::cache::cache(&ctx, c, a).await,
         Command::Daemon { .. } | Command::MemoryWorker(_) | Command::Completions { .. } => Ok(()),
     }
 }

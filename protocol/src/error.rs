@@ -21,6 +21,10 @@ pub const COMPACTION_FAILED: i32 = -32011;
 pub const UNSUPPORTED_PROTOCOL_VERSION: i32 = -32030;
 /// The method needs a WebSocket connection (subscriptions); it was called over HTTP.
 pub const WEBSOCKET_REQUIRED: i32 = -32031;
+/// A hook refused the operation (e.g. a `UserPromptSubmit` hook blocked the prompt):
+/// nothing was written. The message carries the hook's reason; `data` has
+/// `hook_event_name` and `reason`.
+pub const HOOK_BLOCKED: i32 = -32050;
 /// Storage failed; nothing was written.
 pub const STORAGE: i32 = -32020;
 /// An internal error; nothing was written.
@@ -91,6 +95,11 @@ pub const ERROR_CODES: &[(&str, i32, &str)] = &[
         "PeerRefused",
         PEER_REFUSED,
         "The connecting process runs as neither the daemon's user nor root (HTTP 403).",
+    ),
+    (
+        "HookBlocked",
+        HOOK_BLOCKED,
+        "A hook refused the operation (data.hook_event_name, data.reason). Nothing was written.",
     ),
     (
         "Internal",

@@ -130,4 +130,54 @@ pub enum SessionEvent {
         percent_left: u64,
         estimated_tokens: u64,
     },
+    /// A hook command started (`hook_event_name` is the Claude Code event name).
+    HookStarted {
+        session_id: String,
+        hook_event_name: String,
+        command: String,
+        /// `managed`, `user`, `project` or `local`.
+        source: String,
+    },
+    /// A hook command finished (or was killed at its timeout).
+    HookFinished {
+        session_id: String,
+        hook_event_name: String,
+        command: String,
+        source: String,
+        /// `null` when the process was killed (timeout) or could not start.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        exit_code: Option<i32>,
+        timed_out: bool,
+        duration_ms: u64,
+        /// `allow`, `deny`, `ask`, `block` or `approve`, when the hook decided something.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        decision: Option<String>,
+        /// stdout or stderr went over 64 KB and was cut.
+        output_cut: bool,
+        /// A non-blocking error for the user.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        error: Option<String>,
+    },
+    /// A settings file with hooks for this session changed; the new configuration
+    /// applies from the next event. `hooks` counts the commands that file configures now.
+    HooksConfigChanged {
+        session_id: String,
+        source: String,
+        file: String,
+        /// `loaded`, `absent`, `invalid` or `untrusted`.
+        status: String,
+        hooks: u32,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        error: Option<String>,
+    },
+    /// A model call's cache reads fell below 95% of the previous call's, by at least
+    /// 2,000 tokens, with no compaction or cache edit in between.
+    CacheBreak {
+        session_id: String,
+        /// The assistant record carrying the call's usage, and its sequence number.
+        uuid: String,
+        record_seq: u64,
+        #[serde(rename = "break")]
+        cache_break: crate::cache::CacheBreak,
+    },
 }

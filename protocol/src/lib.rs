@@ -4,10 +4,12 @@
 //! This crate depends on serde, serde_json and schemars only, so any client can embed it
 //! without pulling in the daemon.
 
+pub mod cache;
 pub mod compile;
 pub mod error;
 pub mod event;
 pub mod handshake;
+pub mod hooks;
 pub mod memory;
 pub mod methods;
 pub mod openrpc;
@@ -20,10 +22,12 @@ pub mod transcript;
 /// minor. See `handshake` for negotiation.
 pub const PROTOCOL_VERSION: &str = "1.1";
 
+pub use cache::*;
 pub use compile::*;
 pub use error::*;
 pub use event::*;
 pub use handshake::*;
+pub use hooks::*;
 pub use memory::*;
 pub use methods::*;
 pub use record::*;

@@ -3,6 +3,7 @@
 use schemars::{JsonSchema, Schema, SchemaGenerator};
 use serde::{Deserialize, Serialize};
 
+use crate::cache::{CacheReportParams, CacheReportResponse, UsageParams, UsageResponse};
 use crate::compile::{
     AckResponse, CompactParams, CompactionReport, CompileParams, CompileResponse,
     ProvideSummaryParams, ReplacementsResponse, ReportErrorParams, ReportReadParams, SnipParams,
@@ -10,6 +11,7 @@ use crate::compile::{
 };
 use crate::event::{SessionNotification, SubscribeParams};
 use crate::handshake::{InitializeParams, InitializeResult, SubscriptionId, UnsubscribeParams};
+use crate::hooks::*;
 use crate::memory::*;
 use crate::session::*;
 use crate::transcript::*;
@@ -48,7 +50,19 @@ pub const COLLAPSE_UNDO: &str = "context.collapse_undo";
 pub const CONTEXT_REPORT_ERROR: &str = "context.report_error";
 pub const CONTEXT_PROVIDE_SUMMARY: &str = "context.provide_summary";
 pub const TRANSCRIPT_PARSE_CLAUDE_CODE: &str = "transcript.parse_claude_code";
+pub const CONTEXT_USAGE: &str = "context.usage";
+pub const CONTEXT_CACHE_REPORT: &str = "context.cache_report";
 pub const RPC_DISCOVER: &str = "rpc.discover";
+pub const HOOKS_LIST: &str = "hooks.list";
+pub const HOOKS_PRE_TOOL_USE: &str = "hooks.pre_tool_use";
+pub const HOOKS_POST_TOOL_USE: &str = "hooks.post_tool_use";
+pub const HOOKS_USER_PROMPT_SUBMIT: &str = "hooks.user_prompt_submit";
+pub const HOOKS_SESSION_START: &str = "hooks.session_start";
+pub const HOOKS_STOP: &str = "hooks.stop";
+pub const HOOKS_STOP_FAILURE: &str = "hooks.stop_failure";
+pub const HOOKS_SUBAGENT_START: &str = "hooks.subagent_start";
+pub const HOOKS_SUBAGENT_STOP: &str = "hooks.subagent_stop";
+pub const HOOKS_NOTIFICATION: &str = "hooks.notification";
 
 #[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
@@ -318,6 +332,78 @@ pub fn method_table() -> Vec<MethodSpec> {
             "The frozen fates of the session's tool results (content-replacement records).",
             SessionIdParams,
             ReplacementsResponse
+        ),
+        method!(
+            CONTEXT_USAGE,
+            "What fills the context window now, by category (Claude Code's /context); changes nothing.",
+            UsageParams,
+            UsageResponse
+        ),
+        method!(
+            CONTEXT_CACHE_REPORT,
+            "Every model call's reported cache reads next to ctxd's prediction, with cache breaks and their causes.",
+            CacheReportParams,
+            CacheReportResponse
+        ),
+        method!(
+            HOOKS_LIST,
+            "The session's settings files and configured hooks, with their source file and whether they run.",
+            SessionIdParams,
+            HooksListResponse
+        ),
+        method!(
+            HOOKS_PRE_TOOL_USE,
+            "Run PreToolUse hooks before the client runs a tool: allow, deny or ask, a reason, updatedInput, context.",
+            PreToolUseParams,
+            HookOutcome
+        ),
+        method!(
+            HOOKS_POST_TOOL_USE,
+            "Run PostToolUse hooks after a tool ran; context and blocking feedback are appended for the model.",
+            PostToolUseParams,
+            HookOutcome
+        ),
+        method!(
+            HOOKS_USER_PROMPT_SUBMIT,
+            "Run UserPromptSubmit hooks on a prompt without appending it (transcript.append runs them itself).",
+            UserPromptSubmitParams,
+            HookOutcome
+        ),
+        method!(
+            HOOKS_SESSION_START,
+            "Run SessionStart hooks with source resume or clear; their context is appended.",
+            SessionStartParams,
+            HookOutcome
+        ),
+        method!(
+            HOOKS_STOP,
+            "Run Stop hooks when the agent would stop; a block appends the reason for the model.",
+            StopParams,
+            HookOutcome
+        ),
+        method!(
+            HOOKS_STOP_FAILURE,
+            "Run StopFailure hooks when a turn ended on an API error (output ignored).",
+            StopFailureParams,
+            HookOutcome
+        ),
+        method!(
+            HOOKS_SUBAGENT_START,
+            "Run SubagentStart hooks; their context is returned for the sub-agent.",
+            SubagentStartParams,
+            HookOutcome
+        ),
+        method!(
+            HOOKS_SUBAGENT_STOP,
+            "Run SubagentStop hooks when a sub-agent would stop; a block returns the reason.",
+            SubagentStopParams,
+            HookOutcome
+        ),
+        method!(
+            HOOKS_NOTIFICATION,
+            "Run Notification hooks for a message to the user.",
+            NotificationParams,
+            HookOutcome
         ),
     ]
 }

@@ -59,6 +59,10 @@ pub struct CacheControl {
     pub kind: String,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub scope: Option<String>,
+    /// `1h` when the session latched the one-hour TTL; absent for the default five
+    /// minutes.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub ttl: Option<String>,
 }
 
 impl CacheControl {
@@ -66,12 +70,14 @@ impl CacheControl {
         CacheControl {
             kind: "ephemeral".into(),
             scope: None,
+            ttl: None,
         }
     }
     pub fn scoped(scope: &str) -> Self {
         CacheControl {
             kind: "ephemeral".into(),
             scope: Some(scope.into()),
+            ttl: None,
         }
     }
 }
@@ -166,6 +172,18 @@ impl ContentBlock {
             self,
             ContentBlock::Thinking { .. } | ContentBlock::RedactedThinking { .. }
         )
+    }
+
+    /// The block's cache marker, if it carries one.
+    pub fn cache_control(&self) -> Option<&CacheControl> {
+        match self {
+            ContentBlock::Text { cache_control, .. }
+            | ContentBlock::Image { cache_control, .. }
+            | ContentBlock::Document { cache_control, .. }
+            | ContentBlock::ToolUse { cache_control, .. }
+            | ContentBlock::ToolResult { cache_control, .. } => cache_control.as_ref(),
+            ContentBlock::Thinking { .. } | ContentBlock::RedactedThinking { .. } => None,
+        }
     }
 
     /// The block's cache marker slot, if the API allows one on this block type.

@@ -49,7 +49,7 @@ pub async fn compile(ctx: &Ctx, client: &Client, a: &CompileArgs) -> Result<()> 
         .compile(CompileParams {
             session_id: session_id(client, &a.session).await?,
             side_request: a.side,
-            now: None,
+            ..Default::default()
         })
         .await?;
     let mut out = std::io::stdout().lock();

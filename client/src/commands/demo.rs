@@ -35,6 +35,12 @@ pub struct ReplayArgs {
     /// Keep the replay session afterwards (it is deleted otherwise).
     #[arg(long)]
     keep: bool,
+    /// Cache TTL of the cost simulation: `5m` or `1h`.
+    #[arg(long, default_value = "5m", value_parser = ["5m", "1h"])]
+    cache_ttl: String,
+    /// Price table (JSON, dollars per million tokens) instead of the built-in one.
+    #[arg(long)]
+    prices: Option<PathBuf>,
 }
 
 /// A real (redacted) Claude Code session shipped with ctxd, MIT-licensed: see
@@ -58,7 +64,7 @@ pub async fn demo(ctx: &Ctx, client: &Client, a: &DemoArgs) -> Result<()> {
         .compile(CompileParams {
             session_id: sid.clone(),
             side_request: false,
-            now: None,
+            ..Default::default()
         })
         .await;
     if !a.keep {
@@ -132,6 +138,10 @@ pub async fn replay(ctx: &Ctx, client: &Client, a: &ReplayArgs) -> Result<()> {
         }
         m
     });
+    let prices = match &a.prices {
+        Some(p) => crate::cost::PriceTable::load(p)?,
+        None => crate::cost::PriceTable::default(),
+    };
     let summary = replay::replay(
         client,
         &a.file,
@@ -140,6 +150,8 @@ pub async fn replay(ctx: &Ctx, client: &Client, a: &ReplayArgs) -> Result<()> {
             model,
             json: ctx.json,
             keep: a.keep,
+            cache_ttl_1h: a.cache_ttl == "1h",
+            prices,
         },
     )
     .await?;
@@ -177,6 +189,17 @@ pub async fn replay(ctx: &Ctx, client: &Client, a: &ReplayArgs) -> Result<()> {
         summary.error_samples,
         summary.median_abs_error_pct,
         summary.p90_abs_error_pct
+    );
+    outln!(
+        "cache ({} TTL): predicted read share {:.1}% (source recorded {:.1}%); simulated cost ${:.4} vs recorded ${:.4} over {} calls; compactions: source {}, ctxd {}",
+        summary.cache_ttl,
+        summary.predicted_cache_read_share * 100.0,
+        summary.recorded_cache_read_share * 100.0,
+        summary.simulated_cost_total,
+        summary.recorded_cost_total,
+        summary.costed_calls,
+        summary.source_compactions,
+        summary.compactions.len()
     );
     outln!(
         "{:.2} s for {:.2} MB ({:.2} s/MB)",

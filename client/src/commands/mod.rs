@@ -2,11 +2,13 @@
 //! daemon, how a session argument becomes a session id, and how a disabled feature is
 //! explained.
 
+pub mod cache;
 pub mod collapse;
 pub mod context;
 pub mod daemon;
 pub mod demo;
 pub mod events;
+pub mod hooks;
 pub mod memory;
 pub mod session;
 pub mod settings;

@@ -11,7 +11,7 @@ use ctxd_protocol::*;
 use futures::future::BoxFuture;
 use tokio::sync::{broadcast, oneshot};
 
-use super::session::{compile_loaded, compile_records, insert_batch, materialise};
+use super::session::{History, compile_loaded, compile_records, insert_batch, materialise};
 use super::sources::snapshot;
 use super::{Engine, Loaded, SessionCell};
 use crate::error::{Error, Result};
@@ -288,6 +288,8 @@ impl Engine {
     ) -> Result<CompactionReport> {
         let summariser = self.summariser(l, cell)?;
         let budget = room_budget(l);
+        // PreCompact hooks' stdout joins the custom instructions the summariser reads.
+        let instructions = self.hooks_pre_compact(l, trigger, instructions).await;
         let (best, summary_chars, summarised_records, dropped) = {
             let shown = l.shown();
             let refs: Vec<&Record> = shown.iter().map(|c| c.as_ref()).collect();
@@ -402,8 +404,15 @@ impl Engine {
         pre_tokens: u64,
         now: DateTime<Utc>,
     ) -> Result<(String, u64)> {
+        let (mut new_records, read_states) = (history.records, history.read_states);
+        let weighed = new_records.len();
+        // SessionStart (source compact) context follows the new history's head.
+        let post_compact = self
+            .hooks_before_new_history(l, trigger, &mut new_records)
+            .await;
+        // Hook output is the user's own context: the only part the candidate did not weigh.
+        let hooked = new_records.len() > weighed;
         let sid = l.row.id.clone();
-        let (new_records, read_states) = (history.records, history.read_states);
         let now_text = self.now_text();
         let built = self
             .store
@@ -430,8 +439,8 @@ impl Engine {
             .metadata
             .context
             .effective_tokens;
-        debug_assert_eq!(
-            post_tokens, history.estimate,
+        debug_assert!(
+            hooked || post_tokens == history.estimate,
             "a compaction weighed its new history with another estimate than the compile's"
         );
         self.emit(
@@ -458,6 +467,7 @@ impl Engine {
                 post_tokens,
             },
         );
+        self.hooks_after_new_history(post_compact);
         Ok((boundary_uuid, post_tokens))
     }
 
@@ -468,7 +478,7 @@ impl Engine {
         self.load_or_drop(&p.session_id, &mut guard).await?;
         let l = super::loaded_mut(&mut guard)?;
         let now = self.clock.now();
-        let pre = self.compile_steps(&cell, l, false, now).await?;
+        let pre = self.compile_steps(&cell, l, false, now, None).await?;
         let pre_tokens = pre.metadata.context.effective_tokens;
         self.compact_locked(&cell, l, Trigger::Manual, p.instructions, now, pre_tokens)
             .await
@@ -500,22 +510,22 @@ impl Engine {
         self.load_or_drop(&p.session_id, &mut guard).await?;
         let l = super::loaded_mut(&mut guard)?;
         let now = self.clock.now();
-        let before = self.compile_steps(&cell, l, false, now).await?;
+        let before = self.compile_steps(&cell, l, false, now, None).await?;
         let pre_tokens = before.metadata.context.effective_tokens + p.token_gap.unwrap_or(0);
         // Cheapest relief first: commit every staged collapse once; only when nothing
         // was staged does the reactive compact run.
         if !media && self.run_collapse(&cell, l, pre_tokens, true).await? {
-            let compiled = self.compile_steps(&cell, l, false, now).await?;
-            return self.finish_compile(&cell, l, compiled).await;
+            let compiled = self.compile_steps(&cell, l, false, now, None).await?;
+            return self.finish_compile(&cell, l, compiled, false).await;
         }
         let report = self
             .compact_locked(&cell, l, Trigger::Reactive, None, now, pre_tokens)
             .await
             .map_err(|e| Error::CompactionFailed(format!("cannot recover: {e}")))?;
-        let mut compiled = self.compile_steps(&cell, l, false, now).await?;
+        let mut compiled = self.compile_steps(&cell, l, false, now, None).await?;
         compiled.metadata.compaction_shortfall = shortfall_of(&report);
         compiled.metadata.compaction = Some(report);
-        self.finish_compile(&cell, l, compiled).await
+        self.finish_compile(&cell, l, compiled, false).await
     }
 
     /// `context.provide_summary`: a client's answer to `summary_requested`.
@@ -635,7 +645,12 @@ pub(crate) fn estimate_new_history(
 ) -> Result<u64> {
     let last = l.records.last().map(|r| (r.seq, r.uuid.clone()));
     let records = materialise(history.to_vec(), last, &crate::clock::rfc3339(now));
-    Ok(compile_records(l, &records, &[], false, now)?
+    let history = History {
+        records: &records,
+        boundary_uuid: records.first().map_or("", |r| r.uuid.as_str()),
+        pinned_edits: &[],
+    };
+    Ok(compile_records(l, history, false, now, false)?
         .metadata
         .context
         .effective_tokens)

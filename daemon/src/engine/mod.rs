@@ -3,10 +3,12 @@
 //! in-memory transcript in step with the store. The RPC edge calls in here; nothing here
 //! knows JSON-RPC.
 
+mod cache;
 mod cells;
 mod collapse;
 mod compact;
 mod events;
+mod hooks;
 mod memory;
 mod session;
 mod sources;
@@ -94,6 +96,8 @@ pub(crate) struct Loaded {
     /// Last warning level announced to subscribers (not persisted: a restarted daemon
     /// announces the level again on its first compile if it is not `ok`).
     pub level: &'static str,
+    /// Latched request flags, the previous request's cache key, recent fingerprints.
+    pub cache: cache::CacheState,
 }
 
 impl Loaded {
@@ -178,6 +182,8 @@ pub struct Engine {
     pub(crate) extracting: Mutex<HashMap<String, Arc<tokio::sync::Notify>>>,
     /// Background work (extraction) needs an owning handle to the engine.
     pub(crate) self_ref: std::sync::OnceLock<std::sync::Weak<Engine>>,
+    /// Hook configuration, watches and transcript exports (engine/hooks.rs).
+    pub(crate) hooks: hooks::HookState,
 }
 
 impl Engine {
@@ -197,6 +203,7 @@ impl Engine {
             pending_summaries: Default::default(),
             extracting: Mutex::new(HashMap::new()),
             self_ref: std::sync::OnceLock::new(),
+            hooks: Default::default(),
         }
     }
 
@@ -254,6 +261,7 @@ impl Engine {
     }
 
     fn on_watch_event(&self, ev: WatchEvent) {
+        self.hooks_on_watch(&ev);
         let (paths, change): (Vec<PathBuf>, &str) = match ev {
             WatchEvent::Changed(p) => (vec![p], "changed"),
             WatchEvent::Removed(p) => (vec![p], "removed"),
@@ -371,6 +379,7 @@ impl Engine {
                     collapse_commits,
                     no_room: None,
                     level: "ok",
+                    cache: cache::CacheState::load(c, &sid)?,
                 })
             })
             .await?;
@@ -393,6 +402,7 @@ impl Engine {
     }
 
     pub(crate) fn emit(&self, cell: &SessionCell, event: SessionEvent) {
+        self.hooks_observe(&event);
         // No subscribers is normal; the event is simply not observed.
         cell.send(event);
     }

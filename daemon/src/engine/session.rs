@@ -252,22 +252,28 @@ impl Engine {
         check_tools(&tools)?;
         // SessionStart context is in place before the first request is compiled.
         let (claude_md, loaded) = self.startup_instructions(&row).await?;
+        let started = self.hooks_created(&row).await;
         let memo = InstructionMemo {
             claude_md,
             boundary_uuid: String::new(),
             announced_date: row.start_date.clone(),
         };
-        let r = row.clone();
-        self.store
+        let (r, l2, now) = (row.clone(), loaded.clone(), self.now_text());
+        let built = self
+            .store
             .write(move |tx| {
                 sessions::insert(tx, &r)?;
                 sessions::set_tools(tx, &r.id, &tools)?;
                 context_state::set_memo(tx, &r.id, &memo)?;
-                context_state::add_loaded(tx, &r.id, &loaded)?;
-                Ok(())
+                context_state::add_loaded(tx, &r.id, &l2)?;
+                if started.is_empty() {
+                    return Ok(Vec::new());
+                }
+                insert_batch(tx, &r.id, started, None, &now)
             })
             .await?;
-        Ok(row.info(0, None))
+        self.hooks_created_instructions(&row, &loaded);
+        Ok(row.info(built.len() as u64, built.last().map(|b| b.uuid.clone())))
     }
 
     async fn new_row(&self, p: &SessionCreateParams) -> Result<SessionRow> {
@@ -365,6 +371,10 @@ impl Engine {
             return Err(Error::invalid("cwd", "must be an absolute path"));
         }
         let cwd_changed = p.cwd.is_some();
+        let old_cwd = match cwd_changed {
+            true => Some(self.hook_facts(&p.session_id).await?.cwd),
+            false => None,
+        };
         let cell = self.cell(&p.session_id);
         let mut guard = cell.state.lock().await;
         let now = self.now_text();
@@ -416,6 +426,9 @@ impl Engine {
                 session_id: row.id.clone(),
             },
         );
+        if let Some(old) = old_cwd.filter(|o| *o != row.cwd) {
+            self.hooks_cwd_changed(&row.id, old, row.cwd.clone());
+        }
         self.get_session(&row.id).await
     }
 
@@ -452,6 +465,7 @@ impl Engine {
                 if p.up_to_uuid.is_none() {
                     cache_edits::copy(tx, &src, &nid)?;
                 }
+                crate::store::compile_log::copy(tx, &src, &nid)?;
                 Ok(())
             })
             .await?;
@@ -554,6 +568,8 @@ impl Engine {
             ));
         }
         validate_batch(&mut inputs)?;
+        // UserPromptSubmit hooks may refuse the batch or add context after a prompt.
+        let inputs = self.hooks_user_prompts(&p.session_id, inputs).await?;
         let cell = self.cell(&p.session_id);
         let mut guard = cell.state.lock().await;
         // Observing file tools needs the earlier records (a result names its tool_use).
@@ -579,7 +595,14 @@ impl Engine {
         if let Some(l) = guard.as_mut() {
             self.observe(&l.row.cwd, &l.row.id, &l.records, &built)
                 .await;
+            let first_seq = built.first().map_or(0, |r| r.seq);
+            let reported = built
+                .iter()
+                .any(|r| r.kind == RecordKind::Assistant && !r.is_sidechain && r.usage.is_some());
             l.records.extend(built);
+            if reported {
+                self.check_cache_break(&cell, l, first_seq);
+            }
             if responded {
                 // The post-sampling point: maybe start a session-memory extraction.
                 self.after_response(&cell, l).await;
@@ -682,11 +705,15 @@ impl Engine {
             self.load_or_drop(&p.session_id, &mut guard).await?;
             let l = super::loaded_mut(&mut guard)?;
             let now = self.resolve_now(p.now.as_deref())?;
-            let prepared = self.prepare_compile(&cell, l, now).await?;
+            let prepared = self
+                .prepare_compile(&cell, l, now, p.flags.as_ref())
+                .await?;
             (l.clone(), prepared, now)
         };
         let decided = snapshot.decisions();
         let side = p.side_request;
+        // Settling again is idempotent; after a compaction it latches the new history.
+        let flags = p.flags.as_ref();
         let compiled = tokio::task::spawn_blocking(move || compile_loaded(&snapshot, side, now))
             .await
             .map_err(|e| Error::Internal(format!("compile task: {e}")))??;
@@ -698,12 +725,12 @@ impl Engine {
         if l.decisions() != decided {
             // Another compile or a compaction froze decisions meanwhile: this compile's
             // effects were decided without them, so decide again, under the lock.
-            compiled = self.compile_steps(&cell, l, side, now).await?;
+            compiled = self.compile_steps(&cell, l, side, now, flags).await?;
         }
         if l.row.settings.collapse.enabled {
             let estimate = compiled.metadata.context.effective_tokens;
             if self.run_collapse(&cell, l, estimate, false).await? {
-                compiled = self.compile_steps(&cell, l, p.side_request, now).await?;
+                compiled = self.compile_steps(&cell, l, side, now, flags).await?;
             }
         }
         if let Some(reason) = self.autocompact_due(l, &compiled).await? {
@@ -715,7 +742,7 @@ impl Engine {
                         .await
                     {
                         Ok(report) => {
-                            compiled = self.compile_steps(&cell, l, p.side_request, now).await?;
+                            compiled = self.compile_steps(&cell, l, side, now, flags).await?;
                             compiled.metadata.compaction_shortfall =
                                 super::compact::shortfall_of(&report);
                             compiled.metadata.compaction = Some(report);
@@ -733,7 +760,7 @@ impl Engine {
                 compiled.metadata.compaction_shortfall = l.no_room.as_ref().map(|(_, s)| s.clone());
             }
         }
-        self.finish_compile(&cell, l, compiled).await
+        self.finish_compile(&cell, l, compiled, side).await
     }
 
     pub(crate) fn resolve_now(&self, now: Option<&str>) -> Result<chrono::DateTime<chrono::Utc>> {
@@ -745,27 +772,31 @@ impl Engine {
         }
     }
 
-    /// The stages of one compile up to the pure assembly: instruction memo, this turn's
-    /// attachments, the budget's fates.
+    /// The stages of one compile up to the pure assembly: request flags against the
+    /// latch, instruction memo, this turn's attachments, the budget's fates.
     pub(crate) async fn compile_steps(
         &self,
         cell: &super::SessionCell,
         l: &mut Loaded,
         side_request: bool,
         now: chrono::DateTime<chrono::Utc>,
+        flags: Option<&RequestFlags>,
     ) -> Result<Compiled> {
-        let prepared = self.prepare_compile(cell, l, now).await?;
+        let prepared = self.prepare_compile(cell, l, now, flags).await?;
         Ok(prepared.fill(compile_loaded(l, side_request, now)?))
     }
 
-    /// The stateful steps before a compile's pure assembly: instruction memo, this turn's
-    /// attachments (appended), the budget's fates (stored).
+    /// The stateful steps before a compile's pure assembly: the requested flags settled
+    /// against the latch (stored), instruction memo, this turn's attachments (appended),
+    /// the budget's fates (stored).
     async fn prepare_compile(
         &self,
         cell: &super::SessionCell,
         l: &mut Loaded,
         now: chrono::DateTime<chrono::Utc>,
+        flags: Option<&RequestFlags>,
     ) -> Result<Prepared> {
+        let latch_notes = self.settle_flags(l, flags).await?;
         self.refresh_memo(cell, l).await?;
         let added = self.collect_attachments(cell, l, now).await?;
         let (replaced, kept) = self.decide_budget(l).await?;
@@ -773,6 +804,7 @@ impl Engine {
             replaced,
             kept,
             added: added.iter().map(|r| r.uuid.clone()).collect(),
+            latch_notes,
         })
     }
 
@@ -781,7 +813,8 @@ impl Engine {
         &self,
         cell: &super::SessionCell,
         l: &mut Loaded,
-        compiled: Compiled,
+        mut compiled: Compiled,
+        side_request: bool,
     ) -> Result<Compiled> {
         let state = compiled.metadata.context.clone();
         self.announce_level(cell, l, &state, compiled.metadata.tokens.estimated_tokens);
@@ -792,6 +825,7 @@ impl Engine {
             });
         }
         self.store_effects(l, &compiled.effects).await?;
+        self.record_compile(l, &mut compiled, side_request);
         let m = &compiled.metadata;
         let attachments = crate::pipeline::projection::project(&l.records)
             .iter()
@@ -1130,6 +1164,7 @@ struct Prepared {
     replaced: Vec<String>,
     kept: Vec<String>,
     added: Vec<String>,
+    latch_notes: Vec<String>,
 }
 
 impl Prepared {
@@ -1137,6 +1172,7 @@ impl Prepared {
         compiled.metadata.replaced = self.replaced;
         compiled.metadata.kept = self.kept;
         compiled.metadata.attachments_added = self.added;
+        compiled.metadata.cache.latch_notes = self.latch_notes;
         compiled
     }
 }
@@ -1147,18 +1183,46 @@ pub(crate) fn compile_loaded(
     side_request: bool,
     now: chrono::DateTime<chrono::Utc>,
 ) -> Result<Compiled> {
-    compile_records(l, &l.records, &l.pinned_edits, side_request, now)
+    compile_loaded_with(l, side_request, now, false)
 }
 
-/// The pure part of a compile over the session's state and the given records (the
-/// transcript, or a new history a compaction is weighing).
-pub(crate) fn compile_records(
+/// [`compile_loaded`], optionally with the usage picture.
+pub(crate) fn compile_loaded_with(
     l: &Loaded,
-    records: &[Record],
-    pinned_edits: &[crate::pipeline::microcompact::PinnedEdit],
     side_request: bool,
     now: chrono::DateTime<chrono::Utc>,
+    usage_picture: bool,
 ) -> Result<Compiled> {
+    let history = History {
+        records: &l.records,
+        boundary_uuid: &l.boundary_uuid,
+        pinned_edits: &l.pinned_edits,
+    };
+    compile_records(l, history, side_request, now, usage_picture)
+}
+
+/// What a compile shows: the transcript, or a new history a compaction is weighing.
+pub(crate) struct History<'a> {
+    pub records: &'a [Record],
+    /// Its last compact boundary: request flags latch per history.
+    pub boundary_uuid: &'a str,
+    pub pinned_edits: &'a [crate::pipeline::microcompact::PinnedEdit],
+}
+
+/// The pure part of a compile over the session's state and `history`.
+pub(crate) fn compile_records(
+    l: &Loaded,
+    history: History<'_>,
+    side_request: bool,
+    now: chrono::DateTime<chrono::Utc>,
+    usage_picture: bool,
+) -> Result<Compiled> {
+    let History {
+        records,
+        boundary_uuid,
+        pinned_edits,
+    } = history;
+    let flags = l.cache.flags(boundary_uuid);
     let commits: Vec<(u64, u64)> = l
         .collapses
         .iter()
@@ -1186,6 +1250,9 @@ pub(crate) fn compile_records(
         collapse_commits: &commits,
         now,
         side_request,
+        flags: &flags,
+        previous: l.cache.previous.as_deref(),
+        usage_picture,
     };
     compile(&input).map_err(|e| Error::Internal(format!("serialise request: {e}")))
 }

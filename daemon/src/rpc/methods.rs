@@ -186,6 +186,14 @@ pub fn build_module(
         .replacements(&p.session_id)
         .await
         .map(|replacements| ReplacementsResponse { replacements }))?;
+    async_method!(m, CONTEXT_USAGE, |ctx, p: UsageParams| ctx
+        .engine
+        .usage(&p.session_id)
+        .await)?;
+    async_method!(m, CONTEXT_CACHE_REPORT, |ctx, p: CacheReportParams| ctx
+        .engine
+        .cache_report(&p.session_id)
+        .await)?;
     async_method!(m, CONTEXT_SNIP, |ctx, p: SnipParams| ctx
         .engine
         .snip(p)
@@ -249,6 +257,7 @@ pub fn build_module(
     })?;
 
     super::subscription::register(&mut m)?;
+    super::hooks::register(&mut m)?;
     Ok(m)
 }
 
