@@ -41,7 +41,7 @@ fn check(out: Output, what: &str) -> String {
 }
 
 /// What both examples must print: the handshake, the appended turn seen on the stream,
-/// the compile, and the usage picture.
+/// the compile, and the usage picture (the compile's metadata and `context.usage`).
 fn assert_example_output(out: &str, d: &Daemon) {
     for needle in [
         "connected to ctxd",
@@ -51,6 +51,8 @@ fn assert_example_output(out: &str, d: &Daemon) {
         "unsubscribed: true",
         "context: [",
         "system sections:",
+        "window by category",
+        "tool_results",
     ] {
         assert!(out.contains(needle), "no `{needle}` in:\n{out}");
     }

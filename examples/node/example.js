@@ -114,6 +114,16 @@ function picture(meta) {
   return lines.join("\n");
 }
 
+// What fills the window (`context.usage`, Claude Code's /context), one line each.
+function byCategory(usage) {
+  const n = (x) => x.toLocaleString("en-US");
+  const lines = [`  window by category (${usage.model}, ${n(usage.context_window)} tokens):`];
+  for (const c of usage.categories) {
+    lines.push(`    ${c.name.padEnd(20)} ${n(c.tokens).padStart(9)} tokens ${c.percent.toFixed(1).padStart(5)}%`);
+  }
+  return lines.join("\n");
+}
+
 async function main() {
   const args = parseArgs(process.argv.slice(2));
   let sawCompiled;
@@ -143,6 +153,7 @@ async function main() {
   clearTimeout(timeout);
   console.log(`unsubscribed: ${await rpc.call("session.unsubscribe", { subscription })}`);
   console.log(picture(compiled.metadata));
+  console.log(byCategory(await rpc.call("context.usage", { session_id: sid })));
   if (!args.keep) await rpc.call("session.delete", { session_id: sid });
   rpc.close();
 }

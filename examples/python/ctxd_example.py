@@ -99,6 +99,14 @@ def picture(meta):
     return "\n".join(lines)
 
 
+def by_category(usage):
+    """What fills the window (`context.usage`, Claude Code's /context), one line each."""
+    lines = [f"  window by category ({usage['model']}, {usage['context_window']:,} tokens):"]
+    for c in usage["categories"]:
+        lines.append(f"    {c['name']:<20} {c['tokens']:>9,} tokens {c['percent']:>5.1f}%")
+    return "\n".join(lines)
+
+
 async def main():
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     home = os.environ.get("CTXD_HOME")
@@ -146,6 +154,7 @@ async def main():
                 break
 
     print(picture(compiled["metadata"]))
+    print(by_category(call(args.socket, "context.usage", {"session_id": sid})))
     if not args.keep:
         call(args.socket, "session.delete", {"session_id": sid})
 

@@ -188,34 +188,32 @@ function M.statusline()
   return string.format("ctx: %d%% · %d attachments", M.state.percent_used, M.state.attachments or 0)
 end
 
--- The usage picture of a compile's metadata, as lines.
-function M.picture(meta)
-  local c = meta.context
+-- The usage picture (`context.usage`, Claude Code's /context), as lines.
+function M.picture(u)
   local width = 40
-  local filled = math.min(width, math.floor(width * c.effective_tokens / math.max(c.effective_window, 1) + 0.5))
+  local window = math.max(u.context_window, 1)
+  local filled = math.min(width, math.floor(width * u.used_tokens / window + 0.5))
   local lines = {
-    "ctxd session " .. M.state.session_id,
+    "ctxd session " .. M.state.session_id .. " (" .. u.model .. ")",
     "",
     string.format(
-      "context: [%s%s] %d / %d tokens (%d%% used, %d%% left)",
+      "context: [%s%s] %d / %d tokens (%d%% used)",
       string.rep("#", filled),
       string.rep(".", width - filled),
-      c.effective_tokens,
-      c.effective_window,
-      100 - c.percent_left,
-      c.percent_left
+      u.used_tokens,
+      u.context_window,
+      math.floor(100 * u.used_tokens / window + 0.5)
     ),
     string.format(
-      "  autocompact at %d, warning at %d, blocking at %d",
-      c.autocompact_threshold,
-      c.warning_threshold,
-      c.blocking_limit
+      "  autocompact at %d; %d messages, %d attachments",
+      u.autocompact_threshold,
+      u.messages,
+      u.attachments
     ),
-    string.format("  messages: %d, request: %d bytes", meta.message_count, meta.request_bytes),
-    "  system sections:",
+    "  by category:",
   }
-  for _, s in ipairs(meta.system_sections) do
-    table.insert(lines, string.format("    %-32s %-14s %6d chars", s.name, s.class, s.chars))
+  for _, c in ipairs(u.categories) do
+    table.insert(lines, string.format("    %-20s %9d tokens %5.1f%%", c.name, c.tokens, c.percent))
   end
   return lines
 end
@@ -237,19 +235,20 @@ local function scratch_split(name, lines)
   return buf
 end
 
--- :CtxContext — compiles the next request (exactly what the agent's next call gets) and
--- shows where the window stands.
+-- :CtxContext — what fills the window for the next request, by category; reading it
+-- changes nothing (no attachment is collected, no compaction runs).
 function M.context()
   if not ensure_attached() then
     return
   end
-  local compiled, err = rpc.call_sync(M.config.socket, "context.compile", { session_id = M.state.session_id })
+  local usage, err = rpc.call_sync(M.config.socket, "context.usage", { session_id = M.state.session_id })
   if err then
     notify(err, vim.log.levels.ERROR)
     return
   end
-  update_usage(compiled.metadata.context.percent_left, M.state.attachments or 0)
-  return scratch_split("ctx://context", M.picture(compiled.metadata))
+  local window = math.max(usage.context_window, 1)
+  update_usage(100 - math.floor(100 * usage.used_tokens / window + 0.5), usage.attachments)
+  return scratch_split("ctx://context", M.picture(usage))
 end
 
 -- :CtxEvents — the event stream, following.
