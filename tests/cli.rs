@@ -16,6 +16,9 @@ fn ctx(home: &std::path::Path) -> Command {
         .env_remove("CTXD_SOCKET")
         .env("CTXD_BIN", common::ctxd_bin())
         .stdin(Stdio::null());
+    if let Some(url) = common::store_for_home(home) {
+        c.env("CTXD_STORE", url);
+    }
     c
 }
 
@@ -529,7 +532,11 @@ fn completions_for_each_shell() {
 fn ctxd_logs_json_lines_on_request() {
     use std::io::BufRead;
     let dir = tempfile::tempdir().unwrap();
-    let mut child = Command::new(common::ctxd_bin())
+    let mut cmd = Command::new(common::ctxd_bin());
+    if let Some(url) = common::store_for_home(dir.path()) {
+        cmd.env("CTXD_STORE", url);
+    }
+    let mut child = cmd
         .arg("--home")
         .arg(dir.path())
         .args(["--log-format", "json", "--log", "info"])

@@ -11,7 +11,11 @@ use serde_json::Value;
 const WINDOWS: [u64; 5] = [32_000, 40_000, 64_000, 100_000, 200_000];
 
 fn replay(home: &std::path::Path, file: &std::path::Path, window: u64) -> Vec<Value> {
-    let out = Command::new(env!("CARGO_BIN_EXE_ctx"))
+    let mut cmd = Command::new(env!("CARGO_BIN_EXE_ctx"));
+    if let Some(url) = common::store_for_home(home) {
+        cmd.env("CTXD_STORE", url);
+    }
+    let out = cmd
         .env("CTXD_HOME", home)
         .env_remove("CTXD_SOCKET")
         .env("CTXD_BIN", common::ctxd_bin())

@@ -270,6 +270,9 @@ fn ctxd(home: &Path, socket: &Path) -> Command {
         .stdin(Stdio::null())
         .stdout(Stdio::null())
         .stderr(Stdio::piped());
+    if let Some(url) = common::store_for_home(home) {
+        c.env("CTXD_STORE", url);
+    }
     c
 }
 

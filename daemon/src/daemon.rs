@@ -13,7 +13,6 @@ use tokio::sync::Notify;
 use crate::clock::{Clock, SystemClock};
 use crate::engine::{DiscoveryDefaults, Engine};
 use crate::rpc::{RpcContext, serve};
-use crate::store::Store;
 
 #[derive(Debug, Error)]
 pub enum StartError {
@@ -258,6 +257,8 @@ pub struct Options {
     pub summariser: ctxd_protocol::SummariserConfig,
     /// Bounds on connections, requests and memory.
     pub limits: crate::limits::Limits,
+    /// Where sessions are stored (SQLite in the home unless a PostgreSQL URL is given).
+    pub store: crate::store::StoreConfig,
 }
 
 impl Default for Options {
@@ -267,6 +268,7 @@ impl Default for Options {
             discovery: DiscoveryDefaults::default(),
             summariser: ctxd_protocol::SummariserConfig::Embedded,
             limits: crate::limits::Limits::default(),
+            store: crate::store::StoreConfig::default(),
         }
     }
 }
@@ -290,7 +292,8 @@ pub async fn run(
     let home_lock = lock_home(&paths.home)?;
     let claimed = claim_socket(&paths.socket).await?;
     let db = paths.database();
-    let store = tokio::task::spawn_blocking(move || Store::open(&db))
+    let config = options.store.clone();
+    let store = tokio::task::spawn_blocking(move || config.open(&db))
         .await
         .map_err(|e| StartError::Rpc(e.to_string()))??;
     let clock = options.clock.unwrap_or_else(|| Arc::new(SystemClock));
@@ -301,7 +304,8 @@ pub async fn run(
             .with_limits(options.limits.clone()),
     );
     engine.start_watching().await?;
-    tracing::info!(socket = %paths.socket.display(), home = %paths.home.display(), "ctxd listening");
+    engine.start_remote();
+    tracing::info!(socket = %paths.socket.display(), home = %paths.home.display(), store = %store.describe(), "ctxd listening");
     let ctx = RpcContext {
         engine,
         shutdown: Arc::new(Notify::new()),

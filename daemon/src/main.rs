@@ -20,8 +20,17 @@ struct Args {
     #[arg(long, env = "CTXD_SOCKET")]
     socket: Option<PathBuf>,
     /// Directory for the database and session files [default: the user's data directory].
-    #[arg(long, env = "CTXD_HOME")]
+    #[arg(long, env = "CTXD_HOME", global = true)]
     home: Option<PathBuf>,
+    /// Where sessions are stored: `sqlite` (the default: `ctxd.db` in the home, no setup)
+    /// or a PostgreSQL URL shared by several daemons, e.g. `postgres://user@host/ctxd` or
+    /// `postgresql:///ctxd?host=/run/postgresql` (a Unix socket directory).
+    #[arg(long, env = "CTXD_STORE", global = true)]
+    store: Option<String>,
+    /// PostgreSQL read connections of this daemon (besides one writer, one listener and
+    /// one publisher); reads beyond wait for one.
+    #[arg(long, env = "CTXD_STORE_POOL", default_value_t = ctxd::store::DEFAULT_POOL, global = true)]
+    store_pool: usize,
     /// Managed-policy root for instruction files (CLAUDE.md, .claude/rules).
     #[arg(long, env = "CTXD_MANAGED_ROOT", default_value = "/etc/claude-code")]
     managed_root: PathBuf,
@@ -51,6 +60,16 @@ struct Args {
     /// Log line format: `text` for people, `json` (one object per line) for collectors.
     #[arg(long, env = "CTXD_LOG_FORMAT", value_enum, default_value_t = LogFormat::Text)]
     log_format: LogFormat,
+    #[command(subcommand)]
+    command: Option<Command>,
+}
+
+#[derive(clap::Subcommand, Debug)]
+enum Command {
+    /// Apply the store's pending schema migrations and exit. A PostgreSQL database shared
+    /// by several daemons is upgraded only this way (once, before starting the new
+    /// version); an empty one, and SQLite, are also migrated when a daemon starts.
+    Migrate,
 }
 
 #[derive(clap::ValueEnum, Clone, Copy, Debug)]
@@ -115,7 +134,21 @@ async fn main() -> anyhow::Result<()> {
             tracing::warn!("a write exceeded the file size limit (SIGXFSZ)");
         }
     });
+    let store = ctxd::store::StoreConfig::parse(args.store.as_deref(), args.store_pool)
+        .context("--store / CTXD_STORE")?;
     let paths = ctxd::daemon::Paths::resolve(args.home, args.socket)?;
+    if let Some(Command::Migrate) = args.command {
+        let db = paths.database();
+        if matches!(store, ctxd::store::StoreConfig::Sqlite) {
+            std::fs::create_dir_all(&paths.home).context("create the home")?;
+        }
+        let said = tokio::task::spawn_blocking(move || store.migrate(&db))
+            .await
+            .context("migrate")?
+            .context("ctxd migrate")?;
+        println!("{said}");
+        return Ok(());
+    }
     let summariser = match &args.summariser {
         Some(json) => serde_json::from_str(json)
             .context("--summariser / CTXD_SUMMARISER is not a valid summariser configuration")?,
@@ -135,6 +168,7 @@ async fn main() -> anyhow::Result<()> {
             request_timeout: Duration::from_millis(args.request_timeout_ms.max(1)),
             ws_ping_interval: Duration::from_millis(args.ws_ping_interval_ms.max(1)),
         },
+        store,
     };
     ctxd::daemon::run(paths, options, shutdown_signal())
         .await

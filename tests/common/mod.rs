@@ -1,5 +1,9 @@
 //! Shared helpers of the black-box tests: a real `ctxd` process on a temp socket and
 //! home, raw HTTP over the Unix socket, and an order-preserving JSON pretty-printer.
+//!
+//! With `CTXD_TEST_PG` set to a PostgreSQL server (an admin URL such as
+//! `postgresql:///postgres?host=/tmp/pg&user=ctxd`), every daemon a test starts stores
+//! its sessions in a fresh database of its own on that server instead of SQLite.
 #![allow(dead_code)]
 
 use std::io::{Read, Write};
@@ -48,6 +52,103 @@ pub fn ctxd_bin() -> PathBuf {
     }
 }
 
+/// The PostgreSQL server the suite runs against (`CTXD_TEST_PG`), if any.
+pub fn test_pg() -> Option<String> {
+    std::env::var("CTXD_TEST_PG").ok().filter(|u| !u.is_empty())
+}
+
+/// `url` with its database name replaced (`scheme://authority/NAME?query`).
+pub fn with_dbname(url: &str, name: &str) -> String {
+    let (scheme, rest) = url.split_once("://").expect("a URL");
+    let (before_query, query) = match rest.split_once('?') {
+        Some((b, q)) => (b, Some(q)),
+        None => (rest, None),
+    };
+    let authority = before_query.split('/').next().unwrap_or_default();
+    let mut out = format!("{scheme}://{authority}/{name}");
+    if let Some(q) = query {
+        out.push('?');
+        out.push_str(q);
+    }
+    out
+}
+
+/// Runs `statements` one by one on the server `url`. On a thread of its own: the
+/// blocking `postgres` client starts a runtime, which a `#[tokio::test]` caller's thread
+/// refuses.
+pub fn admin_sql(url: &str, statements: &[String]) -> Result<(), String> {
+    let (url, statements) = (url.to_string(), statements.to_vec());
+    std::thread::spawn(move || {
+        let mut c = postgres::Client::connect(&url, postgres::NoTls).map_err(|e| e.to_string())?;
+        for s in &statements {
+            c.batch_execute(s).map_err(|e| format!("{s}: {e}"))?;
+        }
+        Ok(())
+    })
+    .join()
+    .map_err(|_| "the admin thread panicked".to_string())?
+}
+
+/// A fresh database on the test server, dropped (with its connections) on drop.
+pub struct TestDb {
+    admin: String,
+    name: String,
+    pub url: String,
+}
+
+impl TestDb {
+    /// `None` when the suite runs on SQLite.
+    pub fn create() -> Option<TestDb> {
+        use std::sync::atomic::{AtomicU64, Ordering};
+        static NEXT: AtomicU64 = AtomicU64::new(0);
+        let admin = test_pg()?;
+        let name = format!(
+            "ctxd_t_{}_{}",
+            std::process::id(),
+            NEXT.fetch_add(1, Ordering::Relaxed)
+        );
+        // Two statements: a multi-statement query is one transaction, which DROP
+        // DATABASE refuses.
+        admin_sql(
+            &admin,
+            &[
+                format!("DROP DATABASE IF EXISTS {name}"),
+                format!("CREATE DATABASE {name}"),
+            ],
+        )
+        .expect("create a test database");
+        let url = with_dbname(&admin, &name);
+        Some(TestDb { admin, name, url })
+    }
+}
+
+impl Drop for TestDb {
+    fn drop(&mut self) {
+        let _ = admin_sql(
+            &self.admin,
+            &[format!(
+                "DROP DATABASE IF EXISTS {} WITH (FORCE)",
+                self.name
+            )],
+        );
+    }
+}
+
+/// The `CTXD_STORE` of a daemon that a test starts through `ctx` with `home`: one fresh
+/// database per home, kept until the test process ends. `None` on SQLite.
+pub fn store_for_home(home: &Path) -> Option<String> {
+    use std::collections::HashMap;
+    use std::sync::Mutex;
+    static BY_HOME: Mutex<Option<HashMap<PathBuf, TestDb>>> = Mutex::new(None);
+    test_pg()?;
+    let mut map = BY_HOME.lock().unwrap_or_else(|p| p.into_inner());
+    let map = map.get_or_insert_with(HashMap::new);
+    if !map.contains_key(home) {
+        map.insert(home.to_path_buf(), TestDb::create()?);
+    }
+    map.get(home).map(|d| d.url.clone())
+}
+
 /// A daemon process owned by a test; killed on drop.
 pub struct Daemon {
     pub dir: tempfile::TempDir,
@@ -56,6 +157,11 @@ pub struct Daemon {
     pub child: Option<Child>,
     /// Extra `ctxd` arguments (limits) for every spawn.
     pub args: Vec<String>,
+    /// Its PostgreSQL store URL (`None`: SQLite in its home).
+    pub store: Option<String>,
+    /// The test database behind `store` (`CTXD_TEST_PG`), shared with the daemons
+    /// started with [`Daemon::start_beside`].
+    pub db: Option<std::sync::Arc<TestDb>>,
 }
 
 impl Daemon {
@@ -65,6 +171,26 @@ impl Daemon {
 
     /// A daemon started with extra arguments (e.g. `--max-connections 8`).
     pub fn start_with(args: &[&str]) -> Daemon {
+        let db = TestDb::create().map(std::sync::Arc::new);
+        Daemon::start_full(args, db.as_ref().map(|d| d.url.clone()), db)
+    }
+
+    /// A daemon on the PostgreSQL database `url`.
+    pub fn start_on(url: &str) -> Daemon {
+        Daemon::start_full(&[], Some(url.to_string()), None)
+    }
+
+    /// Another daemon (its own home and socket) on the same database as `other`.
+    pub fn start_beside(other: &Daemon) -> Daemon {
+        let args: Vec<&str> = other.args.iter().map(String::as_str).collect();
+        Daemon::start_full(&args, other.store.clone(), other.db.clone())
+    }
+
+    pub fn start_full(
+        args: &[&str],
+        store: Option<String>,
+        db: Option<std::sync::Arc<TestDb>>,
+    ) -> Daemon {
         let dir = tempfile::tempdir().expect("tempdir");
         let home = dir.path().join("home");
         let socket = dir.path().join("run").join("ctxd.sock");
@@ -74,9 +200,16 @@ impl Daemon {
             socket,
             child: None,
             args: args.iter().map(|a| a.to_string()).collect(),
+            store,
+            db,
         };
         d.spawn();
         d
+    }
+
+    /// The store URL this daemon runs with (`None`: SQLite in its home).
+    pub fn store_url(&self) -> Option<&str> {
+        self.store.as_deref()
     }
 
     /// Resident set size of the daemon process, in KiB (from /proc).
@@ -105,13 +238,37 @@ impl Daemon {
             .stdout(Stdio::null())
             .stderr(Stdio::piped())
             .args(&self.args);
+        if let Some(url) = self.store_url() {
+            c.arg("--store").arg(url);
+        }
         c
     }
 
     /// Starts (or restarts) the process and waits until it answers.
     pub fn spawn(&mut self) {
-        let child = self.command().spawn().expect("spawn ctxd");
+        let mut child = self.command().spawn().expect("spawn ctxd");
+        // Drained all along: a daemon logging more than a pipe holds (errors under load)
+        // would otherwise block on its next log line. The tail explains an early exit.
+        let tail = std::sync::Arc::new(std::sync::Mutex::new(String::new()));
+        let drain = child.stderr.take().map(|mut e| {
+            let tail = tail.clone();
+            std::thread::spawn(move || {
+                let mut buf = [0u8; 8192];
+                while let Ok(n) = e.read(&mut buf) {
+                    if n == 0 {
+                        break;
+                    }
+                    let mut t = tail.lock().unwrap_or_else(|p| p.into_inner());
+                    t.push_str(&String::from_utf8_lossy(&buf[..n]));
+                    if t.len() > 64 << 10 {
+                        let cut = t.ceil_char_boundary(t.len() - (32 << 10));
+                        t.drain(..cut);
+                    }
+                }
+            })
+        });
         self.child = Some(child);
+        let mut drain = drain;
         let deadline = Instant::now() + Duration::from_secs(20);
         loop {
             if StdUnixStream::connect(&self.socket).is_ok()
@@ -122,10 +279,10 @@ impl Daemon {
             if let Some(c) = self.child.as_mut()
                 && let Ok(Some(status)) = c.try_wait()
             {
-                let mut err = String::new();
-                if let Some(mut e) = c.stderr.take() {
-                    let _ = e.read_to_string(&mut err);
+                if let Some(h) = drain.take() {
+                    let _ = h.join();
                 }
+                let err = tail.lock().unwrap_or_else(|p| p.into_inner()).clone();
                 panic!("ctxd exited early with {status}: {err}");
             }
             assert!(Instant::now() < deadline, "ctxd did not come up");

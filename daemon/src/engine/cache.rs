@@ -32,7 +32,7 @@ pub(crate) struct CacheState {
 }
 
 impl CacheState {
-    pub(crate) fn load(conn: &rusqlite::Connection, sid: &str) -> Result<CacheState> {
+    pub(crate) fn load(conn: &mut dyn crate::store::Db, sid: &str) -> Result<CacheState> {
         let newest = compile_log::newest(conn, sid)?;
         Ok(CacheState {
             latch: compile_log::latch(conn, sid)?,
@@ -68,7 +68,9 @@ impl Engine {
             };
             let (sid, stored) = (l.row.id.clone(), latched.clone());
             self.store
-                .write(move |tx| compile_log::set_latch(tx, &sid, &stored))
+                .write_current(&l.row.id, l.revision, move |tx| {
+                    compile_log::set_latch(tx, &sid, &stored)
+                })
                 .await?;
             l.cache.latch = Some(latched);
         }
@@ -110,9 +112,10 @@ impl Engine {
         // the newest state; the store serves restarts and reports, and it is queued
         // ahead of any later write of the session.
         let (sid, boundary, shape) = (l.row.id.clone(), l.boundary_uuid.clone(), c.shape.clone());
-        self.store.write_detached("compile log", move |tx| {
-            compile_log::insert(tx, &sid, id, &boundary, &fp, &shape)
-        });
+        self.store
+            .write_detached("compile log", &l.row.id, move |tx| {
+                compile_log::insert(tx, &sid, id, &boundary, &fp, &shape)
+            });
     }
 
     /// After an append whose records from `first_seq` on report usage: a new call whose

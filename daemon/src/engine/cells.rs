@@ -72,7 +72,7 @@ impl SessionCell {
         }
     }
 
-    fn has_subscribers(&self) -> bool {
+    pub(crate) fn has_subscribers(&self) -> bool {
         lock(&self.events)
             .as_ref()
             .is_some_and(|tx| tx.receiver_count() > 0)
@@ -151,6 +151,16 @@ impl Engine {
             id: id.to_string(),
             cell: Some(cell),
         }
+    }
+
+    /// The cell of session `id` if one is live; never creates one.
+    pub(crate) fn live_cell(&self, id: &str) -> Option<CellRef<'_>> {
+        let cell = lock(&self.cells).get(id)?.clone();
+        Some(CellRef {
+            engine: self,
+            id: id.to_string(),
+            cell: Some(cell),
+        })
     }
 
     /// Forgets a deleted or unknown session's cell.

@@ -108,7 +108,7 @@ impl Engine {
         let seq = l.records.last().map_or(0, |r| r.seq);
         let (st, cm) = (staged.clone(), commit.clone());
         self.store
-            .write(move |tx| {
+            .write(&l.row.id, move |tx| {
                 for c in &st {
                     store::insert(tx, &sid, c)?;
                     store::log(tx, &sid, &c.id, "stage", &now)?;
@@ -189,7 +189,7 @@ impl Engine {
         }
         let (sid, id, now) = (p.session_id.clone(), p.collapse_id.clone(), self.now_text());
         self.store
-            .write(move |tx| {
+            .write(&p.session_id, move |tx| {
                 store::set_status(tx, &sid, &id, CollapseStatus::Undone)?;
                 store::log(tx, &sid, &id, "undo", &now)
             })

@@ -161,7 +161,7 @@ impl Engine {
         let (s, e) = (sid.to_string(), error.to_string());
         let r = self
             .store
-            .write(move |tx| {
+            .write(sid, move |tx| {
                 let n = context_state::compaction_failures(tx, &s)? + 1;
                 context_state::set_compaction_failures(tx, &s, n, Some(&e))
             })
@@ -414,10 +414,11 @@ impl Engine {
         let hooked = new_records.len() > weighed;
         let sid = l.row.id.clone();
         let now_text = self.now_text();
+        let expected = super::session::expect_last(l);
         let built = self
             .store
-            .write(move |tx| {
-                let built = insert_batch(tx, &sid, new_records, None, &now_text)?;
+            .write(&l.row.id, move |tx| {
+                let built = insert_batch(tx, &sid, new_records, expected, &now_text)?;
                 // Nothing of the old history's file and instruction state holds.
                 context_state::clear_loaded(tx, &sid)?;
                 context_state::clear_read_state(tx, &sid)?;

@@ -31,6 +31,31 @@ impl Engine {
             .join("summary.md")
     }
 
+    /// Mirrors the memory document to `summary.md` (the store is the source of truth; a
+    /// failed mirror is only logged).
+    pub(crate) async fn mirror_memory(&self, sid: &str, document: String) {
+        let path = self.memory_path(sid);
+        let mirrored = tokio::task::spawn_blocking(move || {
+            if let Some(dir) = path.parent() {
+                std::fs::create_dir_all(dir)?;
+            }
+            let tmp = path.with_extension("md.tmp");
+            std::fs::write(&tmp, document)?;
+            std::fs::rename(&tmp, &path)
+        })
+        .await;
+        if !matches!(mirrored, Ok(Ok(()))) {
+            tracing::warn!(session = %sid, "could not mirror the session memory to disk");
+        }
+    }
+
+    /// [`Engine::mirror_memory`] when `summary.md` is not the document already.
+    pub(crate) async fn mirror_if_changed(&self, sid: &str, document: &str) {
+        if !std::fs::read_to_string(self.memory_path(sid)).is_ok_and(|t| t == document) {
+            self.mirror_memory(sid, document.to_string()).await;
+        }
+    }
+
     fn extraction_flag(&self, sid: &str) -> Option<Arc<Notify>> {
         self.extracting.lock().ok()?.get(sid).cloned()
     }
@@ -47,6 +72,12 @@ impl Engine {
             })
             .await?;
         let extracting = self.extraction_flag(sid).is_some();
+        // Another daemon may have written it: the mirror here follows the store.
+        if self.store.shared()
+            && let Some(m) = &row
+        {
+            self.mirror_if_changed(sid, &m.document).await;
+        }
         Ok(match row {
             Some(m) => MemoryGetResponse {
                 document: m.document,
@@ -82,7 +113,7 @@ impl Engine {
         let (s, d, w) = (sid.clone(), document.clone(), writer.clone());
         let version = self
             .store
-            .write(move |tx| {
+            .write(&sid, move |tx| {
                 if !crate::store::sessions::exists(tx, &s)? {
                     return Err(Error::SessionNotFound(s.clone()));
                 }
@@ -103,20 +134,7 @@ impl Engine {
                 memory::put(tx, &s, p.expected_version, &row)
             })
             .await?;
-        let path = self.memory_path(&sid);
-        let text = document.clone();
-        let mirrored = tokio::task::spawn_blocking(move || {
-            if let Some(dir) = path.parent() {
-                std::fs::create_dir_all(dir)?;
-            }
-            let tmp = path.with_extension("md.tmp");
-            std::fs::write(&tmp, text)?;
-            std::fs::rename(&tmp, &path)
-        })
-        .await;
-        if !matches!(mirrored, Ok(Ok(()))) {
-            tracing::warn!(session = %sid, "could not mirror the session memory to disk");
-        }
+        self.mirror_memory(&sid, document).await;
         let cell = self.cell(&sid);
         self.emit(
             &cell,

@@ -10,6 +10,7 @@ mod compact;
 mod events;
 mod hooks;
 mod memory;
+mod remote;
 mod session;
 mod sources;
 pub mod validate;
@@ -98,6 +99,9 @@ pub(crate) struct Loaded {
     pub level: &'static str,
     /// Latched request flags, the previous request's cache key, recent fingerprints.
     pub cache: cache::CacheState,
+    /// The session's revision this copy is current at (a shared store's other daemons
+    /// bump it; 0 on SQLite).
+    pub revision: u64,
 }
 
 impl Loaded {
@@ -341,6 +345,10 @@ impl Engine {
 
     /// Loads the session into its cell if it is not there yet.
     pub(crate) async fn ensure_loaded(&self, id: &str, slot: &mut Option<Loaded>) -> Result<()> {
+        let mut kept_level = None;
+        if slot.is_some() {
+            kept_level = self.check_current(id, slot).await?;
+        }
         if slot.is_some() {
             self.touch_loaded(id);
             return Ok(());
@@ -365,6 +373,7 @@ impl Engine {
                 let collapse_commits = crate::store::collapses::commit_seqs(c, &sid)?
                     .into_iter()
                     .collect();
+                let revision = crate::store::sessions::revision(c, &sid)?;
                 Ok(Loaded {
                     row,
                     records: Transcript::new(records),
@@ -380,11 +389,19 @@ impl Engine {
                     no_room: None,
                     level: "ok",
                     cache: cache::CacheState::load(c, &sid)?,
+                    revision,
                 })
             })
             .await?;
+        let loaded = Loaded {
+            level: kept_level.unwrap_or(loaded.level),
+            ..loaded
+        };
         *slot = Some(loaded);
         self.loaded_now(id);
+        if self.store.shared() {
+            self.materialise_outputs(id).await;
+        }
         Ok(())
     }
 
@@ -403,6 +420,7 @@ impl Engine {
 
     pub(crate) fn emit(&self, cell: &SessionCell, event: SessionEvent) {
         self.hooks_observe(&event);
+        self.publish(&event);
         // No subscribers is normal; the event is simply not observed.
         cell.send(event);
     }

@@ -17,14 +17,18 @@ use crate::pipeline::microcompact::CLEARED;
 use crate::pipeline::{projection, snip, thresholds};
 use crate::store::context_state::{self, InstructionMemo};
 use crate::store::sessions::SessionRow;
-use crate::store::{cache_edits, fates, records, sessions};
+use crate::store::{cache_edits, fates, outputs, records, sessions};
 
 /// Writes a persisted tool result. The same id always has the same content, so a file
 /// already there with the right length was written before and is left alone (a replayed
 /// decision never rewrites what the model was pointed at). The content goes to a
 /// temporary file first and is renamed into place, and a failed write removes what it
 /// began, so a full disk leaves neither a half nor an empty file behind.
-async fn write_once(dir: &Path, file_name: &str, content: String) -> std::io::Result<()> {
+pub(crate) async fn write_once(
+    dir: &Path,
+    file_name: &str,
+    content: String,
+) -> std::io::Result<()> {
     let dir = dir.to_path_buf();
     let file_name = file_name.to_string();
     tokio::task::spawn_blocking(move || {
@@ -211,9 +215,16 @@ pub(crate) fn materialise(
     out
 }
 
+/// What the engine's own appends expect the transcript to end with: the loaded copy's
+/// last record. A copy that missed another daemon's append then fails the write
+/// (`Conflict`) instead of building on a transcript that is not the stored one.
+pub(crate) fn expect_last(l: &Loaded) -> Option<Option<String>> {
+    Some(l.records.last().map(|r| r.uuid.clone()))
+}
+
 /// Inserts a batch after checking uuids are unused. Runs inside a write transaction.
 pub(crate) fn insert_batch(
-    tx: &rusqlite::Transaction<'_>,
+    tx: &mut dyn crate::store::Db,
     sid: &str,
     inputs: Vec<RecordInput>,
     expected: Option<Option<String>>,
@@ -261,7 +272,7 @@ impl Engine {
         let (r, l2, now) = (row.clone(), loaded.clone(), self.now_text());
         let built = self
             .store
-            .write(move |tx| {
+            .write(&row.id, move |tx| {
                 sessions::insert(tx, &r)?;
                 sessions::set_tools(tx, &r.id, &tools)?;
                 context_state::set_memo(tx, &r.id, &memo)?;
@@ -381,7 +392,7 @@ impl Engine {
         let sid = p.session_id.clone();
         let row = self
             .store
-            .write(move |tx| {
+            .write(&sid.clone(), move |tx| {
                 let mut row = sessions::get(tx, &sid)?;
                 if let Some(m) = p.model {
                     row.model = m;
@@ -438,7 +449,7 @@ impl Engine {
         let src = p.session_id.clone();
         let nid = new_id.clone();
         self.store
-            .write(move |tx| {
+            .write(&p.session_id.clone(), move |tx| {
                 let mut row = sessions::get(tx, &src)?;
                 let upto = match &p.up_to_uuid {
                     Some(u) => records::seq_of(tx, &src, u)?,
@@ -466,6 +477,7 @@ impl Engine {
                     cache_edits::copy(tx, &src, &nid)?;
                 }
                 crate::store::compile_log::copy(tx, &src, &nid)?;
+                outputs::copy(tx, &src, &nid)?;
                 Ok(())
             })
             .await?;
@@ -479,7 +491,7 @@ impl Engine {
         let dir_text = self.session_dir(id).display().to_string();
         let (deleted, shared) = self
             .store
-            .write(move |tx| {
+            .write(id, move |tx| {
                 let shared = fates::referenced_elsewhere(tx, &sid, &dir_text)?;
                 Ok((sessions::delete(tx, &sid)?, shared))
             })
@@ -519,7 +531,7 @@ impl Engine {
         let tools = p.tools.clone();
         let now = self.now_text();
         self.store
-            .write(move |tx| {
+            .write(&p.session_id, move |tx| {
                 if !sessions::exists(tx, &sid)? {
                     return Err(Error::SessionNotFound(sid.clone()));
                 }
@@ -579,7 +591,9 @@ impl Engine {
         let expected = p.expected_last_uuid;
         let built = self
             .store
-            .write(move |tx| insert_batch(tx, &sid, inputs, expected, &now))
+            .write(&p.session_id, move |tx| {
+                insert_batch(tx, &sid, inputs, expected, &now)
+            })
             .await?;
         let appended: Vec<AppendedRecord> = built
             .iter()
@@ -662,7 +676,7 @@ impl Engine {
         let uuid = p.record_uuid.clone();
         let index = p.block_index;
         self.store
-            .write(move |tx| {
+            .write(&p.session_id, move |tx| {
                 if !sessions::exists(tx, &sid)? {
                     return Err(Error::SessionNotFound(sid.clone()));
                 }
@@ -699,6 +713,15 @@ impl Engine {
     /// long compile does not hold up appends to the session. The request describes the
     /// transcript up to `metadata.last_uuid`, whatever was appended meanwhile.
     pub async fn compile(&self, p: CompileParams) -> Result<Compiled> {
+        match self.compile_once(&p).await {
+            // Another daemon appended between this one's check of its copy and the write
+            // of the turn's attachments: the copy reloads, and the compile runs again.
+            Err(Error::Conflict { .. }) if self.store.shared() => self.compile_once(&p).await,
+            r => r,
+        }
+    }
+
+    async fn compile_once(&self, p: &CompileParams) -> Result<Compiled> {
         let cell = self.cell(&p.session_id);
         let (snapshot, prepared, now) = {
             let mut guard = cell.state.lock().await;
@@ -884,7 +907,7 @@ impl Engine {
         let (edit, reset, boundary) = (e.new_edit.clone(), e.reset_edits, l.boundary_uuid.clone());
         let to_store = cleared.clone();
         self.store
-            .write(move |tx| {
+            .write_current(&l.row.id, l.revision, move |tx| {
                 fates::insert(tx, &sid, fates::MICROCOMPACT, &to_store, seq)?;
                 if reset {
                     cache_edits::reset(tx, &sid)?;
@@ -936,11 +959,14 @@ impl Engine {
             })),
             ..RecordInput::default()
         };
+        let expected = expect_last(l);
         let now = self.now_text();
         let sid = p.session_id.clone();
         let built = self
             .store
-            .write(move |tx| insert_batch(tx, &sid, vec![boundary], None, &now))
+            .write(&p.session_id, move |tx| {
+                insert_batch(tx, &sid, vec![boundary], expected, &now)
+            })
             .await?;
         let boundary_uuid = built.first().map(|r| r.uuid.clone()).unwrap_or_default();
         let appended: Vec<AppendedRecord> = built
@@ -1019,6 +1045,8 @@ impl Engine {
             return Ok((Vec::new(), Vec::new()));
         }
         let mut new_fates = Vec::with_capacity(plan.decisions.len());
+        // A shared store holds the outputs too, for the other daemons' machines.
+        let mut contents = Vec::new();
         let (mut replaced, mut kept) = (Vec::new(), Vec::new());
         for (id, decision) in plan.decisions {
             match decision {
@@ -1030,15 +1058,22 @@ impl Engine {
                     file_name,
                     content,
                     replacement,
-                } => match write_once(&dir, &file_name, content).await {
-                    Ok(()) => {
-                        replaced.push(id.clone());
-                        new_fates.push((id, Fate::Replaced(replacement)));
+                } => {
+                    let shared = self.store.shared().then(|| content.clone());
+                    match write_once(&dir, &file_name, content).await {
+                        Ok(()) => {
+                            if let Some(content) = shared {
+                                contents
+                                    .push((dir.join(&file_name).display().to_string(), content));
+                            }
+                            replaced.push(id.clone());
+                            new_fates.push((id, Fate::Replaced(replacement)));
+                        }
+                        Err(e) => {
+                            tracing::warn!(session = %sid, tool_use_id = %id, error = %e, "could not persist a tool result; showing it whole this time, retrying at the next compile");
+                        }
                     }
-                    Err(e) => {
-                        tracing::warn!(session = %sid, tool_use_id = %id, error = %e, "could not persist a tool result; showing it whole this time, retrying at the next compile");
-                    }
-                },
+                }
             }
         }
         if new_fates.is_empty() {
@@ -1047,8 +1082,16 @@ impl Engine {
         let seq = l.records.last().map_or(0, |r| r.seq);
         let to_store = new_fates.clone();
         let sid2 = sid.clone();
+        // Decided on this copy: another daemon's decisions made meanwhile (their files
+        // named under their homes) win, and this compile runs again on a fresh copy.
         self.store
-            .write(move |tx| fates::insert(tx, &sid2, fates::BUDGET, &to_store, seq))
+            .write_current(&sid, l.revision, move |tx| {
+                fates::insert(tx, &sid2, fates::BUDGET, &to_store, seq)?;
+                for (path, content) in &contents {
+                    outputs::put(tx, &sid2, path, content)?;
+                }
+                Ok(())
+            })
             .await?;
         l.fates.extend(new_fates);
         Ok((replaced, kept))
@@ -1136,7 +1179,7 @@ impl Engine {
         let (claude_md, loaded) = self.startup_instructions(&row).await?;
         let r = row.clone();
         self.store
-            .write(move |tx| {
+            .write(&row.id, move |tx| {
                 sessions::insert(tx, &r)?;
                 let built = insert_batch(tx, &r.id, inputs, None, &now)?;
                 let seq = built.last().map_or(0, |b| b.seq);

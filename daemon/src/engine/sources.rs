@@ -204,7 +204,7 @@ impl Engine {
         let fresh = l.memo.is_none();
         let (sid, m, p) = (l.row.id.clone(), memo.clone(), paths.clone());
         self.store
-            .write(move |tx| {
+            .write_current(&l.row.id, l.revision, move |tx| {
                 // A new history re-announces the startup chain; the read state is the
                 // compaction's to reset (it restores files into it).
                 if !fresh {
@@ -295,7 +295,7 @@ impl Engine {
         let sid2 = sid.to_string();
         let r = self
             .store
-            .write(move |tx| {
+            .write(sid, move |tx| {
                 context_state::add_touched(tx, &sid2, &touched)?;
                 for s in &states {
                     context_state::put_read_state(tx, &sid2, s)?;
@@ -327,7 +327,9 @@ impl Engine {
         self.watch(sid, &p);
         let sid2 = sid.to_string();
         self.store
-            .write(move |tx| context_state::put_read_state(tx, &sid2, &state))
+            .write(sid, move |tx| {
+                context_state::put_read_state(tx, &sid2, &state)
+            })
             .await
     }
 
@@ -348,7 +350,9 @@ impl Engine {
             .collect();
         let sid2 = sid.to_string();
         self.store
-            .write(move |tx| context_state::add_touched(tx, &sid2, &resolved))
+            .write(sid, move |tx| {
+                context_state::add_touched(tx, &sid2, &resolved)
+            })
             .await
     }
 
@@ -478,9 +482,10 @@ impl Engine {
             removed.clone(),
         );
         let memo2 = memo.clone();
+        let expected = super::session::expect_last(l);
         let built = self
             .store
-            .write(move |tx| {
+            .write(&sid, move |tx| {
                 context_state::clear_touched(tx, &s2)?;
                 context_state::add_loaded(tx, &s2, &np)?;
                 for s in &ns {
@@ -495,7 +500,7 @@ impl Engine {
                 if attachments.is_empty() {
                     return Ok(Vec::new());
                 }
-                super::session::insert_batch(tx, &s2, attachments, None, &ts)
+                super::session::insert_batch(tx, &s2, attachments, expected, &ts)
             })
             .await?;
         l.memo = memo;

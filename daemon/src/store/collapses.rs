@@ -1,7 +1,6 @@
 //! The collapse store and its commit log.
 
-use rusqlite::{Connection, params};
-
+use super::db::{Db, params};
 use crate::error::Result;
 use crate::pipeline::collapse::{Collapse, CollapseStatus};
 
@@ -21,43 +20,43 @@ fn parse_status(s: &str) -> CollapseStatus {
     }
 }
 
-pub fn load(conn: &Connection, session: &str) -> Result<Vec<Collapse>> {
-    let mut stmt = conn.prepare_cached(
+pub fn load(db: &mut dyn Db, session: &str) -> Result<Vec<Collapse>> {
+    db.query_map(
         "SELECT id, first_uuid, last_uuid, record_count, tokens, summary, status FROM collapses WHERE session_id = ?1 ORDER BY position",
-    )?;
-    let rows = stmt.query_map([session], |r| {
-        Ok(Collapse {
-            id: r.get(0)?,
-            first_uuid: r.get(1)?,
-            last_uuid: r.get(2)?,
-            record_count: r.get::<_, i64>(3)? as usize,
-            tokens: r.get::<_, i64>(4)? as u64,
-            summary: r.get(5)?,
-            status: parse_status(&r.get::<_, String>(6)?),
-        })
-    })?;
-    Ok(rows.collect::<rusqlite::Result<Vec<_>>>()?)
+        params![session],
+        |r| {
+            Ok(Collapse {
+                id: r.text(0)?,
+                first_uuid: r.text(1)?,
+                last_uuid: r.text(2)?,
+                record_count: r.u64(3)? as usize,
+                tokens: r.u64(4)?,
+                summary: r.text(5)?,
+                status: parse_status(&r.text(6)?),
+            })
+        },
+    )
 }
 
-pub fn insert(conn: &Connection, session: &str, c: &Collapse) -> Result<()> {
-    conn.execute(
+pub fn insert(db: &mut dyn Db, session: &str, c: &Collapse) -> Result<()> {
+    db.execute(
         "INSERT INTO collapses (session_id, id, position, first_uuid, last_uuid, record_count, tokens, summary, status)
          VALUES (?1, ?2, (SELECT COALESCE(MAX(position), 0) + 1 FROM collapses WHERE session_id = ?1), ?3, ?4, ?5, ?6, ?7, ?8)",
-        params![session, c.id, c.first_uuid, c.last_uuid, c.record_count as i64, c.tokens as i64, c.summary, status_text(c.status)],
+        params![session, &c.id, &c.first_uuid, &c.last_uuid, c.record_count as i64, c.tokens as i64, &c.summary, status_text(c.status)],
     )?;
     Ok(())
 }
 
-pub fn set_status(conn: &Connection, session: &str, id: &str, s: CollapseStatus) -> Result<()> {
-    conn.execute(
+pub fn set_status(db: &mut dyn Db, session: &str, id: &str, s: CollapseStatus) -> Result<()> {
+    db.execute(
         "UPDATE collapses SET status = ?3 WHERE session_id = ?1 AND id = ?2",
         params![session, id, status_text(s)],
     )?;
     Ok(())
 }
 
-pub fn commit(conn: &Connection, session: &str, id: &str, seq: u64) -> Result<()> {
-    conn.execute(
+pub fn commit(db: &mut dyn Db, session: &str, id: &str, seq: u64) -> Result<()> {
+    db.execute(
         "UPDATE collapses SET status = 'committed', committed_seq = ?3 WHERE session_id = ?1 AND id = ?2",
         params![session, id, seq as i64],
     )?;
@@ -65,16 +64,16 @@ pub fn commit(conn: &Connection, session: &str, id: &str, seq: u64) -> Result<()
 }
 
 /// `(collapse id, seq at commit)` of committed collapses.
-pub fn commit_seqs(conn: &Connection, session: &str) -> Result<Vec<(String, u64)>> {
-    let mut stmt = conn.prepare_cached(
+pub fn commit_seqs(db: &mut dyn Db, session: &str) -> Result<Vec<(String, u64)>> {
+    db.query_map(
         "SELECT id, committed_seq FROM collapses WHERE session_id = ?1 AND status = 'committed' AND committed_seq IS NOT NULL",
-    )?;
-    let rows = stmt.query_map([session], |r| Ok((r.get(0)?, r.get::<_, i64>(1)? as u64)))?;
-    Ok(rows.collect::<rusqlite::Result<Vec<_>>>()?)
+        params![session],
+        |r| Ok((r.text(0)?, r.u64(1)?)),
+    )
 }
 
-pub fn log(conn: &Connection, session: &str, id: &str, action: &str, at: &str) -> Result<()> {
-    conn.execute(
+pub fn log(db: &mut dyn Db, session: &str, id: &str, action: &str, at: &str) -> Result<()> {
+    db.execute(
         "INSERT INTO collapse_log (session_id, seq, collapse_id, action, at)
          VALUES (?1, (SELECT COALESCE(MAX(seq), 0) + 1 FROM collapse_log WHERE session_id = ?1), ?2, ?3, ?4)",
         params![session, id, action, at],

@@ -2,8 +2,7 @@
 
 use std::collections::BTreeMap;
 
-use rusqlite::{Connection, params};
-
+use super::db::{Db, Row, params};
 use crate::error::Result;
 use crate::pipeline::budget::Fate;
 
@@ -19,59 +18,59 @@ pub struct FateRow {
     pub decided_seq: u64,
 }
 
-pub fn load(conn: &Connection, session: &str, stage: &str) -> Result<BTreeMap<String, Fate>> {
-    let mut stmt = conn.prepare_cached(
-        "SELECT tool_use_id, replacement FROM content_replacements WHERE session_id = ?1 AND stage = ?2",
-    )?;
-    let rows = stmt.query_map(params![session, stage], |r| {
-        let id: String = r.get(0)?;
-        let rep: Option<String> = r.get(1)?;
-        Ok((id, rep.map_or(Fate::Kept, Fate::Replaced)))
-    })?;
-    Ok(rows.collect::<rusqlite::Result<BTreeMap<_, _>>>()?)
+fn fate(r: &Row, i: usize) -> Result<Fate> {
+    Ok(r.opt_text(i)?.map_or(Fate::Kept, Fate::Replaced))
 }
 
-pub fn all(conn: &Connection, session: &str) -> Result<Vec<FateRow>> {
-    let mut stmt = conn.prepare_cached(
-        "SELECT stage, tool_use_id, replacement, decided_seq FROM content_replacements WHERE session_id = ?1 ORDER BY decided_seq, stage, tool_use_id",
+pub fn load(db: &mut dyn Db, session: &str, stage: &str) -> Result<BTreeMap<String, Fate>> {
+    let rows = db.query_map(
+        "SELECT tool_use_id, replacement FROM content_replacements WHERE session_id = ?1 AND stage = ?2",
+        params![session, stage],
+        |r| Ok((r.text(0)?, fate(&r, 1)?)),
     )?;
-    let rows = stmt.query_map([session], |r| {
-        let rep: Option<String> = r.get(2)?;
-        Ok(FateRow {
-            stage: r.get(0)?,
-            tool_use_id: r.get(1)?,
-            fate: rep.map_or(Fate::Kept, Fate::Replaced),
-            decided_seq: r.get::<_, i64>(3)? as u64,
-        })
-    })?;
-    Ok(rows.collect::<rusqlite::Result<Vec<_>>>()?)
+    Ok(rows.into_iter().collect())
+}
+
+pub fn all(db: &mut dyn Db, session: &str) -> Result<Vec<FateRow>> {
+    db.query_map(
+        "SELECT stage, tool_use_id, replacement, decided_seq FROM content_replacements WHERE session_id = ?1 ORDER BY decided_seq, stage, tool_use_id",
+        params![session],
+        |r| {
+            Ok(FateRow {
+                stage: r.text(0)?,
+                tool_use_id: r.text(1)?,
+                fate: fate(&r, 2)?,
+                decided_seq: r.u64(3)?,
+            })
+        },
+    )
 }
 
 /// Inserts fates; an existing fate is never overwritten (decided once).
 pub fn insert(
-    conn: &Connection,
+    db: &mut dyn Db,
     session: &str,
     stage: &str,
     fates: &[(String, Fate)],
     seq: u64,
 ) -> Result<()> {
-    let mut stmt = conn.prepare_cached(
-        "INSERT OR IGNORE INTO content_replacements (session_id, stage, tool_use_id, replacement, decided_seq) VALUES (?1, ?2, ?3, ?4, ?5)",
-    )?;
     for (id, fate) in fates {
         let rep = match fate {
             Fate::Kept => None,
             Fate::Replaced(s) => Some(s.as_str()),
         };
-        stmt.execute(params![session, stage, id, rep, seq as i64])?;
+        db.execute(
+            "INSERT INTO content_replacements (session_id, stage, tool_use_id, replacement, decided_seq) VALUES (?1, ?2, ?3, ?4, ?5) ON CONFLICT DO NOTHING",
+            params![session, stage, id, rep, seq as i64],
+        )?;
     }
     Ok(())
 }
 
 /// Copies every fate of `from` to `to` (forks replay the parent's decisions).
-pub fn copy(conn: &Connection, from: &str, to: &str) -> Result<()> {
-    conn.execute(
-        "INSERT INTO content_replacements (session_id, stage, tool_use_id, replacement, decided_seq) SELECT ?2, stage, tool_use_id, replacement, decided_seq FROM content_replacements WHERE session_id = ?1",
+pub fn copy(db: &mut dyn Db, from: &str, to: &str) -> Result<()> {
+    db.execute(
+        "INSERT INTO content_replacements (session_id, stage, tool_use_id, replacement, decided_seq) SELECT CAST(?2 AS TEXT), stage, tool_use_id, replacement, decided_seq FROM content_replacements WHERE session_id = ?1",
         params![from, to],
     )?;
     Ok(())
@@ -79,11 +78,13 @@ pub fn copy(conn: &Connection, from: &str, to: &str) -> Result<()> {
 
 /// Whether any other session's replacements point into `dir` (a fork still needs the
 /// parent's persisted files).
-pub fn referenced_elsewhere(conn: &Connection, session: &str, dir: &str) -> Result<bool> {
+pub fn referenced_elsewhere(db: &mut dyn Db, session: &str, dir: &str) -> Result<bool> {
+    // PostgreSQL's LIKE, unlike SQLite's, minds ASCII case: both match the paths ctxd
+    // wrote itself, which never differ from `dir` only in case.
     let pattern = format!("%{}%", dir.replace('%', "\\%").replace('_', "\\_"));
-    Ok(conn.query_row(
+    db.query_one(
         "SELECT EXISTS (SELECT 1 FROM content_replacements WHERE session_id != ?1 AND replacement LIKE ?2 ESCAPE '\\')",
-        params![session, pattern],
-        |r| r.get::<_, bool>(0),
-    )?)
+        params![session, &pattern],
+    )?
+    .bool(0)
 }

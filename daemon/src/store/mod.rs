@@ -1,139 +1,349 @@
-//! SQLite edge. One writer thread owns the write connection and runs every write as a
-//! `BEGIN IMMEDIATE` transaction fed by a channel; reads use pooled connections on the
-//! blocking pool. Nothing here ever blocks the async runtime.
+//! The store: everything the engine persists, behind one handle over either backend —
+//! SQLite (embedded, the default) or PostgreSQL (shared by several daemons).
+//!
+//! Every store function (the modules below) is written once against the neutral
+//! [`Db`] face. Engine code composes them in closures: `store.write(sid, |tx| ...)` runs
+//! one transaction on the backend's writer thread, committed only when the closure
+//! succeeds; `store.read(|c| ...)` runs on a pooled connection on the blocking pool.
+//! Nothing here ever blocks the async runtime.
 
 pub mod cache_edits;
 pub mod collapses;
 pub mod compile_log;
 pub mod context_state;
+pub mod db;
 pub mod fates;
 pub mod memory;
+pub mod outputs;
+mod postgres;
 pub mod records;
 pub mod sessions;
+mod sqlite;
 
-use std::path::{Path, PathBuf};
-use std::sync::{Arc, Mutex};
+pub use db::{Db, Dialect};
+pub use postgres::notify::{Remote, RemoteWhat};
+pub use postgres::{DEFAULT_POOL, PgOptions};
+pub use sqlite::migrate;
+
+use std::any::Any;
+use std::path::Path;
+use std::sync::{Arc, Mutex, MutexGuard};
 
 use include_dir::{Dir, include_dir};
-use rusqlite::{Connection, OpenFlags, TransactionBehavior};
-use rusqlite_migration::Migrations;
 use tokio::sync::oneshot;
 
 use crate::error::{Error, Result};
 
 static MIGRATIONS_DIR: Dir = include_dir!("$CARGO_MANIFEST_DIR/../migrations");
 
-type Job = Box<dyn FnOnce(&mut Connection) + Send>;
+/// Which backend a daemon stores its sessions in.
+#[derive(Debug, Clone, Default)]
+pub enum StoreConfig {
+    /// `ctxd.db` in the daemon's home: no setup, one daemon.
+    #[default]
+    Sqlite,
+    /// A PostgreSQL database any number of daemons share.
+    Postgres(PgOptions),
+}
+
+impl StoreConfig {
+    /// `--store`: absent or `sqlite` → SQLite; a `postgres://` or `postgresql://` URL.
+    pub fn parse(store: Option<&str>, pool: usize) -> Result<StoreConfig> {
+        match store.map(str::trim) {
+            None | Some("") | Some("sqlite") => Ok(StoreConfig::Sqlite),
+            Some(url) if url.starts_with("postgres://") || url.starts_with("postgresql://") => {
+                Ok(StoreConfig::Postgres(PgOptions {
+                    url: url.to_string(),
+                    pool: pool.max(1),
+                }))
+            }
+            Some(_) => Err(Error::invalid(
+                "store",
+                "must be `sqlite` or a postgres:// (postgresql://) URL",
+            )),
+        }
+    }
+
+    /// Opens the store (`sqlite` is the database file of the home). Blocking.
+    pub fn open(&self, sqlite: &Path) -> Result<Store> {
+        match self {
+            StoreConfig::Sqlite => Store::open(sqlite),
+            StoreConfig::Postgres(o) => Store::open_postgres(o),
+        }
+    }
+
+    /// `ctxd migrate`: applies pending migrations; says what it did. Blocking.
+    pub fn migrate(&self, sqlite: &Path) -> Result<String> {
+        match self {
+            StoreConfig::Sqlite => {
+                let mut conn = rusqlite::Connection::open(sqlite)?;
+                migrate(&mut conn)?;
+                Ok(format!("{} is up to date", sqlite.display()))
+            }
+            StoreConfig::Postgres(o) => {
+                let (before, after) = postgres::migrate_url(&o.url)?;
+                Ok(match before == after {
+                    true => format!("the database is up to date (migration {after})"),
+                    false => format!("migrated the database from {before} to {after}"),
+                })
+            }
+        }
+    }
+}
+
+fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(|p| p.into_inner())
+}
+
+/// What a write transaction produced, boxed so one writer thread serves every type.
+type Produced = Box<dyn Any + Send>;
+/// The work of one write transaction.
+type Body = Box<dyn FnOnce(&mut dyn Db) -> Result<()> + Send>;
+
+/// One write transaction for a backend's writer: `body` runs inside it (the transaction
+/// commits only if it succeeds), then `done` learns the outcome.
+pub(crate) struct WriteJob {
+    /// The session the transaction writes (the PostgreSQL backend serialises on it).
+    pub session: String,
+    /// For a write that builds on a loaded copy: the revision that copy is current at.
+    /// A shared backend refuses the write (`Conflict`) when another daemon wrote the
+    /// session since; SQLite has no other writer and ignores it.
+    pub current_at: Option<u64>,
+    pub body: Body,
+    pub done: Box<dyn FnOnce(Result<()>) + Send>,
+}
+
+/// A storage engine: its writer, its readers.
+pub(crate) trait Backend: Send + Sync {
+    fn dialect(&self) -> Dialect;
+    /// Queues a write; hands the job back when the writer is gone.
+    fn submit(&self, job: WriteJob) -> std::result::Result<(), WriteJob>;
+    /// Runs `body` on a read connection. Blocking: called on the blocking pool.
+    fn read(&self, body: &mut dyn FnMut(&mut dyn Db) -> Result<()>) -> Result<()>;
+    /// Reads that may run at once (pooled connections), if bounded.
+    fn read_limit(&self) -> Option<usize> {
+        None
+    }
+    /// The session's revision as stored now (`None`: no such session). Blocking.
+    fn revision(&self, _session: &str) -> Result<Option<u64>> {
+        Ok(Some(0))
+    }
+    /// Whether every revision of `session` after `known` up to `now` was written by this
+    /// daemon.
+    fn continues(&self, _session: &str, known: u64, now: u64) -> bool {
+        known == now
+    }
+    /// This daemon's id among the daemons of a shared database.
+    fn instance(&self) -> Option<&str> {
+        None
+    }
+    /// Tells the other daemons of a shared database about an event.
+    fn publish(&self, _note: &Remote) {}
+    /// The other daemons' notes (once: the engine takes the receiver).
+    fn remote(&self) -> Option<tokio::sync::mpsc::UnboundedReceiver<Remote>> {
+        None
+    }
+    /// Stops accepting writes; queued writes still finish.
+    fn close(&self);
+    /// Where the data lives, for logs and status (no password).
+    fn describe(&self) -> String;
+}
 
 #[derive(Clone)]
 pub struct Store {
-    inner: Arc<Inner>,
+    inner: Arc<dyn Backend>,
+    /// Bounds reads to the backend's pool (PostgreSQL connections).
+    read_permits: Option<Arc<tokio::sync::Semaphore>>,
 }
 
-struct Inner {
-    path: PathBuf,
-    writer: Mutex<Option<std::sync::mpsc::Sender<Job>>>,
-    readers: Mutex<Vec<Connection>>,
-}
-
-fn configure(conn: &Connection) -> rusqlite::Result<()> {
-    conn.busy_timeout(std::time::Duration::from_secs(10))?;
-    conn.pragma_update(None, "foreign_keys", "ON")?;
-    conn.pragma_update(None, "synchronous", "NORMAL")?;
-    Ok(())
-}
-
-/// Applies every migration in `migrations/` that the database has not seen.
-pub fn migrate(conn: &mut Connection) -> Result<()> {
-    let migrations = Migrations::from_directory(&MIGRATIONS_DIR)
-        .map_err(|e| Error::Storage(format!("migrations: {e}")))?;
-    migrations
-        .to_latest(conn)
-        .map_err(|e| Error::Storage(format!("migrations: {e}")))
+/// A job whose body stores what `f` returns for `done` to hand on.
+fn job<R, F>(
+    session: &str,
+    current_at: Option<u64>,
+    f: F,
+    done: impl FnOnce(Result<R>) + Send + 'static,
+) -> WriteJob
+where
+    R: Send + 'static,
+    F: FnOnce(&mut dyn Db) -> Result<R> + Send + 'static,
+{
+    let slot: Arc<Mutex<Option<Produced>>> = Arc::new(Mutex::new(None));
+    let filled = slot.clone();
+    WriteJob {
+        session: session.to_string(),
+        current_at,
+        body: Box::new(move |db| {
+            let value = f(db)?;
+            *lock(&filled) = Some(Box::new(value));
+            Ok(())
+        }),
+        done: Box::new(move |r| {
+            let out = r.and_then(|()| {
+                lock(&slot)
+                    .take()
+                    .and_then(|v| v.downcast::<R>().ok())
+                    .map(|v| *v)
+                    .ok_or_else(|| Error::Internal("write produced no value".into()))
+            });
+            done(out);
+        }),
+    }
 }
 
 impl Store {
-    /// Opens (creating if needed) the database, applies migrations and starts the writer.
+    /// Opens (creating if needed) the SQLite database at `path`, applies migrations and
+    /// starts the writer.
     pub fn open(path: &Path) -> Result<Store> {
-        let mut conn = Connection::open(path)?;
-        conn.pragma_update(None, "journal_mode", "WAL")?;
-        configure(&conn)?;
-        migrate(&mut conn)?;
-        let (tx, rx) = std::sync::mpsc::channel::<Job>();
-        std::thread::Builder::new()
-            .name("ctxd-sqlite-writer".into())
-            .spawn(move || {
-                let mut conn = conn;
-                while let Ok(job) = rx.recv() {
-                    job(&mut conn);
-                }
-            })
-            .map_err(|e| Error::Internal(format!("spawn writer: {e}")))?;
-        Ok(Store {
-            inner: Arc::new(Inner {
-                path: path.to_path_buf(),
-                writer: Mutex::new(Some(tx)),
-                readers: Mutex::new(Vec::new()),
-            }),
-        })
+        Ok(Store::over(Arc::new(sqlite::Sqlite::open(path)?)))
     }
 
-    pub fn path(&self) -> &Path {
-        &self.inner.path
+    /// Connects to a PostgreSQL database (migrating it when it is empty) and starts the
+    /// writer, the listener and the publisher. Blocking.
+    pub fn open_postgres(options: &PgOptions) -> Result<Store> {
+        Ok(Store::over(Arc::new(postgres::Postgres::open(options)?)))
     }
 
-    /// Runs `f` inside one `BEGIN IMMEDIATE` transaction on the writer thread. The
-    /// transaction commits only when `f` returns `Ok`, so a failed batch writes nothing.
-    pub async fn write<R, F>(&self, f: F) -> Result<R>
+    fn over(inner: Arc<dyn Backend>) -> Store {
+        let read_permits = inner
+            .read_limit()
+            .map(|n| Arc::new(tokio::sync::Semaphore::new(n)));
+        Store {
+            inner,
+            read_permits,
+        }
+    }
+
+    pub fn dialect(&self) -> Dialect {
+        self.inner.dialect()
+    }
+
+    /// Whether other daemons may write the same database (PostgreSQL): loaded sessions
+    /// must then be checked against the store before use.
+    pub fn shared(&self) -> bool {
+        self.dialect() == Dialect::Postgres
+    }
+
+    /// The session's stored revision (`None`: it does not exist).
+    pub async fn revision(&self, session: &str) -> Result<Option<u64>> {
+        let sid = session.to_string();
+        self.blocking(move |inner| inner.revision(&sid)).await
+    }
+
+    /// Whether the revisions of `session` after `known` up to `now` are all this
+    /// daemon's own writes (so a copy that was current at `known` and saw them is
+    /// current at `now`).
+    pub fn continues(&self, session: &str, known: u64, now: u64) -> bool {
+        known == now || self.inner.continues(session, known, now)
+    }
+
+    /// This daemon's id among the daemons of a shared database.
+    pub fn instance(&self) -> Option<&str> {
+        self.inner.instance()
+    }
+
+    /// Tells the other daemons of a shared database about an event.
+    pub fn publish(&self, note: &Remote) {
+        self.inner.publish(note);
+    }
+
+    /// The other daemons' notes (the first caller gets the receiver).
+    pub fn remote(&self) -> Option<tokio::sync::mpsc::UnboundedReceiver<Remote>> {
+        self.inner.remote()
+    }
+
+    /// Runs `f` on the blocking pool within the read bound.
+    async fn blocking<R, F>(&self, f: F) -> Result<R>
     where
         R: Send + 'static,
-        F: FnOnce(&rusqlite::Transaction<'_>) -> Result<R> + Send + 'static,
+        F: FnOnce(&dyn Backend) -> Result<R> + Send + 'static,
+    {
+        let _permit = match &self.read_permits {
+            Some(s) => Some(
+                s.clone()
+                    .acquire_owned()
+                    .await
+                    .map_err(|_| Error::Storage("store is closed".into()))?,
+            ),
+            None => None,
+        };
+        let inner = self.inner.clone();
+        tokio::task::spawn_blocking(move || f(inner.as_ref()))
+            .await
+            .map_err(|e| Error::Internal(format!("read task: {e}")))?
+    }
+
+    /// Where the data lives (a file path or a database URL without its password).
+    pub fn describe(&self) -> String {
+        self.inner.describe()
+    }
+
+    /// Runs `f` inside one write transaction on the writer thread. The transaction
+    /// commits only when `f` returns `Ok`, so a failed batch writes nothing. `session` is
+    /// the session the transaction writes. The job is queued when this is called, so
+    /// writes run in call order.
+    pub fn write<R, F>(&self, session: &str, f: F) -> impl Future<Output = Result<R>> + 'static
+    where
+        R: Send + 'static,
+        F: FnOnce(&mut dyn Db) -> Result<R> + Send + 'static,
+    {
+        self.submit_write(session, None, f)
+    }
+
+    /// [`Store::write`] for what a compile derived from a loaded copy current at
+    /// `revision` (frozen fates, cache edits, the request latch): on a shared store it
+    /// fails with `Conflict`, writing nothing, when another daemon wrote the session
+    /// since, so no daemon freezes a decision made on a stale copy.
+    pub fn write_current<R, F>(
+        &self,
+        session: &str,
+        revision: u64,
+        f: F,
+    ) -> impl Future<Output = Result<R>> + 'static
+    where
+        R: Send + 'static,
+        F: FnOnce(&mut dyn Db) -> Result<R> + Send + 'static,
+    {
+        self.submit_write(session, Some(revision), f)
+    }
+
+    fn submit_write<R, F>(
+        &self,
+        session: &str,
+        current_at: Option<u64>,
+        f: F,
+    ) -> impl Future<Output = Result<R>> + 'static
+    where
+        R: Send + 'static,
+        F: FnOnce(&mut dyn Db) -> Result<R> + Send + 'static,
     {
         let (reply_tx, reply_rx) = oneshot::channel();
-        let job: Job = Box::new(move |conn: &mut Connection| {
-            let result = (|| {
-                let tx = conn.transaction_with_behavior(TransactionBehavior::Immediate)?;
-                let value = f(&tx)?;
-                tx.commit()?;
-                Ok(value)
-            })();
-            let _ = reply_tx.send(result);
+        let job = job(session, current_at, f, move |r| {
+            let _ = reply_tx.send(r);
         });
-        let sender = self
-            .inner
-            .writer
-            .lock()
-            .map_err(|_| Error::Internal("writer lock poisoned".into()))?
-            .clone()
-            .ok_or_else(|| Error::Storage("store is closed".into()))?;
-        sender
-            .send(job)
-            .map_err(|_| Error::Storage("writer thread stopped".into()))?;
-        reply_rx
-            .await
-            .map_err(|_| Error::Storage("writer thread dropped the reply".into()))?
+        let submitted = self.inner.submit(job).is_ok();
+        async move {
+            if !submitted {
+                return Err(Error::Storage("store is closed".into()));
+            }
+            reply_rx
+                .await
+                .map_err(|_| Error::Storage("writer thread dropped the reply".into()))?
+        }
     }
 
     /// Queues `f` like [`Store::write`] without waiting for it: bookkeeping a caller must
     /// not wait for. It is queued before this returns, so writes queued later run after
     /// it; a failure is only logged.
-    pub fn write_detached<F>(&self, what: &'static str, f: F)
+    pub fn write_detached<F>(&self, what: &'static str, session: &str, f: F)
     where
-        F: FnOnce(&rusqlite::Transaction<'_>) -> Result<()> + Send + 'static,
+        F: FnOnce(&mut dyn Db) -> Result<()> + Send + 'static,
     {
-        let job: Job = Box::new(move |conn: &mut Connection| {
-            let result = (|| {
-                let tx = conn.transaction_with_behavior(TransactionBehavior::Immediate)?;
-                f(&tx)?;
-                tx.commit()?;
-                Ok::<(), Error>(())
-            })();
-            if let Err(e) = result {
+        let job = job(session, None, f, move |r: Result<()>| {
+            if let Err(e) = r {
                 tracing::warn!(error = %e, "{what} not stored");
             }
         });
-        let sender = self.inner.writer.lock().ok().and_then(|w| w.clone());
-        if sender.and_then(|s| s.send(job).ok()).is_none() {
+        if self.inner.submit(job).is_err() {
             tracing::warn!("{what} not stored: the store is closed");
         }
     }
@@ -142,44 +352,32 @@ impl Store {
     pub async fn read<R, F>(&self, f: F) -> Result<R>
     where
         R: Send + 'static,
-        F: FnOnce(&Connection) -> Result<R> + Send + 'static,
+        F: FnOnce(&mut dyn Db) -> Result<R> + Send + 'static,
     {
-        let inner = self.inner.clone();
-        tokio::task::spawn_blocking(move || {
-            let pooled = inner.readers.lock().ok().and_then(|mut v| v.pop());
-            let conn = match pooled {
-                Some(c) => c,
-                None => {
-                    let c = Connection::open_with_flags(
-                        &inner.path,
-                        OpenFlags::SQLITE_OPEN_READ_ONLY | OpenFlags::SQLITE_OPEN_NO_MUTEX,
-                    )?;
-                    configure(&c)?;
-                    c
-                }
-            };
-            let result = f(&conn);
-            if let Ok(mut v) = inner.readers.lock()
-                && v.len() < 8
-            {
-                v.push(conn);
-            }
-            result
+        self.blocking(move |inner| {
+            let mut f = Some(f);
+            let mut out = None;
+            inner.read(&mut |db| {
+                let f = f
+                    .take()
+                    .ok_or_else(|| Error::Internal("read body ran twice".into()))?;
+                out = Some(f(db)?);
+                Ok(())
+            })?;
+            out.ok_or_else(|| Error::Internal("read produced no value".into()))
         })
         .await
-        .map_err(|e| Error::Internal(format!("read task: {e}")))?
     }
 
     /// Stops accepting writes; queued writes still finish.
     pub fn close(&self) {
-        if let Ok(mut w) = self.inner.writer.lock() {
-            w.take();
-        }
+        self.inner.close();
     }
 }
 
 #[cfg(test)]
 mod tests {
+    use super::db::params;
     use super::*;
 
     #[tokio::test]
@@ -187,24 +385,34 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let store = Store::open(&dir.path().join("t.db")).unwrap();
         let r: Result<()> = store
-            .write(|tx| {
+            .write("a", |tx| {
                 tx.execute(
                     "INSERT INTO sessions (id, cwd, original_cwd, model_profile, settings, start_date, created_at, updated_at) VALUES ('a','/','/','{}','{}','2026-01-01','t','t')",
-                    [],
+                    params![],
                 )?;
                 Err(Error::invalid("x", "refused"))
             })
             .await;
         assert!(r.is_err());
-        let n: i64 = store
-            .read(|c| Ok(c.query_row("SELECT count(*) FROM sessions", [], |r| r.get(0))?))
+        let n = store
+            .read(|c| {
+                c.query_one("SELECT count(*) FROM sessions", params![])?
+                    .int(0)
+            })
             .await
             .unwrap();
         assert_eq!(n, 0);
-        let v: i64 = store
-            .read(|c| Ok(c.query_row("PRAGMA user_version", [], |r| r.get(0))?))
+        let v = store
+            .read(|c| c.query_one("PRAGMA user_version", params![])?.int(0))
             .await
             .unwrap();
-        assert!(v >= 1);
+        assert_eq!(v as usize, sqlite_migration_count());
+    }
+
+    fn sqlite_migration_count() -> usize {
+        MIGRATIONS_DIR
+            .dirs()
+            .filter(|d| d.path().file_name().is_some_and(|n| n != "postgres"))
+            .count()
     }
 }

@@ -1,101 +1,90 @@
 //! Transcript rows. Append-only: nothing here updates or deletes a single record.
 
 use ctxd_protocol::Record;
-use rusqlite::{Connection, OptionalExtension, params};
 
+use super::db::{Db, params};
 use crate::error::{Error, Result};
 
 /// `(seq, uuid)` of the last record, if any.
-pub fn last(conn: &Connection, session: &str) -> Result<Option<(u64, String)>> {
-    Ok(conn
-        .query_row(
-            "SELECT seq, uuid FROM records WHERE session_id = ?1 ORDER BY seq DESC LIMIT 1",
-            [session],
-            |r| Ok((r.get::<_, i64>(0)? as u64, r.get(1)?)),
-        )
-        .optional()?)
+pub fn last(db: &mut dyn Db, session: &str) -> Result<Option<(u64, String)>> {
+    db.query_opt(
+        "SELECT seq, uuid FROM records WHERE session_id = ?1 ORDER BY seq DESC LIMIT 1",
+        params![session],
+    )?
+    .map(|r| Ok((r.u64(0)?, r.text(1)?)))
+    .transpose()
 }
 
-pub fn count(conn: &Connection, session: &str) -> Result<u64> {
-    Ok(conn.query_row(
+pub fn count(db: &mut dyn Db, session: &str) -> Result<u64> {
+    db.query_one(
         "SELECT count(*) FROM records WHERE session_id = ?1",
-        [session],
-        |r| r.get::<_, i64>(0),
-    )? as u64)
+        params![session],
+    )?
+    .u64(0)
 }
 
-pub fn uuid_exists(conn: &Connection, session: &str, uuid: &str) -> Result<bool> {
-    Ok(conn
-        .query_row(
+pub fn uuid_exists(db: &mut dyn Db, session: &str, uuid: &str) -> Result<bool> {
+    Ok(db
+        .query_opt(
             "SELECT 1 FROM records WHERE session_id = ?1 AND uuid = ?2",
-            [session, uuid],
-            |_| Ok(()),
-        )
-        .optional()?
+            params![session, uuid],
+        )?
         .is_some())
 }
 
-pub fn seq_of(conn: &Connection, session: &str, uuid: &str) -> Result<u64> {
-    conn.query_row(
+pub fn seq_of(db: &mut dyn Db, session: &str, uuid: &str) -> Result<u64> {
+    db.query_opt(
         "SELECT seq FROM records WHERE session_id = ?1 AND uuid = ?2",
-        [session, uuid],
-        |r| r.get::<_, i64>(0),
-    )
-    .optional()?
-    .map(|s| s as u64)
+        params![session, uuid],
+    )?
+    .map(|r| r.u64(0))
+    .transpose()?
     .ok_or_else(|| Error::RecordNotFound(uuid.to_string()))
 }
 
 /// Inserts records whose `seq` and `uuid` are already assigned.
-pub fn insert_all(conn: &Connection, session: &str, records: &[Record]) -> Result<()> {
-    let mut stmt = conn.prepare_cached(
-        "INSERT INTO records (session_id, seq, uuid, parent_uuid, kind, timestamp, message_id, body) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)",
-    )?;
+pub fn insert_all(db: &mut dyn Db, session: &str, records: &[Record]) -> Result<()> {
     for r in records {
-        stmt.execute(params![
-            session,
-            r.seq as i64,
-            r.uuid,
-            r.parent_uuid,
-            r.kind.as_str(),
-            r.timestamp,
-            r.message_id,
-            serde_json::to_string(r)?,
-        ])
-        .map_err(|e| match e {
-            rusqlite::Error::SqliteFailure(f, _)
-                if f.code == rusqlite::ErrorCode::ConstraintViolation =>
-            {
-                Error::DuplicateRecord(r.uuid.clone())
-            }
-            other => other.into(),
-        })?;
+        let body = serde_json::to_string(r)?;
+        let inserted = db.try_insert(
+            "INSERT INTO records (session_id, seq, uuid, parent_uuid, kind, timestamp, message_id, body) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)",
+            params![
+                session,
+                r.seq as i64,
+                &r.uuid,
+                r.parent_uuid.as_ref(),
+                r.kind.as_str(),
+                &r.timestamp,
+                r.message_id.as_ref(),
+                &body,
+            ],
+        )?;
+        if inserted.is_none() {
+            return Err(Error::DuplicateRecord(r.uuid.clone()));
+        }
+    }
+    if let (Some(first), Some(last)) = (records.first(), records.last()) {
+        db.appended(session, first.seq, last.seq);
     }
     Ok(())
 }
 
 /// Records with `seq > after`, at most `limit` of them, in order.
-pub fn page(conn: &Connection, session: &str, after: u64, limit: u32) -> Result<Vec<Record>> {
-    let mut stmt = conn.prepare_cached(
+pub fn page(db: &mut dyn Db, session: &str, after: u64, limit: u32) -> Result<Vec<Record>> {
+    db.query_map(
         "SELECT body FROM records WHERE session_id = ?1 AND seq > ?2 ORDER BY seq LIMIT ?3",
-    )?;
-    let rows = stmt.query_map(params![session, after as i64, limit], |r| {
-        r.get::<_, String>(0)
-    })?;
-    let mut out = Vec::new();
-    for body in rows {
-        out.push(serde_json::from_str(&body?)?);
-    }
-    Ok(out)
+        params![session, after as i64, limit],
+        |mut r| Ok(serde_json::from_str(&r.take_text(0)?)?),
+    )
 }
 
-pub fn all(conn: &Connection, session: &str) -> Result<Vec<Record>> {
-    page(conn, session, 0, u32::MAX)
+pub fn all(db: &mut dyn Db, session: &str) -> Result<Vec<Record>> {
+    page(db, session, 0, u32::MAX)
 }
 
 /// Records with `seq <= upto`, for forks.
-pub fn up_to(conn: &Connection, session: &str, upto: u64) -> Result<Vec<Record>> {
-    let mut out = all(conn, session)?;
+pub fn up_to(db: &mut dyn Db, session: &str, upto: u64) -> Result<Vec<Record>> {
+    let mut out = all(db, session)?;
     out.retain(|r| r.seq <= upto);
     Ok(out)
 }

@@ -1,7 +1,8 @@
 //! Session rows.
 
 use ctxd_protocol::{ModelProfile, SessionInfo, SessionSettings, SystemPrompt, ToolSpec};
-use rusqlite::{Connection, OptionalExtension, Row, params};
+
+use super::db::{Db, Dialect, Row, params};
 
 use crate::error::{Error, Result};
 
@@ -47,76 +48,75 @@ impl SessionRow {
 
 const COLUMNS: &str = "id, cwd, original_cwd, model_profile, settings, additional_dirs, system_prompt, start_date, git_snapshot, parent_session_id, forked_from_uuid, title, created_at, updated_at";
 
-fn json_col<T: serde::de::DeserializeOwned>(row: &Row<'_>, idx: usize) -> rusqlite::Result<T> {
-    let text: String = row.get(idx)?;
-    serde_json::from_str(&text).map_err(|e| {
-        rusqlite::Error::FromSqlConversionFailure(idx, rusqlite::types::Type::Text, Box::new(e))
-    })
-}
-
-fn from_row(row: &Row<'_>) -> rusqlite::Result<SessionRow> {
-    let system: Option<String> = row.get(6)?;
-    let system = match system {
-        Some(s) => Some(serde_json::from_str(&s).map_err(|e| {
-            rusqlite::Error::FromSqlConversionFailure(6, rusqlite::types::Type::Text, Box::new(e))
-        })?),
+fn from_row(row: Row) -> Result<SessionRow> {
+    let system = match row.opt_text(6)? {
+        Some(s) => Some(serde_json::from_str(&s)?),
         None => None,
     };
     Ok(SessionRow {
-        id: row.get(0)?,
-        cwd: row.get(1)?,
-        original_cwd: row.get(2)?,
-        model: json_col(row, 3)?,
-        settings: json_col(row, 4)?,
-        additional_directories: json_col(row, 5)?,
+        id: row.text(0)?,
+        cwd: row.text(1)?,
+        original_cwd: row.text(2)?,
+        model: row.json(3)?,
+        settings: row.json(4)?,
+        additional_directories: row.json(5)?,
         system,
-        start_date: row.get(7)?,
-        git_snapshot: row.get(8)?,
-        parent_session_id: row.get(9)?,
-        forked_from_uuid: row.get(10)?,
-        title: row.get(11)?,
-        created_at: row.get(12)?,
-        updated_at: row.get(13)?,
+        start_date: row.text(7)?,
+        git_snapshot: row.opt_text(8)?,
+        parent_session_id: row.opt_text(9)?,
+        forked_from_uuid: row.opt_text(10)?,
+        title: row.opt_text(11)?,
+        created_at: row.text(12)?,
+        updated_at: row.text(13)?,
     })
 }
 
-pub fn insert(conn: &Connection, s: &SessionRow) -> Result<()> {
+pub fn insert(db: &mut dyn Db, s: &SessionRow) -> Result<()> {
     let system = s.system.as_ref().map(serde_json::to_string).transpose()?;
-    conn.execute(
+    let (model, settings, dirs) = (
+        serde_json::to_string(&s.model)?,
+        serde_json::to_string(&s.settings)?,
+        serde_json::to_string(&s.additional_directories)?,
+    );
+    db.execute(
         &format!("INSERT INTO sessions ({COLUMNS}) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14)"),
         params![
-            s.id,
-            s.cwd,
-            s.original_cwd,
-            serde_json::to_string(&s.model)?,
-            serde_json::to_string(&s.settings)?,
-            serde_json::to_string(&s.additional_directories)?,
-            system,
-            s.start_date,
-            s.git_snapshot,
-            s.parent_session_id,
-            s.forked_from_uuid,
-            s.title,
-            s.created_at,
-            s.updated_at,
+            &s.id,
+            &s.cwd,
+            &s.original_cwd,
+            &model,
+            &settings,
+            &dirs,
+            system.as_ref(),
+            &s.start_date,
+            s.git_snapshot.as_ref(),
+            s.parent_session_id.as_ref(),
+            s.forked_from_uuid.as_ref(),
+            s.title.as_ref(),
+            &s.created_at,
+            &s.updated_at,
         ],
     )?;
     Ok(())
 }
 
 /// Rewrites the mutable columns of a session.
-pub fn update(conn: &Connection, s: &SessionRow) -> Result<()> {
+pub fn update(db: &mut dyn Db, s: &SessionRow) -> Result<()> {
     let system = s.system.as_ref().map(serde_json::to_string).transpose()?;
-    let n = conn.execute(
+    let (model, settings) = (
+        serde_json::to_string(&s.model)?,
+        serde_json::to_string(&s.settings)?,
+    );
+    let n = db.execute(
         "UPDATE sessions SET cwd = ?2, model_profile = ?3, settings = ?4, system_prompt = ?5, title = ?6, updated_at = ?7 WHERE id = ?1",
         params![
-            s.id,
-            s.cwd,
-            serde_json::to_string(&s.model)?,
-            serde_json::to_string(&s.settings)?,
-            system,
-            s.title,
-            s.updated_at,
+            &s.id,
+            &s.cwd,
+            &model,
+            &settings,
+            system.as_ref(),
+            s.title.as_ref(),
+            &s.updated_at,
         ],
     )?;
     if n == 0 {
@@ -125,77 +125,91 @@ pub fn update(conn: &Connection, s: &SessionRow) -> Result<()> {
     Ok(())
 }
 
-pub fn touch(conn: &Connection, id: &str, now: &str) -> Result<()> {
-    conn.execute(
+pub fn touch(db: &mut dyn Db, id: &str, now: &str) -> Result<()> {
+    db.execute(
         "UPDATE sessions SET updated_at = ?2 WHERE id = ?1",
         params![id, now],
     )?;
     Ok(())
 }
 
-pub fn get(conn: &Connection, id: &str) -> Result<SessionRow> {
-    conn.query_row(
+pub fn get(db: &mut dyn Db, id: &str) -> Result<SessionRow> {
+    db.query_opt(
         &format!("SELECT {COLUMNS} FROM sessions WHERE id = ?1"),
-        [id],
-        from_row,
-    )
-    .optional()?
+        params![id],
+    )?
+    .map(from_row)
+    .transpose()?
     .ok_or_else(|| Error::SessionNotFound(id.to_string()))
 }
 
-pub fn exists(conn: &Connection, id: &str) -> Result<bool> {
-    Ok(conn
-        .query_row("SELECT 1 FROM sessions WHERE id = ?1", [id], |_| Ok(()))
-        .optional()?
+/// The session's revision (bumped by every write transaction of a shared store; always
+/// 0 on SQLite, where one daemon owns the database).
+pub fn revision(db: &mut dyn Db, id: &str) -> Result<u64> {
+    match db.dialect() {
+        Dialect::Sqlite => Ok(0),
+        Dialect::Postgres => db
+            .query_opt("SELECT revision FROM sessions WHERE id = ?1", params![id])?
+            .map_or(Ok(0), |r| r.u64(0)),
+    }
+}
+
+pub fn exists(db: &mut dyn Db, id: &str) -> Result<bool> {
+    Ok(db
+        .query_opt("SELECT 1 FROM sessions WHERE id = ?1", params![id])?
         .is_some())
 }
 
 /// Newest first.
-pub fn list(conn: &Connection, limit: u32) -> Result<Vec<SessionRow>> {
-    let mut stmt = conn.prepare(&format!(
-        "SELECT {COLUMNS} FROM sessions ORDER BY created_at DESC, id DESC LIMIT ?1"
-    ))?;
-    let rows = stmt.query_map([limit], from_row)?;
-    Ok(rows.collect::<rusqlite::Result<Vec<_>>>()?)
+pub fn list(db: &mut dyn Db, limit: u32) -> Result<Vec<SessionRow>> {
+    db.query_map(
+        &format!("SELECT {COLUMNS} FROM sessions ORDER BY created_at DESC, id DESC LIMIT ?1"),
+        params![limit],
+        from_row,
+    )
 }
 
-pub fn count(conn: &Connection) -> Result<u64> {
-    Ok(conn.query_row("SELECT count(*) FROM sessions", [], |r| r.get::<_, i64>(0))? as u64)
+pub fn count(db: &mut dyn Db) -> Result<u64> {
+    db.query_one("SELECT count(*) FROM sessions", params![])?
+        .u64(0)
 }
 
-pub fn delete(conn: &Connection, id: &str) -> Result<bool> {
-    Ok(conn.execute("DELETE FROM sessions WHERE id = ?1", [id])? > 0)
+pub fn delete(db: &mut dyn Db, id: &str) -> Result<bool> {
+    Ok(db.execute("DELETE FROM sessions WHERE id = ?1", params![id])? > 0)
 }
 
-pub fn set_tools(conn: &Connection, id: &str, tools: &[ToolSpec]) -> Result<()> {
-    conn.execute("DELETE FROM tools WHERE session_id = ?1", [id])?;
-    let mut stmt = conn
-        .prepare("INSERT INTO tools (session_id, position, name, spec) VALUES (?1, ?2, ?3, ?4)")?;
+pub fn set_tools(db: &mut dyn Db, id: &str, tools: &[ToolSpec]) -> Result<()> {
+    db.execute("DELETE FROM tools WHERE session_id = ?1", params![id])?;
     for (i, t) in tools.iter().enumerate() {
-        stmt.execute(params![id, i as i64, t.name, serde_json::to_string(t)?])?;
+        let spec = serde_json::to_string(t)?;
+        db.execute(
+            "INSERT INTO tools (session_id, position, name, spec) VALUES (?1, ?2, ?3, ?4)",
+            params![id, i as i64, &t.name, &spec],
+        )?;
     }
     Ok(())
 }
 
-pub fn tools(conn: &Connection, id: &str) -> Result<Vec<ToolSpec>> {
-    let mut stmt =
-        conn.prepare("SELECT spec FROM tools WHERE session_id = ?1 ORDER BY position")?;
-    let rows = stmt.query_map([id], |r| json_col::<ToolSpec>(r, 0))?;
-    Ok(rows.collect::<rusqlite::Result<Vec<_>>>()?)
+pub fn tools(db: &mut dyn Db, id: &str) -> Result<Vec<ToolSpec>> {
+    db.query_map(
+        "SELECT spec FROM tools WHERE session_id = ?1 ORDER BY position",
+        params![id],
+        |r| r.json(0),
+    )
 }
 
-pub fn add_rejected_media(conn: &Connection, id: &str, uuid: &str, index: u32) -> Result<()> {
-    conn.execute(
-        "INSERT OR IGNORE INTO rejected_media (session_id, record_uuid, block_index) VALUES (?1, ?2, ?3)",
+pub fn add_rejected_media(db: &mut dyn Db, id: &str, uuid: &str, index: u32) -> Result<()> {
+    db.execute(
+        "INSERT INTO rejected_media (session_id, record_uuid, block_index) VALUES (?1, ?2, ?3) ON CONFLICT DO NOTHING",
         params![id, uuid, index],
     )?;
     Ok(())
 }
 
-pub fn rejected_media(conn: &Connection, id: &str) -> Result<Vec<(String, u32)>> {
-    let mut stmt = conn.prepare(
+pub fn rejected_media(db: &mut dyn Db, id: &str) -> Result<Vec<(String, u32)>> {
+    db.query_map(
         "SELECT record_uuid, block_index FROM rejected_media WHERE session_id = ?1 ORDER BY record_uuid, block_index",
-    )?;
-    let rows = stmt.query_map([id], |r| Ok((r.get(0)?, r.get(1)?)))?;
-    Ok(rows.collect::<rusqlite::Result<Vec<_>>>()?)
+        params![id],
+        |r| Ok((r.text(0)?, r.u32(1)?)),
+    )
 }

@@ -1,0 +1,430 @@
+//! The shared backend: one PostgreSQL database served by any number of daemons.
+//!
+//! Like SQLite, one writer thread per daemon runs every write transaction (so this
+//! daemon's writes keep their order); each starts with `ctxd_lock_session`, which takes
+//! the session's advisory lock until commit — writes to one session are serialised
+//! across daemons — and bumps its revision. Reads run on a bounded pool of connections
+//! in `REPEATABLE READ, READ ONLY` transactions, so a load sees one snapshot. A lost
+//! connection fails the call that needed it with a storage error and is re-opened by the
+//! next one, so the daemon recovers when the database returns.
+
+mod db;
+pub(crate) mod migrate;
+pub(crate) mod notify;
+
+use std::collections::HashMap;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::mpsc::SyncSender;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use postgres::{Client, IsolationLevel, NoTls};
+use tokio::sync::mpsc::UnboundedReceiver;
+
+use self::db::{Appended, PgDb, Statements};
+use self::notify::{Remote, RemoteWhat};
+use super::db::{Db, Dialect, params};
+use super::{Backend, Body, WriteJob, lock};
+use crate::error::{Error, Result};
+
+/// How long connecting may take before the call fails.
+const CONNECT_TIMEOUT: Duration = Duration::from_secs(5);
+/// The longest a write waits for another daemon's lock on its session.
+const LOCK_TIMEOUT: &str = "30s";
+/// Own-write chains remembered (one per session written); beyond, they are forgotten,
+/// which costs those sessions one reload.
+const MAX_CHAINS: usize = 10_000;
+
+/// Read connections per daemon unless configured.
+pub const DEFAULT_POOL: usize = 8;
+
+/// How a daemon reaches its database.
+#[derive(Debug, Clone)]
+pub struct PgOptions {
+    /// `postgres://…` or `postgresql://…` (a Unix socket: `postgresql:///db?host=/dir`).
+    pub url: String,
+    /// Read connections open at once; reads beyond wait for one.
+    pub pool: usize,
+}
+
+/// One connection and the statements prepared on it.
+struct Conn {
+    client: Client,
+    statements: Statements,
+}
+
+pub(crate) fn connect(config: &postgres::Config) -> Result<Client> {
+    config
+        .connect(NoTls)
+        .map_err(|e| Error::Storage(format!("postgres: the database is unreachable: {e}")))
+}
+
+fn open(config: &postgres::Config) -> Result<Conn> {
+    Ok(Conn {
+        client: connect(config)?,
+        statements: HashMap::new(),
+    })
+}
+
+/// The URL without its password, for logs and status.
+fn shown(url: &str) -> String {
+    match url.split_once("://") {
+        Some((scheme, rest)) => match rest.split_once('@') {
+            Some((auth, host)) => {
+                let user = auth.split(':').next().unwrap_or_default();
+                format!("{scheme}://{user}@{host}")
+            }
+            None => url.to_string(),
+        },
+        None => url.to_string(),
+    }
+}
+
+pub(crate) fn config(url: &str) -> Result<postgres::Config> {
+    let mut config: postgres::Config = url
+        .parse()
+        .map_err(|e| Error::Storage(format!("store URL {}: {e}", shown(url))))?;
+    config.connect_timeout(CONNECT_TIMEOUT);
+    config.application_name("ctxd");
+    config.options(&format!("-c lock_timeout={LOCK_TIMEOUT}"));
+    Ok(config)
+}
+
+/// Contiguous revisions of one session written by this daemon: `(from, to)` means every
+/// revision after `from` up to `to` is ours.
+type Chains = HashMap<String, (u64, u64)>;
+
+pub(crate) struct Postgres {
+    config: postgres::Config,
+    url: String,
+    instance: String,
+    pool: usize,
+    writer: Mutex<Option<std::sync::mpsc::Sender<WriteJob>>>,
+    readers: Mutex<Vec<Conn>>,
+    chains: Arc<Mutex<Chains>>,
+    publisher: Mutex<Option<SyncSender<String>>>,
+    remote: Mutex<Option<UnboundedReceiver<Remote>>>,
+    stop: Arc<AtomicBool>,
+}
+
+/// Runs one write transaction: the session's lock first, then the body, then the
+/// append notes; the revision the transaction gave the session, if it exists.
+fn run(
+    conn: &mut Conn,
+    instance: &str,
+    chains: &Mutex<Chains>,
+    job: (&str, Option<u64>, Body),
+) -> Result<Option<u64>> {
+    let (session, current_at, body) = job;
+    let mut tx = conn.client.transaction()?;
+    let mut appended = Appended::default();
+    let mut db = PgDb {
+        tx: &mut tx,
+        statements: &mut conn.statements,
+        appended: &mut appended,
+    };
+    let dbx: &mut dyn Db = &mut db;
+    let revision = dbx
+        .query_one("SELECT ctxd_lock_session(?1)", params![session])?
+        .opt_u64(0)?;
+    if let (Some(known), Some(now)) = (current_at, revision) {
+        let before = now.saturating_sub(1);
+        if !(known == before || continues(chains, session, known, before)) {
+            return Err(Error::Conflict {
+                expected: format!("session revision {known}"),
+                actual: format!("revision {before} (written by another daemon)"),
+            });
+        }
+    }
+    body(dbx)?;
+    for (sid, first_seq, last_seq) in std::mem::take(&mut appended.0) {
+        let note = Remote {
+            from: instance.to_string(),
+            session_id: sid,
+            what: RemoteWhat::Appended {
+                first_seq,
+                last_seq,
+            },
+        };
+        if let Some(payload) = note.payload() {
+            let mut db = PgDb {
+                tx: &mut tx,
+                statements: &mut conn.statements,
+                appended: &mut appended,
+            };
+            let dbx: &mut dyn Db = &mut db;
+            dbx.execute(
+                "SELECT pg_notify(?1, ?2)",
+                params![notify::CHANNEL, &payload],
+            )?;
+        }
+    }
+    tx.commit()?;
+    Ok(revision)
+}
+
+/// Whether every revision of `session` after `known` up to `now` was this daemon's.
+fn continues(chains: &Mutex<Chains>, session: &str, known: u64, now: u64) -> bool {
+    lock(chains)
+        .get(session)
+        .is_some_and(|&(from, to)| from <= known && known <= to && to == now)
+}
+
+fn note_revision(chains: &Mutex<Chains>, session: &str, revision: u64) {
+    let mut chains = lock(chains);
+    let prev = revision.saturating_sub(1);
+    match chains.get_mut(session) {
+        Some(c) if c.1 == prev => c.1 = revision,
+        _ => {
+            if chains.len() >= MAX_CHAINS {
+                chains.clear();
+            }
+            chains.insert(session.to_string(), (prev, revision));
+        }
+    }
+}
+
+fn writer_loop(
+    config: postgres::Config,
+    instance: String,
+    chains: Arc<Mutex<Chains>>,
+    jobs: std::sync::mpsc::Receiver<WriteJob>,
+) {
+    let mut conn: Option<Conn> = None;
+    while let Ok(WriteJob {
+        session,
+        current_at,
+        body,
+        done,
+    }) = jobs.recv()
+    {
+        if conn.as_ref().is_none_or(|c| c.client.is_closed()) {
+            conn = None;
+            match open(&config) {
+                Ok(c) => conn = Some(c),
+                Err(e) => {
+                    done(Err(e));
+                    continue;
+                }
+            }
+        }
+        let Some(c) = conn.as_mut() else { continue };
+        let result = run(c, &instance, &chains, (&session, current_at, body));
+        if let Ok(Some(revision)) = result {
+            note_revision(&chains, &session, revision);
+        }
+        if c.client.is_closed() {
+            conn = None;
+        }
+        done(result.map(|_| ()));
+    }
+}
+
+impl Postgres {
+    /// Connects, checks the schema (an empty database is migrated; an older or newer one
+    /// is refused) and starts the writer, the listener and the publisher.
+    pub(crate) fn open(options: &PgOptions) -> Result<Postgres> {
+        let config = config(&options.url)?;
+        let mut client = connect(&config)?;
+        let (applied, latest) = (migrate::applied(&mut client)?, migrate::latest()?);
+        if applied == 0 {
+            let (_, now) = migrate::migrate(&mut client)?;
+            tracing::info!(version = now, "migrated an empty database");
+        } else if applied < latest {
+            return Err(Error::Storage(format!(
+                "the database schema is at migration {applied}, this ctxd needs {latest}: run `ctxd migrate --store {}` (once, for every daemon of this database)",
+                shown(&options.url)
+            )));
+        } else if applied > latest {
+            return Err(migrate::newer(applied, latest));
+        }
+        drop(client);
+        let instance = uuid::Uuid::new_v4().to_string();
+        let chains = Arc::new(Mutex::new(Chains::new()));
+        let (jobs_tx, jobs_rx) = std::sync::mpsc::channel::<WriteJob>();
+        let (w_config, w_instance, w_chains) = (config.clone(), instance.clone(), chains.clone());
+        spawn("ctxd-pg-writer", move || {
+            writer_loop(w_config, w_instance, w_chains, jobs_rx)
+        })?;
+        let (pub_tx, pub_rx) = std::sync::mpsc::sync_channel(notify::PUBLISH_QUEUE);
+        let p_config = config.clone();
+        spawn("ctxd-pg-publisher", move || {
+            notify::publish(p_config, pub_rx)
+        })?;
+        let (remote_tx, remote_rx) = tokio::sync::mpsc::unbounded_channel();
+        let stop = Arc::new(AtomicBool::new(false));
+        let (l_config, l_instance, l_stop) = (config.clone(), instance.clone(), stop.clone());
+        spawn("ctxd-pg-listener", move || {
+            notify::listen(l_config, l_instance, remote_tx, l_stop)
+        })?;
+        Ok(Postgres {
+            config,
+            url: options.url.clone(),
+            instance,
+            pool: options.pool.max(1),
+            writer: Mutex::new(Some(jobs_tx)),
+            readers: Mutex::new(Vec::new()),
+            chains,
+            publisher: Mutex::new(Some(pub_tx)),
+            remote: Mutex::new(Some(remote_rx)),
+            stop,
+        })
+    }
+
+    fn pooled(&self) -> Result<Conn> {
+        loop {
+            match lock(&self.readers).pop() {
+                Some(c) if !c.client.is_closed() => return Ok(c),
+                Some(_) => continue,
+                None => return open(&self.config),
+            }
+        }
+    }
+
+    fn give_back(&self, conn: Conn) {
+        let mut pool = lock(&self.readers);
+        if !conn.client.is_closed() && pool.len() < self.pool {
+            pool.push(conn);
+        }
+    }
+}
+
+impl Drop for Postgres {
+    /// A blocking client closes its connection by running a small runtime of its own,
+    /// which panics on a thread that drives async tasks — where the last handle to the
+    /// store may well be dropped. The pooled connections are closed on a thread of their
+    /// own instead.
+    fn drop(&mut self) {
+        let readers = std::mem::take(&mut *lock(&self.readers));
+        if readers.is_empty() {
+            return;
+        }
+        if let Ok(h) = std::thread::Builder::new()
+            .name("ctxd-pg-close".into())
+            .spawn(move || drop(readers))
+        {
+            let _ = h.join();
+        }
+    }
+}
+
+fn spawn(name: &str, f: impl FnOnce() + Send + 'static) -> Result<()> {
+    std::thread::Builder::new()
+        .name(name.into())
+        .spawn(f)
+        .map(|_| ())
+        .map_err(|e| Error::Internal(format!("spawn {name}: {e}")))
+}
+
+impl Backend for Postgres {
+    fn dialect(&self) -> Dialect {
+        Dialect::Postgres
+    }
+
+    fn submit(&self, job: WriteJob) -> std::result::Result<(), WriteJob> {
+        let sender = lock(&self.writer).clone();
+        match sender {
+            Some(s) => s.send(job).map_err(|e| e.0),
+            None => Err(job),
+        }
+    }
+
+    fn read(&self, body: &mut dyn FnMut(&mut dyn Db) -> Result<()>) -> Result<()> {
+        let mut conn = self.pooled()?;
+        let result = (|| {
+            let mut tx = conn
+                .client
+                .build_transaction()
+                .isolation_level(IsolationLevel::RepeatableRead)
+                .read_only(true)
+                .start()?;
+            let mut appended = Appended::default();
+            body(&mut PgDb {
+                tx: &mut tx,
+                statements: &mut conn.statements,
+                appended: &mut appended,
+            })?;
+            tx.commit()?;
+            Ok(())
+        })();
+        self.give_back(conn);
+        result
+    }
+
+    fn read_limit(&self) -> Option<usize> {
+        Some(self.pool)
+    }
+
+    fn revision(&self, session: &str) -> Result<Option<u64>> {
+        let mut conn = self.pooled()?;
+        let result = conn
+            .client
+            .query_opt("SELECT revision FROM sessions WHERE id = $1", &[&session])
+            .map_err(Error::from)
+            .map(|r| r.map(|r| r.get::<_, i64>(0) as u64));
+        self.give_back(conn);
+        result
+    }
+
+    fn continues(&self, session: &str, known: u64, now: u64) -> bool {
+        continues(&self.chains, session, known, now)
+    }
+
+    fn instance(&self) -> Option<&str> {
+        Some(&self.instance)
+    }
+
+    fn publish(&self, note: &Remote) {
+        if let Some(q) = lock(&self.publisher).as_ref() {
+            notify::enqueue(q, note);
+        }
+    }
+
+    fn remote(&self) -> Option<UnboundedReceiver<Remote>> {
+        lock(&self.remote).take()
+    }
+
+    fn close(&self) {
+        lock(&self.writer).take();
+        lock(&self.publisher).take();
+        self.stop.store(true, Ordering::Relaxed);
+    }
+
+    fn describe(&self) -> String {
+        shown(&self.url)
+    }
+}
+
+/// `ctxd migrate` for a PostgreSQL database: `(before, after)` versions.
+pub fn migrate_url(url: &str) -> Result<(i64, i64)> {
+    let mut client = connect(&config(url)?)?;
+    migrate::migrate(&mut client)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn passwords_never_show() {
+        assert_eq!(
+            shown("postgres://me:secret@db.example/ctxd"),
+            "postgres://me@db.example/ctxd"
+        );
+        assert_eq!(
+            shown("postgresql:///ctxd?host=/tmp/pg"),
+            "postgresql:///ctxd?host=/tmp/pg"
+        );
+    }
+
+    #[test]
+    fn chains_cover_only_contiguous_own_writes() {
+        let chains = Mutex::new(Chains::new());
+        note_revision(&chains, "s", 6);
+        note_revision(&chains, "s", 7);
+        assert_eq!(lock(&chains).get("s"), Some(&(5, 7)));
+        // Someone else wrote 8: our 9 starts a new chain.
+        note_revision(&chains, "s", 9);
+        assert_eq!(lock(&chains).get("s"), Some(&(8, 9)));
+    }
+}

@@ -1,0 +1,224 @@
+//! The embedded backend: one SQLite file. One writer thread owns the write connection
+//! and runs every write as a `BEGIN IMMEDIATE` transaction fed by a channel (WAL,
+//! `synchronous=NORMAL`, foreign keys, busy timeout); reads use pooled read-only
+//! connections on the blocking pool. One daemon owns the file (the home lock), so no
+//! other process writes it and no cross-daemon coordination is needed.
+
+use std::path::{Path, PathBuf};
+use std::sync::Mutex;
+
+use include_dir::Dir;
+use rusqlite::types::{ToSqlOutput, ValueRef};
+use rusqlite::{Connection, OpenFlags, TransactionBehavior};
+use rusqlite_migration::{M, Migrations};
+
+use super::db::{Db, Dialect, Param, Row, Value};
+use super::{Backend, MIGRATIONS_DIR, WriteJob};
+use crate::error::{Error, Result};
+
+/// Read connections kept open between reads.
+const POOLED_READERS: usize = 8;
+/// Distinct statements the store runs, with room: each stays prepared.
+const STATEMENT_CACHE: usize = 128;
+
+impl rusqlite::ToSql for Param<'_> {
+    fn to_sql(&self) -> rusqlite::Result<ToSqlOutput<'_>> {
+        Ok(ToSqlOutput::Borrowed(match *self {
+            Param::Null => ValueRef::Null,
+            Param::Int(v) => ValueRef::Integer(v),
+            Param::Text(s) => ValueRef::Text(s.as_bytes()),
+            Param::Blob(b) => ValueRef::Blob(b),
+        }))
+    }
+}
+
+/// A connection (or the transaction open on it) behind the neutral [`Db`] face.
+pub(crate) struct SqliteDb<'c>(pub &'c Connection);
+
+fn value(v: ValueRef<'_>) -> Result<Value> {
+    Ok(match v {
+        ValueRef::Null => Value::Null,
+        ValueRef::Integer(i) => Value::Int(i),
+        ValueRef::Text(t) => Value::Text(
+            String::from_utf8(t.to_vec())
+                .map_err(|e| Error::Storage(format!("text column is not UTF-8: {e}")))?,
+        ),
+        ValueRef::Blob(b) => Value::Blob(b.to_vec()),
+        ValueRef::Real(f) => return Err(Error::Storage(format!("unexpected real value {f}"))),
+    })
+}
+
+impl Db for SqliteDb<'_> {
+    fn dialect(&self) -> Dialect {
+        Dialect::Sqlite
+    }
+
+    fn execute(&mut self, sql: &str, params: &[Param<'_>]) -> Result<u64> {
+        let mut stmt = self.0.prepare_cached(sql)?;
+        Ok(stmt.execute(rusqlite::params_from_iter(params.iter()))? as u64)
+    }
+
+    fn try_insert(&mut self, sql: &str, params: &[Param<'_>]) -> Result<Option<u64>> {
+        let mut stmt = self.0.prepare_cached(sql)?;
+        match stmt.execute(rusqlite::params_from_iter(params.iter())) {
+            Ok(n) => Ok(Some(n as u64)),
+            Err(rusqlite::Error::SqliteFailure(f, _))
+                if f.code == rusqlite::ErrorCode::ConstraintViolation =>
+            {
+                Ok(None)
+            }
+            Err(e) => Err(e.into()),
+        }
+    }
+
+    fn query_each(
+        &mut self,
+        sql: &str,
+        params: &[Param<'_>],
+        each: &mut dyn FnMut(Row) -> Result<()>,
+    ) -> Result<()> {
+        let mut stmt = self.0.prepare_cached(sql)?;
+        let n = stmt.column_count();
+        let mut rows = stmt.query(rusqlite::params_from_iter(params.iter()))?;
+        while let Some(r) = rows.next()? {
+            let mut cols = Vec::with_capacity(n);
+            for i in 0..n {
+                cols.push(value(r.get_ref(i)?)?);
+            }
+            each(Row(cols))?;
+        }
+        Ok(())
+    }
+}
+
+fn configure(conn: &Connection) -> rusqlite::Result<()> {
+    conn.busy_timeout(std::time::Duration::from_secs(10))?;
+    conn.pragma_update(None, "foreign_keys", "ON")?;
+    conn.pragma_update(None, "synchronous", "NORMAL")?;
+    conn.set_prepared_statement_cache_capacity(STATEMENT_CACHE);
+    Ok(())
+}
+
+/// The SQLite migrations: every `NN-name/up.sql` directly under `migrations/`, in name
+/// order (the PostgreSQL ones live in their own subdirectory and are not among them).
+fn migrations() -> Result<Migrations<'static>> {
+    let mut dirs: Vec<&'static Dir<'static>> = MIGRATIONS_DIR
+        .dirs()
+        .filter(|d| d.path().file_name().is_some_and(|n| n != "postgres"))
+        .collect();
+    dirs.sort_by_key(|d| d.path());
+    let mut steps = Vec::with_capacity(dirs.len());
+    for d in dirs {
+        let up = MIGRATIONS_DIR
+            .get_file(d.path().join("up.sql"))
+            .and_then(|f| f.contents_utf8())
+            .ok_or_else(|| {
+                Error::Storage(format!("migrations: {} has no up.sql", d.path().display()))
+            })?;
+        steps.push(M::up(up));
+    }
+    Ok(Migrations::new(steps))
+}
+
+/// Applies every migration the database has not seen (`PRAGMA user_version`).
+pub fn migrate(conn: &mut Connection) -> Result<()> {
+    migrations()?
+        .to_latest(conn)
+        .map_err(|e| Error::Storage(format!("migrations: {e}")))
+}
+
+pub(crate) struct Sqlite {
+    path: PathBuf,
+    writer: Mutex<Option<std::sync::mpsc::Sender<WriteJob>>>,
+    readers: Mutex<Vec<Connection>>,
+}
+
+/// Runs one job in a `BEGIN IMMEDIATE` transaction that commits only when the job's
+/// body succeeds.
+fn run(conn: &mut Connection, job: WriteJob) {
+    // One daemon owns the file: a loaded copy is always current (`current_at` is moot).
+    let WriteJob {
+        session,
+        body,
+        done,
+        ..
+    } = job;
+    let result = (|| {
+        let tx = conn.transaction_with_behavior(TransactionBehavior::Immediate)?;
+        body(&mut SqliteDb(&tx))?;
+        tx.commit()?;
+        Ok(())
+    })();
+    if let Err(e) = &result {
+        tracing::debug!(session = %session, error = %e, "write rolled back");
+    }
+    done(result);
+}
+
+impl Sqlite {
+    /// Opens (creating if needed) the database, applies migrations and starts the writer.
+    pub(crate) fn open(path: &Path) -> Result<Sqlite> {
+        let mut conn = Connection::open(path)?;
+        conn.pragma_update(None, "journal_mode", "WAL")?;
+        configure(&conn)?;
+        migrate(&mut conn)?;
+        let (tx, rx) = std::sync::mpsc::channel::<WriteJob>();
+        std::thread::Builder::new()
+            .name("ctxd-sqlite-writer".into())
+            .spawn(move || {
+                let mut conn = conn;
+                while let Ok(job) = rx.recv() {
+                    run(&mut conn, job);
+                }
+            })
+            .map_err(|e| Error::Internal(format!("spawn writer: {e}")))?;
+        Ok(Sqlite {
+            path: path.to_path_buf(),
+            writer: Mutex::new(Some(tx)),
+            readers: Mutex::new(Vec::new()),
+        })
+    }
+}
+
+impl Backend for Sqlite {
+    fn dialect(&self) -> Dialect {
+        Dialect::Sqlite
+    }
+
+    fn submit(&self, job: WriteJob) -> std::result::Result<(), WriteJob> {
+        let sender = super::lock(&self.writer).clone();
+        match sender {
+            Some(s) => s.send(job).map_err(|e| e.0),
+            None => Err(job),
+        }
+    }
+
+    fn read(&self, body: &mut dyn FnMut(&mut dyn Db) -> Result<()>) -> Result<()> {
+        let pooled = super::lock(&self.readers).pop();
+        let conn = match pooled {
+            Some(c) => c,
+            None => {
+                let c = Connection::open_with_flags(
+                    &self.path,
+                    OpenFlags::SQLITE_OPEN_READ_ONLY | OpenFlags::SQLITE_OPEN_NO_MUTEX,
+                )?;
+                configure(&c)?;
+                c
+            }
+        };
+        let result = body(&mut SqliteDb(&conn));
+        let mut pool = super::lock(&self.readers);
+        if pool.len() < POOLED_READERS {
+            pool.push(conn);
+        }
+        result
+    }
+
+    fn close(&self) {
+        super::lock(&self.writer).take();
+    }
+
+    fn describe(&self) -> String {
+        self.path.display().to_string()
+    }
+}
