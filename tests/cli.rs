@@ -19,6 +19,27 @@ fn ctx(home: &std::path::Path) -> Command {
     c
 }
 
+/// A temp dir whose `home` holds the daemon `ctx` starts on demand. The daemon is
+/// stopped when the guard drops, so a test that fails half-way leaks no process.
+struct Home {
+    dir: tempfile::TempDir,
+    home: std::path::PathBuf,
+}
+
+impl Home {
+    fn new() -> Home {
+        let dir = tempfile::tempdir().unwrap();
+        let home = dir.path().join("home");
+        Home { dir, home }
+    }
+}
+
+impl Drop for Home {
+    fn drop(&mut self) {
+        stop(&self.home);
+    }
+}
+
 fn json_out(c: &mut Command) -> Value {
     let out = c.output().unwrap();
     assert!(
@@ -33,8 +54,8 @@ fn json_out(c: &mut Command) -> Value {
 
 #[test]
 fn cli_starts_the_daemon_imports_compiles_and_stops_it() {
-    let dir = tempfile::tempdir().unwrap();
-    let home = dir.path().join("home");
+    let guard = Home::new();
+    let (dir, home) = (&guard.dir, &guard.home);
 
     // --no-start with nothing running is a clear error.
     let out = ctx(&home)
@@ -129,8 +150,8 @@ fn cli_starts_the_daemon_imports_compiles_and_stops_it() {
 
 #[test]
 fn ctx_hooks_lists_the_configured_hooks_with_their_source_file() {
-    let dir = tempfile::tempdir().unwrap();
-    let home = dir.path().join("home");
+    let guard = Home::new();
+    let (dir, home) = (&guard.dir, &guard.home);
     let proj = dir.path().join("proj");
     let settings = proj.join(".claude").join("settings.json");
     std::fs::create_dir_all(settings.parent().unwrap()).unwrap();
@@ -172,8 +193,8 @@ fn ctx_hooks_lists_the_configured_hooks_with_their_source_file() {
 
 #[test]
 fn replay_of_every_fixture_runs_to_the_end() {
-    let dir = tempfile::tempdir().unwrap();
-    let home = dir.path().join("home");
+    let guard = Home::new();
+    let home = &guard.home;
     let mut total_compiles = 0;
     for f in common::fixture_files() {
         let out = ctx(&home)
@@ -222,8 +243,8 @@ fn replay_of_every_fixture_runs_to_the_end() {
 
 #[test]
 fn an_external_memory_worker_writes_the_memory_while_appends_continue() {
-    let dir = tempfile::tempdir().unwrap();
-    let home = dir.path().join("home");
+    let guard = Home::new();
+    let (dir, home) = (&guard.dir, &guard.home);
     let created = json_out(
         ctx(&home)
             .args(["session", "new", "--json", "--cwd"])
@@ -236,12 +257,16 @@ fn an_external_memory_worker_writes_the_memory_while_appends_continue() {
         "params": {"session_id": sid, "settings": {"memory": {"extractor": "external"}}}});
     let (_, text) = common::raw_http(&socket, &body.to_string());
     assert!(text.contains("\"result\""), "{text}");
-    let mut worker = ctx(&home)
+    let mut worker = ctx(home)
         .args(["memory-worker", "--session", &sid])
         .stderr(Stdio::piped())
         .spawn()
         .unwrap();
-    std::thread::sleep(std::time::Duration::from_millis(300));
+    // The worker says so once it is subscribed: appends from then on reach it.
+    let mut worker_err = std::io::BufReader::new(worker.stderr.take().unwrap());
+    let mut line = String::new();
+    std::io::BufRead::read_line(&mut worker_err, &mut line).unwrap();
+    assert!(line.contains("memory worker: serving 1 session"), "{line}");
     for i in 0..12 {
         let records = serde_json::json!({"jsonrpc": "2.0", "id": 1, "method": "transcript.append", "params": {"session_id": sid, "records": [
             {"type": "user", "content": format!("task {i}: {}", "q".repeat(6000))},
@@ -316,8 +341,8 @@ fn stop(home: &std::path::Path) {
 
 #[test]
 fn session_set_changes_every_kind_of_setting_by_id_prefix_and_features_say_how_to_enable() {
-    let dir = tempfile::tempdir().unwrap();
-    let home = dir.path().join("home");
+    let guard = Home::new();
+    let (dir, home) = (&guard.dir, &guard.home);
     let new = |home: &std::path::Path| {
         json_out(
             ctx(home)
@@ -407,8 +432,8 @@ fn session_set_changes_every_kind_of_setting_by_id_prefix_and_features_say_how_t
 #[test]
 fn events_are_quiet_on_a_closed_pipe_and_fail_when_the_daemon_is_lost() {
     use std::io::BufRead;
-    let dir = tempfile::tempdir().unwrap();
-    let home = dir.path().join("home");
+    let guard = Home::new();
+    let (dir, home) = (&guard.dir, &guard.home);
     let sid = json_out(
         ctx(&home)
             .args(["session", "new", "--json", "--cwd"])
@@ -484,8 +509,8 @@ fn wait_with_deadline(child: &mut std::process::Child) -> (std::process::ExitSta
 
 #[test]
 fn demo_and_replay_remove_their_sessions_unless_kept() {
-    let dir = tempfile::tempdir().unwrap();
-    let home = dir.path().join("home");
+    let guard = Home::new();
+    let home = &guard.home;
     let count = || {
         json_out(ctx(&home).args(["session", "list", "--json"]))["sessions"]
             .as_array()

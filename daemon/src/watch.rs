@@ -380,6 +380,25 @@ mod tests {
         }
     }
 
+    /// Waits for `sentinel`, a change made after the ones that must not be reported, and
+    /// fails if any of `absent` arrives first: the watcher saw the later change, so it
+    /// saw (and dropped) the earlier ones.
+    async fn expect_only(
+        rx: &mut UnboundedReceiver<WatchEvent>,
+        sentinel: WatchEvent,
+        absent: &[WatchEvent],
+    ) {
+        let deadline = tokio::time::Instant::now() + PATIENCE;
+        loop {
+            match tokio::time::timeout_at(deadline, rx.recv()).await {
+                Ok(Some(event)) if event == sentinel => return,
+                Ok(Some(event)) => assert!(!absent.contains(&event), "reported {event:?}"),
+                Ok(None) => panic!("channel closed waiting for {sentinel:?}"),
+                Err(_) => panic!("no {sentinel:?} within {PATIENCE:?}"),
+            }
+        }
+    }
+
     /// Asserts that nothing at all arrives for a while.
     async fn expect_quiet(rx: &mut UnboundedReceiver<WatchEvent>) {
         if let Ok(event) = tokio::time::timeout(QUIET, rx.recv()).await {
@@ -475,9 +494,20 @@ mod tests {
         let (w, mut rx) = watcher();
         w.watch_file(&file);
 
-        fs::write(dir.path().join("b.txt"), "noise\n").unwrap();
+        // Sorts before the watched file too, so within one batch it would come first.
+        let noise = dir.path().join("0-noise.txt");
+        fs::write(&noise, "noise\n").unwrap();
         let _ = fs::read_to_string(&file).unwrap();
-        expect_quiet(&mut rx).await;
+        fs::write(&file, "two\n").unwrap();
+        expect_only(
+            &mut rx,
+            WatchEvent::Changed(file.clone()),
+            &[
+                WatchEvent::Changed(noise.clone()),
+                WatchEvent::Removed(noise.clone()),
+            ],
+        )
+        .await;
     }
 
     #[tokio::test]
@@ -497,7 +527,17 @@ mod tests {
         // What was sent before the unwatch may still be queued; nothing may follow it.
         while rx.try_recv().is_ok() {}
         fs::write(&file, "three\n").unwrap();
-        expect_quiet(&mut rx).await;
+        // A file still watched, changed afterwards, proves the write above was seen.
+        let other = dir.path().join("c.txt");
+        fs::write(&other, "one\n").unwrap();
+        w.watch_file(&other);
+        fs::write(&other, "two\n").unwrap();
+        expect_only(
+            &mut rx,
+            WatchEvent::Changed(other.clone()),
+            &[WatchEvent::Changed(file.clone())],
+        )
+        .await;
     }
 
     #[tokio::test]
