@@ -55,7 +55,7 @@ fn json_out(c: &mut Command) -> Value {
 #[test]
 fn cli_starts_the_daemon_imports_compiles_and_stops_it() {
     let guard = Home::new();
-    let (dir, home) = (&guard.dir, &guard.home);
+    let (dir, home) = (&guard.dir, guard.home.clone());
 
     // --no-start with nothing running is a clear error.
     let out = ctx(&home)
@@ -151,7 +151,7 @@ fn cli_starts_the_daemon_imports_compiles_and_stops_it() {
 #[test]
 fn ctx_hooks_lists_the_configured_hooks_with_their_source_file() {
     let guard = Home::new();
-    let (dir, home) = (&guard.dir, &guard.home);
+    let (dir, home) = (&guard.dir, guard.home.clone());
     let proj = dir.path().join("proj");
     let settings = proj.join(".claude").join("settings.json");
     std::fs::create_dir_all(settings.parent().unwrap()).unwrap();
@@ -194,7 +194,7 @@ fn ctx_hooks_lists_the_configured_hooks_with_their_source_file() {
 #[test]
 fn replay_of_every_fixture_runs_to_the_end() {
     let guard = Home::new();
-    let home = &guard.home;
+    let home = guard.home.clone();
     let mut total_compiles = 0;
     for f in common::fixture_files() {
         let out = ctx(&home)
@@ -244,7 +244,7 @@ fn replay_of_every_fixture_runs_to_the_end() {
 #[test]
 fn an_external_memory_worker_writes_the_memory_while_appends_continue() {
     let guard = Home::new();
-    let (dir, home) = (&guard.dir, &guard.home);
+    let (dir, home) = (&guard.dir, guard.home.clone());
     let created = json_out(
         ctx(&home)
             .args(["session", "new", "--json", "--cwd"])
@@ -257,7 +257,7 @@ fn an_external_memory_worker_writes_the_memory_while_appends_continue() {
         "params": {"session_id": sid, "settings": {"memory": {"extractor": "external"}}}});
     let (_, text) = common::raw_http(&socket, &body.to_string());
     assert!(text.contains("\"result\""), "{text}");
-    let mut worker = ctx(home)
+    let mut worker = ctx(&home)
         .args(["memory-worker", "--session", &sid])
         .stderr(Stdio::piped())
         .spawn()
@@ -342,7 +342,7 @@ fn stop(home: &std::path::Path) {
 #[test]
 fn session_set_changes_every_kind_of_setting_by_id_prefix_and_features_say_how_to_enable() {
     let guard = Home::new();
-    let (dir, home) = (&guard.dir, &guard.home);
+    let (dir, home) = (&guard.dir, guard.home.clone());
     let new = |home: &std::path::Path| {
         json_out(
             ctx(home)
@@ -433,7 +433,7 @@ fn session_set_changes_every_kind_of_setting_by_id_prefix_and_features_say_how_t
 fn events_are_quiet_on_a_closed_pipe_and_fail_when_the_daemon_is_lost() {
     use std::io::BufRead;
     let guard = Home::new();
-    let (dir, home) = (&guard.dir, &guard.home);
+    let (dir, home) = (&guard.dir, guard.home.clone());
     let sid = json_out(
         ctx(&home)
             .args(["session", "new", "--json", "--cwd"])
@@ -510,7 +510,7 @@ fn wait_with_deadline(child: &mut std::process::Child) -> (std::process::ExitSta
 #[test]
 fn demo_and_replay_remove_their_sessions_unless_kept() {
     let guard = Home::new();
-    let home = &guard.home;
+    let home = guard.home.clone();
     let count = || {
         json_out(ctx(&home).args(["session", "list", "--json"]))["sessions"]
             .as_array()
