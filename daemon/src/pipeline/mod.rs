@@ -20,6 +20,7 @@ pub mod records;
 pub mod session_memory;
 pub mod snip;
 pub mod system;
+pub mod text;
 pub mod thresholds;
 pub mod tokens;
 pub mod tools;

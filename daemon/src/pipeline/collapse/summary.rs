@@ -5,6 +5,7 @@
 use crate::pipeline::attachments;
 use crate::pipeline::message::REMINDER_OPEN;
 use crate::pipeline::records::{file_action, is_user_typed, path_of, result_text};
+use crate::pipeline::text::{first_line, squash};
 use ctxd_protocol::{ContentBlock, Record, RecordKind};
 use std::collections::{BTreeMap, HashMap};
 
@@ -21,17 +22,6 @@ pub(super) struct Facts {
     errors: Vec<(String, String)>,
     reminders: BTreeMap<String, usize>,
     outcome: Option<String>,
-}
-
-pub(super) fn first_line(text: &str) -> Option<String> {
-    text.lines()
-        .map(str::trim)
-        .find(|l| !l.is_empty())
-        .map(str::to_owned)
-}
-
-pub(super) fn squash(text: &str) -> String {
-    text.split_whitespace().collect::<Vec<_>>().join(" ")
 }
 
 impl Facts {
@@ -61,7 +51,7 @@ impl Facts {
                 .iter()
                 .find_map(|b| match b {
                     ContentBlock::Text { text, .. } if !text.starts_with(REMINDER_OPEN) => {
-                        first_line(text)
+                        first_line(text).map(str::to_owned)
                     }
                     _ => None,
                 })
@@ -93,7 +83,7 @@ impl Facts {
                     .strip_prefix("<tool_use_error>")
                     .map(|t| t.strip_suffix("</tool_use_error>").unwrap_or(t))
                     .unwrap_or(text);
-                let line = first_line(text).unwrap_or_else(|| "(no message)".into());
+                let line = first_line(text).unwrap_or("(no message)").to_owned();
                 self.errors.push((tool.to_string(), line));
             }
         }

@@ -2,6 +2,7 @@
 
 use crate::pipeline::message::REMINDER_OPEN;
 use crate::pipeline::records::{self, file_action, result_text};
+use crate::pipeline::text::{clip, first_line};
 use ctxd_protocol::{ContentBlock, Record, RecordKind, ToolResultContent};
 use serde_json::Value;
 use std::collections::{HashMap, HashSet};
@@ -26,17 +27,6 @@ pub(super) const RESULT_ITEM_CHARS: usize = 800;
 pub(super) const WORKLOG_CHARS: usize = 5_000;
 pub(super) const WORKLOG_LINE_CHARS: usize = 80;
 
-pub(super) fn clip(s: &str, max: usize) -> String {
-    if chars(s) <= max {
-        s.to_string()
-    } else {
-        let mut out: String = s.chars().take(max.saturating_sub(1)).collect();
-        out = out.trim_end().to_string();
-        out.push('…');
-        out
-    }
-}
-
 /// Raw text placed in a body (title, current state) must not read back as one of our
 /// headings: such lines get a markdown escape, which renders the same.
 pub(super) fn defuse(text: &str) -> String {
@@ -50,13 +40,6 @@ pub(super) fn defuse(text: &str) -> String {
         })
         .collect::<Vec<_>>()
         .join("\n")
-}
-
-pub(super) fn first_line(s: &str) -> &str {
-    s.lines()
-        .map(str::trim)
-        .find(|l| !l.is_empty())
-        .unwrap_or("")
 }
 
 /// One list entry: `- ` then the text, further lines indented two spaces so they stay
@@ -213,7 +196,7 @@ pub(super) fn path_of(input: &Value) -> Option<&str> {
 
 /// A command as the Workflow shows it: its first line, clipped, marked when more follows.
 pub(super) fn command_line(cmd: &str) -> String {
-    let first = first_line(cmd);
+    let first = first_line(cmd).unwrap_or("");
     let mut line = clip(first, COMMAND_CHARS);
     if cmd.trim().lines().count() > 1 && !line.ends_with('…') {
         line.push_str(" …");
@@ -232,6 +215,7 @@ pub(super) fn code(s: &str) -> String {
 pub(super) fn error_line(call: Option<&(String, Value)>, content: &ToolResultContent) -> String {
     let text = result_text(content);
     let message = first_line(&text)
+        .unwrap_or("")
         .replace("<tool_use_error>", "")
         .replace("</tool_use_error>", "");
     let message = clip(message.trim(), ERROR_LINE_CHARS);
@@ -434,7 +418,7 @@ pub fn extract_embedded(
     if bodies[TITLE].trim().is_empty()
         && let Some(first) = facts.users.first()
     {
-        bodies[TITLE] = defuse(&clip(first_line(first), TITLE_CHARS));
+        bodies[TITLE] = defuse(&clip(first_line(first).unwrap_or(""), TITLE_CHARS));
     }
 
     if let Some(text) = &facts.last_assistant_text {
