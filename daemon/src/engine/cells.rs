@@ -13,22 +13,16 @@
 //! gets a fresh one.
 
 use std::collections::{BTreeMap, HashMap};
-use std::sync::{Arc, Mutex, MutexGuard};
+use std::sync::{Arc, Mutex};
 
 use ctxd_protocol::SessionEvent;
 use tokio::sync::broadcast;
 
 use super::{Emitted, Engine, Loaded};
+use crate::sync::lock;
 
 /// Events a subscriber may fall behind by before it is told it lagged.
 pub const EVENT_BUFFER: usize = 1024;
-
-fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
-    match m.lock() {
-        Ok(g) => g,
-        Err(p) => p.into_inner(),
-    }
-}
 
 pub(crate) struct SessionCell {
     pub state: tokio::sync::Mutex<Option<Loaded>>,

@@ -20,7 +20,7 @@ mod rpc;
 
 use std::collections::{BTreeSet, HashMap};
 use std::path::{Path, PathBuf};
-use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
+use std::sync::{Arc, Mutex};
 
 use ctxd_protocol::{AppendedRecord, HookEvent, HookOutcome, RecordInput, SessionEvent};
 use serde_json::{Map, Value, json};
@@ -32,6 +32,7 @@ use crate::hooks::config::{self, ActiveHook, Effective, Layer, Source};
 use crate::hooks::files::{self, Stamp};
 use crate::hooks::{decide, input, runner, transcript};
 use crate::store::sessions::SessionRow;
+use crate::sync::lock;
 
 /// Hook processes running at once, daemon-wide (further hooks wait for a slot).
 pub(crate) const MAX_RUNNING: usize = 32;
@@ -112,12 +113,6 @@ impl Default for HookState {
             slots: Arc::new(Semaphore::new(MAX_RUNNING)),
         }
     }
-}
-
-fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
-    // Every update here completes without panicking code in between, so a poisoned
-    // lock still guards consistent data.
-    m.lock().unwrap_or_else(PoisonError::into_inner)
 }
 
 /// The files `FileChanged` matchers name: each `|`-separated literal file name, in the

@@ -35,6 +35,7 @@ use crate::pipeline::microcompact::PinnedEdit;
 use crate::store::Store;
 use crate::store::context_state::InstructionMemo;
 use crate::store::sessions::SessionRow;
+use crate::sync::lock;
 use crate::watch::{FileWatcher, WatchEvent};
 
 /// A session's transcript in memory, shared copy-on-write: a compile works on a cheap
@@ -264,10 +265,7 @@ impl Engine {
             // Anything may have changed: compiles check every seen file's stamp anyway.
             WatchEvent::Rescan => return,
         };
-        let watched = match self.watched.lock() {
-            Ok(w) => w,
-            Err(p) => p.into_inner(),
-        };
+        let watched = lock(&self.watched);
         for p in paths {
             for sid in watched.get(&p).into_iter().flatten() {
                 let cell = self.cell(sid);
@@ -284,10 +282,7 @@ impl Engine {
     }
 
     pub(crate) fn watch(&self, sid: &str, path: &std::path::Path) {
-        let mut watched = match self.watched.lock() {
-            Ok(w) => w,
-            Err(p) => p.into_inner(),
-        };
+        let mut watched = lock(&self.watched);
         let sessions = watched.entry(path.to_path_buf()).or_default();
         if sessions.insert(sid.to_string())
             && sessions.len() == 1
@@ -298,10 +293,7 @@ impl Engine {
     }
 
     pub(crate) fn unwatch(&self, sid: &str, path: &std::path::Path) {
-        let mut watched = match self.watched.lock() {
-            Ok(w) => w,
-            Err(p) => p.into_inner(),
-        };
+        let mut watched = lock(&self.watched);
         if let Some(sessions) = watched.get_mut(path)
             && sessions.remove(sid)
             && sessions.is_empty()
