@@ -16,6 +16,7 @@ pub mod validate;
 
 pub use cells::EVENT_BUFFER;
 pub(crate) use cells::SessionCell;
+pub use cells::Subscription;
 pub use events::{Emitted, as_caller};
 pub use session::MAX_PAGE as MAX_READ_PAGE;
 pub use sources::DiscoveryDefaults;
@@ -26,7 +27,6 @@ use std::sync::{Arc, Mutex};
 use std::time::Instant;
 
 use ctxd_protocol::{Record, SessionEvent, ToolSpec};
-use tokio::sync::broadcast;
 
 use crate::clock::Clock;
 use crate::error::{Error, Result};
@@ -376,7 +376,7 @@ impl Engine {
     }
 
     /// Subscribes to a session's events. Fails for unknown sessions.
-    pub async fn subscribe(&self, id: &str) -> Result<broadcast::Receiver<Emitted>> {
+    pub async fn subscribe(self: &Arc<Self>, id: &str) -> Result<Subscription> {
         let sid = id.to_string();
         let exists = self
             .store
@@ -385,7 +385,7 @@ impl Engine {
         if !exists {
             return Err(Error::SessionNotFound(id.to_string()));
         }
-        Ok(self.cell(id).subscribe())
+        Ok(self.subscribe_cell(id))
     }
 
     pub(crate) fn emit(&self, cell: &SessionCell, event: SessionEvent) {
