@@ -70,7 +70,7 @@ pub struct Limits {
     pub max_request_bytes: u64,
     /// Largest response in bytes.
     pub max_response_bytes: u64,
-    /// Calls in one JSON-RPC batch.
+    /// Calls in one JSON-RPC batch; a longer batch is refused whole (-32042).
     pub max_batch_calls: u64,
     /// Connections served at once; one more is answered with HTTP 503 carrying
     /// JSON-RPC error -32040 and closed (retry later).
