@@ -231,6 +231,7 @@ impl Engine {
     /// bound is then exceeded only by sessions in use right now.
     pub(crate) fn loaded_now(&self, id: &str) {
         let mut freed: Vec<Loaded> = Vec::new();
+        let mut unloaded: Vec<String> = Vec::new();
         {
             let mut lru = lock(&self.lru);
             lru.touch(id);
@@ -261,6 +262,7 @@ impl Engine {
                 freed.extend(state.take());
                 drop(state);
                 lru.remove(&victim);
+                unloaded.push(victim.clone());
                 excess -= 1;
                 if Arc::strong_count(&cell) == 2 && !cell.has_subscribers() {
                     cells.remove(&victim);
@@ -273,8 +275,12 @@ impl Engine {
                 "unloaded least recently used sessions"
             );
         }
-        // The transcripts are dropped here, after both locks are released.
+        // The transcripts are dropped here, after both locks are released; so is the
+        // unloaded sessions' hook state (rebuilt from the settings files on next use).
         drop(freed);
+        for victim in unloaded {
+            self.hooks_forget(&victim);
+        }
     }
 }
 

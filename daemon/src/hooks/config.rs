@@ -12,6 +12,7 @@
 //! `hooks` value, so they slot in as new [`Source`] variants after `Local` without
 //! changing the merge.
 
+use std::borrow::Borrow;
 use std::time::Duration;
 
 use ctxd_protocol::{ConfiguredHook, HookEvent, HookSourceFile, HooksListResponse};
@@ -252,7 +253,8 @@ pub struct Effective {
 /// The policy fails closed: a managed settings file that exists but cannot be applied
 /// (malformed, too big, too many hooks, unreadable, untrusted) may be the one that
 /// forbids other hooks, so then no hook runs at all until it is fixed.
-pub fn effective(layers: &[Layer]) -> Effective {
+pub fn effective<L: Borrow<Layer>>(layers: &[L]) -> Effective {
+    let layers: Vec<&Layer> = layers.iter().map(Borrow::borrow).collect();
     let managed_broken = layers
         .iter()
         .filter(|l| l.source == Source::Managed)
@@ -266,14 +268,14 @@ pub fn effective(layers: &[Layer]) -> Effective {
     let managed = layers
         .iter()
         .filter(|l| l.source == Source::Managed)
-        .find_map(Layer::settings);
+        .find_map(|l| l.settings());
     let managed_off = managed.and_then(|s| s.disable_all_hooks) == Some(true);
     let managed_only = managed.and_then(|s| s.allow_managed_hooks_only) == Some(true);
     let others_off = layers
         .iter()
         .rev()
         .filter(|l| l.source != Source::Managed)
-        .filter_map(Layer::settings)
+        .filter_map(|l| l.settings())
         .find_map(|s| s.disable_all_hooks)
         == Some(true);
 
@@ -283,7 +285,7 @@ pub fn effective(layers: &[Layer]) -> Effective {
     } else if let Some(why) = &managed_broken {
         out.all_disabled = Some(why.clone());
     }
-    for layer in layers {
+    for layer in &layers {
         let Some(settings) = layer.settings() else {
             continue;
         };
@@ -335,10 +337,11 @@ impl Effective {
 }
 
 /// The `hooks.list` answer: the files, then every hook in precedence order.
-pub fn listing(layers: &[Layer], eff: &Effective) -> HooksListResponse {
+pub fn listing<L: Borrow<Layer>>(layers: &[L], eff: &Effective) -> HooksListResponse {
     let files = layers
         .iter()
-        .map(|l| {
+        .map(Borrow::borrow)
+        .map(|l: &Layer| {
             let (status, error) = l.status();
             HookSourceFile {
                 source: l.source.as_str().into(),
