@@ -14,7 +14,9 @@
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
+use std::sync::{Arc, Mutex};
+
+use crate::sync::lock;
 use std::time::Duration;
 
 use notify::event::{MetadataKind, ModifyKind};
@@ -252,12 +254,6 @@ struct DirEntry {
     armed: bool,
     /// The directory itself was removed or moved while watched.
     lost: bool,
-}
-
-fn lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
-    // No update of the guarded state can stop half-way in our code, so a lock poisoned by
-    // a panic elsewhere (notify, tracing) still guards consistent data.
-    mutex.lock().unwrap_or_else(PoisonError::into_inner)
 }
 
 /// The canonical parent directory of `path` and the path notify will report for it.

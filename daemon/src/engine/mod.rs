@@ -16,6 +16,7 @@ pub mod validate;
 
 pub use cells::EVENT_BUFFER;
 pub(crate) use cells::SessionCell;
+pub use cells::Subscription;
 pub use events::{Emitted, as_caller};
 pub use session::MAX_PAGE as MAX_READ_PAGE;
 pub use sources::DiscoveryDefaults;
@@ -26,7 +27,6 @@ use std::sync::{Arc, Mutex};
 use std::time::Instant;
 
 use ctxd_protocol::{Record, SessionEvent, ToolSpec};
-use tokio::sync::broadcast;
 
 use crate::clock::Clock;
 use crate::error::{Error, Result};
@@ -35,6 +35,7 @@ use crate::pipeline::microcompact::PinnedEdit;
 use crate::store::Store;
 use crate::store::context_state::InstructionMemo;
 use crate::store::sessions::SessionRow;
+use crate::sync::lock;
 use crate::watch::{FileWatcher, WatchEvent};
 
 /// A session's transcript in memory, shared copy-on-write: a compile works on a cheap
@@ -268,10 +269,7 @@ impl Engine {
             // Anything may have changed: compiles check every seen file's stamp anyway.
             WatchEvent::Rescan => return,
         };
-        let watched = match self.watched.lock() {
-            Ok(w) => w,
-            Err(p) => p.into_inner(),
-        };
+        let watched = lock(&self.watched);
         for p in paths {
             for sid in watched.get(&p).into_iter().flatten() {
                 let cell = self.cell(sid);
@@ -288,10 +286,7 @@ impl Engine {
     }
 
     pub(crate) fn watch(&self, sid: &str, path: &std::path::Path) {
-        let mut watched = match self.watched.lock() {
-            Ok(w) => w,
-            Err(p) => p.into_inner(),
-        };
+        let mut watched = lock(&self.watched);
         let sessions = watched.entry(path.to_path_buf()).or_default();
         if sessions.insert(sid.to_string())
             && sessions.len() == 1
@@ -302,10 +297,7 @@ impl Engine {
     }
 
     pub(crate) fn unwatch(&self, sid: &str, path: &std::path::Path) {
-        let mut watched = match self.watched.lock() {
-            Ok(w) => w,
-            Err(p) => p.into_inner(),
-        };
+        let mut watched = lock(&self.watched);
         if let Some(sessions) = watched.get_mut(path)
             && sessions.remove(sid)
             && sessions.is_empty()
@@ -389,7 +381,7 @@ impl Engine {
     }
 
     /// Subscribes to a session's events. Fails for unknown sessions.
-    pub async fn subscribe(&self, id: &str) -> Result<broadcast::Receiver<Emitted>> {
+    pub async fn subscribe(self: &Arc<Self>, id: &str) -> Result<Subscription> {
         let sid = id.to_string();
         let exists = self
             .store
@@ -398,7 +390,7 @@ impl Engine {
         if !exists {
             return Err(Error::SessionNotFound(id.to_string()));
         }
-        Ok(self.cell(id).subscribe())
+        Ok(self.subscribe_cell(id))
     }
 
     pub(crate) fn emit(&self, cell: &SessionCell, event: SessionEvent) {

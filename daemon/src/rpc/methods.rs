@@ -62,19 +62,23 @@ pub(super) fn caller_of(ext: &jsonrpsee::Extensions) -> Option<u64> {
     ext.get::<jsonrpsee::ConnectionId>().map(|c| c.0 as u64)
 }
 
+/// Registers an engine call: params decoded by name (naming the bad field), the call run
+/// as its connection (so the events it causes are `own` there), engine errors mapped.
+/// Every method that reaches the engine is registered through this.
 macro_rules! async_method {
     ($module:expr, $name:expr, |$ctx:ident, $p:ident : $pt:ty| $body:expr) => {
         $module.register_async_method($name, |params, $ctx, ext| async move {
-            let $p: $pt = parse(&params)?;
+            let $p: $pt = $crate::rpc::methods::parse(&params)?;
             let call = async { $body };
-            let r = match caller_of(&ext) {
-                Some(caller) => crate::engine::as_caller(caller, call).await,
+            let r = match $crate::rpc::methods::caller_of(&ext) {
+                Some(caller) => $crate::engine::as_caller(caller, call).await,
                 None => call.await,
             };
-            r.map_err(to_rpc_error)
+            r.map_err($crate::rpc::to_rpc_error)
         })
     };
 }
+pub(super) use async_method;
 
 pub fn build_module(
     ctx: RpcContext,
