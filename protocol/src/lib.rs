@@ -4,6 +4,7 @@
 //! This crate depends on serde, serde_json and schemars only, so any client can embed it
 //! without pulling in the daemon.
 
+pub mod capabilities;
 pub mod compile;
 pub mod error;
 pub mod event;
@@ -18,6 +19,7 @@ pub mod transcript;
 /// bump the minor part.
 pub const PROTOCOL_VERSION: &str = "1.0";
 
+pub use capabilities::*;
 pub use compile::*;
 pub use error::*;
 pub use event::*;

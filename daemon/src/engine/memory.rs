@@ -405,6 +405,12 @@ impl Engine {
                 .into_iter()
                 .map(|a| attachments::record(a, &ts)),
         );
+        let capabilities = self.capability_rebuild(l, &new_records).await;
+        new_records.extend(
+            capabilities
+                .into_iter()
+                .map(|a| attachments::record(a, &ts)),
+        );
         let kept_records = tail.len() as u64;
         let summarised_records = summarised.len() as u64;
         let (boundary_uuid, post_tokens) = self

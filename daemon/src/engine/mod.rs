@@ -3,11 +3,13 @@
 //! in-memory transcript in step with the store. The RPC edge calls in here; nothing here
 //! knows JSON-RPC.
 
+mod capabilities;
 mod cells;
 mod collapse;
 mod compact;
 mod memory;
 mod session;
+mod skills;
 mod sources;
 pub mod validate;
 
@@ -86,6 +88,8 @@ pub(crate) struct Loaded {
     /// Last warning level announced to subscribers (not persisted: a restarted daemon
     /// announces the level again on its first compile if it is not `ok`).
     pub level: &'static str,
+    /// MCP servers, agent types, deferred tools, skills.
+    pub caps: capabilities::Caps,
 }
 
 impl Loaded {
@@ -170,6 +174,8 @@ pub struct Engine {
     pub(crate) extracting: Mutex<HashMap<String, Arc<tokio::sync::Notify>>>,
     /// Background work (extraction) needs an owning handle to the engine.
     pub(crate) self_ref: std::sync::OnceLock<std::sync::Weak<Engine>>,
+    /// Skill catalogs, one per set of skill places.
+    pub(crate) skills: skills::SkillCatalogs,
 }
 
 impl Engine {
@@ -189,7 +195,13 @@ impl Engine {
             pending_summaries: Default::default(),
             extracting: Mutex::new(HashMap::new()),
             self_ref: std::sync::OnceLock::new(),
+            skills: Default::default(),
         }
+    }
+
+    /// The file watcher, once started.
+    pub(crate) fn watcher(&self) -> Option<&FileWatcher> {
+        self.watcher.get()
     }
 
     pub fn with_summariser(mut self, cfg: ctxd_protocol::SummariserConfig) -> Engine {
@@ -249,8 +261,16 @@ impl Engine {
         let (paths, change): (Vec<PathBuf>, &str) = match ev {
             WatchEvent::Changed(p) => (vec![p], "changed"),
             WatchEvent::Removed(p) => (vec![p], "removed"),
-            // Anything may have changed: compiles check every seen file's stamp anyway.
-            WatchEvent::Rescan => return,
+            WatchEvent::DirChanged(d) => {
+                self.skills_changed(Some(&d));
+                return;
+            }
+            // Anything may have changed: compiles check every seen file's stamp anyway;
+            // skill catalogs scan again.
+            WatchEvent::Rescan => {
+                self.skills_changed(None);
+                return;
+            }
         };
         let watched = match self.watched.lock() {
             Ok(w) => w,
@@ -349,6 +369,7 @@ impl Engine {
                 let collapse_commits = crate::store::collapses::commit_seqs(c, &sid)?
                     .into_iter()
                     .collect();
+                let caps = capabilities::Caps::new(crate::store::capabilities::load(c, &sid)?);
                 Ok(Loaded {
                     row,
                     records: Transcript::new(records),
@@ -362,6 +383,7 @@ impl Engine {
                     collapses,
                     collapse_commits,
                     level: "ok",
+                    caps,
                 })
             })
             .await?;

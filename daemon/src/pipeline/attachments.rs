@@ -1,8 +1,9 @@
 //! Model-facing text of attachment records (SPEC §5). The caller wraps the text in
 //! `<system-reminder>`; this module only decides the words.
 //!
-//! Typed renderers for each attachment type arrive with their issues; until then a few
-//! well-known types get a sentence and everything else a generic, still readable, dump.
+//! Known types get words written by us (capability deltas and skills too, in our records'
+//! shape and in Claude Code's); an unknown type falls back to a generic, still readable,
+//! dump.
 
 use ctxd_protocol::{Record, RecordInput, RecordKind};
 use serde_json::{Map, Value};
@@ -15,7 +16,11 @@ pub fn render(record: &Record) -> Option<String> {
         return None;
     }
     let kind = obj.get("type").and_then(Value::as_str).unwrap_or("unknown");
-    let text = typed(kind, obj)
+    let own = typed(kind, obj);
+    if own.is_none() && SILENT_WHEN_EMPTY.contains(&kind) {
+        return None;
+    }
+    let text = own
         .or_else(|| str_field(obj, "content"))
         .or_else(|| str_field(obj, "text"))
         .unwrap_or_else(|| generic(kind, obj));
@@ -26,6 +31,15 @@ pub fn render(record: &Record) -> Option<String> {
         Some(text)
     }
 }
+
+/// Types whose renderer says everything there is: nothing to say means no reminder.
+const SILENT_WHEN_EMPTY: [&str; 5] = [
+    super::capabilities::DEFERRED_TOOLS_DELTA,
+    super::capabilities::AGENT_LISTING_DELTA,
+    super::capabilities::MCP_INSTRUCTIONS_DELTA,
+    super::skills::SKILL_LISTING,
+    super::skills::INVOKED_SKILLS,
+];
 
 fn typed(kind: &str, obj: &Map<String, Value>) -> Option<String> {
     match kind {
@@ -38,8 +52,112 @@ fn typed(kind: &str, obj: &Map<String, Value>) -> Option<String> {
         }
         "hook_additional_context" => str_field(obj, "content"),
         "queued_commands" => queued_text(obj),
+        super::capabilities::DEFERRED_TOOLS_DELTA => deferred_tools_text(obj),
+        super::capabilities::AGENT_LISTING_DELTA => agent_listing_text(obj),
+        super::capabilities::MCP_INSTRUCTIONS_DELTA => mcp_instructions_text(obj),
+        super::skills::SKILL_LISTING => super::skills::render_listing(obj),
+        super::skills::INVOKED_SKILLS => super::skills::render_invoked(obj),
         _ => None,
     }
+}
+
+/// The strings of an array field, under our name or Claude Code's.
+fn list(obj: &Map<String, Value>, keys: &[&str]) -> Vec<String> {
+    keys.iter()
+        .find_map(|k| obj.get(*k).and_then(Value::as_array))
+        .map(|a| {
+            a.iter()
+                .filter_map(Value::as_str)
+                .map(str::to_owned)
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
+/// Text made of the non-empty parts, or nothing.
+fn parts(parts: Vec<String>) -> Option<String> {
+    let parts: Vec<String> = parts.into_iter().filter(|p| !p.is_empty()).collect();
+    (!parts.is_empty()).then(|| parts.join("\n\n"))
+}
+
+fn deferred_tools_text(obj: &Map<String, Value>) -> Option<String> {
+    let added = list(obj, &["added_names", "addedNames"]);
+    let removed = list(obj, &["removed_names", "removedNames"]);
+    parts(vec![
+        if added.is_empty() {
+            String::new()
+        } else {
+            format!(
+                "These deferred tools can now be found with tool search. Their definitions are not loaded yet: search for a tool (by name or by what it does) and its full definition is sent from then on.\n{}",
+                added.join("\n")
+            )
+        },
+        if removed.is_empty() {
+            String::new()
+        } else {
+            format!(
+                "These deferred tools are no longer available (their MCP server disconnected or they were removed). Do not search for them or call them:\n{}",
+                removed.join("\n")
+            )
+        },
+    ])
+}
+
+fn agent_listing_text(obj: &Map<String, Value>) -> Option<String> {
+    let lines = list(obj, &["added_lines", "addedLines"]);
+    let removed = list(obj, &["removed_types", "removedTypes"]);
+    let initial = obj
+        .get("initial")
+        .or_else(|| obj.get("isInitial"))
+        .and_then(Value::as_bool)
+        .unwrap_or(false);
+    parts(vec![
+        if lines.is_empty() {
+            String::new()
+        } else if initial {
+            format!(
+                "Available agent types for the Agent tool:\n{}",
+                lines.join("\n")
+            )
+        } else {
+            format!(
+                "Agent types added or changed for the Agent tool:\n{}",
+                lines.join("\n")
+            )
+        },
+        if removed.is_empty() {
+            String::new()
+        } else {
+            format!(
+                "These agent types are no longer available; do not start them:\n{}",
+                removed.join("\n")
+            )
+        },
+    ])
+}
+
+fn mcp_instructions_text(obj: &Map<String, Value>) -> Option<String> {
+    let blocks = list(obj, &["added_blocks", "addedBlocks"]);
+    let removed = list(obj, &["removed_names", "removedNames"]);
+    parts(vec![
+        if blocks.is_empty() {
+            String::new()
+        } else {
+            format!(
+                "{}\n\n{}",
+                super::capabilities::MCP_HEADING,
+                blocks.join("\n\n")
+            )
+        },
+        if removed.is_empty() {
+            String::new()
+        } else {
+            format!(
+                "These MCP servers have disconnected; their instructions no longer apply:\n{}",
+                removed.join("\n")
+            )
+        },
+    ])
 }
 
 fn str_field(obj: &Map<String, Value>, key: &str) -> Option<String> {
@@ -172,11 +290,54 @@ mod tests {
 
     #[test]
     fn generic_fallback_dumps_without_type() {
-        let r = att(json!({"type": "skill_listing", "added": ["a", "b"]}));
+        let r = att(json!({"type": "some_future_kind", "added": ["a", "b"]}));
         let t = render(&r).unwrap();
-        assert!(t.starts_with("Attachment (skill_listing):\n{"));
+        assert!(t.starts_with("Attachment (some_future_kind):\n{"));
         assert!(t.contains("\"added\""));
         assert!(!t.contains("\"type\""));
+    }
+
+    #[test]
+    fn capability_deltas_read_as_sentences_in_both_shapes() {
+        let ours = att(
+            json!({"type": "deferred_tools_delta", "added_names": ["mcp__j__get"], "removed_names": ["old"]}),
+        );
+        let t = render(&ours).unwrap();
+        assert!(t.contains("tool search") && t.contains("\nmcp__j__get"));
+        assert!(t.contains("no longer available") && t.ends_with("\nold"));
+        let cc = att(
+            json!({"type": "deferred_tools_delta", "addedNames": ["x"], "addedLines": ["x"], "removedNames": []}),
+        );
+        assert!(render(&cc).unwrap().ends_with("\nx"));
+        let agents = att(
+            json!({"type": "agent_listing_delta", "added_types": ["e"], "added_lines": ["- e: explores (Tools: All tools)"], "removed_types": [], "initial": true}),
+        );
+        assert_eq!(
+            render(&agents).unwrap(),
+            "Available agent types for the Agent tool:\n- e: explores (Tools: All tools)"
+        );
+        let mcp = att(
+            json!({"type": "mcp_instructions_delta", "added_names": ["j"], "added_blocks": ["## j\nUse it."], "removed_names": ["k"]}),
+        );
+        let t = render(&mcp).unwrap();
+        assert!(t.starts_with(
+            "# MCP Server Instructions\n\nThe following MCP servers have provided instructions"
+        ));
+        assert!(t.contains("## j\nUse it.") && t.ends_with("instructions no longer apply:\nk"));
+        let empty = att(
+            json!({"type": "mcp_instructions_delta", "added_names": [], "added_blocks": [], "removed_names": []}),
+        );
+        assert_eq!(render(&empty), None);
+        let skills = att(
+            json!({"type": "skill_listing", "content": "- review: Reviews", "names": ["review"]}),
+        );
+        assert_eq!(
+            render(&skills).unwrap(),
+            "The following skills are available for use with the Skill tool:\n\n- review: Reviews"
+        );
+        for r in [ours, agents, mcp, skills] {
+            assert!(!render(&r).unwrap().contains('{'), "no JSON dumps");
+        }
     }
 
     #[test]

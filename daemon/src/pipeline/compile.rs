@@ -25,7 +25,8 @@ use super::microcompact::{self, CLEARED, PinnedEdit};
 use super::normalize::{NormalizeOptions, normalize};
 use super::system::{SystemBlock, SystemInputs};
 use super::{
-    attachments, cache_markers, projection, snip, system, thresholds, tokens, tools, user_context,
+    attachments, cache_markers, capabilities, projection, snip, system, thresholds, tokens, tools,
+    user_context,
 };
 
 /// The session state a compile reads.
@@ -39,11 +40,14 @@ pub struct SessionView<'a> {
     pub git_snapshot: Option<&'a str>,
     /// The rendered instruction chain, when discovery has produced one.
     pub claude_md: Option<&'a str>,
+    /// The "MCP Server Instructions" section memoized at the first compile.
+    pub mcp_instructions: Option<&'a str>,
 }
 
 pub struct CompileInput<'a> {
     pub session: SessionView<'a>,
     pub records: &'a [Record],
+    /// The tools to send, in order (undiscovered deferred tools already left out).
     pub tools: &'a [ToolSpec],
     pub rejected_media: &'a BTreeSet<(String, u32)>,
     /// Frozen tool-result fates (budget), by tool_use id.
@@ -213,6 +217,7 @@ pub fn compile(input: &CompileInput<'_>) -> Result<Compiled, serde_json::Error> 
         additional_directories: s.additional_directories,
         git_snapshot: s.git_snapshot,
         has_mcp_tools: tools::has_mcp_tools(input.tools),
+        mcp_instructions: s.mcp_instructions,
     });
     let tool_values = tools::build(input.tools);
 
@@ -226,6 +231,9 @@ pub fn compile(input: &CompileInput<'_>) -> Result<Compiled, serde_json::Error> 
         },
     );
     let mut messages = normalized.messages;
+    if !capabilities::provider_searches(input.tools) {
+        capabilities::tool_references_as_text(&mut messages);
+    }
     match messages.first_mut() {
         Some(first) if first.role == Role::User => {
             first

@@ -1,0 +1,880 @@
+//! The capability surface as the model sees it (SPEC §5, §6; seed 001 "Delta 注入解决缓存
+//! 破坏"): which tools are sent, the MCP system section, and the delta attachments that
+//! announce changes — `deferred_tools_delta`, `agent_listing_delta`,
+//! `mcp_instructions_delta` — instead of rewriting `system` or the tool schemas.
+//!
+//! Deltas are replayable: what the model has been told is the fold of the delta records it
+//! can still see (after the last compact boundary, without snipped or collapsed records),
+//! over the base the system section gives; only the difference between that and the
+//! current state is ever sent. Claude Code's own records (camelCase fields) fold the same
+//! way, so an imported session knows what its transcript already announced.
+//!
+//! Tools: undiscovered deferred tools are not sent (their names are announced); a
+//! discovered one is sent with its full schema, appended after the tools already sent,
+//! so the order of what was sent never changes. A session that registers a server-side
+//! tool search (`tool_search_tool_*`) lets the provider do the searching instead: its
+//! deferred tools pass through with `defer_loading`.
+
+use std::collections::{BTreeMap, BTreeSet};
+
+use ctxd_protocol::{
+    AgentType, ContentBlock, Record, ToolResultBlock, ToolResultContent, ToolSpec,
+};
+use serde::{Deserialize, Serialize};
+use serde_json::{Value, json};
+
+use super::message::ApiMessage;
+
+pub const DEFERRED_TOOLS_DELTA: &str = "deferred_tools_delta";
+pub const AGENT_LISTING_DELTA: &str = "agent_listing_delta";
+pub const MCP_INSTRUCTIONS_DELTA: &str = "mcp_instructions_delta";
+
+/// Claude Code's heading of MCP instructions, in `system` and in deltas.
+pub const MCP_HEADING: &str = "# MCP Server Instructions\n\nThe following MCP servers have provided instructions for how to use their tools and resources:";
+
+/// An MCP server the agent reported connected.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct McpServer {
+    pub name: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub instructions: Option<String>,
+    #[serde(default)]
+    pub tools: Vec<ToolSpec>,
+}
+
+impl McpServer {
+    /// `## NAME\nINSTRUCTIONS`, or nothing for a server without instructions.
+    pub fn block(&self) -> Option<McpBlock> {
+        let text = self.instructions.as_deref()?.trim();
+        if text.is_empty() {
+            return None;
+        }
+        Some(McpBlock {
+            name: self.name.clone(),
+            block: format!("## {}\n{}", self.name, text),
+        })
+    }
+}
+
+/// One server's instructions as the model reads them.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct McpBlock {
+    pub name: String,
+    pub block: String,
+}
+
+/// Something reported by RPC, stamped with the transcript's last seq at that moment so
+/// it orders after the records that came before it (and a fork before it drops it).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Stamped {
+    pub name: String,
+    pub seq: u64,
+}
+
+/// The stored capability state of a session (what the agent reported).
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct CapabilityState {
+    /// Connected MCP servers, in connect order.
+    #[serde(default)]
+    pub mcp: Vec<McpServer>,
+    #[serde(default)]
+    pub agents: Vec<AgentType>,
+    /// The MCP instructions put into `system` at the session's first compile; `None`
+    /// until then. Memoized for the session's life, so `system` never changes.
+    #[serde(default)]
+    pub mcp_memo: Option<Vec<McpBlock>>,
+    /// Deferred tools discovered by RPC.
+    #[serde(default)]
+    pub discovered: Vec<Stamped>,
+    /// Skills invoked by RPC.
+    #[serde(default)]
+    pub invoked: Vec<Stamped>,
+}
+
+impl CapabilityState {
+    /// The state a fork ending at `seq` inherits: RPC reports made after it are dropped.
+    pub fn up_to(mut self, seq: u64) -> CapabilityState {
+        self.discovered.retain(|d| d.seq <= seq);
+        self.invoked.retain(|d| d.seq <= seq);
+        self
+    }
+
+    /// Current MCP instruction blocks, in connect order.
+    pub fn mcp_blocks(&self) -> Vec<McpBlock> {
+        self.mcp.iter().filter_map(McpServer::block).collect()
+    }
+}
+
+/// The system section for the memoized MCP instructions.
+pub fn mcp_section(blocks: &[McpBlock]) -> Option<String> {
+    if blocks.is_empty() {
+        return None;
+    }
+    let parts: Vec<&str> = blocks.iter().map(|b| b.block.as_str()).collect();
+    Some(format!("{MCP_HEADING}\n\n{}", parts.join("\n\n")))
+}
+
+/// `- TYPE: DESCRIPTION (Tools: …)`, one agent type of the listing.
+pub fn agent_line(a: &AgentType) -> String {
+    let tools = match &a.tools {
+        Some(t) if !t.is_empty() && !t.iter().any(|x| x == "*") => t.join(", "),
+        _ => "All tools".to_string(),
+    };
+    format!(
+        "- {}: {} (Tools: {tools})",
+        a.agent_type,
+        a.description.trim()
+    )
+}
+
+/// What the model has been told, folded from delta records. A name maps to what was
+/// announced for it (an empty text when the record did not say: treated as current);
+/// `None` is an announced removal.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Announced {
+    deferred: BTreeMap<String, bool>,
+    agents: BTreeMap<String, Option<String>>,
+    mcp: BTreeMap<String, Option<String>>,
+    /// Delta records folded in (a cheap way to notice that the fold moved).
+    pub records: u64,
+}
+
+fn names(obj: &Value, keys: &[&str]) -> Vec<String> {
+    keys.iter()
+        .find_map(|k| obj.get(*k).and_then(Value::as_array))
+        .map(|a| {
+            a.iter()
+                .filter_map(Value::as_str)
+                .map(str::to_string)
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
+impl Announced {
+    /// Folds one attachment payload; anything that is not a capability delta is ignored.
+    pub fn apply(&mut self, attachment: &Value) {
+        let kind = attachment.get("type").and_then(Value::as_str);
+        match kind {
+            Some(DEFERRED_TOOLS_DELTA) => {
+                for n in names(attachment, &["added_names", "addedNames"]) {
+                    self.deferred.insert(n, true);
+                }
+                for n in names(attachment, &["removed_names", "removedNames"]) {
+                    self.deferred.insert(n, false);
+                }
+            }
+            Some(AGENT_LISTING_DELTA) => {
+                let added = names(attachment, &["added_types", "addedTypes"]);
+                let lines = names(attachment, &["added_lines", "addedLines"]);
+                for (i, t) in added.into_iter().enumerate() {
+                    self.agents
+                        .insert(t, Some(lines.get(i).cloned().unwrap_or_default()));
+                }
+                for t in names(attachment, &["removed_types", "removedTypes"]) {
+                    self.agents.insert(t, None);
+                }
+            }
+            Some(MCP_INSTRUCTIONS_DELTA) => {
+                let added = names(attachment, &["added_names", "addedNames"]);
+                let blocks = names(attachment, &["added_blocks", "addedBlocks"]);
+                for (i, n) in added.into_iter().enumerate() {
+                    self.mcp
+                        .insert(n, Some(blocks.get(i).cloned().unwrap_or_default()));
+                }
+                for n in names(attachment, &["removed_names", "removedNames"]) {
+                    self.mcp.insert(n, None);
+                }
+            }
+            _ => return,
+        }
+        self.records += 1;
+    }
+
+    pub fn fold<'a>(records: impl IntoIterator<Item = &'a Record>) -> Announced {
+        let mut a = Announced::default();
+        for r in records {
+            if let Some(v) = &r.attachment {
+                a.apply(v);
+            }
+        }
+        a
+    }
+
+    pub fn deferred_names(&self) -> Vec<String> {
+        self.deferred
+            .iter()
+            .filter(|(_, on)| **on)
+            .map(|(n, _)| n.clone())
+            .collect()
+    }
+
+    pub fn agent_types(&self) -> Vec<String> {
+        self.agents
+            .iter()
+            .filter(|(_, l)| l.is_some())
+            .map(|(t, _)| t.clone())
+            .collect()
+    }
+
+    /// MCP instructions the model holds: the system section's, then the deltas'.
+    pub fn mcp_blocks(&self, base: &[McpBlock]) -> BTreeMap<String, String> {
+        let mut out: BTreeMap<String, String> = base
+            .iter()
+            .map(|b| (b.name.clone(), b.block.clone()))
+            .collect();
+        for (n, b) in &self.mcp {
+            match b {
+                Some(b) => out.insert(n.clone(), b.clone()),
+                None => out.remove(n),
+            };
+        }
+        out
+    }
+}
+
+/// What exists now, in the order deltas list it.
+pub struct Current<'a> {
+    /// Names of deferred tools, in tool order.
+    pub deferred: Vec<&'a str>,
+    pub agents: &'a [AgentType],
+    pub mcp: Vec<McpBlock>,
+}
+
+/// The delta attachments (payloads) that bring the model from `announced` (over the
+/// system section's `mcp_base`) to `current`; empty when nothing changed.
+pub fn deltas(current: &Current<'_>, announced: &Announced, mcp_base: &[McpBlock]) -> Vec<Value> {
+    let mut out = Vec::new();
+
+    let told: BTreeSet<String> = announced.deferred_names().into_iter().collect();
+    let now: BTreeSet<&str> = current.deferred.iter().copied().collect();
+    let added: Vec<&str> = current
+        .deferred
+        .iter()
+        .copied()
+        .filter(|n| !told.contains(*n))
+        .collect();
+    let removed: Vec<&String> = told.iter().filter(|n| !now.contains(n.as_str())).collect();
+    if !added.is_empty() || !removed.is_empty() {
+        out.push(json!({
+            "type": DEFERRED_TOOLS_DELTA,
+            "added_names": added,
+            "removed_names": removed,
+        }));
+    }
+
+    let initial = announced.agents.is_empty();
+    let mut added_types = Vec::new();
+    let mut added_lines = Vec::new();
+    for a in current.agents {
+        let line = agent_line(a);
+        let same = match announced.agents.get(&a.agent_type) {
+            Some(Some(told)) => told.is_empty() || *told == line,
+            _ => false,
+        };
+        if !same {
+            added_types.push(a.agent_type.clone());
+            added_lines.push(line);
+        }
+    }
+    let removed_types: Vec<&String> = announced
+        .agents
+        .iter()
+        .filter(|(t, l)| l.is_some() && !current.agents.iter().any(|a| &a.agent_type == *t))
+        .map(|(t, _)| t)
+        .collect();
+    if !added_types.is_empty() || !removed_types.is_empty() {
+        out.push(json!({
+            "type": AGENT_LISTING_DELTA,
+            "added_types": added_types,
+            "added_lines": added_lines,
+            "removed_types": removed_types,
+            "initial": initial,
+        }));
+    }
+
+    let told = announced.mcp_blocks(mcp_base);
+    let mut added_names = Vec::new();
+    let mut added_blocks = Vec::new();
+    for b in &current.mcp {
+        match told.get(&b.name) {
+            Some(t) if t.is_empty() || *t == b.block => {}
+            _ => {
+                added_names.push(b.name.clone());
+                added_blocks.push(b.block.clone());
+            }
+        }
+    }
+    let removed_names: Vec<&String> = told
+        .keys()
+        .filter(|n| !current.mcp.iter().any(|b| &b.name == *n))
+        .collect();
+    if !added_names.is_empty() || !removed_names.is_empty() {
+        out.push(json!({
+            "type": MCP_INSTRUCTIONS_DELTA,
+            "added_names": added_names,
+            "added_blocks": added_blocks,
+            "removed_names": removed_names,
+        }));
+    }
+    out
+}
+
+/// How each tool goes out in the next request.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ToolFate {
+    Sent,
+    Deferred,
+    Discovered,
+    Server,
+}
+
+impl ToolFate {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            ToolFate::Sent => "sent",
+            ToolFate::Deferred => "deferred",
+            ToolFate::Discovered => "discovered",
+            ToolFate::Server => "server",
+        }
+    }
+}
+
+/// The session's tools and connected servers' tools, in registration order, first name
+/// wins (a session tool shadows a server tool of the same name).
+pub fn all_tools(session_tools: &[ToolSpec], mcp: &[McpServer]) -> Vec<ToolSpec> {
+    let mut seen = BTreeSet::new();
+    let mut out = Vec::with_capacity(session_tools.len());
+    let server_tools = mcp.iter().flat_map(|s| {
+        s.tools.iter().map(|t| {
+            let mut t = t.clone();
+            t.mcp_server = Some(s.name.clone());
+            t
+        })
+    });
+    for t in session_tools.iter().cloned().chain(server_tools) {
+        if seen.insert(t.name.clone()) {
+            out.push(t);
+        }
+    }
+    out
+}
+
+/// A provider-side tool search is registered: the provider finds deferred tools itself.
+pub fn provider_searches(tools: &[ToolSpec]) -> bool {
+    tools.iter().any(|t| {
+        t.server_type
+            .as_deref()
+            .is_some_and(|s| s.starts_with("tool_search_tool"))
+    })
+}
+
+fn is_deferred(t: &ToolSpec) -> bool {
+    t.defer_loading && t.server_type.is_none()
+}
+
+/// The tools array's source: what is sent, in order, and the fate of every tool.
+/// `discovered` is in discovery order.
+pub fn plan_tools(
+    all: &[ToolSpec],
+    discovered: &[String],
+) -> (Vec<ToolSpec>, Vec<(String, ToolFate)>) {
+    let mut fates = Vec::with_capacity(all.len());
+    if provider_searches(all) {
+        for t in all {
+            let fate = if t.server_type.is_some() {
+                ToolFate::Server
+            } else if is_deferred(t) {
+                ToolFate::Deferred
+            } else {
+                ToolFate::Sent
+            };
+            fates.push((t.name.clone(), fate));
+        }
+        return (all.to_vec(), fates);
+    }
+    let mut sent: Vec<ToolSpec> = Vec::with_capacity(all.len());
+    for t in all.iter().filter(|t| !is_deferred(t)) {
+        let fate = if t.server_type.is_some() {
+            ToolFate::Server
+        } else {
+            ToolFate::Sent
+        };
+        fates.push((t.name.clone(), fate));
+        sent.push(t.clone());
+    }
+    let mut taken = BTreeSet::new();
+    for name in discovered {
+        if let Some(t) = all.iter().find(|t| &t.name == name && is_deferred(t))
+            && taken.insert(name.as_str())
+        {
+            let mut t = t.clone();
+            // Found: from now on an ordinary tool, schema and all.
+            t.defer_loading = false;
+            fates.push((t.name.clone(), ToolFate::Discovered));
+            sent.push(t);
+        }
+    }
+    for t in all
+        .iter()
+        .filter(|t| is_deferred(t) && !taken.contains(t.name.as_str()))
+    {
+        fates.push((t.name.clone(), ToolFate::Deferred));
+    }
+    (sent, fates)
+}
+
+/// Names of deferred tools, in tool order: what `deferred_tools_delta` announces.
+pub fn deferred_names(all: &[ToolSpec]) -> Vec<&str> {
+    all.iter()
+        .filter(|t| is_deferred(t))
+        .map(|t| t.name.as_str())
+        .collect()
+}
+
+/// Merges discoveries seen in the transcript with those reported by RPC into one
+/// discovery order: by seq, a record before an RPC stamped with its seq (the RPC came
+/// after the record), first discovery wins.
+pub fn discovery_order(from_records: &[Stamped], from_rpc: &[Stamped]) -> Vec<String> {
+    let mut all: Vec<(u64, u8, usize, &str)> = from_records
+        .iter()
+        .enumerate()
+        .map(|(i, s)| (s.seq, 0u8, i, s.name.as_str()))
+        .chain(
+            from_rpc
+                .iter()
+                .enumerate()
+                .map(|(i, s)| (s.seq, 1u8, i, s.name.as_str())),
+        )
+        .collect();
+    all.sort();
+    let mut seen = BTreeSet::new();
+    all.into_iter()
+        .filter(|(_, _, _, n)| seen.insert(*n))
+        .map(|(_, _, _, n)| n.to_string())
+        .collect()
+}
+
+/// `tool_reference` blocks of one record's tool results, in order.
+pub fn tool_references(r: &Record) -> impl Iterator<Item = &str> {
+    r.content.iter().flat_map(|b| match b {
+        ContentBlock::ToolResult {
+            content: ToolResultContent::Blocks(v),
+            ..
+        } => v
+            .iter()
+            .filter_map(|x| match x {
+                ToolResultBlock::ToolReference { tool_name } => Some(tool_name.as_str()),
+                _ => None,
+            })
+            .collect::<Vec<_>>(),
+        _ => Vec::new(),
+    })
+}
+
+/// What a `tool_reference` tells the model once its tool is sent in full.
+pub fn tool_reference_text(name: &str) -> String {
+    format!("Tool found: {name}. Its full definition is in your tool list from now on.")
+}
+
+/// Replaces `tool_reference` blocks by text: the tool is sent in full, so no provider
+/// needs to expand the reference (and providers without tool search would refuse it).
+pub fn tool_references_as_text(messages: &mut [ApiMessage]) {
+    for m in messages {
+        for b in &mut m.content {
+            if let ContentBlock::ToolResult {
+                content: ToolResultContent::Blocks(v),
+                ..
+            } = b
+            {
+                for x in v.iter_mut() {
+                    if let ToolResultBlock::ToolReference { tool_name } = x {
+                        *x = ToolResultBlock::Text {
+                            text: tool_reference_text(tool_name),
+                        };
+                    }
+                }
+            }
+        }
+    }
+}
+
+/// What the transcript says about capabilities, kept up to date incrementally so a
+/// compile folds only the records appended since the last one.
+///
+/// * `announced`: the capability deltas the model can still see (the projection after
+///   the last compact boundary, snipped and collapsed records out) — refolded when the
+///   boundary, a snip or the committed collapses change;
+/// * `sent_skills`: every `skill_listing` of the main thread (compactions keep it);
+/// * `discovered`: tools named by `tool_reference` blocks, first occurrence;
+/// * `invoked`: skills invoked by `Skill` tool_uses, latest seq per name.
+#[derive(Debug, Clone, Default)]
+pub struct Ledger {
+    upto: usize,
+    view_key: (String, Vec<String>),
+    pub announced: Announced,
+    pub sent_skills: super::skills::Sent,
+    discovered_names: BTreeSet<String>,
+    pub discovered: Vec<Stamped>,
+    pub invoked: BTreeMap<String, u64>,
+}
+
+impl Ledger {
+    pub fn refresh(
+        &mut self,
+        records: &[Record],
+        boundary_uuid: &str,
+        collapses: &[super::collapse::Collapse],
+    ) {
+        if records.len() < self.upto {
+            *self = Ledger::default();
+        }
+        let committed: Vec<String> = collapses
+            .iter()
+            .filter(|c| c.status == super::collapse::CollapseStatus::Committed)
+            .map(|c| c.id.clone())
+            .collect();
+        let key = (boundary_uuid.to_string(), committed);
+        let new = &records[self.upto..];
+        let refold = key != self.view_key
+            || self.upto == 0
+            || new
+                .iter()
+                .any(|r| r.kind == ctxd_protocol::RecordKind::System);
+        for r in new.iter().filter(|r| !r.is_sidechain) {
+            for n in tool_references(r) {
+                if self.discovered_names.insert(n.to_string()) {
+                    self.discovered.push(Stamped {
+                        name: n.to_string(),
+                        seq: r.seq,
+                    });
+                }
+            }
+            for n in super::skills::invocations(r) {
+                self.invoked.insert(n, r.seq);
+            }
+            if r.is_virtual {
+                continue;
+            }
+            if let Some(a) = &r.attachment {
+                self.sent_skills.apply(a);
+                if !refold {
+                    self.announced.apply(a);
+                }
+            }
+        }
+        if refold {
+            let projected = super::projection::project(records);
+            let view = super::collapse::apply(&projected, collapses);
+            self.announced = Announced::fold(view.iter().map(|c| c.as_ref()));
+            self.view_key = key;
+        }
+        self.upto = records.len();
+    }
+
+    /// Invoked skills (latest seq per name) over the folded records and those not folded
+    /// yet.
+    pub fn invocations(&self, records: &[Record]) -> BTreeMap<String, u64> {
+        let mut out = self.invoked.clone();
+        for r in records.iter().skip(self.upto) {
+            for n in super::skills::invocations(r) {
+                out.insert(n, r.seq);
+            }
+        }
+        out
+    }
+
+    /// Discovery order over the folded records, the records not folded yet, and RPC
+    /// reports.
+    pub fn discovery_order(&self, records: &[Record], from_rpc: &[Stamped]) -> Vec<String> {
+        let mut seen = self.discovered_names.clone();
+        let mut from_records = self.discovered.clone();
+        for r in records.iter().skip(self.upto).filter(|r| !r.is_sidechain) {
+            for n in tool_references(r) {
+                if seen.insert(n.to_string()) {
+                    from_records.push(Stamped {
+                        name: n.to_string(),
+                        seq: r.seq,
+                    });
+                }
+            }
+        }
+        discovery_order(&from_records, from_rpc)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn tool(name: &str, deferred: bool) -> ToolSpec {
+        ToolSpec {
+            name: name.into(),
+            description: Some(format!("{name} does things")),
+            input_schema: Some(json!({"type": "object"})),
+            server_type: None,
+            max_result_size_chars: None,
+            mcp_server: None,
+            defer_loading: deferred,
+        }
+    }
+
+    fn agent(t: &str, d: &str) -> AgentType {
+        AgentType {
+            agent_type: t.into(),
+            description: d.into(),
+            tools: None,
+        }
+    }
+
+    fn block(n: &str, text: &str) -> McpBlock {
+        McpServer {
+            name: n.into(),
+            instructions: Some(text.into()),
+            tools: vec![],
+        }
+        .block()
+        .unwrap()
+    }
+
+    #[test]
+    fn deltas_announce_only_the_difference_and_fold_back_to_nothing() {
+        let agents = vec![agent("explore", "Searches code"), agent("plan", "Plans")];
+        let cur = Current {
+            deferred: vec!["mcp__a__x", "mcp__a__y"],
+            agents: &agents,
+            mcp: vec![block("a", "Use x first.")],
+        };
+        let mut told = Announced::default();
+        let first = deltas(&cur, &told, &[]);
+        assert_eq!(first.len(), 3);
+        assert_eq!(first[0]["added_names"], json!(["mcp__a__x", "mcp__a__y"]));
+        assert_eq!(first[1]["initial"], true);
+        assert_eq!(
+            first[1]["added_lines"][0],
+            "- explore: Searches code (Tools: All tools)"
+        );
+        assert_eq!(first[2]["added_blocks"][0], "## a\nUse x first.");
+        for d in &first {
+            told.apply(d);
+        }
+        assert!(deltas(&cur, &told, &[]).is_empty(), "replayed: nothing new");
+
+        let fewer = vec![agent("explore", "Searches code and docs")];
+        let cur2 = Current {
+            deferred: vec!["mcp__a__y"],
+            agents: &fewer,
+            mcp: vec![],
+        };
+        let second = deltas(&cur2, &told, &[]);
+        assert_eq!(second[0]["removed_names"], json!(["mcp__a__x"]));
+        assert_eq!(second[0]["added_names"], json!([]));
+        assert_eq!(second[1]["added_types"], json!(["explore"]), "changed line");
+        assert_eq!(second[1]["removed_types"], json!(["plan"]));
+        assert_eq!(second[1]["initial"], false);
+        assert_eq!(second[2]["removed_names"], json!(["a"]));
+        for d in &second {
+            told.apply(d);
+        }
+        assert!(deltas(&cur2, &told, &[]).is_empty());
+        assert_eq!(told.records, 6);
+    }
+
+    #[test]
+    fn the_system_section_is_the_base_of_mcp_instructions() {
+        let base = vec![block("early", "E")];
+        let cur = Current {
+            deferred: vec![],
+            agents: &[],
+            mcp: vec![block("early", "E"), block("late", "L")],
+        };
+        let d = deltas(&cur, &Announced::default(), &base);
+        assert_eq!(d.len(), 1);
+        assert_eq!(d[0]["added_names"], json!(["late"]));
+        // The early server disconnects: its removal is announced although only system
+        // ever held it.
+        let cur = Current {
+            deferred: vec![],
+            agents: &[],
+            mcp: vec![],
+        };
+        let d = deltas(&cur, &Announced::default(), &base);
+        assert_eq!(d[0]["removed_names"], json!(["early"]));
+    }
+
+    #[test]
+    fn claude_codes_own_records_fold_too() {
+        let mut told = Announced::default();
+        told.apply(&json!({"type": "deferred_tools_delta", "addedNames": ["a", "b"], "addedLines": ["a", "b"], "removedNames": []}));
+        told.apply(&json!({"type": "agent_listing_delta", "addedTypes": ["x"], "addedLines": ["- x: y"], "removedTypes": [], "isInitial": true}));
+        told.apply(&json!({"type": "mcp_instructions_delta", "addedNames": ["s"], "addedBlocks": ["## s\nhi"], "removedNames": []}));
+        told.apply(&json!({"type": "date_change", "date": "2026-01-01"}));
+        assert_eq!(told.records, 3);
+        assert_eq!(told.deferred_names(), vec!["a", "b"]);
+        assert_eq!(told.agent_types(), vec!["x"]);
+        assert_eq!(told.mcp_blocks(&[])["s"], "## s\nhi");
+    }
+
+    #[test]
+    fn discovered_tools_go_after_what_was_sent_in_discovery_order() {
+        let all = vec![
+            tool("Read", false),
+            tool("d1", true),
+            tool("Bash", false),
+            tool("d2", true),
+            tool("d3", true),
+        ];
+        let (sent, fates) = plan_tools(&all, &[]);
+        assert_eq!(
+            sent.iter().map(|t| t.name.as_str()).collect::<Vec<_>>(),
+            ["Read", "Bash"]
+        );
+        assert_eq!(
+            fates.iter().filter(|f| f.1 == ToolFate::Deferred).count(),
+            3
+        );
+        let (sent2, _) = plan_tools(&all, &["d3".into(), "nope".into(), "Read".into()]);
+        let names: Vec<&str> = sent2.iter().map(|t| t.name.as_str()).collect();
+        assert_eq!(names, ["Read", "Bash", "d3"]);
+        assert!(!sent2[2].defer_loading, "sent as an ordinary tool");
+        let (sent3, _) = plan_tools(&all, &["d3".into(), "d1".into()]);
+        let names: Vec<&str> = sent3.iter().map(|t| t.name.as_str()).collect();
+        assert_eq!(names, ["Read", "Bash", "d3", "d1"], "never reordered");
+        assert_eq!(&sent3[..3], &sent2[..]);
+    }
+
+    #[test]
+    fn a_provider_tool_search_gets_every_deferred_tool() {
+        let mut search = tool("tool_search_tool_regex", false);
+        search.server_type = Some("tool_search_tool_regex_20251119".into());
+        let all = vec![tool("Read", false), tool("d1", true), search];
+        let (sent, fates) = plan_tools(&all, &[]);
+        assert_eq!(sent.len(), 3);
+        assert!(sent[1].defer_loading);
+        assert_eq!(fates[1].1, ToolFate::Deferred);
+        assert_eq!(fates[2].1, ToolFate::Server);
+    }
+
+    #[test]
+    fn server_tools_carry_their_server_and_session_tools_win() {
+        let mcp = vec![McpServer {
+            name: "s".into(),
+            instructions: None,
+            tools: vec![tool("Read", false), tool("mcp__s__q", true)],
+        }];
+        let all = all_tools(&[tool("Read", false)], &mcp);
+        assert_eq!(all.len(), 2);
+        assert_eq!(all[0].mcp_server, None);
+        assert_eq!(all[1].mcp_server.as_deref(), Some("s"));
+        assert_eq!(deferred_names(&all), vec!["mcp__s__q"]);
+    }
+
+    #[test]
+    fn discovery_order_merges_records_and_rpc() {
+        let s = |n: &str, seq| Stamped {
+            name: n.into(),
+            seq,
+        };
+        let order = discovery_order(&[s("a", 5), s("b", 9), s("a", 12)], &[s("c", 5), s("b", 2)]);
+        assert_eq!(order, vec!["b", "a", "c"]);
+    }
+
+    #[test]
+    fn forks_drop_later_rpc_reports() {
+        let st = CapabilityState {
+            discovered: vec![
+                Stamped {
+                    name: "a".into(),
+                    seq: 3,
+                },
+                Stamped {
+                    name: "b".into(),
+                    seq: 9,
+                },
+            ],
+            ..Default::default()
+        };
+        assert_eq!(st.up_to(5).discovered.len(), 1);
+    }
+
+    fn rec(seq: u64, v: Value) -> Record {
+        let mut v = v;
+        v["uuid"] = json!(format!("u{seq}"));
+        v["seq"] = json!(seq);
+        v["timestamp"] = json!("2026-11-29T10:00:00Z");
+        serde_json::from_value(v).unwrap()
+    }
+
+    #[test]
+    fn the_ledger_folds_incrementally_and_refolds_after_a_boundary() {
+        let mut records = vec![
+            rec(
+                1,
+                json!({"type": "attachment", "attachment": {"type": "deferred_tools_delta", "added_names": ["a"], "removed_names": []}}),
+            ),
+            rec(
+                2,
+                json!({"type": "user", "content": [{"type": "tool_result", "tool_use_id": "t", "content": [{"type": "tool_reference", "tool_name": "a"}]}]}),
+            ),
+            rec(
+                3,
+                json!({"type": "assistant", "content": [{"type": "tool_use", "id": "s", "name": "Skill", "input": {"skill": "review"}}]}),
+            ),
+            rec(
+                4,
+                json!({"type": "attachment", "attachment": {"type": "skill_listing", "content": "- review: r", "names": ["review"], "sigs": ["x"]}}),
+            ),
+        ];
+        let mut l = Ledger::default();
+        l.refresh(&records, "", &[]);
+        assert_eq!(l.announced.deferred_names(), vec!["a"]);
+        assert_eq!(
+            l.discovered,
+            vec![Stamped {
+                name: "a".into(),
+                seq: 2
+            }]
+        );
+        assert_eq!(l.invoked.get("review"), Some(&3));
+        assert!(l.sent_skills.covers("review", "x"));
+        records.push(rec(5, json!({"type": "attachment", "attachment": {"type": "deferred_tools_delta", "added_names": ["b"], "removed_names": []}})));
+        l.refresh(&records, "", &[]);
+        assert_eq!(l.announced.deferred_names(), vec!["a", "b"]);
+        records.push(rec(
+            6,
+            json!({"type": "system", "subtype": "compact_boundary"}),
+        ));
+        l.refresh(&records, "u6", &[]);
+        assert!(
+            l.announced.deferred_names().is_empty(),
+            "swallowed by the compaction"
+        );
+        assert!(
+            l.sent_skills.covers("review", "x"),
+            "the sent-set outlives it"
+        );
+        assert_eq!(l.discovered.len(), 1, "so do discoveries");
+        let fresh = {
+            let mut f = Ledger::default();
+            f.refresh(&records, "u6", &[]);
+            f
+        };
+        assert_eq!(fresh.announced, l.announced);
+        records.push(rec(7, json!({"type": "user", "content": [{"type": "tool_result", "tool_use_id": "t2", "content": [{"type": "tool_reference", "tool_name": "c"}]}]})));
+        assert_eq!(l.discovery_order(&records, &[]), vec!["a", "c"]);
+    }
+
+    #[test]
+    fn mcp_section_wording() {
+        let s = mcp_section(&[block("jira", "Use jira__get_issue first.")]).unwrap();
+        assert!(s.starts_with("# MCP Server Instructions\n\nThe following MCP servers"));
+        assert!(s.ends_with("## jira\nUse jira__get_issue first."));
+        assert_eq!(mcp_section(&[]), None);
+        let none = McpServer {
+            name: "n".into(),
+            instructions: Some("  ".into()),
+            tools: vec![],
+        };
+        assert_eq!(none.block(), None);
+    }
+}
