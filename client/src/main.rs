@@ -1,5 +1,6 @@
 //! `ctx`: the command-line client of ctxd.
 
+mod capabilities;
 mod replay;
 mod worker;
 
@@ -126,6 +127,11 @@ enum Command {
         from_id: String,
         to_id: String,
     },
+    /// A session's skills: listed, pending, dormant (conditional), omitted, invoked.
+    Skills { session: String },
+    /// A session's tools (sent, deferred, discovered), MCP servers, agent types and what
+    /// the model was told.
+    Capabilities { session: String },
     /// Import a Claude Code JSONL transcript as a new session.
     Import {
         file: PathBuf,
@@ -652,6 +658,10 @@ async fn run(cli: Cli) -> Result<()> {
                 }
             }
         },
+        Command::Skills { session } => capabilities::skills(&client, session, cli.json).await?,
+        Command::Capabilities { session } => {
+            capabilities::capabilities(&client, session, cli.json).await?
+        }
         Command::Collapse { action } => match action {
             CollapseCmd::List { session } => {
                 let r: CollapseListResponse = client

@@ -3,6 +3,7 @@
 //! attachments, the MCP system memo of the first compile, and the re-announcement of the
 //! current state in a new history after a compaction.
 
+use std::borrow::Cow;
 use std::collections::BTreeSet;
 use std::sync::Arc;
 
@@ -15,16 +16,18 @@ use super::{Engine, Loaded, SessionCell};
 use crate::error::{Error, Result};
 use crate::limits::{MAX_AGENT_TYPES, MAX_CAPABILITY_TEXT_BYTES, MAX_MCP_SERVERS, MAX_TOOLS};
 use crate::pipeline::capabilities::{
-    self as caps, Announced, CapabilityState, Current, Ledger, McpServer, Stamped, ToolFate,
+    self as caps, Announced, CapabilityState, Current, Ledger, McpServer, Stamped,
 };
 use crate::store::capabilities as store;
 
 /// A session's capabilities in memory: the stored state, the ledger folded from its
-/// transcript, and what the skills step last saw.
+/// transcript, and what the skills step last saw. State and ledger are shared, so the
+/// snapshot every compile takes copies neither (the ledger holds the sent-set of every
+/// skill).
 #[derive(Clone, Default)]
 pub(crate) struct Caps {
-    pub state: CapabilityState,
-    pub ledger: Ledger,
+    pub state: Arc<CapabilityState>,
+    pub ledger: Arc<Ledger>,
     /// The skill catalog of the session's cwd.
     pub catalog: Option<(String, Arc<Catalog>)>,
     /// `(catalog generation, listing records folded)` at the last skills step.
@@ -33,12 +36,15 @@ pub(crate) struct Caps {
     pub dormant: Option<bool>,
     /// Skipped skill files the session's subscribers were told about.
     pub warned: BTreeSet<(String, String)>,
+    /// Records looked at for touched paths by the last skills step, and the engine's
+    /// `context.touch_paths` count then.
+    pub touch_seen: (usize, u64),
 }
 
 impl Caps {
     pub(crate) fn new(state: CapabilityState) -> Caps {
         Caps {
-            state,
+            state: Arc::new(state),
             ..Caps::default()
         }
     }
@@ -46,17 +52,19 @@ impl Caps {
 
 impl Loaded {
     /// Session tools and connected servers' tools, first name wins.
-    pub(crate) fn all_tools(&self) -> Vec<ToolSpec> {
+    pub(crate) fn all_tools(&self) -> Cow<'_, [ToolSpec]> {
         caps::all_tools(&self.tools, &self.caps.state.mcp)
     }
 
-    /// The tools the next request sends, in order, and every tool's fate.
-    pub(crate) fn tool_plan(&self) -> (Vec<ToolSpec>, Vec<(String, ToolFate)>) {
-        let order = self
-            .caps
+    fn discovery_order(&self) -> Vec<String> {
+        self.caps
             .ledger
-            .discovery_order(&self.records, &self.caps.state.discovered);
-        caps::plan_tools(&self.all_tools(), &order)
+            .discovery_order(&self.records, &self.caps.state.discovered)
+    }
+
+    /// The tools the next request sends, in order.
+    pub(crate) fn tools_to_send(&self) -> Vec<ToolSpec> {
+        caps::plan_tools(&self.all_tools(), &self.discovery_order()).into_owned()
     }
 
     /// The memoized "MCP Server Instructions" section, if any.
@@ -68,10 +76,18 @@ impl Loaded {
             .and_then(caps::mcp_section)
     }
 
-    fn refresh_ledger(&mut self) {
-        self.caps
+    pub(crate) fn refresh_ledger(&mut self) {
+        if !self
+            .caps
             .ledger
-            .refresh(&self.records, &self.boundary_uuid, &self.collapses);
+            .is_current(&self.records, &self.boundary_uuid, &self.collapses)
+        {
+            Arc::make_mut(&mut self.caps.ledger).refresh(
+                &self.records,
+                &self.boundary_uuid,
+                &self.collapses,
+            );
+        }
     }
 
     fn current_deltas(&self, announced: &Announced, base: &[caps::McpBlock]) -> Vec<Value> {
@@ -154,7 +170,7 @@ impl Engine {
             l.caps.skills_seen = Some((generation, l.caps.ledger.sent_skills.records));
             return Ok(Vec::new());
         }
-        let mut state = l.caps.state.clone();
+        let mut state = (*l.caps.state).clone();
         if let Some(m) = memo {
             state.mcp_memo = Some(m);
         }
@@ -174,7 +190,7 @@ impl Engine {
                 super::session::insert_batch(tx, &sid, inputs, None, &now_text)
             })
             .await?;
-        l.caps.state = state;
+        l.caps.state = Arc::new(state);
         if !built.is_empty() {
             l.records.extend(built.iter().cloned());
             self.emit(
@@ -243,7 +259,7 @@ impl Engine {
         let mut guard = cell.state.lock().await;
         self.load_or_drop(sid, &mut guard).await?;
         let l = super::loaded_mut(&mut guard)?;
-        let mut state = l.caps.state.clone();
+        let mut state = (*l.caps.state).clone();
         let announced_by = change(&mut state, l)?;
         let tool_count = caps::all_tools(&l.tools, &state.mcp).len();
         if tool_count > MAX_TOOLS {
@@ -263,7 +279,7 @@ impl Engine {
                 store::save(tx, &s, &st)
             })
             .await?;
-        l.caps.state = state;
+        l.caps.state = Arc::new(state);
         drop(guard);
         self.emit(
             &cell,
@@ -445,14 +461,14 @@ impl Engine {
                 format!("the session has no skill `{name}`"),
             ));
         }
-        let mut state = l.caps.state.clone();
+        let mut state = (*l.caps.state).clone();
         state.invoked.push(Stamped {
             name,
             seq: last_seq(l),
         });
         let (s, st) = (p.session_id.clone(), state.clone());
         self.store.write(move |tx| store::save(tx, &s, &st)).await?;
-        l.caps.state = state;
+        l.caps.state = Arc::new(state);
         Ok(())
     }
 
@@ -464,16 +480,13 @@ impl Engine {
         let l = super::loaded_mut(&mut guard)?;
         l.refresh_ledger();
         let all = l.all_tools();
-        let (_, fates) = l.tool_plan();
-        let tools = fates
+        let order = l.discovery_order();
+        let tools = caps::tool_fates(&all, &order)
             .into_iter()
-            .map(|(name, fate)| ToolState {
-                mcp_server: all
-                    .iter()
-                    .find(|t| t.name == name)
-                    .and_then(|t| t.mcp_server.clone()),
-                name,
+            .map(|(t, fate)| ToolState {
+                name: t.name.clone(),
                 state: fate.as_str().into(),
+                mcp_server: t.mcp_server.clone(),
             })
             .collect();
         let memo: BTreeSet<&str> = l

@@ -69,7 +69,8 @@ impl<'a> IntoIterator for &'a Transcript {
 pub(crate) struct Loaded {
     pub row: SessionRow,
     pub records: Transcript,
-    pub tools: Vec<ToolSpec>,
+    /// Shared so the snapshot a compile takes does not copy every schema.
+    pub tools: Arc<Vec<ToolSpec>>,
     pub rejected_media: BTreeSet<(String, u32)>,
     /// Frozen tool-result budget fates.
     pub fates: BTreeMap<String, Fate>,
@@ -373,7 +374,7 @@ impl Engine {
                 Ok(Loaded {
                     row,
                     records: Transcript::new(records),
-                    tools,
+                    tools: Arc::new(tools),
                     rejected_media,
                     fates,
                     cleared,

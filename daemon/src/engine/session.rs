@@ -481,7 +481,7 @@ impl Engine {
             })
             .await?;
         if let Some(l) = guard.as_mut() {
-            l.tools = p.tools.clone();
+            l.tools = std::sync::Arc::new(p.tools.clone());
         }
         drop(guard);
         self.emit(
@@ -1097,7 +1097,7 @@ pub(crate) fn compile_loaded(
         .filter_map(|c| Some((*l.collapse_commits.get(&c.id)?, super::collapse::savings(c))))
         .collect();
     let row = &l.row;
-    let (tools, _) = l.tool_plan();
+    let tools = l.tools_to_send();
     let mcp_instructions = l.mcp_system_section();
     let input = CompileInput {
         session: SessionView {

@@ -6,6 +6,7 @@
 
 use std::collections::{BTreeSet, HashMap};
 use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::SystemTime;
 
@@ -46,6 +47,15 @@ struct CatalogState {
 #[derive(Default)]
 pub(crate) struct SkillCatalogs {
     map: Mutex<HashMap<SkillRoots, Arc<Catalog>>>,
+    /// `context.touch_paths` calls so far: touched paths that no record shows.
+    touches: AtomicU64,
+}
+
+impl SkillCatalogs {
+    /// Paths were touched by RPC: conditional skills must look at them.
+    pub(crate) fn touched(&self) {
+        self.touches.fetch_add(1, Ordering::Relaxed);
+    }
 }
 
 fn stamps(scan: &Scan) -> Vec<(PathBuf, Option<SystemTime>)> {
@@ -241,7 +251,19 @@ impl Engine {
         if unchanged && !dormant {
             return Ok((None, snap.generation));
         }
-        let touched: Vec<PathBuf> = if dormant {
+        // Paths are touched by file tools in appended records or by `touch_paths`; when
+        // neither happened since the last look, the touched set is empty.
+        let touches = self.skills.touches.load(Ordering::Relaxed);
+        let (looked, seen_touches) = l.caps.touch_seen;
+        let cwd = l.row.cwd.clone();
+        let new_uses = l.records[looked.min(l.records.len())..].iter().any(|r| {
+            r.content.iter().any(|b| {
+                matches!(b, ctxd_protocol::ContentBlock::ToolUse { name, input, .. }
+                    if super::sources::file_tool_path(name, input, &cwd).is_some())
+            })
+        });
+        l.caps.touch_seen = (l.records.len(), touches);
+        let touched: Vec<PathBuf> = if dormant && (new_uses || touches != seen_touches) {
             let sid = l.row.id.clone();
             self.store
                 .read(move |c| context_state::touched(c, &sid))
@@ -352,9 +374,7 @@ impl Engine {
         let mut guard = cell.state.lock().await;
         self.load_or_drop(sid, &mut guard).await?;
         let l = super::loaded_mut(&mut guard)?;
-        l.caps
-            .ledger
-            .refresh(&l.records, &l.boundary_uuid, &l.collapses);
+        l.refresh_ledger();
         let snap = self.session_skills(&cell, l).await?;
         let sent = &l.caps.ledger.sent_skills;
         let invoked: BTreeSet<&str> = l

@@ -349,7 +349,9 @@ impl Engine {
         let sid2 = sid.to_string();
         self.store
             .write(move |tx| context_state::add_touched(tx, &sid2, &resolved))
-            .await
+            .await?;
+        self.skills.touched();
+        Ok(())
     }
 
     async fn get_row(&self, sid: &str) -> Result<SessionRow> {

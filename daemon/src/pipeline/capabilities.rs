@@ -15,6 +15,7 @@
 //! tool search (`tool_search_tool_*`) lets the provider do the searching instead: its
 //! deferred tools pass through with `defer_loading`.
 
+use std::borrow::Cow;
 use std::collections::{BTreeMap, BTreeSet};
 
 use ctxd_protocol::{
@@ -246,15 +247,19 @@ pub struct Current<'a> {
 pub fn deltas(current: &Current<'_>, announced: &Announced, mcp_base: &[McpBlock]) -> Vec<Value> {
     let mut out = Vec::new();
 
-    let told: BTreeSet<String> = announced.deferred_names().into_iter().collect();
     let now: BTreeSet<&str> = current.deferred.iter().copied().collect();
     let added: Vec<&str> = current
         .deferred
         .iter()
         .copied()
-        .filter(|n| !told.contains(*n))
+        .filter(|n| announced.deferred.get(*n) != Some(&true))
         .collect();
-    let removed: Vec<&String> = told.iter().filter(|n| !now.contains(n.as_str())).collect();
+    let removed: Vec<&String> = announced
+        .deferred
+        .iter()
+        .filter(|(n, on)| **on && !now.contains(n.as_str()))
+        .map(|(n, _)| n)
+        .collect();
     if !added.is_empty() || !removed.is_empty() {
         out.push(json!({
             "type": DEFERRED_TOOLS_DELTA,
@@ -341,8 +346,12 @@ impl ToolFate {
 }
 
 /// The session's tools and connected servers' tools, in registration order, first name
-/// wins (a session tool shadows a server tool of the same name).
-pub fn all_tools(session_tools: &[ToolSpec], mcp: &[McpServer]) -> Vec<ToolSpec> {
+/// wins (a session tool shadows a server tool of the same name). Without servers, the
+/// session's own list as it is.
+pub fn all_tools<'a>(session_tools: &'a [ToolSpec], mcp: &[McpServer]) -> Cow<'a, [ToolSpec]> {
+    if mcp.iter().all(|s| s.tools.is_empty()) {
+        return Cow::Borrowed(session_tools);
+    }
     let mut seen = BTreeSet::new();
     let mut out = Vec::with_capacity(session_tools.len());
     let server_tools = mcp.iter().flat_map(|s| {
@@ -357,7 +366,7 @@ pub fn all_tools(session_tools: &[ToolSpec], mcp: &[McpServer]) -> Vec<ToolSpec>
             out.push(t);
         }
     }
-    out
+    Cow::Owned(out)
 }
 
 /// A provider-side tool search is registered: the provider finds deferred tools itself.
@@ -373,55 +382,58 @@ fn is_deferred(t: &ToolSpec) -> bool {
     t.defer_loading && t.server_type.is_none()
 }
 
-/// The tools array's source: what is sent, in order, and the fate of every tool.
+/// The fate of every tool, in the order the request lists them, the deferred ones last.
 /// `discovered` is in discovery order.
-pub fn plan_tools(
-    all: &[ToolSpec],
-    discovered: &[String],
-) -> (Vec<ToolSpec>, Vec<(String, ToolFate)>) {
-    let mut fates = Vec::with_capacity(all.len());
+pub fn tool_fates<'a>(all: &'a [ToolSpec], discovered: &[String]) -> Vec<(&'a ToolSpec, ToolFate)> {
+    let fate_of = |t: &ToolSpec| match (t.server_type.is_some(), is_deferred(t)) {
+        (true, _) => ToolFate::Server,
+        (false, true) => ToolFate::Deferred,
+        (false, false) => ToolFate::Sent,
+    };
     if provider_searches(all) {
-        for t in all {
-            let fate = if t.server_type.is_some() {
-                ToolFate::Server
-            } else if is_deferred(t) {
-                ToolFate::Deferred
-            } else {
-                ToolFate::Sent
-            };
-            fates.push((t.name.clone(), fate));
-        }
-        return (all.to_vec(), fates);
+        return all.iter().map(|t| (t, fate_of(t))).collect();
     }
-    let mut sent: Vec<ToolSpec> = Vec::with_capacity(all.len());
-    for t in all.iter().filter(|t| !is_deferred(t)) {
-        let fate = if t.server_type.is_some() {
-            ToolFate::Server
-        } else {
-            ToolFate::Sent
-        };
-        fates.push((t.name.clone(), fate));
-        sent.push(t.clone());
-    }
+    let mut out: Vec<(&ToolSpec, ToolFate)> = all
+        .iter()
+        .filter(|t| !is_deferred(t))
+        .map(|t| (t, fate_of(t)))
+        .collect();
     let mut taken = BTreeSet::new();
     for name in discovered {
         if let Some(t) = all.iter().find(|t| &t.name == name && is_deferred(t))
             && taken.insert(name.as_str())
         {
-            let mut t = t.clone();
-            // Found: from now on an ordinary tool, schema and all.
-            t.defer_loading = false;
-            fates.push((t.name.clone(), ToolFate::Discovered));
-            sent.push(t);
+            out.push((t, ToolFate::Discovered));
         }
     }
-    for t in all
-        .iter()
-        .filter(|t| is_deferred(t) && !taken.contains(t.name.as_str()))
-    {
-        fates.push((t.name.clone(), ToolFate::Deferred));
+    out.extend(
+        all.iter()
+            .filter(|t| is_deferred(t) && !taken.contains(t.name.as_str()))
+            .map(|t| (t, ToolFate::Deferred)),
+    );
+    out
+}
+
+/// The tools array's source: what is sent, in order. A discovered tool goes out as an
+/// ordinary tool, schema and all; with a provider-side search every tool passes through.
+pub fn plan_tools<'a>(all: &'a [ToolSpec], discovered: &[String]) -> Cow<'a, [ToolSpec]> {
+    if provider_searches(all) || !all.iter().any(is_deferred) {
+        return Cow::Borrowed(all);
     }
-    (sent, fates)
+    Cow::Owned(
+        tool_fates(all, discovered)
+            .into_iter()
+            .filter_map(|(t, fate)| match fate {
+                ToolFate::Deferred => None,
+                ToolFate::Discovered => {
+                    let mut t = t.clone();
+                    t.defer_loading = false;
+                    Some(t)
+                }
+                ToolFate::Sent | ToolFate::Server => Some(t.clone()),
+            })
+            .collect(),
+    )
 }
 
 /// Names of deferred tools, in tool order: what `deferred_tools_delta` announces.
@@ -519,7 +531,28 @@ pub struct Ledger {
     pub invoked: BTreeMap<String, u64>,
 }
 
+fn view_key(boundary_uuid: &str, collapses: &[super::collapse::Collapse]) -> (String, Vec<String>) {
+    let committed = collapses
+        .iter()
+        .filter(|c| c.status == super::collapse::CollapseStatus::Committed)
+        .map(|c| c.id.clone())
+        .collect();
+    (boundary_uuid.to_string(), committed)
+}
+
 impl Ledger {
+    /// Nothing to fold: no record appended, same boundary and collapses.
+    pub fn is_current(
+        &self,
+        records: &[Record],
+        boundary_uuid: &str,
+        collapses: &[super::collapse::Collapse],
+    ) -> bool {
+        self.upto == records.len()
+            && self.upto > 0
+            && self.view_key == view_key(boundary_uuid, collapses)
+    }
+
     pub fn refresh(
         &mut self,
         records: &[Record],
@@ -529,12 +562,7 @@ impl Ledger {
         if records.len() < self.upto {
             *self = Ledger::default();
         }
-        let committed: Vec<String> = collapses
-            .iter()
-            .filter(|c| c.status == super::collapse::CollapseStatus::Committed)
-            .map(|c| c.id.clone())
-            .collect();
-        let key = (boundary_uuid.to_string(), committed);
+        let key = view_key(boundary_uuid, collapses);
         let new = &records[self.upto..];
         let refold = key != self.view_key
             || self.upto == 0
@@ -724,7 +752,8 @@ mod tests {
             tool("d2", true),
             tool("d3", true),
         ];
-        let (sent, fates) = plan_tools(&all, &[]);
+        let sent = plan_tools(&all, &[]);
+        let fates = tool_fates(&all, &[]);
         assert_eq!(
             sent.iter().map(|t| t.name.as_str()).collect::<Vec<_>>(),
             ["Read", "Bash"]
@@ -733,11 +762,11 @@ mod tests {
             fates.iter().filter(|f| f.1 == ToolFate::Deferred).count(),
             3
         );
-        let (sent2, _) = plan_tools(&all, &["d3".into(), "nope".into(), "Read".into()]);
+        let sent2 = plan_tools(&all, &["d3".into(), "nope".into(), "Read".into()]);
         let names: Vec<&str> = sent2.iter().map(|t| t.name.as_str()).collect();
         assert_eq!(names, ["Read", "Bash", "d3"]);
         assert!(!sent2[2].defer_loading, "sent as an ordinary tool");
-        let (sent3, _) = plan_tools(&all, &["d3".into(), "d1".into()]);
+        let sent3 = plan_tools(&all, &["d3".into(), "d1".into()]);
         let names: Vec<&str> = sent3.iter().map(|t| t.name.as_str()).collect();
         assert_eq!(names, ["Read", "Bash", "d3", "d1"], "never reordered");
         assert_eq!(&sent3[..3], &sent2[..]);
@@ -748,7 +777,8 @@ mod tests {
         let mut search = tool("tool_search_tool_regex", false);
         search.server_type = Some("tool_search_tool_regex_20251119".into());
         let all = vec![tool("Read", false), tool("d1", true), search];
-        let (sent, fates) = plan_tools(&all, &[]);
+        let sent = plan_tools(&all, &[]);
+        let fates = tool_fates(&all, &[]);
         assert_eq!(sent.len(), 3);
         assert!(sent[1].defer_loading);
         assert_eq!(fates[1].1, ToolFate::Deferred);
@@ -762,7 +792,8 @@ mod tests {
             instructions: None,
             tools: vec![tool("Read", false), tool("mcp__s__q", true)],
         }];
-        let all = all_tools(&[tool("Read", false)], &mcp);
+        let own = [tool("Read", false)];
+        let all = all_tools(&own, &mcp);
         assert_eq!(all.len(), 2);
         assert_eq!(all[0].mcp_server, None);
         assert_eq!(all[1].mcp_server.as_deref(), Some("s"));
