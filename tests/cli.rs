@@ -9,6 +9,10 @@ use serde_json::Value;
 fn ctx(home: &std::path::Path) -> Command {
     let mut c = Command::new(env!("CARGO_BIN_EXE_ctx"));
     c.env("CTXD_HOME", home)
+        // The daemon ctx starts inherits these: it must not read (or run hooks from)
+        // the machine's own ~/.claude or /etc/claude-code.
+        .env("HOME", home.join("user-home"))
+        .env("CTXD_MANAGED_ROOT", home.join("managed"))
         .env_remove("CTXD_SOCKET")
         .env("CTXD_BIN", common::ctxd_bin())
         .stdin(Stdio::null());
@@ -121,6 +125,49 @@ fn cli_starts_the_daemon_imports_compiles_and_stops_it() {
         std::thread::sleep(std::time::Duration::from_millis(20));
     }
     assert!(!home.join("ctxd.sock").exists());
+}
+
+#[test]
+fn ctx_hooks_lists_the_configured_hooks_with_their_source_file() {
+    let dir = tempfile::tempdir().unwrap();
+    let home = dir.path().join("home");
+    let proj = dir.path().join("proj");
+    let settings = proj.join(".claude").join("settings.json");
+    std::fs::create_dir_all(settings.parent().unwrap()).unwrap();
+    std::fs::write(
+        &settings,
+        r#"{"hooks": {"PreToolUse": [{"matcher": "Bash", "hooks": [{"type": "command", "command": "./guard.sh", "timeout": 5}]}]}}"#,
+    )
+    .unwrap();
+    let created = json_out(
+        ctx(&home)
+            .args(["session", "new", "--json", "--cwd"])
+            .arg(&proj),
+    );
+    let sid = created["session_id"].as_str().unwrap().to_string();
+    let out = ctx(&home).args(["hooks", &sid]).output().unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let text = String::from_utf8(out.stdout).unwrap();
+    assert!(
+        text.contains(&format!(
+            "project  loaded    {} (1 hooks)",
+            settings.display()
+        )),
+        "{text}"
+    );
+    assert!(text.contains("PreToolUse"), "{text}");
+    assert!(
+        text.contains(&format!("./guard.sh  (5 s, {})", settings.display())),
+        "{text}"
+    );
+    let listed = json_out(ctx(&home).args(["hooks", &sid, "--json"]));
+    assert_eq!(listed["hooks"][0]["source"], "project");
+    assert_eq!(listed["hooks"][0]["active"], true);
+    json_out(ctx(&home).args(["daemon", "stop", "--json"]));
 }
 
 #[test]
@@ -262,13 +309,9 @@ fn skills_and_capabilities_show_what_the_model_was_told() {
     let skill = project.join(".claude/skills/review/SKILL.md");
     std::fs::create_dir_all(skill.parent().unwrap()).unwrap();
     std::fs::write(&skill, "---\ndescription: Review a change\n---\nSteps.\n").unwrap();
-    // The daemon this starts must not read the machine's own ~/.claude.
+    // `ctx` gives the daemon it starts a HOME of its own: no ~/.claude of the machine.
     let run = |args: &[&str]| {
-        let out = ctx(&home)
-            .env("HOME", dir.path().join("user-home"))
-            .args(args)
-            .output()
-            .unwrap();
+        let out = ctx(&home).args(args).output().unwrap();
         assert!(
             out.status.success(),
             "{}",
@@ -301,4 +344,253 @@ fn skills_and_capabilities_show_what_the_model_was_told() {
         "{caps}"
     );
     run(&["daemon", "stop"]);
+}
+
+fn run(c: &mut Command) -> (bool, String, String) {
+    let out = c.output().unwrap();
+    (
+        out.status.success(),
+        String::from_utf8_lossy(&out.stdout).to_string(),
+        String::from_utf8_lossy(&out.stderr).to_string(),
+    )
+}
+
+fn stop(home: &std::path::Path) {
+    let _ = ctx(home).args(["daemon", "stop"]).output();
+}
+
+#[test]
+fn session_set_changes_every_kind_of_setting_by_id_prefix_and_features_say_how_to_enable() {
+    let dir = tempfile::tempdir().unwrap();
+    let home = dir.path().join("home");
+    let new = |home: &std::path::Path| {
+        json_out(
+            ctx(home)
+                .args(["session", "new", "--json", "--cwd"])
+                .arg(dir.path()),
+        )["session_id"]
+            .as_str()
+            .unwrap()
+            .to_string()
+    };
+    let sid = new(&home);
+    let prefix = &sid[..sid.len() - 4];
+
+    let (ok, _, err) = run(ctx(&home).args(["snip", prefix, "aaaaaa", "bbbbbb"]));
+    assert!(!ok);
+    assert!(
+        err.contains("snip is off")
+            && err.contains(&format!("ctx session set {sid} snip_enabled=true")),
+        "{err}"
+    );
+
+    let s = json_out(ctx(&home).args([
+        "session",
+        "set",
+        prefix,
+        "snip_enabled=true",
+        "collapse.enabled=true",
+        "memory.extractor=external",
+        "summariser={\"kind\":\"embedded\"}",
+        "--json",
+    ]));
+    assert_eq!(s["snip_enabled"], true);
+    assert_eq!(s["collapse"]["enabled"], true);
+    assert_eq!(
+        s["collapse"]["target_pct"], 70,
+        "other members keep their values"
+    );
+    assert_eq!(s["memory"]["extractor"], "external");
+    assert_eq!(s["summariser"]["kind"], "embedded");
+    let s = json_out(ctx(&home).args([
+        "session",
+        "set",
+        prefix,
+        "--set-json",
+        r#"{"microcompact": {"time_based": true}, "snip_enabled": null}"#,
+        "--json",
+    ]));
+    assert_eq!(s["microcompact"]["time_based"], true);
+    assert!(
+        s.get("snip_enabled").is_none(),
+        "null restores the default: {s}"
+    );
+    assert_eq!(s["collapse"]["enabled"], true);
+
+    // A typo names the setting and changes nothing.
+    let (ok, _, err) = run(ctx(&home).args(["session", "set", prefix, "colapse.enabled=true"]));
+    assert!(!ok);
+    assert!(err.contains("colapse"), "{err}");
+    let (ok, out, _) = run(ctx(&home).args(["session", "set", prefix, "--list"]));
+    assert!(ok);
+    assert!(
+        out.contains("collapse.enabled = true") && out.contains("plan_mode = false"),
+        "{out}"
+    );
+
+    // Prefixes: unknown and ambiguous ones are explained.
+    let (ok, _, err) = run(ctx(&home).args(["session", "show", "zzzz"]));
+    assert!(
+        !ok && err.contains("no session has the id or id prefix `zzzz`"),
+        "{err}"
+    );
+    let other = new(&home);
+    let common: String = sid
+        .chars()
+        .zip(other.chars())
+        .take_while(|(a, b)| a == b)
+        .map(|(a, _)| a)
+        .collect();
+    let (ok, _, err) = run(ctx(&home).args(["session", "show", &common]));
+    assert!(
+        !ok && err.contains("is the start of 2 session ids"),
+        "{common}: {err}"
+    );
+    stop(&home);
+}
+
+#[test]
+fn events_are_quiet_on_a_closed_pipe_and_fail_when_the_daemon_is_lost() {
+    use std::io::BufRead;
+    let dir = tempfile::tempdir().unwrap();
+    let home = dir.path().join("home");
+    let sid = json_out(
+        ctx(&home)
+            .args(["session", "new", "--json", "--cwd"])
+            .arg(dir.path()),
+    )["session_id"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    let append = |text: &str| {
+        let mut c = ctx(&home);
+        c.args(["append", &sid])
+            .stdin(Stdio::piped())
+            .stdout(Stdio::null());
+        let mut child = c.spawn().unwrap();
+        use std::io::Write;
+        writeln!(
+            child.stdin.take().unwrap(),
+            r#"{{"type":"user","content":"{text}"}}"#
+        )
+        .unwrap();
+        assert!(child.wait().unwrap().success());
+    };
+    append("one");
+
+    let follow = |home: &std::path::Path| {
+        let mut c = ctx(home);
+        c.args(["events", &sid, "--after", "0"])
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped());
+        let mut child = c.spawn().unwrap();
+        let mut lines = std::io::BufReader::new(child.stdout.take().unwrap()).lines();
+        // The replay of record 1 proves the subscription is live.
+        let first: Value = serde_json::from_str(&lines.next().unwrap().unwrap()).unwrap();
+        assert_eq!(first["kind"], "records_appended");
+        assert!(first["seq"].as_u64().unwrap() >= 1, "{first}");
+        (child, lines)
+    };
+
+    // A reader that goes away: the next event ends ctx quietly.
+    let (mut child, lines) = follow(&home);
+    drop(lines);
+    append("two");
+    let out = wait_with_deadline(&mut child);
+    assert!(out.0.success(), "{:?}", out);
+    assert_eq!(out.1, "", "no panic or error on a closed pipe");
+
+    // A daemon that goes away: a non-zero exit that says so.
+    let (mut child, _lines) = follow(&home);
+    stop(&home);
+    let (status, err) = wait_with_deadline(&mut child);
+    assert!(!status.success());
+    assert!(err.contains("lost the connection to ctxd"), "{err}");
+}
+
+fn wait_with_deadline(child: &mut std::process::Child) -> (std::process::ExitStatus, String) {
+    use std::io::Read;
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
+    loop {
+        if let Some(status) = child.try_wait().unwrap() {
+            let mut err = String::new();
+            child
+                .stderr
+                .take()
+                .unwrap()
+                .read_to_string(&mut err)
+                .unwrap();
+            return (status, err);
+        }
+        assert!(std::time::Instant::now() < deadline, "ctx did not exit");
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+}
+
+#[test]
+fn demo_and_replay_remove_their_sessions_unless_kept() {
+    let dir = tempfile::tempdir().unwrap();
+    let home = dir.path().join("home");
+    let count = || {
+        json_out(ctx(&home).args(["session", "list", "--json"]))["sessions"]
+            .as_array()
+            .unwrap()
+            .len()
+    };
+    let demo = json_out(ctx(&home).args(["demo", "--json"]));
+    assert_eq!(demo["kept"], false);
+    assert_eq!(count(), 0);
+    json_out(ctx(&home).args(["demo", "--keep", "--json"]));
+    assert_eq!(count(), 1);
+    let short = common::fixtures().join("spotter/short.jsonl");
+    let (ok, out, err) = run(ctx(&home).arg("replay").arg(&short));
+    assert!(ok, "{err}");
+    assert!(out.contains("(removed; --keep keeps it)"), "{out}");
+    assert_eq!(count(), 1);
+    let (ok, _, err) = run(ctx(&home).arg("replay").arg(&short).arg("--keep"));
+    assert!(ok, "{err}");
+    assert_eq!(count(), 2);
+    stop(&home);
+}
+
+#[test]
+fn completions_for_each_shell() {
+    let dir = tempfile::tempdir().unwrap();
+    for (shell, marker) in [
+        ("bash", "complete -F _ctx"),
+        ("zsh", "#compdef ctx"),
+        ("fish", "complete -c ctx"),
+    ] {
+        let (ok, out, err) = run(ctx(dir.path()).args(["completions", shell]));
+        assert!(ok, "{err}");
+        assert!(out.contains(marker), "{shell}: no `{marker}`");
+        assert!(out.contains("session"), "{shell}: no subcommands");
+    }
+    // Completions need no daemon: none was started.
+    assert!(!dir.path().join("ctxd.sock").exists());
+}
+
+#[test]
+fn ctxd_logs_json_lines_on_request() {
+    use std::io::BufRead;
+    let dir = tempfile::tempdir().unwrap();
+    let mut child = Command::new(common::ctxd_bin())
+        .arg("--home")
+        .arg(dir.path())
+        .args(["--log-format", "json", "--log", "info"])
+        .env("HOME", dir.path())
+        .stdin(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let line = std::io::BufReader::new(child.stderr.take().unwrap())
+        .lines()
+        .next()
+        .unwrap()
+        .unwrap();
+    let _ = child.kill();
+    let _ = child.wait();
+    let v: Value = serde_json::from_str(&line).unwrap_or_else(|e| panic!("{e}: {line}"));
+    assert_eq!(v["level"], "INFO", "{v}");
+    assert!(v["fields"]["message"].is_string(), "{v}");
 }

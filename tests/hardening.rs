@@ -195,7 +195,11 @@ fn over_the_connection_limit_the_answer_is_json_rpc_and_idle_connections_expire(
     );
     assert_eq!(status, 503, "{body}");
     let v: Value = serde_json::from_str(&body).unwrap();
-    assert_eq!(v["error"]["code"], -32030, "{v}");
+    assert_eq!(
+        v["error"]["code"],
+        ctxd_protocol::TOO_MANY_CONNECTIONS,
+        "{v}"
+    );
     assert_eq!(v["error"]["data"]["bound"], "max_connections");
     assert_eq!(v["error"]["data"]["limit"], 8);
     // The server closes each idle connection after the request timeout: wait for it.
@@ -244,7 +248,7 @@ fn a_peer_running_as_another_user_is_refused() {
         .unwrap();
     let body = String::from_utf8_lossy(&out.stdout);
     let v: Value = serde_json::from_str(&body).unwrap_or_else(|e| panic!("{e}: {body}"));
-    assert_eq!(v["error"]["code"], -32031, "{v}");
+    assert_eq!(v["error"]["code"], ctxd_protocol::PEER_REFUSED, "{v}");
     // Root and the daemon's own user still get in.
     assert_eq!(d.call("daemon.ping", json!({}))["pong"], true);
 }

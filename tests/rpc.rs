@@ -241,6 +241,7 @@ async fn websocket_subscription_sees_another_clients_append() {
         ctxd_protocol::SessionEvent::RecordsAppended {
             session_id,
             records,
+            ..
         } => {
             assert_eq!(session_id, sid);
             assert_eq!(records, r.appended);

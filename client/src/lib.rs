@@ -221,19 +221,71 @@ impl Client {
         self.call(CONTEXT_COMPILE, p).await
     }
 
+    /// The handshake: fails with `UNSUPPORTED_PROTOCOL_VERSION` when the daemon speaks
+    /// another major version than this client.
+    pub async fn initialize(&self, client_name: &str) -> Result<InitializeResult, ClientError> {
+        self.call(
+            DAEMON_INITIALIZE,
+            InitializeParams {
+                client_info: PeerInfo {
+                    name: client_name.into(),
+                    version: env!("CARGO_PKG_VERSION").into(),
+                },
+                protocol_version: PROTOCOL_VERSION.into(),
+            },
+        )
+        .await
+    }
+
+    /// A session's events from now on.
     pub async fn subscribe(
         &self,
         session_id: &str,
     ) -> Result<Subscription<SessionEvent>, ClientError> {
+        self.subscribe_with(SubscribeParams {
+            session_id: session_id.into(),
+            after_seq: None,
+            include_records: false,
+        })
+        .await
+    }
+
+    /// A session's events with their sequence numbers, first replaying records after
+    /// `after_seq` when it is given.
+    pub async fn subscribe_from(
+        &self,
+        session_id: &str,
+        after_seq: Option<u64>,
+        include_records: bool,
+    ) -> Result<Subscription<SessionNotification>, ClientError> {
+        self.subscribe_with(SubscribeParams {
+            session_id: session_id.into(),
+            after_seq,
+            include_records,
+        })
+        .await
+    }
+
+    /// Any subscription method, by name, with by-name params; items as raw JSON.
+    pub async fn subscribe_raw(
+        &self,
+        method: &str,
+        params: serde_json::Value,
+        unsubscribe: &str,
+    ) -> Result<Subscription<serde_json::Value>, ClientError> {
         Ok(self
             .ws
-            .subscribe(
-                SESSION_SUBSCRIBE,
-                Named(SubscribeParams {
-                    session_id: session_id.into(),
-                }),
-                SESSION_UNSUBSCRIBE,
-            )
+            .subscribe(method, Named(params), unsubscribe)
+            .await?)
+    }
+
+    async fn subscribe_with<T: DeserializeOwned>(
+        &self,
+        p: SubscribeParams,
+    ) -> Result<Subscription<T>, ClientError> {
+        Ok(self
+            .ws
+            .subscribe(SESSION_SUBSCRIBE, Named(p), SESSION_UNSUBSCRIBE)
             .await?)
     }
 }

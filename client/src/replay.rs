@@ -6,15 +6,23 @@ use std::io::{IsTerminal, Write};
 use std::path::Path;
 
 use anyhow::{Context, Result};
+use chrono::{DateTime, Utc};
 use ctx_client::{Client, ClientError};
 use ctxd_protocol::*;
 use serde::Serialize;
 
+use crate::cost::{Billed, PriceTable};
+
 /// One compile of the replay.
 #[derive(Debug, Serialize)]
 pub struct ReplayStep {
-    /// 1-based line of the source record about to be answered.
+    /// 1-based line of the source record about to be answered (or, for a compile at a
+    /// source compaction, of its compact boundary).
     pub source_line: u64,
+    /// This compile stands where the source compacted, before its boundary is appended:
+    /// `autocompact` says whether ctxd would have compacted there too.
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    pub source_compaction: bool,
     pub estimated_tokens: u64,
     pub anchor_tokens: u64,
     /// The estimate after snip, as tested against the threshold.
@@ -39,12 +47,67 @@ pub struct ReplayStep {
     /// Autocompact was due but did not run (breaker open, failure).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub autocompact_skipped: Option<String>,
+    /// ctxd's predicted cache prefix against its previous request (tokens, and where
+    /// the request first differs).
+    pub predicted_read_tokens: u64,
+    pub request_tokens: u64,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub first_difference: Option<String>,
+    /// The simulated bill of this request: reads and writes of the cache (the inferred
+    /// constant prefix of the original agent included), uncached input, output.
+    pub predicted_cache_read_tokens: u64,
+    pub predicted_cache_write_tokens: u64,
+    pub predicted_uncached_tokens: u64,
+    /// The gap since the previous request exceeded the cache TTL.
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    pub cache_expired: bool,
+    pub simulated_cost: f64,
+    /// The source's own bill for this call, from its recorded usage.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub recorded_cost: Option<f64>,
+}
+
+impl ReplayStep {
+    /// The cache and cost fields before the simulation fills them.
+    fn costless() -> ReplayStep {
+        ReplayStep {
+            source_line: 0,
+            source_compaction: false,
+            estimated_tokens: 0,
+            anchor_tokens: 0,
+            effective_tokens: 0,
+            autocompact_threshold: 0,
+            autocompact: false,
+            at_blocking_limit: false,
+            actual_input_tokens: None,
+            messages: 0,
+            request_bytes: 0,
+            replaced: Vec::new(),
+            time_based_cleared: Vec::new(),
+            compaction: None,
+            autocompact_skipped: None,
+            predicted_read_tokens: 0,
+            request_tokens: 0,
+            first_difference: None,
+            predicted_cache_read_tokens: 0,
+            predicted_cache_write_tokens: 0,
+            predicted_uncached_tokens: 0,
+            cache_expired: false,
+            simulated_cost: 0.0,
+            recorded_cost: None,
+        }
+    }
 }
 
 pub struct ReplayOptions<'a> {
     pub cwd: Option<&'a Path>,
     pub model: Option<ModelProfile>,
     pub json: bool,
+    /// Keep the replay's session afterwards (it is deleted otherwise).
+    pub keep: bool,
+    /// The cache TTL of the simulation: 5 minutes, or one hour.
+    pub cache_ttl_1h: bool,
+    pub prices: PriceTable,
 }
 
 #[derive(Debug, Default, Serialize)]
@@ -62,6 +125,41 @@ pub struct ReplaySummary {
     pub p90_abs_error_pct: f64,
     pub source_bytes: u64,
     pub seconds: f64,
+    /// Compactions in the source transcript (each also compiled by the replay).
+    pub source_compactions: u64,
+    /// Size of the original agent's system prompt and tools, inferred from the first
+    /// recorded usage, counted as a constant cached prefix.
+    pub inferred_prefix_tokens: u64,
+    /// `5m` or `1h`.
+    pub cache_ttl: String,
+    /// Over the compiles that answer a source call: predicted cache reads / input.
+    pub predicted_cache_read_share: f64,
+    /// The same share in the source's recorded usage.
+    pub recorded_cache_read_share: f64,
+    pub simulated_cost_total: f64,
+    pub recorded_cost_total: f64,
+    /// Calls the totals cover.
+    pub costed_calls: u64,
+}
+
+/// The running simulation of the provider's bill.
+#[derive(Default)]
+struct Bill {
+    prefix: Option<u64>,
+    last_request: Option<DateTime<Utc>>,
+    predicted_read: u64,
+    predicted_input: u64,
+    recorded_read: u64,
+    recorded_input: u64,
+    simulated: f64,
+    recorded: f64,
+    calls: u64,
+}
+
+fn parse_time(t: Option<&str>) -> Option<DateTime<Utc>> {
+    DateTime::parse_from_rfc3339(t?)
+        .ok()
+        .map(|d| d.with_timezone(&Utc))
 }
 
 fn percentile(sorted: &[f64], p: f64) -> f64 {
@@ -101,27 +199,95 @@ pub async fn replay(
     let session = client
         .create_session(SessionCreateParams {
             cwd,
-            model: opts.model,
+            model: opts.model.clone(),
             start_date,
             no_git: true,
             title: Some(format!("replay of {}", file.display())),
+            // A replay must not run the project's hooks, nor add their context.
+            settings: Some(SessionSettings {
+                hooks: HookSettings {
+                    disabled: true,
+                    ..HookSettings::default()
+                },
+                ..SessionSettings::default()
+            }),
             ..Default::default()
         })
         .await?;
     let sid = session.session_id.clone();
-    let total = parsed.records.len();
-    let progress = !opts.json && std::io::stderr().is_terminal();
+    let result = feed(
+        client,
+        &sid,
+        &session.model.model,
+        parsed.records,
+        &parsed.source_lines,
+        jsonl.len(),
+        &opts,
+        started,
+    )
+    .await;
+    // The replay session is scaffolding: removed unless the user keeps it.
+    if !opts.keep {
+        let _ = client.delete_session(&sid).await;
+    }
+    result
+}
+
+/// Appends the records one by one, compiling before each new model response.
+#[allow(clippy::too_many_arguments)]
+async fn feed(
+    client: &Client,
+    sid: &str,
+    session_model: &str,
+    records: Vec<RecordInput>,
+    source_lines: &[u64],
+    source_bytes: usize,
+    opts: &ReplayOptions<'_>,
+    started: std::time::Instant,
+) -> Result<ReplaySummary> {
+    let json = opts.json;
+    let total = records.len();
+    let progress = !json && std::io::stderr().is_terminal();
     let mut summary = ReplaySummary {
-        session_id: sid.clone(),
+        session_id: sid.to_string(),
         records: total as u64,
-        source_bytes: jsonl.len() as u64,
+        source_bytes: source_bytes as u64,
         ..ReplaySummary::default()
     };
     let mut errors: Vec<f64> = Vec::new();
     let mut last_response: Option<Option<String>> = None;
     let mut strip_usage = false;
+    let mut bill = Bill::default();
+    let ttl_secs = if opts.cache_ttl_1h { 3_600 } else { 300 };
+    summary.cache_ttl = if opts.cache_ttl_1h { "1h" } else { "5m" }.into();
+    // A response split over records carries its final usage on the last of them.
+    let mut final_usage: std::collections::HashMap<String, Usage> =
+        std::collections::HashMap::new();
+    for r in records.iter().filter(|r| !r.is_sidechain) {
+        if let (Some(id), Some(u)) = (&r.message_id, r.usage) {
+            final_usage.insert(id.clone(), u);
+        }
+    }
     let mut out = std::io::stdout().lock();
-    for (i, record) in parsed.records.into_iter().enumerate() {
+    for (i, record) in records.into_iter().enumerate() {
+        let line = source_lines.get(i).copied().unwrap_or(0);
+        let is_source_boundary = record.kind == Some(RecordKind::System)
+            && !record.is_sidechain
+            && record.subtype.as_deref() == Some("compact_boundary");
+        if is_source_boundary {
+            summary.source_compactions += 1;
+            let mut step = compile_step(client, sid, record.timestamp.clone(), None, line).await?;
+            step.source_compaction = true;
+            summary.compiles += 1;
+            summary.autocompact_points += u64::from(step.autocompact);
+            if let Some(c) = &step.compaction {
+                summary.compactions.push(c.clone());
+            }
+            if json {
+                serde_json::to_writer(&mut out, &step)?;
+                writeln!(out)?;
+            }
+        }
         let is_main_assistant = record.kind == Some(RecordKind::Assistant) && !record.is_sidechain;
         let new_response = is_main_assistant
             && match (&last_response, &record.message_id) {
@@ -129,13 +295,22 @@ pub async fn replay(
                 _ => true,
             };
         if new_response {
-            let step = compile_step(
-                client,
-                &sid,
-                &record,
-                parsed.source_lines.get(i).copied().unwrap_or(0),
-            )
-            .await?;
+            let usage = record
+                .message_id
+                .as_ref()
+                .and_then(|id| final_usage.get(id).copied())
+                .or(record.usage);
+            let mut step = compile_step(client, sid, record.timestamp.clone(), usage, line).await?;
+            let model = record.model.as_deref().unwrap_or(session_model);
+            simulate(
+                &mut bill,
+                &mut step,
+                usage,
+                parse_time(record.timestamp.as_deref()),
+                ttl_secs,
+                &opts.prices.for_model(model),
+                opts.cache_ttl_1h,
+            );
             summary.compiles += 1;
             summary.autocompact_points += u64::from(step.autocompact);
             if let Some(c) = &step.compaction {
@@ -154,7 +329,7 @@ pub async fn replay(
             {
                 errors.push((step.estimated_tokens as f64 - actual as f64) / actual as f64 * 100.0);
             }
-            if opts.json {
+            if json {
                 serde_json::to_writer(&mut out, &step)?;
                 writeln!(out)?;
             }
@@ -173,9 +348,7 @@ pub async fn replay(
             }
         }
         let mut record = record;
-        if record.kind == Some(RecordKind::System)
-            && record.subtype.as_deref() == Some("compact_boundary")
-        {
+        if is_source_boundary {
             strip_usage = false;
         }
         if strip_usage {
@@ -183,7 +356,7 @@ pub async fn replay(
         }
         client
             .append(AppendParams {
-                session_id: sid.clone(),
+                session_id: sid.to_string(),
                 records: vec![record],
                 expected_last_uuid: None,
             })
@@ -191,7 +364,7 @@ pub async fn replay(
             .with_context(|| {
                 format!(
                     "appending the record of line {}",
-                    parsed.source_lines.get(i).copied().unwrap_or(0)
+                    source_lines.get(i).copied().unwrap_or(0)
                 )
             })?;
         if progress && (i % 8 == 0 || i + 1 == total) {
@@ -215,23 +388,118 @@ pub async fn replay(
     summary.median_abs_error_pct = percentile(&abs, 0.5);
     summary.p90_abs_error_pct = percentile(&abs, 0.9);
     summary.seconds = started.elapsed().as_secs_f64();
+    let share = |read: u64, input: u64| {
+        if input == 0 {
+            0.0
+        } else {
+            read as f64 / input as f64
+        }
+    };
+    summary.predicted_cache_read_share = share(bill.predicted_read, bill.predicted_input);
+    summary.recorded_cache_read_share = share(bill.recorded_read, bill.recorded_input);
+    summary.simulated_cost_total = bill.simulated;
+    summary.recorded_cost_total = bill.recorded;
+    summary.costed_calls = bill.calls;
+    summary.inferred_prefix_tokens = bill.prefix.unwrap_or(0);
     Ok(summary)
+}
+
+/// Prices one answered compile: what the provider's cache would serve of ctxd's
+/// request, next to the source's own bill for the same call.
+///
+/// ctxd's compile does not carry the original agent's system prompt and tools. Their
+/// size `P` is inferred once, from the first call ctxd estimated without an anchor
+/// (recorded input minus ctxd's estimate), and counted as a constant prefix that the
+/// cache serves on every call but the first and those after a gap longer than the TTL.
+/// An anchored estimate already counts `P` (the anchor is the source's usage); an
+/// unanchored one does not. Of the rest — ctxd's own request — the share ctxd predicted
+/// for its own prefix is read. ctxd's last message carries a breakpoint, so every input
+/// token is either read or written.
+fn simulate(
+    bill: &mut Bill,
+    step: &mut ReplayStep,
+    recorded: Option<Usage>,
+    at: Option<DateTime<Utc>>,
+    ttl_secs: i64,
+    prices: &crate::cost::Prices,
+    one_hour: bool,
+) {
+    if bill.prefix.is_none()
+        && step.anchor_tokens == 0
+        && let Some(u) = recorded
+    {
+        let input = u.input_tokens + u.cache_creation_input_tokens + u.cache_read_input_tokens;
+        bill.prefix = Some(input.saturating_sub(step.estimated_tokens));
+    }
+    let prefix = bill.prefix.unwrap_or(0);
+    let own = if step.anchor_tokens == 0 {
+        step.estimated_tokens
+    } else {
+        step.estimated_tokens.saturating_sub(prefix)
+    };
+    let total = own + prefix;
+    step.cache_expired = match (bill.last_request, at) {
+        (Some(prev), Some(now)) => (now - prev).num_seconds() > ttl_secs,
+        _ => false,
+    };
+    let read = if step.cache_expired || bill.last_request.is_none() {
+        0
+    } else {
+        let share = if step.request_tokens == 0 {
+            0.0
+        } else {
+            step.predicted_read_tokens as f64 / step.request_tokens as f64
+        };
+        prefix + (own as f64 * share).round() as u64
+    };
+    if at.is_some() {
+        bill.last_request = at;
+    }
+    let output = recorded.map_or(0, |u| u.output_tokens);
+    let simulated = Billed {
+        uncached: 0,
+        cache_write: total - read.min(total),
+        cache_read: read.min(total),
+        output,
+    };
+    step.predicted_cache_read_tokens = simulated.cache_read;
+    step.predicted_cache_write_tokens = simulated.cache_write;
+    step.predicted_uncached_tokens = simulated.uncached;
+    step.simulated_cost = simulated.cost(prices, one_hour);
+    bill.simulated += step.simulated_cost;
+    bill.predicted_read += simulated.cache_read;
+    bill.predicted_input += simulated.input_side();
+    bill.calls += 1;
+    if let Some(u) = recorded {
+        let billed = Billed {
+            uncached: u.input_tokens,
+            cache_write: u.cache_creation_input_tokens,
+            cache_read: u.cache_read_input_tokens,
+            output: u.output_tokens,
+        };
+        let cost = billed.cost(prices, one_hour);
+        step.recorded_cost = Some(cost);
+        bill.recorded += cost;
+        bill.recorded_read += billed.cache_read;
+        bill.recorded_input += billed.input_side();
+    }
 }
 
 async fn compile_step(
     client: &Client,
     sid: &str,
-    answered: &RecordInput,
+    now: Option<String>,
+    answered: Option<Usage>,
     source_line: u64,
 ) -> Result<ReplayStep> {
     let actual_input_tokens = answered
-        .usage
         .map(|u| u.input_tokens + u.cache_creation_input_tokens + u.cache_read_input_tokens);
     let r = client
         .compile(CompileParams {
             session_id: sid.to_string(),
             side_request: false,
-            now: answered.timestamp.clone(),
+            now,
+            flags: None,
         })
         .await;
     match r {
@@ -239,6 +507,7 @@ async fn compile_step(
             let m = c.metadata;
             Ok(ReplayStep {
                 source_line,
+                source_compaction: false,
                 estimated_tokens: m.tokens.estimated_tokens,
                 anchor_tokens: m.tokens.anchor_tokens,
                 effective_tokens: m.context.effective_tokens,
@@ -253,6 +522,10 @@ async fn compile_step(
                 time_based_cleared: m.microcompact.time_based_cleared,
                 compaction: m.compaction,
                 autocompact_skipped: m.autocompact_skipped,
+                predicted_read_tokens: m.cache.predicted_read_tokens,
+                request_tokens: m.cache.request_tokens,
+                first_difference: m.cache.first_difference,
+                ..ReplayStep::costless()
             })
         }
         Err(ClientError::Rpc { code, data, .. }) if code == PROMPT_TOO_LONG => {
@@ -264,6 +537,7 @@ async fn compile_step(
             };
             Ok(ReplayStep {
                 source_line,
+                source_compaction: false,
                 estimated_tokens: get("estimated_tokens"),
                 anchor_tokens: 0,
                 effective_tokens: get("estimated_tokens"),
@@ -277,6 +551,7 @@ async fn compile_step(
                 time_based_cleared: Vec::new(),
                 compaction: None,
                 autocompact_skipped: None,
+                ..ReplayStep::costless()
             })
         }
         Err(e) => Err(e.into()),

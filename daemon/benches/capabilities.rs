@@ -104,8 +104,7 @@ async fn session(e: &Engine, cwd: &Path, tools: Vec<ToolSpec>) -> String {
 fn params(sid: &str) -> CompileParams {
     CompileParams {
         session_id: sid.to_string(),
-        side_request: false,
-        now: None,
+        ..Default::default()
     }
 }
 

@@ -119,7 +119,7 @@ async fn bench_watch(tmp: &Path) {
         write(&file, &format!("v{}\n", i + 1));
         loop {
             match tokio::time::timeout(Duration::from_secs(5), rx.recv()).await {
-                Ok(Ok(SessionEvent::FileChanged { .. })) => break,
+                Ok(Ok(e)) if matches!(e.event, SessionEvent::FileChanged { .. }) => break,
                 Ok(Ok(_)) => continue,
                 other => panic!("no file_changed event: {other:?}"),
             }

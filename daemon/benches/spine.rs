@@ -67,6 +67,7 @@ async fn bench_compile(dir: &Path, path: PathBuf) {
         session_id: info.session_id.clone(),
         side_request: false,
         now: None,
+        flags: None,
     };
     let first = e.compile(p.clone()).await.unwrap();
     let value: serde_json::Value = serde_json::from_str(&first.body).unwrap();
@@ -277,6 +278,7 @@ async fn bench_budget(dir: &Path) {
         fates.insert(id, fate);
     }
     let empty = BTreeMap::new();
+    let flags = RequestFlags::default();
     let run = |fates: &BTreeMap<String, Fate>, with_plan: bool| {
         let t = Instant::now();
         if with_plan {
@@ -306,6 +308,9 @@ async fn bench_budget(dir: &Path) {
             collapse_commits: &[],
             now: chrono::Utc::now(),
             side_request: false,
+            flags: &flags,
+            previous: None,
+            usage_picture: false,
         })
         .unwrap();
         assert!(!c.body.is_empty());
@@ -326,6 +331,55 @@ async fn bench_budget(dir: &Path) {
     );
 }
 
+/// The predicted cache prefix: its share of a compile (hashing while the body is
+/// written, then one comparison of units) against the compile itself.
+async fn bench_cache(dir: &Path) {
+    use ctxd::pipeline::cache_prefix::predict;
+    let path = largest_fixture();
+    let e = engine(dir);
+    let (info, _) = e
+        .import_claude_code(SessionImportParams {
+            jsonl: std::fs::read_to_string(&path).unwrap(),
+            cwd: None,
+            fallback_cwd: Some("/tmp".into()),
+            model: None,
+            title: None,
+        })
+        .await
+        .unwrap();
+    let p = CompileParams {
+        session_id: info.session_id.clone(),
+        side_request: false,
+        now: None,
+        flags: None,
+    };
+    let first = e.compile(p.clone()).await.unwrap();
+    let n = iters();
+    let mut compile = Vec::with_capacity(n);
+    let mut compare = Vec::with_capacity(n);
+    let mut last = first;
+    for _ in 0..n {
+        let t = Instant::now();
+        let c = e.compile(p.clone()).await.unwrap();
+        compile.push(t.elapsed());
+        let t = Instant::now();
+        let pred = predict(Some(&last.shape), &c.shape);
+        compare.push(t.elapsed());
+        assert_eq!(pred.first_difference, None);
+        last = c;
+    }
+    let (c, k) = (median(compile), median(compare));
+    println!(
+        "cache    {} ({} units, {} request bytes): compile {:?}; comparing with the previous request {:?} ({:.1}% of the compile); units are hashed as the body is written, no second serialisation",
+        path.file_name().unwrap().to_string_lossy(),
+        last.shape.units.len(),
+        last.body.len(),
+        c,
+        k,
+        k.as_secs_f64() / c.as_secs_f64() * 100.0
+    );
+}
+
 #[tokio::main]
 async fn main() {
     // `cargo test --benches` runs this binary with --bench absent; keep that cheap.
@@ -341,6 +395,7 @@ async fn main() {
     )
     .await;
     bench_budget(&dir.path().join("budget")).await;
+    bench_cache(&dir.path().join("cache")).await;
     bench_rpc(dir.path()).await;
     bench_append(dir.path()).await;
 }

@@ -17,6 +17,9 @@ pub enum Error {
     Conflict { expected: String, actual: String },
     #[error("prompt too long: {estimated} tokens estimated, blocking limit {limit}")]
     PromptTooLong { estimated: u64, limit: u64 },
+    /// A hook refused the operation; nothing was written.
+    #[error("blocked by a {event} hook: {reason}")]
+    HookBlocked { event: String, reason: String },
     #[error("compaction failed: {0}")]
     CompactionFailed(String),
     #[error("storage: {0}")]

@@ -8,6 +8,7 @@ pub mod error;
 #[cfg(test)]
 mod fuzz;
 pub mod git;
+pub mod hooks;
 pub mod import;
 pub mod limits;
 pub mod pipeline;

@@ -54,7 +54,7 @@ pub const MAX_RESPONSE_BYTES: u32 = 256 * 1024 * 1024;
 #[derive(Debug, Clone)]
 pub struct Limits {
     /// Connections served at once (HTTP requests in flight and open WebSockets); the next
-    /// one is answered with a JSON-RPC error (`-32030`) and closed.
+    /// one is answered with a JSON-RPC error (`-32040`) and closed.
     pub max_connections: usize,
     /// Sessions whose transcript is held in memory; the least recently used is unloaded
     /// beyond this (it is reloaded from the store on its next use).

@@ -30,7 +30,7 @@ struct Args {
     /// Default: `{"kind":"embedded"}` (offline).
     #[arg(long, env = "CTXD_SUMMARISER")]
     summariser: Option<String>,
-    /// Connections served at once; the next one gets a JSON-RPC error (-32030).
+    /// Connections served at once; the next one gets a JSON-RPC error (-32040).
     #[arg(long, env = "CTXD_MAX_CONNECTIONS", default_value_t = Limits::default().max_connections)]
     max_connections: usize,
     /// Sessions kept loaded in memory; the least recently used beyond this is unloaded.
@@ -48,6 +48,15 @@ struct Args {
     /// Log filter (tracing EnvFilter syntax); also read from CTXD_LOG.
     #[arg(long, env = "CTXD_LOG", default_value = "info")]
     log: String,
+    /// Log line format: `text` for people, `json` (one object per line) for collectors.
+    #[arg(long, env = "CTXD_LOG_FORMAT", value_enum, default_value_t = LogFormat::Text)]
+    log_format: LogFormat,
+}
+
+#[derive(clap::ValueEnum, Clone, Copy, Debug)]
+enum LogFormat {
+    Text,
+    Json,
 }
 
 /// stderr for logs, where a failed write (a full disk under a redirected stderr) loses
@@ -86,11 +95,15 @@ async fn shutdown_signal() {
 #[tokio::main]
 async fn main() -> anyhow::Result<()> {
     let args = Args::parse();
-    tracing_subscriber::fmt()
+    let logs = tracing_subscriber::fmt()
         .with_env_filter(EnvFilter::try_new(&args.log).unwrap_or_else(|_| EnvFilter::new("info")))
-        .with_writer(|| LossyStderr)
-        .with_ansi(std::io::IsTerminal::is_terminal(&std::io::stderr()))
-        .init();
+        .with_writer(|| LossyStderr);
+    match args.log_format {
+        LogFormat::Text => logs
+            .with_ansi(std::io::IsTerminal::is_terminal(&std::io::stderr()))
+            .init(),
+        LogFormat::Json => logs.json().init(),
+    }
     // A write past RLIMIT_FSIZE raises SIGXFSZ, whose default action kills the daemon;
     // with a handler installed the write fails with EFBIG and reaches the caller as a
     // storage error like any other full disk.

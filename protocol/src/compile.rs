@@ -3,7 +3,7 @@
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct CompileParams {
     pub session_id: String,
@@ -15,6 +15,10 @@ pub struct CompileParams {
     /// when absent. Replays pass the original time.
     #[serde(default)]
     pub now: Option<String>,
+    /// Request-level flags (beta headers, cache TTL and scope, extra parameters). Latched
+    /// per session once sent: see `metadata.cache`.
+    #[serde(default)]
+    pub flags: Option<crate::cache::RequestFlags>,
 }
 
 /// Where the context stands against the session's limits (SPEC §8 "Thresholds").
@@ -103,12 +107,18 @@ pub struct CompileMetadata {
     /// `expected_last_uuid` to the next append.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub last_uuid: Option<String>,
+    /// Hook contexts (`hook_additional_context`, `hook_blocking_error` records) the
+    /// request carries, in transcript order.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub hook_contexts: Vec<crate::hooks::HookContextRef>,
     /// Set when this compile compacted the history first (autocompact or recovery).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub compaction: Option<CompactionReport>,
     /// Autocompact was due but skipped or failed: why.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub autocompact_skipped: Option<String>,
+    /// What the provider's prompt cache is predicted to serve, and the latched flags.
+    pub cache: crate::cache::CacheMetadata,
 }
 
 /// What one compaction did.

@@ -16,6 +16,15 @@ pub const PROMPT_TOO_LONG: i32 = -32010;
 /// Compaction failed (the summariser refused or failed, or the result would not fit):
 /// the transcript is unchanged.
 pub const COMPACTION_FAILED: i32 = -32011;
+/// `daemon.initialize` asked for a protocol major version this daemon does not speak.
+/// `data` carries `requested` and `supported`.
+pub const UNSUPPORTED_PROTOCOL_VERSION: i32 = -32030;
+/// The method needs a WebSocket connection (subscriptions); it was called over HTTP.
+pub const WEBSOCKET_REQUIRED: i32 = -32031;
+/// A hook refused the operation (e.g. a `UserPromptSubmit` hook blocked the prompt):
+/// nothing was written. The message carries the hook's reason; `data` has
+/// `hook_event_name` and `reason`.
+pub const HOOK_BLOCKED: i32 = -32050;
 /// Storage failed; nothing was written.
 pub const STORAGE: i32 = -32020;
 /// An internal error; nothing was written.
@@ -23,7 +32,78 @@ pub const INTERNAL: i32 = -32603;
 /// The daemon already serves its maximum number of connections (`ctxd
 /// --max-connections`); retry later. `data.bound` is `"max_connections"`, `data.limit`
 /// the number. Sent as the body of an HTTP 503 before the connection is closed.
-pub const TOO_MANY_CONNECTIONS: i32 = -32030;
+pub const TOO_MANY_CONNECTIONS: i32 = -32040;
 /// The connecting process runs as neither the daemon's user nor root (checked with
 /// SO_PEERCRED). Sent as the body of an HTTP 403 before the connection is closed.
-pub const PEER_REFUSED: i32 = -32031;
+pub const PEER_REFUSED: i32 = -32041;
+
+/// Every error code a method may answer with, for the OpenRPC document's
+/// `components.errors`: (name, code, what it means).
+pub const ERROR_CODES: &[(&str, i32, &str)] = &[
+    (
+        "InvalidParams",
+        INVALID_PARAMS,
+        "Bad params: data.field names the offending field. Nothing changed.",
+    ),
+    (
+        "SessionNotFound",
+        SESSION_NOT_FOUND,
+        "The session does not exist.",
+    ),
+    (
+        "Conflict",
+        CONFLICT,
+        "expected_last_uuid is not the transcript's last record. Nothing changed.",
+    ),
+    (
+        "RecordNotFound",
+        RECORD_NOT_FOUND,
+        "A referenced record does not exist in the session.",
+    ),
+    (
+        "DuplicateRecord",
+        DUPLICATE_RECORD,
+        "A record uuid is already used in the session. Nothing changed.",
+    ),
+    (
+        "PromptTooLong",
+        PROMPT_TOO_LONG,
+        "The compiled request is at or above the blocking limit: compact first.",
+    ),
+    (
+        "CompactionFailed",
+        COMPACTION_FAILED,
+        "Compaction failed; the transcript is unchanged.",
+    ),
+    ("Storage", STORAGE, "Storage failed; nothing was written."),
+    (
+        "UnsupportedProtocolVersion",
+        UNSUPPORTED_PROTOCOL_VERSION,
+        "daemon.initialize asked for another major version: data.requested, data.supported.",
+    ),
+    (
+        "WebSocketRequired",
+        WEBSOCKET_REQUIRED,
+        "A subscription method was called over plain HTTP; use a WebSocket.",
+    ),
+    (
+        "TooManyConnections",
+        TOO_MANY_CONNECTIONS,
+        "The daemon serves its maximum number of connections (HTTP 503): retry later.",
+    ),
+    (
+        "PeerRefused",
+        PEER_REFUSED,
+        "The connecting process runs as neither the daemon's user nor root (HTTP 403).",
+    ),
+    (
+        "HookBlocked",
+        HOOK_BLOCKED,
+        "A hook refused the operation (data.hook_event_name, data.reason). Nothing was written.",
+    ),
+    (
+        "Internal",
+        INTERNAL,
+        "An internal error; nothing was written.",
+    ),
+];

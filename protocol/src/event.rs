@@ -3,12 +3,36 @@
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
+use crate::record::Record;
 use crate::transcript::AppendedRecord;
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct SubscribeParams {
     pub session_id: String,
+    /// Resume: first replay, as `records_appended` events read from the store, every
+    /// record with `seq > after_seq`, then stream. Absent → stream from now on. Only
+    /// records are replayed; other event kinds are not stored (their effects are: read
+    /// the session, its memory or its collapses).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub after_seq: Option<u64>,
+    /// Put the whole records in `records_appended.full_records`.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub include_records: bool,
+}
+
+/// One `session.event` notification: an event, stamped with where the session's
+/// transcript stood when it was delivered.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct SessionNotification {
+    /// The session's sequence number: the last transcript `seq` delivered on this
+    /// subscription. Resume with `after_seq` set to it.
+    pub seq: u64,
+    /// Caused by a call made on this same connection (its own compile, append, ...).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub own: bool,
+    #[serde(flatten)]
+    pub event: SessionEvent,
 }
 
 /// One event of a session. Later protocol versions add kinds; clients ignore kinds they
@@ -20,13 +44,33 @@ pub enum SessionEvent {
     RecordsAppended {
         session_id: String,
         records: Vec<AppendedRecord>,
+        /// The records themselves, when the subscription asked for `include_records`.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        full_records: Option<Vec<Record>>,
     },
     /// Session settings, model, system prompt or tools changed.
     SessionUpdated { session_id: String },
     /// The session was deleted; the stream ends after this event.
     SessionDeleted { session_id: String },
-    /// The subscriber fell behind and missed this many events; re-read the transcript.
-    Lagged { session_id: String, missed: u64 },
+    /// The subscriber fell behind and this many events were dropped. Records are not
+    /// lost: the next `records_appended` replays them from the store, after `last_seq`
+    /// (the last seq delivered before the gap). Other dropped events are gone.
+    Lagged {
+        session_id: String,
+        missed: u64,
+        last_seq: u64,
+    },
+    /// A compile finished: where the window stands (what a statusline shows).
+    Compiled {
+        session_id: String,
+        estimated_tokens: u64,
+        effective_window: u64,
+        percent_left: u64,
+        message_count: u32,
+        /// Attachment records in the model's view.
+        attachments: u64,
+        request_sha256: String,
+    },
     /// Instruction files entered the model's view: `reason` is `startup` (the memoized
     /// chain of `messages[0]`) or `nested` (a `nested_memory` attachment).
     InstructionsLoaded {
@@ -97,5 +141,55 @@ pub enum SessionEvent {
         level: String,
         percent_left: u64,
         estimated_tokens: u64,
+    },
+    /// A hook command started (`hook_event_name` is the Claude Code event name).
+    HookStarted {
+        session_id: String,
+        hook_event_name: String,
+        command: String,
+        /// `managed`, `user`, `project` or `local`.
+        source: String,
+    },
+    /// A hook command finished (or was killed at its timeout).
+    HookFinished {
+        session_id: String,
+        hook_event_name: String,
+        command: String,
+        source: String,
+        /// `null` when the process was killed (timeout) or could not start.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        exit_code: Option<i32>,
+        timed_out: bool,
+        duration_ms: u64,
+        /// `allow`, `deny`, `ask`, `block` or `approve`, when the hook decided something.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        decision: Option<String>,
+        /// stdout or stderr went over 64 KB and was cut.
+        output_cut: bool,
+        /// A non-blocking error for the user.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        error: Option<String>,
+    },
+    /// A settings file with hooks for this session changed; the new configuration
+    /// applies from the next event. `hooks` counts the commands that file configures now.
+    HooksConfigChanged {
+        session_id: String,
+        source: String,
+        file: String,
+        /// `loaded`, `absent`, `invalid` or `untrusted`.
+        status: String,
+        hooks: u32,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        error: Option<String>,
+    },
+    /// A model call's cache reads fell below 95% of the previous call's, by at least
+    /// 2,000 tokens, with no compaction or cache edit in between.
+    CacheBreak {
+        session_id: String,
+        /// The assistant record carrying the call's usage, and its sequence number.
+        uuid: String,
+        record_seq: u64,
+        #[serde(rename = "break")]
+        cache_break: crate::cache::CacheBreak,
     },
 }

@@ -4,10 +4,13 @@
 //! This crate depends on serde, serde_json and schemars only, so any client can embed it
 //! without pulling in the daemon.
 
+pub mod cache;
 pub mod capabilities;
 pub mod compile;
 pub mod error;
 pub mod event;
+pub mod handshake;
+pub mod hooks;
 pub mod memory;
 pub mod methods;
 pub mod openrpc;
@@ -15,14 +18,18 @@ pub mod record;
 pub mod session;
 pub mod transcript;
 
-/// Version of the wire contract. Bumped on every incompatible change; additive changes
-/// bump the minor part.
-pub const PROTOCOL_VERSION: &str = "1.0";
+/// Version of the wire contract, `MAJOR.MINOR`. An incompatible change bumps the major;
+/// an additive one (a method, an optional param, a result field, an event kind) bumps the
+/// minor. See `handshake` for negotiation.
+pub const PROTOCOL_VERSION: &str = "1.2";
 
+pub use cache::*;
 pub use capabilities::*;
 pub use compile::*;
 pub use error::*;
 pub use event::*;
+pub use handshake::*;
+pub use hooks::*;
 pub use memory::*;
 pub use methods::*;
 pub use record::*;

@@ -3,17 +3,21 @@
 use schemars::{JsonSchema, Schema, SchemaGenerator};
 use serde::{Deserialize, Serialize};
 
+use crate::cache::{CacheReportParams, CacheReportResponse, UsageParams, UsageResponse};
 use crate::capabilities::*;
 use crate::compile::{
     AckResponse, CompactParams, CompactionReport, CompileParams, CompileResponse,
     ProvideSummaryParams, ReplacementsResponse, ReportErrorParams, ReportReadParams, SnipParams,
     SnipResponse, TouchPathsParams,
 };
-use crate::event::{SessionEvent, SubscribeParams};
+use crate::event::{SessionNotification, SubscribeParams};
+use crate::handshake::{InitializeParams, InitializeResult, SubscriptionId, UnsubscribeParams};
+use crate::hooks::*;
 use crate::memory::*;
 use crate::session::*;
 use crate::transcript::*;
 
+pub const DAEMON_INITIALIZE: &str = "daemon.initialize";
 pub const DAEMON_STATUS: &str = "daemon.status";
 pub const DAEMON_SHUTDOWN: &str = "daemon.shutdown";
 pub const DAEMON_PING: &str = "daemon.ping";
@@ -55,7 +59,19 @@ pub const COLLAPSE_UNDO: &str = "context.collapse_undo";
 pub const CONTEXT_REPORT_ERROR: &str = "context.report_error";
 pub const CONTEXT_PROVIDE_SUMMARY: &str = "context.provide_summary";
 pub const TRANSCRIPT_PARSE_CLAUDE_CODE: &str = "transcript.parse_claude_code";
+pub const CONTEXT_USAGE: &str = "context.usage";
+pub const CONTEXT_CACHE_REPORT: &str = "context.cache_report";
 pub const RPC_DISCOVER: &str = "rpc.discover";
+pub const HOOKS_LIST: &str = "hooks.list";
+pub const HOOKS_PRE_TOOL_USE: &str = "hooks.pre_tool_use";
+pub const HOOKS_POST_TOOL_USE: &str = "hooks.post_tool_use";
+pub const HOOKS_USER_PROMPT_SUBMIT: &str = "hooks.user_prompt_submit";
+pub const HOOKS_SESSION_START: &str = "hooks.session_start";
+pub const HOOKS_STOP: &str = "hooks.stop";
+pub const HOOKS_STOP_FAILURE: &str = "hooks.stop_failure";
+pub const HOOKS_SUBAGENT_START: &str = "hooks.subagent_start";
+pub const HOOKS_SUBAGENT_STOP: &str = "hooks.subagent_stop";
+pub const HOOKS_NOTIFICATION: &str = "hooks.notification";
 
 #[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
@@ -90,14 +106,32 @@ pub struct PingResponse {
 pub struct MethodSpec {
     pub name: &'static str,
     pub summary: &'static str,
+    /// The params object's own schema (inlined: the document lists one param per
+    /// property).
     pub params: fn(&mut SchemaGenerator) -> Schema,
     pub result: fn(&mut SchemaGenerator) -> Schema,
-    /// Subscriptions: the notification method and its unsubscribe method.
-    pub subscription: Option<(&'static str, &'static str)>,
+    /// Set on subscription methods.
+    pub subscription: Option<SubscriptionSpec>,
 }
 
+/// What a subscription streams and how it ends.
+pub struct SubscriptionSpec {
+    /// Method name of the notifications.
+    pub notification: &'static str,
+    /// Method that ends the subscription.
+    pub unsubscribe: &'static str,
+    /// Schema of each notification's `result`.
+    pub item: fn(&mut SchemaGenerator) -> Schema,
+}
+
+/// A type's schema by reference (the type lands in `components/schemas`).
 fn schema<T: JsonSchema>(g: &mut SchemaGenerator) -> Schema {
     g.subschema_for::<T>()
+}
+
+/// A params type's own schema, not a reference, so its properties can be listed.
+fn inline<T: JsonSchema>(g: &mut SchemaGenerator) -> Schema {
+    T::json_schema(g)
 }
 
 macro_rules! method {
@@ -105,7 +139,7 @@ macro_rules! method {
         MethodSpec {
             name: $name,
             summary: $summary,
-            params: schema::<$p>,
+            params: inline::<$p>,
             result: schema::<$r>,
             subscription: None,
         }
@@ -117,8 +151,14 @@ macro_rules! method {
 pub fn method_table() -> Vec<MethodSpec> {
     vec![
         method!(
+            DAEMON_INITIALIZE,
+            "Handshake: client info and protocol version in; server info, negotiated version, capabilities and limits out. Another major version is refused.",
+            InitializeParams,
+            InitializeResult
+        ),
+        method!(
             DAEMON_STATUS,
-            "Handshake: protocol version, daemon version, paths, uptime.",
+            "Protocol version, daemon version, paths, uptime.",
             NoParams,
             DaemonStatus
         ),
@@ -173,11 +213,21 @@ pub fn method_table() -> Vec<MethodSpec> {
         ),
         MethodSpec {
             name: SESSION_SUBSCRIBE,
-            summary: "Stream a session's events (WebSocket only).",
-            params: schema::<SubscribeParams>,
-            result: schema::<SessionEvent>,
-            subscription: Some((SESSION_EVENT, SESSION_UNSUBSCRIBE)),
+            summary: "Stream a session's events (WebSocket only), first replaying records after after_seq. Returns the subscription id; events arrive as session.event notifications.",
+            params: inline::<SubscribeParams>,
+            result: schema::<SubscriptionId>,
+            subscription: Some(SubscriptionSpec {
+                notification: SESSION_EVENT,
+                unsubscribe: SESSION_UNSUBSCRIBE,
+                item: schema::<SessionNotification>,
+            }),
         },
+        method!(
+            SESSION_UNSUBSCRIBE,
+            "End a subscription (WebSocket only, on the connection that made it). false when it was not active.",
+            UnsubscribeParams,
+            bool
+        ),
         method!(
             TRANSCRIPT_APPEND,
             "Append records atomically, optionally guarded by the expected last uuid.",
@@ -339,6 +389,78 @@ pub fn method_table() -> Vec<MethodSpec> {
             "The frozen fates of the session's tool results (content-replacement records).",
             SessionIdParams,
             ReplacementsResponse
+        ),
+        method!(
+            CONTEXT_USAGE,
+            "What fills the context window now, by category (Claude Code's /context); changes nothing.",
+            UsageParams,
+            UsageResponse
+        ),
+        method!(
+            CONTEXT_CACHE_REPORT,
+            "Every model call's reported cache reads next to ctxd's prediction, with cache breaks and their causes.",
+            CacheReportParams,
+            CacheReportResponse
+        ),
+        method!(
+            HOOKS_LIST,
+            "The session's settings files and configured hooks, with their source file and whether they run.",
+            SessionIdParams,
+            HooksListResponse
+        ),
+        method!(
+            HOOKS_PRE_TOOL_USE,
+            "Run PreToolUse hooks before the client runs a tool: allow, deny or ask, a reason, updatedInput, context.",
+            PreToolUseParams,
+            HookOutcome
+        ),
+        method!(
+            HOOKS_POST_TOOL_USE,
+            "Run PostToolUse hooks after a tool ran; context and blocking feedback are appended for the model.",
+            PostToolUseParams,
+            HookOutcome
+        ),
+        method!(
+            HOOKS_USER_PROMPT_SUBMIT,
+            "Run UserPromptSubmit hooks on a prompt without appending it (transcript.append runs them itself).",
+            UserPromptSubmitParams,
+            HookOutcome
+        ),
+        method!(
+            HOOKS_SESSION_START,
+            "Run SessionStart hooks with source resume or clear; their context is appended.",
+            SessionStartParams,
+            HookOutcome
+        ),
+        method!(
+            HOOKS_STOP,
+            "Run Stop hooks when the agent would stop; a block appends the reason for the model.",
+            StopParams,
+            HookOutcome
+        ),
+        method!(
+            HOOKS_STOP_FAILURE,
+            "Run StopFailure hooks when a turn ended on an API error (output ignored).",
+            StopFailureParams,
+            HookOutcome
+        ),
+        method!(
+            HOOKS_SUBAGENT_START,
+            "Run SubagentStart hooks; their context is returned for the sub-agent.",
+            SubagentStartParams,
+            HookOutcome
+        ),
+        method!(
+            HOOKS_SUBAGENT_STOP,
+            "Run SubagentStop hooks when a sub-agent would stop; a block returns the reason.",
+            SubagentStopParams,
+            HookOutcome
+        ),
+        method!(
+            HOOKS_NOTIFICATION,
+            "Run Notification hooks for a message to the user.",
+            NotificationParams,
+            HookOutcome
         ),
     ]
 }

@@ -58,6 +58,10 @@ pub struct CacheControl {
     pub kind: String,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub scope: Option<String>,
+    /// `1h` when the session latched the one-hour TTL; absent for the default five
+    /// minutes.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub ttl: Option<String>,
 }
 
 impl CacheControl {
@@ -65,12 +69,14 @@ impl CacheControl {
         CacheControl {
             kind: "ephemeral".into(),
             scope: None,
+            ttl: None,
         }
     }
     pub fn scoped(scope: &str) -> Self {
         CacheControl {
             kind: "ephemeral".into(),
             scope: Some(scope.into()),
+            ttl: None,
         }
     }
 }
@@ -167,6 +173,18 @@ impl ContentBlock {
         )
     }
 
+    /// The block's cache marker, if it carries one.
+    pub fn cache_control(&self) -> Option<&CacheControl> {
+        match self {
+            ContentBlock::Text { cache_control, .. }
+            | ContentBlock::Image { cache_control, .. }
+            | ContentBlock::Document { cache_control, .. }
+            | ContentBlock::ToolUse { cache_control, .. }
+            | ContentBlock::ToolResult { cache_control, .. } => cache_control.as_ref(),
+            ContentBlock::Thinking { .. } | ContentBlock::RedactedThinking { .. } => None,
+        }
+    }
+
     /// The block's cache marker slot, if the API allows one on this block type.
     pub fn cache_control_mut(&mut self) -> Option<&mut Option<CacheControl>> {
         match self {
@@ -238,7 +256,7 @@ pub struct RecordInput {
         skip_serializing_if = "Vec::is_empty",
         deserialize_with = "content_or_string"
     )]
-    #[schemars(with = "Vec<ContentBlock>")]
+    #[schemars(schema_with = "content_schema")]
     pub content: Vec<ContentBlock>,
     /// The provider's message id; records of one response share it.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -274,6 +292,12 @@ pub struct RecordInput {
     /// Opaque client metadata (e.g. a tool's structured output). Stored, never sent.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub meta: Option<Value>,
+}
+
+/// `content` as clients may send it: a string or a list of blocks.
+fn content_schema(g: &mut schemars::SchemaGenerator) -> schemars::Schema {
+    let blocks = g.subschema_for::<Vec<ContentBlock>>();
+    schemars::json_schema!({ "anyOf": [{ "type": "string" }, blocks] })
 }
 
 fn content_or_string<'de, D>(d: D) -> Result<Vec<ContentBlock>, D::Error>

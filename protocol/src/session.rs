@@ -92,6 +92,12 @@ pub struct SessionSettings {
     /// Context collapse (off unless enabled).
     #[serde(default, skip_serializing_if = "CollapseConfig::is_default")]
     pub collapse: CollapseConfig,
+    /// Hooks from Claude Code's settings files (SPEC §7).
+    #[serde(
+        default,
+        skip_serializing_if = "crate::hooks::HookSettings::is_default"
+    )]
+    pub hooks: crate::hooks::HookSettings,
 }
 
 /// Who keeps the session's memory document up to date.

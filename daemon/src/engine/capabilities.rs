@@ -204,6 +204,7 @@ impl Engine {
                             seq: r.seq,
                         })
                         .collect(),
+                    full_records: None,
                 },
             );
         }

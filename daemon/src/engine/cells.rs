@@ -18,10 +18,10 @@ use std::sync::{Arc, Mutex, MutexGuard};
 use ctxd_protocol::SessionEvent;
 use tokio::sync::broadcast;
 
-use super::{Engine, Loaded};
+use super::{Emitted, Engine, Loaded};
 
 /// Events a subscriber may fall behind by before it is told it lagged.
-const EVENT_BUFFER: usize = 1024;
+pub const EVENT_BUFFER: usize = 1024;
 
 fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
     match m.lock() {
@@ -34,7 +34,7 @@ pub(crate) struct SessionCell {
     pub state: tokio::sync::Mutex<Option<Loaded>>,
     /// Created on the first subscription and dropped once nobody listens: the buffer is
     /// `EVENT_BUFFER` slots, too much to keep for every session touched.
-    events: Mutex<Option<broadcast::Sender<SessionEvent>>>,
+    events: Mutex<Option<broadcast::Sender<Emitted>>>,
 }
 
 impl SessionCell {
@@ -47,26 +47,27 @@ impl SessionCell {
 
     /// The session's event channel (created if needed), for a sender that must know
     /// whether anyone receives.
-    pub(crate) fn sender(&self) -> broadcast::Sender<SessionEvent> {
+    pub(crate) fn sender(&self) -> broadcast::Sender<Emitted> {
         lock(&self.events)
             .get_or_insert_with(|| broadcast::channel(EVENT_BUFFER).0)
             .clone()
     }
 
-    pub(crate) fn subscribe(&self) -> broadcast::Receiver<SessionEvent> {
+    pub(crate) fn subscribe(&self) -> broadcast::Receiver<Emitted> {
         lock(&self.events)
             .get_or_insert_with(|| broadcast::channel(EVENT_BUFFER).0)
             .subscribe()
     }
 
-    /// Sends to the subscribers, if any; a channel nobody listens to any more is freed.
+    /// Sends to the subscribers, if any, marked with the caller that caused it; a
+    /// channel nobody listens to any more is freed.
     pub(crate) fn send(&self, event: SessionEvent) {
         let mut slot = lock(&self.events);
         if let Some(tx) = slot.as_ref() {
             if tx.receiver_count() == 0 {
                 *slot = None;
             } else {
-                let _ = tx.send(event);
+                let _ = tx.send(Emitted::now(event));
             }
         }
     }

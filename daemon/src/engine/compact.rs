@@ -31,7 +31,7 @@ pub(crate) type PendingSummaries =
 /// Asks the session's subscribers to run a model and waits for `context.provide_summary`.
 struct ClientRunner {
     session_id: String,
-    events: broadcast::Sender<SessionEvent>,
+    events: broadcast::Sender<super::Emitted>,
     pending: PendingSummaries,
 }
 
@@ -46,12 +46,14 @@ impl ModelRunner for ClientRunner {
         if let Ok(mut p) = self.pending.lock() {
             p.insert(request_id.clone(), tx);
         }
-        let sent = self.events.send(SessionEvent::SummaryRequested {
-            session_id: self.session_id.clone(),
-            request_id: request_id.clone(),
-            request,
-            timeout_secs: timeout.as_secs(),
-        });
+        let sent = self
+            .events
+            .send(super::Emitted::now(SessionEvent::SummaryRequested {
+                session_id: self.session_id.clone(),
+                request_id: request_id.clone(),
+                request,
+                timeout_secs: timeout.as_secs(),
+            }));
         let pending = self.pending.clone();
         Box::pin(async move {
             let forget = |pending: &PendingSummaries| {
@@ -225,6 +227,8 @@ impl Engine {
         let mut start = 0usize;
         let mut attempt = 0;
         let max_summary_tokens = 20_000u64.min(l.row.model.max_output_tokens.max(1_000));
+        // PreCompact hooks' stdout joins the custom instructions the summariser reads.
+        let instructions = self.hooks_pre_compact(l, trigger, instructions).await;
         let summary = loop {
             let part = &refs[start..];
             let normalized = normalize(
@@ -340,6 +344,11 @@ impl Engine {
         pre_tokens: u64,
         now: DateTime<Utc>,
     ) -> Result<(String, u64)> {
+        // SessionStart (source compact) context follows the new history's head.
+        let mut new_records = new_records;
+        let post_compact = self
+            .hooks_before_new_history(l, trigger, &mut new_records)
+            .await;
         let sid = l.row.id.clone();
         let now_text = self.now_text();
         let built = self
@@ -377,6 +386,7 @@ impl Engine {
                         seq: r.seq,
                     })
                     .collect(),
+                full_records: None,
             },
         );
         self.emit(
@@ -389,6 +399,7 @@ impl Engine {
                 post_tokens,
             },
         );
+        self.hooks_after_new_history(post_compact);
         Ok((boundary_uuid, post_tokens))
     }
 
@@ -399,7 +410,7 @@ impl Engine {
         self.load_or_drop(&p.session_id, &mut guard).await?;
         let l = super::loaded_mut(&mut guard)?;
         let now = self.clock.now();
-        let pre = self.compile_steps(&cell, l, false, now).await?;
+        let pre = self.compile_steps(&cell, l, false, now, None).await?;
         let pre_tokens = pre.metadata.context.effective_tokens;
         self.compact_locked(&cell, l, Trigger::Manual, p.instructions, now, pre_tokens)
             .await
@@ -431,21 +442,21 @@ impl Engine {
         self.load_or_drop(&p.session_id, &mut guard).await?;
         let l = super::loaded_mut(&mut guard)?;
         let now = self.clock.now();
-        let before = self.compile_steps(&cell, l, false, now).await?;
+        let before = self.compile_steps(&cell, l, false, now, None).await?;
         let pre_tokens = before.metadata.context.effective_tokens + p.token_gap.unwrap_or(0);
         // Cheapest relief first: commit every staged collapse once; only when nothing
         // was staged does the reactive compact run.
         if !media && self.run_collapse(&cell, l, pre_tokens, true).await? {
-            let compiled = self.compile_steps(&cell, l, false, now).await?;
-            return self.finish_compile(&cell, l, compiled).await;
+            let compiled = self.compile_steps(&cell, l, false, now, None).await?;
+            return self.finish_compile(&cell, l, compiled, false).await;
         }
         let report = self
             .compact_locked(&cell, l, Trigger::Reactive, None, now, pre_tokens)
             .await
             .map_err(|e| Error::CompactionFailed(format!("cannot recover: {e}")))?;
-        let mut compiled = self.compile_steps(&cell, l, false, now).await?;
+        let mut compiled = self.compile_steps(&cell, l, false, now, None).await?;
         compiled.metadata.compaction = Some(report);
-        self.finish_compile(&cell, l, compiled).await
+        self.finish_compile(&cell, l, compiled, false).await
     }
 
     /// `context.provide_summary`: a client's answer to `summary_requested`.

@@ -3,17 +3,23 @@
 //! in-memory transcript in step with the store. The RPC edge calls in here; nothing here
 //! knows JSON-RPC.
 
+mod cache;
 mod capabilities;
 mod cells;
 mod collapse;
 mod compact;
+mod events;
+mod hooks;
 mod memory;
 mod session;
 mod skills;
 mod sources;
 pub mod validate;
 
+pub use cells::EVENT_BUFFER;
 pub(crate) use cells::SessionCell;
+pub use events::{Emitted, as_caller};
+pub use session::MAX_PAGE as MAX_READ_PAGE;
 pub use sources::DiscoveryDefaults;
 
 use std::collections::{BTreeMap, BTreeSet, HashMap};
@@ -91,6 +97,8 @@ pub(crate) struct Loaded {
     pub level: &'static str,
     /// MCP servers, agent types, deferred tools, skills.
     pub caps: capabilities::Caps,
+    /// Latched request flags, the previous request's cache key, recent fingerprints.
+    pub cache: cache::CacheState,
 }
 
 impl Loaded {
@@ -177,6 +185,8 @@ pub struct Engine {
     pub(crate) self_ref: std::sync::OnceLock<std::sync::Weak<Engine>>,
     /// Skill catalogs, one per set of skill places.
     pub(crate) skills: skills::SkillCatalogs,
+    /// Hook configuration, watches and transcript exports (engine/hooks.rs).
+    pub(crate) hooks: hooks::HookState,
 }
 
 impl Engine {
@@ -197,6 +207,7 @@ impl Engine {
             extracting: Mutex::new(HashMap::new()),
             self_ref: std::sync::OnceLock::new(),
             skills: Default::default(),
+            hooks: Default::default(),
         }
     }
 
@@ -259,6 +270,7 @@ impl Engine {
     }
 
     fn on_watch_event(&self, ev: WatchEvent) {
+        self.hooks_on_watch(&ev);
         let (paths, change): (Vec<PathBuf>, &str) = match ev {
             WatchEvent::Changed(p) => (vec![p], "changed"),
             WatchEvent::Removed(p) => (vec![p], "removed"),
@@ -385,6 +397,7 @@ impl Engine {
                     collapse_commits,
                     level: "ok",
                     caps,
+                    cache: cache::CacheState::load(c, &sid)?,
                 })
             })
             .await?;
@@ -394,7 +407,7 @@ impl Engine {
     }
 
     /// Subscribes to a session's events. Fails for unknown sessions.
-    pub async fn subscribe(&self, id: &str) -> Result<broadcast::Receiver<SessionEvent>> {
+    pub async fn subscribe(&self, id: &str) -> Result<broadcast::Receiver<Emitted>> {
         let sid = id.to_string();
         let exists = self
             .store
@@ -407,7 +420,18 @@ impl Engine {
     }
 
     pub(crate) fn emit(&self, cell: &SessionCell, event: SessionEvent) {
+        self.hooks_observe(&event);
         // No subscribers is normal; the event is simply not observed.
         cell.send(event);
+    }
+
+    /// Whether file watching runs (so `file_changed` events can flow).
+    pub fn watching(&self) -> bool {
+        self.watcher.get().is_some()
+    }
+
+    /// The summariser of sessions that choose none.
+    pub fn default_summariser(&self) -> &ctxd_protocol::SummariserConfig {
+        &self.default_summariser
     }
 }

@@ -49,7 +49,7 @@ async fn write_once(dir: &Path, file_name: &str, content: String) -> std::io::Re
     .map_err(std::io::Error::other)?
 }
 
-const MAX_PAGE: u32 = 5_000;
+pub const MAX_PAGE: u32 = 5_000;
 /// A memo boundary no history has: forces the memoized user context to be recomputed.
 const CWD_CHANGED: &str = "#cwd-changed";
 const DEFAULT_PAGE: u32 = 500;
@@ -216,22 +216,28 @@ impl Engine {
         check_tools(&tools)?;
         // SessionStart context is in place before the first request is compiled.
         let (claude_md, loaded) = self.startup_instructions(&row).await?;
+        let started = self.hooks_created(&row).await;
         let memo = InstructionMemo {
             claude_md,
             boundary_uuid: String::new(),
             announced_date: row.start_date.clone(),
         };
-        let r = row.clone();
-        self.store
+        let (r, l2, now) = (row.clone(), loaded.clone(), self.now_text());
+        let built = self
+            .store
             .write(move |tx| {
                 sessions::insert(tx, &r)?;
                 sessions::set_tools(tx, &r.id, &tools)?;
                 context_state::set_memo(tx, &r.id, &memo)?;
-                context_state::add_loaded(tx, &r.id, &loaded)?;
-                Ok(())
+                context_state::add_loaded(tx, &r.id, &l2)?;
+                if started.is_empty() {
+                    return Ok(Vec::new());
+                }
+                insert_batch(tx, &r.id, started, None, &now)
             })
             .await?;
-        Ok(row.info(0, None))
+        self.hooks_created_instructions(&row, &loaded);
+        Ok(row.info(built.len() as u64, built.last().map(|b| b.uuid.clone())))
     }
 
     async fn new_row(&self, p: &SessionCreateParams) -> Result<SessionRow> {
@@ -332,6 +338,10 @@ impl Engine {
             return Err(Error::invalid("cwd", "must be an absolute path"));
         }
         let cwd_changed = p.cwd.is_some();
+        let old_cwd = match cwd_changed {
+            true => Some(self.hook_facts(&p.session_id).await?.cwd),
+            false => None,
+        };
         let cell = self.cell(&p.session_id);
         let mut guard = cell.state.lock().await;
         let now = self.now_text();
@@ -381,6 +391,9 @@ impl Engine {
                 session_id: row.id.clone(),
             },
         );
+        if let Some(old) = old_cwd.filter(|o| *o != row.cwd) {
+            self.hooks_cwd_changed(&row.id, old, row.cwd.clone());
+        }
         self.get_session(&row.id).await
     }
 
@@ -419,6 +432,7 @@ impl Engine {
                 if p.up_to_uuid.is_none() {
                     cache_edits::copy(tx, &src, &nid)?;
                 }
+                crate::store::compile_log::copy(tx, &src, &nid)?;
                 Ok(())
             })
             .await?;
@@ -521,6 +535,8 @@ impl Engine {
             ));
         }
         validate_batch(&mut inputs)?;
+        // UserPromptSubmit hooks may refuse the batch or add context after a prompt.
+        let inputs = self.hooks_user_prompts(&p.session_id, inputs).await?;
         let cell = self.cell(&p.session_id);
         let mut guard = cell.state.lock().await;
         // Observing file tools needs the earlier records (a result names its tool_use).
@@ -546,7 +562,14 @@ impl Engine {
         if let Some(l) = guard.as_mut() {
             self.observe(&l.row.cwd, &l.row.id, &l.records, &built)
                 .await;
+            let first_seq = built.first().map_or(0, |r| r.seq);
+            let reported = built
+                .iter()
+                .any(|r| r.kind == RecordKind::Assistant && !r.is_sidechain && r.usage.is_some());
             l.records.extend(built);
+            if reported {
+                self.check_cache_break(&cell, l, first_seq);
+            }
             if responded {
                 // The post-sampling point: maybe start a session-memory extraction.
                 self.after_response(&cell, l).await;
@@ -564,6 +587,7 @@ impl Engine {
             SessionEvent::RecordsAppended {
                 session_id: p.session_id.clone(),
                 records: appended.clone(),
+                full_records: None,
             },
         );
         Ok(AppendResponse {
@@ -648,11 +672,15 @@ impl Engine {
             self.load_or_drop(&p.session_id, &mut guard).await?;
             let l = super::loaded_mut(&mut guard)?;
             let now = self.resolve_now(p.now.as_deref())?;
-            let prepared = self.prepare_compile(&cell, l, now).await?;
+            let prepared = self
+                .prepare_compile(&cell, l, now, p.flags.as_ref())
+                .await?;
             (l.clone(), prepared, now)
         };
         let decided = snapshot.decisions();
         let side = p.side_request;
+        // Settling again is idempotent; after a compaction it latches the new history.
+        let flags = p.flags.as_ref();
         let compiled = tokio::task::spawn_blocking(move || compile_loaded(&snapshot, side, now))
             .await
             .map_err(|e| Error::Internal(format!("compile task: {e}")))??;
@@ -664,12 +692,12 @@ impl Engine {
         if l.decisions() != decided {
             // Another compile or a compaction froze decisions meanwhile: this compile's
             // effects were decided without them, so decide again, under the lock.
-            compiled = self.compile_steps(&cell, l, side, now).await?;
+            compiled = self.compile_steps(&cell, l, side, now, flags).await?;
         }
         if l.row.settings.collapse.enabled {
             let estimate = compiled.metadata.context.effective_tokens;
             if self.run_collapse(&cell, l, estimate, false).await? {
-                compiled = self.compile_steps(&cell, l, p.side_request, now).await?;
+                compiled = self.compile_steps(&cell, l, side, now, flags).await?;
             }
         }
         if let Some(reason) = self.autocompact_due(l, &compiled).await? {
@@ -681,7 +709,7 @@ impl Engine {
                         .await
                     {
                         Ok(report) => {
-                            compiled = self.compile_steps(&cell, l, p.side_request, now).await?;
+                            compiled = self.compile_steps(&cell, l, side, now, flags).await?;
                             compiled.metadata.compaction = Some(report);
                         }
                         Err(e) => {
@@ -694,7 +722,7 @@ impl Engine {
                 Err(why) => compiled.metadata.autocompact_skipped = Some(why),
             }
         }
-        self.finish_compile(&cell, l, compiled).await
+        self.finish_compile(&cell, l, compiled, side).await
     }
 
     pub(crate) fn resolve_now(&self, now: Option<&str>) -> Result<chrono::DateTime<chrono::Utc>> {
@@ -706,27 +734,31 @@ impl Engine {
         }
     }
 
-    /// The stages of one compile up to the pure assembly: instruction memo, this turn's
-    /// attachments, the budget's fates.
+    /// The stages of one compile up to the pure assembly: request flags against the
+    /// latch, instruction memo, this turn's attachments, the budget's fates.
     pub(crate) async fn compile_steps(
         &self,
         cell: &super::SessionCell,
         l: &mut Loaded,
         side_request: bool,
         now: chrono::DateTime<chrono::Utc>,
+        flags: Option<&RequestFlags>,
     ) -> Result<Compiled> {
-        let prepared = self.prepare_compile(cell, l, now).await?;
+        let prepared = self.prepare_compile(cell, l, now, flags).await?;
         Ok(prepared.fill(compile_loaded(l, side_request, now)?))
     }
 
-    /// The stateful steps before a compile's pure assembly: instruction memo, this turn's
-    /// attachments (appended), the budget's fates (stored).
+    /// The stateful steps before a compile's pure assembly: the requested flags settled
+    /// against the latch (stored), instruction memo, this turn's attachments (appended),
+    /// the budget's fates (stored).
     async fn prepare_compile(
         &self,
         cell: &super::SessionCell,
         l: &mut Loaded,
         now: chrono::DateTime<chrono::Utc>,
+        flags: Option<&RequestFlags>,
     ) -> Result<Prepared> {
+        let latch_notes = self.settle_flags(l, flags).await?;
         self.refresh_memo(cell, l).await?;
         let mut added = self.announce_capabilities(cell, l, now).await?;
         added.extend(self.collect_attachments(cell, l, now).await?);
@@ -735,6 +767,7 @@ impl Engine {
             replaced,
             kept,
             added: added.iter().map(|r| r.uuid.clone()).collect(),
+            latch_notes,
         })
     }
 
@@ -743,7 +776,8 @@ impl Engine {
         &self,
         cell: &super::SessionCell,
         l: &mut Loaded,
-        compiled: Compiled,
+        mut compiled: Compiled,
+        side_request: bool,
     ) -> Result<Compiled> {
         let state = compiled.metadata.context.clone();
         self.announce_level(cell, l, &state, compiled.metadata.tokens.estimated_tokens);
@@ -754,6 +788,24 @@ impl Engine {
             });
         }
         self.store_effects(l, &compiled.effects).await?;
+        self.record_compile(l, &mut compiled, side_request);
+        let m = &compiled.metadata;
+        let attachments = crate::pipeline::projection::project(&l.records)
+            .iter()
+            .filter(|r| r.kind == RecordKind::Attachment)
+            .count() as u64;
+        self.emit(
+            cell,
+            SessionEvent::Compiled {
+                session_id: l.row.id.clone(),
+                estimated_tokens: state.effective_tokens,
+                effective_window: state.effective_window,
+                percent_left: state.percent_left,
+                message_count: m.message_count,
+                attachments,
+                request_sha256: m.request_sha256.clone(),
+            },
+        );
         Ok(compiled)
     }
 
@@ -868,6 +920,7 @@ impl Engine {
             SessionEvent::RecordsAppended {
                 session_id: p.session_id.clone(),
                 records: appended,
+                full_records: None,
             },
         );
         Ok(SnipResponse {
@@ -1074,6 +1127,7 @@ struct Prepared {
     replaced: Vec<String>,
     kept: Vec<String>,
     added: Vec<String>,
+    latch_notes: Vec<String>,
 }
 
 impl Prepared {
@@ -1081,6 +1135,7 @@ impl Prepared {
         compiled.metadata.replaced = self.replaced;
         compiled.metadata.kept = self.kept;
         compiled.metadata.attachments_added = self.added;
+        compiled.metadata.cache.latch_notes = self.latch_notes;
         compiled
     }
 }
@@ -1091,6 +1146,17 @@ pub(crate) fn compile_loaded(
     side_request: bool,
     now: chrono::DateTime<chrono::Utc>,
 ) -> Result<Compiled> {
+    compile_loaded_with(l, side_request, now, false)
+}
+
+/// [`compile_loaded`], optionally with the usage picture.
+pub(crate) fn compile_loaded_with(
+    l: &Loaded,
+    side_request: bool,
+    now: chrono::DateTime<chrono::Utc>,
+    usage_picture: bool,
+) -> Result<Compiled> {
+    let flags = l.cache.flags(&l.boundary_uuid);
     let commits: Vec<(u64, u64)> = l
         .collapses
         .iter()
@@ -1121,6 +1187,9 @@ pub(crate) fn compile_loaded(
         collapse_commits: &commits,
         now,
         side_request,
+        flags: &flags,
+        previous: l.cache.previous.as_deref(),
+        usage_picture,
     };
     compile(&input).map_err(|e| Error::Internal(format!("serialise request: {e}")))
 }

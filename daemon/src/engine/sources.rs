@@ -527,6 +527,7 @@ impl Engine {
                             seq: r.seq,
                         })
                         .collect(),
+                    full_records: None,
                 },
             );
         }

@@ -50,19 +50,21 @@ fn typed(kind: &str, obj: &Map<String, Value>) -> Option<String> {
                  to the user unless it is relevant to their request."
             ))
         }
-        "hook_additional_context" => str_field(obj, "content"),
+        "hook_additional_context" => hook_context_text(obj),
+        "hook_blocking_error" => hook_feedback_text(obj),
         "queued_commands" => queued_text(obj),
-        super::capabilities::DEFERRED_TOOLS_DELTA => deferred_tools_text(obj),
-        super::capabilities::AGENT_LISTING_DELTA => agent_listing_text(obj),
-        super::capabilities::MCP_INSTRUCTIONS_DELTA => mcp_instructions_text(obj),
+        super::capabilities::DEFERRED_TOOLS_DELTA => super::capabilities::render_deferred(obj),
+        super::capabilities::AGENT_LISTING_DELTA => super::capabilities::render_agents(obj),
+        super::capabilities::MCP_INSTRUCTIONS_DELTA => super::capabilities::render_mcp(obj),
         super::skills::SKILL_LISTING => super::skills::render_listing(obj),
         super::skills::INVOKED_SKILLS => super::skills::render_invoked(obj),
         _ => None,
     }
 }
 
-/// The strings of an array field, under our name or Claude Code's.
-fn list(obj: &Map<String, Value>, keys: &[&str]) -> Vec<String> {
+/// The strings of an array field, under our name or Claude Code's (the first key
+/// present).
+pub fn string_list(obj: &Map<String, Value>, keys: &[&str]) -> Vec<String> {
     keys.iter()
         .find_map(|k| obj.get(*k).and_then(Value::as_array))
         .map(|a| {
@@ -74,90 +76,57 @@ fn list(obj: &Map<String, Value>, keys: &[&str]) -> Vec<String> {
         .unwrap_or_default()
 }
 
-/// Text made of the non-empty parts, or nothing.
-fn parts(parts: Vec<String>) -> Option<String> {
-    let parts: Vec<String> = parts.into_iter().filter(|p| !p.is_empty()).collect();
-    (!parts.is_empty()).then(|| parts.join("\n\n"))
+/// The hook event an attachment came from: ours (`hook_event_name`) or an imported
+/// Claude Code record's (`hookEvent`, `hookName`).
+fn hook_event(obj: &Map<String, Value>) -> Option<String> {
+    ["hook_event_name", "hookEvent", "hookName"]
+        .iter()
+        .find_map(|k| str_field(obj, k))
 }
 
-fn deferred_tools_text(obj: &Map<String, Value>) -> Option<String> {
-    let added = list(obj, &["added_names", "addedNames"]);
-    let removed = list(obj, &["removed_names", "removedNames"]);
-    parts(vec![
-        if added.is_empty() {
-            String::new()
-        } else {
-            format!(
-                "These deferred tools can now be found with tool search. Their definitions are not loaded yet: search for a tool (by name or by what it does) and its full definition is sent from then on.\n{}",
-                added.join("\n")
-            )
-        },
-        if removed.is_empty() {
-            String::new()
-        } else {
-            format!(
-                "These deferred tools are no longer available (their MCP server disconnected or they were removed). Do not search for them or call them:\n{}",
-                removed.join("\n")
-            )
-        },
-    ])
+/// `content` is one string (ours) or a list of strings, one per hook (Claude Code's).
+/// Blank context renders as nothing (an empty string), not as a generic dump.
+fn hook_context_text(obj: &Map<String, Value>) -> Option<String> {
+    let text = obj.get("content").and_then(value_text).unwrap_or_default();
+    if text.trim().is_empty() {
+        return Some(String::new());
+    }
+    Some(match hook_event(obj) {
+        Some(e) => format!("Context added by the user's {e} hook:\n{text}"),
+        None => format!("Context added by a user hook:\n{text}"),
+    })
 }
 
-fn agent_listing_text(obj: &Map<String, Value>) -> Option<String> {
-    let lines = list(obj, &["added_lines", "addedLines"]);
-    let removed = list(obj, &["removed_types", "removedTypes"]);
-    let initial = obj
-        .get("initial")
-        .or_else(|| obj.get("isInitial"))
-        .and_then(Value::as_bool)
-        .unwrap_or(false);
-    parts(vec![
-        if lines.is_empty() {
-            String::new()
-        } else if initial {
-            format!(
-                "Available agent types for the Agent tool:\n{}",
-                lines.join("\n")
-            )
-        } else {
-            format!(
-                "Agent types added or changed for the Agent tool:\n{}",
-                lines.join("\n")
-            )
-        },
-        if removed.is_empty() {
-            String::new()
-        } else {
-            format!(
-                "These agent types are no longer available; do not start them:\n{}",
-                removed.join("\n")
-            )
-        },
-    ])
+/// Blocking feedback (exit code 2 or `decision: "block"`) the model must act on.
+fn hook_feedback_text(obj: &Map<String, Value>) -> Option<String> {
+    let nested = obj.get("blockingError").and_then(Value::as_object);
+    let reason =
+        str_field(obj, "reason").or_else(|| nested.and_then(|n| str_field(n, "blockingError")))?;
+    let command =
+        str_field(obj, "command").or_else(|| nested.and_then(|n| str_field(n, "command")));
+    let event = hook_event(obj).unwrap_or_else(|| "a".into());
+    Some(match command {
+        Some(c) => format!("Feedback from the user's {event} hook (`{c}`):\n{reason}"),
+        None => format!("Feedback from the user's {event} hook:\n{reason}"),
+    })
 }
 
-fn mcp_instructions_text(obj: &Map<String, Value>) -> Option<String> {
-    let blocks = list(obj, &["added_blocks", "addedBlocks"]);
-    let removed = list(obj, &["removed_names", "removedNames"]);
-    parts(vec![
-        if blocks.is_empty() {
-            String::new()
-        } else {
-            format!(
-                "{}\n\n{}",
-                super::capabilities::MCP_HEADING,
-                blocks.join("\n\n")
-            )
-        },
-        if removed.is_empty() {
-            String::new()
-        } else {
-            format!(
-                "These MCP servers have disconnected; their instructions no longer apply:\n{}",
-                removed.join("\n")
-            )
-        },
-    ])
+/// The hook contexts among the records a request shows (`metadata.hook_contexts`).
+pub fn hook_contexts(view: &[&Record]) -> Vec<ctxd_protocol::HookContextRef> {
+    view.iter()
+        .filter_map(|r| {
+            let obj = r.attachment.as_ref()?.as_object()?;
+            let kind = obj.get("type")?.as_str()?;
+            if !matches!(kind, "hook_additional_context" | "hook_blocking_error") {
+                return None;
+            }
+            Some(ctxd_protocol::HookContextRef {
+                uuid: r.uuid.clone(),
+                kind: kind.to_string(),
+                hook_event_name: hook_event(obj).unwrap_or_default(),
+            })
+        })
+        .collect()
 }
 
 fn str_field(obj: &Map<String, Value>, key: &str) -> Option<String> {
@@ -272,9 +241,56 @@ mod tests {
     }
 
     #[test]
-    fn hook_additional_context_is_its_content() {
+    fn hook_additional_context_names_its_event() {
         let r = att(json!({"type": "hook_additional_context", "content": "ctx from hook"}));
-        assert_eq!(render(&r).as_deref(), Some("ctx from hook"));
+        assert_eq!(
+            render(&r).as_deref(),
+            Some("Context added by a user hook:\nctx from hook")
+        );
+        let r = att(json!({"type": "hook_additional_context",
+            "hook_event_name": "SessionStart", "content": "TEXT"}));
+        assert_eq!(
+            render(&r).as_deref(),
+            Some("Context added by the user's SessionStart hook:\nTEXT")
+        );
+        // Claude Code's own records: a list of contexts and `hookName`.
+        let r = att(json!({"type": "hook_additional_context",
+            "hookName": "UserPromptSubmit", "content": ["a", "b"]}));
+        assert_eq!(
+            render(&r).as_deref(),
+            Some("Context added by the user's UserPromptSubmit hook:\na\nb")
+        );
+        let r = att(json!({"type": "hook_additional_context", "content": [" "]}));
+        assert_eq!(render(&r), None);
+    }
+
+    #[test]
+    fn hook_blocking_error_names_hook_and_command() {
+        let r = att(
+            json!({"type": "hook_blocking_error", "hook_event_name": "Stop",
+            "command": "./check.sh", "reason": "tests fail"}),
+        );
+        assert_eq!(
+            render(&r).as_deref(),
+            Some("Feedback from the user's Stop hook (`./check.sh`):\ntests fail")
+        );
+        let r = att(
+            json!({"type": "hook_blocking_error", "hookName": "PostToolUse",
+            "blockingError": {"blockingError": "lint failed", "command": "lint"}}),
+        );
+        assert!(render(&r).unwrap().contains("lint failed"));
+    }
+
+    #[test]
+    fn hook_contexts_lists_hook_records_only() {
+        let a = att(
+            json!({"type": "hook_additional_context", "hook_event_name": "SessionStart", "content": "x"}),
+        );
+        let b = att(json!({"type": "date_change", "date": "2025-03-04"}));
+        let got = hook_contexts(&[&a, &b]);
+        assert_eq!(got.len(), 1);
+        assert_eq!(got[0].hook_event_name, "SessionStart");
+        assert_eq!(got[0].kind, "hook_additional_context");
     }
 
     #[test]

@@ -5,6 +5,34 @@
 use ctxd_protocol::{CacheControl, ContentBlock};
 
 use super::message::ApiMessage;
+use super::system::SystemBlock;
+
+/// Gives every cache marker of the request the session's latched TTL.
+pub fn set_ttl(
+    system: &mut [SystemBlock],
+    tools: &mut [serde_json::Value],
+    messages: &mut [ApiMessage],
+    ttl: &str,
+) {
+    let set = |c: &mut CacheControl| c.ttl = Some(ttl.to_string());
+    for b in system {
+        if let Some(c) = &mut b.cache_control {
+            set(c);
+        }
+    }
+    for t in tools {
+        if let Some(c) = t.get_mut("cache_control").and_then(|c| c.as_object_mut()) {
+            c.insert("ttl".into(), serde_json::Value::String(ttl.to_string()));
+        }
+    }
+    for m in messages {
+        for b in &mut m.content {
+            if let Some(Some(c)) = b.cache_control_mut() {
+                set(c);
+            }
+        }
+    }
+}
 
 pub fn mark_messages(messages: &mut [ApiMessage], side_request: bool) {
     let n = messages.len();

@@ -22,8 +22,9 @@ use ctxd_protocol::{
     AgentType, ContentBlock, Record, ToolResultBlock, ToolResultContent, ToolSpec,
 };
 use serde::{Deserialize, Serialize};
-use serde_json::{Value, json};
+use serde_json::{Map, Value, json};
 
+use super::attachments::string_list;
 use super::message::ApiMessage;
 
 pub const DEFERRED_TOOLS_DELTA: &str = "deferred_tools_delta";
@@ -141,14 +142,8 @@ pub struct Announced {
 }
 
 fn names(obj: &Value, keys: &[&str]) -> Vec<String> {
-    keys.iter()
-        .find_map(|k| obj.get(*k).and_then(Value::as_array))
-        .map(|a| {
-            a.iter()
-                .filter_map(Value::as_str)
-                .map(str::to_string)
-                .collect()
-        })
+    obj.as_object()
+        .map(|o| string_list(o, keys))
         .unwrap_or_default()
 }
 
@@ -232,6 +227,91 @@ impl Announced {
         }
         out
     }
+}
+
+/// Text made of the non-empty parts, or nothing.
+fn parts(parts: Vec<String>) -> Option<String> {
+    let parts: Vec<String> = parts.into_iter().filter(|p| !p.is_empty()).collect();
+    (!parts.is_empty()).then(|| parts.join("\n\n"))
+}
+
+/// The text of a `deferred_tools_delta` (ours or Claude Code's).
+pub fn render_deferred(obj: &Map<String, Value>) -> Option<String> {
+    let added = string_list(obj, &["added_names", "addedNames"]);
+    let removed = string_list(obj, &["removed_names", "removedNames"]);
+    parts(vec![
+        if added.is_empty() {
+            String::new()
+        } else {
+            format!(
+                "These deferred tools can now be found with tool search. Their definitions are not loaded yet: search for a tool (by name or by what it does) and its full definition is sent from then on.\n{}",
+                added.join("\n")
+            )
+        },
+        if removed.is_empty() {
+            String::new()
+        } else {
+            format!(
+                "These deferred tools are no longer available (their MCP server disconnected or they were removed). Do not search for them or call them:\n{}",
+                removed.join("\n")
+            )
+        },
+    ])
+}
+
+/// The text of an `agent_listing_delta`.
+pub fn render_agents(obj: &Map<String, Value>) -> Option<String> {
+    let lines = string_list(obj, &["added_lines", "addedLines"]);
+    let removed = string_list(obj, &["removed_types", "removedTypes"]);
+    let initial = obj
+        .get("initial")
+        .or_else(|| obj.get("isInitial"))
+        .and_then(Value::as_bool)
+        .unwrap_or(false);
+    parts(vec![
+        if lines.is_empty() {
+            String::new()
+        } else if initial {
+            format!(
+                "Available agent types for the Agent tool:\n{}",
+                lines.join("\n")
+            )
+        } else {
+            format!(
+                "Agent types added or changed for the Agent tool:\n{}",
+                lines.join("\n")
+            )
+        },
+        if removed.is_empty() {
+            String::new()
+        } else {
+            format!(
+                "These agent types are no longer available; do not start them:\n{}",
+                removed.join("\n")
+            )
+        },
+    ])
+}
+
+/// The text of an `mcp_instructions_delta`.
+pub fn render_mcp(obj: &Map<String, Value>) -> Option<String> {
+    let blocks = string_list(obj, &["added_blocks", "addedBlocks"]);
+    let removed = string_list(obj, &["removed_names", "removedNames"]);
+    parts(vec![
+        if blocks.is_empty() {
+            String::new()
+        } else {
+            format!("{}\n\n{}", MCP_HEADING, blocks.join("\n\n"))
+        },
+        if removed.is_empty() {
+            String::new()
+        } else {
+            format!(
+                "These MCP servers have disconnected; their instructions no longer apply:\n{}",
+                removed.join("\n")
+            )
+        },
+    ])
 }
 
 /// What exists now, in the order deltas list it.

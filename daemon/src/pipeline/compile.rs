@@ -11,22 +11,23 @@ use std::collections::{BTreeMap, BTreeSet};
 
 use chrono::{DateTime, Utc};
 use ctxd_protocol::{
-    CompileMetadata, ContentBlock, MicrocompactReport, ModelProfile, Record, SessionSettings,
-    SystemPrompt, TokenEstimate, ToolSpec,
+    CacheMetadata, CompileMetadata, ContentBlock, MicrocompactReport, ModelProfile, Record,
+    RequestFlags, SessionSettings, SystemPrompt, TokenEstimate, ToolSpec,
 };
-use serde::Serialize;
-use serde::ser::SerializeSeq;
 use sha2::{Digest, Sha256};
 
 use super::budget::{self, Fate};
+use super::cache_break::Fingerprint;
+use super::cache_prefix::{self, KeyShape};
 use super::collapse::{self, Collapse};
 use super::message::{ApiMessage, Role};
 use super::microcompact::{self, CLEARED, PinnedEdit};
 use super::normalize::{NormalizeOptions, normalize};
-use super::system::{SystemBlock, SystemInputs};
+use super::system::SystemInputs;
+use super::usage::{self, Picture, UsageInputs};
 use super::{
-    attachments, cache_markers, capabilities, projection, snip, system, thresholds, tokens, tools,
-    user_context,
+    attachments, cache_markers, capabilities, latch, projection, snip, system, thresholds, tokens,
+    tools, user_context, wire,
 };
 
 /// The session state a compile reads.
@@ -63,6 +64,12 @@ pub struct CompileInput<'a> {
     pub collapse_commits: &'a [(u64, u64)],
     pub now: DateTime<Utc>,
     pub side_request: bool,
+    /// The request flags this compile carries (already resolved against the latch).
+    pub flags: &'a RequestFlags,
+    /// The previous request's cache key, for the predicted prefix.
+    pub previous: Option<&'a KeyShape>,
+    /// Also compute the usage picture (`context.usage`).
+    pub usage_picture: bool,
 }
 
 /// Decisions of this compile that must be stored before its request is shown.
@@ -79,95 +86,11 @@ pub struct Compiled {
     pub body: String,
     pub metadata: CompileMetadata,
     pub effects: Effects,
-}
-
-#[derive(Serialize)]
-struct RequestBody<'a> {
-    model: &'a str,
-    max_tokens: u64,
-    system: &'a [SystemBlock],
-    #[serde(skip_serializing_if = "<[_]>::is_empty")]
-    tools: &'a [serde_json::Value],
-    messages: WireMessages<'a>,
-}
-
-#[derive(Serialize)]
-struct CacheEdit<'a> {
-    #[serde(rename = "type")]
-    kind: &'static str,
-    cache_reference: &'a str,
-}
-
-#[derive(Serialize)]
-struct CacheEditsBlock<'a> {
-    #[serde(rename = "type")]
-    kind: &'static str,
-    edits: Vec<CacheEdit<'a>>,
-}
-
-/// Messages with their `cache_edits` blocks spliced in after each target message's
-/// tool results: the edits are not content ctxd stores, only wire.
-struct WireMessages<'a> {
-    messages: &'a [ApiMessage],
-    edits: &'a BTreeMap<usize, Vec<&'a str>>,
-}
-
-#[derive(Serialize)]
-struct WireMessage<'a> {
-    role: Role,
-    content: WireContent<'a>,
-}
-
-struct WireContent<'a> {
-    blocks: &'a [ContentBlock],
-    edits: Option<&'a Vec<&'a str>>,
-}
-
-impl Serialize for WireMessages<'_> {
-    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
-        let mut seq = s.serialize_seq(Some(self.messages.len()))?;
-        for (i, m) in self.messages.iter().enumerate() {
-            seq.serialize_element(&WireMessage {
-                role: m.role,
-                content: WireContent {
-                    blocks: &m.content,
-                    edits: self.edits.get(&i),
-                },
-            })?;
-        }
-        seq.end()
-    }
-}
-
-impl Serialize for WireContent<'_> {
-    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
-        let Some(ids) = self.edits else {
-            return self.blocks.serialize(s);
-        };
-        let at = self
-            .blocks
-            .iter()
-            .take_while(|b| matches!(b, ContentBlock::ToolResult { .. }))
-            .count();
-        let mut seq = s.serialize_seq(Some(self.blocks.len() + 1))?;
-        for b in &self.blocks[..at] {
-            seq.serialize_element(b)?;
-        }
-        seq.serialize_element(&CacheEditsBlock {
-            kind: "cache_edits",
-            edits: ids
-                .iter()
-                .map(|id| CacheEdit {
-                    kind: "delete",
-                    cache_reference: id,
-                })
-                .collect(),
-        })?;
-        for b in &self.blocks[at..] {
-            seq.serialize_element(b)?;
-        }
-        seq.end()
-    }
+    /// This request's cache key, the next compile's `previous`.
+    pub shape: KeyShape,
+    /// What keyed the cache, for attributing breaks later.
+    pub fingerprint: Fingerprint,
+    pub usage: Option<Picture>,
 }
 
 pub fn compile(input: &CompileInput<'_>) -> Result<Compiled, serde_json::Error> {
@@ -216,10 +139,13 @@ pub fn compile(input: &CompileInput<'_>) -> Result<Compiled, serde_json::Error> 
         cwd: s.cwd,
         additional_directories: s.additional_directories,
         git_snapshot: s.git_snapshot,
-        has_mcp_tools: tools::has_mcp_tools(input.tools),
+        // A client that asked for org scope gets what MCP tools force: no global prefix.
+        has_mcp_tools: tools::has_mcp_tools(input.tools)
+            || input.flags.cache_scope.as_deref() == Some(latch::SCOPE_ORG),
         mcp_instructions: s.mcp_instructions,
     });
-    let tool_values = tools::build(input.tools);
+    let mut system_blocks = system_blocks;
+    let mut tool_values = tools::build(input.tools);
 
     let context_text = user_context::render(s.claude_md, s.start_date);
     let normalized = normalize(
@@ -278,23 +204,29 @@ pub fn compile(input: &CompileInput<'_>) -> Result<Compiled, serde_json::Error> 
         edits.retain(|i, _| *i < messages.len());
     }
 
-    let body = serde_json::to_string(&RequestBody {
+    if let Some(ttl) = input
+        .flags
+        .cache_ttl
+        .as_deref()
+        .filter(|t| *t != latch::TTL_5M)
+    {
+        cache_markers::set_ttl(&mut system_blocks, &mut tool_values, &mut messages, ttl);
+    }
+    let written = wire::write(&wire::RequestParts {
         model: &s.model.model,
         max_tokens: s.model.max_output_tokens,
         system: &system_blocks,
         tools: &tool_values,
-        messages: WireMessages {
-            messages: &messages,
-            edits: &edits,
-        },
+        messages: &messages,
+        edits: &edits,
+        extra: &input.flags.extra,
+        flags_hash: latch::cache_key_hash(input.flags),
     })?;
+    let body = written.body;
+    let shape = written.shape;
 
-    let prefix_chars: usize = system_blocks
-        .iter()
-        .map(|b| b.text.chars().count())
-        .sum::<usize>()
-        + serde_json::to_string(&tool_values)?.chars().count()
-        + context_text.chars().count();
+    let system_chars: usize = system_blocks.iter().map(|b| b.text.chars().count()).sum();
+    let prefix_chars = system_chars + written.tools_chars + context_text.chars().count();
     let est = tokens::estimate(
         &shown_refs,
         (prefix_chars as u64).div_ceil(4),
@@ -318,6 +250,69 @@ pub fn compile(input: &CompileInput<'_>) -> Result<Compiled, serde_json::Error> 
         est.total.saturating_sub(snip_freed + collapse_freed),
     );
 
+    let prediction = cache_prefix::predict(input.previous, &shape);
+    let fingerprint = Fingerprint {
+        compiled_at: crate::clock::rfc3339(input.now),
+        last_seq: input.records.last().map_or(0, |r| r.seq),
+        model: s.model.model.clone(),
+        system: system_blocks
+            .iter()
+            .zip(&shape.units)
+            .map(|(b, u)| (u.hash, b.text.chars().count() as u64))
+            .collect(),
+        tools: shape
+            .units
+            .iter()
+            .filter(|u| matches!(u.locus, cache_prefix::Locus::Tool(_)))
+            .zip(&shape.tool_names)
+            .map(|(u, n)| (n.clone(), u.hash))
+            .collect(),
+        scope: system_blocks
+            .first()
+            .and_then(|b| b.cache_control.as_ref())
+            .and_then(|c| c.scope.clone())
+            .unwrap_or_else(|| "org".into()),
+        ttl: input
+            .flags
+            .cache_ttl
+            .clone()
+            .unwrap_or_else(|| latch::TTL_5M.into()),
+        betas: input.flags.betas.clone(),
+        extra: input
+            .flags
+            .extra
+            .iter()
+            .map(|(k, v)| {
+                (
+                    k.clone(),
+                    cache_prefix::hash_bytes(v.to_string().as_bytes()),
+                )
+            })
+            .collect(),
+        flags_hash: shape.flags_hash,
+        predicted_read_tokens: prediction.read_tokens,
+        expected_break: None,
+        side_request: input.side_request,
+    };
+    let usage = input.usage_picture.then(|| {
+        usage::picture(&UsageInputs {
+            system_chars: system_chars as u64,
+            tools_tokens: shape
+                .units
+                .iter()
+                .filter(|u| matches!(u.locus, cache_prefix::Locus::Tool(_)))
+                .map(|u| u64::from(u.tokens))
+                .sum(),
+            user_context_chars: context_text.chars().count() as u64,
+            claude_md_chars: s.claude_md.map_or(0, |t| t.chars().count() as u64),
+            view: &shown_refs,
+            render_attachment: &attachments::render,
+            window: s.model.context_window,
+            used: context.effective_tokens,
+            autocompact_threshold: context.autocompact_threshold,
+        })
+    });
+
     let metadata = CompileMetadata {
         tokens: TokenEstimate {
             estimated_tokens: est.total,
@@ -337,6 +332,7 @@ pub fn compile(input: &CompileInput<'_>) -> Result<Compiled, serde_json::Error> 
         context,
         snip_tokens_freed: snip_freed,
         attachments_added: Vec::new(),
+        hook_contexts: attachments::hook_contexts(&view),
         compaction: None,
         autocompact_skipped: None,
         last_uuid: input.records.last().map(|r| r.uuid.clone()),
@@ -348,6 +344,16 @@ pub fn compile(input: &CompileInput<'_>) -> Result<Compiled, serde_json::Error> 
                 .unwrap_or_default(),
             cache_edits_pinned: pinned.len() as u32,
         },
+        cache: CacheMetadata {
+            predicted_read_tokens: prediction.read_tokens,
+            prefix_bytes: prediction.prefix_bytes,
+            request_tokens: prediction.request_tokens,
+            first_difference: prediction.first_difference,
+            expected_break: None,
+            flags: input.flags.clone(),
+            headers: latch::headers(input.flags),
+            latch_notes: Vec::new(),
+        },
     };
     Ok(Compiled {
         body,
@@ -357,5 +363,8 @@ pub fn compile(input: &CompileInput<'_>) -> Result<Compiled, serde_json::Error> 
             new_edit,
             reset_edits,
         },
+        shape,
+        fingerprint,
+        usage,
     })
 }

@@ -46,11 +46,21 @@ pub fn result_text(content: &ToolResultContent) -> String {
 /// A message the user typed: not injected context, not a compaction summary, not a
 /// record of tool results only.
 pub fn is_user_typed(r: &Record) -> bool {
-    r.kind == RecordKind::User
-        && !r.is_meta
-        && !r.is_compact_summary
-        && !r
-            .content
+    typed_prompt(r.kind, r.is_meta, r.is_compact_summary, &r.content)
+}
+
+/// [`is_user_typed`] on a record's parts, for records not stored yet (the append path's
+/// `UserPromptSubmit` hooks).
+pub fn typed_prompt(
+    kind: RecordKind,
+    is_meta: bool,
+    is_compact_summary: bool,
+    content: &[ContentBlock],
+) -> bool {
+    kind == RecordKind::User
+        && !is_meta
+        && !is_compact_summary
+        && !content
             .iter()
             .all(|b| matches!(b, ContentBlock::ToolResult { .. }))
 }

@@ -54,14 +54,8 @@ pub struct Sent {
 }
 
 fn strings(v: &Value, key: &str) -> Vec<String> {
-    v.get(key)
-        .and_then(Value::as_array)
-        .map(|a| {
-            a.iter()
-                .filter_map(Value::as_str)
-                .map(str::to_string)
-                .collect()
-        })
+    v.as_object()
+        .map(|o| super::attachments::string_list(o, &[key]))
         .unwrap_or_default()
 }
 

@@ -4,12 +4,11 @@ use std::path::PathBuf;
 use std::sync::Arc;
 
 use ctxd_protocol::*;
-use jsonrpsee::core::SubscriptionResult;
+use jsonrpsee::RpcModule;
 use jsonrpsee::types::{ErrorObjectOwned, Params};
-use jsonrpsee::{RpcModule, SubscriptionMessage};
 use serde::de::DeserializeOwned;
 use serde_json::json;
-use tokio::sync::{Notify, broadcast};
+use tokio::sync::Notify;
 
 use super::to_rpc_error;
 use crate::engine::Engine;
@@ -57,11 +56,22 @@ fn compile_response(
     })
 }
 
+/// The caller a connection's calls act as: events they cause are marked `own` on that
+/// connection's subscriptions.
+pub(super) fn caller_of(ext: &jsonrpsee::Extensions) -> Option<u64> {
+    ext.get::<jsonrpsee::ConnectionId>().map(|c| c.0 as u64)
+}
+
 macro_rules! async_method {
     ($module:expr, $name:expr, |$ctx:ident, $p:ident : $pt:ty| $body:expr) => {
-        $module.register_async_method($name, |params, $ctx, _| async move {
+        $module.register_async_method($name, |params, $ctx, ext| async move {
             let $p: $pt = parse(&params)?;
-            $body.map_err(to_rpc_error)
+            let call = async { $body };
+            let r = match caller_of(&ext) {
+                Some(caller) => crate::engine::as_caller(caller, call).await,
+                None => call.await,
+            };
+            r.map_err(to_rpc_error)
         })
     };
 }
@@ -71,6 +81,10 @@ pub fn build_module(
 ) -> Result<RpcModule<RpcContext>, jsonrpsee::core::RegisterMethodError> {
     let mut m = RpcModule::new(ctx);
 
+    m.register_method(DAEMON_INITIALIZE, |params, ctx, _| {
+        let p: InitializeParams = parse(&params)?;
+        initialize(ctx, p)
+    })?;
     m.register_async_method(DAEMON_STATUS, |params, ctx, _| async move {
         let _: NoParams = parse(&params)?;
         let sessions = ctx.engine.session_count().await.map_err(to_rpc_error)?;
@@ -209,6 +223,14 @@ pub fn build_module(
         .replacements(&p.session_id)
         .await
         .map(|replacements| ReplacementsResponse { replacements }))?;
+    async_method!(m, CONTEXT_USAGE, |ctx, p: UsageParams| ctx
+        .engine
+        .usage(&p.session_id)
+        .await)?;
+    async_method!(m, CONTEXT_CACHE_REPORT, |ctx, p: CacheReportParams| ctx
+        .engine
+        .cache_report(&p.session_id)
+        .await)?;
     async_method!(m, CONTEXT_SNIP, |ctx, p: SnipParams| ctx
         .engine
         .snip(p)
@@ -271,49 +293,63 @@ pub fn build_module(
         RpcResult::Ok(ctxd_protocol::openrpc::document())
     })?;
 
-    m.register_subscription(
-        SESSION_SUBSCRIBE,
-        SESSION_EVENT,
-        SESSION_UNSUBSCRIBE,
-        |params, pending, ctx, _| async move {
-            let p: SubscribeParams = match parse(&params) {
-                Ok(p) => p,
-                Err(e) => {
-                    pending.reject(e).await;
-                    return SubscriptionResult::Ok(());
-                }
-            };
-            let mut rx = match ctx.engine.subscribe(&p.session_id).await {
-                Ok(rx) => rx,
-                Err(e) => {
-                    pending.reject(to_rpc_error(e)).await;
-                    return Ok(());
-                }
-            };
-            let sink = pending.accept().await?;
-            loop {
-                let event = tokio::select! {
-                    _ = sink.closed() => break,
-                    ev = rx.recv() => ev,
-                };
-                let event = match event {
-                    Ok(ev) => ev,
-                    Err(broadcast::error::RecvError::Lagged(missed)) => SessionEvent::Lagged {
-                        session_id: p.session_id.clone(),
-                        missed,
-                    },
-                    Err(broadcast::error::RecvError::Closed) => break,
-                };
-                let last = matches!(event, SessionEvent::SessionDeleted { .. });
-                let msg: SubscriptionMessage = serde_json::value::to_raw_value(&event)?.into();
-                if sink.send(msg).await.is_err() || last {
-                    break;
-                }
-            }
-            Ok(())
-        },
-    )?;
+    super::subscription::register(&mut m)?;
+    super::hooks::register(&mut m)?;
     Ok(m)
+}
+
+/// The handshake: negotiate the version, say what this daemon offers.
+fn initialize(ctx: &RpcContext, p: InitializeParams) -> RpcResult<InitializeResult> {
+    let Some(version) = negotiate(&p.protocol_version) else {
+        let supported = PROTOCOL_VERSION
+            .split('.')
+            .next()
+            .unwrap_or(PROTOCOL_VERSION);
+        return Err(ErrorObjectOwned::owned(
+            UNSUPPORTED_PROTOCOL_VERSION,
+            format!(
+                "protocol version {:?} is not supported: this ctxd speaks {supported}.x (up to {PROTOCOL_VERSION}); use a client for major version {supported}",
+                p.protocol_version
+            ),
+            Some(json!({
+                "requested": p.protocol_version,
+                "supported": [format!("{supported}.x")],
+                "server_protocol_version": PROTOCOL_VERSION,
+            })),
+        ));
+    };
+    tracing::info!(
+        client = %p.client_info.name,
+        client_version = %p.client_info.version,
+        protocol = %version,
+        "client initialized"
+    );
+    let mut methods: Vec<String> = method_table().iter().map(|m| m.name.to_string()).collect();
+    methods.push(RPC_DISCOVER.to_string());
+    let default_summariser = serde_json::to_value(ctx.engine.default_summariser())
+        .ok()
+        .and_then(|v| v["kind"].as_str().map(str::to_string))
+        .unwrap_or_default();
+    Ok(InitializeResult {
+        server_info: PeerInfo {
+            name: "ctxd".into(),
+            version: env!("CARGO_PKG_VERSION").into(),
+        },
+        protocol_version: version,
+        server_protocol_version: PROTOCOL_VERSION.into(),
+        capabilities: Capabilities {
+            methods,
+            transports: vec!["http".into(), "websocket".into()],
+            subscriptions: SubscriptionCapabilities {
+                resumable: true,
+                include_records: true,
+                buffer_events: crate::engine::EVENT_BUFFER as u64,
+            },
+            file_watching: ctx.engine.watching(),
+            default_summariser,
+        },
+        limits: super::limits::limits(&ctx.engine.limits),
+    })
 }
 
 #[cfg(test)]

@@ -2,8 +2,12 @@
 //! notifications. Knows the protocol; knows no SQL.
 
 mod connection;
+mod hooks;
+mod limits;
 mod methods;
 mod server;
+mod subscription;
+mod transport;
 
 #[cfg(test)]
 pub(crate) use methods::parse as parse_params;
@@ -45,6 +49,11 @@ pub fn to_rpc_error(e: Error) -> ErrorObjectOwned {
             proto::PROMPT_TOO_LONG,
             msg,
             Some(json!({ "estimated_tokens": estimated, "blocking_limit": limit })),
+        ),
+        Error::HookBlocked { event, reason } => ErrorObjectOwned::owned(
+            proto::HOOK_BLOCKED,
+            msg,
+            Some(json!({ "hook_event_name": event, "reason": reason })),
         ),
         Error::CompactionFailed(_) => {
             ErrorObjectOwned::owned(proto::COMPACTION_FAILED, msg, None::<()>)

@@ -11,12 +11,15 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
 use ctxd_protocol::{PEER_REFUSED, TOO_MANY_CONNECTIONS};
+use jsonrpsee::server::middleware::rpc::RpcServiceBuilder;
 use jsonrpsee::server::{BatchRequestConfig, PingConfig, Server, ServerConfig, stop_channel};
 use serde_json::json;
 use tokio::net::{UnixListener, UnixStream};
 use tokio::sync::Semaphore;
 
 use super::connection::{Counted, refuse, serve_connection};
+use super::limits::MAX_SUBSCRIPTIONS_PER_CONNECTION;
+use super::transport::{TransportRules, mark_plain_http};
 use super::{RpcContext, build_module};
 use crate::limits::{Limits, MAX_RESPONSE_BYTES, MAX_RPC_BATCH};
 
@@ -84,8 +87,13 @@ pub async fn serve(
                 .inactive_limit(ping * 3)
                 .max_failures(1),
         )
+        .max_subscriptions_per_connection(MAX_SUBSCRIPTIONS_PER_CONNECTION)
         .build();
-    let svc_builder = Server::builder().set_config(config).to_service_builder();
+    let svc_builder = Server::builder()
+        .set_config(config)
+        .set_http_middleware(tower::ServiceBuilder::new().map_request(mark_plain_http))
+        .set_rpc_middleware(RpcServiceBuilder::new().layer_fn(TransportRules))
+        .to_service_builder();
     let methods: jsonrpsee::Methods = module.into();
     let (stop_handle, server_handle) = stop_channel();
     let slots = Arc::new(Semaphore::new(limits.max_connections));

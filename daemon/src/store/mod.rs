@@ -5,6 +5,7 @@
 pub mod cache_edits;
 pub mod capabilities;
 pub mod collapses;
+pub mod compile_log;
 pub mod context_state;
 pub mod fates;
 pub mod memory;
@@ -112,6 +113,30 @@ impl Store {
         reply_rx
             .await
             .map_err(|_| Error::Storage("writer thread dropped the reply".into()))?
+    }
+
+    /// Queues `f` like [`Store::write`] without waiting for it: bookkeeping a caller must
+    /// not wait for. It is queued before this returns, so writes queued later run after
+    /// it; a failure is only logged.
+    pub fn write_detached<F>(&self, what: &'static str, f: F)
+    where
+        F: FnOnce(&rusqlite::Transaction<'_>) -> Result<()> + Send + 'static,
+    {
+        let job: Job = Box::new(move |conn: &mut Connection| {
+            let result = (|| {
+                let tx = conn.transaction_with_behavior(TransactionBehavior::Immediate)?;
+                f(&tx)?;
+                tx.commit()?;
+                Ok::<(), Error>(())
+            })();
+            if let Err(e) = result {
+                tracing::warn!(error = %e, "{what} not stored");
+            }
+        });
+        let sender = self.inner.writer.lock().ok().and_then(|w| w.clone());
+        if sender.and_then(|s| s.send(job).ok()).is_none() {
+            tracing::warn!("{what} not stored: the store is closed");
+        }
     }
 
     /// Runs `f` on a pooled read connection on the blocking pool.

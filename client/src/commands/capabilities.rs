@@ -7,10 +7,14 @@ use anyhow::Result;
 use ctx_client::Client;
 use ctxd_protocol::*;
 
-fn id(session: &str) -> SessionIdParams {
-    SessionIdParams {
-        session_id: session.to_string(),
-    }
+use super::context::SessionArg;
+use super::{Ctx, resolve_session};
+use crate::output::{outln, print_json};
+
+async fn id(client: &Client, a: &SessionArg) -> Result<SessionIdParams> {
+    Ok(SessionIdParams {
+        session_id: resolve_session(client, &a.session).await?.session_id,
+    })
 }
 
 /// The skills of a session as text: one line each, then skipped files.
@@ -104,22 +108,24 @@ pub fn capabilities_text(r: &CapabilitiesResponse) -> String {
     out
 }
 
-pub async fn skills(client: &Client, session: &str, json: bool) -> Result<()> {
-    let r: SkillsResponse = client.call(CAPABILITIES_SKILLS, id(session)).await?;
-    if json {
-        crate::print_json(&r)?;
-    } else {
-        print!("{}", skills_text(&r));
+/// `ctx skills SESSION`.
+pub async fn skills(ctx: &Ctx, client: &Client, a: &SessionArg) -> Result<()> {
+    let r: SkillsResponse = client
+        .call(CAPABILITIES_SKILLS, id(client, a).await?)
+        .await?;
+    if ctx.json {
+        return print_json(&r);
     }
+    outln!("{}", skills_text(&r).trim_end());
     Ok(())
 }
 
-pub async fn capabilities(client: &Client, session: &str, json: bool) -> Result<()> {
-    let r: CapabilitiesResponse = client.call(CAPABILITIES_GET, id(session)).await?;
-    if json {
-        crate::print_json(&r)?;
-    } else {
-        print!("{}", capabilities_text(&r));
+/// `ctx capabilities SESSION`.
+pub async fn capabilities(ctx: &Ctx, client: &Client, a: &SessionArg) -> Result<()> {
+    let r: CapabilitiesResponse = client.call(CAPABILITIES_GET, id(client, a).await?).await?;
+    if ctx.json {
+        return print_json(&r);
     }
+    outln!("{}", capabilities_text(&r).trim_end());
     Ok(())
 }

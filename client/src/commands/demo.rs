@@ -1,0 +1,211 @@
+//! `ctx demo` and `ctx replay`: sessions made to show or measure something, removed
+//! afterwards unless `--keep`.
+
+use std::path::PathBuf;
+
+use anyhow::Result;
+use clap::Args;
+use ctx_client::Client;
+use ctxd_protocol::*;
+
+use super::Ctx;
+use crate::output::{outln, print_json};
+use crate::replay;
+
+#[derive(Args, Debug)]
+pub struct DemoArgs {
+    /// Keep the demo session afterwards (it is deleted otherwise).
+    #[arg(long)]
+    keep: bool,
+}
+
+#[derive(Args, Debug)]
+pub struct ReplayArgs {
+    /// A Claude Code JSONL transcript.
+    file: PathBuf,
+    /// Working directory of the replay session [default: the transcript's].
+    #[arg(long)]
+    cwd: Option<PathBuf>,
+    /// Context window of the model profile, in tokens.
+    #[arg(long)]
+    context_window: Option<u64>,
+    /// Max output tokens of the model profile.
+    #[arg(long)]
+    max_output_tokens: Option<u64>,
+    /// Keep the replay session afterwards (it is deleted otherwise).
+    #[arg(long)]
+    keep: bool,
+    /// Cache TTL of the cost simulation: `5m` or `1h`.
+    #[arg(long, default_value = "5m", value_parser = ["5m", "1h"])]
+    cache_ttl: String,
+    /// Price table (JSON, dollars per million tokens) instead of the built-in one.
+    #[arg(long)]
+    prices: Option<PathBuf>,
+}
+
+/// A real (redacted) Claude Code session shipped with ctxd, MIT-licensed: see
+/// tests/fixtures/claude-code/spotter/LICENSE.
+const SAMPLE_SESSION: &str =
+    include_str!("../../../tests/fixtures/claude-code/spotter/tool_heavy.jsonl");
+
+pub async fn demo(ctx: &Ctx, client: &Client, a: &DemoArgs) -> Result<()> {
+    let status = client.status().await?;
+    let imported = client
+        .import(SessionImportParams {
+            jsonl: SAMPLE_SESSION.to_string(),
+            cwd: None,
+            fallback_cwd: None,
+            model: None,
+            title: Some("ctxd demo: bundled Claude Code session".into()),
+        })
+        .await?;
+    let sid = imported.session_id.clone();
+    let compiled = client
+        .compile(CompileParams {
+            session_id: sid.clone(),
+            side_request: false,
+            ..Default::default()
+        })
+        .await;
+    if !a.keep {
+        client.delete_session(&sid).await?;
+    }
+    let compiled = compiled?;
+    if ctx.json {
+        return print_json(&serde_json::json!({
+            "session_id": sid,
+            "kept": a.keep,
+            "stats": imported.stats,
+            "metadata": compiled.metadata,
+            "request": compiled.request,
+        }));
+    }
+    let s = &imported.stats;
+    let m = &compiled.metadata;
+    outln!(
+        "ctxd {} (protocol {}) on {}",
+        status.daemon_version,
+        status.protocol_version,
+        status.socket
+    );
+    outln!("imported the bundled session as {sid}");
+    outln!(
+        "  {} lines -> {} records ({} user, {} assistant, {} system); {} tool calls; skipped {:?}",
+        s.lines,
+        s.records,
+        s.user,
+        s.assistant,
+        s.system,
+        s.tool_use,
+        s.skipped
+    );
+    outln!("compiled the next request:");
+    outln!(
+        "  {} messages, {} bytes, ~{} tokens (anchor {} + estimated tail {}), sha256 {}",
+        m.message_count,
+        m.request_bytes,
+        m.tokens.estimated_tokens,
+        m.tokens.anchor_tokens,
+        m.tokens.estimated_tail_tokens,
+        &m.request_sha256[..16]
+    );
+    outln!("  system sections:");
+    for sec in &m.system_sections {
+        outln!("    {:<36} {:<14} {} chars", sec.name, sec.class, sec.chars);
+    }
+    if !m.repairs.is_empty() {
+        outln!("  normalisation repairs:");
+        for r in &m.repairs {
+            outln!("    {r}");
+        }
+    }
+    if a.keep {
+        outln!("see the whole request with: ctx compile {sid}");
+    } else {
+        outln!("the demo session was removed (run `ctx demo --keep` to keep it)");
+    }
+    Ok(())
+}
+
+pub async fn replay(ctx: &Ctx, client: &Client, a: &ReplayArgs) -> Result<()> {
+    let model = (a.context_window.is_some() || a.max_output_tokens.is_some()).then(|| {
+        let mut m = ModelProfile::default();
+        if let Some(w) = a.context_window {
+            m.context_window = w;
+        }
+        if let Some(o) = a.max_output_tokens {
+            m.max_output_tokens = o;
+        }
+        m
+    });
+    let prices = match &a.prices {
+        Some(p) => crate::cost::PriceTable::load(p)?,
+        None => crate::cost::PriceTable::default(),
+    };
+    let summary = replay::replay(
+        client,
+        &a.file,
+        replay::ReplayOptions {
+            cwd: a.cwd.as_deref(),
+            model,
+            json: ctx.json,
+            keep: a.keep,
+            cache_ttl_1h: a.cache_ttl == "1h",
+            prices,
+        },
+    )
+    .await?;
+    if ctx.json {
+        eprintln!("{}", serde_json::to_string(&summary)?);
+        return Ok(());
+    }
+    outln!(
+        "replayed {} records into {}{}: {} compiles, {} at/above the autocompact threshold, {} blocked",
+        summary.records,
+        summary.session_id,
+        if a.keep {
+            ""
+        } else {
+            " (removed; --keep keeps it)"
+        },
+        summary.compiles,
+        summary.autocompact_points,
+        summary.blocked
+    );
+    for c in &summary.compactions {
+        outln!(
+            "compacted ({}, {} via {}): ~{} → ~{} tokens, summary {} chars, {:.2} ms",
+            c.trigger,
+            c.kind,
+            c.summariser,
+            c.pre_tokens,
+            c.post_tokens,
+            c.summary_chars,
+            c.micros as f64 / 1000.0
+        );
+    }
+    outln!(
+        "estimator error over {} answered calls: median {:.2}%, p90 {:.2}%",
+        summary.error_samples,
+        summary.median_abs_error_pct,
+        summary.p90_abs_error_pct
+    );
+    outln!(
+        "cache ({} TTL): predicted read share {:.1}% (source recorded {:.1}%); simulated cost ${:.4} vs recorded ${:.4} over {} calls; compactions: source {}, ctxd {}",
+        summary.cache_ttl,
+        summary.predicted_cache_read_share * 100.0,
+        summary.recorded_cache_read_share * 100.0,
+        summary.simulated_cost_total,
+        summary.recorded_cost_total,
+        summary.costed_calls,
+        summary.source_compactions,
+        summary.compactions.len()
+    );
+    outln!(
+        "{:.2} s for {:.2} MB ({:.2} s/MB)",
+        summary.seconds,
+        summary.source_bytes as f64 / 1e6,
+        summary.seconds / (summary.source_bytes as f64 / 1e6).max(1e-9)
+    );
+    Ok(())
+}

@@ -1,0 +1,106 @@
+//! `ctx hooks SESSION`: the settings files ctxd read for a session and every hook they
+//! configure, with its source file and whether it runs.
+
+use anyhow::Result;
+use ctx_client::Client;
+use ctxd_protocol::{HOOKS_LIST, HooksListResponse, SessionIdParams};
+
+use super::context::SessionArg;
+use super::{Ctx, session_id};
+use crate::output::{outln, print_json};
+
+pub async fn show(ctx: &Ctx, client: &Client, a: &SessionArg) -> Result<()> {
+    let r: HooksListResponse = client
+        .call(
+            HOOKS_LIST,
+            SessionIdParams {
+                session_id: session_id(client, &a.session).await?,
+            },
+        )
+        .await?;
+    if ctx.json {
+        return print_json(&r);
+    }
+    outln!("{}", render(&r).trim_end());
+    Ok(())
+}
+
+fn render(r: &HooksListResponse) -> String {
+    let mut out = String::from("settings files:\n");
+    for f in &r.files {
+        let detail = match (&f.error, f.status.as_str()) {
+            (Some(e), _) => format!(": {e}"),
+            (None, "loaded") => format!(" ({} hooks)", f.hooks),
+            _ => String::new(),
+        };
+        out.push_str(&format!(
+            "  {:<8} {:<9} {}{detail}\n",
+            f.source, f.status, f.file
+        ));
+    }
+    if let Some(why) = &r.all_disabled {
+        out.push_str(&format!("no hook runs: {why}\n"));
+    }
+    if r.hooks.is_empty() {
+        out.push_str("no hooks configured\n");
+        return out;
+    }
+    out.push_str("hooks (precedence order):\n");
+    for h in &r.hooks {
+        let matcher = h
+            .matcher
+            .as_deref()
+            .filter(|m| !m.is_empty())
+            .unwrap_or("*");
+        let state = match &h.inactive_reason {
+            None => String::new(),
+            Some(why) => format!("  [not run: {why}]"),
+        };
+        out.push_str(&format!(
+            "  {:<18} {:<16} {:<8} {}  ({} s, {}){state}\n",
+            h.event.as_str(),
+            matcher,
+            h.source,
+            h.command,
+            h.timeout_secs,
+            h.file
+        ));
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use ctxd_protocol::{ConfiguredHook, HookEvent, HookSourceFile};
+
+    #[test]
+    fn renders_files_and_hooks_with_why_not() {
+        let r = HooksListResponse {
+            files: vec![HookSourceFile {
+                source: "project".into(),
+                file: "/p/.claude/settings.json".into(),
+                status: "loaded".into(),
+                error: None,
+                hooks: 1,
+            }],
+            hooks: vec![ConfiguredHook {
+                event: HookEvent::PreToolUse,
+                matcher: Some("Bash".into()),
+                command: "./check.sh".into(),
+                timeout_secs: 5.0,
+                source: "project".into(),
+                file: "/p/.claude/settings.json".into(),
+                active: false,
+                inactive_reason: Some("managed settings set allowManagedHooksOnly".into()),
+            }],
+            all_disabled: None,
+        };
+        let text = render(&r);
+        assert!(text.contains("project  loaded    /p/.claude/settings.json (1 hooks)"));
+        assert!(text.contains("PreToolUse"));
+        assert!(text.contains("Bash"));
+        assert!(text.contains("./check.sh  (5 s, /p/.claude/settings.json)"));
+        assert!(text.contains("[not run: managed settings set allowManagedHooksOnly]"));
+    }
+}

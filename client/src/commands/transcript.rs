@@ -1,0 +1,149 @@
+//! `ctx append`, `ctx read`, `ctx import`.
+
+use std::io::Write;
+use std::path::PathBuf;
+
+use anyhow::{Context, Result, bail};
+use clap::Args;
+use ctx_client::Client;
+use ctxd_protocol::*;
+
+use super::{Ctx, session_id};
+use crate::output::{outln, print_json};
+
+#[derive(Args, Debug)]
+pub struct AppendArgs {
+    /// Session id, or a unique prefix of one.
+    session: String,
+    /// File of JSON lines, one record each; `-` or absent reads stdin.
+    file: Option<PathBuf>,
+    /// Fail unless this is the transcript's last record (`none` = empty transcript).
+    #[arg(long)]
+    expect_last: Option<String>,
+}
+
+#[derive(Args, Debug)]
+pub struct ReadArgs {
+    /// Session id, or a unique prefix of one.
+    session: String,
+    /// Records with a seq after this one [default: from the start].
+    #[arg(long, default_value_t = 0)]
+    after: u64,
+    /// Page size [default: 500, at most 5000].
+    #[arg(long)]
+    limit: Option<u32>,
+}
+
+#[derive(Args, Debug)]
+pub struct ImportArgs {
+    /// A Claude Code JSONL transcript.
+    file: PathBuf,
+    /// Working directory of the new session [default: the transcript's].
+    #[arg(long)]
+    cwd: Option<PathBuf>,
+    /// A title shown by `session list`.
+    #[arg(long)]
+    title: Option<String>,
+}
+
+fn read_input(file: Option<&PathBuf>) -> Result<String> {
+    Ok(ctx_client::text::read_utf8(
+        file.map_or(std::path::Path::new("-"), |p| p.as_path()),
+    )?)
+}
+
+/// JSON lines → values, reporting the line of any malformed one before anything is sent.
+fn parse_lines(text: &str) -> Result<Vec<serde_json::Value>> {
+    let mut out = Vec::new();
+    for (i, line) in text.lines().enumerate() {
+        if line.trim().is_empty() {
+            continue;
+        }
+        let v: serde_json::Value = serde_json::from_str(line)
+            .with_context(|| format!("line {}: not a JSON record", i + 1))?;
+        out.push(v);
+    }
+    Ok(out)
+}
+
+pub async fn append(ctx: &Ctx, client: &Client, a: &AppendArgs) -> Result<()> {
+    let records = parse_lines(&read_input(a.file.as_ref())?)?;
+    if records.is_empty() {
+        bail!("no records in the input");
+    }
+    let sid = session_id(client, &a.session).await?;
+    let expected = a
+        .expect_last
+        .as_ref()
+        .map(|e| if e == "none" { None } else { Some(e.clone()) });
+    let r = client.append_values(&sid, records, expected).await?;
+    if ctx.json {
+        print_json(&r)?;
+    } else {
+        for a in &r.appended {
+            outln!("{} {}", a.seq, a.uuid);
+        }
+    }
+    Ok(())
+}
+
+pub async fn read(ctx: &Ctx, client: &Client, a: &ReadArgs) -> Result<()> {
+    let sid = session_id(client, &a.session).await?;
+    let r = client
+        .read(ReadParams {
+            session_id: sid.clone(),
+            after_seq: a.after,
+            limit: a.limit,
+        })
+        .await?;
+    if ctx.json {
+        print_json(&r)?;
+    } else {
+        let mut out = std::io::stdout().lock();
+        for rec in &r.records {
+            serde_json::to_writer(&mut out, rec)?;
+            writeln!(out)?;
+        }
+        if let Some(n) = r.next_after_seq {
+            eprintln!("more: ctx read {sid} --after {n}");
+        }
+    }
+    Ok(())
+}
+
+pub async fn import(ctx: &Ctx, client: &Client, a: &ImportArgs) -> Result<()> {
+    let jsonl = ctx_client::text::read_utf8(&a.file)?;
+    let r = client
+        .import(SessionImportParams {
+            jsonl,
+            cwd: a.cwd.as_ref().map(|c| c.display().to_string()),
+            fallback_cwd: std::env::current_dir()
+                .ok()
+                .map(|c| c.display().to_string()),
+            model: None,
+            title: a.title.clone(),
+        })
+        .await?;
+    for w in &r.stats.warnings {
+        eprintln!("warning: {w}");
+    }
+    if ctx.json {
+        print_json(&r)?;
+    } else {
+        outln!("{}", r.session_id);
+        let s = &r.stats;
+        eprintln!(
+            "imported {} records ({} user, {} assistant, {} system, {} attachment; {} tool_use, {} tool_result) from {} lines; skipped {:?}",
+            s.records,
+            s.user,
+            s.assistant,
+            s.system,
+            s.attachment,
+            s.tool_use,
+            s.tool_result,
+            s.lines,
+            s.skipped
+        );
+    }
+    Ok(())
+}

@@ -1,0 +1,206 @@
+//! Prompt-cache care at the engine: the session's latched flags, the previous request's
+//! cache key (for the predicted prefix), the fingerprints of recent compiles (for
+//! attributing breaks), the `cache_break` event on reported usage, and the
+//! `context.cache_report` and `context.usage` answers.
+
+use std::sync::Arc;
+
+use ctxd_protocol::{CacheReportResponse, RecordKind, RequestFlags, SessionEvent, UsageResponse};
+
+use super::{Engine, Loaded, SessionCell};
+use crate::error::{Error, Result};
+use crate::pipeline::cache_break::{self, Fingerprint};
+use crate::pipeline::cache_prefix::KeyShape;
+use crate::pipeline::compile::Compiled;
+use crate::pipeline::latch::{self, Latched};
+use crate::store::compile_log;
+
+/// Fingerprints kept in memory: a break is judged against the calls just before it.
+const RECENT: usize = 16;
+
+/// The cache-related state of a loaded session (cloned into every compile's snapshot,
+/// so the previous request's units are shared, not copied).
+#[derive(Debug, Default, Clone)]
+pub(crate) struct CacheState {
+    pub latch: Option<Latched>,
+    /// The previous main request's cache key, and the history it belonged to.
+    pub previous: Option<Arc<KeyShape>>,
+    pub previous_boundary: Option<String>,
+    /// Newest last.
+    pub recent: Vec<Fingerprint>,
+    pub next_id: u64,
+}
+
+impl CacheState {
+    pub(crate) fn load(conn: &rusqlite::Connection, sid: &str) -> Result<CacheState> {
+        let newest = compile_log::newest(conn, sid)?;
+        Ok(CacheState {
+            latch: compile_log::latch(conn, sid)?,
+            next_id: newest.as_ref().map_or(1, |n| n.id + 1),
+            previous_boundary: newest.as_ref().map(|n| n.boundary_uuid.clone()),
+            previous: newest.and_then(|n| n.shape).map(Arc::new),
+            recent: compile_log::fingerprints(conn, sid, Some(RECENT as u64))?,
+        })
+    }
+
+    /// The flags the current history carries (defaults before the first compile of it).
+    pub(crate) fn flags(&self, boundary_uuid: &str) -> RequestFlags {
+        latch::resolve(self.latch.as_ref(), boundary_uuid, None).flags
+    }
+}
+
+impl Engine {
+    /// Validates what the client asked for and settles it against the latch; the latch
+    /// is stored before the request that carries it is shown. Returns the notes.
+    pub(crate) async fn settle_flags(
+        &self,
+        l: &mut Loaded,
+        requested: Option<&RequestFlags>,
+    ) -> Result<Vec<String>> {
+        if let Some(r) = requested {
+            latch::validate(r).map_err(|(field, why)| Error::invalid(&field, why))?;
+        }
+        let res = latch::resolve(l.cache.latch.as_ref(), &l.boundary_uuid, requested);
+        if res.changed {
+            let latched = Latched {
+                boundary_uuid: l.boundary_uuid.clone(),
+                flags: res.flags,
+            };
+            let (sid, stored) = (l.row.id.clone(), latched.clone());
+            self.store
+                .write(move |tx| compile_log::set_latch(tx, &sid, &stored))
+                .await?;
+            l.cache.latch = Some(latched);
+        }
+        Ok(res.notes)
+    }
+
+    /// Takes note of a compile whose request is about to be shown: why its prefix broke
+    /// when the break is expected, and (main requests only) its cache key and
+    /// fingerprint as the session's newest.
+    pub(crate) fn record_compile(&self, l: &mut Loaded, c: &mut Compiled, side_request: bool) {
+        let cache = &mut c.metadata.cache;
+        let expected = match &l.cache.previous {
+            None => Some("first_compile"),
+            Some(_) if cache.first_difference.is_none() => None,
+            Some(_) if l.cache.previous_boundary.as_deref() != Some(l.boundary_uuid.as_str()) => {
+                Some("compaction")
+            }
+            Some(_) if !c.metadata.microcompact.cache_edits_added.is_empty() => Some("cache_edit"),
+            Some(_) if !c.metadata.microcompact.time_based_cleared.is_empty() => {
+                Some("time_based_microcompact")
+            }
+            Some(_) => None,
+        };
+        cache.expected_break = expected.map(str::to_string);
+        if side_request {
+            return;
+        }
+        let mut fp = c.fingerprint.clone();
+        fp.expected_break = cache.expected_break.clone();
+        let id = l.cache.next_id;
+        l.cache.next_id += 1;
+        l.cache.previous = Some(Arc::new(c.shape.clone()));
+        l.cache.previous_boundary = Some(l.boundary_uuid.clone());
+        l.cache.recent.push(fp.clone());
+        if l.cache.recent.len() > RECENT {
+            l.cache.recent.remove(0);
+        }
+        // Not awaited: the request must not wait for its own bookkeeping. The cell keeps
+        // the newest state; the store serves restarts and reports, and it is queued
+        // ahead of any later write of the session.
+        let (sid, boundary, shape) = (l.row.id.clone(), l.boundary_uuid.clone(), c.shape.clone());
+        self.store.write_detached("compile log", move |tx| {
+            compile_log::insert(tx, &sid, id, &boundary, &fp, &shape)
+        });
+    }
+
+    /// After an append whose records from `first_seq` on report usage: a new call whose
+    /// cache reads dropped is a break; announce it.
+    pub(crate) fn check_cache_break(&self, cell: &SessionCell, l: &Loaded, first_seq: u64) {
+        // The last two calls are enough; look back only as far as needed.
+        let from = l
+            .records
+            .iter()
+            .rposition(|r| {
+                r.kind == RecordKind::Assistant
+                    && !r.is_sidechain
+                    && r.usage.is_some()
+                    && r.seq < first_seq
+            })
+            .map_or(0, |i| {
+                // The previous call's response may have begun a few records earlier.
+                l.records[..i]
+                    .iter()
+                    .rposition(|r| r.kind == RecordKind::User && !r.is_sidechain)
+                    .unwrap_or(0)
+            });
+        let (calls, boundaries) = cache_break::calls(&l.records[from..]);
+        let rows = cache_break::analyse(&calls, &boundaries, &l.cache.recent);
+        for row in rows.into_iter().filter(|r| r.seq >= first_seq) {
+            if let Some(b) = row.cache_break {
+                tracing::info!(session = %l.row.id, cause = %b.cause, read = b.read_tokens,
+                    previous = b.previous_read_tokens, "cache break");
+                self.emit(
+                    cell,
+                    SessionEvent::CacheBreak {
+                        session_id: l.row.id.clone(),
+                        uuid: row.uuid,
+                        record_seq: row.seq,
+                        cache_break: b,
+                    },
+                );
+            }
+        }
+    }
+
+    /// `context.cache_report`: every call of the session with its prediction and cause.
+    pub async fn cache_report(&self, sid: &str) -> Result<CacheReportResponse> {
+        let cell = self.cell(sid);
+        let mut guard = cell.state.lock().await;
+        self.load_or_drop(sid, &mut guard).await?;
+        let l = super::loaded_mut(&mut guard)?;
+        let s = sid.to_string();
+        let compiles = self
+            .store
+            .read(move |c| compile_log::fingerprints(c, &s, None))
+            .await?;
+        // The newest compiles may still be on their way to the store.
+        let stored_to = compiles.last().map_or(0, |f| f.last_seq);
+        let mut all = compiles;
+        all.extend(
+            l.cache
+                .recent
+                .iter()
+                .filter(|f| f.last_seq > stored_to)
+                .cloned(),
+        );
+        let (calls, boundaries) = cache_break::calls(&l.records);
+        let calls = cache_break::analyse(&calls, &boundaries, &all);
+        let breaks = calls.iter().filter(|c| c.cache_break.is_some()).count() as u64;
+        Ok(CacheReportResponse { calls, breaks })
+    }
+
+    /// `context.usage`: the picture of what the next request would hold, computed without
+    /// changing anything (no attachments collected, no fate frozen, no compaction).
+    pub async fn usage(&self, sid: &str) -> Result<UsageResponse> {
+        let cell = self.cell(sid);
+        let mut guard = cell.state.lock().await;
+        self.load_or_drop(sid, &mut guard).await?;
+        let l = super::loaded_mut(&mut guard)?;
+        let now = self.clock.now();
+        let c = super::session::compile_loaded_with(l, false, now, true)?;
+        let picture = c
+            .usage
+            .ok_or_else(|| Error::Internal("usage picture missing".into()))?;
+        Ok(UsageResponse {
+            model: l.row.model.model.clone(),
+            context_window: l.row.model.context_window,
+            used_tokens: c.metadata.context.effective_tokens,
+            autocompact_threshold: c.metadata.context.autocompact_threshold,
+            categories: picture.categories,
+            attachments: picture.attachments,
+            messages: u64::from(c.metadata.message_count),
+        })
+    }
+}

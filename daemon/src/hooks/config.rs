@@ -1,0 +1,602 @@
+//! Hook configuration, pure: a settings file's JSON → its hooks and policy switches,
+//! and the sources of one session → the hooks that run (precedence, `disableAllHooks`,
+//! `allowManagedHooksOnly`, duplicate commands).
+//!
+//! The format is Claude Code's, as is:
+//! `{"hooks": {"PreToolUse": [{"matcher": "Bash", "hooks": [{"type": "command",
+//! "command": "...", "timeout": 30}]}]}, "disableAllHooks": false,
+//! "allowManagedHooksOnly": false}`. Other settings keys are not ours and are ignored.
+//!
+//! Sources are layers in precedence order. Today they are the four settings files;
+//! skill and agent front matter (and plugins) are further layers with the same
+//! `hooks` value, so they slot in as new [`Source`] variants after `Local` without
+//! changing the merge.
+
+use std::time::Duration;
+
+use ctxd_protocol::{ConfiguredHook, HookEvent, HookSourceFile, HooksListResponse};
+use serde_json::Value;
+
+use super::matcher::Matcher;
+
+/// Claude Code's default per-hook timeout.
+pub const DEFAULT_TIMEOUT: Duration = Duration::from_secs(60);
+/// Longest timeout a settings file may ask for.
+pub const MAX_TIMEOUT: Duration = Duration::from_secs(600);
+/// Settings files larger than this are refused.
+pub const MAX_SETTINGS_BYTES: u64 = 1024 * 1024;
+/// Hook commands one file may configure.
+pub const MAX_HOOKS_PER_FILE: usize = 1_000;
+
+/// Where a layer of hooks comes from, in precedence order (earlier wins: its hooks run
+/// first, and a duplicate command keeps the earlier entry).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub enum Source {
+    /// `MANAGED_ROOT/managed-settings.json`: policy, cannot be overridden.
+    Managed,
+    /// `~/.claude/settings.json`.
+    User,
+    /// `<project>/.claude/settings.json` (checked in).
+    Project,
+    /// `<project>/.claude/settings.local.json` (not checked in).
+    Local,
+}
+
+impl Source {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Source::Managed => "managed",
+            Source::User => "user",
+            Source::Project => "project",
+            Source::Local => "local",
+        }
+    }
+}
+
+/// One hook command of a settings file.
+#[derive(Debug, Clone)]
+pub struct HookEntry {
+    pub event: HookEvent,
+    pub matcher_text: Option<String>,
+    pub matcher: Matcher,
+    pub command: String,
+    pub timeout: Duration,
+    /// Why this entry can never run, whatever the policy (unsupported type, ...).
+    pub unsupported: Option<String>,
+}
+
+/// What a settings file says about hooks.
+#[derive(Debug, Clone, Default)]
+pub struct Settings {
+    pub hooks: Vec<HookEntry>,
+    pub disable_all_hooks: Option<bool>,
+    pub allow_managed_hooks_only: Option<bool>,
+    /// Parts of the file that were ignored (unknown events, malformed entries).
+    pub warnings: Vec<String>,
+}
+
+/// The state of one layer's file.
+#[derive(Debug, Clone)]
+pub enum FileState {
+    Absent,
+    Loaded(Settings),
+    /// Not JSON, not an object, too large, unreadable.
+    Invalid(String),
+    /// Exists but may not supply hooks (owned by another user, world-writable).
+    Untrusted(String),
+}
+
+#[derive(Debug, Clone)]
+pub struct Layer {
+    pub source: Source,
+    pub file: String,
+    pub state: FileState,
+}
+
+impl Layer {
+    pub fn status(&self) -> (&'static str, Option<String>) {
+        match &self.state {
+            FileState::Absent => ("absent", None),
+            FileState::Loaded(s) if s.warnings.is_empty() => ("loaded", None),
+            FileState::Loaded(s) => ("loaded", Some(s.warnings.join("; "))),
+            FileState::Invalid(e) => ("invalid", Some(e.clone())),
+            FileState::Untrusted(e) => ("untrusted", Some(e.clone())),
+        }
+    }
+
+    pub fn hook_count(&self) -> u32 {
+        match &self.state {
+            FileState::Loaded(s) => s.hooks.len() as u32,
+            _ => 0,
+        }
+    }
+
+    fn settings(&self) -> Option<&Settings> {
+        match &self.state {
+            FileState::Loaded(s) => Some(s),
+            _ => None,
+        }
+    }
+}
+
+fn timeout_of(v: Option<&Value>) -> Result<Duration, String> {
+    let Some(v) = v else {
+        return Ok(DEFAULT_TIMEOUT);
+    };
+    let secs = v
+        .as_f64()
+        .filter(|s| s.is_finite() && *s > 0.0)
+        .ok_or_else(|| format!("timeout must be a positive number of seconds, not {v}"))?;
+    Ok(Duration::from_secs_f64(secs).min(MAX_TIMEOUT))
+}
+
+/// Parses a settings file's text. Errors make the whole file invalid; problems of a
+/// single entry only skip that entry (with a warning).
+pub fn parse_settings(text: &str) -> Result<Settings, String> {
+    let v: Value = serde_json::from_str(text).map_err(|e| format!("not valid JSON: {e}"))?;
+    let obj = v
+        .as_object()
+        .ok_or_else(|| "the settings file must hold a JSON object".to_string())?;
+    let flag = |k: &str| -> Result<Option<bool>, String> {
+        match obj.get(k) {
+            None | Some(Value::Null) => Ok(None),
+            Some(Value::Bool(b)) => Ok(Some(*b)),
+            Some(other) => Err(format!("{k} must be true or false, not {other}")),
+        }
+    };
+    let mut out = Settings {
+        disable_all_hooks: flag("disableAllHooks")?,
+        allow_managed_hooks_only: flag("allowManagedHooksOnly")?,
+        ..Settings::default()
+    };
+    let hooks = match obj.get("hooks") {
+        None | Some(Value::Null) => return Ok(out),
+        Some(Value::Object(h)) => h,
+        Some(_) => return Err("hooks must be an object of events".into()),
+    };
+    for (name, groups) in hooks {
+        let Some(event) = HookEvent::parse(name) else {
+            out.warnings
+                .push(format!("hooks.{name}: not an event ctxd runs; ignored"));
+            continue;
+        };
+        let Some(groups) = groups.as_array() else {
+            out.warnings
+                .push(format!("hooks.{name}: must be an array of matcher groups"));
+            continue;
+        };
+        for (gi, group) in groups.iter().enumerate() {
+            let at = format!("hooks.{name}[{gi}]");
+            let matcher_text = match group.get("matcher") {
+                None | Some(Value::Null) => None,
+                Some(Value::String(s)) => Some(s.clone()),
+                Some(_) => {
+                    out.warnings.push(format!("{at}.matcher: must be a string"));
+                    continue;
+                }
+            };
+            let Some(list) = group.get("hooks").and_then(Value::as_array) else {
+                out.warnings
+                    .push(format!("{at}.hooks: must be an array of hooks"));
+                continue;
+            };
+            for (hi, h) in list.iter().enumerate() {
+                let at = format!("{at}.hooks[{hi}]");
+                if out.hooks.len() >= MAX_HOOKS_PER_FILE {
+                    return Err(format!(
+                        "more than {MAX_HOOKS_PER_FILE} hook commands in one file"
+                    ));
+                }
+                let kind = h.get("type").and_then(Value::as_str).unwrap_or("");
+                let command = h.get("command").and_then(Value::as_str);
+                let unsupported = match (kind, command) {
+                    ("command", Some(c)) if !c.trim().is_empty() => None,
+                    ("command", _) => {
+                        out.warnings
+                            .push(format!("{at}.command: must be a non-empty string"));
+                        continue;
+                    }
+                    ("", _) => {
+                        out.warnings.push(format!("{at}.type: missing"));
+                        continue;
+                    }
+                    (other, _) => Some(format!(
+                        "hooks of type {other:?} are not run by ctxd (only \"command\")"
+                    )),
+                };
+                let timeout = match timeout_of(h.get("timeout")) {
+                    Ok(t) => t,
+                    Err(e) => {
+                        out.warnings.push(format!("{at}.{e}"));
+                        continue;
+                    }
+                };
+                out.hooks.push(HookEntry {
+                    event,
+                    matcher: Matcher::new(matcher_text.as_deref()),
+                    matcher_text: matcher_text.clone(),
+                    command: command.unwrap_or_default().to_string(),
+                    timeout,
+                    unsupported,
+                });
+            }
+        }
+    }
+    Ok(out)
+}
+
+/// A hook that runs, with where it came from.
+#[derive(Debug, Clone)]
+pub struct ActiveHook {
+    pub source: Source,
+    pub file: String,
+    pub entry: HookEntry,
+}
+
+/// The hooks of one session, decided from its layers.
+#[derive(Debug, Clone, Default)]
+pub struct Effective {
+    /// Every configured hook in precedence order, with why it does not run (`None`:
+    /// it runs when its event fires and its matcher matches).
+    pub hooks: Vec<(ActiveHook, Option<String>)>,
+    /// Set when policy turns every hook off.
+    pub all_disabled: Option<String>,
+}
+
+/// Applies Claude Code's policy: managed `disableAllHooks` turns every hook off;
+/// managed `allowManagedHooksOnly` keeps managed hooks only; `disableAllHooks` in
+/// user, project or local settings (the most specific file that sets it wins, as
+/// settings merge) turns off every hook but the managed ones, which those files cannot
+/// override. `allowManagedHooksOnly` outside managed settings means nothing.
+pub fn effective(layers: &[Layer]) -> Effective {
+    let managed = layers
+        .iter()
+        .filter(|l| l.source == Source::Managed)
+        .find_map(Layer::settings);
+    let managed_off = managed.and_then(|s| s.disable_all_hooks) == Some(true);
+    let managed_only = managed.and_then(|s| s.allow_managed_hooks_only) == Some(true);
+    let others_off = layers
+        .iter()
+        .rev()
+        .filter(|l| l.source != Source::Managed)
+        .filter_map(Layer::settings)
+        .find_map(|s| s.disable_all_hooks)
+        == Some(true);
+
+    let mut out = Effective::default();
+    if managed_off {
+        out.all_disabled = Some("disableAllHooks is set in managed settings".into());
+    }
+    for layer in layers {
+        let Some(settings) = layer.settings() else {
+            continue;
+        };
+        for entry in &settings.hooks {
+            let why = if managed_off {
+                Some("disableAllHooks is set in managed settings".to_string())
+            } else if layer.source != Source::Managed && managed_only {
+                Some("managed settings set allowManagedHooksOnly".to_string())
+            } else if layer.source != Source::Managed && others_off {
+                Some("disableAllHooks is set (only managed hooks run)".to_string())
+            } else if let Some(u) = &entry.unsupported {
+                Some(u.clone())
+            } else {
+                entry.matcher.error().map(str::to_string)
+            };
+            let hook = ActiveHook {
+                source: layer.source,
+                file: layer.file.clone(),
+                entry: entry.clone(),
+            };
+            out.hooks.push((hook, why));
+        }
+    }
+    out
+}
+
+impl Effective {
+    /// The hooks to run for `event` with the matcher value `value`, in precedence order.
+    /// Identical commands run once: the first (highest-precedence) entry is kept.
+    pub fn matching(&self, event: HookEvent, value: Option<&str>) -> Vec<&ActiveHook> {
+        let mut seen = std::collections::BTreeSet::new();
+        self.hooks
+            .iter()
+            .filter(|(_, why)| why.is_none())
+            .map(|(h, _)| h)
+            .filter(|h| h.entry.event == event && h.entry.matcher.matches(value))
+            .filter(|h| seen.insert(h.entry.command.as_str()))
+            .collect()
+    }
+
+    /// Whether any hook of `event` can run (whatever the matcher value).
+    pub fn has_event(&self, event: HookEvent) -> bool {
+        self.hooks
+            .iter()
+            .any(|(h, why)| why.is_none() && h.entry.event == event)
+    }
+}
+
+/// The `hooks.list` answer: the files, then every hook in precedence order.
+pub fn listing(layers: &[Layer], eff: &Effective) -> HooksListResponse {
+    let files = layers
+        .iter()
+        .map(|l| {
+            let (status, error) = l.status();
+            HookSourceFile {
+                source: l.source.as_str().into(),
+                file: l.file.clone(),
+                status: status.into(),
+                error,
+                hooks: l.hook_count(),
+            }
+        })
+        .collect();
+    let hooks = eff
+        .hooks
+        .iter()
+        .map(|(h, why)| ConfiguredHook {
+            event: h.entry.event,
+            matcher: h.entry.matcher_text.clone(),
+            command: h.entry.command.clone(),
+            timeout_secs: h.entry.timeout.as_secs_f64(),
+            source: h.source.as_str().into(),
+            file: h.file.clone(),
+            active: why.is_none(),
+            inactive_reason: why.clone(),
+        })
+        .collect();
+    HooksListResponse {
+        files,
+        hooks,
+        all_disabled: eff.all_disabled.clone(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn layer(source: Source, v: Value) -> Layer {
+        Layer {
+            source,
+            file: format!("/{}/settings.json", source.as_str()),
+            state: FileState::Loaded(parse_settings(&v.to_string()).unwrap()),
+        }
+    }
+
+    fn hook(event: &str, matcher: Option<&str>, command: &str) -> Value {
+        let mut g = json!({"hooks": [{"type": "command", "command": command}]});
+        if let Some(m) = matcher {
+            g["matcher"] = json!(m);
+        }
+        json!({"hooks": {event: [g]}})
+    }
+
+    fn commands(hs: &[&ActiveHook]) -> Vec<String> {
+        hs.iter().map(|h| h.entry.command.clone()).collect()
+    }
+
+    #[test]
+    fn parses_claude_codes_format() {
+        let s = parse_settings(
+            r#"{"permissions": {"allow": []},
+                "hooks": {"PreToolUse": [{"matcher": "Bash",
+                  "hooks": [{"type": "command", "command": "echo hi", "timeout": 5},
+                            {"type": "command", "command": "echo two"}]}],
+                  "SessionStart": [{"hooks": [{"type": "command", "command": "cat ctx"}]}]}}"#,
+        )
+        .unwrap();
+        assert_eq!(s.hooks.len(), 3);
+        assert!(s.warnings.is_empty(), "{:?}", s.warnings);
+        let pre: Vec<_> = s
+            .hooks
+            .iter()
+            .filter(|h| h.event == HookEvent::PreToolUse)
+            .collect();
+        assert_eq!(pre[0].timeout, Duration::from_secs(5));
+        assert_eq!(pre[1].timeout, DEFAULT_TIMEOUT);
+        assert_eq!(pre[0].matcher_text.as_deref(), Some("Bash"));
+    }
+
+    #[test]
+    fn bad_files_and_bad_entries() {
+        assert!(parse_settings("{").unwrap_err().contains("JSON"));
+        assert!(parse_settings("[]").unwrap_err().contains("object"));
+        assert!(parse_settings(r#"{"hooks": 3}"#).is_err());
+        assert!(parse_settings(r#"{"disableAllHooks": "yes"}"#).is_err());
+        let s = parse_settings(
+            r#"{"hooks": {"Nonsense": [], "Stop": [{"hooks": [{"type": "command"},
+                {"type": "command", "command": "x", "timeout": -1},
+                {"type": "prompt", "prompt": "judge"},
+                {"type": "command", "command": "ok"}]}]}}"#,
+        )
+        .unwrap();
+        assert_eq!(s.warnings.len(), 3, "{:?}", s.warnings);
+        assert_eq!(s.hooks.len(), 2);
+        assert!(
+            s.hooks[0]
+                .unsupported
+                .as_deref()
+                .unwrap()
+                .contains("prompt")
+        );
+        assert!(s.hooks[1].unsupported.is_none());
+    }
+
+    #[test]
+    fn timeouts_are_bounded() {
+        let s = parse_settings(
+            r#"{"hooks": {"Stop": [{"hooks": [{"type": "command", "command": "a", "timeout": 99999},
+                {"type": "command", "command": "b", "timeout": 0.5}]}]}}"#,
+        )
+        .unwrap();
+        assert_eq!(s.hooks[0].timeout, MAX_TIMEOUT);
+        assert_eq!(s.hooks[1].timeout, Duration::from_millis(500));
+    }
+
+    #[test]
+    fn precedence_orders_managed_user_project_local() {
+        let layers = vec![
+            layer(Source::Managed, hook("Stop", None, "m")),
+            layer(Source::User, hook("Stop", None, "u")),
+            layer(Source::Project, hook("Stop", None, "p")),
+            layer(Source::Local, hook("Stop", None, "l")),
+        ];
+        let eff = effective(&layers);
+        assert_eq!(
+            commands(&eff.matching(HookEvent::Stop, None)),
+            ["m", "u", "p", "l"]
+        );
+    }
+
+    #[test]
+    fn identical_commands_run_once_keeping_the_earlier_source() {
+        let layers = vec![
+            layer(Source::User, hook("Stop", None, "same")),
+            layer(Source::Project, hook("Stop", None, "same")),
+            layer(Source::Project, hook("SubagentStop", None, "same")),
+        ];
+        let eff = effective(&layers);
+        let m = eff.matching(HookEvent::Stop, None);
+        assert_eq!(m.len(), 1);
+        assert_eq!(m[0].source, Source::User);
+        assert_eq!(eff.matching(HookEvent::SubagentStop, None).len(), 1);
+    }
+
+    #[test]
+    fn a_command_under_two_matchers_runs_for_both_but_once_for_a_value_matching_both() {
+        let layers = vec![layer(
+            Source::Project,
+            json!({"hooks": {"PreToolUse": [
+                {"matcher": "Bash", "hooks": [{"type": "command", "command": "x"}]},
+                {"matcher": "Edit", "hooks": [{"type": "command", "command": "x"}]},
+                {"matcher": "*", "hooks": [{"type": "command", "command": "x"}]}
+            ]}}),
+        )];
+        let eff = effective(&layers);
+        assert_eq!(eff.matching(HookEvent::PreToolUse, Some("Bash")).len(), 1);
+        assert_eq!(eff.matching(HookEvent::PreToolUse, Some("Edit")).len(), 1);
+        assert_eq!(eff.matching(HookEvent::PreToolUse, Some("Read")).len(), 1);
+    }
+
+    #[test]
+    fn matchers_select_by_value() {
+        let layers = vec![layer(
+            Source::Project,
+            json!({"hooks": {"PreToolUse": [
+                {"matcher": "Bash", "hooks": [{"type": "command", "command": "bash"}]},
+                {"matcher": "Edit|Write", "hooks": [{"type": "command", "command": "edits"}]},
+                {"matcher": "mcp__.*", "hooks": [{"type": "command", "command": "mcp"}]},
+                {"matcher": "*", "hooks": [{"type": "command", "command": "all"}]},
+                {"hooks": [{"type": "command", "command": "none"}]}
+            ]}}),
+        )];
+        let eff = effective(&layers);
+        let run = |v: &str| commands(&eff.matching(HookEvent::PreToolUse, Some(v)));
+        assert_eq!(run("Bash"), ["bash", "all", "none"]);
+        assert_eq!(run("Write"), ["edits", "all", "none"]);
+        assert_eq!(run("mcp__fs__read"), ["mcp", "all", "none"]);
+        assert_eq!(run("Read"), ["all", "none"]);
+        assert!(
+            eff.matching(HookEvent::PostToolUse, Some("Bash"))
+                .is_empty()
+        );
+    }
+
+    #[test]
+    fn managed_disable_all_turns_everything_off() {
+        let mut m = hook("Stop", None, "m");
+        m["disableAllHooks"] = json!(true);
+        let eff = effective(&[
+            layer(Source::Managed, m),
+            layer(Source::Project, hook("Stop", None, "p")),
+        ]);
+        assert!(eff.matching(HookEvent::Stop, None).is_empty());
+        assert!(eff.all_disabled.is_some());
+        assert!(eff.hooks.iter().all(|(_, why)| why.is_some()));
+    }
+
+    #[test]
+    fn allow_managed_hooks_only_keeps_managed_hooks() {
+        let mut m = hook("Stop", None, "m");
+        m["allowManagedHooksOnly"] = json!(true);
+        let eff = effective(&[
+            layer(Source::Managed, m),
+            layer(Source::User, hook("Stop", None, "u")),
+            layer(Source::Local, hook("Stop", None, "l")),
+        ]);
+        assert_eq!(commands(&eff.matching(HookEvent::Stop, None)), ["m"]);
+        let why: Vec<_> = eff.hooks.iter().filter_map(|(_, w)| w.as_deref()).collect();
+        assert_eq!(why.len(), 2);
+        assert!(why.iter().all(|w| w.contains("allowManagedHooksOnly")));
+    }
+
+    #[test]
+    fn allow_managed_hooks_only_outside_managed_means_nothing() {
+        let mut p = hook("Stop", None, "p");
+        p["allowManagedHooksOnly"] = json!(true);
+        let eff = effective(&[
+            layer(Source::User, hook("Stop", None, "u")),
+            layer(Source::Project, p),
+        ]);
+        assert_eq!(commands(&eff.matching(HookEvent::Stop, None)), ["u", "p"]);
+    }
+
+    #[test]
+    fn disable_all_hooks_outside_managed_keeps_managed_and_the_most_specific_wins() {
+        let mut u = hook("Stop", None, "u");
+        u["disableAllHooks"] = json!(true);
+        let eff = effective(&[
+            layer(Source::Managed, hook("Stop", None, "m")),
+            layer(Source::User, u.clone()),
+            layer(Source::Project, hook("Stop", None, "p")),
+        ]);
+        assert_eq!(commands(&eff.matching(HookEvent::Stop, None)), ["m"]);
+        // A local file that sets it back to false wins over the user file.
+        let eff = effective(&[
+            layer(Source::User, u),
+            layer(Source::Local, json!({"disableAllHooks": false})),
+        ]);
+        assert_eq!(commands(&eff.matching(HookEvent::Stop, None)), ["u"]);
+    }
+
+    #[test]
+    fn untrusted_and_invalid_layers_supply_nothing() {
+        let layers = vec![
+            Layer {
+                source: Source::Project,
+                file: "/p".into(),
+                state: FileState::Untrusted("world-writable".into()),
+            },
+            Layer {
+                source: Source::Local,
+                file: "/l".into(),
+                state: FileState::Invalid("not valid JSON".into()),
+            },
+        ];
+        let eff = effective(&layers);
+        assert!(eff.hooks.is_empty());
+        let list = listing(&layers, &eff);
+        assert_eq!(list.files[0].status, "untrusted");
+        assert_eq!(list.files[1].status, "invalid");
+    }
+
+    #[test]
+    fn listing_keeps_precedence_and_says_why_a_hook_does_not_run() {
+        let mut m = hook("Stop", None, "m");
+        m["allowManagedHooksOnly"] = json!(true);
+        let layers = vec![
+            layer(Source::Managed, m),
+            layer(Source::Project, hook("PreToolUse", Some("Bash"), "p")),
+        ];
+        let list = listing(&layers, &effective(&layers));
+        assert_eq!(list.hooks.len(), 2);
+        assert_eq!(list.hooks[0].command, "m");
+        assert!(list.hooks[0].active);
+        assert_eq!(list.hooks[1].source, "project");
+        assert_eq!(list.hooks[1].file, "/project/settings.json");
+        assert!(!list.hooks[1].active);
+        assert_eq!(list.hooks[1].matcher.as_deref(), Some("Bash"));
+    }
+}

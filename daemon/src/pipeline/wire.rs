@@ -1,0 +1,478 @@
+//! The request body's bytes, written once, piece by piece, so that every unit of the
+//! cache key (system block, tool, message content block) is hashed from the very bytes
+//! that are sent: the cache prediction costs no second serialisation.
+//!
+//! The output is exactly what `serde_json::to_string` gives for
+//! `{model, max_tokens, system, tools?, messages, ...extra}`.
+
+use std::collections::BTreeMap;
+
+use ctxd_protocol::ContentBlock;
+use serde::Serialize;
+use serde_json::Value;
+
+use super::cache_prefix::{KeyShape, Locus, Unit, hash_bytes};
+use super::message::ApiMessage;
+use super::system::SystemBlock;
+use super::tokens;
+
+pub struct RequestParts<'a> {
+    pub model: &'a str,
+    pub max_tokens: u64,
+    pub system: &'a [SystemBlock],
+    pub tools: &'a [Value],
+    pub messages: &'a [ApiMessage],
+    /// `cache_edits` blocks, by message index: spliced after the message's tool results.
+    pub edits: &'a BTreeMap<usize, Vec<&'a str>>,
+    /// Extra top-level parameters (latched flags), after `messages`, in key order.
+    pub extra: &'a BTreeMap<String, Value>,
+    /// Hash of what keys the cache besides the units (flags).
+    pub flags_hash: u64,
+}
+
+pub struct Written {
+    pub body: String,
+    pub shape: KeyShape,
+    /// Characters of the `tools` array as JSON (the estimator's unanchored prefix).
+    pub tools_chars: usize,
+}
+
+#[derive(Serialize)]
+struct CacheEdit<'a> {
+    #[serde(rename = "type")]
+    kind: &'static str,
+    cache_reference: &'a str,
+}
+
+#[derive(Serialize)]
+struct CacheEditsBlock<'a> {
+    #[serde(rename = "type")]
+    kind: &'static str,
+    edits: Vec<CacheEdit<'a>>,
+}
+
+struct Writer {
+    buf: Vec<u8>,
+    units: Vec<Unit>,
+}
+
+impl Writer {
+    fn raw(&mut self, s: &str) {
+        self.buf.extend_from_slice(s.as_bytes());
+    }
+
+    fn value<T: Serialize + ?Sized>(&mut self, v: &T) -> serde_json::Result<()> {
+        serde_json::to_writer(&mut self.buf, v)
+    }
+
+    /// Writes one unit. `key_form` gives the canonical bytes when the unit carries a
+    /// cache marker (the marker is not part of the cache key).
+    fn unit<T: Serialize + ?Sized>(
+        &mut self,
+        locus: Locus,
+        v: &T,
+        key_form: Option<Vec<u8>>,
+        tokens: impl FnOnce(usize) -> u64,
+    ) -> serde_json::Result<()> {
+        let start = self.buf.len();
+        self.value(v)?;
+        let bytes = &self.buf[start..];
+        let breakpoint = key_form.is_some();
+        let hash = hash_bytes(key_form.as_deref().unwrap_or(bytes));
+        let len = bytes.len();
+        self.units.push(Unit {
+            locus,
+            hash,
+            bytes: u32::try_from(len).unwrap_or(u32::MAX),
+            tokens: u32::try_from(tokens(len)).unwrap_or(u32::MAX),
+            breakpoint,
+        });
+        Ok(())
+    }
+}
+
+fn json_tokens(len: usize) -> u64 {
+    (len as u64).div_ceil(4)
+}
+
+/// A block's tokens the way the estimator counts them, except tool inputs, which are
+/// taken from the bytes already written instead of serialising them again.
+fn block_tokens(b: &ContentBlock, len: usize) -> u64 {
+    match b {
+        ContentBlock::ToolUse { .. } => json_tokens(len),
+        other => tokens::block_tokens(other),
+    }
+}
+
+pub fn write(p: &RequestParts<'_>) -> serde_json::Result<Written> {
+    let mut w = Writer {
+        buf: Vec::with_capacity(64 * 1024),
+        units: Vec::new(),
+    };
+    w.raw("{\"model\":");
+    w.value(p.model)?;
+    w.raw(",\"max_tokens\":");
+    w.value(&p.max_tokens)?;
+    w.raw(",\"system\":[");
+    for (i, b) in p.system.iter().enumerate() {
+        if i > 0 {
+            w.raw(",");
+        }
+        let key = match &b.cache_control {
+            Some(_) => Some(serde_json::to_vec(&SystemBlock {
+                cache_control: None,
+                ..b.clone()
+            })?),
+            None => None,
+        };
+        let chars = b.text.chars().count();
+        w.unit(Locus::System(i as u32), b, key, |_| json_tokens(chars))?;
+    }
+    w.raw("]");
+    // `[` `]` and the commas between tools count like `serde_json::to_string(tools)`.
+    let mut tools_chars = 2 + p.tools.len().saturating_sub(1);
+    if !p.tools.is_empty() {
+        w.raw(",\"tools\":[");
+        for (i, t) in p.tools.iter().enumerate() {
+            if i > 0 {
+                w.raw(",");
+            }
+            let start = w.buf.len();
+            let key = match t.as_object() {
+                Some(o) if o.contains_key("cache_control") => {
+                    let mut o = o.clone();
+                    o.remove("cache_control");
+                    Some(serde_json::to_vec(&o)?)
+                }
+                _ => None,
+            };
+            w.unit(Locus::Tool(i as u32), t, key, json_tokens)?;
+            tools_chars += String::from_utf8_lossy(&w.buf[start..]).chars().count();
+        }
+        w.raw("]");
+    }
+    w.raw(",\"messages\":[");
+    for (i, m) in p.messages.iter().enumerate() {
+        if i > 0 {
+            w.raw(",");
+        }
+        w.raw("{\"role\":");
+        w.value(&m.role)?;
+        w.raw(",\"content\":[");
+        let edits = p.edits.get(&i);
+        let at = edits.map_or(usize::MAX, |_| {
+            m.content
+                .iter()
+                .take_while(|b| matches!(b, ContentBlock::ToolResult { .. }))
+                .count()
+        });
+        let mut block = 0u32;
+        let locus = |block: u32| Locus::Message {
+            index: i as u32,
+            block,
+        };
+        for (k, b) in m.content.iter().enumerate() {
+            if k == at
+                && let Some(ids) = edits
+            {
+                if block > 0 {
+                    w.raw(",");
+                }
+                w.unit(locus(block), &edits_block(ids), None, |_| 0)?;
+                block += 1;
+            }
+            if block > 0 {
+                w.raw(",");
+            }
+            let key = match b.cache_control() {
+                Some(_) => {
+                    let mut plain = b.clone();
+                    if let Some(slot) = plain.cache_control_mut() {
+                        *slot = None;
+                    }
+                    Some(serde_json::to_vec(&plain)?)
+                }
+                None => None,
+            };
+            w.unit(locus(block), b, key, |len| block_tokens(b, len))?;
+            block += 1;
+        }
+        if at == m.content.len()
+            && let Some(ids) = edits
+        {
+            if block > 0 {
+                w.raw(",");
+            }
+            w.unit(locus(block), &edits_block(ids), None, |_| 0)?;
+        }
+        w.raw("]}");
+    }
+    w.raw("]");
+    for (k, v) in p.extra {
+        w.raw(",");
+        w.value(k)?;
+        w.raw(":");
+        w.value(v)?;
+    }
+    w.raw("}");
+    // serde_json writes valid UTF-8 only.
+    let body = String::from_utf8(w.buf).map_err(|e| serde::ser::Error::custom(e.to_string()))?;
+    let tool_names = p
+        .tools
+        .iter()
+        .map(|t| {
+            t.get("name")
+                .and_then(Value::as_str)
+                .unwrap_or_default()
+                .to_string()
+        })
+        .collect();
+    Ok(Written {
+        body,
+        shape: KeyShape {
+            model: p.model.to_string(),
+            flags_hash: p.flags_hash,
+            units: w.units,
+            tool_names,
+        },
+        tools_chars,
+    })
+}
+
+fn edits_block<'a>(ids: &'a [&'a str]) -> CacheEditsBlock<'a> {
+    CacheEditsBlock {
+        kind: "cache_edits",
+        edits: ids
+            .iter()
+            .map(|id| CacheEdit {
+                kind: "delete",
+                cache_reference: id,
+            })
+            .collect(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::pipeline::message::Role;
+    use ctxd_protocol::{CacheControl, ToolResultContent};
+    use serde::ser::SerializeSeq;
+    use serde_json::json;
+
+    // The reference: the serialisation compile used before this writer, one serde call
+    // over typed wrappers (extra parameters are appended by hand: that older form had
+    // none).
+    #[derive(Serialize)]
+    struct RequestBody<'a> {
+        model: &'a str,
+        max_tokens: u64,
+        system: &'a [SystemBlock],
+        #[serde(skip_serializing_if = "<[_]>::is_empty")]
+        tools: &'a [serde_json::Value],
+        messages: WireMessages<'a>,
+    }
+
+    #[derive(Serialize)]
+    struct CacheEdit<'a> {
+        #[serde(rename = "type")]
+        kind: &'static str,
+        cache_reference: &'a str,
+    }
+
+    #[derive(Serialize)]
+    struct CacheEditsBlock<'a> {
+        #[serde(rename = "type")]
+        kind: &'static str,
+        edits: Vec<CacheEdit<'a>>,
+    }
+
+    /// Messages with their `cache_edits` blocks spliced in after each target message's
+    /// tool results: the edits are not content ctxd stores, only wire.
+    struct WireMessages<'a> {
+        messages: &'a [ApiMessage],
+        edits: &'a BTreeMap<usize, Vec<&'a str>>,
+    }
+
+    #[derive(Serialize)]
+    struct WireMessage<'a> {
+        role: Role,
+        content: WireContent<'a>,
+    }
+
+    struct WireContent<'a> {
+        blocks: &'a [ContentBlock],
+        edits: Option<&'a Vec<&'a str>>,
+    }
+
+    impl Serialize for WireMessages<'_> {
+        fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+            let mut seq = s.serialize_seq(Some(self.messages.len()))?;
+            for (i, m) in self.messages.iter().enumerate() {
+                seq.serialize_element(&WireMessage {
+                    role: m.role,
+                    content: WireContent {
+                        blocks: &m.content,
+                        edits: self.edits.get(&i),
+                    },
+                })?;
+            }
+            seq.end()
+        }
+    }
+
+    impl Serialize for WireContent<'_> {
+        fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+            let Some(ids) = self.edits else {
+                return self.blocks.serialize(s);
+            };
+            let at = self
+                .blocks
+                .iter()
+                .take_while(|b| matches!(b, ContentBlock::ToolResult { .. }))
+                .count();
+            let mut seq = s.serialize_seq(Some(self.blocks.len() + 1))?;
+            for b in &self.blocks[..at] {
+                seq.serialize_element(b)?;
+            }
+            seq.serialize_element(&CacheEditsBlock {
+                kind: "cache_edits",
+                edits: ids
+                    .iter()
+                    .map(|id| CacheEdit {
+                        kind: "delete",
+                        cache_reference: id,
+                    })
+                    .collect(),
+            })?;
+            for b in &self.blocks[at..] {
+                seq.serialize_element(b)?;
+            }
+            seq.end()
+        }
+    }
+
+    fn reference(p: &RequestParts<'_>) -> String {
+        let mut s = serde_json::to_string(&RequestBody {
+            model: p.model,
+            max_tokens: p.max_tokens,
+            system: p.system,
+            tools: p.tools,
+            messages: WireMessages {
+                messages: p.messages,
+                edits: p.edits,
+            },
+        })
+        .unwrap();
+        s.pop();
+        for (k, v) in p.extra {
+            s.push_str(&format!(",{}:{}", json!(k), v));
+        }
+        s.push('}');
+        s
+    }
+
+    fn result(id: &str, text: &str) -> ContentBlock {
+        ContentBlock::ToolResult {
+            tool_use_id: id.into(),
+            content: ToolResultContent::Text(text.into()),
+            is_error: false,
+            cache_control: None,
+            cache_reference: Some(id.into()),
+        }
+    }
+
+    #[test]
+    fn bytes_equal_one_serde_call_and_markers_do_not_key() {
+        let system = vec![
+            SystemBlock {
+                kind: "text",
+                text: "static".into(),
+                cache_control: Some(CacheControl::scoped("global")),
+            },
+            SystemBlock {
+                kind: "text",
+                text: "dynamic \"quoted\"".into(),
+                cache_control: None,
+            },
+        ];
+        let tools = vec![
+            json!({"name": "Read", "input_schema": {"type": "object"}}),
+            json!({"name": "Bash", "cache_control": {"type": "ephemeral"}}),
+        ];
+        let mut last = ContentBlock::text("go on");
+        *last.cache_control_mut().unwrap() = Some(CacheControl::ephemeral());
+        let messages = vec![
+            ApiMessage::user(vec![ContentBlock::text("hi")]),
+            ApiMessage::assistant(vec![ContentBlock::ToolUse {
+                id: "t1".into(),
+                name: "Read".into(),
+                input: json!({"file_path": "/a"}),
+                cache_control: None,
+            }]),
+            ApiMessage {
+                role: Role::User,
+                content: vec![result("t1", "x"), last],
+            },
+        ];
+        let edits: BTreeMap<usize, Vec<&str>> = [(2, vec!["t0"])].into_iter().collect();
+        let extra: BTreeMap<String, Value> = [("temperature".to_string(), json!(0.5))]
+            .into_iter()
+            .collect();
+        let parts = RequestParts {
+            model: "claude",
+            max_tokens: 10,
+            system: &system,
+            tools: &tools,
+            messages: &messages,
+            edits: &edits,
+            extra: &extra,
+            flags_hash: 0,
+        };
+        let w = write(&parts).unwrap();
+        assert_eq!(w.body, reference(&parts));
+        let n = w.shape.units.len();
+        // 2 system blocks, 2 tools, 1 + 1 + (result, edits, text) message blocks.
+        assert_eq!(n, 9);
+        let marked: Vec<bool> = w.shape.units.iter().map(|u| u.breakpoint).collect();
+        assert_eq!(
+            marked,
+            [true, false, false, true, false, false, false, false, true]
+        );
+        assert_eq!(w.shape.tool_names, ["Read", "Bash"]);
+
+        // The same request with its markers moved keys the cache identically.
+        let mut system2 = system.clone();
+        system2[0].cache_control = None;
+        let mut messages2 = messages.clone();
+        *messages2[2].content[1].cache_control_mut().unwrap() = None;
+        let w2 = write(&RequestParts {
+            system: &system2,
+            messages: &messages2,
+            ..parts
+        })
+        .unwrap();
+        let hashes = |s: &KeyShape| s.units.iter().map(|u| u.hash).collect::<Vec<_>>();
+        assert_eq!(hashes(&w.shape), hashes(&w2.shape));
+        assert_ne!(w.body, w2.body);
+    }
+
+    #[test]
+    fn edits_at_the_end_of_a_message_and_no_tools() {
+        let messages = vec![ApiMessage::user(vec![result("a", "1"), result("b", "2")])];
+        let edits: BTreeMap<usize, Vec<&str>> = [(0, vec!["a", "b"])].into_iter().collect();
+        let parts = RequestParts {
+            model: "m",
+            max_tokens: 1,
+            system: &[],
+            tools: &[],
+            messages: &messages,
+            edits: &edits,
+            extra: &BTreeMap::new(),
+            flags_hash: 0,
+        };
+        let w = write(&parts).unwrap();
+        assert_eq!(w.body, reference(&parts));
+        assert_eq!(w.shape.units.len(), 3);
+    }
+}

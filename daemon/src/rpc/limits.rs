@@ -1,0 +1,18 @@
+//! What `daemon.initialize` reports of the server's bounds: exactly what the server runs
+//! with (the daemon's configured `Limits`, and the constants of `crate::limits`).
+
+use crate::limits::{MAX_RESPONSE_BYTES, MAX_RPC_BATCH};
+
+/// jsonrpsee's default, stated so it can be reported.
+pub const MAX_SUBSCRIPTIONS_PER_CONNECTION: u32 = 1_024;
+
+pub fn limits(l: &crate::limits::Limits) -> ctxd_protocol::Limits {
+    ctxd_protocol::Limits {
+        max_request_bytes: l.max_request_bytes.into(),
+        max_response_bytes: MAX_RESPONSE_BYTES.into(),
+        max_batch_calls: MAX_RPC_BATCH.into(),
+        max_connections: l.max_connections as u64,
+        max_subscriptions_per_connection: MAX_SUBSCRIPTIONS_PER_CONNECTION.into(),
+        max_read_page: crate::engine::MAX_READ_PAGE.into(),
+    }
+}

@@ -1,0 +1,162 @@
+//! What depends on the transport a call came over: subscriptions need a WebSocket, and
+//! `session.unsubscribe` takes its id by name like every other method.
+
+use std::borrow::Cow;
+
+use ctxd_protocol::{SESSION_SUBSCRIBE, SESSION_UNSUBSCRIBE, WEBSOCKET_REQUIRED};
+use jsonrpsee::MethodResponse;
+use jsonrpsee::core::middleware::{Batch, BatchEntry, BatchEntryErr, Notification, RpcServiceT};
+use jsonrpsee::server::HttpRequest;
+use jsonrpsee::types::{ErrorObjectOwned, Request};
+use serde_json::Value;
+use serde_json::value::RawValue;
+
+/// Marks a request that arrived as a plain HTTP POST (not a WebSocket upgrade).
+#[derive(Debug, Clone, Copy)]
+pub struct PlainHttp;
+
+/// HTTP middleware: tags plain HTTP requests so the RPC layer can tell the transports
+/// apart (WebSocket calls inherit the upgrade request's extensions, untagged).
+pub fn mark_plain_http<B>(mut req: HttpRequest<B>) -> HttpRequest<B> {
+    if !jsonrpsee::server::ws::is_upgrade_request(&req) {
+        req.extensions_mut().insert(PlainHttp);
+    }
+    req
+}
+
+/// RPC middleware applying the transport rules before a call reaches its method.
+#[derive(Debug, Clone)]
+pub struct TransportRules<S>(pub S);
+
+impl<S> RpcServiceT for TransportRules<S>
+where
+    S: RpcServiceT<
+            MethodResponse = MethodResponse,
+            BatchResponse = MethodResponse,
+            NotificationResponse = MethodResponse,
+        > + Send
+        + Sync
+        + Clone
+        + 'static,
+{
+    type MethodResponse = MethodResponse;
+    type NotificationResponse = MethodResponse;
+    type BatchResponse = MethodResponse;
+
+    fn call<'a>(
+        &self,
+        mut req: Request<'a>,
+    ) -> impl Future<Output = Self::MethodResponse> + Send + 'a {
+        let service = self.0.clone();
+        async move {
+            match apply_rules(&mut req) {
+                Ok(()) => service.call(req).await,
+                Err(e) => MethodResponse::error(req.id, e),
+            }
+        }
+    }
+
+    fn batch<'a>(
+        &self,
+        mut batch: Batch<'a>,
+    ) -> impl Future<Output = Self::BatchResponse> + Send + 'a {
+        for entry in batch.iter_mut() {
+            if let Ok(BatchEntry::Call(req)) = entry
+                && let Err(e) = apply_rules(req)
+            {
+                *entry = Err(BatchEntryErr::new(req.id.clone(), e));
+            }
+        }
+        self.0.batch(batch)
+    }
+
+    fn notification<'a>(
+        &self,
+        n: Notification<'a>,
+    ) -> impl Future<Output = Self::NotificationResponse> + Send + 'a {
+        self.0.notification(n)
+    }
+}
+
+/// The transport rules for one call: refuse subscriptions over plain HTTP, take
+/// `session.unsubscribe`'s id by name.
+fn apply_rules(req: &mut Request<'_>) -> Result<(), ErrorObjectOwned> {
+    let subscription_method = req.method == SESSION_SUBSCRIBE || req.method == SESSION_UNSUBSCRIBE;
+    if subscription_method && req.extensions.get::<PlainHttp>().is_some() {
+        return Err(websocket_required(&req.method));
+    }
+    if req.method == SESSION_UNSUBSCRIBE
+        && let Some(positional) = unsubscribe_params(req.params.as_deref())?
+    {
+        req.params = Some(Cow::Owned(positional));
+    }
+    Ok(())
+}
+
+fn websocket_required(method: &str) -> ErrorObjectOwned {
+    ErrorObjectOwned::owned(
+        WEBSOCKET_REQUIRED,
+        format!(
+            "{method} needs a WebSocket connection: subscriptions stream notifications, \
+             which a plain HTTP POST cannot carry; connect with a WebSocket upgrade on the \
+             same socket"
+        ),
+        Some(serde_json::json!({ "method": method, "transport": "http" })),
+    )
+}
+
+/// `{"subscription": id}` → `[id]`, the form jsonrpsee's unsubscribe reads. Positional
+/// params pass unchanged; any other member is refused, as for every method.
+fn unsubscribe_params(
+    params: Option<&RawValue>,
+) -> Result<Option<Box<RawValue>>, ErrorObjectOwned> {
+    let invalid = |field: &str, reason: &str| {
+        ErrorObjectOwned::owned(
+            ctxd_protocol::INVALID_PARAMS,
+            format!("invalid params: {field}: {reason}"),
+            Some(serde_json::json!({ "field": field, "reason": reason })),
+        )
+    };
+    let Some(raw) = params else {
+        return Err(invalid("subscription", "missing field `subscription`"));
+    };
+    let value: Value =
+        serde_json::from_str(raw.get()).map_err(|e| invalid("params", &e.to_string()))?;
+    let Value::Object(mut map) = value else {
+        return Ok(None);
+    };
+    let id = map
+        .remove("subscription")
+        .ok_or_else(|| invalid("subscription", "missing field `subscription`"))?;
+    if let Some(unknown) = map.keys().next() {
+        return Err(invalid(
+            unknown,
+            &format!("unknown field `{unknown}`, expected `subscription`"),
+        ));
+    }
+    serde_json::value::to_raw_value(&[id])
+        .map(Some)
+        .map_err(|e| invalid("subscription", &e.to_string()))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn raw(s: &str) -> Box<RawValue> {
+        RawValue::from_string(s.to_string()).unwrap()
+    }
+
+    #[test]
+    fn unsubscribe_by_name_becomes_positional() {
+        let p = unsubscribe_params(Some(&raw(r#"{"subscription":42}"#))).unwrap();
+        assert_eq!(p.unwrap().get(), "[42]");
+        assert!(unsubscribe_params(Some(&raw("[42]"))).unwrap().is_none());
+        let e = unsubscribe_params(Some(&raw(r#"{"subscription":1,"x":2}"#))).unwrap_err();
+        assert_eq!(
+            e.data().unwrap().get(),
+            r#"{"field":"x","reason":"unknown field `x`, expected `subscription`"}"#
+        );
+        assert!(unsubscribe_params(Some(&raw("{}"))).is_err());
+    }
+}

@@ -1,0 +1,155 @@
+//! Prompt-cache care (SPEC §9): request flags and their latches, the predicted cache
+//! prefix of every compile, cache breaks seen in reported usage, and the usage picture
+//! of the context window (`context.usage`, Claude Code's `/context`).
+
+use std::collections::BTreeMap;
+
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
+
+/// Request-level flags a client asks for. They change the provider's cache key, so ctxd
+/// latches them per session once first sent: later compiles keep sending what was
+/// latched until a compaction starts a new history.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct RequestFlags {
+    /// Beta features, sent as the `anthropic-beta` header. Sticky: a beta once sent stays
+    /// until the latch resets; a new one is added (and breaks the cache once).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub betas: Vec<String>,
+    /// Prompt-cache TTL of every cache marker: `5m` (the provider's default) or `1h`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cache_ttl: Option<String>,
+    /// `auto` (the static system prefix is cached with global scope when no MCP tools
+    /// are present) or `org` (never global: for providers without global scope).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cache_scope: Option<String>,
+    /// Extra top-level request parameters (e.g. `thinking`, `temperature`,
+    /// `output_config`). The request's own fields (`model`, `max_tokens`, `system`,
+    /// `tools`, `messages`) cannot be set here.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub extra: BTreeMap<String, serde_json::Value>,
+}
+
+/// What the provider's prompt cache is predicted to serve of a compiled request,
+/// against the previous compile of the same session. Cache markers are ignored: they are
+/// not part of the cache key.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct CacheMetadata {
+    /// Estimated tokens the cache will serve: the longest identical prefix that ends
+    /// where the previous request wrote a cache entry and that a breakpoint of this
+    /// request can reach.
+    pub predicted_read_tokens: u64,
+    /// Bytes of the identical prefix (system, then tools, then messages; canonical
+    /// serialisation without cache markers).
+    pub prefix_bytes: u64,
+    /// Estimated tokens of the whole request, counted the same way as the prediction.
+    pub request_tokens: u64,
+    /// Where this request first differs from the previous one: `model`, `flags`,
+    /// `system[i]`, `tools[NAME]` or `messages[i]`. Absent when the previous request is
+    /// a prefix of this one (or there is none).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub first_difference: Option<String>,
+    /// The difference is expected: `first_compile`, `compaction`, `cache_edit` or
+    /// `time_based_microcompact`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub expected_break: Option<String>,
+    /// The flags this request carries (what the latch holds).
+    pub flags: RequestFlags,
+    /// HTTP headers to send with the body (`anthropic-beta`).
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub headers: BTreeMap<String, String>,
+    /// Changes the client asked for that the latch refused (the latched value was
+    /// sent), and latched additions that break the cache once.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub latch_notes: Vec<String>,
+}
+
+/// `context.cache_report`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct CacheReportParams {
+    pub session_id: String,
+}
+
+/// Why the cache read dropped.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct CacheBreak {
+    /// `client_change` (the compiled requests differ; `changes` names what),
+    /// `ttl_expiry` (the gap since the previous call exceeded the TTL) or
+    /// `server_eviction` (nothing changed and the TTL had not run out).
+    pub cause: String,
+    /// What changed, one line each (e.g. `tools added: Foo`, `system +120 chars`).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub changes: Vec<String>,
+    /// Seconds between the previous call and this request.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub gap_secs: Option<u64>,
+    /// Cache-read tokens of the previous call and of this one.
+    pub previous_read_tokens: u64,
+    pub read_tokens: u64,
+}
+
+/// One model call (an assistant response with usage) of the session.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct CacheCall {
+    /// uuid and sequence number of the record carrying the usage.
+    pub uuid: String,
+    pub seq: u64,
+    pub timestamp: String,
+    pub input_tokens: u64,
+    pub cache_creation_tokens: u64,
+    pub cache_read_tokens: u64,
+    pub output_tokens: u64,
+    /// What ctxd predicted for the request of this call, when ctxd compiled it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub predicted_read_tokens: Option<u64>,
+    /// The drop in cache reads was expected: `compaction`, `cache_edit` or
+    /// `time_based_microcompact`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub expected_drop: Option<String>,
+    /// Set when the cache read fell below 95% of the previous call's and by at least
+    /// 2,000 tokens, without an expected cause.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cache_break: Option<CacheBreak>,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct CacheReportResponse {
+    pub calls: Vec<CacheCall>,
+    /// Unexpected breaks among `calls`.
+    pub breaks: u64,
+}
+
+/// `context.usage`: what fills the window now.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct UsageParams {
+    pub session_id: String,
+}
+
+/// One category of the window.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct UsageCategory {
+    /// `system`, `tools`, `instruction_files`, `messages`, `attachments`,
+    /// `tool_results`, `free_space` or `autocompact_buffer`.
+    pub name: String,
+    pub tokens: u64,
+    /// Share of the context window, in percent (one decimal).
+    pub percent: f64,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct UsageResponse {
+    pub model: String,
+    pub context_window: u64,
+    /// The estimate that drives the thresholds (anchored on the last usage).
+    pub used_tokens: u64,
+    pub autocompact_threshold: u64,
+    /// Categories in display order; they sum to the context window.
+    pub categories: Vec<UsageCategory>,
+    /// Attachment records in the view.
+    pub attachments: u64,
+    /// Messages of the request that would be compiled now.
+    pub messages: u64,
+}
