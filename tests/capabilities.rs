@@ -4,47 +4,14 @@
 //! re-announcement after a compaction.
 
 mod common;
+#[path = "support/capabilities.rs"]
+mod support;
 
 use std::path::Path;
 
 use common::Daemon;
 use serde_json::{Value, json};
-
-const T0: &str = "2026-11-29T10:00:00Z";
-
-fn session(d: &Daemon, cwd: &Path, model: Value) -> String {
-    d.call(
-        "session.create",
-        json!({"cwd": cwd, "no_git": true, "start_date": "2026-11-29", "model": model}),
-    )["session"]["session_id"]
-        .as_str()
-        .unwrap()
-        .to_string()
-}
-
-fn compile(d: &Daemon, sid: &str) -> Value {
-    d.call("context.compile", json!({"session_id": sid, "now": T0}))
-}
-
-fn records(d: &Daemon, sid: &str) -> Vec<Value> {
-    d.call("transcript.read", json!({"session_id": sid, "limit": 5000}))["records"]
-        .as_array()
-        .unwrap()
-        .clone()
-}
-
-/// The attachments a compile appended.
-fn added(d: &Daemon, sid: &str, c: &Value) -> Vec<Value> {
-    let wanted = c["metadata"]["attachments_added"]
-        .as_array()
-        .unwrap()
-        .clone();
-    records(d, sid)
-        .into_iter()
-        .filter(|r| wanted.contains(&r["uuid"]))
-        .map(|r| r["attachment"].clone())
-        .collect()
-}
+use support::{T0, added, compile, records, session, write};
 
 fn of_type<'a>(atts: &'a [Value], kind: &str) -> Vec<&'a Value> {
     atts.iter().filter(|a| a["type"] == kind).collect()
@@ -381,11 +348,6 @@ fn agent_types_are_announced_as_deltas() {
         )
         .unwrap_err();
     assert_eq!(e["data"]["field"], "agents[1].type");
-}
-
-fn write(p: &Path, text: &str) {
-    std::fs::create_dir_all(p.parent().unwrap()).unwrap();
-    std::fs::write(p, text).unwrap();
 }
 
 /// A session that has gone through every delta kind: a skill listing (with a

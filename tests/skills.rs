@@ -4,19 +4,15 @@
 //! added/changed/removed skill files reflected by the next listing.
 
 mod common;
+#[path = "support/capabilities.rs"]
+mod support;
 
 use std::path::Path;
 use std::time::Duration;
 
 use common::Daemon;
 use serde_json::{Value, json};
-
-const T0: &str = "2026-11-29T10:00:00Z";
-
-fn write(p: &Path, text: &str) {
-    std::fs::create_dir_all(p.parent().unwrap()).unwrap();
-    std::fs::write(p, text).unwrap();
-}
+use support::{T0, added, compile, session, write};
 
 fn skill(root: &Path, name: &str, front: &str) {
     write(
@@ -25,32 +21,11 @@ fn skill(root: &Path, name: &str, front: &str) {
     );
 }
 
-fn session(d: &Daemon, cwd: &Path, model: Value) -> String {
-    d.call(
-        "session.create",
-        json!({"cwd": cwd, "no_git": true, "start_date": "2026-11-29", "model": model}),
-    )["session"]["session_id"]
-        .as_str()
-        .unwrap()
-        .to_string()
-}
-
-fn compile(d: &Daemon, sid: &str) -> Value {
-    d.call("context.compile", json!({"session_id": sid, "now": T0}))
-}
-
 /// The skill listings a compile appended.
 fn listings(d: &Daemon, sid: &str, c: &Value) -> Vec<Value> {
-    let wanted = c["metadata"]["attachments_added"]
-        .as_array()
-        .unwrap()
-        .clone();
-    d.call("transcript.read", json!({"session_id": sid, "limit": 5000}))["records"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .filter(|r| wanted.contains(&r["uuid"]) && r["attachment"]["type"] == "skill_listing")
-        .map(|r| r["attachment"].clone())
+    added(d, sid, c)
+        .into_iter()
+        .filter(|a| a["type"] == "skill_listing")
         .collect()
 }
 

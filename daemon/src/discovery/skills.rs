@@ -501,38 +501,46 @@ mod tests {
         let repo = t.path().join("repo");
         let cwd = repo.join("pkg");
         std::fs::create_dir_all(repo.join(".git")).unwrap();
-        write(
-            &cwd.join(".claude/skills/review/SKILL.md"),
-            "---\ndescription: near\n---\n",
-        );
-        write(
-            &repo.join(".claude/skills/review/SKILL.md"),
-            "---\ndescription: far\n---\n",
-        );
-        write(
-            &repo.join(".claude/skills/lint/SKILL.md"),
-            "---\ndescription: lint\npaths: src/**\n---\n",
-        );
-        write(
-            &home.join(".claude/skills/mine/SKILL.md"),
-            "---\ndescription: mine\n---\n",
-        );
-        write(
-            &repo.join(".claude/commands/git/commit.md"),
-            "Commit nicely\n",
-        );
-        write(
-            &home.join(".claude/commands/mine.md"),
-            "shadowed by the user skill\n",
-        );
-        write(
-            &repo.join(".claude/skills/bad/SKILL.md"),
-            "---\ndescription: [\n---\n",
-        );
-        write(
-            &repo.join(".claude/skills/empty-dir/README.md"),
-            "no SKILL.md here\n",
-        );
+        for (dir, rel, text) in [
+            (
+                &cwd,
+                ".claude/skills/review/SKILL.md",
+                "---\ndescription: near\n---\n",
+            ),
+            (
+                &repo,
+                ".claude/skills/review/SKILL.md",
+                "---\ndescription: far\n---\n",
+            ),
+            (
+                &repo,
+                ".claude/skills/lint/SKILL.md",
+                "---\ndescription: lint\npaths: src/**\n---\n",
+            ),
+            (
+                &home,
+                ".claude/skills/mine/SKILL.md",
+                "---\ndescription: mine\n---\n",
+            ),
+            (&repo, ".claude/commands/git/commit.md", "Commit nicely\n"),
+            (
+                &home,
+                ".claude/commands/mine.md",
+                "shadowed by the user skill\n",
+            ),
+            (
+                &repo,
+                ".claude/skills/bad/SKILL.md",
+                "---\ndescription: [\n---\n",
+            ),
+            (
+                &repo,
+                ".claude/skills/empty-dir/README.md",
+                "no SKILL.md here\n",
+            ),
+        ] {
+            write(&dir.join(rel), text);
+        }
         let roots = SkillRoots::new(&cwd, &home);
         assert_eq!(roots.project_dirs, vec![cwd.clone(), repo.clone()]);
         let s = scan(&roots);

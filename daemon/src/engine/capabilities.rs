@@ -193,20 +193,7 @@ impl Engine {
         l.caps.state = Arc::new(state);
         if !built.is_empty() {
             l.records.extend(built.iter().cloned());
-            self.emit(
-                cell,
-                SessionEvent::RecordsAppended {
-                    session_id: l.row.id.clone(),
-                    records: built
-                        .iter()
-                        .map(|r| AppendedRecord {
-                            uuid: r.uuid.clone(),
-                            seq: r.seq,
-                        })
-                        .collect(),
-                    full_records: None,
-                },
-            );
+            self.emit_appended(cell, &l.row.id, &built);
         }
         l.refresh_ledger();
         l.caps.skills_seen = Some((generation, l.caps.ledger.sent_skills.records));

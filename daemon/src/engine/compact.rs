@@ -375,20 +375,7 @@ impl Engine {
             .metadata
             .tokens
             .estimated_tokens;
-        self.emit(
-            cell,
-            SessionEvent::RecordsAppended {
-                session_id: l.row.id.clone(),
-                records: built
-                    .iter()
-                    .map(|r| AppendedRecord {
-                        uuid: r.uuid.clone(),
-                        seq: r.seq,
-                    })
-                    .collect(),
-                full_records: None,
-            },
-        );
+        self.emit_appended(cell, &l.row.id, &built);
         self.emit(
             cell,
             SessionEvent::Compacted {

@@ -425,6 +425,25 @@ impl Engine {
         cell.send(event);
     }
 
+    /// Tells subscribers about records the engine appended itself (attachments, new
+    /// histories).
+    pub(crate) fn emit_appended(&self, cell: &SessionCell, session_id: &str, records: &[Record]) {
+        self.emit(
+            cell,
+            SessionEvent::RecordsAppended {
+                session_id: session_id.to_string(),
+                records: records
+                    .iter()
+                    .map(|r| ctxd_protocol::AppendedRecord {
+                        uuid: r.uuid.clone(),
+                        seq: r.seq,
+                    })
+                    .collect(),
+                full_records: None,
+            },
+        );
+    }
+
     /// Whether file watching runs (so `file_changed` events can flow).
     pub fn watching(&self) -> bool {
         self.watcher.get().is_some()
