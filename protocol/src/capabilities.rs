@@ -163,7 +163,9 @@ pub struct McpServerState {
 
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 pub struct CapabilitiesResponse {
-    /// In the order the next compile sends them, then the deferred ones.
+    /// The tools sent (in registration order; server-side tools go after the others in
+    /// the request), the discovered ones (in discovery order), then the deferred ones
+    /// still to be found.
     pub tools: Vec<ToolState>,
     pub mcp_servers: Vec<McpServerState>,
     pub agents: Vec<AgentType>,
