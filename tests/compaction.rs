@@ -337,3 +337,88 @@ fn a_reported_prompt_too_long_compacts_and_returns_the_next_request() {
         .unwrap_err();
     assert_eq!(err["data"]["field"], "kind");
 }
+
+/// A session whose system prompt takes `prompt_tokens` of the small window (threshold
+/// 5,000, target 2,500).
+fn session_with_prompt(d: &Daemon, prompt_tokens: usize) -> String {
+    d.call(
+        "session.create",
+        json!({"cwd": d.dir.path(), "no_git": true, "start_date": "2026-11-29",
+               "model": {"context_window": 20000, "max_output_tokens": 2000},
+               "settings": {"memory": {"extractor": "off"}},
+               "system": {"static": [{"name": "rules", "text": "be careful. ".repeat(prompt_tokens * 3 / 12)}]}}),
+    )["session"]["session_id"]
+        .as_str()
+        .unwrap()
+        .to_string()
+}
+
+fn boundaries(d: &Daemon, sid: &str) -> usize {
+    records(d, sid)
+        .iter()
+        .filter(|r| r["subtype"] == "compact_boundary")
+        .count()
+}
+
+#[test]
+fn a_compaction_that_cannot_get_below_the_threshold_is_refused_and_not_retried_without_new_messages()
+ {
+    let d = Daemon::start();
+    // The system prompt alone (~6,000 tokens) is above the threshold.
+    let sid = session_with_prompt(&d, 6_000);
+    grow(&d, &sid, 1, "early");
+    let c = d.call("context.compile", json!({"session_id": sid, "now": T0}));
+    let m = &c["metadata"];
+    assert!(m.get("compaction").is_none(), "{m}");
+    let skipped = m["autocompact_skipped"].as_str().unwrap();
+    assert!(skipped.contains("cannot make room"), "{skipped}");
+    let shortfall = &m["compaction_shortfall"];
+    assert_eq!(shortfall["target_tokens"], 2_500);
+    assert!(
+        shortfall["best_tokens"].as_u64().unwrap() >= 5_000,
+        "{shortfall}"
+    );
+    assert_eq!(boundaries(&d, &sid), 0, "nothing written");
+
+    // Nothing new: no second attempt, the metadata still says why.
+    let again = d.call("context.compile", json!({"session_id": sid, "now": T0}));
+    let skipped = again["metadata"]["autocompact_skipped"].as_str().unwrap();
+    assert!(skipped.contains("waits for new messages"), "{skipped}");
+    assert_eq!(again["metadata"]["compaction_shortfall"], *shortfall);
+    assert_eq!(again["request"], c["request"]);
+
+    // A new message: one more attempt (the breaker counts it).
+    grow(&d, &sid, 1, "later");
+    let third = d.call("context.compile", json!({"session_id": sid, "now": T0}));
+    let skipped = third["metadata"]["autocompact_skipped"].as_str().unwrap();
+    assert!(
+        skipped.starts_with("autocompact failed") && skipped.contains("cannot make room"),
+        "{skipped}"
+    );
+    assert_eq!(boundaries(&d, &sid), 0);
+}
+
+#[test]
+fn a_compaction_above_half_the_threshold_says_so() {
+    let d = Daemon::start();
+    // The system prompt (~3,000 tokens) alone is above the target of 2,500.
+    let sid = session_with_prompt(&d, 3_000);
+    grow(&d, &sid, 2, "early");
+    let c = d.call("context.compile", json!({"session_id": sid, "now": T0}));
+    let m = &c["metadata"];
+    let report = &m["compaction"];
+    assert_eq!(report["kind"], "full", "{m}");
+    assert_eq!(report["target_tokens"], 2_500);
+    let post = report["post_tokens"].as_u64().unwrap();
+    assert!((2_500..5_000).contains(&post), "{report}");
+    assert_eq!(m["compaction_shortfall"]["best_tokens"], post);
+    assert_eq!(
+        m["context"]["effective_tokens"], post,
+        "the check used the compile's estimate"
+    );
+    // Below the threshold: the next compile does not compact again.
+    let next = d.call("context.compile", json!({"session_id": sid, "now": T0}));
+    assert!(next["metadata"].get("compaction").is_none());
+    assert!(next["metadata"].get("compaction_shortfall").is_none());
+    assert_eq!(boundaries(&d, &sid), 1);
+}

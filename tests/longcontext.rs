@@ -296,3 +296,79 @@ fn snip_removes_a_range_that_survives_restart() {
         .unwrap_err();
     assert_eq!(err["data"]["field"], "from_id");
 }
+
+/// Client numbers at their extremes: refused with the field named, and where a number
+/// still reaches the arithmetic (a snip boundary's `tokens_freed`) it saturates. The
+/// test binary drives a debug build of ctxd, where an overflow would panic.
+#[test]
+fn extreme_client_numbers_are_refused_or_saturate_without_a_panic() {
+    let d = Daemon::start();
+    let field = |method: &str, params: Value| {
+        d.try_call(method, params).unwrap_err()["data"]["field"]
+            .as_str()
+            .unwrap_or_default()
+            .to_string()
+    };
+    let create = |model: Value, settings: Value| json!({"cwd": "/tmp/p", "no_git": true, "model": model, "settings": settings});
+    assert_eq!(
+        field(
+            "session.create",
+            create(
+                json!({"context_window": u64::MAX, "max_output_tokens": 8000}),
+                json!({})
+            )
+        ),
+        "model.context_window"
+    );
+    assert_eq!(
+        field(
+            "session.create",
+            create(json!({}), json!({"blocking_limit_margin": u64::MAX}))
+        ),
+        "settings.blocking_limit_margin"
+    );
+    let sid = session(
+        &d,
+        json!({"model": {"context_window": 40000, "max_output_tokens": 8000}}),
+    );
+    assert_eq!(
+        field(
+            "session.update",
+            json!({"session_id": sid, "settings": {"blocking_limit_margin": 32000}})
+        ),
+        "settings.blocking_limit_margin"
+    );
+    assert_eq!(
+        field(
+            "transcript.append",
+            json!({"session_id": sid, "records": [
+                {"type": "user", "content": "hi"},
+                {"type": "assistant", "content": "ok", "usage": {"input_tokens": u64::MAX, "output_tokens": u64::MAX}}
+            ]})
+        ),
+        "records[1].usage.input_tokens"
+    );
+    // Nothing of the refused batch was written.
+    let read = d.call("transcript.read", json!({"session_id": sid}));
+    assert_eq!(read["records"].as_array().unwrap().len(), 0);
+
+    append(
+        &d,
+        &sid,
+        json!([
+            {"type": "user", "content": "hi"},
+            {"type": "assistant", "content": "ok", "usage": {"input_tokens": 1000000000, "output_tokens": 1000000000, "cache_read_input_tokens": 1000000000, "cache_creation_input_tokens": 1000000000}},
+            {"type": "system", "subtype": "snip_boundary", "data": {"removed_uuids": [], "tokens_freed": u64::MAX}},
+            {"type": "system", "subtype": "snip_boundary", "data": {"removed_uuids": [], "tokens_freed": u64::MAX}},
+            {"type": "user", "content": "again"}
+        ]),
+    );
+    let c = d.call(
+        "context.compile",
+        json!({"session_id": sid, "now": "2026-11-29T10:00:00Z"}),
+    );
+    let m = &c["metadata"];
+    assert_eq!(m["tokens"]["anchor_tokens"], 4_000_000_000u64);
+    assert_eq!(m["context"]["effective_tokens"], 0, "{m}");
+    assert_eq!(m["snip_tokens_freed"], u64::MAX);
+}

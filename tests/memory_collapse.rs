@@ -116,6 +116,78 @@ fn collapse_folds_old_rounds_in_the_view_only_and_survives_restart_and_undo() {
     assert_eq!(err["data"]["field"], "collapse_id");
 }
 
+/// Like a real agent: each answer carries the provider's usage (here the estimate the
+/// compile gave), and the next user message follows; compiles sit between them.
+#[test]
+fn collapse_undo_leaves_the_accounting_as_a_restart_would_see_it() {
+    let mut d = Daemon::start();
+    let sid = collapse_session(&d);
+    let mut last = None;
+    for i in 0..40 {
+        d.call(
+            "transcript.append",
+            json!({"session_id": sid, "records": [
+                {"type": "user", "content": format!("round {i}: {}", "w".repeat(8_000)), "timestamp": T0}
+            ]}),
+        );
+        let c = d.call("context.compile", json!({"session_id": sid, "now": T0}));
+        let used = c["metadata"]["tokens"]["estimated_tokens"]
+            .as_u64()
+            .unwrap();
+        if collapses(&d, &sid)
+            .iter()
+            .any(|c| c["status"] == "committed")
+        {
+            last = Some(c);
+            break;
+        }
+        d.call(
+            "transcript.append",
+            json!({"session_id": sid, "records": [
+                {"type": "assistant", "content": format!("reply {i}"), "timestamp": T0,
+                 "usage": {"input_tokens": used, "output_tokens": 10}}
+            ]}),
+        );
+    }
+    let c = last.expect("a collapse was committed");
+    let m = &c["metadata"];
+    assert!(
+        m["context"]["effective_tokens"].as_u64() < m["tokens"]["estimated_tokens"].as_u64(),
+        "the commit after the anchor is subtracted: {m}"
+    );
+    for c in collapses(&d, &sid) {
+        if c["status"] == "committed" {
+            d.call(
+                "context.collapse_undo",
+                json!({"session_id": sid, "collapse_id": c["id"]}),
+            );
+        }
+    }
+    // Collapse and autocompact off for the comparison, so neither compile changes the
+    // history.
+    d.call(
+        "session.update",
+        json!({"session_id": sid, "settings": {"collapse": {"enabled": false}, "autocompact": false}}),
+    );
+    let before = d.call("context.compile", json!({"session_id": sid, "now": T0}));
+    assert_eq!(
+        before["metadata"]["context"]["effective_tokens"],
+        before["metadata"]["tokens"]["estimated_tokens"],
+        "the undone collapse saves nothing"
+    );
+    d.kill9();
+    d.spawn();
+    let after = d.call("context.compile", json!({"session_id": sid, "now": T0}));
+    // All but the cache prediction, which compares with the request before it.
+    let without_cache = |c: &Value| {
+        let mut m = c["metadata"].clone();
+        m.as_object_mut().unwrap().remove("cache");
+        m
+    };
+    assert_eq!(without_cache(&before), without_cache(&after));
+    assert_eq!(before["request"], after["request"]);
+}
+
 #[test]
 fn a_reported_overflow_drains_staged_collapses_before_compacting() {
     let d = Daemon::start();
@@ -204,6 +276,12 @@ async fn background_extraction_follows_the_gates_and_feeds_session_memory_compac
         tool_turn(&d, &sid, i, 6_000);
     }
     let _ = wait_for_version(&d, &sid, 2).await;
+    // Notes that cover the history up to its end (the first call waits for a running
+    // extraction, the second runs one over what came after): the kept tail is then the
+    // scaled minimum, which fits half the threshold. Notes that stop early leave an
+    // uncovered tail that may not (then the full compact runs: see the compaction tests).
+    d.call("memory.extract", json!({"session_id": sid}));
+    d.call("memory.extract", json!({"session_id": sid}));
     let c = d.call("context.compile", json!({"session_id": sid, "now": T0}));
     let report = &c["metadata"]["compaction"];
     assert_eq!(report["trigger"], "auto", "{}", c["metadata"]);

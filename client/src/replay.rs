@@ -47,6 +47,9 @@ pub struct ReplayStep {
     /// Autocompact was due but did not run (breaker open, failure).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub autocompact_skipped: Option<String>,
+    /// Compaction could not get down to half the threshold.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub compaction_shortfall: Option<CompactionShortfall>,
     /// ctxd's predicted cache prefix against its previous request (tokens, and where
     /// the request first differs).
     pub predicted_read_tokens: u64,
@@ -86,6 +89,7 @@ impl ReplayStep {
             time_based_cleared: Vec::new(),
             compaction: None,
             autocompact_skipped: None,
+            compaction_shortfall: None,
             predicted_read_tokens: 0,
             request_tokens: 0,
             first_difference: None,
@@ -492,8 +496,11 @@ async fn compile_step(
     answered: Option<Usage>,
     source_line: u64,
 ) -> Result<ReplayStep> {
-    let actual_input_tokens = answered
-        .map(|u| u.input_tokens + u.cache_creation_input_tokens + u.cache_read_input_tokens);
+    let actual_input_tokens = answered.map(|u| {
+        u.input_tokens
+            .saturating_add(u.cache_creation_input_tokens)
+            .saturating_add(u.cache_read_input_tokens)
+    });
     let r = client
         .compile(CompileParams {
             session_id: sid.to_string(),
@@ -522,6 +529,7 @@ async fn compile_step(
                 time_based_cleared: m.microcompact.time_based_cleared,
                 compaction: m.compaction,
                 autocompact_skipped: m.autocompact_skipped,
+                compaction_shortfall: m.compaction_shortfall,
                 predicted_read_tokens: m.cache.predicted_read_tokens,
                 request_tokens: m.cache.request_tokens,
                 first_difference: m.cache.first_difference,

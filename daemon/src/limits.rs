@@ -50,6 +50,13 @@ pub const MAX_RPC_BATCH: u32 = 1_000;
 /// Response bodies (a compiled request travels in one).
 pub const MAX_RESPONSE_BYTES: u32 = 256 * 1024 * 1024;
 
+/// Largest context window a model profile may declare (tokens).
+pub const MAX_CONTEXT_WINDOW: u64 = 100_000_000;
+
+/// Largest token count one usage field of a record may carry: far above any real
+/// context, far below where sums of four of them could overflow.
+pub const MAX_USAGE_TOKENS: u64 = 1_000_000_000;
+
 /// The bounds a daemon is started with; `Default` is what `ctxd` uses without flags.
 #[derive(Debug, Clone)]
 pub struct Limits {

@@ -119,6 +119,22 @@ pub struct CompileMetadata {
     pub autocompact_skipped: Option<String>,
     /// What the provider's prompt cache is predicted to serve, and the latched flags.
     pub cache: crate::cache::CacheMetadata,
+    /// Compaction cannot make the room it must: this compile's compaction left more than
+    /// half the autocompact threshold, or the last attempt could not get below the
+    /// threshold at all (the system prompt, tools and instructions alone may be too
+    /// large). Autocompact then waits for new messages instead of compacting again.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub compaction_shortfall: Option<CompactionShortfall>,
+}
+
+/// How far a compaction stayed from its target.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct CompactionShortfall {
+    /// Half the autocompact threshold: what a compaction must leave at most.
+    pub target_tokens: u64,
+    /// The estimate of the smallest new history compaction could build.
+    pub best_tokens: u64,
+    pub reason: String,
 }
 
 /// What one compaction did.
@@ -146,6 +162,13 @@ pub struct CompactionReport {
     /// Why session-memory compact was not used (autocompact tries it first).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub session_memory_skipped: Option<String>,
+    /// Half the autocompact threshold: `post_tokens` should be at most this.
+    #[serde(default)]
+    pub target_tokens: u64,
+    /// How many times the caps (summary, notes, kept tail, restored files) were halved
+    /// to reach the target.
+    #[serde(default)]
+    pub tightenings: u32,
 }
 
 /// `context.compact`: compact now (manual).

@@ -43,11 +43,12 @@ pub struct Usage {
 
 impl Usage {
     /// The context size this response proves: everything the model read plus what it wrote.
+    /// Saturating: the numbers come from clients.
     pub fn context_tokens(&self) -> u64 {
         self.input_tokens
-            + self.cache_creation_input_tokens
-            + self.cache_read_input_tokens
-            + self.output_tokens
+            .saturating_add(self.cache_creation_input_tokens)
+            .saturating_add(self.cache_read_input_tokens)
+            .saturating_add(self.output_tokens)
     }
 }
 

@@ -99,6 +99,27 @@ impl Loaded {
         };
         caps::deltas(&current, announced, base)
     }
+
+    /// What a new history re-announces after its head (and kept tail): the capability
+    /// deltas from the current state against what the history already holds — the
+    /// system section, and deltas a kept tail carries.
+    pub(crate) fn reannounce(&self, new_history: &[RecordInput]) -> Vec<Value> {
+        let mut told = Announced::default();
+        for a in new_history
+            .iter()
+            .filter(|r| !r.is_sidechain && !r.is_virtual)
+            .filter_map(|r| r.attachment.as_ref())
+        {
+            told.apply(a);
+        }
+        let base = self
+            .caps
+            .state
+            .mcp_memo
+            .clone()
+            .unwrap_or_else(|| self.caps.state.mcp_blocks());
+        self.current_deltas(&told, &base)
+    }
 }
 
 fn check_name(field: &str, name: &str) -> Result<()> {
@@ -200,39 +221,13 @@ impl Engine {
         Ok(built)
     }
 
-    /// What a new history re-announces after its head (and kept tail): invoked skills,
-    /// then the capability deltas from the current state against what the new history
-    /// already holds (the system section, and deltas in a kept tail). Never fails the
-    /// compaction: a problem is logged and the rest still comes.
-    pub(crate) async fn capability_rebuild(
-        &self,
-        l: &Loaded,
-        new_history: &[RecordInput],
-    ) -> Vec<Value> {
-        let mut out = Vec::new();
-        match self.invoked_restore(l).await {
-            Ok(Some(v)) => out.push(v),
-            Ok(None) => {}
-            Err(e) => {
-                tracing::warn!(session = %l.row.id, error = %e, "could not restore invoked skills")
-            }
-        }
-        let mut told = Announced::default();
-        for a in new_history
-            .iter()
-            .filter(|r| !r.is_sidechain && !r.is_virtual)
-            .filter_map(|r| r.attachment.as_ref())
-        {
-            told.apply(a);
-        }
-        let base = l
-            .caps
-            .state
-            .mcp_memo
-            .clone()
-            .unwrap_or_else(|| l.caps.state.mcp_blocks());
-        out.extend(l.current_deltas(&told, &base));
-        out
+    /// The invoked skills a new history restores (the same for every candidate of one
+    /// compaction). Never fails the compaction: a problem is logged and nothing restored.
+    pub(crate) async fn restored_skills(&self, l: &Loaded) -> Option<Value> {
+        self.invoked_restore(l).await.unwrap_or_else(|e| {
+            tracing::warn!(session = %l.row.id, error = %e, "could not restore invoked skills");
+            None
+        })
     }
 
     /// Runs `change` on the session's capability state under its lock, checks the bounds,

@@ -199,6 +199,9 @@ impl Engine {
                 c.status = CollapseStatus::Undone;
             }
         }
+        // An undone collapse saves nothing any more; a restart loads only committed
+        // ones, so the in-memory accounting must drop it too.
+        l.collapse_commits.remove(&p.collapse_id);
         self.emit(
             &cell,
             SessionEvent::CollapseChanged {

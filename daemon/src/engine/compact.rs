@@ -11,16 +11,16 @@ use ctxd_protocol::*;
 use futures::future::BoxFuture;
 use tokio::sync::{broadcast, oneshot};
 
-use super::session::{compile_loaded, insert_batch};
+use super::session::{History, compile_loaded, compile_records, insert_batch, materialise};
 use super::sources::snapshot;
 use super::{Engine, Loaded, SessionCell};
 use crate::error::{Error, Result};
-use crate::pipeline::attachments;
 use crate::pipeline::autocompact::{
-    self, MAX_CONSECUTIVE_FAILURES, MAX_TRUNCATION_RETRIES, Trigger,
+    self, MAX_CONSECUTIVE_FAILURES, MAX_TRUNCATION_RETRIES, RoomBudget, Trigger,
 };
 use crate::pipeline::compile::Compiled;
 use crate::pipeline::normalize::{NormalizeOptions, normalize};
+use crate::pipeline::{attachments, thresholds};
 use crate::providers::{ModelRunner, ProviderError, Summariser, SummaryInput};
 use crate::store::context_state;
 
@@ -135,6 +135,22 @@ impl Engine {
                 "circuit breaker open after {failures} consecutive failures; compact manually"
             ))));
         }
+        if let Some((mark, s)) = &l.no_room
+            && *mark == last_message_seq(&l.records)
+        {
+            return Ok(Some(Err(format!(
+                "cannot make room ({}); autocompact waits for new messages",
+                s.reason
+            ))));
+        }
+        if !autocompact::new_messages_since_boundary(&crate::pipeline::projection::project(
+            &l.records,
+        )) {
+            return Ok(Some(Err(
+                "nothing was said since the last compaction; autocompact waits for new messages"
+                    .into(),
+            )));
+        }
         Ok(Some(Ok(())))
     }
 
@@ -193,43 +209,24 @@ impl Engine {
         result
     }
 
-    #[allow(clippy::too_many_arguments)]
-    async fn compact_inner(
+    /// Asks the summariser for a summary of `refs`, dropping the oldest API rounds when
+    /// the request itself is too long (`head_truncated`: rounds before `refs` were dropped
+    /// already). Returns the summary, how many rounds were dropped and where the
+    /// summarised part starts in `refs`.
+    async fn summarise_view(
         &self,
-        cell: &SessionCell,
-        l: &mut Loaded,
-        trigger: Trigger,
-        instructions: Option<String>,
-        now: DateTime<Utc>,
-        pre_tokens: u64,
-        started: Instant,
-    ) -> Result<CompactionReport> {
-        let summariser = self.summariser(l, cell)?;
-        let shown = l.shown();
-        let refs: Vec<&Record> = shown.iter().map(|c| c.as_ref()).collect();
-        let sendable: Vec<&Record> = refs
-            .iter()
-            .copied()
-            .filter(|r| {
-                matches!(
-                    r.kind,
-                    RecordKind::User | RecordKind::Assistant | RecordKind::Attachment
-                )
-            })
-            .collect();
-        if sendable.is_empty() {
-            return Err(Error::CompactionFailed(
-                "there is nothing to compact yet".into(),
-            ));
-        }
-        let rounds = autocompact::api_rounds(&refs);
+        summariser: &Summariser,
+        l: &Loaded,
+        refs: &[&Record],
+        instructions: Option<&str>,
+        max_summary_tokens: u64,
+        head_truncated: bool,
+    ) -> Result<(String, usize, usize)> {
+        let rounds = autocompact::api_rounds(refs);
         let mut dropped = 0usize;
         let mut start = 0usize;
         let mut attempt = 0;
-        let max_summary_tokens = 20_000u64.min(l.row.model.max_output_tokens.max(1_000));
-        // PreCompact hooks' stdout joins the custom instructions the summariser reads.
-        let instructions = self.hooks_pre_compact(l, trigger, instructions).await;
-        let summary = loop {
+        loop {
             let part = &refs[start..];
             let normalized = normalize(
                 part,
@@ -242,12 +239,12 @@ impl Engine {
             let input = SummaryInput {
                 records: part,
                 messages: &normalized.messages,
-                custom_instructions: instructions.as_deref(),
-                head_truncated: dropped > 0,
+                custom_instructions: instructions,
+                head_truncated: head_truncated || dropped > 0,
                 max_summary_tokens,
             };
             match summariser.summarise(input).await {
-                Ok(s) if !s.trim().is_empty() => break s,
+                Ok(s) if !s.trim().is_empty() => return Ok((s, dropped, start)),
                 Ok(_) => {
                     return Err(Error::CompactionFailed(
                         "the summariser returned an empty summary".into(),
@@ -256,7 +253,7 @@ impl Engine {
                 Err(ProviderError::PromptTooLong { token_gap })
                     if attempt < MAX_TRUNCATION_RETRIES =>
                 {
-                    let n = autocompact::rounds_to_drop(&refs, &rounds, dropped, token_gap);
+                    let n = autocompact::rounds_to_drop(refs, &rounds, dropped, token_gap);
                     if n == 0 {
                         return Err(Error::CompactionFailed(
                             "the summary request is too long even with only the last round left"
@@ -275,43 +272,116 @@ impl Engine {
                 }
                 Err(e) => return Err(provider_error(e)),
             }
+        }
+    }
+
+    #[allow(clippy::too_many_arguments)]
+    async fn compact_inner(
+        &self,
+        cell: &SessionCell,
+        l: &mut Loaded,
+        trigger: Trigger,
+        instructions: Option<String>,
+        now: DateTime<Utc>,
+        pre_tokens: u64,
+        started: Instant,
+    ) -> Result<CompactionReport> {
+        let summariser = self.summariser(l, cell)?;
+        let budget = room_budget(l);
+        // PreCompact hooks' stdout joins the custom instructions the summariser reads.
+        let instructions = self.hooks_pre_compact(l, trigger, instructions).await;
+        let skills = self.restored_skills(l).await;
+        let (best, summary_chars, summarised_records, dropped) = {
+            let shown = l.shown();
+            let refs: Vec<&Record> = shown.iter().map(|c| c.as_ref()).collect();
+            if !refs.iter().any(|r| is_sendable(r)) {
+                return Err(Error::CompactionFailed(
+                    "there is nothing to compact yet".into(),
+                ));
+            }
+            let (summary, dropped, start) = self
+                .summarise_view(
+                    &summariser,
+                    l,
+                    &refs,
+                    instructions.as_deref(),
+                    budget.summary_tokens,
+                    false,
+                )
+                .await?;
+            // Files to restore: the most recently read, as they are on disk now.
+            let files = read_files(autocompact::recently_read(
+                &refs,
+                autocompact::RESTORE_MAX_FILES,
+            ))
+            .await?;
+            let part = &refs[start..];
+            let summarised: Vec<&Record> =
+                part.iter().copied().filter(|r| is_sendable(r)).collect();
+            let ts = crate::clock::rfc3339(now);
+            let build = |summary: &str, level: u32| -> Result<Candidate> {
+                let head = autocompact::head_records(
+                    autocompact::boundary_data(
+                        trigger,
+                        pre_tokens,
+                        &summarised,
+                        summariser.kind(),
+                        dropped,
+                    ),
+                    autocompact::summary_message(summary, false, trigger),
+                    &ts,
+                );
+                Candidate::build(
+                    l,
+                    head,
+                    &files,
+                    skills.as_ref(),
+                    &budget.tightened(level),
+                    level,
+                    &ts,
+                    now,
+                )
+            };
+            let mut best = tightest(budget.target, |level| build(&summary, level))?;
+            let mut summary_chars = summary.chars().count() as u64;
+            // Still too big with no file restored: the summary itself is the excess. One
+            // more request, for the tightest summary budget.
+            let shortest = budget.tightened(autocompact::TIGHTENINGS).summary_tokens;
+            if best.estimate > budget.target
+                && crate::pipeline::tokens::scaled(summary_chars.div_ceil(4)) > shortest
+            {
+                let shorter = self
+                    .summarise_view(
+                        &summariser,
+                        l,
+                        part,
+                        instructions.as_deref(),
+                        shortest,
+                        dropped > 0,
+                    )
+                    .await;
+                match shorter {
+                    // Only a summary of the same records stands in for the first.
+                    Ok((shorter, 0, _)) => {
+                        let c = build(&shorter, autocompact::TIGHTENINGS)?;
+                        if c.estimate < best.estimate {
+                            best = c;
+                            summary_chars = shorter.chars().count() as u64;
+                        }
+                    }
+                    Ok(_) => {}
+                    Err(e) => {
+                        tracing::info!(session = %l.row.id, error = %e, "a shorter summary failed; keeping the first")
+                    }
+                }
+            }
+            (best, summary_chars, summarised.len() as u64, dropped)
         };
-
-        // Files to restore: the most recently read, as they are on disk now.
-        let wanted = autocompact::recently_read(&refs, autocompact::RESTORE_MAX_FILES);
-        let (restored, restored_paths, read_states) = restore_files(wanted).await?;
-
-        let summarised: Vec<&Record> = sendable
-            .iter()
-            .copied()
-            .filter(|r| refs[start..].iter().any(|x| x.uuid == r.uuid))
-            .collect();
-        let ts = crate::clock::rfc3339(now);
-        let mut new_records = autocompact::head_records(
-            autocompact::boundary_data(
-                trigger,
-                pre_tokens,
-                &summarised,
-                summariser.kind(),
-                dropped,
-            ),
-            autocompact::summary_message(&summary, false, trigger),
-            &ts,
-        );
-        new_records.extend(
-            autocompact::rebuild_attachments(&restored, l.row.settings.plan_mode)
-                .into_iter()
-                .map(|a| attachments::record(a, &ts)),
-        );
-        let capabilities = self.capability_rebuild(l, &new_records).await;
-        new_records.extend(
-            capabilities
-                .into_iter()
-                .map(|a| attachments::record(a, &ts)),
-        );
-        let summarised_records = summarised.len() as u64;
+        check_room(l, &best, &budget)?;
+        let level = best.level;
+        let restored_files = best.restored.clone();
         let (boundary_uuid, post_tokens) = self
-            .write_new_history(cell, l, new_records, read_states, trigger, pre_tokens, now)
+            .write_new_history(cell, l, best, trigger, pre_tokens, now)
             .await?;
         Ok(CompactionReport {
             trigger: trigger.as_str().into(),
@@ -319,36 +389,39 @@ impl Engine {
             pre_tokens,
             post_tokens,
             summariser: summariser.kind().into(),
-            summary_chars: summary.chars().count() as u64,
+            summary_chars,
             summarised_records,
             head_truncated_rounds: dropped as u64,
-            restored_files: restored_paths,
+            restored_files,
             micros: started.elapsed().as_micros() as u64,
             kind: "full".into(),
             kept_records: 0,
             session_memory_skipped: None,
+            target_tokens: budget.target,
+            tightenings: level,
         })
     }
 
     /// Appends a new history (`[boundary, summary, …]`) and resets what a new history
     /// resets, in one transaction; then the in-memory state and the events. Returns the
     /// boundary's uuid and the estimate of the new history.
-    #[allow(clippy::too_many_arguments)]
     pub(crate) async fn write_new_history(
         &self,
         cell: &SessionCell,
         l: &mut Loaded,
-        new_records: Vec<RecordInput>,
-        read_states: Vec<context_state::ReadState>,
+        history: Candidate,
         trigger: Trigger,
         pre_tokens: u64,
         now: DateTime<Utc>,
     ) -> Result<(String, u64)> {
+        let (mut new_records, read_states) = (history.records, history.read_states);
+        let weighed = new_records.len();
         // SessionStart (source compact) context follows the new history's head.
-        let mut new_records = new_records;
         let post_compact = self
             .hooks_before_new_history(l, trigger, &mut new_records)
             .await;
+        // Hook output is the user's own context: the only part the candidate did not weigh.
+        let hooked = new_records.len() > weighed;
         let sid = l.row.id.clone();
         let now_text = self.now_text();
         let built = self
@@ -371,11 +444,29 @@ impl Engine {
         l.records.extend(built.iter().cloned());
         l.boundary_uuid = boundary_uuid.clone();
         l.pinned_edits.clear();
+        l.no_room = None;
         let post_tokens = compile_loaded(l, false, now)?
             .metadata
-            .tokens
-            .estimated_tokens;
-        self.emit_appended(cell, &l.row.id, &built);
+            .context
+            .effective_tokens;
+        debug_assert!(
+            hooked || post_tokens == history.estimate,
+            "a compaction weighed its new history with another estimate than the compile's"
+        );
+        self.emit(
+            cell,
+            SessionEvent::RecordsAppended {
+                session_id: l.row.id.clone(),
+                records: built
+                    .iter()
+                    .map(|r| AppendedRecord {
+                        uuid: r.uuid.clone(),
+                        seq: r.seq,
+                    })
+                    .collect(),
+                full_records: None,
+            },
+        );
         self.emit(
             cell,
             SessionEvent::Compacted {
@@ -442,6 +533,7 @@ impl Engine {
             .await
             .map_err(|e| Error::CompactionFailed(format!("cannot recover: {e}")))?;
         let mut compiled = self.compile_steps(&cell, l, false, now, None).await?;
+        compiled.metadata.compaction_shortfall = shortfall_of(&report);
         compiled.metadata.compaction = Some(report);
         self.finish_compile(&cell, l, compiled, false).await
     }
@@ -475,42 +567,185 @@ impl Engine {
     }
 }
 
-/// Re-reads the wanted files (newest first) and renders them within the restore caps:
-/// `(attachments, restored paths, their read state)`.
-pub(crate) async fn restore_files(
-    wanted: Vec<String>,
-) -> Result<(
-    Vec<serde_json::Value>,
-    Vec<String>,
-    Vec<context_state::ReadState>,
-)> {
-    let files: Vec<(String, String, context_state::ReadState)> =
-        tokio::task::spawn_blocking(move || {
-            wanted
+/// A file re-read for restoring: path, content, and its read state.
+pub(crate) type ReadFile = (String, String, context_state::ReadState);
+
+/// Re-reads the wanted files (newest first) from disk; unreadable ones are skipped.
+pub(crate) async fn read_files(wanted: Vec<String>) -> Result<Vec<ReadFile>> {
+    tokio::task::spawn_blocking(move || {
+        wanted
+            .into_iter()
+            .filter_map(|p| {
+                let state = snapshot(Path::new(&p))?;
+                let text = state.content.clone()?;
+                Some((p, text, state))
+            })
+            .take(autocompact::RESTORE_MAX_FILES)
+            .collect()
+    })
+    .await
+    .map_err(|e| Error::Internal(format!("restore task: {e}")))
+}
+
+/// A new history a compaction weighs: its records, the read state of the files it
+/// restores, and the estimate the next compile will compute for it.
+pub(crate) struct Candidate {
+    pub records: Vec<RecordInput>,
+    pub read_states: Vec<context_state::ReadState>,
+    pub restored: Vec<String>,
+    pub estimate: u64,
+    /// How many times the caps were halved to build it.
+    pub level: u32,
+}
+
+impl Candidate {
+    /// `head` (boundary, summary, any kept tail) plus the files restored within the
+    /// budget's caps and the re-announced attachments (plan mode, the invoked `skills`,
+    /// the capability deltas), weighed by the compile.
+    #[allow(clippy::too_many_arguments)]
+    pub(crate) fn build(
+        l: &Loaded,
+        mut records: Vec<RecordInput>,
+        files: &[ReadFile],
+        skills: Option<&serde_json::Value>,
+        budget: &RoomBudget,
+        level: u32,
+        ts: &str,
+        now: DateTime<Utc>,
+    ) -> Result<Candidate> {
+        let input: Vec<(String, String)> = files
+            .iter()
+            .map(|(p, t, _)| (p.clone(), t.clone()))
+            .collect();
+        let restored = autocompact::restore_attachments(
+            &input,
+            budget.restore_file_tokens,
+            budget.restore_total_tokens,
+        );
+        let paths: Vec<String> = restored
+            .iter()
+            .filter_map(|a| a["filename"].as_str().map(str::to_string))
+            .collect();
+        let read_states = files
+            .iter()
+            .filter(|(p, _, _)| paths.contains(p))
+            .map(|(_, _, s)| s.clone())
+            .collect();
+        records.extend(
+            autocompact::rebuild_attachments(&restored, l.row.settings.plan_mode)
                 .into_iter()
-                .filter_map(|p| {
-                    let state = snapshot(Path::new(&p))?;
-                    let text = state.content.clone()?;
-                    Some((p, text, state))
-                })
-                .take(autocompact::RESTORE_MAX_FILES)
-                .collect()
+                .chain(skills.cloned())
+                .map(|a| attachments::record(a, ts)),
+        );
+        let deltas = l.reannounce(&records);
+        records.extend(deltas.into_iter().map(|a| attachments::record(a, ts)));
+        let estimate = estimate_new_history(l, &records, now)?;
+        Ok(Candidate {
+            records,
+            read_states,
+            restored: paths,
+            estimate,
+            level,
         })
-        .await
-        .map_err(|e| Error::Internal(format!("restore task: {e}")))?;
-    let input: Vec<(String, String)> = files
+    }
+}
+
+/// The estimate the next compile computes for a new history, by the compile itself: the
+/// history opens with a compact boundary, so compiling it alone gives the projection the
+/// whole transcript would; it carries no usage, so everything is estimated, system
+/// prompt, tools and instructions included.
+pub(crate) fn estimate_new_history(
+    l: &Loaded,
+    history: &[RecordInput],
+    now: DateTime<Utc>,
+) -> Result<u64> {
+    let last = l.records.last().map(|r| (r.seq, r.uuid.clone()));
+    let records = materialise(history.to_vec(), last, &crate::clock::rfc3339(now));
+    let history = History {
+        records: &records,
+        boundary_uuid: records.first().map_or("", |r| r.uuid.as_str()),
+        pinned_edits: &[],
+    };
+    Ok(compile_records(l, history, false, now, false)?
+        .metadata
+        .context
+        .effective_tokens)
+}
+
+/// Builds candidates at growing tightness until one reaches `target`: that one, or the
+/// smallest of them.
+pub(crate) fn tightest(
+    target: u64,
+    mut build: impl FnMut(u32) -> Result<Candidate>,
+) -> Result<Candidate> {
+    let mut best: Option<Candidate> = None;
+    for level in 0..=autocompact::TIGHTENINGS {
+        let c = build(level)?;
+        if c.estimate <= target {
+            return Ok(c);
+        }
+        if best.as_ref().is_none_or(|b| c.estimate < b.estimate) {
+            best = Some(c);
+        }
+    }
+    best.ok_or_else(|| Error::Internal("no compaction candidate was built".into()))
+}
+
+/// The caps of a compaction in this session.
+pub(crate) fn room_budget(l: &Loaded) -> RoomBudget {
+    RoomBudget::new(
+        thresholds::autocompact_threshold(&l.row.model, &l.row.settings),
+        l.row.model.max_output_tokens,
+    )
+}
+
+fn is_sendable(r: &Record) -> bool {
+    matches!(
+        r.kind,
+        RecordKind::User | RecordKind::Assistant | RecordKind::Attachment
+    )
+}
+
+/// The seq of the last message (user or assistant record) of the transcript.
+pub(crate) fn last_message_seq(records: &[Record]) -> u64 {
+    records
         .iter()
-        .map(|(p, t, _)| (p.clone(), t.clone()))
-        .collect();
-    let restored = autocompact::restore_attachments(&input);
-    let paths: Vec<String> = restored
-        .iter()
-        .filter_map(|a| a["filename"].as_str().map(str::to_string))
-        .collect();
-    let states = files
-        .into_iter()
-        .filter(|(p, _, _)| paths.contains(p))
-        .map(|(_, _, s)| s)
-        .collect();
-    Ok((restored, paths, states))
+        .rev()
+        .find(|r| matches!(r.kind, RecordKind::User | RecordKind::Assistant) && !r.is_sidechain)
+        .map_or(0, |r| r.seq)
+}
+
+/// A new history still at or above the threshold would be compacted again at once: it
+/// is refused, and remembered so autocompact waits for new messages.
+fn check_room(l: &mut Loaded, best: &Candidate, budget: &RoomBudget) -> Result<()> {
+    if best.estimate < budget.threshold {
+        return Ok(());
+    }
+    let reason = format!(
+        "the smallest new history compaction can build (~{} tokens) is still at or above the autocompact threshold ({}): the system prompt, tools and instructions take too much of this window",
+        best.estimate, budget.threshold
+    );
+    l.no_room = Some((
+        last_message_seq(&l.records),
+        CompactionShortfall {
+            target_tokens: budget.target,
+            best_tokens: best.estimate,
+            reason: reason.clone(),
+        },
+    ));
+    Err(Error::CompactionFailed(format!(
+        "cannot make room: {reason}"
+    )))
+}
+
+/// What a compile reports when its compaction left more than the target.
+pub(crate) fn shortfall_of(report: &CompactionReport) -> Option<CompactionShortfall> {
+    (report.post_tokens > report.target_tokens).then(|| CompactionShortfall {
+        target_tokens: report.target_tokens,
+        best_tokens: report.post_tokens,
+        reason: format!(
+            "the new history (~{} tokens) is above half the autocompact threshold even with the tightest caps",
+            report.post_tokens
+        ),
+    })
 }

@@ -10,12 +10,12 @@ use chrono::{DateTime, Utc};
 use ctxd_protocol::*;
 use tokio::sync::Notify;
 
-use super::{Engine, Loaded, SessionCell};
+use super::{Engine, Loaded, SessionCell, compact};
 use crate::error::{Error, Result};
 use crate::pipeline::autocompact::{self, Trigger};
 use crate::pipeline::normalize::{NormalizeOptions, normalize};
 use crate::pipeline::session_memory as sm;
-use crate::pipeline::{attachments, projection, thresholds, tokens};
+use crate::pipeline::{projection, tokens};
 use crate::providers::{Summariser, SummaryInput};
 use crate::store::memory;
 
@@ -23,8 +23,6 @@ use crate::store::memory;
 const EXTRACTION_TIMEOUT: Duration = Duration::from_secs(60);
 /// How long a session-memory compact waits for a running extraction.
 const WAIT_FOR_EXTRACTION: Duration = Duration::from_secs(15);
-/// Per-section size of the memory as a compact summary.
-const SUMMARY_SECTION_TOKENS: u64 = 1_500;
 
 impl Engine {
     pub fn memory_path(&self, sid: &str) -> PathBuf {
@@ -321,100 +319,94 @@ impl Engine {
         if sm::is_template(&mem.document) {
             return Ok(Err("the memory is still the empty template".into()));
         }
-        let view = projection::project(&l.records);
-        let shown = l.shown();
-        let refs: Vec<&Record> = shown.iter().map(|c| c.as_ref()).collect();
-        let Some(keep) = sm::keep_start(&refs, &last) else {
-            return Ok(Err(format!(
-                "the last summarised record {last} is not in the current history"
-            )));
-        };
+        let budget = compact::room_budget(l);
         let path = self.memory_path(&sid).display().to_string();
-        let summary = sm::for_summary(&mem.document, SUMMARY_SECTION_TOKENS, &path);
-        let tail: Vec<&Record> = refs[keep..]
-            .iter()
-            .copied()
-            .filter(|r| r.kind != RecordKind::System)
-            .collect();
-        let tail_raw: u64 = tail
-            .iter()
-            .map(|r| tokens::record_tokens(r, crate::pipeline::attachments::render))
-            .sum();
-        let estimated_after =
-            tokens::scaled(tail_raw + (summary.chars().count() as u64).div_ceil(4));
-        let threshold = thresholds::autocompact_threshold(&l.row.model, &l.row.settings);
-        if estimated_after >= threshold {
+        let (best, summarised_records, kept_records, summary_chars) = {
+            let view = projection::project(&l.records);
+            let shown = l.shown();
+            let refs: Vec<&Record> = shown.iter().map(|c| c.as_ref()).collect();
+            if sm::keep_start(&refs, &last, budget.keep).is_none() {
+                return Ok(Err(format!(
+                    "the last summarised record {last} is not in the current history"
+                )));
+            }
+            // Files read recently; each try leaves out those its kept tail shows.
+            let files = compact::read_files(autocompact::recently_read(
+                &refs,
+                autocompact::RESTORE_MAX_FILES * 2,
+            ))
+            .await?;
+            let skills = self.restored_skills(l).await;
+            let ts = crate::clock::rfc3339(now);
+            // (summarised, kept, summary chars) of each level tried.
+            let mut sizes: Vec<(u64, u64, u64)> = Vec::new();
+            let best = compact::tightest(budget.target, |level| {
+                let b = budget.tightened(level);
+                let keep = sm::keep_start(&refs, &last, b.keep).unwrap_or(refs.len());
+                let summary = sm::for_summary(&mem.document, b.notes_section_tokens, &path);
+                let tail: Vec<&Record> = refs[keep..]
+                    .iter()
+                    .copied()
+                    .filter(|r| r.kind != RecordKind::System)
+                    .collect();
+                let summarised: Vec<&Record> = refs[..keep]
+                    .iter()
+                    .copied()
+                    .filter(|r| r.kind != RecordKind::System)
+                    .collect();
+                let mut data = autocompact::boundary_data(
+                    Trigger::Auto,
+                    pre_tokens,
+                    &summarised,
+                    "session_memory",
+                    0,
+                );
+                data["kind"] = serde_json::json!("session_memory");
+                data["kept_from_uuid"] = serde_json::json!(tail.first().map(|r| r.uuid.clone()));
+                let mut head = autocompact::head_records(
+                    data,
+                    autocompact::summary_message(&summary, !tail.is_empty(), Trigger::Auto),
+                    &ts,
+                );
+                // The kept tail is re-appended after the boundary (the transcript is
+                // append-only), same content and tool ids, so frozen fates replay the same
+                // bytes. `shown` maps the projection one to one, so the originals sit at
+                // the same indices.
+                head.extend(
+                    view[keep..]
+                        .iter()
+                        .copied()
+                        .filter(|r| r.kind != RecordKind::System)
+                        .map(tail_copy),
+                );
+                let in_tail = autocompact::recently_read(&tail, usize::MAX / 4);
+                let wanted: Vec<compact::ReadFile> = files
+                    .iter()
+                    .filter(|(p, _, _)| !in_tail.contains(p))
+                    .take(autocompact::RESTORE_MAX_FILES)
+                    .cloned()
+                    .collect();
+                sizes.push((
+                    summarised.len() as u64,
+                    tail.len() as u64,
+                    summary.chars().count() as u64,
+                ));
+                compact::Candidate::build(l, head, &wanted, skills.as_ref(), &b, level, &ts, now)
+            })?;
+            let (summarised, kept, chars) =
+                sizes.get(best.level as usize).copied().unwrap_or_default();
+            (best, summarised, kept, chars)
+        };
+        if best.estimate > budget.target {
             return Ok(Err(format!(
-                "the notes and the kept tail (~{estimated_after} tokens) would still reach the threshold ({threshold})"
+                "the notes and the kept tail leave ~{} tokens, more than half the autocompact threshold ({})",
+                best.estimate, budget.target
             )));
         }
-        let ts = crate::clock::rfc3339(now);
-        let summarised: Vec<&Record> = refs[..keep]
-            .iter()
-            .copied()
-            .filter(|r| r.kind != RecordKind::System)
-            .collect();
-        let mut data =
-            autocompact::boundary_data(Trigger::Auto, pre_tokens, &summarised, "session_memory", 0);
-        data["kind"] = serde_json::json!("session_memory");
-        data["kept_from_uuid"] = serde_json::json!(tail.first().map(|r| r.uuid.clone()));
-        let mut new_records = autocompact::head_records(
-            data,
-            autocompact::summary_message(&summary, !tail.is_empty(), Trigger::Auto),
-            &ts,
-        );
-        // The kept tail is re-appended after the boundary (the transcript is append-only),
-        // same content and tool ids, so frozen fates replay the same bytes.
-        // `shown` maps the projection one to one, so the originals sit at the same
-        // indices.
-        for original in view[keep..]
-            .iter()
-            .copied()
-            .filter(|r| r.kind != RecordKind::System)
-        {
-            new_records.push(RecordInput {
-                uuid: None,
-                parent_uuid: None,
-                kind: Some(original.kind),
-                timestamp: Some(original.timestamp.clone()),
-                content: original.content.clone(),
-                message_id: original.message_id.clone(),
-                model: original.model.clone(),
-                stop_reason: original.stop_reason.clone(),
-                usage: None,
-                is_meta: original.is_meta,
-                is_virtual: false,
-                is_sidechain: false,
-                is_compact_summary: original.is_compact_summary,
-                subtype: None,
-                attachment: original.attachment.clone(),
-                data: None,
-                meta: Some(serde_json::json!({"copied_from": original.uuid})),
-            });
-        }
-        // Files read recently that the kept tail does not already show.
-        let shown_in_tail: Vec<String> = autocompact::recently_read(&tail, usize::MAX / 4);
-        let wanted: Vec<String> =
-            autocompact::recently_read(&refs, autocompact::RESTORE_MAX_FILES * 2)
-                .into_iter()
-                .filter(|p| !shown_in_tail.contains(p))
-                .collect();
-        let (restored, restored_paths, states) = super::compact::restore_files(wanted).await?;
-        new_records.extend(
-            autocompact::rebuild_attachments(&restored, l.row.settings.plan_mode)
-                .into_iter()
-                .map(|a| attachments::record(a, &ts)),
-        );
-        let capabilities = self.capability_rebuild(l, &new_records).await;
-        new_records.extend(
-            capabilities
-                .into_iter()
-                .map(|a| attachments::record(a, &ts)),
-        );
-        let kept_records = tail.len() as u64;
-        let summarised_records = summarised.len() as u64;
+        let level = best.level;
+        let restored_paths = best.restored.clone();
         let (boundary_uuid, post_tokens) = self
-            .write_new_history(cell, l, new_records, states, Trigger::Auto, pre_tokens, now)
+            .write_new_history(cell, l, best, Trigger::Auto, pre_tokens, now)
             .await?;
         Ok(Ok(CompactionReport {
             trigger: Trigger::Auto.as_str().into(),
@@ -422,7 +414,7 @@ impl Engine {
             pre_tokens,
             post_tokens,
             summariser: "session_memory".into(),
-            summary_chars: summary.chars().count() as u64,
+            summary_chars,
             summarised_records,
             head_truncated_rounds: 0,
             restored_files: restored_paths,
@@ -430,6 +422,32 @@ impl Engine {
             kind: "session_memory".into(),
             kept_records,
             session_memory_skipped: None,
+            target_tokens: budget.target,
+            tightenings: level,
         }))
+    }
+}
+
+/// A kept-tail record re-appended after the boundary: same content, kind, ids and
+/// timestamp, no usage (it measured the old history), marked as a copy.
+fn tail_copy(original: &Record) -> RecordInput {
+    RecordInput {
+        uuid: None,
+        parent_uuid: None,
+        kind: Some(original.kind),
+        timestamp: Some(original.timestamp.clone()),
+        content: original.content.clone(),
+        message_id: original.message_id.clone(),
+        model: original.model.clone(),
+        stop_reason: original.stop_reason.clone(),
+        usage: None,
+        is_meta: original.is_meta,
+        is_virtual: false,
+        is_sidechain: false,
+        is_compact_summary: original.is_compact_summary,
+        subtype: None,
+        attachment: original.attachment.clone(),
+        data: None,
+        meta: Some(serde_json::json!({ autocompact::COPIED_FROM: original.uuid })),
     }
 }

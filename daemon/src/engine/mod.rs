@@ -92,6 +92,10 @@ pub(crate) struct Loaded {
     pub collapse_commits: HashMap<String, u64>,
     /// The memoized `claudeMd` and announced date; `None` until first computed.
     pub memo: Option<InstructionMemo>,
+    /// The last autocompact that could not get below the threshold, and the seq of the
+    /// last message it saw: autocompact waits for a newer message (in memory only; the
+    /// persisted breaker bounds retries across restarts).
+    pub no_room: Option<(u64, ctxd_protocol::CompactionShortfall)>,
     /// Last warning level announced to subscribers (not persisted: a restarted daemon
     /// announces the level again on its first compile if it is not `ok`).
     pub level: &'static str,
@@ -395,6 +399,7 @@ impl Engine {
                     memo,
                     collapses,
                     collapse_commits,
+                    no_room: None,
                     level: "ok",
                     caps,
                     cache: cache::CacheState::load(c, &sid)?,

@@ -9,6 +9,7 @@ use uuid::Uuid;
 use super::validate::validate_batch;
 use super::{Engine, Loaded};
 use crate::error::{Error, Result};
+use crate::limits::MAX_CONTEXT_WINDOW;
 use crate::pipeline::autocompact::Trigger;
 use crate::pipeline::budget::{self, Decision, Fate, ToolLimits};
 use crate::pipeline::compile::{CompileInput, Compiled, Effects, SessionView, compile};
@@ -58,10 +59,10 @@ fn check_model(m: &ModelProfile) -> Result<()> {
     if m.model.is_empty() {
         return Err(Error::invalid("model.model", "must not be empty"));
     }
-    if m.context_window < 1_000 {
+    if !(1_000..=MAX_CONTEXT_WINDOW).contains(&m.context_window) {
         return Err(Error::invalid(
             "model.context_window",
-            "must be at least 1000 tokens",
+            format!("must be between 1000 and {MAX_CONTEXT_WINDOW} tokens"),
         ));
     }
     if m.max_output_tokens == 0 || m.max_output_tokens >= m.context_window {
@@ -73,13 +74,44 @@ fn check_model(m: &ModelProfile) -> Result<()> {
     Ok(())
 }
 
-fn check_settings(s: &SessionSettings) -> Result<()> {
+/// Settings are checked against the model they run with: the blocking margin must leave
+/// some of the effective window usable.
+fn check_settings(s: &SessionSettings, m: &ModelProfile) -> Result<()> {
     if let Some(p) = s.autocompact_pct_override
         && !(1..=100).contains(&p)
     {
         return Err(Error::invalid(
             "settings.autocompact_pct_override",
             "must be 1..=100",
+        ));
+    }
+    let window = thresholds::effective_window(m);
+    if let Some(margin) = s.blocking_limit_margin
+        && margin >= window
+    {
+        return Err(Error::invalid(
+            "settings.blocking_limit_margin",
+            format!("must be smaller than the effective window ({window} tokens)"),
+        ));
+    }
+    let c = &s.collapse;
+    for (field, pct) in [
+        ("stage_at_pct", c.stage_at_pct),
+        ("commit_at_pct", c.commit_at_pct),
+        ("block_at_pct", c.block_at_pct),
+        ("target_pct", c.target_pct),
+    ] {
+        if !(1..=100).contains(&pct) {
+            return Err(Error::invalid(
+                format!("settings.collapse.{field}"),
+                "must be 1..=100",
+            ));
+        }
+    }
+    if c.span_rounds == 0 {
+        return Err(Error::invalid(
+            "settings.collapse.span_rounds",
+            "must be at least 1",
         ));
     }
     Ok(())
@@ -139,7 +171,11 @@ fn check_date(d: &str) -> Result<()> {
 }
 
 /// Turns validated inputs into stored records, continuing after `last`.
-fn materialise(inputs: Vec<RecordInput>, last: Option<(u64, String)>, now: &str) -> Vec<Record> {
+pub(crate) fn materialise(
+    inputs: Vec<RecordInput>,
+    last: Option<(u64, String)>,
+    now: &str,
+) -> Vec<Record> {
     let (mut seq, mut prev) = match last {
         Some((s, u)) => (s, Some(u)),
         None => (0, None),
@@ -247,7 +283,7 @@ impl Engine {
         let model = p.model.clone().unwrap_or_default();
         check_model(&model)?;
         let settings = p.settings.clone().unwrap_or_default();
-        check_settings(&settings)?;
+        check_settings(&settings, &model)?;
         if let Some(s) = &p.system {
             check_system(s)?;
         }
@@ -326,9 +362,6 @@ impl Engine {
         if let Some(m) = &p.model {
             check_model(m)?;
         }
-        if let Some(s) = &p.settings {
-            check_settings(s)?;
-        }
         if let Some(s) = &p.system {
             check_system(s)?;
         }
@@ -362,6 +395,8 @@ impl Engine {
                 if let Some(t) = p.title {
                     row.title = Some(t);
                 }
+                // The merged pair is what compiles will run with.
+                check_settings(&row.settings, &row.model)?;
                 if let Some(c) = p.cwd
                     && c != row.cwd
                 {
@@ -710,6 +745,8 @@ impl Engine {
                     {
                         Ok(report) => {
                             compiled = self.compile_steps(&cell, l, side, now, flags).await?;
+                            compiled.metadata.compaction_shortfall =
+                                super::compact::shortfall_of(&report);
                             compiled.metadata.compaction = Some(report);
                         }
                         Err(e) => {
@@ -720,6 +757,9 @@ impl Engine {
                     }
                 }
                 Err(why) => compiled.metadata.autocompact_skipped = Some(why),
+            }
+            if compiled.metadata.compaction.is_none() {
+                compiled.metadata.compaction_shortfall = l.no_room.as_ref().map(|(_, s)| s.clone());
             }
         }
         self.finish_compile(&cell, l, compiled, side).await
@@ -1156,7 +1196,36 @@ pub(crate) fn compile_loaded_with(
     now: chrono::DateTime<chrono::Utc>,
     usage_picture: bool,
 ) -> Result<Compiled> {
-    let flags = l.cache.flags(&l.boundary_uuid);
+    let history = History {
+        records: &l.records,
+        boundary_uuid: &l.boundary_uuid,
+        pinned_edits: &l.pinned_edits,
+    };
+    compile_records(l, history, side_request, now, usage_picture)
+}
+
+/// What a compile shows: the transcript, or a new history a compaction is weighing.
+pub(crate) struct History<'a> {
+    pub records: &'a [Record],
+    /// Its last compact boundary: request flags latch per history.
+    pub boundary_uuid: &'a str,
+    pub pinned_edits: &'a [crate::pipeline::microcompact::PinnedEdit],
+}
+
+/// The pure part of a compile over the session's state and `history`.
+pub(crate) fn compile_records(
+    l: &Loaded,
+    history: History<'_>,
+    side_request: bool,
+    now: chrono::DateTime<chrono::Utc>,
+    usage_picture: bool,
+) -> Result<Compiled> {
+    let History {
+        records,
+        boundary_uuid,
+        pinned_edits,
+    } = history;
+    let flags = l.cache.flags(boundary_uuid);
     let commits: Vec<(u64, u64)> = l
         .collapses
         .iter()
@@ -1177,12 +1246,12 @@ pub(crate) fn compile_loaded_with(
             claude_md: l.memo.as_ref().and_then(|m| m.claude_md.as_deref()),
             mcp_instructions: mcp_instructions.as_deref(),
         },
-        records: &l.records,
+        records,
         tools: &tools,
         rejected_media: &l.rejected_media,
         fates: &l.fates,
         cleared: &l.cleared,
-        pinned_edits: &l.pinned_edits,
+        pinned_edits,
         collapses: &l.collapses,
         collapse_commits: &commits,
         now,

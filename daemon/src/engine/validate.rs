@@ -8,9 +8,27 @@ use ctxd_protocol::{
 };
 
 use crate::error::{Error, Result};
+use crate::limits::MAX_USAGE_TOKENS;
 
 fn bad(path: String, msg: &str) -> Error {
     Error::invalid(path, msg)
+}
+
+fn check_usage(path: &str, u: &ctxd_protocol::Usage) -> Result<()> {
+    for (field, v) in [
+        ("input_tokens", u.input_tokens),
+        ("output_tokens", u.output_tokens),
+        ("cache_creation_input_tokens", u.cache_creation_input_tokens),
+        ("cache_read_input_tokens", u.cache_read_input_tokens),
+    ] {
+        if v > MAX_USAGE_TOKENS {
+            return Err(bad(
+                format!("{path}.{field}"),
+                &format!("must be at most {MAX_USAGE_TOKENS}"),
+            ));
+        }
+    }
+    Ok(())
 }
 
 fn check_source(path: &str, s: &MediaSource) -> Result<()> {
@@ -193,11 +211,14 @@ pub fn validate_batch(records: &mut [RecordInput]) -> Result<()> {
                 "must be an RFC 3339 date-time",
             ));
         }
-        if r.usage.is_some() && kind != RecordKind::Assistant {
-            return Err(bad(
-                format!("{p}.usage"),
-                "only assistant records carry usage",
-            ));
+        if let Some(u) = &r.usage {
+            if kind != RecordKind::Assistant {
+                return Err(bad(
+                    format!("{p}.usage"),
+                    "only assistant records carry usage",
+                ));
+            }
+            check_usage(&format!("{p}.usage"), u)?;
         }
         match kind {
             RecordKind::User | RecordKind::Assistant => {
@@ -333,6 +354,27 @@ mod tests {
                 .to_string()
                 .starts_with("records[1].uuid")
         );
+    }
+
+    #[test]
+    fn usage_numbers_are_bounded() {
+        let mut batch = vec![parse(
+            json!({"type": "assistant", "content": "ok", "usage": {"input_tokens": u64::MAX}}),
+        )];
+        let e = validate_batch(&mut batch).unwrap_err().to_string();
+        assert!(e.starts_with("records[0].usage.input_tokens:"), "{e}");
+        let mut batch = vec![parse(
+            json!({"type": "assistant", "content": "ok", "usage": {"cache_read_input_tokens": MAX_USAGE_TOKENS + 1}}),
+        )];
+        let e = validate_batch(&mut batch).unwrap_err().to_string();
+        assert!(
+            e.starts_with("records[0].usage.cache_read_input_tokens:"),
+            "{e}"
+        );
+        let mut batch = vec![parse(
+            json!({"type": "assistant", "content": "ok", "usage": {"input_tokens": MAX_USAGE_TOKENS}}),
+        )];
+        validate_batch(&mut batch).unwrap();
     }
 
     #[test]

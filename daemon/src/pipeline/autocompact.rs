@@ -11,7 +11,7 @@ use std::ops::Range;
 use ctxd_protocol::{ContentBlock, Record, RecordInput, RecordKind};
 use serde_json::{Value, json};
 
-use super::{attachments, tokens};
+use super::{attachments, session_memory, tokens};
 
 /// Consecutive failures after which autocompact stops trying (until a success or a
 /// manual compact).
@@ -20,10 +20,104 @@ pub const MAX_CONSECUTIVE_FAILURES: u32 = 3;
 pub const MAX_TRUNCATION_RETRIES: u32 = 3;
 /// Share of the rounds dropped per retry when the provider gave no token gap.
 const DROP_SHARE: f64 = 0.2;
-/// Files restored after a compaction, and their token caps.
+/// Files restored after a compaction, and their token caps (for the reference window).
 pub const RESTORE_MAX_FILES: usize = 5;
 pub const RESTORE_MAX_FILE_TOKENS: u64 = 5_000;
 pub const RESTORE_MAX_TOTAL_TOKENS: u64 = 50_000;
+/// The longest summary asked of a summariser (for the reference window).
+pub const SUMMARY_MAX_TOKENS: u64 = 20_000;
+/// Per-section size of the session memory when it stands in as the summary (for the
+/// reference window).
+pub const NOTES_SECTION_TOKENS: u64 = 1_500;
+/// The autocompact threshold the fixed caps above (and session-memory compact's kept
+/// tail) were made for: W = 200,000 with O ≥ 20,000.
+pub const REFERENCE_THRESHOLD: u64 = 167_000;
+/// How many times a compaction tightens its caps before it settles for what it has.
+pub const TIGHTENINGS: u32 = 3;
+
+/// The caps one compaction works within. A compaction must leave the next compile's
+/// estimate at or below `target`, half the autocompact threshold, or it has not made
+/// room. The reference caps fit a 200k window; smaller thresholds scale them down in
+/// proportion, and [`RoomBudget::tightened`] halves them again when the first try still
+/// lands above the target.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct RoomBudget {
+    /// At most this after a compaction: half the autocompact threshold.
+    pub target: u64,
+    /// The autocompact threshold itself: a new history at or above it is refused.
+    pub threshold: u64,
+    pub summary_tokens: u64,
+    pub notes_section_tokens: u64,
+    pub restore_file_tokens: u64,
+    pub restore_total_tokens: u64,
+    pub keep: session_memory::KeepLimits,
+}
+
+/// `v × threshold / reference`, never above `v`.
+fn scale(v: u64, threshold: u64) -> u64 {
+    let t = threshold.min(REFERENCE_THRESHOLD);
+    u64::try_from(u128::from(v) * u128::from(t) / u128::from(REFERENCE_THRESHOLD)).unwrap_or(v)
+}
+
+impl RoomBudget {
+    /// The caps for a session whose autocompact threshold is `threshold` and whose model
+    /// writes at most `max_output` tokens per response.
+    pub fn new(threshold: u64, max_output: u64) -> RoomBudget {
+        let keep = session_memory::KeepLimits::REFERENCE;
+        RoomBudget {
+            target: threshold / 2,
+            threshold,
+            summary_tokens: scale(SUMMARY_MAX_TOKENS, threshold).min(max_output.max(1)),
+            notes_section_tokens: scale(NOTES_SECTION_TOKENS, threshold),
+            restore_file_tokens: scale(RESTORE_MAX_FILE_TOKENS, threshold),
+            restore_total_tokens: scale(RESTORE_MAX_TOTAL_TOKENS, threshold),
+            keep: session_memory::KeepLimits {
+                min_tokens: scale(keep.min_tokens, threshold),
+                max_tokens: scale(keep.max_tokens, threshold),
+                min_text_messages: keep.min_text_messages,
+            },
+        }
+    }
+
+    /// The caps after `level` tightenings: every size halved per level; at the last
+    /// level no file is restored at all.
+    pub fn tightened(&self, level: u32) -> RoomBudget {
+        let half = |v: u64| v >> level.min(63);
+        let restore = |v: u64| if level >= TIGHTENINGS { 0 } else { half(v) };
+        RoomBudget {
+            summary_tokens: half(self.summary_tokens).max(1),
+            notes_section_tokens: half(self.notes_section_tokens).max(1),
+            restore_file_tokens: restore(self.restore_file_tokens),
+            restore_total_tokens: restore(self.restore_total_tokens),
+            keep: session_memory::KeepLimits {
+                min_tokens: half(self.keep.min_tokens),
+                max_tokens: half(self.keep.max_tokens),
+                min_text_messages: self.keep.min_text_messages,
+            },
+            ..*self
+        }
+    }
+}
+
+/// Whether anything was said since the history began at its compact boundary. What a
+/// compaction writes itself (the summary, copies of the kept tail, re-announced
+/// attachments) does not count, so a compaction never follows another without new
+/// messages in between. A view without a boundary has never been compacted.
+pub fn new_messages_since_boundary(view: &[&Record]) -> bool {
+    let compacted = view.first().is_some_and(|r| {
+        r.kind == RecordKind::System
+            && r.subtype.as_deref() == Some(super::projection::COMPACT_BOUNDARY)
+    });
+    !compacted
+        || view.iter().any(|r| {
+            matches!(r.kind, RecordKind::User | RecordKind::Assistant)
+                && !r.is_compact_summary
+                && r.meta.as_ref().and_then(|m| m.get(COPIED_FROM)).is_none()
+        })
+}
+
+/// The `meta` key of a record a session-memory compact copied into the new history.
+pub const COPIED_FROM: &str = "copied_from";
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Trigger {
@@ -205,37 +299,52 @@ pub fn recently_read(view: &[&Record], limit: usize) -> Vec<String> {
     out
 }
 
-/// Renders restored files within the caps: each at most 5,000 tokens, all at most
-/// 50,000; `files` are `(path, content)` newest first.
-pub fn restore_attachments(files: &[(String, String)]) -> Vec<Value> {
+/// Renders restored files within the caps: each at most `file_tokens`, all at most
+/// `total_tokens` (the daemon's estimate); `files` are `(path, content)` newest first.
+/// A file that would get no lines at all is left out.
+pub fn restore_attachments(
+    files: &[(String, String)],
+    file_tokens: u64,
+    total_tokens: u64,
+) -> Vec<Value> {
     let mut total = 0u64;
     let mut out = Vec::new();
     for (path, content) in files.iter().take(RESTORE_MAX_FILES) {
-        if total >= RESTORE_MAX_TOTAL_TOKENS {
+        if total >= total_tokens {
             break;
         }
-        let budget = RESTORE_MAX_FILE_TOKENS.min(RESTORE_MAX_TOTAL_TOKENS - total);
-        let max_chars = (budget * 4) as usize;
+        let budget = file_tokens.min(total_tokens - total);
+        let head = format!(
+            "The file {path} as it is now (restored after the conversation was compacted):\n"
+        );
+        // Characters that keep the whole text within `budget` under the estimate.
+        let max_chars = usize::try_from(budget.saturating_mul(3))
+            .unwrap_or(usize::MAX)
+            .saturating_sub(head.chars().count() + 80);
         let mut numbered = String::new();
+        let mut chars = 0usize;
         let mut cut_lines = 0usize;
         let lines: Vec<&str> = content.lines().collect();
         for (i, line) in lines.iter().enumerate() {
             let next = format!("{:>6}\t{}\n", i + 1, line);
-            if numbered.chars().count() + next.chars().count() > max_chars {
+            let n = next.chars().count();
+            if chars + n > max_chars {
                 cut_lines = lines.len() - i;
                 break;
             }
+            chars += n;
             numbered.push_str(&next);
         }
-        let mut text = format!(
-            "The file {path} as it is now (restored after the conversation was compacted):\n{numbered}"
-        );
+        if numbered.is_empty() && !lines.is_empty() {
+            continue;
+        }
+        let mut text = head + &numbered;
         if cut_lines > 0 {
             text.push_str(&format!(
                 "... [{cut_lines} more lines not shown; read the file for the rest]\n"
             ));
         }
-        total += tokens::scaled((text.chars().count() as u64).div_ceil(4)).min(budget);
+        total += tokens::scaled((text.chars().count() as u64).div_ceil(4));
         out.push(json!({"type": "compact_file_reference", "filename": path, "content": text}));
     }
     out
@@ -298,13 +407,78 @@ mod tests {
         let files: Vec<(String, String)> = (0..7)
             .map(|i| (format!("/f{i}"), big.repeat(1000)))
             .collect();
-        let out = restore_attachments(&files);
+        let out = restore_attachments(&files, RESTORE_MAX_FILE_TOKENS, RESTORE_MAX_TOTAL_TOKENS);
         assert_eq!(out.len(), 5);
         for a in &out {
             let text = a["content"].as_str().unwrap();
-            assert!(text.chars().count() <= 20_000 + 400, "{}", text.len());
+            let estimate = tokens::scaled((text.chars().count() as u64).div_ceil(4));
+            assert!(estimate <= RESTORE_MAX_FILE_TOKENS, "{estimate}");
+            assert!(estimate > RESTORE_MAX_FILE_TOKENS * 9 / 10, "{estimate}");
             assert!(text.contains("more lines not shown"));
         }
+        // A tight total: fewer files, and none that would show no line.
+        let out = restore_attachments(&files, 1_000, 1_500);
+        assert_eq!(out.len(), 2);
+        assert!(restore_attachments(&files, 10, 10).is_empty());
+        assert!(restore_attachments(&files, 0, 0).is_empty());
+    }
+
+    #[test]
+    fn the_budget_scales_with_the_threshold_and_tightens() {
+        let big = RoomBudget::new(167_000, 32_000);
+        assert_eq!(big.target, 83_500);
+        assert_eq!(big.summary_tokens, 20_000);
+        assert_eq!(big.restore_total_tokens, 50_000);
+        assert_eq!(big.keep, session_memory::KeepLimits::REFERENCE);
+        // A larger window keeps the reference caps; the output limit caps the summary.
+        let larger = RoomBudget::new(967_000, 8_000);
+        assert_eq!(larger.summary_tokens, 8_000);
+        assert_eq!(larger.keep.max_tokens, 40_000);
+        // W = 40,000, O = 8,000: threshold 19,000.
+        let small = RoomBudget::new(19_000, 8_000);
+        assert_eq!(small.target, 9_500);
+        assert_eq!(small.summary_tokens, 2_275);
+        assert_eq!(small.keep.min_tokens, 1_137);
+        assert_eq!(small.keep.max_tokens, 4_550);
+        assert_eq!(small.keep.min_text_messages, 5);
+        let t = small.tightened(1);
+        assert_eq!(t.summary_tokens, 1_137);
+        assert_eq!(t.restore_total_tokens, small.restore_total_tokens / 2);
+        assert_eq!(t.target, small.target);
+        let last = small.tightened(TIGHTENINGS);
+        assert_eq!(last.restore_total_tokens, 0);
+        assert!(last.summary_tokens >= 1);
+    }
+
+    #[test]
+    fn only_new_messages_allow_another_compaction() {
+        let boundary = r(
+            "b",
+            json!({"type": "system", "subtype": "compact_boundary"}),
+        );
+        let summary = r(
+            "s",
+            json!({"type": "user", "is_compact_summary": true, "content": [{"type": "text", "text": "sum"}]}),
+        );
+        let copy = r(
+            "c",
+            json!({"type": "user", "content": [{"type": "text", "text": "kept"}], "meta": {"copied_from": "x"}}),
+        );
+        let file = r(
+            "f",
+            json!({"type": "attachment", "attachment": {"type": "compact_file_reference"}}),
+        );
+        let said = r(
+            "n",
+            json!({"type": "user", "content": [{"type": "text", "text": "next"}]}),
+        );
+        assert!(new_messages_since_boundary(&[&said]));
+        assert!(!new_messages_since_boundary(&[
+            &boundary, &summary, &copy, &file
+        ]));
+        assert!(new_messages_since_boundary(&[
+            &boundary, &summary, &copy, &file, &said
+        ]));
     }
 
     #[test]

@@ -242,12 +242,13 @@ pub fn compile(input: &CompileInput<'_>) -> Result<Compiled, serde_json::Error> 
         .collapse_commits
         .iter()
         .filter(|(seq, _)| *seq >= anchor_seq && anchor_seq > 0)
-        .map(|(_, saved)| saved)
-        .sum();
+        .map(|(_, saved)| *saved)
+        .fold(0, u64::saturating_add);
     let context = thresholds::state(
         s.model,
         s.settings,
-        est.total.saturating_sub(snip_freed + collapse_freed),
+        est.total
+            .saturating_sub(snip_freed.saturating_add(collapse_freed)),
     );
 
     let prediction = cache_prefix::predict(input.previous, &shape);
@@ -335,6 +336,7 @@ pub fn compile(input: &CompileInput<'_>) -> Result<Compiled, serde_json::Error> 
         hook_contexts: attachments::hook_contexts(&view),
         compaction: None,
         autocompact_skipped: None,
+        compaction_shortfall: None,
         last_uuid: input.records.last().map(|r| r.uuid.clone()),
         microcompact: MicrocompactReport {
             time_based_cleared: newly_cleared.clone(),

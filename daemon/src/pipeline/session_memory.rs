@@ -52,7 +52,7 @@ use serde_json::Value;
 
 use super::message::REMINDER_OPEN;
 use super::projection::COMPACT_BOUNDARY;
-use super::records::{self, INTERRUPTED, file_action, result_text};
+use super::records::{self, file_action, result_text};
 use super::{attachments, tokens};
 
 /// The sections, in order: (heading, one-line description). The descriptions tell a model
@@ -650,7 +650,7 @@ fn user_text(r: &Record) -> Option<String> {
         .filter(|t| !t.is_empty())
         .collect::<Vec<_>>()
         .join("\n\n");
-    (!text.is_empty() && !text.starts_with(INTERRUPTED)).then_some(text)
+    (!text.is_empty() && !records::is_harness_text(&text)).then_some(text)
 }
 
 fn command_of(input: &Value) -> Option<&str> {
@@ -1012,9 +1012,24 @@ pub fn safe_last_summarized(view: &[&Record]) -> Option<String> {
 // ---------------------------------------------------------------------------------------
 // Session-memory compact: the kept tail.
 
-pub const KEEP_MIN_TOKENS: u64 = 10_000;
-pub const KEEP_MIN_TEXT_MESSAGES: usize = 5;
-pub const KEEP_MAX_TOKENS: u64 = 40_000;
+/// How much of the recent history a session-memory compact keeps verbatim (unscaled
+/// tokens of `tokens::record_tokens`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct KeepLimits {
+    pub min_tokens: u64,
+    pub min_text_messages: usize,
+    pub max_tokens: u64,
+}
+
+impl KeepLimits {
+    /// SPEC §8's numbers, made for a 200k window; smaller windows scale them
+    /// (`autocompact::RoomBudget`).
+    pub const REFERENCE: KeepLimits = KeepLimits {
+        min_tokens: 10_000,
+        min_text_messages: 5,
+        max_tokens: 40_000,
+    };
+}
 
 fn is_text_message(r: &Record) -> bool {
     matches!(r.kind, RecordKind::User | RecordKind::Assistant)
@@ -1028,16 +1043,21 @@ fn is_text_message(r: &Record) -> bool {
 /// `last_summarized_uuid` is not in `view`.
 ///
 /// The tail starts right after the last summarised record and is widened backwards, one
-/// record at a time, until it holds at least [`KEEP_MIN_TOKENS`] tokens and
-/// [`KEEP_MIN_TEXT_MESSAGES`] text messages (user or assistant records with a non-empty
-/// text block), or at least [`KEEP_MAX_TOKENS`] tokens: recent work stays word for word
-/// even when the notes were written just now. A tail already past the maximum is not
+/// record at a time, until it holds at least `limits.min_tokens` tokens and
+/// `limits.min_text_messages` text messages (user or assistant records with a non-empty
+/// text block), or at least `limits.max_tokens` tokens (so the text-message rule holds
+/// only while it fits): recent work stays word for word even when the notes were written
+/// just now. A tail already past the maximum is not
 /// shortened (the notes do not cover it). Then the cut moves back until no kept
 /// `tool_result` lacks its `tool_use` and no response is split (same message id), since
 /// the API rejects the first and the second would show half an answer. Never below the
 /// floor: index 0, or 1 when `view[0]` is the compact boundary itself. Tokens are the
 /// unscaled estimate of `tokens::record_tokens`.
-pub fn keep_start(view: &[&Record], last_summarized_uuid: &str) -> Option<usize> {
+pub fn keep_start(
+    view: &[&Record],
+    last_summarized_uuid: &str,
+    limits: KeepLimits,
+) -> Option<usize> {
     let last = view.iter().position(|r| r.uuid == last_summarized_uuid)?;
     let floor = usize::from(view.first().is_some_and(|r| {
         r.kind == RecordKind::System && r.subtype.as_deref() == Some(COMPACT_BOUNDARY)
@@ -1047,7 +1067,8 @@ pub fn keep_start(view: &[&Record], last_summarized_uuid: &str) -> Option<usize>
     let mut total: u64 = view[start..].iter().map(|r| size(r)).sum();
     let mut texts = view[start..].iter().filter(|r| is_text_message(r)).count();
     let enough = |total: u64, texts: usize| {
-        total >= KEEP_MAX_TOKENS || (total >= KEEP_MIN_TOKENS && texts >= KEEP_MIN_TEXT_MESSAGES)
+        total >= limits.max_tokens
+            || (total >= limits.min_tokens && texts >= limits.min_text_messages)
     };
     while !enough(total, texts) && start > floor {
         start -= 1;
@@ -1727,10 +1748,10 @@ mod tests {
         let v = refs(&records);
         // After u5 nothing is left: widen until 10,000 tokens (4 messages), then on to 5
         // text messages.
-        assert_eq!(keep_start(&v, "u5"), Some(2));
+        assert_eq!(keep_start(&v, "u5", KeepLimits::REFERENCE), Some(2));
         // Already enough after u0: no widening.
-        assert_eq!(keep_start(&v, "u0"), Some(2));
-        assert_eq!(keep_start(&v, "unknown"), None);
+        assert_eq!(keep_start(&v, "u0", KeepLimits::REFERENCE), Some(2));
+        assert_eq!(keep_start(&v, "unknown", KeepLimits::REFERENCE), None);
     }
 
     #[test]
@@ -1745,7 +1766,7 @@ mod tests {
         let v = refs(&records);
         // The tail after r4 is empty. Tokens suffice after two results, but five text
         // messages need u0; 30,000 tokens stay under the maximum.
-        assert_eq!(keep_start(&v, "r4"), Some(1));
+        assert_eq!(keep_start(&v, "r4", KeepLimits::REFERENCE), Some(1));
     }
 
     #[test]
@@ -1758,13 +1779,32 @@ mod tests {
         let v = refs(&records);
         // No text messages at all: widening stops once 40,000 tokens are kept (three
         // results), then the cut moves back to the first result's call.
-        let start = keep_start(&v, "r9").unwrap();
+        let start = keep_start(&v, "r9", KeepLimits::REFERENCE).unwrap();
         assert_eq!(v[start].uuid, "a7");
         let kept: u64 = v[start..]
             .iter()
             .map(|r| tokens::record_tokens(r, attachments::render))
             .sum();
         assert!((40_000..55_000).contains(&kept), "{kept}");
+    }
+
+    #[test]
+    fn keep_start_scales_with_its_limits() {
+        let mut records = vec![boundary()];
+        for i in 0..10 {
+            records.push(sized_user(&format!("u{i}"), 1_000));
+        }
+        let v = refs(&records);
+        // The reference limits want 10,000 tokens: all ten messages.
+        assert_eq!(keep_start(&v, "u9", KeepLimits::REFERENCE), Some(1));
+        // A small window's limits: the maximum (2,500) is reached before five text
+        // messages, and it wins.
+        let small = KeepLimits {
+            min_tokens: 1_000,
+            min_text_messages: 5,
+            max_tokens: 2_500,
+        };
+        assert_eq!(keep_start(&v, "u9", small), Some(8));
     }
 
     #[test]
@@ -1782,13 +1822,13 @@ mod tests {
         let v = refs(&records);
         // Widening stops at r1 (12,000 tokens, 5 text messages? no: 4) — it goes on to
         // a1 then u0 for the fifth text message.
-        assert_eq!(keep_start(&v, "u4"), Some(1));
+        assert_eq!(keep_start(&v, "u4", KeepLimits::REFERENCE), Some(1));
         // With the text minimum met by the tail, the cut would land on r1: it moves back
         // to include a1.
         let mut records = records;
         records.push(user("u5", "five"));
         let v = refs(&records);
-        assert_eq!(keep_start(&v, "u5"), Some(2));
+        assert_eq!(keep_start(&v, "u5", KeepLimits::REFERENCE), Some(2));
     }
 
     #[test]
@@ -1808,18 +1848,22 @@ mod tests {
         let v = refs(&records);
         // Widening from the end: u4..a3 hold 11,004 tokens and 5 text messages, so the
         // cut lands on a3, whole response m2. Starting after r1 gives the same.
-        assert_eq!(keep_start(&v, "r1"), Some(5));
+        assert_eq!(keep_start(&v, "r1", KeepLimits::REFERENCE), Some(5));
         // Starting after a2 keeps r1 whose call a2 is in m1: the whole response comes.
-        assert_eq!(keep_start(&v, "a2"), Some(2));
+        assert_eq!(keep_start(&v, "a2", KeepLimits::REFERENCE), Some(2));
     }
 
     #[test]
     fn keep_start_never_goes_past_the_boundary() {
         let records = vec![boundary(), user("u0", "a"), user("u1", "b")];
         let v = refs(&records);
-        assert_eq!(keep_start(&v, "u1"), Some(1), "the boundary is not kept");
-        assert_eq!(keep_start(&v, "b"), Some(1));
+        assert_eq!(
+            keep_start(&v, "u1", KeepLimits::REFERENCE),
+            Some(1),
+            "the boundary is not kept"
+        );
+        assert_eq!(keep_start(&v, "b", KeepLimits::REFERENCE), Some(1));
         // Without a boundary record, index 0 is the floor.
-        assert_eq!(keep_start(&v[1..], "u1"), Some(0));
+        assert_eq!(keep_start(&v[1..], "u1", KeepLimits::REFERENCE), Some(0));
     }
 }

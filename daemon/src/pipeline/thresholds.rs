@@ -21,7 +21,10 @@ pub fn autocompact_threshold(model: &ModelProfile, settings: &SessionSettings) -
     let e = effective_window(model);
     let base = e.saturating_sub(AUTOCOMPACT_BUFFER);
     match settings.autocompact_pct_override {
-        Some(pct) => base.min(e * u64::from(pct) / 100),
+        Some(pct) => {
+            let share = u128::from(e) * u128::from(pct) / 100;
+            base.min(u64::try_from(share).unwrap_or(u64::MAX))
+        }
         None => base,
     }
 }
@@ -40,9 +43,10 @@ pub fn state(model: &ModelProfile, settings: &SessionSettings, tokens: u64) -> C
         0
     } else {
         // Rounded like Math.round: half up.
-        (threshold.saturating_sub(tokens) * 200 + threshold)
-            .checked_div(threshold * 2)
-            .unwrap_or(0)
+        // In u128: the threshold derives from a client's context window.
+        let left = u128::from(threshold.saturating_sub(tokens));
+        let t = u128::from(threshold);
+        u64::try_from((left * 200 + t) / (t * 2)).unwrap_or(100)
     };
     ContextState {
         effective_window: effective_window(model),
@@ -109,6 +113,25 @@ mod tests {
         assert_eq!(autocompact_threshold(&model(32_000), &s), 90_000);
         s.autocompact_pct_override = Some(99);
         assert_eq!(autocompact_threshold(&model(32_000), &s), 167_000);
+    }
+
+    #[test]
+    fn extreme_numbers_saturate() {
+        let huge = ModelProfile {
+            context_window: u64::MAX,
+            max_output_tokens: 8_000,
+            ..ModelProfile::default()
+        };
+        let s = SessionSettings {
+            autocompact_pct_override: Some(100),
+            blocking_limit_margin: Some(u64::MAX),
+            ..SessionSettings::default()
+        };
+        assert_eq!(autocompact_threshold(&huge, &s), u64::MAX - 8_000 - 13_000);
+        assert_eq!(blocking_limit(&huge, &s), 0);
+        let st = state(&huge, &s, u64::MAX);
+        assert_eq!(st.percent_left, 0);
+        assert_eq!(state(&huge, &s, 0).percent_left, 100);
     }
 
     #[test]

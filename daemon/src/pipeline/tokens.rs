@@ -53,9 +53,9 @@ pub fn record_tokens(
     }
 }
 
-/// Applies the 4/3 safety factor, rounding up.
+/// Applies the 4/3 safety factor, rounding up (saturating: sizes can come from clients).
 pub fn scaled(raw: u64) -> u64 {
-    (raw * 4).div_ceil(3)
+    raw.checked_mul(4).map_or(u64::MAX, |x| x.div_ceil(3))
 }
 
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -91,10 +91,11 @@ pub fn estimate<R: std::borrow::Borrow<Record>>(
                 // Earlier records of the anchor's own response are covered by its usage.
                 .filter(|r| a.message_id.is_none() || r.message_id != a.message_id)
                 .map(|r| record_tokens(r, &render_attachment))
-                .sum();
+                .fold(0, u64::saturating_add);
             let tail = scaled(raw);
             Estimate {
-                total: anchor_tokens + tail,
+                // The anchor is a client's number: never let it wrap the estimate.
+                total: anchor_tokens.saturating_add(tail),
                 anchor_uuid: Some(a.uuid.clone()),
                 anchor_tokens,
                 tail_tokens: tail,
@@ -106,8 +107,7 @@ pub fn estimate<R: std::borrow::Borrow<Record>>(
                 .copied()
                 .filter(|r| sendable(r))
                 .map(|r| record_tokens(r, &render_attachment))
-                .sum::<u64>()
-                + unanchored_extra;
+                .fold(unanchored_extra, u64::saturating_add);
             let tail = scaled(raw);
             Estimate {
                 total: tail,
@@ -172,6 +172,24 @@ mod tests {
         let e = estimate(&records, 20, |_| None);
         assert_eq!(e.anchor_uuid, None);
         assert_eq!(e.total, scaled(10 + 20));
+    }
+
+    #[test]
+    fn a_client_usage_of_u64_max_saturates_instead_of_wrapping() {
+        let u = Usage {
+            input_tokens: u64::MAX,
+            output_tokens: u64::MAX,
+            cache_creation_input_tokens: u64::MAX,
+            cache_read_input_tokens: u64::MAX,
+        };
+        let records = vec![
+            rec(RecordKind::Assistant, "ok", Some(u)),
+            rec(RecordKind::User, &"b".repeat(300), None),
+        ];
+        let e = estimate(&records, 0, |_| None);
+        assert_eq!(e.anchor_tokens, u64::MAX);
+        assert_eq!(e.total, u64::MAX);
+        assert_eq!(scaled(u64::MAX), u64::MAX);
     }
 
     #[test]

@@ -20,7 +20,7 @@ use serde_json::Value;
 use super::SummaryInput;
 use super::prompt::SECTION_TITLES;
 use crate::pipeline::message::REMINDER_OPEN;
-use crate::pipeline::records::{INTERRUPTED, file_action, path_of, result_text};
+use crate::pipeline::records::{INTERRUPTED, file_action, is_harness_text, path_of, result_text};
 use crate::pipeline::tokens::{block_tokens, scaled};
 
 const INDENT: &str = "   ";
@@ -175,9 +175,12 @@ impl Facts {
                         .filter(|t| !t.trim_start().starts_with(REMINDER_OPEN))
                         .collect::<Vec<_>>()
                         .join("\n\n");
-                    if !text.trim().is_empty() {
-                        let interrupt = text.trim_start().starts_with(INTERRUPTED);
-                        f.users.push(UserItem::Message(text.clone()));
+                    let interrupt = text.trim_start().starts_with(INTERRUPTED);
+                    if !text.trim().is_empty() && (interrupt || !is_harness_text(&text)) {
+                        // An interruption ends a turn but is not something the user said.
+                        if !interrupt {
+                            f.users.push(UserItem::Message(text.clone()));
+                        }
                         typed.push((i, text, interrupt));
                     }
                 }
@@ -280,7 +283,7 @@ impl Facts {
             None => self.tools.push((name.to_string(), 1)),
         }
         if let Some(cmd) = input.get("command").and_then(Value::as_str) {
-            for program in programs(cmd) {
+            for program in super::commands::programs(cmd) {
                 push_unique(&mut self.commands, program);
             }
         }
@@ -1018,34 +1021,6 @@ fn describe_call(name: &str, input: &Value) -> String {
     }
     let json = serde_json::to_string(input).unwrap_or_default();
     format!("{name} {}", clip(&json, 200))
-}
-
-/// The programs a shell command runs: the first word of each pipeline stage, after any
-/// environment assignments.
-fn programs(cmd: &str) -> Vec<String> {
-    let mut out = Vec::new();
-    for segment in cmd.split(['\n', ';', '|', '&']) {
-        let word = segment
-            .split_whitespace()
-            .find(|w| !w.contains('=') && !matches!(*w, "sudo" | "time" | "env" | "exec"));
-        // `cd` says where, not what.
-        let Some(word) = word.filter(|w| *w != "cd") else {
-            continue;
-        };
-        let base = word.rsplit('/').next().unwrap_or(word);
-        let clean = base.trim_matches(|c: char| !(c.is_ascii_alphanumeric() || "-_.".contains(c)));
-        // Redirections (`2>&1`) and numbers are not programs.
-        if clean.starts_with(|c: char| c.is_ascii_alphabetic())
-            && !word.contains(['>', '<'])
-            && clean.len() <= 40
-        {
-            push_unique(&mut out, clean.to_string());
-        }
-        if out.len() >= 15 {
-            break;
-        }
-    }
-    out
 }
 
 /// The language of a path or glob, from its extension or well-known file name.

@@ -16,6 +16,7 @@
 //! [`ProviderError::PromptTooLong`].
 
 mod anthropic;
+mod commands;
 mod embedded;
 mod extract;
 mod http;

@@ -1,0 +1,155 @@
+//! Every fixture replayed through `ctx replay` at windows from 32k to 200k tokens: each
+//! compaction leaves the next compile at most half the autocompact threshold, so none
+//! follows another without the conversation growing in between.
+
+mod common;
+
+use std::process::{Command, Stdio};
+
+use serde_json::Value;
+
+const WINDOWS: [u64; 5] = [32_000, 40_000, 64_000, 100_000, 200_000];
+
+fn replay(home: &std::path::Path, file: &std::path::Path, window: u64) -> Vec<Value> {
+    let out = Command::new(env!("CARGO_BIN_EXE_ctx"))
+        .env("CTXD_HOME", home)
+        .env_remove("CTXD_SOCKET")
+        .env("CTXD_BIN", common::ctxd_bin())
+        .stdin(Stdio::null())
+        .args([
+            "replay",
+            "--json",
+            "--max-output-tokens",
+            "8000",
+            "--context-window",
+        ])
+        .arg(window.to_string())
+        .arg(file)
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{} at {window}: {}",
+        file.display(),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8(out.stdout)
+        .unwrap()
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect()
+}
+
+#[test]
+fn every_compaction_makes_room_at_every_window() {
+    let dir = tempfile::tempdir().unwrap();
+    let home = dir.path().join("home");
+    // Sessions only: the line-kinds files hold one record each.
+    let files: Vec<_> = common::fixture_files()
+        .into_iter()
+        .filter(|f| !f.to_string_lossy().contains("line-kinds"))
+        .collect();
+    let jobs: Vec<(&std::path::PathBuf, u64)> = files
+        .iter()
+        .flat_map(|f| WINDOWS.iter().map(move |w| (f, *w)))
+        .collect();
+    // The first replay starts the daemon; then two at a time against it.
+    let (f, w) = jobs[0];
+    let mut results = vec![(f.display().to_string(), w, replay(&home, f, w))];
+    results.extend(std::thread::scope(|s| {
+        let halves: Vec<_> = jobs[1..]
+            .chunks(jobs.len().div_ceil(2).max(1))
+            .map(|chunk| {
+                let home = &home;
+                s.spawn(move || {
+                    chunk
+                        .iter()
+                        .map(|(f, w)| (f.display().to_string(), *w, replay(home, f, *w)))
+                        .collect::<Vec<_>>()
+                })
+            })
+            .collect();
+        halves
+            .into_iter()
+            .flat_map(|h| h.join().unwrap())
+            .collect::<Vec<_>>()
+    }));
+    let mut compactions = 0;
+    for (file, window, steps) in &results {
+        print_row(file, *window, steps);
+        for (i, step) in steps.iter().enumerate() {
+            let threshold = step["autocompact_threshold"].as_u64().unwrap();
+            assert!(
+                step.get("compaction_shortfall").is_none(),
+                "{file} at {window}: {step}"
+            );
+            let Some(c) = step.get("compaction") else {
+                continue;
+            };
+            compactions += 1;
+            let (pre, post) = (
+                c["pre_tokens"].as_u64().unwrap(),
+                c["post_tokens"].as_u64().unwrap(),
+            );
+            assert_eq!(c["target_tokens"].as_u64().unwrap(), threshold / 2);
+            assert!(
+                post <= threshold / 2,
+                "{file} at {window}: a compaction left {post} of a {threshold} threshold: {c}"
+            );
+            assert!(
+                pre >= threshold,
+                "{file} at {window}: compacted below the threshold: {c}"
+            );
+            // What the compile after it estimated is the compaction's own estimate.
+            assert_eq!(
+                step["effective_tokens"], c["post_tokens"],
+                "{file} at {window}"
+            );
+            if i > 0 {
+                assert!(
+                    steps[i - 1].get("compaction").is_none()
+                        || steps[i - 1]["compaction"]["post_tokens"].as_u64().unwrap() < pre,
+                    "{file} at {window}: compacted again with nothing new"
+                );
+            }
+        }
+    }
+    // The small windows compact several of the sessions: the test checks real cases.
+    assert!(compactions >= 8, "only {compactions} compactions");
+    let _ = Command::new(env!("CARGO_BIN_EXE_ctx"))
+        .env("CTXD_HOME", &home)
+        .env_remove("CTXD_SOCKET")
+        .args(["daemon", "stop"])
+        .output();
+}
+
+/// One line of the measurement table (shown with `--nocapture`).
+fn print_row(file: &str, window: u64, steps: &[Value]) {
+    let done: Vec<&Value> = steps.iter().filter_map(|s| s.get("compaction")).collect();
+    let mut ratios: Vec<f64> = done
+        .iter()
+        .map(|c| {
+            c["post_tokens"].as_f64().unwrap()
+                / (2.0 * c["target_tokens"].as_f64().unwrap().max(1.0))
+        })
+        .collect();
+    ratios.sort_by(f64::total_cmp);
+    let kind = |k: &str| done.iter().filter(|c| c["kind"] == k).count();
+    let name = std::path::Path::new(file)
+        .file_name()
+        .unwrap()
+        .to_string_lossy();
+    let ratio = |r: Option<&f64>| r.map_or("-".into(), |r| format!("{r:.2}"));
+    eprintln!(
+        "{name:<44} {window:>7}  compactions {} (session memory {}, full {})  post/threshold max {} median {}  {}",
+        done.len(),
+        kind("session_memory"),
+        kind("full"),
+        ratio(ratios.last()),
+        ratio(ratios.get(ratios.len() / 2)),
+        done.iter()
+            .map(|c| format!("{}→{}", c["pre_tokens"], c["post_tokens"]))
+            .collect::<Vec<_>>()
+            .join(", ")
+    );
+}
