@@ -18,6 +18,7 @@ use crate::limits::{MAX_AGENT_TYPES, MAX_CAPABILITY_TEXT_BYTES, MAX_MCP_SERVERS,
 use crate::pipeline::capabilities::{
     self as caps, Announced, CapabilityState, Current, Ledger, McpServer, Stamped,
 };
+use crate::pipeline::tool_plan;
 use crate::store::capabilities as store;
 
 /// A session's capabilities in memory: the stored state, the ledger folded from its
@@ -53,7 +54,7 @@ impl Caps {
 impl Loaded {
     /// Session tools and connected servers' tools, first name wins.
     pub(crate) fn all_tools(&self) -> Cow<'_, [ToolSpec]> {
-        caps::all_tools(&self.tools, &self.caps.state.mcp)
+        tool_plan::all_tools(&self.tools, &self.caps.state.mcp)
     }
 
     fn discovery_order(&self) -> Vec<String> {
@@ -62,9 +63,14 @@ impl Loaded {
             .discovery_order(&self.records, &self.caps.state.discovered)
     }
 
-    /// The tools the next request sends, in order.
-    pub(crate) fn tools_to_send(&self) -> Vec<ToolSpec> {
-        caps::plan_tools(&self.all_tools(), &self.discovery_order()).into_owned()
+    /// The tools the next request sends, in order (the session's own list, uncopied,
+    /// when nothing is deferred and no server brings tools).
+    pub(crate) fn tools_to_send(&self) -> Cow<'_, [ToolSpec]> {
+        let order = self.discovery_order();
+        match self.all_tools() {
+            Cow::Borrowed(all) => tool_plan::plan_tools(all, &order),
+            Cow::Owned(all) => Cow::Owned(tool_plan::plan_tools(&all, &order).into_owned()),
+        }
     }
 
     /// The memoized "MCP Server Instructions" section, if any.
@@ -93,7 +99,7 @@ impl Loaded {
     fn current_deltas(&self, announced: &Announced, base: &[caps::McpBlock]) -> Vec<Value> {
         let all = self.all_tools();
         let current = Current {
-            deferred: caps::deferred_names(&all),
+            deferred: tool_plan::deferred_names(&all),
             agents: &self.caps.state.agents,
             mcp: self.caps.state.mcp_blocks(),
         };
@@ -180,11 +186,11 @@ impl Engine {
                 })
                 .collect::<Vec<_>>()
         });
-        let base = memo
-            .clone()
-            .or_else(|| l.caps.state.mcp_memo.clone())
-            .unwrap_or_default();
-        let mut payloads = l.current_deltas(&l.caps.ledger.announced, &base);
+        let base: &[caps::McpBlock] = match (&memo, &l.caps.state.mcp_memo) {
+            (Some(m), _) | (None, Some(m)) => m,
+            (None, None) => &[],
+        };
+        let mut payloads = l.current_deltas(&l.caps.ledger.announced, base);
         let (listing, generation) = self.skill_listing(cell, l).await?;
         payloads.extend(listing);
         if payloads.is_empty() && memo.is_none() {
@@ -244,7 +250,7 @@ impl Engine {
         let l = super::loaded_mut(&mut guard)?;
         let mut state = (*l.caps.state).clone();
         let announced_by = change(&mut state, l)?;
-        let tool_count = caps::all_tools(&l.tools, &state.mcp).len();
+        let tool_count = tool_plan::all_tools(&l.tools, &state.mcp).len();
         if tool_count > MAX_TOOLS {
             return Err(Error::invalid(
                 "tools",
@@ -409,8 +415,8 @@ impl Engine {
             return Err(Error::invalid("names", "must name at least one tool"));
         }
         self.change_caps(&p.session_id, move |st, l| {
-            let all = caps::all_tools(&l.tools, &st.mcp);
-            let deferred = caps::deferred_names(&all);
+            let all = tool_plan::all_tools(&l.tools, &st.mcp);
+            let deferred = tool_plan::deferred_names(&all);
             let seq = last_seq(l);
             for (i, n) in p.names.iter().enumerate() {
                 if !deferred.contains(&n.as_str()) {
@@ -464,7 +470,7 @@ impl Engine {
         l.refresh_ledger();
         let all = l.all_tools();
         let order = l.discovery_order();
-        let tools = caps::tool_fates(&all, &order)
+        let tools = tool_plan::tool_fates(&all, &order)
             .into_iter()
             .map(|(t, fate)| ToolState {
                 name: t.name.clone(),

@@ -26,7 +26,7 @@ use super::normalize::{NormalizeOptions, normalize};
 use super::system::SystemInputs;
 use super::usage::{self, Picture, UsageInputs};
 use super::{
-    attachments, cache_markers, capabilities, latch, projection, snip, system, thresholds, tokens,
+    attachments, cache_markers, latch, projection, snip, system, thresholds, tokens, tool_plan,
     tools, user_context, wire,
 };
 
@@ -157,8 +157,8 @@ pub fn compile(input: &CompileInput<'_>) -> Result<Compiled, serde_json::Error> 
         },
     );
     let mut messages = normalized.messages;
-    if !capabilities::provider_searches(input.tools) {
-        capabilities::tool_references_as_text(&mut messages);
+    if !tool_plan::provider_searches(input.tools) {
+        tool_plan::tool_references_as_text(&mut messages);
     }
     match messages.first_mut() {
         Some(first) if first.role == Role::User => {

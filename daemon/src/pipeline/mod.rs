@@ -24,6 +24,7 @@ pub mod snip;
 pub mod system;
 pub mod thresholds;
 pub mod tokens;
+pub mod tool_plan;
 pub mod tools;
 pub mod usage;
 pub mod user_context;

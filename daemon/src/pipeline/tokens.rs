@@ -30,7 +30,7 @@ pub fn block_tokens(block: &ContentBlock) -> u64 {
                 .map(|b| match b {
                     ToolResultBlock::Text { text } => chars_tokens(text),
                     ToolResultBlock::ToolReference { tool_name } => {
-                        chars_tokens(&super::capabilities::tool_reference_text(tool_name))
+                        chars_tokens(&super::tool_plan::tool_reference_text(tool_name))
                     }
                     _ => MEDIA_TOKENS,
                 })

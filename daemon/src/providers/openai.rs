@@ -176,7 +176,7 @@ fn block_text(block: &ContentBlock, names: &[(&str, &str)]) -> Option<String> {
                         ToolResultBlock::Image { .. } => "[image]".into(),
                         ToolResultBlock::Document { .. } => "[document]".into(),
                         ToolResultBlock::ToolReference { tool_name } => {
-                            crate::pipeline::capabilities::tool_reference_text(tool_name)
+                            crate::pipeline::tool_plan::tool_reference_text(tool_name)
                         }
                     })
                     .collect::<Vec<_>>()

@@ -297,7 +297,7 @@ fn clean_result(content: &ToolResultContent) -> ToolResultContent {
                         text: "[document]".into(),
                     },
                     ToolResultBlock::ToolReference { tool_name } => ToolResultBlock::Text {
-                        text: crate::pipeline::capabilities::tool_reference_text(tool_name),
+                        text: crate::pipeline::tool_plan::tool_reference_text(tool_name),
                     },
                 })
                 .collect(),
