@@ -326,6 +326,51 @@ fn import_of_non_utf8_input_names_the_line() {
     );
 }
 
+#[test]
+fn skills_and_capabilities_show_what_the_model_was_told() {
+    let dir = tempfile::tempdir().unwrap();
+    let home = dir.path().join("home");
+    let project = dir.path().join("project");
+    let skill = project.join(".claude/skills/review/SKILL.md");
+    std::fs::create_dir_all(skill.parent().unwrap()).unwrap();
+    std::fs::write(&skill, "---\ndescription: Review a change\n---\nSteps.\n").unwrap();
+    // `ctx` gives the daemon it starts a HOME of its own: no ~/.claude of the machine.
+    let run = |args: &[&str]| {
+        let out = ctx(&home).args(args).output().unwrap();
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        String::from_utf8(out.stdout).unwrap()
+    };
+    let created: Value = serde_json::from_str(&run(&[
+        "session",
+        "new",
+        "--json",
+        "--cwd",
+        project.to_str().unwrap(),
+    ]))
+    .unwrap();
+    let sid = created["session_id"].as_str().unwrap().to_string();
+    let before = run(&["skills", &sid]);
+    assert!(
+        before.contains("pending") && before.contains("review: Review a change"),
+        "{before}"
+    );
+    run(&["compile", &sid]);
+    let after = run(&["skills", &sid]);
+    assert!(after.starts_with("listed"), "{after}");
+    let json: Value = serde_json::from_str(&run(&["skills", "--json", &sid])).unwrap();
+    assert_eq!(json["skills"][0]["state"], "listed");
+    let caps = run(&["capabilities", &sid]);
+    assert!(
+        caps.contains("tools:\n  (none)") && caps.contains("mcp servers:"),
+        "{caps}"
+    );
+    run(&["daemon", "stop"]);
+}
+
 fn run(c: &mut Command) -> (bool, String, String) {
     let out = c.output().unwrap();
     (

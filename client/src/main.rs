@@ -100,6 +100,11 @@ enum Command {
     Snip(SnipArgs),
     /// Import a Claude Code JSONL transcript as a new session.
     Import(ImportArgs),
+    /// A session's skills: listed, pending, dormant (conditional), omitted, invoked.
+    Skills(SessionArg),
+    /// A session's tools (sent, deferred, discovered), MCP servers, agent types and what
+    /// the model was told.
+    Capabilities(SessionArg),
     /// Print a shell completion script: `source <(ctx completions bash)`.
     Completions {
         /// The shell to complete for.
@@ -152,6 +157,8 @@ async fn run(cli: Cli) -> Result<()> {
         Command::Replay(a) => commands::demo::replay(&ctx, c, a).await,
         Command::Context(a) => commands::cache::context(&ctx, c, a).await,
         Command::Cache(a) => commands::cache::cache(&ctx, c, a).await,
+        Command::Skills(a) => commands::capabilities::skills(&ctx, c, a).await,
+        Command::Capabilities(a) => commands::capabilities::capabilities(&ctx, c, a).await,
         Command::Daemon { .. } | Command::MemoryWorker(_) | Command::Completions { .. } => Ok(()),
     }
 }

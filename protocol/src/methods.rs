@@ -4,6 +4,7 @@ use schemars::{JsonSchema, Schema, SchemaGenerator};
 use serde::{Deserialize, Serialize};
 
 use crate::cache::{CacheReportParams, CacheReportResponse, UsageParams, UsageResponse};
+use crate::capabilities::*;
 use crate::compile::{
     AckResponse, CompactParams, CompactionReport, CompileParams, CompileResponse,
     ProvideSummaryParams, ReplacementsResponse, ReportErrorParams, ReportReadParams, SnipParams,
@@ -36,6 +37,14 @@ pub const TRANSCRIPT_READ: &str = "transcript.read";
 pub const TRANSCRIPT_REJECT_MEDIA: &str = "transcript.reject_media";
 pub const CAPABILITIES_SET_TOOLS: &str = "capabilities.set_tools";
 pub const CAPABILITIES_LIST_TOOLS: &str = "capabilities.list_tools";
+pub const CAPABILITIES_MCP_CONNECT: &str = "capabilities.mcp_connect";
+pub const CAPABILITIES_MCP_SET_INSTRUCTIONS: &str = "capabilities.mcp_set_instructions";
+pub const CAPABILITIES_MCP_DISCONNECT: &str = "capabilities.mcp_disconnect";
+pub const CAPABILITIES_SET_AGENTS: &str = "capabilities.set_agents";
+pub const CAPABILITIES_DISCOVER_TOOLS: &str = "capabilities.discover_tools";
+pub const CAPABILITIES_INVOKE_SKILL: &str = "capabilities.invoke_skill";
+pub const CAPABILITIES_SKILLS: &str = "capabilities.skills";
+pub const CAPABILITIES_GET: &str = "capabilities.get";
 pub const CONTEXT_COMPILE: &str = "context.compile";
 pub const CONTEXT_REPLACEMENTS: &str = "context.replacements";
 pub const CONTEXT_SNIP: &str = "context.snip";
@@ -248,6 +257,54 @@ pub fn method_table() -> Vec<MethodSpec> {
             "The session's tool list.",
             SessionIdParams,
             ToolsListResponse
+        ),
+        method!(
+            CAPABILITIES_MCP_CONNECT,
+            "Report an MCP server connected (name, instructions, tools); announced in system before the first compile, as mcp_instructions_delta after it.",
+            McpConnectParams,
+            CapabilityChangeResponse
+        ),
+        method!(
+            CAPABILITIES_MCP_SET_INSTRUCTIONS,
+            "Report that a connected MCP server changed its instructions (announced as mcp_instructions_delta).",
+            McpSetInstructionsParams,
+            CapabilityChangeResponse
+        ),
+        method!(
+            CAPABILITIES_MCP_DISCONNECT,
+            "Report an MCP server disconnected; its tools leave with it and the removal is announced.",
+            McpDisconnectParams,
+            CapabilityChangeResponse
+        ),
+        method!(
+            CAPABILITIES_SET_AGENTS,
+            "Replace the available agent types; changes are announced with agent_listing_delta.",
+            SetAgentsParams,
+            CapabilityChangeResponse
+        ),
+        method!(
+            CAPABILITIES_DISCOVER_TOOLS,
+            "Mark deferred tools as found by tool search: their full schema is sent from the next compile on.",
+            DiscoverToolsParams,
+            CapabilityChangeResponse
+        ),
+        method!(
+            CAPABILITIES_INVOKE_SKILL,
+            "Record a skill invocation made outside a Skill tool_use (compaction restores invoked skills).",
+            InvokeSkillParams,
+            AckResponse
+        ),
+        method!(
+            CAPABILITIES_SKILLS,
+            "The session's skills: listed, pending, dormant (conditional), omitted, invoked; skipped files.",
+            SessionIdParams,
+            SkillsResponse
+        ),
+        method!(
+            CAPABILITIES_GET,
+            "Tools (sent, deferred, discovered), MCP servers, agent types and what has been announced.",
+            SessionIdParams,
+            CapabilitiesResponse
         ),
         method!(
             CONTEXT_COMPILE,

@@ -3,6 +3,7 @@
 //! explained.
 
 pub mod cache;
+pub mod capabilities;
 pub mod collapse;
 pub mod context;
 pub mod daemon;

@@ -61,6 +61,7 @@ mod nested;
 mod paths;
 mod render;
 mod rules;
+pub mod skills;
 mod types;
 mod worktree;
 
@@ -77,4 +78,5 @@ pub use chain::{conditional_rules, startup_chain};
 pub use load::MAX_INCLUDE_DEPTH;
 pub use nested::nested_for_path;
 pub use render::{CLAUDE_MD_PREAMBLE, render_block, render_claude_md};
+pub(crate) use rules::patterns_match as paths_match;
 pub use types::{DEFAULT_MANAGED_ROOT, DiscoveryConfig, InstructionFile, MemoryType};

@@ -128,6 +128,10 @@ mod tests {
         assert!(m(&["*.ts"], "/repo/deep/x.ts"));
         assert!(!m(&["/*.ts"], "/repo/deep/x.ts"));
         assert!(m(&["src/**/*.{ts,tsx}"], "/repo/src/ui/App.tsx"));
+        assert!(
+            m(&["src/**/*.rs"], "/repo/src/main.rs"),
+            "`**/` spans no directory too"
+        );
         assert!(!m(&["src/**/*.{ts,tsx}"], "/repo/lib/App.tsx"));
         assert!(!m(&["src", "!src/gen"], "/repo/src/gen/x.ts"));
         assert!(!m(&["*.ts"], "/elsewhere/x.ts"));

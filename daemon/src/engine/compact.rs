@@ -290,6 +290,7 @@ impl Engine {
         let budget = room_budget(l);
         // PreCompact hooks' stdout joins the custom instructions the summariser reads.
         let instructions = self.hooks_pre_compact(l, trigger, instructions).await;
+        let skills = self.restored_skills(l).await;
         let (best, summary_chars, summarised_records, dropped) = {
             let shown = l.shown();
             let refs: Vec<&Record> = shown.iter().map(|c| c.as_ref()).collect();
@@ -330,7 +331,16 @@ impl Engine {
                     autocompact::summary_message(summary, false, trigger),
                     &ts,
                 );
-                Candidate::build(l, head, &files, &budget.tightened(level), level, &ts, now)
+                Candidate::build(
+                    l,
+                    head,
+                    &files,
+                    skills.as_ref(),
+                    &budget.tightened(level),
+                    level,
+                    &ts,
+                    now,
+                )
             };
             let mut best = tightest(budget.target, |level| build(&summary, level))?;
             let mut summary_chars = summary.chars().count() as u64;
@@ -590,11 +600,14 @@ pub(crate) struct Candidate {
 
 impl Candidate {
     /// `head` (boundary, summary, any kept tail) plus the files restored within the
-    /// budget's caps and the re-announced attachments, weighed by the compile.
+    /// budget's caps and the re-announced attachments (plan mode, the invoked `skills`,
+    /// the capability deltas), weighed by the compile.
+    #[allow(clippy::too_many_arguments)]
     pub(crate) fn build(
         l: &Loaded,
         mut records: Vec<RecordInput>,
         files: &[ReadFile],
+        skills: Option<&serde_json::Value>,
         budget: &RoomBudget,
         level: u32,
         ts: &str,
@@ -621,8 +634,11 @@ impl Candidate {
         records.extend(
             autocompact::rebuild_attachments(&restored, l.row.settings.plan_mode)
                 .into_iter()
+                .chain(skills.cloned())
                 .map(|a| attachments::record(a, ts)),
         );
+        let deltas = l.reannounce(&records);
+        records.extend(deltas.into_iter().map(|a| attachments::record(a, ts)));
         let estimate = estimate_new_history(l, &records, now)?;
         Ok(Candidate {
             records,

@@ -4,6 +4,7 @@
 //! knows JSON-RPC.
 
 mod cache;
+mod capabilities;
 mod cells;
 mod collapse;
 mod compact;
@@ -11,6 +12,7 @@ mod events;
 mod hooks;
 mod memory;
 mod session;
+mod skills;
 mod sources;
 pub mod validate;
 
@@ -74,7 +76,8 @@ impl<'a> IntoIterator for &'a Transcript {
 pub(crate) struct Loaded {
     pub row: SessionRow,
     pub records: Transcript,
-    pub tools: Vec<ToolSpec>,
+    /// Shared so the snapshot a compile takes does not copy every schema.
+    pub tools: Arc<Vec<ToolSpec>>,
     pub rejected_media: BTreeSet<(String, u32)>,
     /// Frozen tool-result budget fates.
     pub fates: BTreeMap<String, Fate>,
@@ -97,6 +100,8 @@ pub(crate) struct Loaded {
     /// Last warning level announced to subscribers (not persisted: a restarted daemon
     /// announces the level again on its first compile if it is not `ok`).
     pub level: &'static str,
+    /// MCP servers, agent types, deferred tools, skills.
+    pub caps: capabilities::Caps,
     /// Latched request flags, the previous request's cache key, recent fingerprints.
     pub cache: cache::CacheState,
 }
@@ -183,6 +188,8 @@ pub struct Engine {
     pub(crate) extracting: Mutex<HashMap<String, Arc<tokio::sync::Notify>>>,
     /// Background work (extraction) needs an owning handle to the engine.
     pub(crate) self_ref: std::sync::OnceLock<std::sync::Weak<Engine>>,
+    /// Skill catalogs, one per set of skill places.
+    pub(crate) skills: skills::SkillCatalogs,
     /// Hook configuration, watches and transcript exports (engine/hooks.rs).
     pub(crate) hooks: hooks::HookState,
 }
@@ -204,8 +211,14 @@ impl Engine {
             pending_summaries: Default::default(),
             extracting: Mutex::new(HashMap::new()),
             self_ref: std::sync::OnceLock::new(),
+            skills: Default::default(),
             hooks: Default::default(),
         }
+    }
+
+    /// The file watcher, once started.
+    pub(crate) fn watcher(&self) -> Option<&FileWatcher> {
+        self.watcher.get()
     }
 
     pub fn with_summariser(mut self, cfg: ctxd_protocol::SummariserConfig) -> Engine {
@@ -266,8 +279,16 @@ impl Engine {
         let (paths, change): (Vec<PathBuf>, &str) = match ev {
             WatchEvent::Changed(p) => (vec![p], "changed"),
             WatchEvent::Removed(p) => (vec![p], "removed"),
-            // Anything may have changed: compiles check every seen file's stamp anyway.
-            WatchEvent::Rescan => return,
+            WatchEvent::DirChanged(d) => {
+                self.skills_changed(Some(&d));
+                return;
+            }
+            // Anything may have changed: compiles check every seen file's stamp anyway;
+            // skill catalogs scan again.
+            WatchEvent::Rescan => {
+                self.skills_changed(None);
+                return;
+            }
         };
         let watched = lock(&self.watched);
         for p in paths {
@@ -357,10 +378,11 @@ impl Engine {
                 let collapse_commits = crate::store::collapses::commit_seqs(c, &sid)?
                     .into_iter()
                     .collect();
+                let caps = capabilities::Caps::new(crate::store::capabilities::load(c, &sid)?);
                 Ok(Loaded {
                     row,
                     records: Transcript::new(records),
-                    tools,
+                    tools: Arc::new(tools),
                     rejected_media,
                     fates,
                     cleared,
@@ -371,6 +393,7 @@ impl Engine {
                     collapse_commits,
                     no_room: None,
                     level: "ok",
+                    caps,
                     cache: cache::CacheState::load(c, &sid)?,
                 })
             })
@@ -397,6 +420,25 @@ impl Engine {
         self.hooks_observe(&event);
         // No subscribers is normal; the event is simply not observed.
         cell.send(event);
+    }
+
+    /// Tells subscribers about records the engine appended itself (attachments, new
+    /// histories).
+    pub(crate) fn emit_appended(&self, cell: &SessionCell, session_id: &str, records: &[Record]) {
+        self.emit(
+            cell,
+            SessionEvent::RecordsAppended {
+                session_id: session_id.to_string(),
+                records: records
+                    .iter()
+                    .map(|r| ctxd_protocol::AppendedRecord {
+                        uuid: r.uuid.clone(),
+                        seq: r.seq,
+                    })
+                    .collect(),
+                full_records: None,
+            },
+        );
     }
 
     /// Whether file watching runs (so `file_changed` events can flow).

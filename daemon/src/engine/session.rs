@@ -139,7 +139,7 @@ fn check_system(s: &SystemPrompt) -> Result<()> {
     Ok(())
 }
 
-fn check_tools(tools: &[ToolSpec]) -> Result<()> {
+pub(crate) fn check_tools(tools: &[ToolSpec]) -> Result<()> {
     let mut names = BTreeSet::new();
     for (i, t) in tools.iter().enumerate() {
         if t.name.is_empty() {
@@ -460,6 +460,8 @@ impl Engine {
                 }
                 fates::copy(tx, &src, &nid)?;
                 context_state::copy(tx, &src, &nid)?;
+                let last = recs.last().map_or(0, |r| r.seq);
+                crate::store::capabilities::copy(tx, &src, &nid, last)?;
                 // Pinned edits name message indexes of the whole history; a fork that
                 // ends earlier starts without them.
                 if p.up_to_uuid.is_none() {
@@ -528,7 +530,7 @@ impl Engine {
             })
             .await?;
         if let Some(l) = guard.as_mut() {
-            l.tools = p.tools.clone();
+            l.tools = std::sync::Arc::new(p.tools.clone());
         }
         drop(guard);
         self.emit(
@@ -798,7 +800,8 @@ impl Engine {
     ) -> Result<Prepared> {
         let latch_notes = self.settle_flags(l, flags).await?;
         self.refresh_memo(cell, l).await?;
-        let added = self.collect_attachments(cell, l, now).await?;
+        let mut added = self.announce_capabilities(cell, l, now).await?;
+        added.extend(self.collect_attachments(cell, l, now).await?);
         let (replaced, kept) = self.decide_budget(l).await?;
         Ok(Prepared {
             replaced,
@@ -1010,7 +1013,7 @@ impl Engine {
     async fn decide_budget(&self, l: &mut Loaded) -> Result<(Vec<String>, Vec<String>)> {
         let sid = l.row.id.clone();
         let dir = self.tool_results_dir(&sid);
-        let limits = ToolLimits::new(&l.tools, &l.row.settings.tool_result_size_overrides);
+        let limits = ToolLimits::new(&l.all_tools(), &l.row.settings.tool_result_size_overrides);
         let projected = projection::project(&l.records);
         let folded = crate::pipeline::collapse::apply(&projected, &l.collapses);
         let view: Vec<&Record> = folded.iter().map(|c| c.as_ref()).collect();
@@ -1229,6 +1232,8 @@ pub(crate) fn compile_records(
         .filter_map(|c| Some((*l.collapse_commits.get(&c.id)?, super::collapse::savings(c))))
         .collect();
     let row = &l.row;
+    let tools = l.tools_to_send();
+    let mcp_instructions = l.mcp_system_section();
     let input = CompileInput {
         session: SessionView {
             model: &row.model,
@@ -1239,9 +1244,10 @@ pub(crate) fn compile_records(
             start_date: &row.start_date,
             git_snapshot: row.git_snapshot.as_deref(),
             claude_md: l.memo.as_ref().and_then(|m| m.claude_md.as_deref()),
+            mcp_instructions: mcp_instructions.as_deref(),
         },
         records,
-        tools: &l.tools,
+        tools: &tools,
         rejected_media: &l.rejected_media,
         fates: &l.fates,
         cleared: &l.cleared,

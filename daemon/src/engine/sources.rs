@@ -349,7 +349,9 @@ impl Engine {
         let sid2 = sid.to_string();
         self.store
             .write(move |tx| context_state::add_touched(tx, &sid2, &resolved))
-            .await
+            .await?;
+        self.skills.touched();
+        Ok(())
     }
 
     async fn get_row(&self, sid: &str) -> Result<SessionRow> {
@@ -514,20 +516,7 @@ impl Engine {
         }
         if !built.is_empty() {
             l.records.extend(built.iter().cloned());
-            self.emit(
-                cell,
-                SessionEvent::RecordsAppended {
-                    session_id: sid,
-                    records: built
-                        .iter()
-                        .map(|r| ctxd_protocol::AppendedRecord {
-                            uuid: r.uuid.clone(),
-                            seq: r.seq,
-                        })
-                        .collect(),
-                    full_records: None,
-                },
-            );
+            self.emit_appended(cell, &sid, &built);
         }
         Ok(built)
     }

@@ -728,6 +728,13 @@ fn tool_result_content(
                             title: opt_str(fields, "title", &path_dot)?,
                         }
                     }
+                    // Tool search results: the tools they name count as discovered.
+                    "tool_reference" => {
+                        ctx.keep_extras(fields, &path, &["tool_name"]);
+                        ToolResultBlock::ToolReference {
+                            tool_name: req_nonempty(fields, "tool_name", &path_dot)?,
+                        }
+                    }
                     other => ToolResultBlock::Text {
                         text: ctx.unknown(other, block),
                     },

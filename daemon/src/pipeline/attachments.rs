@@ -1,8 +1,9 @@
 //! Model-facing text of attachment records (SPEC §5). The caller wraps the text in
 //! `<system-reminder>`; this module only decides the words.
 //!
-//! Typed renderers for each attachment type arrive with their issues; until then a few
-//! well-known types get a sentence and everything else a generic, still readable, dump.
+//! Known types get words written by us (capability deltas and skills too, in our records'
+//! shape and in Claude Code's); an unknown type falls back to a generic, still readable,
+//! dump.
 
 use ctxd_protocol::{Record, RecordInput, RecordKind};
 use serde_json::{Map, Value};
@@ -15,7 +16,11 @@ pub fn render(record: &Record) -> Option<String> {
         return None;
     }
     let kind = obj.get("type").and_then(Value::as_str).unwrap_or("unknown");
-    let text = typed(kind, obj)
+    let own = typed(kind, obj);
+    if own.is_none() && SILENT_WHEN_EMPTY.contains(&kind) {
+        return None;
+    }
+    let text = own
         .or_else(|| str_field(obj, "content"))
         .or_else(|| str_field(obj, "text"))
         .unwrap_or_else(|| generic(kind, obj));
@@ -26,6 +31,15 @@ pub fn render(record: &Record) -> Option<String> {
         Some(text)
     }
 }
+
+/// Types whose renderer says everything there is: nothing to say means no reminder.
+const SILENT_WHEN_EMPTY: [&str; 5] = [
+    super::capabilities::DEFERRED_TOOLS_DELTA,
+    super::capabilities::AGENT_LISTING_DELTA,
+    super::capabilities::MCP_INSTRUCTIONS_DELTA,
+    super::skills::SKILL_LISTING,
+    super::skills::INVOKED_SKILLS,
+];
 
 fn typed(kind: &str, obj: &Map<String, Value>) -> Option<String> {
     match kind {
@@ -39,8 +53,27 @@ fn typed(kind: &str, obj: &Map<String, Value>) -> Option<String> {
         "hook_additional_context" => hook_context_text(obj),
         "hook_blocking_error" => hook_feedback_text(obj),
         "queued_commands" => queued_text(obj),
+        super::capabilities::DEFERRED_TOOLS_DELTA => super::capabilities::render_deferred(obj),
+        super::capabilities::AGENT_LISTING_DELTA => super::capabilities::render_agents(obj),
+        super::capabilities::MCP_INSTRUCTIONS_DELTA => super::capabilities::render_mcp(obj),
+        super::skills::SKILL_LISTING => super::skills::render_listing(obj),
+        super::skills::INVOKED_SKILLS => super::skills::render_invoked(obj),
         _ => None,
     }
+}
+
+/// The strings of an array field, under our name or Claude Code's (the first key
+/// present).
+pub fn string_list(obj: &Map<String, Value>, keys: &[&str]) -> Vec<String> {
+    keys.iter()
+        .find_map(|k| obj.get(*k).and_then(Value::as_array))
+        .map(|a| {
+            a.iter()
+                .filter_map(Value::as_str)
+                .map(str::to_owned)
+                .collect()
+        })
+        .unwrap_or_default()
 }
 
 /// The hook event an attachment came from: ours (`hook_event_name`) or an imported
@@ -273,11 +306,54 @@ mod tests {
 
     #[test]
     fn generic_fallback_dumps_without_type() {
-        let r = att(json!({"type": "skill_listing", "added": ["a", "b"]}));
+        let r = att(json!({"type": "some_future_kind", "added": ["a", "b"]}));
         let t = render(&r).unwrap();
-        assert!(t.starts_with("Attachment (skill_listing):\n{"));
+        assert!(t.starts_with("Attachment (some_future_kind):\n{"));
         assert!(t.contains("\"added\""));
         assert!(!t.contains("\"type\""));
+    }
+
+    #[test]
+    fn capability_deltas_read_as_sentences_in_both_shapes() {
+        let ours = att(
+            json!({"type": "deferred_tools_delta", "added_names": ["mcp__j__get"], "removed_names": ["old"]}),
+        );
+        let t = render(&ours).unwrap();
+        assert!(t.contains("tool search") && t.contains("\nmcp__j__get"));
+        assert!(t.contains("no longer available") && t.ends_with("\nold"));
+        let cc = att(
+            json!({"type": "deferred_tools_delta", "addedNames": ["x"], "addedLines": ["x"], "removedNames": []}),
+        );
+        assert!(render(&cc).unwrap().ends_with("\nx"));
+        let agents = att(
+            json!({"type": "agent_listing_delta", "added_types": ["e"], "added_lines": ["- e: explores (Tools: All tools)"], "removed_types": [], "initial": true}),
+        );
+        assert_eq!(
+            render(&agents).unwrap(),
+            "Available agent types for the Agent tool:\n- e: explores (Tools: All tools)"
+        );
+        let mcp = att(
+            json!({"type": "mcp_instructions_delta", "added_names": ["j"], "added_blocks": ["## j\nUse it."], "removed_names": ["k"]}),
+        );
+        let t = render(&mcp).unwrap();
+        assert!(t.starts_with(
+            "# MCP Server Instructions\n\nThe following MCP servers have provided instructions"
+        ));
+        assert!(t.contains("## j\nUse it.") && t.ends_with("instructions no longer apply:\nk"));
+        let empty = att(
+            json!({"type": "mcp_instructions_delta", "added_names": [], "added_blocks": [], "removed_names": []}),
+        );
+        assert_eq!(render(&empty), None);
+        let skills = att(
+            json!({"type": "skill_listing", "content": "- review: Reviews", "names": ["review"]}),
+        );
+        assert_eq!(
+            render(&skills).unwrap(),
+            "The following skills are available for use with the Skill tool:\n\n- review: Reviews"
+        );
+        for r in [ours, agents, mcp, skills] {
+            assert!(!render(&r).unwrap().contains('{'), "no JSON dumps");
+        }
     }
 
     #[test]

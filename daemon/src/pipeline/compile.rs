@@ -26,8 +26,8 @@ use super::normalize::{NormalizeOptions, normalize};
 use super::system::SystemInputs;
 use super::usage::{self, Picture, UsageInputs};
 use super::{
-    attachments, cache_markers, latch, projection, snip, system, thresholds, tokens, tools,
-    user_context, wire,
+    attachments, cache_markers, latch, projection, snip, system, thresholds, tokens, tool_plan,
+    tools, user_context, wire,
 };
 
 /// The session state a compile reads.
@@ -41,11 +41,14 @@ pub struct SessionView<'a> {
     pub git_snapshot: Option<&'a str>,
     /// The rendered instruction chain, when discovery has produced one.
     pub claude_md: Option<&'a str>,
+    /// The "MCP Server Instructions" section memoized at the first compile.
+    pub mcp_instructions: Option<&'a str>,
 }
 
 pub struct CompileInput<'a> {
     pub session: SessionView<'a>,
     pub records: &'a [Record],
+    /// The tools to send, in order (undiscovered deferred tools already left out).
     pub tools: &'a [ToolSpec],
     pub rejected_media: &'a BTreeSet<(String, u32)>,
     /// Frozen tool-result fates (budget), by tool_use id.
@@ -139,6 +142,7 @@ pub fn compile(input: &CompileInput<'_>) -> Result<Compiled, serde_json::Error> 
         // A client that asked for org scope gets what MCP tools force: no global prefix.
         has_mcp_tools: tools::has_mcp_tools(input.tools)
             || input.flags.cache_scope.as_deref() == Some(latch::SCOPE_ORG),
+        mcp_instructions: s.mcp_instructions,
     });
     let mut system_blocks = system_blocks;
     let mut tool_values = tools::build(input.tools);
@@ -153,6 +157,9 @@ pub fn compile(input: &CompileInput<'_>) -> Result<Compiled, serde_json::Error> 
         },
     );
     let mut messages = normalized.messages;
+    if !tool_plan::provider_searches(input.tools) {
+        tool_plan::tool_references_as_text(&mut messages);
+    }
     match messages.first_mut() {
         Some(first) if first.role == Role::User => {
             first

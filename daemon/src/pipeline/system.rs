@@ -30,6 +30,8 @@ pub struct SystemInputs<'a> {
     pub git_snapshot: Option<&'a str>,
     /// MCP tools differ per user, so a globally shared prefix cannot exist.
     pub has_mcp_tools: bool,
+    /// Instructions of the MCP servers connected before the first compile (memoized).
+    pub mcp_instructions: Option<&'a str>,
 }
 
 /// Sections ctxd contributes after the boundary (memoized: they change only with the
@@ -58,6 +60,9 @@ fn builtin_dynamic(inputs: &SystemInputs<'_>) -> Vec<SystemSection> {
             "output_style",
             format!("# Output style\nThe user selected the \"{style}\" output style; follow it."),
         ));
+    }
+    if let Some(mcp) = inputs.mcp_instructions {
+        out.push(section("mcp_instructions", mcp.to_string()));
     }
     out
 }
@@ -175,6 +180,7 @@ mod tests {
             additional_directories: &[],
             git_snapshot: Some("Current branch: main"),
             has_mcp_tools: mcp,
+            mcp_instructions: None,
         }
     }
 

@@ -29,6 +29,9 @@ pub fn block_tokens(block: &ContentBlock) -> u64 {
                 .iter()
                 .map(|b| match b {
                     ToolResultBlock::Text { text } => chars_tokens(text),
+                    ToolResultBlock::ToolReference { tool_name } => {
+                        chars_tokens(&super::tool_plan::tool_reference_text(tool_name))
+                    }
                     _ => MEDIA_TOKENS,
                 })
                 .sum(),

@@ -180,6 +180,43 @@ pub fn build_module(
         .list_tools(&p.session_id)
         .await
         .map(|tools| ToolsListResponse { tools }))?;
+    async_method!(m, CAPABILITIES_MCP_CONNECT, |ctx, p: McpConnectParams| ctx
+        .engine
+        .mcp_connect(p)
+        .await)?;
+    async_method!(
+        m,
+        CAPABILITIES_MCP_SET_INSTRUCTIONS,
+        |ctx, p: McpSetInstructionsParams| ctx.engine.mcp_set_instructions(p).await
+    )?;
+    async_method!(
+        m,
+        CAPABILITIES_MCP_DISCONNECT,
+        |ctx, p: McpDisconnectParams| ctx.engine.mcp_disconnect(p).await
+    )?;
+    async_method!(m, CAPABILITIES_SET_AGENTS, |ctx, p: SetAgentsParams| ctx
+        .engine
+        .set_agents(p)
+        .await)?;
+    async_method!(
+        m,
+        CAPABILITIES_DISCOVER_TOOLS,
+        |ctx, p: DiscoverToolsParams| ctx.engine.discover_tools(p).await
+    )?;
+    async_method!(m, CAPABILITIES_INVOKE_SKILL, |ctx, p: InvokeSkillParams| {
+        ctx.engine
+            .invoke_skill(p)
+            .await
+            .map(|()| AckResponse { ok: true })
+    })?;
+    async_method!(m, CAPABILITIES_SKILLS, |ctx, p: SessionIdParams| ctx
+        .engine
+        .skills(&p.session_id)
+        .await)?;
+    async_method!(m, CAPABILITIES_GET, |ctx, p: SessionIdParams| ctx
+        .engine
+        .capabilities(&p.session_id)
+        .await)?;
     async_method!(m, CONTEXT_COMPILE, |ctx, p: CompileParams| ctx
         .engine
         .compile(p)

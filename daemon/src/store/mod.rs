@@ -3,6 +3,7 @@
 //! blocking pool. Nothing here ever blocks the async runtime.
 
 pub mod cache_edits;
+pub mod capabilities;
 pub mod collapses;
 pub mod compile_log;
 pub mod context_state;

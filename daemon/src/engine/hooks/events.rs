@@ -300,6 +300,8 @@ impl Engine {
             WatchEvent::Changed(p) => (Some(p), false),
             WatchEvent::Removed(p) => (Some(p), true),
             WatchEvent::Rescan => (None, false),
+            // Directories are watched for skills; hooks watch files.
+            WatchEvent::DirChanged(_) => return,
         };
         let mut settings_sessions: Vec<String> = Vec::new();
         let mut fired: Vec<(String, PathBuf, &'static str)> = Vec::new();
