@@ -249,6 +249,9 @@ pub struct InstructionSettings {
     /// directories.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub allow_external_includes: bool,
+    /// Read `AGENTS.md` beside every `CLAUDE.md` (right after it); default on.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub agents_md: Option<bool>,
 }
 
 impl InstructionSettings {

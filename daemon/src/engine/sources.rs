@@ -159,6 +159,7 @@ impl Engine {
             .collect();
         cfg.excludes = s.excludes.clone();
         cfg.allow_external_includes = s.allow_external_includes;
+        cfg.agents_md = s.agents_md.unwrap_or(true);
         cfg
     }
 
