@@ -156,6 +156,8 @@ fn realistic(doc: &Document, w: &World, method: &str) -> Value {
         }
         "context.report_error" => json!({ "session_id": w.main, "kind": "prompt_too_long" }),
         "context.report_read" => json!({ "session_id": w.main, "path": w.cwd.join("notes.txt") }),
+        "transcript.queue" => json!({ "session_id": w.main, "text": "also update the docs" }),
+        "transcript.take_queued" => json!({ "session_id": w.main, "agent_id": "agent-1" }),
         "daemon.ping" | "daemon.status" | "daemon.shutdown" | "session.list" | "rpc.discover" => {
             json!({})
         }

@@ -296,6 +296,7 @@ async fn bench_budget(dir: &Path) {
                 start_date: "2026-01-01",
                 git_snapshot: None,
                 claude_md: None,
+                platform: "linux",
             },
             records: &records,
             tools: &[],

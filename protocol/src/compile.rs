@@ -114,6 +114,14 @@ pub struct CompileMetadata {
     /// Set when this compile compacted the history first (autocompact or recovery).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub compaction: Option<CompactionReport>,
+    /// Each attachment source of this compile: ok, skipped (still running when the
+    /// collection's time bound ran out) or failed, in the fixed order of kinds.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub attachment_sources: Vec<crate::attachments::SourceReport>,
+    /// Uncached system sections (recomputed every compile) with their reason, and
+    /// whether their text changed since the previous compile, which breaks the cache.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub uncached_sections: Vec<crate::attachments::UncachedSectionReport>,
     /// Autocompact was due but skipped or failed: why.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub autocompact_skipped: Option<String>,

@@ -63,6 +63,7 @@ mod exclude;
 mod front_matter;
 mod include;
 mod load;
+pub mod memories;
 mod nested;
 mod paths;
 mod render;

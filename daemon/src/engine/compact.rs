@@ -299,7 +299,7 @@ impl Engine {
             &ts,
         );
         new_records.extend(
-            autocompact::rebuild_attachments(&restored, l.row.settings.plan_mode)
+            autocompact::rebuild_attachments(&restored, &self.plan_after_compaction(&l.row))
                 .into_iter()
                 .map(|a| attachments::record(a, &ts)),
         );

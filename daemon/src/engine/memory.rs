@@ -401,7 +401,7 @@ impl Engine {
                 .collect();
         let (restored, restored_paths, states) = super::compact::restore_files(wanted).await?;
         new_records.extend(
-            autocompact::rebuild_attachments(&restored, l.row.settings.plan_mode)
+            autocompact::rebuild_attachments(&restored, &self.plan_after_compaction(&l.row))
                 .into_iter()
                 .map(|a| attachments::record(a, &ts)),
         );

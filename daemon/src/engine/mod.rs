@@ -6,10 +6,14 @@
 mod cache;
 mod cells;
 mod collapse;
+pub(crate) mod collect;
 mod compact;
 mod events;
 mod hooks;
+mod memories;
 mod memory;
+mod plan_mode;
+mod queue;
 mod session;
 mod sources;
 pub mod validate;
@@ -94,6 +98,8 @@ pub(crate) struct Loaded {
     pub level: &'static str,
     /// Latched request flags, the previous request's cache key, recent fingerprints.
     pub cache: cache::CacheState,
+    /// The platform the environment section names (the session's, else the daemon's).
+    pub platform: String,
 }
 
 impl Loaded {
@@ -180,6 +186,10 @@ pub struct Engine {
     pub(crate) self_ref: std::sync::OnceLock<std::sync::Weak<Engine>>,
     /// Hook configuration, watches and transcript exports (engine/hooks.rs).
     pub(crate) hooks: hooks::HookState,
+    /// Relevant-memory prefetches, one per session (engine/memories.rs).
+    pub(crate) memories: memories::Prefetches,
+    /// The platform named in the environment section of sessions that name none.
+    pub(crate) platform: String,
 }
 
 impl Engine {
@@ -200,6 +210,8 @@ impl Engine {
             extracting: Mutex::new(HashMap::new()),
             self_ref: std::sync::OnceLock::new(),
             hooks: Default::default(),
+            memories: Default::default(),
+            platform: std::env::consts::OS.to_string(),
         }
     }
 
@@ -375,9 +387,17 @@ impl Engine {
                     collapse_commits,
                     level: "ok",
                     cache: cache::CacheState::load(c, &sid)?,
+                    platform: String::new(),
                 })
             })
             .await?;
+        let mut loaded = loaded;
+        loaded.platform = loaded
+            .row
+            .settings
+            .platform
+            .clone()
+            .unwrap_or_else(|| self.platform.clone());
         *slot = Some(loaded);
         self.loaded_now(id);
         Ok(())

@@ -82,6 +82,17 @@ fn check_settings(s: &SessionSettings) -> Result<()> {
             "must be 1..=100",
         ));
     }
+    if let Some(ms) = s.attachments.collect_timeout_ms
+        && !(1..=super::collect::MAX_COLLECT_TIMEOUT_MS).contains(&ms)
+    {
+        return Err(Error::invalid(
+            "settings.attachments.collect_timeout_ms",
+            format!(
+                "must be 1..={} milliseconds",
+                super::collect::MAX_COLLECT_TIMEOUT_MS
+            ),
+        ));
+    }
     Ok(())
 }
 
@@ -560,6 +571,7 @@ impl Engine {
         if let Some(l) = guard.as_mut() {
             self.observe(&l.row.cwd, &l.row.id, &l.records, &built)
                 .await;
+            self.start_memory_prefetch(&cell, l, &built);
             let first_seq = built.first().map_or(0, |r| r.seq);
             let reported = built
                 .iter()
@@ -758,12 +770,13 @@ impl Engine {
     ) -> Result<Prepared> {
         let latch_notes = self.settle_flags(l, flags).await?;
         self.refresh_memo(cell, l).await?;
-        let added = self.collect_attachments(cell, l, now).await?;
+        let collected = self.collect_attachments(cell, l, now).await?;
         let (replaced, kept) = self.decide_budget(l).await?;
         Ok(Prepared {
             replaced,
             kept,
-            added: added.iter().map(|r| r.uuid.clone()).collect(),
+            added: collected.records.iter().map(|r| r.uuid.clone()).collect(),
+            sources: collected.reports,
             latch_notes,
         })
     }
@@ -1124,6 +1137,7 @@ struct Prepared {
     replaced: Vec<String>,
     kept: Vec<String>,
     added: Vec<String>,
+    sources: Vec<ctxd_protocol::SourceReport>,
     latch_notes: Vec<String>,
 }
 
@@ -1132,6 +1146,7 @@ impl Prepared {
         compiled.metadata.replaced = self.replaced;
         compiled.metadata.kept = self.kept;
         compiled.metadata.attachments_added = self.added;
+        compiled.metadata.attachment_sources = self.sources;
         compiled.metadata.cache.latch_notes = self.latch_notes;
         compiled
     }
@@ -1170,6 +1185,7 @@ pub(crate) fn compile_loaded_with(
             start_date: &row.start_date,
             git_snapshot: row.git_snapshot.as_deref(),
             claude_md: l.memo.as_ref().and_then(|m| m.claude_md.as_deref()),
+            platform: row.settings.platform.as_deref().unwrap_or(&l.platform),
         },
         records: &l.records,
         tools: &l.tools,

@@ -41,6 +41,9 @@ pub struct SessionView<'a> {
     pub git_snapshot: Option<&'a str>,
     /// The rendered instruction chain, when discovery has produced one.
     pub claude_md: Option<&'a str>,
+    /// The platform named in the environment section (an input, so the bytes do not
+    /// depend on where ctxd was built).
+    pub platform: &'a str,
 }
 
 pub struct CompileInput<'a> {
@@ -136,6 +139,7 @@ pub fn compile(input: &CompileInput<'_>) -> Result<Compiled, serde_json::Error> 
         cwd: s.cwd,
         additional_directories: s.additional_directories,
         git_snapshot: s.git_snapshot,
+        platform: s.platform,
         // A client that asked for org scope gets what MCP tools force: no global prefix.
         has_mcp_tools: tools::has_mcp_tools(input.tools)
             || input.flags.cache_scope.as_deref() == Some(latch::SCOPE_ORG),
@@ -326,6 +330,8 @@ pub fn compile(input: &CompileInput<'_>) -> Result<Compiled, serde_json::Error> 
         snip_tokens_freed: snip_freed,
         attachments_added: Vec::new(),
         hook_contexts: attachments::hook_contexts(&view),
+        attachment_sources: Vec::new(),
+        uncached_sections: Vec::new(),
         compaction: None,
         autocompact_skipped: None,
         last_uuid: input.records.last().map(|r| r.uuid.clone()),

@@ -28,6 +28,8 @@ pub struct SystemInputs<'a> {
     pub cwd: &'a str,
     pub additional_directories: &'a [String],
     pub git_snapshot: Option<&'a str>,
+    /// The platform the environment section names.
+    pub platform: &'a str,
     /// MCP tools differ per user, so a globally shared prefix cannot exist.
     pub has_mcp_tools: bool,
 }
@@ -37,8 +39,7 @@ pub struct SystemInputs<'a> {
 fn builtin_dynamic(inputs: &SystemInputs<'_>) -> Vec<SystemSection> {
     let mut env = format!(
         "# Environment\nWorking directory: {}\nPlatform: {}",
-        inputs.cwd,
-        std::env::consts::OS
+        inputs.cwd, inputs.platform
     );
     if !inputs.additional_directories.is_empty() {
         env.push_str("\nAdditional working directories: ");
@@ -68,6 +69,7 @@ fn section(name: &str, text: String) -> SystemSection {
         text,
         caching: Some(SectionCaching::Memoized),
         reason: None,
+        source: None,
     }
 }
 
@@ -174,6 +176,7 @@ mod tests {
             cwd: "/w",
             additional_directories: &[],
             git_snapshot: Some("Current branch: main"),
+            platform: "linux",
             has_mcp_tools: mcp,
         }
     }
@@ -208,12 +211,14 @@ mod tests {
                 text: "You are X.".into(),
                 caching: None,
                 reason: None,
+                source: None,
             }],
             dynamic_sections: vec![SystemSection {
                 name: "clock".into(),
                 text: "Now: 10:00".into(),
                 caching: Some(SectionCaching::Uncached),
                 reason: Some("time of day".into()),
+                source: None,
             }],
         };
         let mut i = inputs(&s, false);

@@ -8,6 +8,7 @@ pub mod compile_log;
 pub mod context_state;
 pub mod fates;
 pub mod memory;
+pub mod queued;
 pub mod records;
 pub mod sessions;
 
