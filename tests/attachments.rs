@@ -311,3 +311,74 @@ fn a_source_that_never_answers_is_skipped_and_reported() {
     );
     drop(silent);
 }
+
+/// Memoized sections freeze at their first compile; uncached ones are recomputed every
+/// compile and named when they break the cache; a reset or a compaction recomputes.
+#[test]
+fn memoized_sections_freeze_and_uncached_ones_are_reported() {
+    let d = Daemon::start();
+    let cwd = d.dir.path().join("w");
+    std::fs::create_dir_all(&cwd).unwrap();
+    let sid = session(&d, &cwd, json!({"platform": "plan9"}), json!([]));
+    let set = |section: Value| {
+        d.call(
+            "context.set_section",
+            json!({"session_id": sid, "section": section}),
+        )
+    };
+    set(json!({"name": "team", "text": "Team: compilers."}));
+    set(
+        json!({"name": "clock", "caching": "uncached", "reason": "the model needs the time of day",
+               "source": "current_time"}),
+    );
+    append(&d, &sid, json!([prompt("hi")]));
+    let at = |now: &str| d.call("context.compile", json!({"session_id": sid, "now": now}));
+    let first = at("2026-11-29T10:00:00Z");
+    let body = first["request"].to_string();
+    assert!(body.contains("Platform: plan9"));
+    assert!(body.contains("Team: compilers."));
+    assert!(body.contains("# Current time"));
+    assert_eq!(
+        first["metadata"]["uncached_sections"],
+        json!([{"name": "clock", "reason": "the model needs the time of day", "changed": false}])
+    );
+    // A new registration of a memoized section does not show until a reset.
+    set(json!({"name": "team", "text": "Team: runtime."}));
+    let second = at("2026-11-29T10:05:00Z");
+    let body = second["request"].to_string();
+    assert!(body.contains("Team: compilers.") && !body.contains("Team: runtime."));
+    assert_eq!(second["metadata"]["uncached_sections"][0]["changed"], true);
+    assert_eq!(
+        second["metadata"]["cache"]["expected_break"],
+        "uncached_section:clock"
+    );
+    // The same instant: nothing changed, nothing breaks.
+    let again = at("2026-11-29T10:05:00Z");
+    assert_eq!(again["metadata"]["uncached_sections"][0]["changed"], false);
+    assert!(again["metadata"]["cache"]["first_difference"].is_null());
+    d.call("context.reset_sections", json!({"session_id": sid}));
+    let body = at("2026-11-29T10:05:00Z")["request"].to_string();
+    assert!(body.contains("Team: runtime."));
+    // Compaction recomputes too.
+    set(json!({"name": "team", "text": "Team: tools."}));
+    d.call("context.compact", json!({"session_id": sid}));
+    let body = at("2026-11-29T10:05:00Z")["request"].to_string();
+    assert!(body.contains("Team: tools."));
+    assert_eq!(
+        d.call(
+            "context.remove_section",
+            json!({"session_id": sid, "name": "team"})
+        )["ok"],
+        true
+    );
+    let body = at("2026-11-29T10:05:00Z")["request"].to_string();
+    assert!(!body.contains("Team: tools."));
+    // An uncached section without a reason is refused, naming the field.
+    let err = d
+        .try_call(
+            "context.set_section",
+            json!({"session_id": sid, "section": {"name": "x", "text": "y", "caching": "uncached"}}),
+        )
+        .unwrap_err();
+    assert_eq!(err["data"]["field"], "section.reason");
+}

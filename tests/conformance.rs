@@ -158,6 +158,8 @@ fn realistic(doc: &Document, w: &World, method: &str) -> Value {
         "context.report_read" => json!({ "session_id": w.main, "path": w.cwd.join("notes.txt") }),
         "transcript.queue" => json!({ "session_id": w.main, "text": "also update the docs" }),
         "transcript.take_queued" => json!({ "session_id": w.main, "agent_id": "agent-1" }),
+        "context.set_section" => json!({ "session_id": w.main, "section": {
+            "name": "clock", "caching": "uncached", "reason": "the time of day", "source": "current_time"} }),
         "daemon.ping" | "daemon.status" | "daemon.shutdown" | "session.list" | "rpc.discover" => {
             json!({})
         }

@@ -297,6 +297,8 @@ async fn bench_budget(dir: &Path) {
                 git_snapshot: None,
                 claude_md: None,
                 platform: "linux",
+                section_memo: None,
+                previous_uncached: None,
             },
             records: &records,
             tools: &[],

@@ -68,6 +68,9 @@ pub const SESSION_SET_PLAN_MODE: &str = "session.set_plan_mode";
 pub const TRANSCRIPT_QUEUE: &str = "transcript.queue";
 pub const TRANSCRIPT_QUEUED: &str = "transcript.queued";
 pub const TRANSCRIPT_TAKE_QUEUED: &str = "transcript.take_queued";
+pub const CONTEXT_SET_SECTION: &str = "context.set_section";
+pub const CONTEXT_REMOVE_SECTION: &str = "context.remove_section";
+pub const CONTEXT_RESET_SECTIONS: &str = "context.reset_sections";
 
 #[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
@@ -433,6 +436,24 @@ pub fn method_table() -> Vec<MethodSpec> {
             "A sub-agent takes its queued input: appended as its sidechain queued_command records and returned with their text.",
             TakeQueuedParams,
             TakeQueuedResponse
+        ),
+        method!(
+            CONTEXT_SET_SECTION,
+            "Register (or replace, by name) a dynamic system section: memoized (frozen at its first compile until compaction or reset) or uncached (recomputed every compile; needs a reason).",
+            SetSectionParams,
+            AckResponse
+        ),
+        method!(
+            CONTEXT_REMOVE_SECTION,
+            "Remove a registered dynamic system section (ok is false when there was none).",
+            RemoveSectionParams,
+            AckResponse
+        ),
+        method!(
+            CONTEXT_RESET_SECTIONS,
+            "Drop the memo of memoized system sections: the next compile computes them again.",
+            SessionIdParams,
+            AckResponse
         ),
     ]
 }

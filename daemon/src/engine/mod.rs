@@ -14,6 +14,7 @@ mod memories;
 mod memory;
 mod plan_mode;
 mod queue;
+mod sections;
 mod session;
 mod sources;
 pub mod validate;
@@ -100,6 +101,8 @@ pub(crate) struct Loaded {
     pub cache: cache::CacheState,
     /// The platform the environment section names (the session's, else the daemon's).
     pub platform: String,
+    /// Memoized system sections and the previous compile's uncached ones.
+    pub sections: sections::SectionState,
 }
 
 impl Loaded {
@@ -388,6 +391,10 @@ impl Engine {
                     level: "ok",
                     cache: cache::CacheState::load(c, &sid)?,
                     platform: String::new(),
+                    sections: sections::SectionState {
+                        memo: crate::store::sections::load(c, &sid)?,
+                        previous_uncached: None,
+                    },
                 })
             })
             .await?;

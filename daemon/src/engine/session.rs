@@ -383,6 +383,8 @@ impl Engine {
                         m.boundary_uuid = CWD_CHANGED.into();
                         context_state::set_memo(tx, &row.id, &m)?;
                     }
+                    // The memoized system sections (the environment names the cwd) too.
+                    crate::store::sections::clear(tx, &row.id)?;
                 }
                 row.updated_at = now;
                 sessions::update(tx, &row)?;
@@ -393,6 +395,9 @@ impl Engine {
             l.row = row.clone();
             if cwd_changed && let Some(m) = l.memo.as_mut() {
                 m.boundary_uuid = CWD_CHANGED.into();
+            }
+            if cwd_changed {
+                l.sections.memo = None;
             }
         }
         drop(guard);
@@ -770,6 +775,7 @@ impl Engine {
     ) -> Result<Prepared> {
         let latch_notes = self.settle_flags(l, flags).await?;
         self.refresh_memo(cell, l).await?;
+        self.refresh_sections(l, now).await?;
         let collected = self.collect_attachments(cell, l, now).await?;
         let (replaced, kept) = self.decide_budget(l).await?;
         Ok(Prepared {
@@ -799,6 +805,9 @@ impl Engine {
         }
         self.store_effects(l, &compiled.effects).await?;
         self.record_compile(l, &mut compiled, side_request);
+        if !side_request {
+            l.sections.previous_uncached = Some(std::mem::take(&mut compiled.uncached_texts));
+        }
         let m = &compiled.metadata;
         let attachments = crate::pipeline::projection::project(&l.records)
             .iter()
@@ -1186,6 +1195,8 @@ pub(crate) fn compile_loaded_with(
             git_snapshot: row.git_snapshot.as_deref(),
             claude_md: l.memo.as_ref().and_then(|m| m.claude_md.as_deref()),
             platform: row.settings.platform.as_deref().unwrap_or(&l.platform),
+            section_memo: l.sections.texts_for(&l.boundary_uuid),
+            previous_uncached: l.sections.previous_uncached.as_ref(),
         },
         records: &l.records,
         tools: &l.tools,

@@ -19,6 +19,7 @@ pub mod plan_mode;
 pub mod projection;
 pub mod records;
 pub mod relevant_memories;
+pub mod sections;
 pub mod session_memory;
 pub mod snip;
 pub mod system;

@@ -1,5 +1,5 @@
-//! Registration of the methods of the attachments ctxd produces itself: plan mode and
-//! queued input (SPEC §5).
+//! Registration of the methods of the attachments ctxd produces itself — plan mode and
+//! queued input (SPEC §5) — and of client-registered system sections (SPEC §3.1).
 
 use ctxd_protocol::*;
 use jsonrpsee::RpcModule;
@@ -29,5 +29,14 @@ pub fn register(m: &mut RpcModule<RpcContext>) -> Result<(), jsonrpsee::core::Re
     method!(m, TRANSCRIPT_TAKE_QUEUED, TakeQueuedParams, |ctx, p| ctx
         .engine
         .take_queued(p));
+    method!(m, CONTEXT_SET_SECTION, SetSectionParams, |ctx, p| ctx
+        .engine
+        .set_section(p));
+    method!(m, CONTEXT_REMOVE_SECTION, RemoveSectionParams, |ctx, p| ctx
+        .engine
+        .remove_section(p));
+    method!(m, CONTEXT_RESET_SECTIONS, SessionIdParams, |ctx, p| ctx
+        .engine
+        .reset_sections(&p.session_id));
     Ok(())
 }

@@ -10,6 +10,7 @@ pub mod fates;
 pub mod memory;
 pub mod queued;
 pub mod records;
+pub mod sections;
 pub mod sessions;
 
 use std::path::{Path, PathBuf};
