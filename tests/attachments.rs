@@ -373,6 +373,18 @@ fn memoized_sections_freeze_and_uncached_ones_are_reported() {
     );
     let body = at("2026-11-29T10:05:00Z")["request"].to_string();
     assert!(!body.contains("Team: tools."));
+    // A fork carries the memo: it compiles what its parent compiles, even after the
+    // registration moved on.
+    set(json!({"name": "lang", "text": "Rust first."}));
+    let parent = d.compile_body_with(json!({"session_id": sid, "now": "2026-11-29T10:05:00Z"}));
+    set(json!({"name": "lang", "text": "Go first."}));
+    let fork = d.call("session.fork", json!({"session_id": sid}))["session"]["session_id"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    let forked = d.compile_body_with(json!({"session_id": fork, "now": "2026-11-29T10:05:00Z"}));
+    assert_eq!(parent, forked);
+    assert!(forked.contains("Rust first."));
     // An uncached section without a reason is refused, naming the field.
     let err = d
         .try_call(

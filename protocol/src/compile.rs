@@ -101,7 +101,8 @@ pub struct CompileMetadata {
     pub snip_tokens_freed: u64,
     pub microcompact: MicrocompactReport,
     /// Attachment records this compile collected and appended to the transcript
-    /// (nested_memory, edited_text_file, date_change), in order.
+    /// (queued_command, date_change, edited_text_file, nested_memory, plan_mode, the task
+    /// reminder, relevant_memories), in that order.
     pub attachments_added: Vec<String>,
     /// The transcript's last uuid after this compile (attachments move it): pass it as
     /// `expected_last_uuid` to the next append.

@@ -42,6 +42,24 @@ pub struct MemoryFile {
     pub mtime_ms: i64,
 }
 
+/// The offline selection over scanned files: indices of the files relevant to `query`,
+/// best first, at most `limit` (see `pipeline::relevant_memories::score`).
+pub fn rank(query: &str, files: &[MemoryFile], limit: usize) -> Vec<usize> {
+    use crate::pipeline::relevant_memories::{Candidate, score};
+    let paths: Vec<String> = files.iter().map(|f| f.path.display().to_string()).collect();
+    let candidates: Vec<Candidate<'_>> = files
+        .iter()
+        .zip(&paths)
+        .map(|(f, p)| Candidate {
+            path: p,
+            name: &f.name,
+            description: &f.description,
+            body: &f.body,
+        })
+        .collect();
+    score(query, &candidates, limit)
+}
+
 /// `~/.claude/projects/<slug>/memory` for a session whose original cwd is `cwd`.
 pub fn auto_memory_dir(user_home: &Path, cwd: &Path) -> PathBuf {
     let root = project_root(cwd);

@@ -19,7 +19,7 @@ use super::collect::{Effect, Found, SourceInput};
 use super::{Engine, Loaded, SessionCell};
 use crate::discovery::memories::{self, MemoryFile};
 use crate::error::{Error, Result};
-use crate::pipeline::relevant_memories::{self as rm, Candidate, Chosen, Surfaced};
+use crate::pipeline::relevant_memories::{self as rm, Chosen, Surfaced};
 use crate::pipeline::{plan_mode, projection};
 use crate::providers::Summariser;
 
@@ -108,25 +108,9 @@ pub(crate) async fn run_prefetch(input: PrefetchInput) -> Outcome {
         Some(p) => p,
         None => {
             let files2 = files.clone();
-            tokio::task::spawn_blocking(move || {
-                let paths: Vec<String> = files2
-                    .iter()
-                    .map(|f| f.path.display().to_string())
-                    .collect();
-                let candidates: Vec<Candidate<'_>> = files2
-                    .iter()
-                    .zip(&paths)
-                    .map(|(f, p)| Candidate {
-                        path: p,
-                        name: &f.name,
-                        description: &f.description,
-                        body: &f.body,
-                    })
-                    .collect();
-                rm::score(&query, &candidates, rm::MAX_FILES)
-            })
-            .await
-            .map_err(|e| format!("memory scorer: {e}"))?
+            tokio::task::spawn_blocking(move || memories::rank(&query, &files2, rm::MAX_FILES))
+                .await
+                .map_err(|e| format!("memory scorer: {e}"))?
         }
     };
     let now_ms = input.now.timestamp_millis();

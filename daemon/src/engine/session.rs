@@ -447,6 +447,7 @@ impl Engine {
                     cache_edits::copy(tx, &src, &nid)?;
                 }
                 crate::store::compile_log::copy(tx, &src, &nid)?;
+                crate::store::sections::copy(tx, &src, &nid)?;
                 Ok(())
             })
             .await?;

@@ -40,3 +40,13 @@ pub fn clear(conn: &Connection, session: &str) -> Result<()> {
     conn.execute("DELETE FROM section_memo WHERE session_id = ?1", [session])?;
     Ok(())
 }
+
+/// A fork shows what its parent showed: the memo goes with it.
+pub fn copy(conn: &Connection, from: &str, to: &str) -> Result<()> {
+    conn.execute(
+        "INSERT INTO section_memo (session_id, boundary_uuid, texts)
+         SELECT ?2, boundary_uuid, texts FROM section_memo WHERE session_id = ?1",
+        params![from, to],
+    )?;
+    Ok(())
+}
