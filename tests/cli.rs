@@ -192,6 +192,44 @@ fn ctx_hooks_lists_the_configured_hooks_with_their_source_file() {
 }
 
 #[test]
+fn ctx_plan_and_ctx_queue_drive_plan_mode_and_queued_input() {
+    let dir = tempfile::tempdir().unwrap();
+    let home = dir.path().join("home");
+    let proj = dir.path().join("proj");
+    std::fs::create_dir_all(&proj).unwrap();
+    let created = json_out(
+        ctx(&home)
+            .args(["session", "new", "--json", "--cwd"])
+            .arg(&proj),
+    );
+    let sid = created["session_id"].as_str().unwrap().to_string();
+    let on = json_out(ctx(&home).args(["plan", &sid, "on", "--json"]));
+    assert_eq!(on["plan_mode"], true);
+    assert!(on["plan_file"].as_str().unwrap().ends_with("plan.md"));
+    let image = dir.path().join("shot.png");
+    std::fs::write(&image, [0x89, b'P', b'N', b'G']).unwrap();
+    let queued = json_out(
+        ctx(&home)
+            .args(["queue", &sid, "also fix the docs", "--json", "--image"])
+            .arg(&image),
+    );
+    assert_eq!(queued["pending"], 1);
+    let listed = ctx(&home).args(["queue", &sid, "--list"]).output().unwrap();
+    let text = String::from_utf8(listed.stdout).unwrap();
+    assert!(
+        text.contains("main") && text.contains("also fix the docs"),
+        "{text}"
+    );
+    let out = ctx(&home).args(["compile", &sid]).output().unwrap();
+    let body = String::from_utf8(out.stdout).unwrap();
+    assert!(body.contains("Plan mode is active."), "{body}");
+    assert!(body.contains("also fix the docs"));
+    let bad = ctx(&home).args(["queue", &sid]).output().unwrap();
+    assert!(!bad.status.success());
+    json_out(ctx(&home).args(["daemon", "stop", "--json"]));
+}
+
+#[test]
 fn replay_of_every_fixture_runs_to_the_end() {
     let guard = Home::new();
     let home = guard.home.clone();

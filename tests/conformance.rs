@@ -182,6 +182,10 @@ fn realistic(doc: &Document, w: &World, method: &str) -> Value {
         }
         "capabilities.discover_tools" => json!({ "session_id": w.caps, "names": ["search_docs"] }),
         "capabilities.invoke_skill" => json!({ "session_id": w.main, "name": "notes" }),
+        "transcript.queue" => json!({ "session_id": w.main, "text": "also update the docs" }),
+        "transcript.take_queued" => json!({ "session_id": w.main, "agent_id": "agent-1" }),
+        "context.set_section" => json!({ "session_id": w.main, "section": {
+            "name": "clock", "caching": "uncached", "reason": "the time of day", "source": "current_time"} }),
         "daemon.ping" | "daemon.status" | "daemon.shutdown" | "session.list" | "rpc.discover" => {
             json!({})
         }

@@ -4,6 +4,7 @@
 //! This crate depends on serde, serde_json and schemars only, so any client can embed it
 //! without pulling in the daemon.
 
+pub mod attachments;
 pub mod cache;
 pub mod capabilities;
 pub mod compile;
@@ -23,6 +24,7 @@ pub mod transcript;
 /// minor. See `handshake` for negotiation.
 pub const PROTOCOL_VERSION: &str = "1.2";
 
+pub use attachments::*;
 pub use cache::*;
 pub use capabilities::*;
 pub use compile::*;

@@ -3,6 +3,7 @@
 use schemars::{JsonSchema, Schema, SchemaGenerator};
 use serde::{Deserialize, Serialize};
 
+use crate::attachments::*;
 use crate::cache::{CacheReportParams, CacheReportResponse, UsageParams, UsageResponse};
 use crate::capabilities::*;
 use crate::compile::{
@@ -72,6 +73,13 @@ pub const HOOKS_STOP_FAILURE: &str = "hooks.stop_failure";
 pub const HOOKS_SUBAGENT_START: &str = "hooks.subagent_start";
 pub const HOOKS_SUBAGENT_STOP: &str = "hooks.subagent_stop";
 pub const HOOKS_NOTIFICATION: &str = "hooks.notification";
+pub const SESSION_SET_PLAN_MODE: &str = "session.set_plan_mode";
+pub const TRANSCRIPT_QUEUE: &str = "transcript.queue";
+pub const TRANSCRIPT_QUEUED: &str = "transcript.queued";
+pub const TRANSCRIPT_TAKE_QUEUED: &str = "transcript.take_queued";
+pub const CONTEXT_SET_SECTION: &str = "context.set_section";
+pub const CONTEXT_REMOVE_SECTION: &str = "context.remove_section";
+pub const CONTEXT_RESET_SECTIONS: &str = "context.reset_sections";
 
 #[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
@@ -461,6 +469,48 @@ pub fn method_table() -> Vec<MethodSpec> {
             "Run Notification hooks for a message to the user.",
             NotificationParams,
             HookOutcome
+        ),
+        method!(
+            SESSION_SET_PLAN_MODE,
+            "Switch plan mode on or off (and name the plan file); the next compile carries the entry or exit reminder.",
+            PlanModeParams,
+            PlanModeResponse
+        ),
+        method!(
+            TRANSCRIPT_QUEUE,
+            "Queue user input (text, images) typed while a turn runs; the agent's next compile delivers it as a queued_command attachment once the current tool results are in.",
+            QueueParams,
+            QueueResponse
+        ),
+        method!(
+            TRANSCRIPT_QUEUED,
+            "The queued input still waiting, oldest first (all agents, or one: main for the main thread).",
+            QueuedParams,
+            QueuedResponse
+        ),
+        method!(
+            TRANSCRIPT_TAKE_QUEUED,
+            "A sub-agent takes its queued input: appended as its sidechain queued_command records and returned with their text.",
+            TakeQueuedParams,
+            TakeQueuedResponse
+        ),
+        method!(
+            CONTEXT_SET_SECTION,
+            "Register (or replace, by name) a dynamic system section: memoized (frozen at its first compile until compaction or reset) or uncached (recomputed every compile; needs a reason).",
+            SetSectionParams,
+            AckResponse
+        ),
+        method!(
+            CONTEXT_REMOVE_SECTION,
+            "Remove a registered dynamic system section (ok is false when there was none).",
+            RemoveSectionParams,
+            AckResponse
+        ),
+        method!(
+            CONTEXT_RESET_SECTIONS,
+            "Drop the memo of memoized system sections: the next compile computes them again.",
+            SessionIdParams,
+            AckResponse
         ),
     ]
 }

@@ -347,7 +347,7 @@ impl Engine {
                 autocompact::RESTORE_MAX_FILES * 2,
             ))
             .await?;
-            let skills = self.restored_skills(l).await;
+            let reannounced = self.reannounced_after_compaction(l).await;
             let ts = crate::clock::rfc3339(now);
             // (summarised, kept, summary chars) of each level tried.
             let mut sizes: Vec<(u64, u64, u64)> = Vec::new();
@@ -402,7 +402,7 @@ impl Engine {
                     tail.len() as u64,
                     summary.chars().count() as u64,
                 ));
-                compact::Candidate::build(l, head, &wanted, skills.as_ref(), &b, level, &ts, now)
+                compact::Candidate::build(l, head, &wanted, &reannounced, &b, level, &ts, now)
             })?;
             let (summarised, kept, chars) =
                 sizes.get(best.level as usize).copied().unwrap_or_default();

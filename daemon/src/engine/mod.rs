@@ -7,10 +7,15 @@ mod cache;
 mod capabilities;
 mod cells;
 mod collapse;
+pub(crate) mod collect;
 mod compact;
 mod events;
 mod hooks;
+mod memories;
 mod memory;
+mod plan_mode;
+mod queue;
+mod sections;
 mod session;
 mod skills;
 mod sources;
@@ -104,6 +109,10 @@ pub(crate) struct Loaded {
     pub caps: capabilities::Caps,
     /// Latched request flags, the previous request's cache key, recent fingerprints.
     pub cache: cache::CacheState,
+    /// The platform the environment section names (the session's, else the daemon's).
+    pub platform: String,
+    /// Memoized system sections and the previous compile's uncached ones.
+    pub sections: sections::SectionState,
 }
 
 impl Loaded {
@@ -192,6 +201,10 @@ pub struct Engine {
     pub(crate) skills: skills::SkillCatalogs,
     /// Hook configuration, watches and transcript exports (engine/hooks.rs).
     pub(crate) hooks: hooks::HookState,
+    /// Relevant-memory prefetches, one per session (engine/memories.rs).
+    pub(crate) memories: memories::Prefetches,
+    /// The platform named in the environment section of sessions that name none.
+    pub(crate) platform: String,
 }
 
 impl Engine {
@@ -213,6 +226,8 @@ impl Engine {
             self_ref: std::sync::OnceLock::new(),
             skills: Default::default(),
             hooks: Default::default(),
+            memories: Default::default(),
+            platform: std::env::consts::OS.to_string(),
         }
     }
 
@@ -395,9 +410,21 @@ impl Engine {
                     level: "ok",
                     caps,
                     cache: cache::CacheState::load(c, &sid)?,
+                    platform: String::new(),
+                    sections: sections::SectionState {
+                        memo: crate::store::sections::load(c, &sid)?,
+                        previous_uncached: None,
+                    },
                 })
             })
             .await?;
+        let mut loaded = loaded;
+        loaded.platform = loaded
+            .row
+            .settings
+            .platform
+            .clone()
+            .unwrap_or_else(|| self.platform.clone());
         *slot = Some(loaded);
         self.loaded_now(id);
         Ok(())

@@ -114,6 +114,17 @@ fn check_settings(s: &SessionSettings, m: &ModelProfile) -> Result<()> {
             "must be at least 1",
         ));
     }
+    if let Some(ms) = s.attachments.collect_timeout_ms
+        && !(1..=super::collect::MAX_COLLECT_TIMEOUT_MS).contains(&ms)
+    {
+        return Err(Error::invalid(
+            "settings.attachments.collect_timeout_ms",
+            format!(
+                "must be 1..={} milliseconds",
+                super::collect::MAX_COLLECT_TIMEOUT_MS
+            ),
+        ));
+    }
     Ok(())
 }
 
@@ -407,6 +418,8 @@ impl Engine {
                         m.boundary_uuid = CWD_CHANGED.into();
                         context_state::set_memo(tx, &row.id, &m)?;
                     }
+                    // The memoized system sections (the environment names the cwd) too.
+                    crate::store::sections::clear(tx, &row.id)?;
                 }
                 row.updated_at = now;
                 sessions::update(tx, &row)?;
@@ -417,6 +430,9 @@ impl Engine {
             l.row = row.clone();
             if cwd_changed && let Some(m) = l.memo.as_mut() {
                 m.boundary_uuid = CWD_CHANGED.into();
+            }
+            if cwd_changed {
+                l.sections.memo = None;
             }
         }
         drop(guard);
@@ -468,6 +484,7 @@ impl Engine {
                     cache_edits::copy(tx, &src, &nid)?;
                 }
                 crate::store::compile_log::copy(tx, &src, &nid)?;
+                crate::store::sections::copy(tx, &src, &nid)?;
                 Ok(())
             })
             .await?;
@@ -597,6 +614,7 @@ impl Engine {
         if let Some(l) = guard.as_mut() {
             self.observe(&l.row.cwd, &l.row.id, &l.records, &built)
                 .await;
+            self.start_memory_prefetch(&cell, l, &built);
             let first_seq = built.first().map_or(0, |r| r.seq);
             let reported = built
                 .iter()
@@ -801,12 +819,15 @@ impl Engine {
         let latch_notes = self.settle_flags(l, flags).await?;
         self.refresh_memo(cell, l).await?;
         let mut added = self.announce_capabilities(cell, l, now).await?;
-        added.extend(self.collect_attachments(cell, l, now).await?);
+        self.refresh_sections(l, now).await?;
+        let collected = self.collect_attachments(cell, l, now).await?;
+        added.extend(collected.records);
         let (replaced, kept) = self.decide_budget(l).await?;
         Ok(Prepared {
             replaced,
             kept,
             added: added.iter().map(|r| r.uuid.clone()).collect(),
+            sources: collected.reports,
             latch_notes,
         })
     }
@@ -829,6 +850,9 @@ impl Engine {
         }
         self.store_effects(l, &compiled.effects).await?;
         self.record_compile(l, &mut compiled, side_request);
+        if !side_request {
+            l.sections.previous_uncached = Some(std::mem::take(&mut compiled.uncached_texts));
+        }
         let m = &compiled.metadata;
         let attachments = crate::pipeline::projection::project(&l.records)
             .iter()
@@ -1167,6 +1191,7 @@ struct Prepared {
     replaced: Vec<String>,
     kept: Vec<String>,
     added: Vec<String>,
+    sources: Vec<ctxd_protocol::SourceReport>,
     latch_notes: Vec<String>,
 }
 
@@ -1175,6 +1200,7 @@ impl Prepared {
         compiled.metadata.replaced = self.replaced;
         compiled.metadata.kept = self.kept;
         compiled.metadata.attachments_added = self.added;
+        compiled.metadata.attachment_sources = self.sources;
         compiled.metadata.cache.latch_notes = self.latch_notes;
         compiled
     }
@@ -1245,6 +1271,9 @@ pub(crate) fn compile_records(
             git_snapshot: row.git_snapshot.as_deref(),
             claude_md: l.memo.as_ref().and_then(|m| m.claude_md.as_deref()),
             mcp_instructions: mcp_instructions.as_deref(),
+            platform: row.settings.platform.as_deref().unwrap_or(&l.platform),
+            section_memo: l.sections.texts_for(boundary_uuid),
+            previous_uncached: l.sections.previous_uncached.as_ref(),
         },
         records,
         tools: &tools,

@@ -131,10 +131,24 @@ fn prepare(record: &Record, opts: &NormalizeOptions, repairs: &mut Vec<String>) 
         RecordKind::System => return None,
         RecordKind::Attachment => {
             let text = attachments::render(record)?;
+            let mut blocks = vec![ContentBlock::text(system_reminder(&text))];
+            // Images queued with input follow its text (unless the provider refused them).
+            for (index, block) in record.content.iter().enumerate() {
+                if !matches!(block, ContentBlock::Image { .. }) {
+                    continue;
+                }
+                let refused = u32::try_from(index)
+                    .is_ok_and(|i| opts.rejected_media.contains(&(record.uuid.clone(), i)));
+                blocks.push(if refused {
+                    strip_rejected(block.clone(), &record.uuid, index, repairs)
+                } else {
+                    block.clone()
+                });
+            }
             return Some(Part {
                 kind: PartKind::Attachment,
                 message_id: None,
-                blocks: vec![ContentBlock::text(system_reminder(&text))],
+                blocks,
             });
         }
         RecordKind::User => Role::User,

@@ -46,9 +46,16 @@ pub fn record_tokens(
 ) -> u64 {
     match record.kind {
         RecordKind::User | RecordKind::Assistant => record.content.iter().map(block_tokens).sum(),
-        RecordKind::Attachment => render_attachment(record)
-            .map(|t| chars_tokens(&t))
-            .unwrap_or(0),
+        RecordKind::Attachment => render_attachment(record).map_or(0, |t| {
+            // Queued images ride along with their attachment's text.
+            chars_tokens(&t)
+                + record
+                    .content
+                    .iter()
+                    .filter(|b| matches!(b, ContentBlock::Image { .. }))
+                    .map(block_tokens)
+                    .sum::<u64>()
+        }),
         RecordKind::System => 0,
     }
 }

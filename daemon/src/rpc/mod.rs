@@ -1,6 +1,7 @@
 //! The JSON-RPC edge: turns calls into engine operations and engine events into
 //! notifications. Knows the protocol; knows no SQL.
 
+mod attachments;
 mod connection;
 mod hooks;
 mod limits;

@@ -9,7 +9,9 @@ pub mod compile_log;
 pub mod context_state;
 pub mod fates;
 pub mod memory;
+pub mod queued;
 pub mod records;
+pub mod sections;
 pub mod sessions;
 
 use std::path::{Path, PathBuf};
