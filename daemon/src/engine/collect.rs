@@ -101,6 +101,8 @@ pub(crate) struct SourceInput {
     pub tool_names: Vec<String>,
     pub announced_date: String,
     pub now: DateTime<Utc>,
+    /// The user's UTC offset (what "today" means for `date_change`).
+    pub utc_offset: chrono::FixedOffset,
     pub ts: String,
 }
 
@@ -135,6 +137,7 @@ impl Engine {
                 .as_ref()
                 .map_or_else(|| l.row.start_date.clone(), |m| m.announced_date.clone()),
             now,
+            utc_offset: l.utc_offset,
             ts: crate::clock::rfc3339(now),
         };
         let bound = l
@@ -379,10 +382,12 @@ impl Engine {
 }
 
 fn source_date(input: &SourceInput) -> Result<Found> {
-    Ok(match date_change(&input.announced_date, input.now) {
-        Some((value, today)) => Found::of([value], &input.ts, Effect::Date(today)),
-        None => Found::default(),
-    })
+    Ok(
+        match date_change(&input.announced_date, input.now, input.utc_offset) {
+            Some((value, today)) => Found::of([value], &input.ts, Effect::Date(today)),
+            None => Found::default(),
+        },
+    )
 }
 
 fn source_task_reminder(input: &SourceInput) -> Result<Found> {

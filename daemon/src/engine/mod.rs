@@ -111,6 +111,9 @@ pub(crate) struct Loaded {
     pub cache: cache::CacheState,
     /// The platform the environment section names (the session's, else the daemon's).
     pub platform: String,
+    /// The user's UTC offset, from the clock at the last compile's instant: local dates
+    /// and times shown to the model use it (an input, never the machine's zone directly).
+    pub utc_offset: chrono::FixedOffset,
     /// Memoized system sections and the previous compile's uncached ones.
     pub sections: sections::SectionState,
 }
@@ -411,6 +414,7 @@ impl Engine {
                     caps,
                     cache: cache::CacheState::load(c, &sid)?,
                     platform: String::new(),
+                    utc_offset: crate::clock::utc(),
                     sections: sections::SectionState {
                         memo: crate::store::sections::load(c, &sid)?,
                         previous_uncached: None,
@@ -425,6 +429,7 @@ impl Engine {
             .platform
             .clone()
             .unwrap_or_else(|| self.platform.clone());
+        loaded.utc_offset = self.clock.utc_offset(self.clock.now());
         *slot = Some(loaded);
         self.loaded_now(id);
         Ok(())

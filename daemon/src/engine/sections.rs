@@ -39,7 +39,7 @@ impl SectionState {
 
 /// The inputs of the sections (what the environment section and the client's sections
 /// depend on).
-fn inputs<'a>(l: &'a Loaded, now: chrono::DateTime<chrono::Utc>) -> SystemInputs<'a> {
+fn inputs<'a>(l: &'a Loaded, now: chrono::DateTime<chrono::FixedOffset>) -> SystemInputs<'a> {
     SystemInputs {
         prompt: l.row.system.as_ref(),
         settings: &l.row.settings,
@@ -89,8 +89,9 @@ impl Engine {
         let current = l.sections.texts_for(&l.boundary_uuid).cloned();
         let fresh = current.is_none();
         let texts = current.unwrap_or_default();
-        let list = system::dynamic_sections(&inputs(l, now));
-        let missing = sections::missing_from_memo(&list, &texts, now);
+        let local = now.with_timezone(&l.utc_offset);
+        let list = system::dynamic_sections(&inputs(l, local));
+        let missing = sections::missing_from_memo(&list, &texts, local);
         if missing.is_empty() && !fresh {
             return Ok(());
         }

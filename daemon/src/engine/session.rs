@@ -816,6 +816,7 @@ impl Engine {
         now: chrono::DateTime<chrono::Utc>,
         flags: Option<&RequestFlags>,
     ) -> Result<Prepared> {
+        l.utc_offset = self.clock.utc_offset(now);
         let latch_notes = self.settle_flags(l, flags).await?;
         self.refresh_memo(cell, l).await?;
         let mut added = self.announce_capabilities(cell, l, now).await?;
@@ -1273,6 +1274,7 @@ pub(crate) fn compile_records(
             mcp_instructions: mcp_instructions.as_deref(),
             platform: row.settings.platform.as_deref().unwrap_or(&l.platform),
             section_memo: l.sections.texts_for(boundary_uuid),
+            utc_offset: l.utc_offset,
             previous_uncached: l.sections.previous_uncached.as_ref(),
         },
         records,

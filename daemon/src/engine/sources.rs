@@ -7,7 +7,7 @@
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
 
-use chrono::{DateTime, Local, Utc};
+use chrono::{DateTime, FixedOffset, Utc};
 use ctxd_protocol::{ContentBlock, Record, RecordKind, SessionEvent};
 use sha2::{Digest, Sha256};
 
@@ -473,17 +473,38 @@ pub(crate) struct NestedFound {
     pub touched: bool,
 }
 
-/// `date_change` when the local date of `now` is not the date announced last; with the
-/// new date to remember.
+/// `date_change` when the date of `now` in the user's zone is not the date announced
+/// last; with the new date to remember.
 pub(crate) fn date_change(
     announced: &str,
     now: DateTime<Utc>,
+    utc_offset: FixedOffset,
 ) -> Option<(serde_json::Value, String)> {
-    let today = now.with_timezone(&Local).format("%Y-%m-%d").to_string();
+    let today = crate::clock::local_date(now, utc_offset);
     (today != announced).then(|| {
         (
             serde_json::json!({"type": "date_change", "date": today}),
             today,
         )
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::date_change;
+    use chrono::FixedOffset;
+
+    /// "Today" is the user's date, from the offset given, never the machine's zone.
+    #[test]
+    fn date_change_follows_the_given_zone() {
+        let now = "2026-11-29T20:00:00Z".parse().unwrap();
+        let utc = FixedOffset::east_opt(0).unwrap();
+        let auckland = FixedOffset::east_opt(13 * 3600).unwrap();
+        assert!(date_change("2026-11-29", now, utc).is_none());
+        let (value, today) = date_change("2026-11-29", now, auckland).unwrap();
+        assert_eq!(today, "2026-11-30");
+        assert_eq!(value["date"], "2026-11-30");
+        let hawaii = FixedOffset::west_opt(10 * 3600).unwrap();
+        assert!(date_change("2026-11-29", now, hawaii).is_none());
+    }
 }

@@ -50,6 +50,8 @@ pub struct SessionView<'a> {
     pub section_memo: Option<&'a BTreeMap<String, String>>,
     /// The uncached section texts of the previous compile (to report changes).
     pub previous_uncached: Option<&'a BTreeMap<String, String>>,
+    /// The user's UTC offset: local times in sections are shown in it.
+    pub utc_offset: chrono::FixedOffset,
 }
 
 pub struct CompileInput<'a> {
@@ -151,7 +153,7 @@ pub fn compile(input: &CompileInput<'_>) -> Result<Compiled, serde_json::Error> 
         git_snapshot: s.git_snapshot,
         platform: s.platform,
         section_memo: s.section_memo,
-        now: input.now,
+        now: input.now.with_timezone(&s.utc_offset),
         // A client that asked for org scope gets what MCP tools force: no global prefix.
         has_mcp_tools: tools::has_mcp_tools(input.tools)
             || input.flags.cache_scope.as_deref() == Some(latch::SCOPE_ORG),

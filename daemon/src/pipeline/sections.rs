@@ -13,7 +13,7 @@
 
 use std::collections::BTreeMap;
 
-use chrono::{DateTime, Local, Utc};
+use chrono::{DateTime, FixedOffset};
 use ctxd_protocol::{SectionCaching, SectionSource, SystemSection, UncachedSectionReport};
 
 /// The memo of one history: memoized section texts by name.
@@ -29,16 +29,13 @@ pub fn is_uncached(s: &SystemSection) -> bool {
 }
 
 /// The text of a section computed now.
-pub fn compute(s: &SystemSection, now: DateTime<Utc>) -> String {
+pub fn compute(s: &SystemSection, now: DateTime<FixedOffset>) -> String {
     match s.source {
-        Some(SectionSource::CurrentTime) => {
-            let local = now.with_timezone(&Local);
-            format!(
-                "# Current time\nIt is now {} (UTC{}).",
-                local.format("%Y-%m-%d %H:%M"),
-                local.format("%:z")
-            )
-        }
+        Some(SectionSource::CurrentTime) => format!(
+            "# Current time\nIt is now {} (UTC{}).",
+            now.format("%Y-%m-%d %H:%M"),
+            now.format("%:z")
+        ),
         None => s.text.clone(),
     }
 }
@@ -48,7 +45,7 @@ pub fn compute(s: &SystemSection, now: DateTime<Utc>) -> String {
 pub fn resolve(
     sections: &[SystemSection],
     memo: Option<&BTreeMap<String, String>>,
-    now: DateTime<Utc>,
+    now: DateTime<FixedOffset>,
 ) -> Vec<SystemSection> {
     sections
         .iter()
@@ -67,7 +64,7 @@ pub fn resolve(
 pub fn missing_from_memo(
     sections: &[SystemSection],
     memo: &BTreeMap<String, String>,
-    now: DateTime<Utc>,
+    now: DateTime<FixedOffset>,
 ) -> BTreeMap<String, String> {
     sections
         .iter()
@@ -121,7 +118,7 @@ mod tests {
 
     #[test]
     fn memoized_texts_freeze_and_uncached_ones_follow_the_registration() {
-        let now: DateTime<Utc> = "2026-11-29T10:00:00Z".parse().unwrap();
+        let now: DateTime<FixedOffset> = "2026-11-29T10:00:00Z".parse().unwrap();
         let v1 = [
             sec("env", "cwd /a", Some(SectionCaching::Memoized)),
             sec("notes", "v1", None),
@@ -151,7 +148,13 @@ mod tests {
         s.source = Some(SectionSource::CurrentTime);
         let a = compute(&s, "2026-11-29T10:00:00Z".parse().unwrap());
         let b = compute(&s, "2026-11-29T10:07:00Z".parse().unwrap());
-        assert!(a.starts_with("# Current time\nIt is now 2026-11-29 "));
+        assert_eq!(a, "# Current time\nIt is now 2026-11-29 10:00 (UTC+00:00).");
         assert_ne!(a, b);
+        // The zone is an input: the same instant in Auckland is the next morning.
+        let nz = compute(&s, "2026-11-29T23:30:00+13:00".parse().unwrap());
+        assert_eq!(
+            nz,
+            "# Current time\nIt is now 2026-11-29 23:30 (UTC+13:00)."
+        );
     }
 }

@@ -33,7 +33,8 @@ pub struct SystemInputs<'a> {
     /// Memoized section texts of this history (see `sections`); `None` computes them.
     pub section_memo: Option<&'a std::collections::BTreeMap<String, String>>,
     /// The compile's instant (sections computed by ctxd read it).
-    pub now: chrono::DateTime<chrono::Utc>,
+    /// The compile's instant in the user's zone (what a `current_time` section shows).
+    pub now: chrono::DateTime<chrono::FixedOffset>,
     /// MCP tools differ per user, so a globally shared prefix cannot exist.
     pub has_mcp_tools: bool,
     /// Instructions of the MCP servers connected before the first compile (memoized).
@@ -198,7 +199,7 @@ mod tests {
             git_snapshot: Some("Current branch: main"),
             platform: "linux",
             section_memo: None,
-            now: chrono::DateTime::UNIX_EPOCH,
+            now: chrono::DateTime::UNIX_EPOCH.fixed_offset(),
             has_mcp_tools: mcp,
             mcp_instructions: None,
         }
