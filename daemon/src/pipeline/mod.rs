@@ -9,6 +9,8 @@ pub mod cache_markers;
 pub mod cache_prefix;
 pub mod capabilities;
 pub mod changed_files;
+#[cfg(test)]
+pub(crate) mod choices;
 pub mod collapse;
 pub mod compile;
 pub mod contract;

@@ -1,5 +1,7 @@
 use super::*;
+use crate::pipeline::choices::{Choices, choices, samples};
 use ctxd_protocol::{CacheControl, MediaSource};
+use proptest::prelude::*;
 use serde_json::{Value, json};
 
 // ---- builders -----------------------------------------------------------------
@@ -934,32 +936,15 @@ fn crash_resume_mess_is_repaired() {
 
 // ---- property -----------------------------------------------------------------
 
-struct Lcg(u64);
-impl Lcg {
-    fn next(&mut self) -> u64 {
-        self.0 = self
-            .0
-            .wrapping_mul(6364136223846793005)
-            .wrapping_add(1442695040888963407);
-        self.0 >> 33
-    }
-    fn below(&mut self, n: u64) -> u64 {
-        self.next() % n
-    }
-    fn chance(&mut self, percent: u64) -> bool {
-        self.below(100) < percent
-    }
-}
-
 /// Results mostly answer a recent call, so pairing is exercised, not just repaired.
-fn random_id(g: &mut Lcg, recent: &[String]) -> String {
+fn random_id(g: &mut Choices, recent: &[String]) -> String {
     match recent.len() {
         n if n > 0 && g.chance(75) => recent[g.below(n as u64) as usize].clone(),
         _ => format!("t{}", g.below(12)),
     }
 }
 
-fn random_block(g: &mut Lcg, for_user: bool, recent: &[String]) -> ContentBlock {
+fn random_block(g: &mut Choices, for_user: bool, recent: &[String]) -> ContentBlock {
     let id = if for_user {
         random_id(g, recent)
     } else {
@@ -993,7 +978,7 @@ fn random_block(g: &mut Lcg, for_user: bool, recent: &[String]) -> ContentBlock 
     }
 }
 
-fn random_records(g: &mut Lcg) -> (Vec<Record>, BTreeSet<(String, u32)>) {
+fn random_records(g: &mut Choices) -> (Vec<Record>, BTreeSet<(String, u32)>) {
     let n = g.below(14) as usize;
     let mut records = Vec::with_capacity(n);
     let mut rejected = BTreeSet::new();
@@ -1051,24 +1036,36 @@ fn random_records(g: &mut Lcg) -> (Vec<Record>, BTreeSet<(String, u32)>) {
     (records, rejected)
 }
 
-#[test]
-fn random_transcripts_always_normalise_to_legal_messages() {
-    let mut g = Lcg(0x5eed_c7d0);
-    let (mut paired, mut synthesised, mut orphans, mut folded) = (0, 0, 0, 0);
-    for round in 0..800 {
-        let (records, rejected) = random_records(&mut g);
-        let thinking = round % 2 == 0;
-        let short = round % 3 == 0;
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 400, ..ProptestConfig::default() })]
+
+    /// Whatever the transcript, normalisation gives legal messages (checked by `run_with`),
+    /// deterministically.
+    #[test]
+    fn random_transcripts_always_normalise_to_legal_messages(
+        values in choices(400),
+        thinking: bool,
+        short: bool,
+    ) {
+        let (records, rejected) = random_records(&mut Choices::new(values));
         let first = run_with(&records, thinking, short, &rejected);
         let second = run_with(&records, thinking, short, &rejected);
-        assert_eq!(first, second, "not deterministic for {records:#?}");
+        prop_assert_eq!(first, second);
+    }
+}
+
+/// The generator keeps reaching the interesting paths, or the property is vacuous.
+#[test]
+fn the_transcript_generator_reaches_pairing_synthesis_orphans_and_folding() {
+    let (mut paired, mut synthesised, mut orphans, mut folded) = (0, 0, 0, 0);
+    for (round, mut g) in samples(400, 800).into_iter().enumerate() {
+        let (records, rejected) = random_records(&mut g);
+        let first = run_with(&records, round % 2 == 0, round % 3 == 0, &rejected);
         let has = |p: &str| first.repairs.iter().any(|r| r.starts_with(p));
         synthesised += usize::from(has("synthesised"));
         orphans += usize::from(has("dropped orphan"));
-        paired += first
-            .messages
-            .iter()
-            .flat_map(|m| &m.content)
+        let blocks = || first.messages.iter().flat_map(|m| &m.content);
+        paired += blocks()
             .filter(|b| {
                 matches!(
                     b,
@@ -1079,15 +1076,11 @@ fn random_transcripts_always_normalise_to_legal_messages() {
                 )
             })
             .count();
-        folded += first
-            .messages
-            .iter()
-            .flat_map(|m| &m.content)
+        folded += blocks()
             .filter(|b| matches!(b, ContentBlock::ToolResult { content: ToolResultContent::Blocks(v), .. }
                 if v.iter().any(|t| matches!(t, ToolResultBlock::Text { text } if text.starts_with(REMINDER_OPEN)))))
             .count();
     }
-    // The generator must keep reaching the interesting paths, or the property is vacuous.
     assert!(
         paired > 150 && synthesised > 150 && orphans > 150 && folded > 60,
         "paired {paired}, synthesised {synthesised}, orphans {orphans}, folded {folded}"

@@ -1,4 +1,6 @@
 use super::*;
+use crate::pipeline::choices::{Choices, choices, samples};
+use proptest::prelude::*;
 use serde_json::{Value, json};
 
 fn rec(uuid: &str, seq: u64, v: Value) -> Record {
@@ -468,26 +470,9 @@ fn overlapping_commits_resolve_to_the_outer_first() {
 
 // ---- property -----------------------------------------------------------------
 
-struct Lcg(u64);
-impl Lcg {
-    fn next(&mut self) -> u64 {
-        self.0 = self
-            .0
-            .wrapping_mul(6364136223846793005)
-            .wrapping_add(1442695040888963407);
-        self.0 >> 33
-    }
-    fn below(&mut self, n: u64) -> u64 {
-        self.next() % n
-    }
-    fn chance(&mut self, percent: u64) -> bool {
-        self.below(100) < percent
-    }
-}
-
 /// A messy but plausible transcript: split responses, parallel calls, results spread
 /// over records or sent with typed text, attachments, meta records, a call in flight.
-fn random_view(g: &mut Lcg) -> T {
+fn random_view(g: &mut Choices) -> T {
     let mut t = T::default();
     let mut tool = 0;
     let turns = 1 + g.below(14);
@@ -530,7 +515,7 @@ fn random_view(g: &mut Lcg) -> T {
             }
             let together = g.chance(50);
             let with_text = g.chance(15);
-            let result = |id: &str, g: &mut Lcg| json!({"type": "tool_result", "tool_use_id": id, "content": "o".repeat(g.below(300) as usize), "is_error": g.chance(10)});
+            let result = |id: &str, g: &mut Choices| json!({"type": "tool_result", "tool_use_id": id, "content": "o".repeat(g.below(300) as usize), "is_error": g.chance(10)});
             if together {
                 let mut blocks: Vec<Value> = ids.iter().map(|id| result(id, g)).collect();
                 if with_text {
@@ -586,86 +571,101 @@ fn orphans<R: std::borrow::Borrow<Record>>(view: &[R]) -> Vec<String> {
     out
 }
 
-#[test]
-fn property_apply_never_orphans_a_tool_pair() {
-    let mut g = Lcg(0xc011_a95e);
-    let mut applied_any = 0;
-    for case in 0..400 {
-        let t = random_view(&mut g);
-        let v = t.view();
-        let s = CollapseSettings {
-            span_rounds: 1 + g.below(4) as usize,
-            keep_recent_rounds: g.below(4) as usize,
-            ..on()
-        };
-        let total = records_tokens(&v);
-        let mut log: Vec<Collapse> = plan_stage(&v, &[], total, total.max(1), &s)
-            .iter()
-            .map(|p| {
-                let summary = summarize_span(&p.records);
-                let mut c = p.to_collapse(summary);
-                if g.chance(80) {
-                    c.status = CollapseStatus::Committed;
-                }
-                c
-            })
-            .collect();
-        // Arbitrary ranges too: apply must refuse the ones that would split a pair.
-        for k in 0..g.below(4) {
-            let a = g.below(v.len() as u64) as usize;
-            let b = a + g.below((v.len() - a) as u64) as usize;
-            log.push(Collapse {
-                id: format!("r{k}"),
-                first_uuid: v[a].uuid.clone(),
-                last_uuid: v[b].uuid.clone(),
-                record_count: b - a + 1,
-                tokens: 0,
-                summary: "random".into(),
-                status: CollapseStatus::Committed,
-            });
-        }
-        let out = apply(&v, &log);
-        assert_eq!(out, apply(&v, &log), "case {case}: not deterministic");
-        let before = orphans(&v);
-        let after = orphans(&out);
-        assert!(
-            after.iter().all(|o| before.contains(o)),
-            "case {case}: {after:?} vs {before:?}"
-        );
-        // Records of one response are never separated by a collapse record.
-        for (i, r) in out.iter().enumerate() {
-            let Some(m) = &r.message_id else { continue };
-            let last = out
-                .iter()
-                .rposition(|x| x.message_id.as_ref() == Some(m))
-                .unwrap();
-            assert!(
-                out[i..=last]
-                    .iter()
-                    .all(|x| !x.uuid.starts_with("collapse-")),
-                "case {case}: response {m} split"
-            );
-        }
-        // Planned spans: whole rounds, clean, outside the recent rounds.
-        let rounds = api_rounds(&v);
-        let recent_start = rounds
-            .get(rounds.len().saturating_sub(s.keep_recent_rounds.max(1)))
-            .map_or(v.len(), |r| r.start);
-        let clean = clean_cuts(&v);
-        for c in log.iter().filter(|c| !c.id.starts_with('r')) {
-            let a = index_of(&v, &c.first_uuid);
-            let b = index_of(&v, &c.last_uuid);
-            assert!(b < recent_start, "case {case}");
-            assert!(clean[a] && clean[b + 1], "case {case}");
-            assert!(rounds.iter().any(|r| r.start == a), "case {case}");
-            assert!(rounds.iter().any(|r| r.end == b + 1), "case {case}");
-        }
-        applied_any += usize::from(out.len() < v.len());
+/// Applies planned and arbitrary collapses to a generated transcript and checks what
+/// the property promises; says whether anything was folded.
+fn check_apply(g: &mut Choices) -> bool {
+    let t = random_view(g);
+    let v = t.view();
+    let s = CollapseSettings {
+        span_rounds: 1 + g.below(4) as usize,
+        keep_recent_rounds: g.below(4) as usize,
+        ..on()
+    };
+    let total = records_tokens(&v);
+    let mut log: Vec<Collapse> = plan_stage(&v, &[], total, total.max(1), &s)
+        .iter()
+        .map(|p| {
+            let summary = summarize_span(&p.records);
+            let mut c = p.to_collapse(summary);
+            if g.chance(80) {
+                c.status = CollapseStatus::Committed;
+            }
+            c
+        })
+        .collect();
+    // Arbitrary ranges too: apply must refuse the ones that would split a pair.
+    for k in 0..g.below(4) {
+        let a = g.below(v.len() as u64) as usize;
+        let b = a + g.below((v.len() - a) as u64) as usize;
+        log.push(Collapse {
+            id: format!("r{k}"),
+            first_uuid: v[a].uuid.clone(),
+            last_uuid: v[b].uuid.clone(),
+            record_count: b - a + 1,
+            tokens: 0,
+            summary: "random".into(),
+            status: CollapseStatus::Committed,
+        });
     }
+    let out = apply(&v, &log);
+    assert_eq!(out, apply(&v, &log), "not deterministic");
+    let before = orphans(&v);
+    let after = orphans(&out);
     assert!(
-        applied_any > 100,
-        "only {applied_any} cases folded anything"
+        after.iter().all(|o| before.contains(o)),
+        "{after:?} vs {before:?}"
     );
+    // Records of one response are never separated by a collapse record.
+    for (i, r) in out.iter().enumerate() {
+        let Some(m) = &r.message_id else { continue };
+        let last = out
+            .iter()
+            .rposition(|x| x.message_id.as_ref() == Some(m))
+            .unwrap();
+        assert!(
+            out[i..=last]
+                .iter()
+                .all(|x| !x.uuid.starts_with("collapse-")),
+            "response {m} split"
+        );
+    }
+    // Planned spans: whole rounds, clean, outside the recent rounds.
+    let rounds = api_rounds(&v);
+    let recent_start = rounds
+        .get(rounds.len().saturating_sub(s.keep_recent_rounds.max(1)))
+        .map_or(v.len(), |r| r.start);
+    let clean = clean_cuts(&v);
+    for c in log.iter().filter(|c| !c.id.starts_with('r')) {
+        let a = index_of(&v, &c.first_uuid);
+        let b = index_of(&v, &c.last_uuid);
+        assert!(b < recent_start);
+        assert!(clean[a] && clean[b + 1]);
+        assert!(rounds.iter().any(|r| r.start == a));
+        assert!(rounds.iter().any(|r| r.end == b + 1));
+    }
+    out.len() < v.len()
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 200, ..ProptestConfig::default() })]
+
+    /// Collapses never orphan a tool pair nor split a response; planned spans are whole,
+    /// clean rounds outside the recent ones; the result is deterministic.
+    #[test]
+    fn property_apply_never_orphans_a_tool_pair(values in choices(1000)) {
+        check_apply(&mut Choices::new(values));
+    }
+}
+
+/// The generator makes transcripts that collapse, or the property is vacuous.
+#[test]
+fn the_transcript_generator_makes_collapsible_sessions() {
+    let folded = samples(1000, 400)
+        .into_iter()
+        .map(|mut g| check_apply(&mut g))
+        .filter(|hit| *hit)
+        .count();
+    assert!(folded > 100, "only {folded} of 400 cases folded anything");
 }
 
 // ---- summaries ----------------------------------------------------------------
