@@ -22,6 +22,27 @@ fn ctx(home: &std::path::Path) -> Command {
     c
 }
 
+/// A temp dir whose `home` holds the daemon `ctx` starts on demand. The daemon is
+/// stopped when the guard drops, so a test that fails half-way leaks no process.
+struct Home {
+    dir: tempfile::TempDir,
+    home: std::path::PathBuf,
+}
+
+impl Home {
+    fn new() -> Home {
+        let dir = tempfile::tempdir().unwrap();
+        let home = dir.path().join("home");
+        Home { dir, home }
+    }
+}
+
+impl Drop for Home {
+    fn drop(&mut self) {
+        stop(&self.home);
+    }
+}
+
 fn json_out(c: &mut Command) -> Value {
     let out = c.output().unwrap();
     assert!(
@@ -36,8 +57,8 @@ fn json_out(c: &mut Command) -> Value {
 
 #[test]
 fn cli_starts_the_daemon_imports_compiles_and_stops_it() {
-    let dir = tempfile::tempdir().unwrap();
-    let home = dir.path().join("home");
+    let guard = Home::new();
+    let (dir, home) = (&guard.dir, guard.home.clone());
 
     // --no-start with nothing running is a clear error.
     let out = ctx(&home)
@@ -132,8 +153,8 @@ fn cli_starts_the_daemon_imports_compiles_and_stops_it() {
 
 #[test]
 fn ctx_hooks_lists_the_configured_hooks_with_their_source_file() {
-    let dir = tempfile::tempdir().unwrap();
-    let home = dir.path().join("home");
+    let guard = Home::new();
+    let (dir, home) = (&guard.dir, guard.home.clone());
     let proj = dir.path().join("proj");
     let settings = proj.join(".claude").join("settings.json");
     std::fs::create_dir_all(settings.parent().unwrap()).unwrap();
@@ -174,9 +195,47 @@ fn ctx_hooks_lists_the_configured_hooks_with_their_source_file() {
 }
 
 #[test]
-fn replay_of_every_fixture_runs_to_the_end() {
+fn ctx_plan_and_ctx_queue_drive_plan_mode_and_queued_input() {
     let dir = tempfile::tempdir().unwrap();
     let home = dir.path().join("home");
+    let proj = dir.path().join("proj");
+    std::fs::create_dir_all(&proj).unwrap();
+    let created = json_out(
+        ctx(&home)
+            .args(["session", "new", "--json", "--cwd"])
+            .arg(&proj),
+    );
+    let sid = created["session_id"].as_str().unwrap().to_string();
+    let on = json_out(ctx(&home).args(["plan", &sid, "on", "--json"]));
+    assert_eq!(on["plan_mode"], true);
+    assert!(on["plan_file"].as_str().unwrap().ends_with("plan.md"));
+    let image = dir.path().join("shot.png");
+    std::fs::write(&image, [0x89, b'P', b'N', b'G']).unwrap();
+    let queued = json_out(
+        ctx(&home)
+            .args(["queue", &sid, "also fix the docs", "--json", "--image"])
+            .arg(&image),
+    );
+    assert_eq!(queued["pending"], 1);
+    let listed = ctx(&home).args(["queue", &sid, "--list"]).output().unwrap();
+    let text = String::from_utf8(listed.stdout).unwrap();
+    assert!(
+        text.contains("main") && text.contains("also fix the docs"),
+        "{text}"
+    );
+    let out = ctx(&home).args(["compile", &sid]).output().unwrap();
+    let body = String::from_utf8(out.stdout).unwrap();
+    assert!(body.contains("Plan mode is active."), "{body}");
+    assert!(body.contains("also fix the docs"));
+    let bad = ctx(&home).args(["queue", &sid]).output().unwrap();
+    assert!(!bad.status.success());
+    json_out(ctx(&home).args(["daemon", "stop", "--json"]));
+}
+
+#[test]
+fn replay_of_every_fixture_runs_to_the_end() {
+    let guard = Home::new();
+    let home = guard.home.clone();
     let mut total_compiles = 0;
     for f in common::fixture_files() {
         let out = ctx(&home)
@@ -225,8 +284,8 @@ fn replay_of_every_fixture_runs_to_the_end() {
 
 #[test]
 fn an_external_memory_worker_writes_the_memory_while_appends_continue() {
-    let dir = tempfile::tempdir().unwrap();
-    let home = dir.path().join("home");
+    let guard = Home::new();
+    let (dir, home) = (&guard.dir, guard.home.clone());
     let created = json_out(
         ctx(&home)
             .args(["session", "new", "--json", "--cwd"])
@@ -244,7 +303,11 @@ fn an_external_memory_worker_writes_the_memory_while_appends_continue() {
         .stderr(Stdio::piped())
         .spawn()
         .unwrap();
-    std::thread::sleep(std::time::Duration::from_millis(300));
+    // The worker says so once it is subscribed: appends from then on reach it.
+    let mut worker_err = std::io::BufReader::new(worker.stderr.take().unwrap());
+    let mut line = String::new();
+    std::io::BufRead::read_line(&mut worker_err, &mut line).unwrap();
+    assert!(line.contains("memory worker: serving 1 session"), "{line}");
     for i in 0..12 {
         let records = serde_json::json!({"jsonrpc": "2.0", "id": 1, "method": "transcript.append", "params": {"session_id": sid, "records": [
             {"type": "user", "content": format!("task {i}: {}", "q".repeat(6000))},
@@ -304,6 +367,51 @@ fn import_of_non_utf8_input_names_the_line() {
     );
 }
 
+#[test]
+fn skills_and_capabilities_show_what_the_model_was_told() {
+    let dir = tempfile::tempdir().unwrap();
+    let home = dir.path().join("home");
+    let project = dir.path().join("project");
+    let skill = project.join(".claude/skills/review/SKILL.md");
+    std::fs::create_dir_all(skill.parent().unwrap()).unwrap();
+    std::fs::write(&skill, "---\ndescription: Review a change\n---\nSteps.\n").unwrap();
+    // `ctx` gives the daemon it starts a HOME of its own: no ~/.claude of the machine.
+    let run = |args: &[&str]| {
+        let out = ctx(&home).args(args).output().unwrap();
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        String::from_utf8(out.stdout).unwrap()
+    };
+    let created: Value = serde_json::from_str(&run(&[
+        "session",
+        "new",
+        "--json",
+        "--cwd",
+        project.to_str().unwrap(),
+    ]))
+    .unwrap();
+    let sid = created["session_id"].as_str().unwrap().to_string();
+    let before = run(&["skills", &sid]);
+    assert!(
+        before.contains("pending") && before.contains("review: Review a change"),
+        "{before}"
+    );
+    run(&["compile", &sid]);
+    let after = run(&["skills", &sid]);
+    assert!(after.starts_with("listed"), "{after}");
+    let json: Value = serde_json::from_str(&run(&["skills", "--json", &sid])).unwrap();
+    assert_eq!(json["skills"][0]["state"], "listed");
+    let caps = run(&["capabilities", &sid]);
+    assert!(
+        caps.contains("tools:\n  (none)") && caps.contains("mcp servers:"),
+        "{caps}"
+    );
+    run(&["daemon", "stop"]);
+}
+
 fn run(c: &mut Command) -> (bool, String, String) {
     let out = c.output().unwrap();
     (
@@ -319,8 +427,8 @@ fn stop(home: &std::path::Path) {
 
 #[test]
 fn session_set_changes_every_kind_of_setting_by_id_prefix_and_features_say_how_to_enable() {
-    let dir = tempfile::tempdir().unwrap();
-    let home = dir.path().join("home");
+    let guard = Home::new();
+    let (dir, home) = (&guard.dir, guard.home.clone());
     let new = |home: &std::path::Path| {
         json_out(
             ctx(home)
@@ -410,8 +518,8 @@ fn session_set_changes_every_kind_of_setting_by_id_prefix_and_features_say_how_t
 #[test]
 fn events_are_quiet_on_a_closed_pipe_and_fail_when_the_daemon_is_lost() {
     use std::io::BufRead;
-    let dir = tempfile::tempdir().unwrap();
-    let home = dir.path().join("home");
+    let guard = Home::new();
+    let (dir, home) = (&guard.dir, guard.home.clone());
     let sid = json_out(
         ctx(&home)
             .args(["session", "new", "--json", "--cwd"])
@@ -487,8 +595,8 @@ fn wait_with_deadline(child: &mut std::process::Child) -> (std::process::ExitSta
 
 #[test]
 fn demo_and_replay_remove_their_sessions_unless_kept() {
-    let dir = tempfile::tempdir().unwrap();
-    let home = dir.path().join("home");
+    let guard = Home::new();
+    let home = guard.home.clone();
     let count = || {
         json_out(ctx(&home).args(["session", "list", "--json"]))["sessions"]
             .as_array()

@@ -31,12 +31,21 @@ struct World {
     victim: String,
     client_summarised: String,
     jsonl: String,
+    /// A session with a deferred tool (capability reports).
+    caps: String,
 }
 
 fn build_world(d: &Daemon) -> World {
     let cwd = d.dir.path().join("project");
     std::fs::create_dir_all(&cwd).unwrap();
     std::fs::write(cwd.join("notes.txt"), "notes\n").unwrap();
+    let skill = cwd.join(".claude/skills/notes/SKILL.md");
+    std::fs::create_dir_all(skill.parent().unwrap()).unwrap();
+    std::fs::write(
+        &skill,
+        "---\ndescription: Keep notes\n---\nWrite them down.\n",
+    )
+    .unwrap();
     let create = |settings: Value, model: Value| {
         sid_of(&d.call(
             "session.create",
@@ -121,7 +130,15 @@ fn build_world(d: &Daemon) -> World {
         json!({"session_id": client_summarised, "records": turn}),
     );
 
+    let caps = create(json!({}), json!(null));
+    d.call(
+        "capabilities.set_tools",
+        json!({"session_id": caps, "tools": [{"name": "search_docs", "defer_loading": true,
+               "input_schema": {"type": "object"}}]}),
+    );
+
     World {
+        caps,
         main,
         image_uuid,
         snip: (snip_sid, short),
@@ -156,6 +173,19 @@ fn realistic(doc: &Document, w: &World, method: &str) -> Value {
         }
         "context.report_error" => json!({ "session_id": w.main, "kind": "prompt_too_long" }),
         "context.report_read" => json!({ "session_id": w.main, "path": w.cwd.join("notes.txt") }),
+        // In document order: connect, change, disconnect.
+        "capabilities.mcp_connect" => json!({
+            "session_id": w.caps, "name": "docs", "instructions": "Search before you read.",
+        }),
+        "capabilities.mcp_set_instructions" | "capabilities.mcp_disconnect" => {
+            json!({ "session_id": w.caps, "name": "docs" })
+        }
+        "capabilities.discover_tools" => json!({ "session_id": w.caps, "names": ["search_docs"] }),
+        "capabilities.invoke_skill" => json!({ "session_id": w.main, "name": "notes" }),
+        "transcript.queue" => json!({ "session_id": w.main, "text": "also update the docs" }),
+        "transcript.take_queued" => json!({ "session_id": w.main, "agent_id": "agent-1" }),
+        "context.set_section" => json!({ "session_id": w.main, "section": {
+            "name": "clock", "caching": "uncached", "reason": "the time of day", "source": "current_time"} }),
         "daemon.ping" | "daemon.status" | "daemon.shutdown" | "session.list" | "rpc.discover" => {
             json!({})
         }

@@ -3,8 +3,9 @@
 
 mod common;
 
-use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
-use std::sync::{Arc, Mutex};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex, mpsc};
+use std::time::Duration;
 
 use common::Daemon;
 use serde_json::json;
@@ -19,15 +20,16 @@ fn kill_9_during_appends_loses_no_acknowledged_record() {
             .to_string();
     let socket = d.socket.clone();
     let acked: Arc<Mutex<Vec<(usize, String, u64)>>> = Arc::default();
-    let total = Arc::new(AtomicUsize::new(0));
+    // Every acknowledged append is announced here; the kill waits for 150 of them.
+    let (acks, acknowledged) = mpsc::channel::<()>();
     let stop = Arc::new(AtomicBool::new(false));
     let mut threads = Vec::new();
     for client in 0..4usize {
-        let (socket, sid, acked, total, stop) = (
+        let (socket, sid, acked, acks, stop) = (
             socket.clone(),
             sid.clone(),
             acked.clone(),
-            total.clone(),
+            acks.clone(),
             stop.clone(),
         );
         threads.push(std::thread::spawn(move || {
@@ -54,12 +56,16 @@ fn kill_9_during_appends_loses_no_acknowledged_record() {
                         rec["seq"].as_u64().unwrap(),
                     ));
                 }
-                total.fetch_add(1, Ordering::SeqCst);
+                drop(a);
+                let _ = acks.send(());
             }
         }));
     }
-    while total.load(Ordering::SeqCst) < 150 {
-        std::thread::sleep(std::time::Duration::from_millis(2));
+    drop(acks);
+    for i in 0..150 {
+        acknowledged
+            .recv_timeout(Duration::from_secs(30))
+            .unwrap_or_else(|e| panic!("only {i} appends were acknowledged: {e}"));
     }
     d.kill9();
     stop.store(true, Ordering::SeqCst);

@@ -396,6 +396,35 @@ fn batches_are_bounded_and_a_compile_does_not_block_appends() {
     assert!(slowest < Duration::from_secs(1), "{slowest:?}");
 }
 
+/// jsonrpsee's own batch bound answers -32010, which is ctxd's "prompt too long": the
+/// daemon bounds batches itself, with its own code.
+#[test]
+fn a_batch_over_the_bound_gets_ctxds_code_not_jsonrpsees() {
+    let d = Daemon::start();
+    let pings = |n: usize| -> String {
+        let calls: Vec<Value> = (0..n)
+            .map(|i| json!({"jsonrpc": "2.0", "id": i, "method": "daemon.ping"}))
+            .collect();
+        Value::Array(calls).to_string()
+    };
+    let (_, text) = raw_http(&d.socket, &pings(1_000));
+    let answers: Vec<Value> = serde_json::from_str(&text).unwrap();
+    assert_eq!(answers.len(), 1_000);
+    assert!(answers.iter().all(|a| a["result"]["pong"] == true));
+
+    let (_, text) = raw_http(&d.socket, &pings(1_001));
+    let answer: Value = serde_json::from_str(&text).unwrap_or_else(|e| panic!("{e}: {text}"));
+    assert_eq!(
+        answer["error"]["code"],
+        ctxd_protocol::TOO_MANY_CALLS_IN_BATCH,
+        "{answer}"
+    );
+    assert_ne!(answer["error"]["code"], -32010);
+    assert_eq!(answer["error"]["data"]["bound"], "max_batch_calls");
+    assert_eq!(answer["error"]["data"]["limit"], 1_000);
+    assert_eq!(answer["error"]["data"]["calls"], 1_001);
+}
+
 #[test]
 fn duplicate_uuid_lines_are_a_counted_warning() {
     let d = Daemon::start();

@@ -740,3 +740,37 @@ async fn instructions_loaded_file_changed_and_cwd_changed_fire_and_forget() {
         other.join(".env").display().to_string()
     );
 }
+
+/// `hooks.*` calls run as their connection like every other method: the hook events
+/// they cause are `own` on that connection's subscription, and not on another's.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn hook_events_of_a_hooks_call_are_marked_own_on_its_connection() {
+    let d = Daemon::start();
+    let p = project_with(&d, &hooks("PostToolUse", Some("Bash"), &["true"]));
+    let sid = new_session(&d, &p);
+    let caller = d.client().await;
+    let other = d.client().await;
+    let mut mine = caller.subscribe_from(&sid, None, false).await.unwrap();
+    let mut theirs = other.subscribe_from(&sid, None, false).await.unwrap();
+    let _: Value = caller
+        .call(
+            "hooks.post_tool_use",
+            json!({"session_id": sid, "tool_name": "Bash", "tool_input": {"command": "ls"},
+                   "tool_response": "ok"}),
+        )
+        .await
+        .unwrap();
+    for (sub, own) in [(&mut mine, true), (&mut theirs, false)] {
+        let deadline = tokio::time::Instant::now() + Duration::from_secs(20);
+        loop {
+            let n = match tokio::time::timeout_at(deadline, sub.next()).await {
+                Ok(Some(Ok(n))) => n,
+                other => panic!("no hook_started: {other:?}"),
+            };
+            if let SessionEvent::HookStarted { .. } = n.event {
+                assert_eq!(n.own, own, "{n:?}");
+                break;
+            }
+        }
+    }
+}

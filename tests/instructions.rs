@@ -15,6 +15,19 @@ fn write(path: &Path, text: &str) {
     std::fs::write(path, text).unwrap();
 }
 
+/// Writes `text` to `path` with an mtime a second past `was`'s, so a stat check sees the
+/// change whatever the filesystem's timestamp granularity (no sleeping for the clock).
+fn write_after(path: &Path, text: &str, was: &Path) {
+    let before = std::fs::metadata(was).unwrap().modified().unwrap();
+    write(path, text);
+    std::fs::File::options()
+        .write(true)
+        .open(path)
+        .unwrap()
+        .set_modified(before + Duration::from_secs(1))
+        .unwrap();
+}
+
 /// A monorepo: root CLAUDE.md that only includes AGENTS.md, prose naming npm scopes,
 /// nested package instructions, a conditional rule, user and managed files.
 fn tree(d: &Daemon) -> std::path::PathBuf {
@@ -253,8 +266,11 @@ fn external_edits_of_seen_files_become_changed_files() {
     compile(&d, &sid, T0);
 
     // A plain write.
-    std::thread::sleep(Duration::from_millis(20));
-    write(&file, &original.replace("line 15\n", "line fifteen\n"));
+    write_after(
+        &file,
+        &original.replace("line 15\n", "line fifteen\n"),
+        &file,
+    );
     let c = compile(&d, &sid, T0);
     insta::assert_snapshot!(
         "plain_write_snippet",
@@ -264,13 +280,13 @@ fn external_edits_of_seen_files_become_changed_files() {
     assert!(snippet_of(&d, &sid, &c).is_none(), "reported twice");
 
     // An atomic save: write elsewhere, rename over.
-    std::thread::sleep(Duration::from_millis(20));
     let tmp = root.join(".notes.txt.tmp");
-    write(
+    write_after(
         &tmp,
         &original
             .replace("line 15\n", "line fifteen\n")
             .replace("line 30\n", "line thirty\n"),
+        &file,
     );
     std::fs::rename(&tmp, &file).unwrap();
     let c = compile(&d, &sid, T0);
@@ -308,8 +324,7 @@ fn the_agents_own_edit_is_not_reported_back() {
         {"type": "assistant", "message_id": "m2", "content": [{"type": "tool_use", "id": "e1", "name": "Edit",
           "input": {"file_path": file, "old_string": "b", "new_string": "B"}}]}
     ]}));
-    std::thread::sleep(Duration::from_millis(20));
-    write(&file, "a\nB\nc\n");
+    write_after(&file, "a\nB\nc\n", &file);
     d.call("transcript.append", json!({"session_id": sid, "records": [
         {"type": "user", "content": [{"type": "tool_result", "tool_use_id": "e1", "content": "edited"}]}
     ]}));

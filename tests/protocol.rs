@@ -38,6 +38,9 @@ fn the_handshake_negotiates_and_refuses_another_major() {
             .contains(&json!("session.subscribe"))
     );
     assert!(r["limits"]["max_connections"].as_u64().unwrap() >= 1024);
+    assert_eq!(r["limits"]["max_append_records"], 10_000);
+    assert_eq!(r["limits"]["max_record_bytes"], 32 * 1024 * 1024);
+    assert_eq!(r["limits"]["max_loaded_sessions"], 256);
     // A newer minor is answered with ours.
     let r = d.call(
         "daemon.initialize",

@@ -71,13 +71,7 @@ pub fn resolve_socket(socket: Option<PathBuf>, home: Option<&Path>) -> PathBuf {
         return h.join("ctxd.sock");
     }
     let dirs = directories::ProjectDirs::from("dev", "ctxd", "ctxd");
-    if let Some(rt) = dirs.as_ref().and_then(|d| d.runtime_dir()) {
-        return rt.join("ctxd.sock");
-    }
-    let uid = std::fs::metadata("/proc/self")
-        .map(|m| std::os::unix::fs::MetadataExt::uid(&m))
-        .unwrap_or(0);
-    PathBuf::from(format!("/tmp/ctxd-{uid}")).join("ctxd.sock")
+    ctxd::daemon::default_socket(dirs.as_ref())
 }
 
 pub struct Client {

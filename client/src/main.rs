@@ -14,6 +14,7 @@ use anyhow::Result;
 use clap::{CommandFactory, Parser, Subcommand};
 
 use commands::Ctx;
+use commands::attachments::{PlanArgs, QueueArgs};
 use commands::collapse::CollapseCmd;
 use commands::context::{CompactArgs, CompileArgs, SessionArg, SnipArgs};
 use commands::daemon::DaemonCmd;
@@ -100,6 +101,16 @@ enum Command {
     Snip(SnipArgs),
     /// Import a Claude Code JSONL transcript as a new session.
     Import(ImportArgs),
+    /// A session's skills: listed, pending, dormant (conditional), omitted, invoked.
+    Skills(SessionArg),
+    /// A session's tools (sent, deferred, discovered), MCP servers, agent types and what
+    /// the model was told.
+    Capabilities(SessionArg),
+    /// Switch plan mode on or off: the model plans and changes nothing.
+    Plan(PlanArgs),
+    /// Queue input typed while a turn runs; the next compile delivers it (`--list` shows
+    /// what waits).
+    Queue(QueueArgs),
     /// Print a shell completion script: `source <(ctx completions bash)`.
     Completions {
         /// The shell to complete for.
@@ -152,6 +163,10 @@ async fn run(cli: Cli) -> Result<()> {
         Command::Replay(a) => commands::demo::replay(&ctx, c, a).await,
         Command::Context(a) => commands::cache::context(&ctx, c, a).await,
         Command::Cache(a) => commands::cache::cache(&ctx, c, a).await,
+        Command::Skills(a) => commands::capabilities::skills(&ctx, c, a).await,
+        Command::Capabilities(a) => commands::capabilities::capabilities(&ctx, c, a).await,
+        Command::Plan(a) => commands::attachments::plan(&ctx, c, a).await,
+        Command::Queue(a) => commands::attachments::queue(&ctx, c, a).await,
         Command::Daemon { .. } | Command::MemoryWorker(_) | Command::Completions { .. } => Ok(()),
     }
 }

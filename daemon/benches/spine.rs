@@ -1,8 +1,12 @@
 //! `cargo bench -p ctxd --bench spine`: the spine's costs next to their floors.
 //!
-//! 1. compile of the largest fixture session vs serde_json serialising the same output;
-//! 2. an RPC no-op round trip over the socket vs a raw Unix-socket echo of the same bytes;
-//! 3. batched appends per second vs raw rusqlite inserts with the same WAL settings.
+//! 1. compile of a session vs serde_json serialising the same output (the session: the
+//!    file named by `CTXD_BENCH_SESSION`, else the largest fixture and the sub-agent one);
+//! 2. import of the same file vs serde_json parsing its lines;
+//! 3. growth: compile time over the session repeated 1×, 4× and 16× (each copy after a
+//!    compact boundary, so the model sees about one copy while the history grows);
+//! 4. an RPC no-op round trip over the socket vs a raw Unix-socket echo of the same bytes;
+//! 5. batched appends per second vs raw rusqlite inserts with the same WAL settings.
 //!
 //! Prints medians and ratios. Set `CTXD_BENCH_ITERS` to change the sample count.
 
@@ -51,16 +55,152 @@ fn engine(dir: &Path) -> Arc<Engine> {
     Arc::new(Engine::new(store, dir, Arc::new(SystemClock)))
 }
 
+/// The sessions the compile and import benches run on.
+fn sessions() -> Vec<PathBuf> {
+    match std::env::var_os("CTXD_BENCH_SESSION") {
+        Some(p) => vec![PathBuf::from(p)],
+        None => vec![largest_fixture(), fixtures().join("spotter/subagent.jsonl")],
+    }
+}
+
+fn import_params(jsonl: String) -> SessionImportParams {
+    SessionImportParams {
+        jsonl,
+        cwd: None,
+        fallback_cwd: Some("/tmp".into()),
+        model: None,
+        title: None,
+    }
+}
+
+/// Import of the file vs serde_json parsing each of its lines into a `Value` (the floor
+/// of reading it at all).
+async fn bench_import(dir: &Path, path: &Path) {
+    let e = engine(dir);
+    let jsonl = std::fs::read_to_string(path).unwrap();
+    let n = (iters() / 20).max(5);
+    let mut import = Vec::with_capacity(n);
+    let mut parse = Vec::with_capacity(n);
+    for _ in 0..n {
+        let t = Instant::now();
+        e.import_claude_code(import_params(jsonl.clone()))
+            .await
+            .unwrap();
+        import.push(t.elapsed());
+        let t = Instant::now();
+        let values: Vec<serde_json::Value> = jsonl
+            .lines()
+            .filter(|l| !l.trim().is_empty())
+            .map(|l| serde_json::from_str(l).unwrap())
+            .collect();
+        parse.push(t.elapsed());
+        assert!(!values.is_empty());
+    }
+    let (i, p) = (median(import), median(parse));
+    let mb = jsonl.len() as f64 / 1e6;
+    println!(
+        "import   {} ({:.2} MB): median {:?} = {:.1} MB/s; serde_json parse of its lines {:?} = {:.0} MB/s; import at {:.1}% of the parse rate",
+        path.file_name().unwrap().to_string_lossy(),
+        mb,
+        i,
+        mb / i.as_secs_f64(),
+        p,
+        mb / p.as_secs_f64(),
+        p.as_secs_f64() / i.as_secs_f64() * 100.0
+    );
+}
+
+/// The session `times` times over: copy k's uuids and tool ids made unique, each copy
+/// after a compact boundary and its summary (Claude Code's own record shapes).
+fn repeated(jsonl: &str, times: usize) -> String {
+    let uuid = regex::Regex::new(r"[0-9a-f]{8}(-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12})")
+        .unwrap();
+    let tool = regex::Regex::new(r"(toolu_[A-Za-z0-9]+)").unwrap();
+    let mut out = String::with_capacity(jsonl.len() * times + times * 512);
+    for k in 0..times {
+        let copy = uuid.replace_all(jsonl, |c: &regex::Captures<'_>| format!("{k:08x}{}", &c[1]));
+        let copy = tool.replace_all(&copy, |c: &regex::Captures<'_>| format!("{}x{k}", &c[1]));
+        let mut first = true;
+        for line in copy.lines().filter(|l| !l.trim().is_empty()) {
+            if k > 0 && first {
+                let boundary = format!("{k:08x}-0000-7000-8000-00000000b0b0");
+                let summary = format!("{k:08x}-0000-7000-8000-00000000b0b1");
+                out.push_str(
+                    &serde_json::json!({
+                        "parentUuid": null, "isSidechain": false, "type": "system",
+                        "subtype": "compact_boundary", "content": "Conversation compacted",
+                        "isMeta": false, "timestamp": "2026-01-01T00:00:00.000Z",
+                        "uuid": boundary, "level": "info",
+                        "compactMetadata": {"trigger": "auto", "preTokens": 150000},
+                    })
+                    .to_string(),
+                );
+                out.push('\n');
+                out.push_str(&serde_json::json!({
+                    "parentUuid": boundary, "isSidechain": false, "type": "user",
+                    "isCompactSummary": true, "uuid": summary,
+                    "timestamp": "2026-01-01T00:00:00.000Z",
+                    "message": {"role": "user", "content": "This session is being continued from a previous conversation. Summary: the work so far."},
+                }).to_string());
+                out.push('\n');
+                let mut v: serde_json::Value = serde_json::from_str(line).unwrap();
+                v["parentUuid"] = serde_json::json!(summary);
+                out.push_str(&v.to_string());
+                out.push('\n');
+                first = false;
+                continue;
+            }
+            first = false;
+            out.push_str(line);
+            out.push('\n');
+        }
+    }
+    out
+}
+
+/// Compile time over the same session repeated 1×, 4× and 16×: what the model sees stays
+/// about one copy, so a compile should cost about the same however long the history.
+async fn bench_growth(dir: &Path, path: &Path) {
+    let jsonl = std::fs::read_to_string(path).unwrap();
+    let n = (iters() / 4).max(10);
+    let mut rows = Vec::new();
+    for times in [1usize, 4, 16] {
+        let e = engine(&dir.join(format!("x{times}")));
+        let (info, stats) = e
+            .import_claude_code(import_params(repeated(&jsonl, times)))
+            .await
+            .unwrap();
+        let p = CompileParams {
+            session_id: info.session_id.clone(),
+            side_request: false,
+            now: None,
+            flags: None,
+        };
+        e.compile(p.clone()).await.unwrap();
+        let mut t = Vec::with_capacity(n);
+        for _ in 0..n {
+            let s = Instant::now();
+            e.compile(p.clone()).await.unwrap();
+            t.push(s.elapsed());
+        }
+        rows.push((times, stats.records, median(t)));
+    }
+    let base = rows[0].2.as_secs_f64();
+    let cells: Vec<String> = rows
+        .iter()
+        .map(|(x, r, d)| format!("{x}x ({r} records) {d:?} = {:.2}", d.as_secs_f64() / base))
+        .collect();
+    println!(
+        "growth   {}: compile median {}",
+        path.file_name().unwrap().to_string_lossy(),
+        cells.join("; ")
+    );
+}
+
 async fn bench_compile(dir: &Path, path: PathBuf) {
     let e = engine(dir);
     let (info, stats) = e
-        .import_claude_code(SessionImportParams {
-            jsonl: std::fs::read_to_string(&path).unwrap(),
-            cwd: None,
-            fallback_cwd: Some("/tmp".into()),
-            model: None,
-            title: None,
-        })
+        .import_claude_code(import_params(std::fs::read_to_string(&path).unwrap()))
         .await
         .unwrap();
     let p = CompileParams {
@@ -296,6 +436,11 @@ async fn bench_budget(dir: &Path) {
                 start_date: "2026-01-01",
                 git_snapshot: None,
                 claude_md: None,
+                mcp_instructions: None,
+                platform: "linux",
+                section_memo: None,
+                previous_uncached: None,
+                utc_offset: ctxd::clock::utc(),
             },
             records: &records,
             tools: &[],
@@ -386,13 +531,13 @@ async fn main() {
         return;
     }
     let dir = tempfile::tempdir().unwrap();
-    // The largest file (mostly sub-agent records) and the largest main thread.
-    bench_compile(dir.path(), largest_fixture()).await;
-    bench_compile(
-        &dir.path().join("b"),
-        fixtures().join("spotter/subagent.jsonl"),
-    )
-    .await;
+    // By default the largest file (mostly sub-agent records) and the largest main thread.
+    for (i, path) in sessions().into_iter().enumerate() {
+        let d = dir.path().join(format!("s{i}"));
+        bench_compile(&d.join("compile"), path.clone()).await;
+        bench_import(&d.join("import"), &path).await;
+        bench_growth(&d.join("growth"), &path).await;
+    }
     bench_budget(&dir.path().join("budget")).await;
     bench_cache(&dir.path().join("cache")).await;
     bench_rpc(dir.path()).await;

@@ -80,9 +80,7 @@ pub fn default_socket(dirs: Option<&directories::ProjectDirs>) -> PathBuf {
     if let Some(rt) = dirs.and_then(|d| d.runtime_dir()) {
         return rt.join("ctxd.sock");
     }
-    let uid = std::fs::metadata("/proc/self")
-        .map(|m| std::os::unix::fs::MetadataExt::uid(&m))
-        .unwrap_or(0);
+    let uid = own_uid();
     PathBuf::from(format!("/tmp/ctxd-{uid}")).join("ctxd.sock")
 }
 

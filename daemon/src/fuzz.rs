@@ -1,5 +1,5 @@
 //! Fuzzing the parsers that take outside input: JSON-RPC params, record validation, Claude
-//! Code import, front matter and `@include` scanning. Only the stable toolchain exists
+//! Code import, front matter (rules and skills) and `@include` scanning. Only the stable toolchain exists
 //! here, so this is proptest rather than a coverage-guided fuzzer: each target gets
 //! arbitrary strings, arbitrary JSON, and random byte-level mutations of the checked-in
 //! corpus (`daemon/fuzz/corpus/<target>/`), which is also replayed as is. The property
@@ -193,6 +193,13 @@ fn check_front_matter(raw: &str) {
     assert!(parsed.body.len() <= raw.len());
 }
 
+fn check_skill(raw: &str) {
+    match crate::discovery::skills::parse("s", raw) {
+        Ok(def) => assert_eq!(def.name, "s"),
+        Err(reason) => assert!(!reason.is_empty(), "{raw:?}"),
+    }
+}
+
 fn check_include(body: &str) {
     let targets = crate::discovery::include_targets(
         body,
@@ -215,6 +222,7 @@ fn corpus_replays_cleanly() {
         .iter()
         .for_each(|s| check_front_matter(s));
     corpus("include").iter().for_each(|s| check_include(s));
+    corpus("skill").iter().for_each(|s| check_skill(s));
 }
 
 proptest! {
@@ -241,6 +249,11 @@ proptest! {
     #[test]
     fn fuzz_front_matter(raw in text("front_matter")) {
         check_front_matter(&raw);
+    }
+
+    #[test]
+    fn fuzz_skill_front_matter(raw in text("skill")) {
+        check_skill(&raw);
     }
 
     #[test]

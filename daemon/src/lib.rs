@@ -16,4 +16,5 @@ pub mod providers;
 pub mod rpc;
 pub mod safe_read;
 pub mod store;
+mod sync;
 pub mod watch;

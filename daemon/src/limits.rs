@@ -25,6 +25,25 @@ pub const MAX_INSTRUCTION_TOTAL_BYTES: u64 = 4 * 1024 * 1024;
 /// Directory entries looked at in one `.claude/rules` folder (with its subfolders).
 pub const MAX_RULE_ENTRIES: usize = 10_000;
 
+/// One skill file (`SKILL.md`, a legacy command): a larger one is skipped and reported.
+pub const MAX_SKILL_FILE_BYTES: u64 = 1024 * 1024;
+
+/// Skills one session's discovery reads (all places together); the rest are skipped with
+/// one warning.
+pub const MAX_SKILLS: usize = 10_000;
+
+/// MCP servers connected to one session at once.
+pub const MAX_MCP_SERVERS: usize = 256;
+
+/// Tools of one session: its own and its connected servers' together.
+pub const MAX_TOOLS: usize = 10_000;
+
+/// Agent types of one session.
+pub const MAX_AGENT_TYPES: usize = 1_000;
+
+/// An MCP server's instructions, and an agent type's description, in bytes.
+pub const MAX_CAPABILITY_TEXT_BYTES: usize = 256 * 1024;
+
 /// JSON-RPC calls in one batch request.
 pub const MAX_RPC_BATCH: u32 = 1_000;
 

@@ -57,6 +57,27 @@ pub fn read_text(path: &Path, limit: u64, bound: &'static str) -> Result<String,
     String::from_utf8(bytes).map_err(|_| ReadError::NotText)
 }
 
+/// At most `limit` bytes from the start of a regular file, cut back to whole UTF-8
+/// characters; for files that are read for their head only (large memory files).
+pub fn read_head(path: &Path, limit: u64) -> Result<String, ReadError> {
+    let (file, _) = open_regular(path)?;
+    let mut bytes = Vec::new();
+    file.take(limit).read_to_end(&mut bytes)?;
+    match String::from_utf8(bytes) {
+        Ok(s) => Ok(s),
+        Err(e) => {
+            let valid = e.utf8_error().valid_up_to();
+            // A character cut by the cap is fine; invalid bytes before it are not text.
+            if e.as_bytes().len() - valid > 3 {
+                return Err(ReadError::NotText);
+            }
+            let mut bytes = e.into_bytes();
+            bytes.truncate(valid);
+            String::from_utf8(bytes).map_err(|_| ReadError::NotText)
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

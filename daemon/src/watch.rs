@@ -14,7 +14,9 @@
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
+use std::sync::{Arc, Mutex};
+
+use crate::sync::lock;
 use std::time::Duration;
 
 use notify::event::{MetadataKind, ModifyKind};
@@ -39,6 +41,10 @@ pub enum WatchEvent {
     /// Events may have been lost (kernel queue overflow, watcher error): the caller must
     /// re-check every file it cares about.
     Rescan,
+    /// Something in a directory registered with [`FileWatcher::watch_dir`] changed (an
+    /// entry created, written, removed or renamed), or the directory itself went away.
+    /// The path is as it was registered.
+    DirChanged(PathBuf),
 }
 
 /// Watches registered files through their parent directories and reports their changes,
@@ -134,6 +140,59 @@ impl FileWatcher {
             registry.dirs.entry(dir.clone()).or_default().files += 1;
         }
 
+        self.arm(debouncer, &mut registry, &dir);
+    }
+
+    /// Starts reporting any change inside `dir` (one level: its entries, not theirs) as
+    /// [`WatchEvent::DirChanged`]. Refcounted like [`watch_file`](Self::watch_file); a
+    /// directory that does not exist is not registered.
+    pub fn watch_dir(&self, dir: &Path) {
+        let Ok(canonical) = std::fs::canonicalize(dir) else {
+            return;
+        };
+        let mut debouncer = lock(&self.debouncer);
+        let Some(debouncer) = debouncer.as_mut() else {
+            return;
+        };
+        let mut registry = lock(&self.registry);
+        let reg = &mut *registry;
+        let watch = reg.dir_watches.entry(canonical.clone()).or_default();
+        watch.refs += 1;
+        if watch.registered.insert(dir.to_path_buf()) && watch.registered.len() == 1 {
+            reg.dirs.entry(canonical.clone()).or_default().files += 1;
+        }
+        self.arm(debouncer, reg, &canonical);
+    }
+
+    /// Undoes one [`watch_dir`](Self::watch_dir); unknown directories are ignored.
+    pub fn unwatch_dir(&self, dir: &Path) {
+        let mut debouncer = lock(&self.debouncer);
+        let mut registry = lock(&self.registry);
+        let registry = &mut *registry;
+        let Some((canonical, watch)) = registry
+            .dir_watches
+            .iter_mut()
+            .find(|(_, w)| w.registered.contains(dir))
+        else {
+            return;
+        };
+        let canonical = canonical.clone();
+        watch.refs = watch.refs.saturating_sub(1);
+        if watch.refs > 0 {
+            return;
+        }
+        registry.dir_watches.remove(&canonical);
+        self.release(debouncer.as_mut(), registry, &canonical);
+    }
+
+    /// Puts the OS watch on `dir` (already counted in the registry) unless it is there.
+    fn arm(
+        &self,
+        debouncer: &mut Debouncer<RecommendedWatcher, RecommendedCache>,
+        registry: &mut Registry,
+        dir: &Path,
+    ) {
+        let dir = dir.to_path_buf();
         let Some(entry) = registry.dirs.get_mut(&dir) else {
             return;
         };
@@ -192,7 +251,17 @@ impl FileWatcher {
                 registry.by_key.remove(&file.key);
             }
         }
-        let Some(entry) = registry.dirs.get_mut(&file.dir) else {
+        self.release(debouncer.as_mut(), &mut registry, &file.dir);
+    }
+
+    /// One user of `dir`'s OS watch is gone; the last one removes the watch.
+    fn release(
+        &self,
+        debouncer: Option<&mut Debouncer<RecommendedWatcher, RecommendedCache>>,
+        registry: &mut Registry,
+        dir: &Path,
+    ) {
+        let Some(entry) = registry.dirs.get_mut(dir) else {
             return;
         };
         entry.files = entry.files.saturating_sub(1);
@@ -200,12 +269,12 @@ impl FileWatcher {
             return;
         }
         let was_watched = entry.armed || entry.lost;
-        registry.dirs.remove(&file.dir);
+        registry.dirs.remove(dir);
         if was_watched
-            && let Some(debouncer) = debouncer.as_mut()
-            && let Err(error) = debouncer.unwatch(&file.dir)
+            && let Some(debouncer) = debouncer
+            && let Err(error) = debouncer.unwatch(dir)
         {
-            tracing::debug!(%error, dir = %file.dir.display(), "unwatching directory");
+            tracing::debug!(%error, dir = %dir.display(), "unwatching directory");
         }
     }
 
@@ -236,6 +305,14 @@ struct Registry {
     by_key: HashMap<PathBuf, BTreeSet<PathBuf>>,
     /// Canonical directory → its watch.
     dirs: HashMap<PathBuf, DirEntry>,
+    /// Canonical directory → the spellings it was registered under by `watch_dir`.
+    dir_watches: HashMap<PathBuf, DirWatch>,
+}
+
+#[derive(Default)]
+struct DirWatch {
+    registered: BTreeSet<PathBuf>,
+    refs: usize,
 }
 
 struct FileEntry {
@@ -246,18 +323,12 @@ struct FileEntry {
 
 #[derive(Default)]
 struct DirEntry {
-    /// Distinct registered files in the directory.
+    /// Distinct registered files in the directory (and 1 when it is watched itself).
     files: usize,
     /// The OS watch is in place.
     armed: bool,
     /// The directory itself was removed or moved while watched.
     lost: bool,
-}
-
-fn lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
-    // No update of the guarded state can stop half-way in our code, so a lock poisoned by
-    // a panic elsewhere (notify, tracing) still guards consistent data.
-    mutex.lock().unwrap_or_else(PoisonError::into_inner)
 }
 
 /// The canonical parent directory of `path` and the path notify will report for it.
@@ -290,6 +361,7 @@ fn translate(registry: &mut Registry, events: &[DebouncedEvent]) -> Vec<WatchEve
     // Registered path → the path to check on disk. Sorted so a batch is reported in a
     // stable order.
     let mut touched: BTreeMap<PathBuf, PathBuf> = BTreeMap::new();
+    let mut dirs: BTreeSet<PathBuf> = BTreeSet::new();
 
     for event in events {
         if event.need_rescan() {
@@ -300,6 +372,11 @@ fn translate(registry: &mut Registry, events: &[DebouncedEvent]) -> Vec<WatchEve
             continue;
         }
         for path in &event.paths {
+            for d in [path.parent(), Some(path.as_path())].into_iter().flatten() {
+                if let Some(w) = registry.dir_watches.get(d) {
+                    dirs.extend(w.registered.iter().cloned());
+                }
+            }
             if let Some(registered) = registry.by_key.get(path) {
                 for r in registered {
                     touched.insert(r.clone(), path.clone());
@@ -324,10 +401,11 @@ fn translate(registry: &mut Registry, events: &[DebouncedEvent]) -> Vec<WatchEve
         }
     }
 
-    let mut out = Vec::with_capacity(touched.len() + usize::from(rescan));
+    let mut out = Vec::with_capacity(touched.len() + dirs.len() + usize::from(rescan));
     if rescan {
         out.push(WatchEvent::Rescan);
     }
+    out.extend(dirs.into_iter().map(WatchEvent::DirChanged));
     for (registered, on_disk) in touched {
         match on_disk.try_exists() {
             Ok(true) => out.push(WatchEvent::Changed(registered)),
@@ -376,6 +454,25 @@ mod tests {
                 Ok(Some(event)) => seen.push(event),
                 Ok(None) => panic!("channel closed waiting for {want:?}; saw {seen:?}"),
                 Err(_) => panic!("no {want:?} within {PATIENCE:?}; saw {seen:?}"),
+            }
+        }
+    }
+
+    /// Waits for `sentinel`, a change made after the ones that must not be reported, and
+    /// fails if any of `absent` arrives first: the watcher saw the later change, so it
+    /// saw (and dropped) the earlier ones.
+    async fn expect_only(
+        rx: &mut UnboundedReceiver<WatchEvent>,
+        sentinel: WatchEvent,
+        absent: &[WatchEvent],
+    ) {
+        let deadline = tokio::time::Instant::now() + PATIENCE;
+        loop {
+            match tokio::time::timeout_at(deadline, rx.recv()).await {
+                Ok(Some(event)) if event == sentinel => return,
+                Ok(Some(event)) => assert!(!absent.contains(&event), "reported {event:?}"),
+                Ok(None) => panic!("channel closed waiting for {sentinel:?}"),
+                Err(_) => panic!("no {sentinel:?} within {PATIENCE:?}"),
             }
         }
     }
@@ -475,9 +572,20 @@ mod tests {
         let (w, mut rx) = watcher();
         w.watch_file(&file);
 
-        fs::write(dir.path().join("b.txt"), "noise\n").unwrap();
+        // Sorts before the watched file too, so within one batch it would come first.
+        let noise = dir.path().join("0-noise.txt");
+        fs::write(&noise, "noise\n").unwrap();
         let _ = fs::read_to_string(&file).unwrap();
-        expect_quiet(&mut rx).await;
+        fs::write(&file, "two\n").unwrap();
+        expect_only(
+            &mut rx,
+            WatchEvent::Changed(file.clone()),
+            &[
+                WatchEvent::Changed(noise.clone()),
+                WatchEvent::Removed(noise.clone()),
+            ],
+        )
+        .await;
     }
 
     #[tokio::test]
@@ -497,7 +605,17 @@ mod tests {
         // What was sent before the unwatch may still be queued; nothing may follow it.
         while rx.try_recv().is_ok() {}
         fs::write(&file, "three\n").unwrap();
-        expect_quiet(&mut rx).await;
+        // A file still watched, changed afterwards, proves the write above was seen.
+        let other = dir.path().join("c.txt");
+        fs::write(&other, "one\n").unwrap();
+        w.watch_file(&other);
+        fs::write(&other, "two\n").unwrap();
+        expect_only(
+            &mut rx,
+            WatchEvent::Changed(other.clone()),
+            &[WatchEvent::Changed(file.clone())],
+        )
+        .await;
     }
 
     #[tokio::test]
@@ -534,6 +652,46 @@ mod tests {
 
         fs::write(&file, "two\n").unwrap();
         expect(&mut rx, WatchEvent::Changed(spelled.clone())).await;
+    }
+
+    #[tokio::test]
+    async fn watched_directories_report_entries_coming_going_and_changing() {
+        let root = tempfile::tempdir().unwrap();
+        let dir = root.path().join("skills");
+        fs::create_dir(&dir).unwrap();
+        let (w, mut rx) = watcher();
+        w.watch_dir(&dir);
+        w.watch_dir(&dir);
+
+        fs::create_dir(dir.join("new")).unwrap();
+        expect(&mut rx, WatchEvent::DirChanged(dir.clone())).await;
+        fs::write(dir.join("file.md"), "x").unwrap();
+        expect(&mut rx, WatchEvent::DirChanged(dir.clone())).await;
+        // Deeper levels are not this watch's business.
+        fs::write(dir.join("new").join("deep.md"), "x").unwrap();
+        expect_quiet(&mut rx).await;
+
+        // Refcounted: one unwatch keeps it, the second ends it.
+        w.unwatch_dir(&dir);
+        fs::remove_file(dir.join("file.md")).unwrap();
+        expect(&mut rx, WatchEvent::DirChanged(dir.clone())).await;
+        w.unwatch_dir(&dir);
+        while rx.try_recv().is_ok() {}
+        fs::write(dir.join("again.md"), "x").unwrap();
+        expect_quiet(&mut rx).await;
+    }
+
+    #[tokio::test]
+    async fn a_watched_file_and_its_watched_directory_share_one_os_watch() {
+        let root = tempfile::tempdir().unwrap();
+        let file = root.path().join("a.txt");
+        fs::write(&file, "a").unwrap();
+        let (w, mut rx) = watcher();
+        w.watch_file(&file);
+        w.watch_dir(root.path());
+        w.unwatch_dir(root.path());
+        fs::write(&file, "b").unwrap();
+        expect(&mut rx, WatchEvent::Changed(file.clone())).await;
     }
 
     /// A registry holding `files` (all in `dir`, registered under their plain path).

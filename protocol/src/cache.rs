@@ -50,8 +50,9 @@ pub struct CacheMetadata {
     /// a prefix of this one (or there is none).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub first_difference: Option<String>,
-    /// The difference is expected: `first_compile`, `compaction`, `cache_edit` or
-    /// `time_based_microcompact`.
+    /// The difference is expected: `first_compile`, `compaction`, `cache_edit`,
+    /// `time_based_microcompact`, or `uncached_section:NAME` (an uncached system section
+    /// changed; `metadata.uncached_sections` gives its reason).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub expected_break: Option<String>,
     /// The flags this request carries (what the latch holds).

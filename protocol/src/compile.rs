@@ -101,7 +101,8 @@ pub struct CompileMetadata {
     pub snip_tokens_freed: u64,
     pub microcompact: MicrocompactReport,
     /// Attachment records this compile collected and appended to the transcript
-    /// (nested_memory, edited_text_file, date_change), in order.
+    /// (queued_command, date_change, edited_text_file, nested_memory, plan_mode, the task
+    /// reminder, relevant_memories), in that order.
     pub attachments_added: Vec<String>,
     /// The transcript's last uuid after this compile (attachments move it): pass it as
     /// `expected_last_uuid` to the next append.
@@ -114,6 +115,14 @@ pub struct CompileMetadata {
     /// Set when this compile compacted the history first (autocompact or recovery).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub compaction: Option<CompactionReport>,
+    /// Each attachment source of this compile: ok, skipped (still running when the
+    /// collection's time bound ran out) or failed, in the fixed order of kinds.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub attachment_sources: Vec<crate::attachments::SourceReport>,
+    /// Uncached system sections (recomputed every compile) with their reason, and
+    /// whether their text changed since the previous compile, which breaks the cache.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub uncached_sections: Vec<crate::attachments::UncachedSectionReport>,
     /// Autocompact was due but skipped or failed: why.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub autocompact_skipped: Option<String>,

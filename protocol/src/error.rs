@@ -1,6 +1,14 @@
-//! Application error codes (JSON-RPC reserves -32768..-32000 for itself; ours sit in
-//! the -32000..-32099 "server error" range).
+//! Error codes (JSON-RPC reserves -32768..-32000 for itself; ours sit in the
+//! -32000..-32099 "server error" range). The server library (jsonrpsee) answers a few
+//! transport failures itself with codes of that range too; they are listed here, so
+//! the document names every code a client can receive, and never reused for ours.
 
+/// The request is not valid JSON.
+pub const PARSE_ERROR: i32 = -32700;
+/// The request is JSON but not a JSON-RPC request (or an empty batch).
+pub const INVALID_REQUEST: i32 = -32600;
+/// No method of that name.
+pub const METHOD_NOT_FOUND: i32 = -32601;
 /// Bad params: a malformed record, an unknown setting. `data.field` names the field.
 pub const INVALID_PARAMS: i32 = -32602;
 /// The session does not exist.
@@ -36,10 +44,35 @@ pub const TOO_MANY_CONNECTIONS: i32 = -32040;
 /// The connecting process runs as neither the daemon's user nor root (checked with
 /// SO_PEERCRED). Sent as the body of an HTTP 403 before the connection is closed.
 pub const PEER_REFUSED: i32 = -32041;
+/// A JSON-RPC batch holds more calls than the daemon takes in one request; none of them
+/// ran. `data.bound` is `"max_batch_calls"`, `data.limit` the number, `data.calls` the
+/// batch's length. Split the batch.
+pub const TOO_MANY_CALLS_IN_BATCH: i32 = -32042;
+/// (jsonrpsee's) The connection already has its maximum number of subscriptions
+/// (`limits.max_subscriptions_per_connection`).
+pub const TOO_MANY_SUBSCRIPTIONS: i32 = -32006;
+/// (jsonrpsee's) The request body or WebSocket message is larger than
+/// `limits.max_request_bytes`.
+pub const REQUEST_TOO_BIG: i32 = -32007;
+/// (jsonrpsee's) The response (of one call, or of a whole batch) would be larger than
+/// `limits.max_response_bytes`. The call did run; of a batch, the calls up to the one
+/// whose answer overflowed ran, the rest did not.
+pub const RESPONSE_TOO_BIG: i32 = -32008;
 
 /// Every error code a method may answer with, for the OpenRPC document's
 /// `components.errors`: (name, code, what it means).
 pub const ERROR_CODES: &[(&str, i32, &str)] = &[
+    ("ParseError", PARSE_ERROR, "The request is not valid JSON."),
+    (
+        "InvalidRequest",
+        INVALID_REQUEST,
+        "The request is not a JSON-RPC 2.0 request (or is an empty batch).",
+    ),
+    (
+        "MethodNotFound",
+        METHOD_NOT_FOUND,
+        "No method of that name.",
+    ),
     (
         "InvalidParams",
         INVALID_PARAMS,
@@ -95,6 +128,26 @@ pub const ERROR_CODES: &[(&str, i32, &str)] = &[
         "PeerRefused",
         PEER_REFUSED,
         "The connecting process runs as neither the daemon's user nor root (HTTP 403).",
+    ),
+    (
+        "TooManyCallsInBatch",
+        TOO_MANY_CALLS_IN_BATCH,
+        "The batch holds more calls than limits.max_batch_calls (data.bound, data.limit, data.calls); none ran: split it.",
+    ),
+    (
+        "TooManySubscriptions",
+        TOO_MANY_SUBSCRIPTIONS,
+        "The connection has limits.max_subscriptions_per_connection subscriptions already.",
+    ),
+    (
+        "RequestTooBig",
+        REQUEST_TOO_BIG,
+        "The request (HTTP body or WebSocket message) is larger than limits.max_request_bytes.",
+    ),
+    (
+        "ResponseTooBig",
+        RESPONSE_TOO_BIG,
+        "The response (of a call or a whole batch) would exceed limits.max_response_bytes. The call ran; of a batch, the calls up to the overflow ran.",
     ),
     (
         "HookBlocked",

@@ -122,6 +122,18 @@ pub enum SessionEvent {
         collapse_id: String,
         status: String,
     },
+    /// Something the client should know although nothing failed: `source` says what
+    /// (`skills`: a skill file was skipped; `path` names it).
+    Warning {
+        session_id: String,
+        source: String,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        path: Option<String>,
+        message: String,
+    },
+    /// A watched capability source changed on disk (`what`: `skills`); the next compile
+    /// reflects it.
+    CapabilitiesChanged { session_id: String, what: String },
     /// The context crossed a threshold: `level` is `ok`, `warning`, `autocompact` or
     /// `blocking`.
     WarningStateChanged {

@@ -70,14 +70,24 @@ pub struct Limits {
     pub max_request_bytes: u64,
     /// Largest response in bytes.
     pub max_response_bytes: u64,
-    /// Calls in one JSON-RPC batch.
+    /// Calls in one JSON-RPC batch; a longer batch is refused whole (-32042).
     pub max_batch_calls: u64,
-    /// Connections served at once; more wait for HTTP 429.
+    /// Connections served at once; one more is answered with HTTP 503 carrying
+    /// JSON-RPC error -32040 and closed (retry later).
     pub max_connections: u64,
     /// Subscriptions on one WebSocket connection.
     pub max_subscriptions_per_connection: u64,
     /// Records per `transcript.read` page.
     pub max_read_page: u64,
+    /// Records one `transcript.append` may carry; more is refused whole (-32602,
+    /// `data.field = "records"`).
+    pub max_append_records: u64,
+    /// Size of one record as JSON, in bytes; larger is refused (-32602, `data.field =
+    /// "records[i]"`).
+    pub max_record_bytes: u64,
+    /// Sessions held in memory at once; beyond it the least recently used idle one is
+    /// unloaded and reloaded from the store on its next use (same bytes). Not an error.
+    pub max_loaded_sessions: u64,
 }
 
 /// `session.unsubscribe`: the id `session.subscribe` returned.

@@ -4,7 +4,9 @@
 //! This crate depends on serde, serde_json and schemars only, so any client can embed it
 //! without pulling in the daemon.
 
+pub mod attachments;
 pub mod cache;
+pub mod capabilities;
 pub mod compile;
 pub mod error;
 pub mod event;
@@ -20,9 +22,11 @@ pub mod transcript;
 /// Version of the wire contract, `MAJOR.MINOR`. An incompatible change bumps the major;
 /// an additive one (a method, an optional param, a result field, an event kind) bumps the
 /// minor. See `handshake` for negotiation.
-pub const PROTOCOL_VERSION: &str = "1.1";
+pub const PROTOCOL_VERSION: &str = "1.2";
 
+pub use attachments::*;
 pub use cache::*;
+pub use capabilities::*;
 pub use compile::*;
 pub use error::*;
 pub use event::*;

@@ -3,7 +3,9 @@
 use schemars::{JsonSchema, Schema, SchemaGenerator};
 use serde::{Deserialize, Serialize};
 
+use crate::attachments::*;
 use crate::cache::{CacheReportParams, CacheReportResponse, UsageParams, UsageResponse};
+use crate::capabilities::*;
 use crate::compile::{
     AckResponse, CompactParams, CompactionReport, CompileParams, CompileResponse,
     ProvideSummaryParams, ReplacementsResponse, ReportErrorParams, ReportReadParams, SnipParams,
@@ -36,6 +38,14 @@ pub const TRANSCRIPT_READ: &str = "transcript.read";
 pub const TRANSCRIPT_REJECT_MEDIA: &str = "transcript.reject_media";
 pub const CAPABILITIES_SET_TOOLS: &str = "capabilities.set_tools";
 pub const CAPABILITIES_LIST_TOOLS: &str = "capabilities.list_tools";
+pub const CAPABILITIES_MCP_CONNECT: &str = "capabilities.mcp_connect";
+pub const CAPABILITIES_MCP_SET_INSTRUCTIONS: &str = "capabilities.mcp_set_instructions";
+pub const CAPABILITIES_MCP_DISCONNECT: &str = "capabilities.mcp_disconnect";
+pub const CAPABILITIES_SET_AGENTS: &str = "capabilities.set_agents";
+pub const CAPABILITIES_DISCOVER_TOOLS: &str = "capabilities.discover_tools";
+pub const CAPABILITIES_INVOKE_SKILL: &str = "capabilities.invoke_skill";
+pub const CAPABILITIES_SKILLS: &str = "capabilities.skills";
+pub const CAPABILITIES_GET: &str = "capabilities.get";
 pub const CONTEXT_COMPILE: &str = "context.compile";
 pub const CONTEXT_REPLACEMENTS: &str = "context.replacements";
 pub const CONTEXT_SNIP: &str = "context.snip";
@@ -63,6 +73,13 @@ pub const HOOKS_STOP_FAILURE: &str = "hooks.stop_failure";
 pub const HOOKS_SUBAGENT_START: &str = "hooks.subagent_start";
 pub const HOOKS_SUBAGENT_STOP: &str = "hooks.subagent_stop";
 pub const HOOKS_NOTIFICATION: &str = "hooks.notification";
+pub const SESSION_SET_PLAN_MODE: &str = "session.set_plan_mode";
+pub const TRANSCRIPT_QUEUE: &str = "transcript.queue";
+pub const TRANSCRIPT_QUEUED: &str = "transcript.queued";
+pub const TRANSCRIPT_TAKE_QUEUED: &str = "transcript.take_queued";
+pub const CONTEXT_SET_SECTION: &str = "context.set_section";
+pub const CONTEXT_REMOVE_SECTION: &str = "context.remove_section";
+pub const CONTEXT_RESET_SECTIONS: &str = "context.reset_sections";
 
 #[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
@@ -250,6 +267,54 @@ pub fn method_table() -> Vec<MethodSpec> {
             ToolsListResponse
         ),
         method!(
+            CAPABILITIES_MCP_CONNECT,
+            "Report an MCP server connected (name, instructions, tools); announced in system before the first compile, as mcp_instructions_delta after it.",
+            McpConnectParams,
+            CapabilityChangeResponse
+        ),
+        method!(
+            CAPABILITIES_MCP_SET_INSTRUCTIONS,
+            "Report that a connected MCP server changed its instructions (announced as mcp_instructions_delta).",
+            McpSetInstructionsParams,
+            CapabilityChangeResponse
+        ),
+        method!(
+            CAPABILITIES_MCP_DISCONNECT,
+            "Report an MCP server disconnected; its tools leave with it and the removal is announced.",
+            McpDisconnectParams,
+            CapabilityChangeResponse
+        ),
+        method!(
+            CAPABILITIES_SET_AGENTS,
+            "Replace the available agent types; changes are announced with agent_listing_delta.",
+            SetAgentsParams,
+            CapabilityChangeResponse
+        ),
+        method!(
+            CAPABILITIES_DISCOVER_TOOLS,
+            "Mark deferred tools as found by tool search: their full schema is sent from the next compile on.",
+            DiscoverToolsParams,
+            CapabilityChangeResponse
+        ),
+        method!(
+            CAPABILITIES_INVOKE_SKILL,
+            "Record a skill invocation made outside a Skill tool_use (compaction restores invoked skills).",
+            InvokeSkillParams,
+            AckResponse
+        ),
+        method!(
+            CAPABILITIES_SKILLS,
+            "The session's skills: listed, pending, dormant (conditional), omitted, invoked; skipped files.",
+            SessionIdParams,
+            SkillsResponse
+        ),
+        method!(
+            CAPABILITIES_GET,
+            "Tools (sent, deferred, discovered), MCP servers, agent types and what has been announced.",
+            SessionIdParams,
+            CapabilitiesResponse
+        ),
+        method!(
             CONTEXT_COMPILE,
             "Compile the exact Messages API request for the next model call.",
             CompileParams,
@@ -404,6 +469,48 @@ pub fn method_table() -> Vec<MethodSpec> {
             "Run Notification hooks for a message to the user.",
             NotificationParams,
             HookOutcome
+        ),
+        method!(
+            SESSION_SET_PLAN_MODE,
+            "Switch plan mode on or off (and name the plan file); the next compile carries the entry or exit reminder.",
+            PlanModeParams,
+            PlanModeResponse
+        ),
+        method!(
+            TRANSCRIPT_QUEUE,
+            "Queue user input (text, images) typed while a turn runs; the agent's next compile delivers it as a queued_command attachment once the current tool results are in.",
+            QueueParams,
+            QueueResponse
+        ),
+        method!(
+            TRANSCRIPT_QUEUED,
+            "The queued input still waiting, oldest first (all agents, or one: main for the main thread).",
+            QueuedParams,
+            QueuedResponse
+        ),
+        method!(
+            TRANSCRIPT_TAKE_QUEUED,
+            "A sub-agent takes its queued input: appended as its sidechain queued_command records and returned with their text.",
+            TakeQueuedParams,
+            TakeQueuedResponse
+        ),
+        method!(
+            CONTEXT_SET_SECTION,
+            "Register (or replace, by name) a dynamic system section: memoized (frozen at its first compile until compaction or reset) or uncached (recomputed every compile; needs a reason).",
+            SetSectionParams,
+            AckResponse
+        ),
+        method!(
+            CONTEXT_REMOVE_SECTION,
+            "Remove a registered dynamic system section (ok is false when there was none).",
+            RemoveSectionParams,
+            AckResponse
+        ),
+        method!(
+            CONTEXT_RESET_SECTIONS,
+            "Drop the memo of memoized system sections: the next compile computes them again.",
+            SessionIdParams,
+            AckResponse
         ),
     ]
 }

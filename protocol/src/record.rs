@@ -228,6 +228,12 @@ pub enum ToolResultBlock {
         #[serde(default, skip_serializing_if = "Option::is_none")]
         title: Option<String>,
     },
+    /// A deferred tool found by the client's tool search (Claude Code's shape). ctxd
+    /// marks the tool discovered: its full schema is sent from the next compile on, and
+    /// the model reads the reference as text.
+    ToolReference {
+        tool_name: String,
+    },
 }
 
 /// A record as a client appends it. Optional fields are filled by the daemon.

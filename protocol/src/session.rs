@@ -59,8 +59,23 @@ pub struct SessionSettings {
     /// Name of an output style, rendered as a dynamic system section.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub output_style: Option<String>,
+    /// Plan mode: the model plans and changes nothing (see `session.set_plan_mode`).
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub plan_mode: bool,
+    /// The plan file named to the model in plan mode (absolute, or relative to the cwd);
+    /// `HOME/sessions/SID/plan.md` when absent.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub plan_file: Option<String>,
+    /// The platform the environment section names (`linux`, `macos`, ...); the daemon's
+    /// own when absent.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub platform: Option<String>,
+    /// The attachments ctxd collects itself (SPEC §5).
+    #[serde(
+        default,
+        skip_serializing_if = "crate::attachments::AttachmentSettings::is_default"
+    )]
+    pub attachments: crate::attachments::AttachmentSettings,
     /// Append `[id:xxxxxx]` short ids to user messages so ranges can be snipped.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub snip_enabled: bool,
@@ -249,6 +264,9 @@ pub struct InstructionSettings {
     /// directories.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub allow_external_includes: bool,
+    /// Read `AGENTS.md` beside every `CLAUDE.md` (right after it); default on.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub agents_md: Option<bool>,
 }
 
 impl InstructionSettings {
@@ -329,6 +347,8 @@ pub enum SectionCaching {
 #[serde(deny_unknown_fields)]
 pub struct SystemSection {
     pub name: String,
+    /// The section's text (ignored when `source` computes it).
+    #[serde(default)]
     pub text: String,
     /// Dynamic sections only; static sections are always part of the cached prefix.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -336,6 +356,19 @@ pub struct SystemSection {
     /// Required for `uncached` sections: why this section may break the cache.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub reason: Option<String>,
+    /// Computed by ctxd instead of given as `text`: `current_time` (the compile's instant
+    /// in the daemon's time zone). Recomputed every compile when `uncached`, once when
+    /// memoized.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub source: Option<SectionSource>,
+}
+
+/// A section text ctxd computes itself.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum SectionSource {
+    /// `# Current time` with the compile's date, time and UTC offset.
+    CurrentTime,
 }
 
 /// The client's system prompt: static sections before the dynamic boundary, dynamic

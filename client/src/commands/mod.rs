@@ -2,7 +2,9 @@
 //! daemon, how a session argument becomes a session id, and how a disabled feature is
 //! explained.
 
+pub mod attachments;
 pub mod cache;
+pub mod capabilities;
 pub mod collapse;
 pub mod context;
 pub mod daemon;

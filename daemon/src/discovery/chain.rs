@@ -77,7 +77,7 @@ pub(crate) fn each_rules_home(
     ];
     for (dir, rules, kind) in homes {
         if with_claude_md {
-            loader.plain(&dir.join("CLAUDE.md"), kind, out);
+            loader.claude_md(dir, kind, out);
         }
         loader.rules(&rules, kind, filter, out);
     }

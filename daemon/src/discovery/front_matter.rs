@@ -45,7 +45,7 @@ pub(crate) fn parse(raw: &str, origin: &Path) -> FrontMatter {
     }
 }
 
-fn split(text: &str) -> Option<(&str, &str)> {
+pub(crate) fn split(text: &str) -> Option<(&str, &str)> {
     let mut lines = text.split_inclusive('\n');
     let first = lines.next()?;
     if first.trim_end() != "---" || !first.ends_with('\n') {
@@ -117,7 +117,7 @@ pub(crate) fn split_patterns(s: &str) -> Vec<String> {
 
 /// `dir/**` becomes `dir` (gitignore semantics then cover everything below it), and a
 /// list that is only `**` matches everything, so it is no condition at all.
-fn normalize_patterns(patterns: Vec<String>) -> Option<Vec<String>> {
+pub(crate) fn normalize_patterns(patterns: Vec<String>) -> Option<Vec<String>> {
     let patterns: Vec<String> = patterns
         .into_iter()
         .map(|p| match p.strip_suffix("/**") {

@@ -24,6 +24,9 @@ fn owner_dir(path: &Path) -> PathBuf {
         .to_path_buf()
 }
 
+/// The file name other coding agents (Codex, Cursor, ...) read their instructions from.
+pub const AGENTS_MD: &str = "AGENTS.md";
+
 /// Top-level files are depth 0; a file at this depth still loads, its includes do not.
 pub const MAX_INCLUDE_DEPTH: usize = 5;
 
@@ -102,7 +105,22 @@ impl<'a> Loader<'a> {
         self.visit(path, kind, 0, None, Origin::Plain, out);
     }
 
-    /// `CLAUDE.md` → `.claude/CLAUDE.md` → `.claude/rules/**` of one directory.
+    /// `DIR/CLAUDE.md`, then (when enabled) `DIR/AGENTS.md`: the instructions other
+    /// coding agents read, wherever the chain reads a `CLAUDE.md`.
+    pub(crate) fn claude_md(
+        &mut self,
+        dir: &Path,
+        kind: MemoryType,
+        out: &mut Vec<InstructionFile>,
+    ) {
+        self.plain(&dir.join("CLAUDE.md"), kind, out);
+        if self.cfg.agents_md {
+            self.plain(&dir.join(AGENTS_MD), kind, out);
+        }
+    }
+
+    /// `CLAUDE.md` (+ `AGENTS.md`) → `.claude/CLAUDE.md` (+ `AGENTS.md`) →
+    /// `.claude/rules/**` of one directory.
     pub(crate) fn checked_in(
         &mut self,
         dir: &Path,
@@ -110,8 +128,8 @@ impl<'a> Loader<'a> {
         filter: &RuleFilter<'_>,
         out: &mut Vec<InstructionFile>,
     ) {
-        self.plain(&dir.join("CLAUDE.md"), kind, out);
-        self.plain(&dir.join(".claude").join("CLAUDE.md"), kind, out);
+        self.claude_md(dir, kind, out);
+        self.claude_md(&dir.join(".claude"), kind, out);
         self.rules(&dir.join(".claude").join("rules"), kind, filter, out);
     }
 

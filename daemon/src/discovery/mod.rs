@@ -50,6 +50,12 @@
 //!   start-up and for conditional rules; `CLAUDE.local.md` still loads.
 //! * **Memory entry points** end the chain as [`MemoryType::Memory`] entries, without
 //!   include processing, and never render into `claudeMd`.
+//! * **AGENTS.md** (on unless `agents_md` is off): wherever the chain reads a
+//!   `CLAUDE.md` (managed root, `~/.claude`, each directory and its `.claude/`,
+//!   additional directories, nested directories) it then reads `AGENTS.md` from the same
+//!   directory, as a file of the same type with its own includes, labelled `AGENTS.md`
+//!   when rendered. A `CLAUDE.md` that is a symlink to (or includes) `AGENTS.md` loads
+//!   it once: identity is the canonical path.
 //! * Empty (whitespace-only) files are not entries. Unreadable files are skipped.
 
 mod chain;
@@ -57,10 +63,12 @@ mod exclude;
 mod front_matter;
 mod include;
 mod load;
+pub mod memories;
 mod nested;
 mod paths;
 mod render;
 mod rules;
+pub mod skills;
 mod types;
 mod worktree;
 
@@ -69,12 +77,15 @@ pub(crate) use front_matter::parse as parse_front_matter;
 #[cfg(test)]
 pub(crate) use include::include_targets;
 #[cfg(test)]
+mod agents_md_tests;
+#[cfg(test)]
 mod test_tree;
 #[cfg(test)]
 mod tests;
 
 pub use chain::{conditional_rules, startup_chain};
-pub use load::MAX_INCLUDE_DEPTH;
+pub use load::{AGENTS_MD, MAX_INCLUDE_DEPTH};
 pub use nested::nested_for_path;
 pub use render::{CLAUDE_MD_PREAMBLE, render_block, render_claude_md};
+pub(crate) use rules::patterns_match as paths_match;
 pub use types::{DEFAULT_MANAGED_ROOT, DiscoveryConfig, InstructionFile, MemoryType};

@@ -29,10 +29,19 @@ pub fn render_block(file: &InstructionFile) -> Option<String> {
     if content.is_empty() {
         return None;
     }
+    // AGENTS.md is written for any coding agent, not for this one in particular: say so.
+    let label = if file
+        .path
+        .file_name()
+        .is_some_and(|n| n == super::load::AGENTS_MD)
+    {
+        format!("AGENTS.md, {}", file.kind.description())
+    } else {
+        file.kind.description().to_string()
+    };
     Some(format!(
-        "Contents of {} ({}):\n\n{content}",
-        file.path.display(),
-        file.kind.description()
+        "Contents of {} ({label}):\n\n{content}",
+        file.path.display()
     ))
 }
 

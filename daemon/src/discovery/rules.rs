@@ -2,10 +2,10 @@
 //! conditional rule applies to a touched path.
 
 use std::collections::HashSet;
-use std::ffi::OsString;
 use std::path::{Path, PathBuf};
 
 use ignore::gitignore::GitignoreBuilder;
+use walkdir::WalkDir;
 
 use super::paths;
 use crate::limits::MAX_RULE_ENTRIES;
@@ -18,68 +18,50 @@ use crate::limits::MAX_RULE_ENTRIES;
 /// makes symlink loops finite and keeps links from leading the walk elsewhere. At most
 /// `MAX_RULE_ENTRIES` entries are looked at.
 pub(crate) fn rule_files(rules_dir: &Path, enter: &dyn Fn(&Path) -> bool) -> Vec<PathBuf> {
-    let mut walk = Walk {
-        visited: HashSet::new(),
-        out: Vec::new(),
-        budget: MAX_RULE_ENTRIES,
-        enter,
-    };
-    walk.dir(rules_dir);
-    walk.out
-}
-
-struct Walk<'a> {
-    visited: HashSet<PathBuf>,
-    out: Vec<PathBuf>,
-    budget: usize,
-    enter: &'a dyn Fn(&Path) -> bool,
-}
-
-impl Walk<'_> {
-    fn dir(&mut self, dir: &Path) {
-        let Some(canonical) = paths::canonical(dir) else {
-            return;
-        };
-        if !(self.enter)(&canonical) {
-            tracing::warn!(dir = %dir.display(), target = %canonical.display(), "rules directory links outside the workspace; skipped");
-            return;
-        }
-        if !self.visited.insert(canonical) {
-            tracing::debug!(dir = %dir.display(), "rules directory already walked (symlink loop?)");
-            return;
-        }
-        let entries = match std::fs::read_dir(dir) {
-            Ok(entries) => entries,
+    let mut visited: HashSet<PathBuf> = HashSet::new();
+    let mut out = Vec::new();
+    let mut budget = MAX_RULE_ENTRIES;
+    let mut walk = WalkDir::new(rules_dir)
+        .follow_links(true)
+        .sort_by_file_name()
+        .into_iter();
+    while let Some(entry) = walk.next() {
+        let entry = match entry {
+            Ok(entry) => entry,
+            // A symlink loop (walkdir checks the ancestors) or an unreadable entry.
             Err(err) => {
-                tracing::debug!(dir = %dir.display(), %err, "cannot list rules directory");
-                return;
+                tracing::debug!(dir = %rules_dir.display(), %err, "skipping rules entry");
+                continue;
             }
         };
-        let mut names: Vec<OsString> = entries
-            .filter_map(|entry| entry.ok().map(|e| e.file_name()))
-            .collect();
-        names.sort();
-        for name in names {
-            if self.budget == 0 {
-                tracing::warn!(dir = %dir.display(), limit = MAX_RULE_ENTRIES, "rules folder has too many entries (MAX_RULE_ENTRIES); the rest is skipped");
-                return;
+        let path = entry.path();
+        if entry.depth() > 0 {
+            if budget == 0 {
+                tracing::warn!(dir = %rules_dir.display(), limit = MAX_RULE_ENTRIES, "rules folder has too many entries (MAX_RULE_ENTRIES); the rest is skipped");
+                break;
             }
-            self.budget -= 1;
-            let path = dir.join(&name);
-            let meta = match std::fs::metadata(&path) {
-                Ok(meta) => meta,
-                Err(err) => {
-                    tracing::debug!(path = %path.display(), %err, "skipping unreadable rules entry");
-                    continue;
-                }
+            budget -= 1;
+        }
+        if entry.file_type().is_dir() {
+            let Some(canonical) = paths::canonical(path) else {
+                walk.skip_current_dir();
+                continue;
             };
-            if meta.is_dir() {
-                self.dir(&path);
-            } else if meta.is_file() && is_markdown(&path) && !paths::is_injected_name(&name) {
-                self.out.push(path);
+            if !enter(&canonical) {
+                tracing::warn!(dir = %path.display(), target = %canonical.display(), "rules directory links outside the workspace; skipped");
+                walk.skip_current_dir();
+            } else if !visited.insert(canonical) {
+                tracing::debug!(dir = %path.display(), "rules directory already walked (a second link to it)");
+                walk.skip_current_dir();
             }
+        } else if entry.file_type().is_file()
+            && is_markdown(path)
+            && !paths::is_injected_name(entry.file_name())
+        {
+            out.push(path.to_path_buf());
         }
     }
+    out
 }
 
 fn is_markdown(path: &Path) -> bool {
@@ -128,6 +110,10 @@ mod tests {
         assert!(m(&["*.ts"], "/repo/deep/x.ts"));
         assert!(!m(&["/*.ts"], "/repo/deep/x.ts"));
         assert!(m(&["src/**/*.{ts,tsx}"], "/repo/src/ui/App.tsx"));
+        assert!(
+            m(&["src/**/*.rs"], "/repo/src/main.rs"),
+            "`**/` spans no directory too"
+        );
         assert!(!m(&["src/**/*.{ts,tsx}"], "/repo/lib/App.tsx"));
         assert!(!m(&["src", "!src/gen"], "/repo/src/gen/x.ts"));
         assert!(!m(&["*.ts"], "/elsewhere/x.ts"));

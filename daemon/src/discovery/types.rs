@@ -31,6 +31,8 @@ pub struct DiscoveryConfig {
     pub allow_external_includes: bool,
     /// Auto/team memory index files; they end the chain and never render into `claudeMd`.
     pub memory_entry_points: Vec<PathBuf>,
+    /// Read `AGENTS.md` beside every `CLAUDE.md` the chain reads (right after it).
+    pub agents_md: bool,
 }
 
 impl DiscoveryConfig {
@@ -44,6 +46,7 @@ impl DiscoveryConfig {
             excludes: Vec::new(),
             allow_external_includes: false,
             memory_entry_points: Vec::new(),
+            agents_md: true,
         }
     }
 

@@ -51,14 +51,14 @@ impl NestedWorktree {
     }
 }
 
-/// The main checkout of a linked worktree whose `.git` file is `dot_git`: git's
-/// `commondir` file names the shared `.git`, else the `…/.git/worktrees/<name>` shape
-/// of the path does. Submodules (`.git/modules/…`) and bare repositories yield `None`.
 /// A git pointer file (`.git`, `commondir`): a few lines; a FIFO or a huge file is not one.
 fn read_small(path: &Path) -> Option<String> {
     crate::safe_read::read_text(path, 64 * 1024, "git pointer file").ok()
 }
 
+/// The main checkout of a linked worktree whose `.git` file is `dot_git`: git's
+/// `commondir` file names the shared `.git`, else the `…/.git/worktrees/<name>` shape
+/// of the path does. Submodules (`.git/modules/…`) and bare repositories yield `None`.
 fn main_checkout(dir: &Path, dot_git: &Path) -> Option<PathBuf> {
     let text = read_small(dot_git)?;
     let gitdir = text

@@ -94,7 +94,18 @@ impl Engine {
             }
             Some(_) => None,
         };
-        cache.expected_break = expected.map(str::to_string);
+        cache.expected_break = expected.map(str::to_string).or_else(|| {
+            // An uncached section that changed breaks the cache by design: name it.
+            let system_differs = cache
+                .first_difference
+                .as_deref()
+                .is_some_and(|d| d.starts_with("system"));
+            c.metadata
+                .uncached_sections
+                .iter()
+                .find(|s| s.changed && system_differs)
+                .map(|s| format!("uncached_section:{}", s.name))
+        });
         if side_request {
             return;
         }

@@ -3,7 +3,8 @@
 //! A cell exists while someone uses it (an operation holds a [`CellRef`]), while its
 //! session is loaded, or while it has subscribers. When the last [`CellRef`] goes and the
 //! cell is neither loaded nor subscribed, it is removed, so calls naming unknown (or
-//! merely unloaded) sessions leave nothing behind. Loaded sessions are kept in LRU order;
+//! merely unloaded) sessions leave nothing behind; a [`Subscription`] that ends checks
+//! its cell the same way. Loaded sessions are kept in LRU order;
 //! past `Limits::max_loaded_sessions` the least recently used idle one is unloaded (the
 //! store holds everything it had, so its next use reloads the same state).
 //!
@@ -13,22 +14,16 @@
 //! gets a fresh one.
 
 use std::collections::{BTreeMap, HashMap};
-use std::sync::{Arc, Mutex, MutexGuard};
+use std::sync::{Arc, Mutex};
 
 use ctxd_protocol::SessionEvent;
 use tokio::sync::broadcast;
 
 use super::{Emitted, Engine, Loaded};
+use crate::sync::lock;
 
 /// Events a subscriber may fall behind by before it is told it lagged.
 pub const EVENT_BUFFER: usize = 1024;
-
-fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
-    match m.lock() {
-        Ok(g) => g,
-        Err(p) => p.into_inner(),
-    }
-}
 
 pub(crate) struct SessionCell {
     pub state: tokio::sync::Mutex<Option<Loaded>>,
@@ -53,7 +48,7 @@ impl SessionCell {
             .clone()
     }
 
-    pub(crate) fn subscribe(&self) -> broadcast::Receiver<Emitted> {
+    fn subscribe(&self) -> broadcast::Receiver<Emitted> {
         lock(&self.events)
             .get_or_insert_with(|| broadcast::channel(EVENT_BUFFER).0)
             .subscribe()
@@ -72,10 +67,56 @@ impl SessionCell {
         }
     }
 
+    /// Frees the channel if nobody receives from it.
+    fn free_unheard_channel(&self) {
+        let mut slot = lock(&self.events);
+        if slot.as_ref().is_some_and(|tx| tx.receiver_count() == 0) {
+            *slot = None;
+        }
+    }
+
     pub(crate) fn has_subscribers(&self) -> bool {
         lock(&self.events)
             .as_ref()
             .is_some_and(|tx| tx.receiver_count() > 0)
+    }
+}
+
+/// A subscriber's end of a session's event channel. When it goes, its cell is checked
+/// again like after any operation: a cell kept only for this subscriber is removed, and
+/// a channel nobody listens to any more is freed (its buffer is `EVENT_BUFFER` slots).
+pub struct Subscription {
+    /// Taken in `drop`, so the receiver is gone before the cell is checked.
+    rx: Option<broadcast::Receiver<Emitted>>,
+    engine: Arc<Engine>,
+    id: String,
+}
+
+impl Subscription {
+    /// The next event, as `broadcast::Receiver::recv`.
+    pub async fn recv(&mut self) -> Result<Emitted, broadcast::error::RecvError> {
+        match self.rx.as_mut() {
+            Some(rx) => rx.recv().await,
+            None => Err(broadcast::error::RecvError::Closed),
+        }
+    }
+
+    /// An event if one is waiting, as `broadcast::Receiver::try_recv`.
+    pub fn try_recv(&mut self) -> Result<Emitted, broadcast::error::TryRecvError> {
+        match self.rx.as_mut() {
+            Some(rx) => rx.try_recv(),
+            None => Err(broadcast::error::TryRecvError::Closed),
+        }
+    }
+}
+
+impl Drop for Subscription {
+    fn drop(&mut self) {
+        drop(self.rx.take());
+        let cell = self.engine.cell(&self.id);
+        cell.free_unheard_channel();
+        // Dropping the handle removes the cell if nothing else keeps it.
+        drop(cell);
     }
 }
 
@@ -163,6 +204,22 @@ impl Engine {
         })
     }
 
+    /// Subscribes to session `id`'s events (creating its channel); the cell lives at
+    /// least as long as the subscription.
+    pub(crate) fn subscribe_cell(self: &Arc<Self>, id: &str) -> Subscription {
+        let rx = self.cell(id).subscribe();
+        Subscription {
+            rx: Some(rx),
+            engine: self.clone(),
+            id: id.to_string(),
+        }
+    }
+
+    /// How many session cells are live (for tests: loaded, subscribed or in use).
+    pub fn live_cells(&self) -> usize {
+        lock(&self.cells).len()
+    }
+
     /// Forgets a deleted or unknown session's cell.
     pub(crate) fn drop_cell(&self, id: &str) {
         lock(&self.lru).remove(id);
@@ -184,6 +241,7 @@ impl Engine {
     /// bound is then exceeded only by sessions in use right now.
     pub(crate) fn loaded_now(&self, id: &str) {
         let mut freed: Vec<Loaded> = Vec::new();
+        let mut unloaded: Vec<String> = Vec::new();
         {
             let mut lru = lock(&self.lru);
             lru.touch(id);
@@ -214,6 +272,7 @@ impl Engine {
                 freed.extend(state.take());
                 drop(state);
                 lru.remove(&victim);
+                unloaded.push(victim.clone());
                 excess -= 1;
                 if Arc::strong_count(&cell) == 2 && !cell.has_subscribers() {
                     cells.remove(&victim);
@@ -226,14 +285,85 @@ impl Engine {
                 "unloaded least recently used sessions"
             );
         }
-        // The transcripts are dropped here, after both locks are released.
+        // The transcripts are dropped here, after both locks are released; so is the
+        // unloaded sessions' hook state (rebuilt from the settings files on next use).
         drop(freed);
+        for victim in unloaded {
+            self.hooks_forget(&victim);
+        }
     }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use ctxd_protocol::{AppendParams, ContentBlock, RecordInput, RecordKind, SessionCreateParams};
+
+    async fn engine_with(dir: &std::path::Path, max_loaded: usize) -> Arc<Engine> {
+        let store = crate::store::Store::open(&dir.join("t.db")).unwrap();
+        let limits = crate::limits::Limits {
+            max_loaded_sessions: max_loaded,
+            ..Default::default()
+        };
+        Arc::new(Engine::new(store, dir, Arc::new(crate::clock::SystemClock)).with_limits(limits))
+    }
+
+    async fn session(engine: &Engine, dir: &std::path::Path) -> String {
+        engine
+            .create_session(SessionCreateParams {
+                cwd: dir.display().to_string(),
+                no_git: true,
+                ..Default::default()
+            })
+            .await
+            .unwrap()
+            .session_id
+    }
+
+    /// Subscriptions that end leave no cell (nor its event buffer) behind, including the
+    /// cells LRU eviction passed over while they had subscribers.
+    #[tokio::test]
+    async fn ended_subscriptions_leave_no_cells_behind() {
+        let dir = tempfile::tempdir().unwrap();
+        let engine = engine_with(dir.path(), 2).await;
+        let mut ids = Vec::new();
+        for _ in 0..20 {
+            ids.push(session(&engine, dir.path()).await);
+        }
+        // Subscribe and unsubscribe: the sessions exist but are not loaded.
+        for id in &ids {
+            drop(engine.subscribe(id).await.unwrap());
+        }
+        assert_eq!(engine.live_cells(), 0);
+        // Subscribed and loaded (appends load them): eviction passes over subscribed cells.
+        let mut subs = Vec::new();
+        for id in &ids {
+            subs.push(engine.subscribe(id).await.unwrap());
+            engine
+                .append(AppendParams {
+                    session_id: id.clone(),
+                    records: vec![RecordInput {
+                        kind: Some(RecordKind::User),
+                        content: vec![ContentBlock::text("hi")],
+                        ..Default::default()
+                    }],
+                    expected_last_uuid: None,
+                })
+                .await
+                .unwrap();
+        }
+        assert_eq!(engine.live_cells(), ids.len());
+        assert!(engine.loaded_sessions() <= 2);
+        drop(subs);
+        assert!(
+            engine.live_cells() <= 2,
+            "{} cells live after every subscription ended",
+            engine.live_cells()
+        );
+        // A cell that stays (loaded) frees its channel when its last subscriber goes.
+        let kept = lock(&engine.cells).values().next().cloned().unwrap();
+        assert!(lock(&kept.events).is_none());
+    }
 
     #[test]
     fn lru_orders_by_last_touch() {

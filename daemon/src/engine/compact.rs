@@ -290,6 +290,7 @@ impl Engine {
         let budget = room_budget(l);
         // PreCompact hooks' stdout joins the custom instructions the summariser reads.
         let instructions = self.hooks_pre_compact(l, trigger, instructions).await;
+        let reannounced = self.reannounced_after_compaction(l).await;
         let (best, summary_chars, summarised_records, dropped) = {
             let shown = l.shown();
             let refs: Vec<&Record> = shown.iter().map(|c| c.as_ref()).collect();
@@ -330,7 +331,16 @@ impl Engine {
                     autocompact::summary_message(summary, false, trigger),
                     &ts,
                 );
-                Candidate::build(l, head, &files, &budget.tightened(level), level, &ts, now)
+                Candidate::build(
+                    l,
+                    head,
+                    &files,
+                    &reannounced,
+                    &budget.tightened(level),
+                    level,
+                    &ts,
+                    now,
+                )
             };
             let mut best = tightest(budget.target, |level| build(&summary, level))?;
             let mut summary_chars = summary.chars().count() as u64;
@@ -589,13 +599,26 @@ pub(crate) struct Candidate {
     pub level: u32,
 }
 
+impl Engine {
+    /// What every candidate new history of one compaction re-announces after its restored
+    /// files: the plan-mode state (with the plan file) and the invoked skills.
+    pub(crate) async fn reannounced_after_compaction(&self, l: &Loaded) -> Vec<serde_json::Value> {
+        let mut out = self.plan_after_compaction(&l.row);
+        out.extend(self.restored_skills(l).await);
+        out
+    }
+}
+
 impl Candidate {
     /// `head` (boundary, summary, any kept tail) plus the files restored within the
-    /// budget's caps and the re-announced attachments, weighed by the compile.
+    /// budget's caps and the re-announced attachments (`reannounced`: plan mode and the
+    /// invoked skills; then the capability deltas), weighed by the compile.
+    #[allow(clippy::too_many_arguments)]
     pub(crate) fn build(
         l: &Loaded,
         mut records: Vec<RecordInput>,
         files: &[ReadFile],
+        reannounced: &[serde_json::Value],
         budget: &RoomBudget,
         level: u32,
         ts: &str,
@@ -620,10 +643,12 @@ impl Candidate {
             .map(|(_, _, s)| s.clone())
             .collect();
         records.extend(
-            autocompact::rebuild_attachments(&restored, l.row.settings.plan_mode)
+            autocompact::rebuild_attachments(&restored, reannounced)
                 .into_iter()
                 .map(|a| attachments::record(a, ts)),
         );
+        let deltas = l.reannounce(&records);
+        records.extend(deltas.into_iter().map(|a| attachments::record(a, ts)));
         let estimate = estimate_new_history(l, &records, now)?;
         Ok(Candidate {
             records,

@@ -20,7 +20,8 @@ mod rpc;
 
 use std::collections::{BTreeSet, HashMap};
 use std::path::{Path, PathBuf};
-use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
 
 use ctxd_protocol::{AppendedRecord, HookEvent, HookOutcome, RecordInput, SessionEvent};
 use serde_json::{Map, Value, json};
@@ -32,6 +33,7 @@ use crate::hooks::config::{self, ActiveHook, Effective, Layer, Source};
 use crate::hooks::files::{self, Stamp};
 use crate::hooks::{decide, input, runner, transcript};
 use crate::store::sessions::SessionRow;
+use crate::sync::lock;
 
 /// Hook processes running at once, daemon-wide (further hooks wait for a slot).
 pub(crate) const MAX_RUNNING: usize = 32;
@@ -67,7 +69,8 @@ impl Facts {
 struct Config {
     paths: Vec<(Source, PathBuf)>,
     stamps: Vec<Option<Stamp>>,
-    layers: Vec<Layer>,
+    /// Shared with every session reading the same file at the same stamp.
+    layers: Vec<Arc<Layer>>,
     effective: Arc<Effective>,
     /// The cwd `file_watch` was resolved against.
     cwd: String,
@@ -75,6 +78,9 @@ struct Config {
     file_watch: Vec<PathBuf>,
 }
 
+/// A session's hook state. Kept for at most `Limits::max_loaded_sessions` sessions (the
+/// least recently used go first) and dropped when the session is unloaded or deleted:
+/// it is a cache of the settings files, rebuilt on the session's next event.
 #[derive(Default)]
 struct PerSession {
     /// Dropped when the session is updated; read again from the store on next use.
@@ -82,6 +88,8 @@ struct PerSession {
     config: Option<Config>,
     /// A compaction just ran: the next instruction reload is a `compact` load.
     compacted: bool,
+    /// When the state was last used (`HookState::tick`).
+    used: u64,
 }
 
 /// Who cares about a watched path.
@@ -95,8 +103,16 @@ struct Interest {
     existed: bool,
 }
 
+/// A parsed settings file and the stamp it was read at.
+type StampedLayer = (Option<Stamp>, Arc<Layer>);
+
 pub(crate) struct HookState {
     sessions: Mutex<HashMap<String, PerSession>>,
+    tick: AtomicU64,
+    /// Parsed settings files by path, with the stamp they were read at: the user's file
+    /// is parsed once for every session. An entry lives while a session's configuration
+    /// holds it.
+    layers: Mutex<HashMap<PathBuf, StampedLayer>>,
     watched: Mutex<HashMap<PathBuf, Interest>>,
     /// Last record seq written to each session's exported transcript.
     exported: tokio::sync::Mutex<HashMap<String, u64>>,
@@ -107,17 +123,13 @@ impl Default for HookState {
     fn default() -> Self {
         HookState {
             sessions: Mutex::new(HashMap::new()),
+            tick: AtomicU64::new(0),
+            layers: Mutex::new(HashMap::new()),
             watched: Mutex::new(HashMap::new()),
             exported: tokio::sync::Mutex::new(HashMap::new()),
             slots: Arc::new(Semaphore::new(MAX_RUNNING)),
         }
     }
-}
-
-fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
-    // Every update here completes without panicking code in between, so a poisoned
-    // lock still guards consistent data.
-    m.lock().unwrap_or_else(PoisonError::into_inner)
 }
 
 /// The files `FileChanged` matchers name: each `|`-separated literal file name, in the
@@ -178,11 +190,12 @@ pub(crate) fn feedback_record(
 impl Engine {
     /// The session's facts: cached, or read from the store.
     pub(crate) async fn hook_facts(&self, sid: &str) -> Result<Facts> {
-        if let Some(f) = lock(&self.hooks.sessions)
-            .get(sid)
-            .and_then(|s| s.facts.clone())
+        let used = self.hooks.tick.fetch_add(1, Ordering::Relaxed);
+        if let Some(s) = lock(&self.hooks.sessions).get_mut(sid)
+            && let Some(f) = &s.facts
         {
-            return Ok(f);
+            s.used = used;
+            return Ok(f.clone());
         }
         let s = sid.to_string();
         let row = self
@@ -190,11 +203,83 @@ impl Engine {
             .read(move |c| crate::store::sessions::get(c, &s))
             .await?;
         let facts = Facts::of(&row);
-        lock(&self.hooks.sessions)
-            .entry(sid.to_string())
-            .or_default()
-            .facts = Some(facts.clone());
+        let added = {
+            let mut sessions = lock(&self.hooks.sessions);
+            let added = !sessions.contains_key(sid);
+            let entry = sessions.entry(sid.to_string()).or_default();
+            entry.facts = Some(facts.clone());
+            entry.used = used;
+            added
+        };
+        if added {
+            self.trim_hook_state(sid);
+        }
         Ok(facts)
+    }
+
+    /// Drops the hook state of the least recently used sessions beyond
+    /// `max_loaded_sessions` (never `keep`'s, just used).
+    fn trim_hook_state(&self, keep: &str) {
+        let max = self.limits.max_loaded_sessions.max(1);
+        let victims: Vec<(String, PerSession)> = {
+            let mut sessions = lock(&self.hooks.sessions);
+            if sessions.len() <= max {
+                return;
+            }
+            let mut by_use: Vec<(u64, String)> = sessions
+                .iter()
+                .filter(|(id, _)| id.as_str() != keep)
+                .map(|(id, s)| (s.used, id.clone()))
+                .collect();
+            by_use.sort();
+            let excess = sessions.len() - max;
+            by_use
+                .into_iter()
+                .take(excess)
+                .filter_map(|(_, id)| sessions.remove(&id).map(|s| (id, s)))
+                .collect()
+        };
+        for (id, state) in victims {
+            self.release_hook_state(&id, state);
+        }
+        self.prune_layers();
+    }
+
+    /// Unregisters a forgotten session's watches.
+    fn release_hook_state(&self, sid: &str, state: PerSession) {
+        if let Some(c) = state.config {
+            let settings: Vec<PathBuf> = c.paths.iter().map(|(_, p)| p.clone()).collect();
+            self.rewatch(sid, &settings, &[], &c.file_watch, &[]);
+        }
+    }
+
+    /// Forgets parsed settings files no session's configuration holds any more.
+    fn prune_layers(&self) {
+        lock(&self.hooks.layers).retain(|_, (_, layer)| Arc::strong_count(layer) > 1);
+    }
+
+    /// The parsed settings file at `path` as of `stamp`: shared when some session read
+    /// it at that stamp already, else read now.
+    fn shared_layer(&self, source: Source, path: &Path, stamp: Option<Stamp>) -> Arc<Layer> {
+        if let Some((at, layer)) = lock(&self.hooks.layers).get(path)
+            && *at == stamp
+            && layer.source == source
+        {
+            return layer.clone();
+        }
+        let layer = Arc::new(files::load(source, path));
+        lock(&self.hooks.layers).insert(path.to_path_buf(), (stamp, layer.clone()));
+        layer
+    }
+
+    /// How many sessions have hook state, and how many parsed settings files are kept
+    /// (for tests).
+    #[cfg(test)]
+    pub(crate) fn hook_state_counts(&self) -> (usize, usize) {
+        (
+            lock(&self.hooks.sessions).len(),
+            lock(&self.hooks.layers).len(),
+        )
     }
 
     fn settings_paths(&self, project: &str) -> Vec<(Source, PathBuf)> {
@@ -212,8 +297,11 @@ impl Engine {
         let paths = self.settings_paths(&f.project);
         // Stamps before contents: a write racing the read is seen again next time.
         let stamps: Vec<Option<Stamp>> = paths.iter().map(|(_, p)| files::stamp(p)).collect();
+        let used = self.hooks.tick.fetch_add(1, Ordering::Relaxed);
         let mut sessions = lock(&self.hooks.sessions);
+        let added = !sessions.contains_key(&f.id);
         let entry = sessions.entry(f.id.clone()).or_default();
+        entry.used = used;
         let previous = entry.config.take();
         let same_paths = previous.as_ref().is_some_and(|c| c.paths == paths);
         let unchanged = same_paths && previous.as_ref().is_some_and(|c| c.stamps == stamps);
@@ -234,14 +322,14 @@ impl Engine {
             return eff;
         }
         let mut changed = Vec::new();
-        let layers: Vec<Layer> = paths
+        let layers: Vec<Arc<Layer>> = paths
             .iter()
             .enumerate()
             .map(|(i, (source, path))| match &previous {
                 Some(c) if same_paths && c.stamps[i] == stamps[i] => c.layers[i].clone(),
                 _ => {
                     changed.push(i);
-                    files::load(*source, path)
+                    self.shared_layer(*source, path, stamps[i])
                 }
             })
             .collect();
@@ -281,8 +369,14 @@ impl Engine {
             file_watch: file_watch.clone(),
         });
         drop(sessions);
+        drop(previous);
         let new_settings: Vec<PathBuf> = paths.into_iter().map(|(_, p)| p).collect();
         self.rewatch(&f.id, &old_settings, &new_settings, &old_watch, &file_watch);
+        if added {
+            self.trim_hook_state(&f.id);
+        } else {
+            self.prune_layers();
+        }
         if !announce.is_empty() {
             let cell = self.cell(&f.id);
             for ev in announce {
@@ -345,15 +439,16 @@ impl Engine {
         }
     }
 
-    /// Forgets a session (deleted): its watches, its cached state, its export mark.
+    /// Forgets a session (deleted or unloaded): its watches, its cached state, its export
+    /// mark. An unloaded session's next event reads its settings again.
     pub(crate) fn hooks_forget(&self, sid: &str) {
         if let Ok(mut marks) = self.hooks.exported.try_lock() {
             marks.remove(sid);
         }
         let old = lock(&self.hooks.sessions).remove(sid);
-        if let Some(c) = old.and_then(|s| s.config) {
-            let settings: Vec<PathBuf> = c.paths.iter().map(|(_, p)| p.clone()).collect();
-            self.rewatch(sid, &settings, &[], &c.file_watch, &[]);
+        if let Some(state) = old {
+            self.release_hook_state(sid, state);
+            self.prune_layers();
         }
     }
 
@@ -592,4 +687,76 @@ pub(crate) fn fields<const N: usize>(pairs: [(&str, Value); N]) -> Map<String, V
         .filter(|(_, v)| !v.is_null())
         .map(|(k, v)| (k.to_string(), v))
         .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use ctxd_protocol::SessionCreateParams;
+
+    /// Many sessions on a daemon holding few: the hook state (facts, configuration,
+    /// watches) stays within the loaded-sessions bound, and the user's settings file is
+    /// parsed once for all of them.
+    #[tokio::test]
+    async fn hook_state_is_bounded_and_settings_are_shared() {
+        let dir = tempfile::tempdir().unwrap();
+        let home = dir.path().join("user");
+        let project = dir.path().join("proj");
+        std::fs::create_dir_all(home.join(".claude")).unwrap();
+        std::fs::create_dir_all(&project).unwrap();
+        std::fs::write(
+            home.join(".claude").join("settings.json"),
+            r#"{"hooks": {"SessionStart": [{"hooks": [{"type": "command", "command": "true"}]}],
+                "FileChanged": [{"matcher": ".envrc", "hooks": [{"type": "command", "command": "true"}]}]}}"#,
+        )
+        .unwrap();
+        let store = crate::store::Store::open(&dir.path().join("t.db")).unwrap();
+        let engine = Engine::new(store, dir.path(), Arc::new(crate::clock::SystemClock))
+            .with_limits(crate::limits::Limits {
+                max_loaded_sessions: 3,
+                ..Default::default()
+            })
+            .with_discovery(crate::engine::DiscoveryDefaults {
+                managed_root: dir.path().join("managed"),
+                user_home: home,
+            });
+        let mut ids = Vec::new();
+        for _ in 0..30 {
+            let s = engine
+                .create_session(SessionCreateParams {
+                    cwd: project.display().to_string(),
+                    no_git: true,
+                    ..Default::default()
+                })
+                .await
+                .unwrap();
+            ids.push(s.session_id);
+        }
+        for id in &ids {
+            engine.hooks_list(id).await.unwrap();
+        }
+        let (sessions, layers) = engine.hook_state_counts();
+        assert!(sessions <= 3, "hook state of {sessions} sessions");
+        // One parsed copy per file (managed, user, project, local), whatever the sessions.
+        assert!(layers <= 4, "{layers} parsed settings files");
+        // Settings files (4) and the FileChanged target: no watch per session beyond.
+        {
+            let watched = lock(&engine.hooks.watched);
+            assert!(watched.len() <= 5, "{} watched paths", watched.len());
+            assert!(watched.values().all(|i| i.settings.len() <= 3));
+            let kept = lock(&engine.hooks.sessions);
+            let user_layers: Vec<&Arc<Layer>> = kept
+                .values()
+                .filter_map(|s| s.config.as_ref().map(|c| &c.layers[1]))
+                .collect();
+            assert!(user_layers.len() >= 2);
+            assert!(user_layers.windows(2).all(|w| Arc::ptr_eq(w[0], w[1])));
+        }
+        // Deleting every session forgets the rest, and the parsed files with it.
+        for id in &ids {
+            engine.delete_session(id).await.unwrap();
+        }
+        assert_eq!(engine.hook_state_counts(), (0, 0));
+        assert!(lock(&engine.hooks.watched).is_empty());
+    }
 }

@@ -60,6 +60,23 @@ impl Engine {
         self.extracting.lock().ok()?.get(sid).cloned()
     }
 
+    /// Claims the session's one extraction slot: `Ok(notify)` when this caller now runs
+    /// the extraction (and must call [`Engine::run_claimed`]), `Err(notify)` to wait for
+    /// the one already running. Synchronous, so an append that starts an extraction has
+    /// claimed it before it is answered.
+    fn claim_extraction(&self, sid: &str) -> Result<std::result::Result<Arc<Notify>, Arc<Notify>>> {
+        let mut map = self
+            .extracting
+            .lock()
+            .map_err(|_| Error::Internal("extraction lock".into()))?;
+        if let Some(n) = map.get(sid) {
+            return Ok(Err(n.clone()));
+        }
+        let n = Arc::new(Notify::new());
+        map.insert(sid.to_string(), n.clone());
+        Ok(Ok(n))
+    }
+
     pub async fn memory_get(&self, sid: &str) -> Result<MemoryGetResponse> {
         let s = sid.to_string();
         let row = self
@@ -185,11 +202,12 @@ impl Engine {
                 let Some(engine) = self.self_ref.get().and_then(|w| w.upgrade()) else {
                     return;
                 };
-                if self.extraction_flag(&sid).is_some() {
-                    return; // one at a time per session
-                }
+                // One at a time per session; claimed before the append is answered.
+                let Ok(Ok(notify)) = self.claim_extraction(&sid) else {
+                    return;
+                };
                 tokio::spawn(async move {
-                    if let Err(e) = engine.extract_now(&sid).await {
+                    if let Err(e) = engine.run_claimed(&sid, notify).await {
                         tracing::warn!(session = %sid, error = %e, "session memory extraction failed");
                     }
                 });
@@ -201,24 +219,17 @@ impl Engine {
     /// Runs one extraction for the session and writes the result. At most one runs per
     /// session; a second call waits for the running one instead.
     pub async fn extract_now(&self, sid: &str) -> Result<u64> {
-        let (notify, running) = {
-            let mut map = self
-                .extracting
-                .lock()
-                .map_err(|_| Error::Internal("extraction lock".into()))?;
-            match map.get(sid) {
-                Some(n) => (n.clone(), true),
-                None => {
-                    let n = Arc::new(Notify::new());
-                    map.insert(sid.to_string(), n.clone());
-                    (n, false)
-                }
+        match self.claim_extraction(sid)? {
+            Ok(notify) => self.run_claimed(sid, notify).await,
+            Err(running) => {
+                let _ = tokio::time::timeout(EXTRACTION_TIMEOUT, running.notified()).await;
+                Ok(self.memory_get(sid).await?.version)
             }
-        };
-        if running {
-            let _ = tokio::time::timeout(EXTRACTION_TIMEOUT, notify.notified()).await;
-            return Ok(self.memory_get(sid).await?.version);
         }
+    }
+
+    /// Runs the extraction this caller claimed, then frees the slot and wakes waiters.
+    async fn run_claimed(&self, sid: &str, notify: Arc<Notify>) -> Result<u64> {
         let result = tokio::time::timeout(EXTRACTION_TIMEOUT, self.extract_inner(sid)).await;
         if let Ok(mut map) = self.extracting.lock() {
             map.remove(sid);
@@ -354,6 +365,7 @@ impl Engine {
                 autocompact::RESTORE_MAX_FILES * 2,
             ))
             .await?;
+            let reannounced = self.reannounced_after_compaction(l).await;
             let ts = crate::clock::rfc3339(now);
             // (summarised, kept, summary chars) of each level tried.
             let mut sizes: Vec<(u64, u64, u64)> = Vec::new();
@@ -408,7 +420,7 @@ impl Engine {
                     tail.len() as u64,
                     summary.chars().count() as u64,
                 ));
-                compact::Candidate::build(l, head, &wanted, &b, level, &ts, now)
+                compact::Candidate::build(l, head, &wanted, &reannounced, &b, level, &ts, now)
             })?;
             let (summarised, kept, chars) =
                 sizes.get(best.level as usize).copied().unwrap_or_default();

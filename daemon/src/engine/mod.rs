@@ -4,19 +4,27 @@
 //! knows JSON-RPC.
 
 mod cache;
+mod capabilities;
 mod cells;
 mod collapse;
+pub(crate) mod collect;
 mod compact;
 mod events;
 mod hooks;
+mod memories;
 mod memory;
+mod plan_mode;
+mod queue;
 mod remote;
+mod sections;
 mod session;
+mod skills;
 mod sources;
 pub mod validate;
 
 pub use cells::EVENT_BUFFER;
 pub(crate) use cells::SessionCell;
+pub use cells::Subscription;
 pub use events::{Emitted, as_caller};
 pub use session::MAX_PAGE as MAX_READ_PAGE;
 pub use sources::DiscoveryDefaults;
@@ -27,7 +35,6 @@ use std::sync::{Arc, Mutex};
 use std::time::Instant;
 
 use ctxd_protocol::{Record, SessionEvent, ToolSpec};
-use tokio::sync::broadcast;
 
 use crate::clock::Clock;
 use crate::error::{Error, Result};
@@ -36,6 +43,7 @@ use crate::pipeline::microcompact::PinnedEdit;
 use crate::store::Store;
 use crate::store::context_state::InstructionMemo;
 use crate::store::sessions::SessionRow;
+use crate::sync::lock;
 use crate::watch::{FileWatcher, WatchEvent};
 
 /// A session's transcript in memory, shared copy-on-write: a compile works on a cheap
@@ -74,7 +82,8 @@ impl<'a> IntoIterator for &'a Transcript {
 pub(crate) struct Loaded {
     pub row: SessionRow,
     pub records: Transcript,
-    pub tools: Vec<ToolSpec>,
+    /// Shared so the snapshot a compile takes does not copy every schema.
+    pub tools: Arc<Vec<ToolSpec>>,
     pub rejected_media: BTreeSet<(String, u32)>,
     /// Frozen tool-result budget fates.
     pub fates: BTreeMap<String, Fate>,
@@ -97,8 +106,17 @@ pub(crate) struct Loaded {
     /// Last warning level announced to subscribers (not persisted: a restarted daemon
     /// announces the level again on its first compile if it is not `ok`).
     pub level: &'static str,
+    /// MCP servers, agent types, deferred tools, skills.
+    pub caps: capabilities::Caps,
     /// Latched request flags, the previous request's cache key, recent fingerprints.
     pub cache: cache::CacheState,
+    /// The platform the environment section names (the session's, else the daemon's).
+    pub platform: String,
+    /// The user's UTC offset, from the clock at the last compile's instant: local dates
+    /// and times shown to the model use it (an input, never the machine's zone directly).
+    pub utc_offset: chrono::FixedOffset,
+    /// Memoized system sections and the previous compile's uncached ones.
+    pub sections: sections::SectionState,
     /// The session's revision this copy is current at (a shared store's other daemons
     /// bump it; 0 on SQLite).
     pub revision: u64,
@@ -186,8 +204,14 @@ pub struct Engine {
     pub(crate) extracting: Mutex<HashMap<String, Arc<tokio::sync::Notify>>>,
     /// Background work (extraction) needs an owning handle to the engine.
     pub(crate) self_ref: std::sync::OnceLock<std::sync::Weak<Engine>>,
+    /// Skill catalogs, one per set of skill places.
+    pub(crate) skills: skills::SkillCatalogs,
     /// Hook configuration, watches and transcript exports (engine/hooks.rs).
     pub(crate) hooks: hooks::HookState,
+    /// Relevant-memory prefetches, one per session (engine/memories.rs).
+    pub(crate) memories: memories::Prefetches,
+    /// The platform named in the environment section of sessions that name none.
+    pub(crate) platform: String,
 }
 
 impl Engine {
@@ -207,8 +231,16 @@ impl Engine {
             pending_summaries: Default::default(),
             extracting: Mutex::new(HashMap::new()),
             self_ref: std::sync::OnceLock::new(),
+            skills: Default::default(),
             hooks: Default::default(),
+            memories: Default::default(),
+            platform: std::env::consts::OS.to_string(),
         }
+    }
+
+    /// The file watcher, once started.
+    pub(crate) fn watcher(&self) -> Option<&FileWatcher> {
+        self.watcher.get()
     }
 
     pub fn with_summariser(mut self, cfg: ctxd_protocol::SummariserConfig) -> Engine {
@@ -269,13 +301,18 @@ impl Engine {
         let (paths, change): (Vec<PathBuf>, &str) = match ev {
             WatchEvent::Changed(p) => (vec![p], "changed"),
             WatchEvent::Removed(p) => (vec![p], "removed"),
-            // Anything may have changed: compiles check every seen file's stamp anyway.
-            WatchEvent::Rescan => return,
+            WatchEvent::DirChanged(d) => {
+                self.skills_changed(Some(&d));
+                return;
+            }
+            // Anything may have changed: compiles check every seen file's stamp anyway;
+            // skill catalogs scan again.
+            WatchEvent::Rescan => {
+                self.skills_changed(None);
+                return;
+            }
         };
-        let watched = match self.watched.lock() {
-            Ok(w) => w,
-            Err(p) => p.into_inner(),
-        };
+        let watched = lock(&self.watched);
         for p in paths {
             for sid in watched.get(&p).into_iter().flatten() {
                 let cell = self.cell(sid);
@@ -292,10 +329,7 @@ impl Engine {
     }
 
     pub(crate) fn watch(&self, sid: &str, path: &std::path::Path) {
-        let mut watched = match self.watched.lock() {
-            Ok(w) => w,
-            Err(p) => p.into_inner(),
-        };
+        let mut watched = lock(&self.watched);
         let sessions = watched.entry(path.to_path_buf()).or_default();
         if sessions.insert(sid.to_string())
             && sessions.len() == 1
@@ -306,10 +340,7 @@ impl Engine {
     }
 
     pub(crate) fn unwatch(&self, sid: &str, path: &std::path::Path) {
-        let mut watched = match self.watched.lock() {
-            Ok(w) => w,
-            Err(p) => p.into_inner(),
-        };
+        let mut watched = lock(&self.watched);
         if let Some(sessions) = watched.get_mut(path)
             && sessions.remove(sid)
             && sessions.is_empty()
@@ -373,11 +404,12 @@ impl Engine {
                 let collapse_commits = crate::store::collapses::commit_seqs(c, &sid)?
                     .into_iter()
                     .collect();
+                let caps = capabilities::Caps::new(crate::store::capabilities::load(c, &sid)?);
                 let revision = crate::store::sessions::revision(c, &sid)?;
                 Ok(Loaded {
                     row,
                     records: Transcript::new(records),
-                    tools,
+                    tools: Arc::new(tools),
                     rejected_media,
                     fates,
                     cleared,
@@ -388,15 +420,27 @@ impl Engine {
                     collapse_commits,
                     no_room: None,
                     level: "ok",
+                    caps,
                     cache: cache::CacheState::load(c, &sid)?,
+                    platform: String::new(),
+                    utc_offset: crate::clock::utc(),
+                    sections: sections::SectionState {
+                        memo: crate::store::sections::load(c, &sid)?,
+                        previous_uncached: None,
+                    },
                     revision,
                 })
             })
             .await?;
-        let loaded = Loaded {
-            level: kept_level.unwrap_or(loaded.level),
-            ..loaded
-        };
+        let mut loaded = loaded;
+        loaded.level = kept_level.unwrap_or(loaded.level);
+        loaded.platform = loaded
+            .row
+            .settings
+            .platform
+            .clone()
+            .unwrap_or_else(|| self.platform.clone());
+        loaded.utc_offset = self.clock.utc_offset(self.clock.now());
         *slot = Some(loaded);
         self.loaded_now(id);
         if self.store.shared() {
@@ -406,7 +450,7 @@ impl Engine {
     }
 
     /// Subscribes to a session's events. Fails for unknown sessions.
-    pub async fn subscribe(&self, id: &str) -> Result<broadcast::Receiver<Emitted>> {
+    pub async fn subscribe(self: &Arc<Self>, id: &str) -> Result<Subscription> {
         let sid = id.to_string();
         let exists = self
             .store
@@ -415,7 +459,7 @@ impl Engine {
         if !exists {
             return Err(Error::SessionNotFound(id.to_string()));
         }
-        Ok(self.cell(id).subscribe())
+        Ok(self.subscribe_cell(id))
     }
 
     pub(crate) fn emit(&self, cell: &SessionCell, event: SessionEvent) {
@@ -423,6 +467,25 @@ impl Engine {
         self.publish(&event);
         // No subscribers is normal; the event is simply not observed.
         cell.send(event);
+    }
+
+    /// Tells subscribers about records the engine appended itself (attachments, new
+    /// histories).
+    pub(crate) fn emit_appended(&self, cell: &SessionCell, session_id: &str, records: &[Record]) {
+        self.emit(
+            cell,
+            SessionEvent::RecordsAppended {
+                session_id: session_id.to_string(),
+                records: records
+                    .iter()
+                    .map(|r| ctxd_protocol::AppendedRecord {
+                        uuid: r.uuid.clone(),
+                        seq: r.seq,
+                    })
+                    .collect(),
+                full_records: None,
+            },
+        );
     }
 
     /// Whether file watching runs (so `file_changed` events can flow).

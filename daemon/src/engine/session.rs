@@ -118,6 +118,17 @@ fn check_settings(s: &SessionSettings, m: &ModelProfile) -> Result<()> {
             "must be at least 1",
         ));
     }
+    if let Some(ms) = s.attachments.collect_timeout_ms
+        && !(1..=super::collect::MAX_COLLECT_TIMEOUT_MS).contains(&ms)
+    {
+        return Err(Error::invalid(
+            "settings.attachments.collect_timeout_ms",
+            format!(
+                "must be 1..={} milliseconds",
+                super::collect::MAX_COLLECT_TIMEOUT_MS
+            ),
+        ));
+    }
     Ok(())
 }
 
@@ -143,7 +154,7 @@ fn check_system(s: &SystemPrompt) -> Result<()> {
     Ok(())
 }
 
-fn check_tools(tools: &[ToolSpec]) -> Result<()> {
+pub(crate) fn check_tools(tools: &[ToolSpec]) -> Result<()> {
     let mut names = BTreeSet::new();
     for (i, t) in tools.iter().enumerate() {
         if t.name.is_empty() {
@@ -418,6 +429,8 @@ impl Engine {
                         m.boundary_uuid = CWD_CHANGED.into();
                         context_state::set_memo(tx, &row.id, &m)?;
                     }
+                    // The memoized system sections (the environment names the cwd) too.
+                    crate::store::sections::clear(tx, &row.id)?;
                 }
                 row.updated_at = now;
                 sessions::update(tx, &row)?;
@@ -428,6 +441,9 @@ impl Engine {
             l.row = row.clone();
             if cwd_changed && let Some(m) = l.memo.as_mut() {
                 m.boundary_uuid = CWD_CHANGED.into();
+            }
+            if cwd_changed {
+                l.sections.memo = None;
             }
         }
         drop(guard);
@@ -471,6 +487,8 @@ impl Engine {
                 }
                 fates::copy(tx, &src, &nid)?;
                 context_state::copy(tx, &src, &nid)?;
+                let last = recs.last().map_or(0, |r| r.seq);
+                crate::store::capabilities::copy(tx, &src, &nid, last)?;
                 // Pinned edits name message indexes of the whole history; a fork that
                 // ends earlier starts without them.
                 if p.up_to_uuid.is_none() {
@@ -478,6 +496,7 @@ impl Engine {
                 }
                 crate::store::compile_log::copy(tx, &src, &nid)?;
                 outputs::copy(tx, &src, &nid)?;
+                crate::store::sections::copy(tx, &src, &nid)?;
                 Ok(())
             })
             .await?;
@@ -540,7 +559,7 @@ impl Engine {
             })
             .await?;
         if let Some(l) = guard.as_mut() {
-            l.tools = p.tools.clone();
+            l.tools = std::sync::Arc::new(p.tools.clone());
         }
         drop(guard);
         self.emit(
@@ -609,6 +628,7 @@ impl Engine {
         if let Some(l) = guard.as_mut() {
             self.observe(&l.row.cwd, &l.row.id, &l.records, &built)
                 .await;
+            self.start_memory_prefetch(&cell, l, &built);
             let first_seq = built.first().map_or(0, |r| r.seq);
             let reported = built
                 .iter()
@@ -819,14 +839,19 @@ impl Engine {
         now: chrono::DateTime<chrono::Utc>,
         flags: Option<&RequestFlags>,
     ) -> Result<Prepared> {
+        l.utc_offset = self.clock.utc_offset(now);
         let latch_notes = self.settle_flags(l, flags).await?;
         self.refresh_memo(cell, l).await?;
-        let added = self.collect_attachments(cell, l, now).await?;
+        let mut added = self.announce_capabilities(cell, l, now).await?;
+        self.refresh_sections(l, now).await?;
+        let collected = self.collect_attachments(cell, l, now).await?;
+        added.extend(collected.records);
         let (replaced, kept) = self.decide_budget(l).await?;
         Ok(Prepared {
             replaced,
             kept,
             added: added.iter().map(|r| r.uuid.clone()).collect(),
+            sources: collected.reports,
             latch_notes,
         })
     }
@@ -849,6 +874,9 @@ impl Engine {
         }
         self.store_effects(l, &compiled.effects).await?;
         self.record_compile(l, &mut compiled, side_request);
+        if !side_request {
+            l.sections.previous_uncached = Some(std::mem::take(&mut compiled.uncached_texts));
+        }
         let m = &compiled.metadata;
         let attachments = crate::pipeline::projection::project(&l.records)
             .iter()
@@ -1036,7 +1064,7 @@ impl Engine {
     async fn decide_budget(&self, l: &mut Loaded) -> Result<(Vec<String>, Vec<String>)> {
         let sid = l.row.id.clone();
         let dir = self.tool_results_dir(&sid);
-        let limits = ToolLimits::new(&l.tools, &l.row.settings.tool_result_size_overrides);
+        let limits = ToolLimits::new(&l.all_tools(), &l.row.settings.tool_result_size_overrides);
         let projected = projection::project(&l.records);
         let folded = crate::pipeline::collapse::apply(&projected, &l.collapses);
         let view: Vec<&Record> = folded.iter().map(|c| c.as_ref()).collect();
@@ -1207,6 +1235,7 @@ struct Prepared {
     replaced: Vec<String>,
     kept: Vec<String>,
     added: Vec<String>,
+    sources: Vec<ctxd_protocol::SourceReport>,
     latch_notes: Vec<String>,
 }
 
@@ -1215,6 +1244,7 @@ impl Prepared {
         compiled.metadata.replaced = self.replaced;
         compiled.metadata.kept = self.kept;
         compiled.metadata.attachments_added = self.added;
+        compiled.metadata.attachment_sources = self.sources;
         compiled.metadata.cache.latch_notes = self.latch_notes;
         compiled
     }
@@ -1272,6 +1302,8 @@ pub(crate) fn compile_records(
         .filter_map(|c| Some((*l.collapse_commits.get(&c.id)?, super::collapse::savings(c))))
         .collect();
     let row = &l.row;
+    let tools = l.tools_to_send();
+    let mcp_instructions = l.mcp_system_section();
     let input = CompileInput {
         session: SessionView {
             model: &row.model,
@@ -1282,9 +1314,14 @@ pub(crate) fn compile_records(
             start_date: &row.start_date,
             git_snapshot: row.git_snapshot.as_deref(),
             claude_md: l.memo.as_ref().and_then(|m| m.claude_md.as_deref()),
+            mcp_instructions: mcp_instructions.as_deref(),
+            platform: row.settings.platform.as_deref().unwrap_or(&l.platform),
+            section_memo: l.sections.texts_for(boundary_uuid),
+            utc_offset: l.utc_offset,
+            previous_uncached: l.sections.previous_uncached.as_ref(),
         },
         records,
-        tools: &l.tools,
+        tools: &tools,
         rejected_media: &l.rejected_media,
         fates: &l.fates,
         cleared: &l.cleared,

@@ -7,8 +7,8 @@
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
 
-use chrono::{DateTime, Local, Utc};
-use ctxd_protocol::{ContentBlock, Record, RecordInput, RecordKind, SessionEvent};
+use chrono::{DateTime, FixedOffset, Utc};
+use ctxd_protocol::{ContentBlock, Record, RecordKind, SessionEvent};
 use sha2::{Digest, Sha256};
 
 use super::{Engine, Loaded, SessionCell};
@@ -159,6 +159,7 @@ impl Engine {
             .collect();
         cfg.excludes = s.excludes.clone();
         cfg.allow_external_includes = s.allow_external_includes;
+        cfg.agents_md = s.agents_md.unwrap_or(true);
         cfg
     }
 
@@ -353,7 +354,9 @@ impl Engine {
             .write(sid, move |tx| {
                 context_state::add_touched(tx, &sid2, &resolved)
             })
-            .await
+            .await?;
+        self.skills.touched();
+        Ok(())
     }
 
     async fn get_row(&self, sid: &str) -> Result<SessionRow> {
@@ -363,177 +366,149 @@ impl Engine {
             .await
     }
 
-    /// Collects this turn's attachments (nested_memory, edited_text_file, date_change)
-    /// and appends them to the transcript. Returns their records.
-    pub(crate) async fn collect_attachments(
-        &self,
-        cell: &SessionCell,
-        l: &mut Loaded,
-        now: DateTime<Utc>,
-    ) -> Result<Vec<Record>> {
-        let sid = l.row.id.clone();
-        let s2 = sid.clone();
-        // One trip to the blocking pool: the state and the stat of every seen file.
-        let (touched, loaded, reads, changes) = self
+    /// `edited_text_file` attachments for seen files that changed on disk, with the read
+    /// state to store (new stamps, removed files). Writes nothing.
+    pub(crate) async fn gather_changed_files(&self, sid: &str) -> Result<FilesFound> {
+        let s2 = sid.to_string();
+        let changes = self
             .store
             .read(move |c| {
-                let touched = context_state::touched(c, &s2)?;
-                let loaded = if touched.is_empty() {
-                    BTreeSet::new()
-                } else {
-                    context_state::loaded(c, &s2)?
-                };
                 let reads = context_state::read_states(c, &s2)?;
-                let changes: Vec<FileChange> = reads.iter().filter_map(check_file).collect();
-                Ok((touched, loaded, reads, changes))
+                Ok(reads
+                    .iter()
+                    .filter_map(check_file)
+                    .collect::<Vec<FileChange>>())
             })
             .await?;
-
-        // Instruction files that became relevant.
-        let nested: Vec<InstructionFile> =
-            if touched.is_empty() || l.row.settings.instructions.disabled {
-                Vec::new()
-            } else {
-                let cfg = self.discovery_config(&l.row);
-                let loaded_set: BTreeSet<PathBuf> = loaded.iter().map(PathBuf::from).collect();
-                let read_set: BTreeSet<PathBuf> =
-                    reads.iter().map(|r| PathBuf::from(&r.path)).collect();
-                let touched_paths = touched.clone();
-                tokio::task::spawn_blocking(move || {
-                    let mut out: Vec<InstructionFile> = Vec::new();
-                    let mut taken = loaded_set.clone();
-                    for t in &touched_paths {
-                        for f in discovery::nested_for_path(&cfg, Path::new(t), &taken, &read_set) {
-                            if taken.insert(f.canonical_path()) {
-                                out.push(f);
-                            }
-                        }
-                    }
-                    out
-                })
-                .await
-                .map_err(|e| Error::Internal(format!("discovery task: {e}")))?
-            };
-
-        let mut attachments: Vec<RecordInput> = Vec::new();
-        let ts = crate::clock::rfc3339(now);
-        let attachment =
-            |value: serde_json::Value| crate::pipeline::attachments::record(value, &ts);
-        let nested_paths: Vec<String> = nested
-            .iter()
-            .map(|f| f.canonical_path().display().to_string())
-            .collect();
-        if !nested.is_empty() {
-            let text: Vec<String> = nested.iter().filter_map(discovery::render_block).collect();
-            attachments.push(attachment(serde_json::json!({
-                "type": "nested_memory",
-                "paths": nested.iter().map(|f| f.path.display().to_string()).collect::<Vec<_>>(),
-                "content": text.join("\n\n"),
-            })));
-        }
-        let mut new_states = Vec::new();
-        let mut removed = Vec::new();
+        let mut found = FilesFound::default();
         for c in changes {
             match c {
                 FileChange::Edited { state, snippet } => {
                     if let Some(sn) = snippet {
-                        attachments.push(attachment(serde_json::json!({
+                        found.attachments.push(serde_json::json!({
                             "type": "edited_text_file",
                             "filename": state.path,
                             "snippet": sn,
                             "content": changed_files::render_attachment(&state.path, &sn),
-                        })));
+                        }));
                     }
-                    new_states.push(state);
+                    found.new_states.push(state);
                 }
-                FileChange::Removed(p) => removed.push(p),
+                FileChange::Removed(p) => found.removed.push(p),
             }
         }
-        let today = now.with_timezone(&Local).format("%Y-%m-%d").to_string();
-        let announced = l
-            .memo
-            .as_ref()
-            .map_or_else(|| l.row.start_date.clone(), |m| m.announced_date.clone());
-        let date_changed = today != announced;
-        if date_changed {
-            attachments.push(attachment(
-                serde_json::json!({"type": "date_change", "date": today}),
-            ));
-        }
+        Ok(found)
+    }
 
-        if attachments.is_empty()
-            && touched.is_empty()
-            && new_states.is_empty()
-            && removed.is_empty()
-        {
-            return Ok(Vec::new());
-        }
-        let memo = l.memo.clone().map(|mut m| {
-            if date_changed {
-                m.announced_date = today.clone();
-            }
-            m
-        });
-        let ts = self.now_text();
-        let (s2, np, ns, rm) = (
-            sid.clone(),
-            nested_paths.clone(),
-            new_states,
-            removed.clone(),
-        );
-        let memo2 = memo.clone();
-        let expected = super::session::expect_last(l);
-        let built = self
+    /// The `nested_memory` attachment for instruction files that became relevant through
+    /// touched paths. Writes nothing: the caller consumes the touched paths.
+    pub(crate) async fn gather_nested(&self, row: &SessionRow) -> Result<NestedFound> {
+        let s2 = row.id.clone();
+        let (touched, loaded, reads) = self
             .store
-            .write(&sid, move |tx| {
-                context_state::clear_touched(tx, &s2)?;
-                context_state::add_loaded(tx, &s2, &np)?;
-                for s in &ns {
-                    context_state::put_read_state(tx, &s2, s)?;
+            .read(move |c| {
+                let touched = context_state::touched(c, &s2)?;
+                if touched.is_empty() {
+                    return Ok((touched, BTreeSet::new(), Vec::new()));
                 }
-                for p in &rm {
-                    context_state::remove_read_state(tx, &s2, p)?;
-                }
-                if let Some(m) = &memo2 {
-                    context_state::set_memo(tx, &s2, m)?;
-                }
-                if attachments.is_empty() {
-                    return Ok(Vec::new());
-                }
-                super::session::insert_batch(tx, &s2, attachments, expected, &ts)
+                let loaded = context_state::loaded(c, &s2)?;
+                let reads = context_state::read_states(c, &s2)?;
+                Ok((touched, loaded, reads))
             })
             .await?;
-        l.memo = memo;
-        for p in &removed {
-            self.unwatch(&sid, Path::new(p));
+        let mut found = NestedFound {
+            touched: !touched.is_empty(),
+            ..NestedFound::default()
+        };
+        if touched.is_empty() || row.settings.instructions.disabled {
+            return Ok(found);
         }
-        if !nested_paths.is_empty() {
-            self.emit(
-                cell,
-                SessionEvent::InstructionsLoaded {
-                    session_id: sid.clone(),
-                    reason: "nested".into(),
-                    paths: nested_paths,
-                },
-            );
+        let cfg = self.discovery_config(row);
+        let loaded_set: BTreeSet<PathBuf> = loaded.iter().map(PathBuf::from).collect();
+        let read_set: BTreeSet<PathBuf> = reads.iter().map(|r| PathBuf::from(&r.path)).collect();
+        let nested: Vec<InstructionFile> = tokio::task::spawn_blocking(move || {
+            let mut out: Vec<InstructionFile> = Vec::new();
+            let mut taken = loaded_set.clone();
+            for t in &touched {
+                for f in discovery::nested_for_path(&cfg, Path::new(t), &taken, &read_set) {
+                    if taken.insert(f.canonical_path()) {
+                        out.push(f);
+                    }
+                }
+            }
+            out
+        })
+        .await
+        .map_err(|e| Error::Internal(format!("discovery task: {e}")))?;
+        if nested.is_empty() {
+            return Ok(found);
         }
-        if !built.is_empty() {
-            l.records.extend(built.iter().cloned());
-            self.emit(
-                cell,
-                SessionEvent::RecordsAppended {
-                    session_id: sid,
-                    records: built
-                        .iter()
-                        .map(|r| ctxd_protocol::AppendedRecord {
-                            uuid: r.uuid.clone(),
-                            seq: r.seq,
-                        })
-                        .collect(),
-                    full_records: None,
-                },
-            );
-        }
-        Ok(built)
+        found.paths = nested
+            .iter()
+            .map(|f| f.canonical_path().display().to_string())
+            .collect();
+        let text: Vec<String> = nested.iter().filter_map(discovery::render_block).collect();
+        found.attachment = Some(serde_json::json!({
+            "type": "nested_memory",
+            "paths": nested.iter().map(|f| f.path.display().to_string()).collect::<Vec<_>>(),
+            "content": text.join("\n\n"),
+        }));
+        Ok(found)
+    }
+}
+
+/// What [`Engine::gather_changed_files`] found.
+#[derive(Default)]
+pub(crate) struct FilesFound {
+    pub attachments: Vec<serde_json::Value>,
+    /// New stamps of changed (or merely touched) files.
+    pub new_states: Vec<ReadState>,
+    /// Seen files that are gone.
+    pub removed: Vec<String>,
+}
+
+/// What [`Engine::gather_nested`] found.
+#[derive(Default)]
+pub(crate) struct NestedFound {
+    pub attachment: Option<serde_json::Value>,
+    /// Canonical paths of the files the attachment loads.
+    pub paths: Vec<String>,
+    /// There were touched paths to decide (consumed when this result is written).
+    pub touched: bool,
+}
+
+/// `date_change` when the date of `now` in the user's zone is not the date announced
+/// last; with the new date to remember.
+pub(crate) fn date_change(
+    announced: &str,
+    now: DateTime<Utc>,
+    utc_offset: FixedOffset,
+) -> Option<(serde_json::Value, String)> {
+    let today = crate::clock::local_date(now, utc_offset);
+    (today != announced).then(|| {
+        (
+            serde_json::json!({"type": "date_change", "date": today}),
+            today,
+        )
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::date_change;
+    use chrono::FixedOffset;
+
+    /// "Today" is the user's date, from the offset given, never the machine's zone.
+    #[test]
+    fn date_change_follows_the_given_zone() {
+        let now = "2026-11-29T20:00:00Z".parse().unwrap();
+        let utc = FixedOffset::east_opt(0).unwrap();
+        let auckland = FixedOffset::east_opt(13 * 3600).unwrap();
+        assert!(date_change("2026-11-29", now, utc).is_none());
+        let (value, today) = date_change("2026-11-29", now, auckland).unwrap();
+        assert_eq!(today, "2026-11-30");
+        assert_eq!(value["date"], "2026-11-30");
+        let hawaii = FixedOffset::west_opt(10 * 3600).unwrap();
+        assert!(date_change("2026-11-29", now, hawaii).is_none());
     }
 }

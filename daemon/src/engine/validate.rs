@@ -123,6 +123,13 @@ fn check_block(path: &str, kind: RecordKind, b: &mut ContentBlock) -> Result<()>
                             check_source(&format!("{path}.content[{j}].source"), source)?
                         }
                         ToolResultBlock::Text { .. } => {}
+                        ToolResultBlock::ToolReference { tool_name } if tool_name.is_empty() => {
+                            return Err(bad(
+                                format!("{path}.content[{j}].tool_name"),
+                                "must not be empty",
+                            ));
+                        }
+                        ToolResultBlock::ToolReference { .. } => {}
                     }
                 }
             }

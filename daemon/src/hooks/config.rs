@@ -12,6 +12,7 @@
 //! `hooks` value, so they slot in as new [`Source`] variants after `Local` without
 //! changing the merge.
 
+use std::borrow::Borrow;
 use std::time::Duration;
 
 use ctxd_protocol::{ConfiguredHook, HookEvent, HookSourceFile, HooksListResponse};
@@ -248,32 +249,51 @@ pub struct Effective {
 /// user, project or local settings (the most specific file that sets it wins, as
 /// settings merge) turns off every hook but the managed ones, which those files cannot
 /// override. `allowManagedHooksOnly` outside managed settings means nothing.
-pub fn effective(layers: &[Layer]) -> Effective {
+///
+/// The policy fails closed: a managed settings file that exists but cannot be applied
+/// (malformed, too big, too many hooks, unreadable, untrusted) may be the one that
+/// forbids other hooks, so then no hook runs at all until it is fixed.
+pub fn effective<L: Borrow<Layer>>(layers: &[L]) -> Effective {
+    let layers: Vec<&Layer> = layers.iter().map(Borrow::borrow).collect();
+    let managed_broken = layers
+        .iter()
+        .filter(|l| l.source == Source::Managed)
+        .find_map(|l| match &l.state {
+            FileState::Invalid(why) | FileState::Untrusted(why) => Some(format!(
+                "the managed settings file {} cannot be applied ({why}); no hook runs until it is fixed",
+                l.file
+            )),
+            FileState::Absent | FileState::Loaded(_) => None,
+        });
     let managed = layers
         .iter()
         .filter(|l| l.source == Source::Managed)
-        .find_map(Layer::settings);
+        .find_map(|l| l.settings());
     let managed_off = managed.and_then(|s| s.disable_all_hooks) == Some(true);
     let managed_only = managed.and_then(|s| s.allow_managed_hooks_only) == Some(true);
     let others_off = layers
         .iter()
         .rev()
         .filter(|l| l.source != Source::Managed)
-        .filter_map(Layer::settings)
+        .filter_map(|l| l.settings())
         .find_map(|s| s.disable_all_hooks)
         == Some(true);
 
     let mut out = Effective::default();
     if managed_off {
         out.all_disabled = Some("disableAllHooks is set in managed settings".into());
+    } else if let Some(why) = &managed_broken {
+        out.all_disabled = Some(why.clone());
     }
-    for layer in layers {
+    for layer in &layers {
         let Some(settings) = layer.settings() else {
             continue;
         };
         for entry in &settings.hooks {
             let why = if managed_off {
                 Some("disableAllHooks is set in managed settings".to_string())
+            } else if let Some(why) = &managed_broken {
+                Some(why.clone())
             } else if layer.source != Source::Managed && managed_only {
                 Some("managed settings set allowManagedHooksOnly".to_string())
             } else if layer.source != Source::Managed && others_off {
@@ -317,10 +337,11 @@ impl Effective {
 }
 
 /// The `hooks.list` answer: the files, then every hook in precedence order.
-pub fn listing(layers: &[Layer], eff: &Effective) -> HooksListResponse {
+pub fn listing<L: Borrow<Layer>>(layers: &[L], eff: &Effective) -> HooksListResponse {
     let files = layers
         .iter()
-        .map(|l| {
+        .map(Borrow::borrow)
+        .map(|l: &Layer| {
             let (status, error) = l.status();
             HookSourceFile {
                 source: l.source.as_str().into(),
@@ -557,6 +578,53 @@ mod tests {
         let eff = effective(&[
             layer(Source::User, u),
             layer(Source::Local, json!({"disableAllHooks": false})),
+        ]);
+        assert_eq!(commands(&eff.matching(HookEvent::Stop, None)), ["u"]);
+    }
+
+    /// A managed file that exists but cannot be applied might be the one forbidding other
+    /// hooks: no hook runs, and the listing says why.
+    #[test]
+    fn an_invalid_or_untrusted_managed_file_fails_closed() {
+        for state in [
+            FileState::Invalid("not valid JSON: EOF".into()),
+            FileState::Invalid(format!("larger than {MAX_SETTINGS_BYTES} bytes")),
+            FileState::Invalid(format!(
+                "more than {MAX_HOOKS_PER_FILE} hook commands in one file"
+            )),
+            FileState::Untrusted("writable by every user".into()),
+        ] {
+            let layers = vec![
+                Layer {
+                    source: Source::Managed,
+                    file: "/etc/claude-code/managed-settings.json".into(),
+                    state,
+                },
+                layer(Source::User, hook("Stop", None, "u")),
+                layer(Source::Project, hook("Stop", None, "p")),
+            ];
+            let eff = effective(&layers);
+            assert!(eff.matching(HookEvent::Stop, None).is_empty());
+            let list = listing(&layers, &eff);
+            let why = list.all_disabled.expect("the reason is shown");
+            assert!(
+                why.contains("managed-settings.json cannot be applied"),
+                "{why}"
+            );
+            assert!(
+                list.hooks
+                    .iter()
+                    .all(|h| !h.active && h.inactive_reason.as_deref() == Some(why.as_str()))
+            );
+        }
+        // An absent managed file is no policy at all.
+        let eff = effective(&[
+            Layer {
+                source: Source::Managed,
+                file: "/m".into(),
+                state: FileState::Absent,
+            },
+            layer(Source::User, hook("Stop", None, "u")),
         ]);
         assert_eq!(commands(&eff.matching(HookEvent::Stop, None)), ["u"]);
     }

@@ -63,14 +63,9 @@ pub fn stamp(path: &Path) -> Option<Stamp> {
     })
 }
 
-fn euid() -> u32 {
-    // SAFETY: geteuid cannot fail and touches no memory.
-    unsafe { libc::geteuid() }
-}
-
 /// Why a file may not supply hooks, if it may not.
 fn distrust(source: Source, meta: &std::fs::Metadata) -> Option<String> {
-    let me = euid();
+    let me = crate::daemon::own_uid();
     let owner_ok = meta.uid() == me || (source == Source::Managed && meta.uid() == 0);
     if !owner_ok {
         return Some(format!(

@@ -9,12 +9,16 @@
 //!   that wants to leave something running must start it in a new session, `setsid`).
 //! - stdout and stderr are read concurrently, each kept up to [`OUTPUT_CAP`] bytes and
 //!   drained (not kept) beyond, so a flooding hook neither blocks nor grows memory.
+//! - The hook is done when its process exits, not when its pipes close: a background
+//!   child (`notify-send x &`) holding them open is killed with the group, and a process
+//!   that left the group holding them is not waited for beyond [`DRAIN_GRACE`].
 
 use std::path::PathBuf;
 use std::process::Stdio;
 use std::time::{Duration, Instant};
 
 use tokio::io::{AsyncRead, AsyncReadExt, AsyncWriteExt};
+use tokio::sync::watch;
 
 use super::decide::RawRun;
 
@@ -31,14 +35,26 @@ pub struct RunSpec {
     pub timeout: Duration,
 }
 
-/// Reads all of `r`, keeping the first `cap` bytes; returns the text (lossy UTF-8, with
-/// a note when cut) and whether it was cut.
-async fn read_capped<R: AsyncRead + Unpin>(mut r: R, cap: usize) -> (String, bool) {
+/// How long the output pipes may stay open once the hook's process group is dead: only
+/// a process that left the group (`setsid`) can still hold them, and it is not waited for.
+const DRAIN_GRACE: Duration = Duration::from_secs(1);
+
+/// Reads `r` to its end or until `stop` turns true, keeping the first `cap` bytes;
+/// returns the text (lossy UTF-8, with a note when cut) and whether it was cut.
+async fn read_capped<R: AsyncRead + Unpin>(
+    mut r: R,
+    cap: usize,
+    mut stop: watch::Receiver<bool>,
+) -> (String, bool) {
     let mut kept = Vec::new();
     let mut total = 0usize;
     let mut buf = [0u8; 8192];
     loop {
-        match r.read(&mut buf).await {
+        let read = tokio::select! {
+            read = r.read(&mut buf) => read,
+            _ = stop.wait_for(|s| *s) => break,
+        };
+        match read {
             Ok(0) | Err(_) => break,
             Ok(n) => {
                 total += n;
@@ -59,6 +75,16 @@ async fn read_capped<R: AsyncRead + Unpin>(mut r: R, cap: usize) -> (String, boo
         ));
     }
     (text, cut)
+}
+
+async fn read_pipe<R: AsyncRead + Unpin>(
+    pipe: Option<R>,
+    stop: watch::Receiver<bool>,
+) -> (String, bool) {
+    match pipe {
+        Some(p) => read_capped(p, OUTPUT_CAP, stop).await,
+        None => (String::new(), false),
+    }
 }
 
 /// SIGKILL to the whole process group led by `pgid`. Errors (the group is already
@@ -112,31 +138,31 @@ pub async fn run(spec: RunSpec) -> RawRun {
             let _ = w.shutdown().await;
         }
     });
-    let stdout = child.stdout.take();
-    let stderr = child.stderr.take();
-    let io = async {
-        let out = async {
-            match stdout {
-                Some(s) => read_capped(s, OUTPUT_CAP).await,
-                None => (String::new(), false),
-            }
-        };
-        let err = async {
-            match stderr {
-                Some(s) => read_capped(s, OUTPUT_CAP).await,
-                None => (String::new(), false),
-            }
-        };
-        let ((out, out_cut), (err, err_cut)) = tokio::join!(out, err);
-        let status = child.wait().await;
-        (out, out_cut, err, err_cut, status)
-    };
-    let result = tokio::time::timeout(spec.timeout, io).await;
-    // Whatever happened, nothing of the hook outlives it.
+    // Both pipes are read while we wait for the exit, so a chatty hook never blocks on a
+    // full pipe; the exit alone ends the wait, since a background child of the hook
+    // (`notify-send x &`) may keep the pipes open after the hook is done.
+    let (stop, stopped) = watch::channel(false);
+    let out = tokio::spawn(read_pipe(child.stdout.take(), stopped.clone()));
+    let err = tokio::spawn(read_pipe(child.stderr.take(), stopped));
+    let status = tokio::time::timeout(spec.timeout, child.wait()).await;
+    // Whatever happened, nothing of the hook outlives it; with the group gone the pipes
+    // close and the readers finish.
     kill_group(pgid);
     writer.abort();
-    match result {
-        Ok((stdout, out_cut, stderr, err_cut, status)) => RawRun {
+    let drained = async {
+        let (out, err) = tokio::join!(out, err);
+        (out.unwrap_or_default(), err.unwrap_or_default())
+    };
+    tokio::pin!(drained);
+    let ((stdout, out_cut), (stderr, err_cut)) = tokio::select! {
+        both = &mut drained => both,
+        _ = tokio::time::sleep(DRAIN_GRACE) => {
+            let _ = stop.send(true);
+            drained.await
+        }
+    };
+    match status {
+        Ok(status) => RawRun {
             exit_code: status.ok().and_then(|s| s.code()),
             stdout,
             stderr,
@@ -224,17 +250,59 @@ mod tests {
             .unwrap_or(true)
     }
 
+    /// A background child keeps the hook's stdout and stderr open (`notify-send x &`):
+    /// the hook is done when it exits, with its exit code and output, and the child is
+    /// killed with the group.
     #[tokio::test]
     async fn a_background_child_left_by_a_finished_hook_is_killed_too() {
         let dir = tempfile::tempdir().unwrap();
         let pidfile = dir.path().join("bg.pid");
         let cmd = format!(
-            "sleep 300 >/dev/null 2>&1 & echo $! > {}; exit 0",
+            "sleep 300 & echo $! > {}; echo done; echo note >&2; exit 3",
             pidfile.display()
         );
-        let r = run(spec(&cmd, Duration::from_secs(10))).await;
-        assert_eq!(r.exit_code, Some(0));
+        let t = Instant::now();
+        let r = run(spec(&cmd, Duration::from_secs(30))).await;
+        assert!(!r.timed_out);
+        assert_eq!(r.exit_code, Some(3));
+        assert_eq!(r.stdout, "done\n");
+        assert_eq!(r.stderr, "note\n");
+        assert!(t.elapsed() < Duration::from_secs(5), "{:?}", t.elapsed());
         assert_gone(&pidfile).await;
+    }
+
+    /// A process that left the group (`setsid`) and holds the pipes is not waited for
+    /// beyond the drain grace; the output read until then is kept.
+    #[tokio::test]
+    async fn an_escaped_process_holding_the_pipes_is_not_waited_for() {
+        let dir = tempfile::tempdir().unwrap();
+        let pidfile = dir.path().join("escaped.pid");
+        // The hook exits only once the escaped process wrote its pid (after `setsid`), so
+        // the group kill cannot catch it before it left.
+        let cmd = format!(
+            "setsid sh -c 'echo $$ > {p}; exec sleep 300' & \
+             while [ ! -s {p} ]; do sleep 0.01; done; echo kept; exit 0",
+            p = pidfile.display()
+        );
+        let t = Instant::now();
+        let r = run(spec(&cmd, Duration::from_secs(30))).await;
+        assert_eq!(r.exit_code, Some(0));
+        assert_eq!(r.stdout, "kept\n");
+        assert!(
+            t.elapsed() < DRAIN_GRACE + Duration::from_secs(3),
+            "{:?}",
+            t.elapsed()
+        );
+        // Ours to clean up: it escaped the group on purpose.
+        let pid: i32 = std::fs::read_to_string(&pidfile)
+            .unwrap()
+            .trim()
+            .parse()
+            .unwrap();
+        // SAFETY: plain kill of a pid we just started.
+        unsafe {
+            libc::kill(pid, libc::SIGKILL);
+        }
     }
 
     #[tokio::test]

@@ -483,27 +483,7 @@ fn system_data(obj: &Map<String, Value>) -> Option<Value> {
 
 /// `toolUseID` → `tool_use_id`, `preTokens` → `pre_tokens`, `snake_case` unchanged.
 fn snake_case(key: &str) -> String {
-    let chars: Vec<char> = key.chars().collect();
-    let mut out = String::with_capacity(key.len() + 4);
-    for (i, &c) in chars.iter().enumerate() {
-        if c.is_uppercase() {
-            let prev = i.checked_sub(1).map(|j| chars[j]);
-            let next = chars.get(i + 1).copied();
-            let boundary = match prev {
-                None | Some('_') => false,
-                Some(p) if p.is_lowercase() || p.is_ascii_digit() => true,
-                // The last capital of an acronym starts the next word: `URLPath` → `url_path`.
-                Some(p) => p.is_uppercase() && next.is_some_and(char::is_lowercase),
-            };
-            if boundary {
-                out.push('_');
-            }
-            out.extend(c.to_lowercase());
-        } else {
-            out.push(c);
-        }
-    }
-    out
+    heck::ToSnakeCase::to_snake_case(key)
 }
 
 fn timestamp(obj: &Map<String, Value>) -> Result<Option<String>, String> {
@@ -726,6 +706,13 @@ fn tool_result_content(
                         ToolResultBlock::Document {
                             source: media_source(fields, &path_dot)?,
                             title: opt_str(fields, "title", &path_dot)?,
+                        }
+                    }
+                    // Tool search results: the tools they name count as discovered.
+                    "tool_reference" => {
+                        ctx.keep_extras(fields, &path, &["tool_name"]);
+                        ToolResultBlock::ToolReference {
+                            tool_name: req_nonempty(fields, "tool_name", &path_dot)?,
                         }
                     }
                     other => ToolResultBlock::Text {

@@ -1,8 +1,12 @@
 //! Model-facing text of attachment records (SPEC §5). The caller wraps the text in
 //! `<system-reminder>`; this module only decides the words.
 //!
-//! Typed renderers for each attachment type arrive with their issues; until then a few
-//! well-known types get a sentence and everything else a generic, still readable, dump.
+//! Every type of SPEC §5 has a renderer of its own (several live beside the stage that
+//! makes the attachment: `plan_mode`, `task_reminder`, `relevant_memories`, the capability
+//! deltas and skills); Claude Code's own field names are understood too, so imported
+//! records read the same. A client's attachment of a type ctxd does not know shows its
+//! `content` or `text`; only an unknown type with neither falls back to a generic listing
+//! of its fields.
 
 use ctxd_protocol::{Record, RecordInput, RecordKind};
 use serde_json::{Map, Value};
@@ -15,7 +19,11 @@ pub fn render(record: &Record) -> Option<String> {
         return None;
     }
     let kind = obj.get("type").and_then(Value::as_str).unwrap_or("unknown");
-    let text = typed(kind, obj)
+    let own = typed(kind, obj);
+    if own.is_none() && SILENT_WHEN_EMPTY.contains(&kind) {
+        return None;
+    }
+    let text = own
         .or_else(|| str_field(obj, "content"))
         .or_else(|| str_field(obj, "text"))
         .unwrap_or_else(|| generic(kind, obj));
@@ -26,6 +34,15 @@ pub fn render(record: &Record) -> Option<String> {
         Some(text)
     }
 }
+
+/// Types whose renderer says everything there is: nothing to say means no reminder.
+const SILENT_WHEN_EMPTY: [&str; 5] = [
+    super::capabilities::DEFERRED_TOOLS_DELTA,
+    super::capabilities::AGENT_LISTING_DELTA,
+    super::capabilities::MCP_INSTRUCTIONS_DELTA,
+    super::skills::SKILL_LISTING,
+    super::skills::INVOKED_SKILLS,
+];
 
 fn typed(kind: &str, obj: &Map<String, Value>) -> Option<String> {
     match kind {
@@ -39,8 +56,91 @@ fn typed(kind: &str, obj: &Map<String, Value>) -> Option<String> {
         "hook_additional_context" => hook_context_text(obj),
         "hook_blocking_error" => hook_feedback_text(obj),
         "queued_commands" => queued_text(obj),
+        super::capabilities::DEFERRED_TOOLS_DELTA => super::capabilities::render_deferred(obj),
+        super::capabilities::AGENT_LISTING_DELTA => super::capabilities::render_agents(obj),
+        super::capabilities::MCP_INSTRUCTIONS_DELTA => super::capabilities::render_mcp(obj),
+        super::skills::SKILL_LISTING => super::skills::render_listing(obj),
+        super::skills::INVOKED_SKILLS => super::skills::render_invoked(obj),
+        "queued_command" => queued_command_text(obj),
+        "edited_text_file" => edited_text(obj),
+        "nested_memory" => nested_text(obj),
+        "plan_file" | "plan_file_reference" => plan_file_text(obj),
+        super::plan_mode::PLAN_MODE
+        | super::plan_mode::PLAN_MODE_EXIT
+        | super::plan_mode::PLAN_MODE_REENTRY => super::plan_mode::render(kind, obj),
+        super::task_reminder::TODO_REMINDER | super::task_reminder::TASK_REMINDER => {
+            super::task_reminder::render(kind, obj)
+        }
+        super::relevant_memories::RELEVANT_MEMORIES => super::relevant_memories::render(obj),
         _ => None,
     }
+}
+
+/// The strings of an array field, under our name or Claude Code's (the first key
+/// present).
+pub fn string_list(obj: &Map<String, Value>, keys: &[&str]) -> Vec<String> {
+    keys.iter()
+        .find_map(|k| obj.get(*k).and_then(Value::as_array))
+        .map(|a| {
+            a.iter()
+                .filter_map(Value::as_str)
+                .map(str::to_owned)
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
+/// One queued input (`transcript.queue`, or Claude Code's record): the text the user sent
+/// mid-turn, framed so the model answers it and carries on. Its images follow the text as
+/// image blocks of the record.
+fn queued_command_text(obj: &Map<String, Value>) -> Option<String> {
+    let prompt = obj.get("prompt").and_then(value_text).unwrap_or_default();
+    if prompt.trim().is_empty() {
+        return Some(String::new());
+    }
+    Some(format!(
+        "The user sent this message while you were working:\n{prompt}\n\nAddress it, then \
+         continue with your task."
+    ))
+}
+
+/// An externally changed file: ours carry their text; Claude Code's only the snippet.
+fn edited_text(obj: &Map<String, Value>) -> Option<String> {
+    if let Some(text) = str_field(obj, "content") {
+        return Some(text);
+    }
+    let path = str_field(obj, "filename")?;
+    let snippet = str_field(obj, "snippet")?;
+    Some(super::changed_files::render_attachment(&path, &snippet))
+}
+
+/// Instruction files: ours carry the rendered blocks; Claude Code's one file as
+/// `{path, content}`.
+fn nested_text(obj: &Map<String, Value>) -> Option<String> {
+    match obj.get("content")? {
+        Value::String(s) => Some(s.clone()),
+        Value::Object(file) => {
+            let path = str_field(file, "path")?;
+            let text = str_field(file, "content")?;
+            Some(format!("Contents of {path}:\n\n{text}"))
+        }
+        _ => None,
+    }
+}
+
+/// The plan re-injected after a compaction.
+fn plan_file_text(obj: &Map<String, Value>) -> Option<String> {
+    let path = ["planFilePath", "plan_file_path", "path"]
+        .iter()
+        .find_map(|k| str_field(obj, k))?;
+    let content = ["planContent", "plan_content", "content"]
+        .iter()
+        .find_map(|k| str_field(obj, k))
+        .unwrap_or_default();
+    Some(format!(
+        "The plan written earlier in this session is at {path}; continue from it where it \
+         still applies. Its current contents:\n\n{content}"
+    ))
 }
 
 /// The hook event an attachment came from: ours (`hook_event_name`) or an imported
@@ -136,15 +236,19 @@ fn value_text(v: &Value) -> Option<String> {
     }
 }
 
+/// An attachment of a type ctxd does not know, with no `content` or `text`: its fields,
+/// one per line, values as their text (never a JSON dump of the record).
 fn generic(kind: &str, obj: &Map<String, Value>) -> String {
-    let rest: Map<String, Value> = obj
-        .iter()
-        .filter(|(k, _)| k.as_str() != "type")
-        .map(|(k, v)| (k.clone(), v.clone()))
-        .collect();
-    // Serialising a map of JSON values cannot fail; the fallback only keeps this total.
-    let body = serde_json::to_string_pretty(&Value::Object(rest)).unwrap_or_default();
-    format!("Attachment ({kind}):\n{body}")
+    let mut out = format!("Context of type {kind}:");
+    for (k, v) in obj.iter().filter(|(k, _)| k.as_str() != "type") {
+        let text = match v {
+            Value::String(s) => s.clone(),
+            Value::Null => continue,
+            other => value_text(other).unwrap_or_else(|| other.to_string()),
+        };
+        out.push_str(&format!("\n- {k}: {text}"));
+    }
+    out
 }
 
 /// An attachment record as the engine appends it (injected context, not user input).
@@ -272,12 +376,81 @@ mod tests {
     }
 
     #[test]
-    fn generic_fallback_dumps_without_type() {
-        let r = att(json!({"type": "skill_listing", "added": ["a", "b"]}));
+    fn unknown_types_list_their_fields() {
+        let r = att(json!({"type": "teammate_note", "from": "ana", "items": ["a", "b"]}));
         let t = render(&r).unwrap();
-        assert!(t.starts_with("Attachment (skill_listing):\n{"));
-        assert!(t.contains("\"added\""));
-        assert!(!t.contains("\"type\""));
+        assert_eq!(
+            t,
+            "Context of type teammate_note:\n- from: ana\n- items: a\nb"
+        );
+    }
+
+    #[test]
+    fn every_type_ctxd_makes_renders_as_prose() {
+        let cases = [
+            json!({"type": "queued_command", "prompt": "also fix the docs"}),
+            json!({"type": "edited_text_file", "filename": "/w/a.rs", "snippet": "1\tx"}),
+            json!({"type": "nested_memory", "content": {"path": "/w/CLAUDE.md", "content": "rules"}}),
+            json!({"type": "plan_file_reference", "planFilePath": "/p.md", "planContent": "1. x"}),
+            json!({"type": "plan_mode", "reminderType": "full", "planFilePath": "/p.md", "planExists": false}),
+            json!({"type": "plan_mode", "reminderType": "sparse", "planFilePath": "/p.md", "planExists": true}),
+            json!({"type": "plan_mode_exit", "planFilePath": "/p.md", "planExists": true}),
+            json!({"type": "plan_mode_reentry", "planFilePath": "/p.md", "planExists": true}),
+            json!({"type": "todo_reminder", "content": [{"content": "x", "status": "pending"}], "itemCount": 1}),
+            json!({"type": "task_reminder", "content": [{"id": "1", "subject": "x", "status": "pending"}], "itemCount": 1}),
+            json!({"type": "relevant_memories", "memories": [{"path": "/m/a.md", "content": "note", "header": "Memory /m/a.md:"}]}),
+            json!({"type": "date_change", "date": "2025-03-04"}),
+        ];
+        for v in cases {
+            let t = render(&att(v.clone())).unwrap_or_else(|| panic!("{v} renders"));
+            assert!(
+                !t.contains('{') && !t.starts_with("Context of type"),
+                "{v}: {t}"
+            );
+        }
+    }
+
+    #[test]
+    fn capability_deltas_read_as_sentences_in_both_shapes() {
+        let ours = att(
+            json!({"type": "deferred_tools_delta", "added_names": ["mcp__j__get"], "removed_names": ["old"]}),
+        );
+        let t = render(&ours).unwrap();
+        assert!(t.contains("tool search") && t.contains("\nmcp__j__get"));
+        assert!(t.contains("no longer available") && t.ends_with("\nold"));
+        let cc = att(
+            json!({"type": "deferred_tools_delta", "addedNames": ["x"], "addedLines": ["x"], "removedNames": []}),
+        );
+        assert!(render(&cc).unwrap().ends_with("\nx"));
+        let agents = att(
+            json!({"type": "agent_listing_delta", "added_types": ["e"], "added_lines": ["- e: explores (Tools: All tools)"], "removed_types": [], "initial": true}),
+        );
+        assert_eq!(
+            render(&agents).unwrap(),
+            "Available agent types for the Agent tool:\n- e: explores (Tools: All tools)"
+        );
+        let mcp = att(
+            json!({"type": "mcp_instructions_delta", "added_names": ["j"], "added_blocks": ["## j\nUse it."], "removed_names": ["k"]}),
+        );
+        let t = render(&mcp).unwrap();
+        assert!(t.starts_with(
+            "# MCP Server Instructions\n\nThe following MCP servers have provided instructions"
+        ));
+        assert!(t.contains("## j\nUse it.") && t.ends_with("instructions no longer apply:\nk"));
+        let empty = att(
+            json!({"type": "mcp_instructions_delta", "added_names": [], "added_blocks": [], "removed_names": []}),
+        );
+        assert_eq!(render(&empty), None);
+        let skills = att(
+            json!({"type": "skill_listing", "content": "- review: Reviews", "names": ["review"]}),
+        );
+        assert_eq!(
+            render(&skills).unwrap(),
+            "The following skills are available for use with the Skill tool:\n\n- review: Reviews"
+        );
+        for r in [ours, agents, mcp, skills] {
+            assert!(!render(&r).unwrap().contains('{'), "no JSON dumps");
+        }
     }
 
     #[test]
@@ -295,9 +468,15 @@ mod tests {
         assert_eq!(render(&att(json!({"type": "x", "content": "  "}))), None);
     }
 
+    /// A client may send the same attachment with its keys in any order (JSON objects
+    /// are unordered): the model must see the same bytes.
     #[test]
-    fn deterministic() {
-        let r = att(json!({"type": "t", "z": 1, "a": {"y": [1, 2], "b": null}}));
-        assert_eq!(render(&r), render(&r.clone()));
+    fn key_order_does_not_change_the_text() {
+        let parse = |t: &str| att(serde_json::from_str(t).unwrap());
+        let a = parse(r#"{"type": "t", "z": 1, "a": {"y": [1, 2], "b": null}}"#);
+        let b = parse(r#"{"a": {"b": null, "y": [1, 2]}, "z": 1, "type": "t"}"#);
+        let text = render(&a).unwrap();
+        assert_eq!(Some(text.clone()), render(&b));
+        assert!(text.starts_with("Context of type t:\n"), "{text}");
     }
 }

@@ -263,15 +263,11 @@ pub fn head_records(boundary: Value, summary_message: String, timestamp: &str) -
 }
 
 /// What every new history re-announces after its summary (and kept tail): the restored
-/// files, then plan mode when the session is in it.
-pub fn rebuild_attachments(restored: &[Value], plan_mode: bool) -> Vec<Value> {
+/// files, then the plan state (the plan file when it exists, the full plan-mode reminder
+/// when the session is in plan mode; see `plan_mode::after_compaction`).
+pub fn rebuild_attachments(restored: &[Value], plan: &[Value]) -> Vec<Value> {
     let mut out = restored.to_vec();
-    if plan_mode {
-        out.push(json!({
-            "type": "plan_mode",
-            "content": "The session is in plan mode: research and plan only. Do not edit files or run commands that change anything until the user approves the plan.",
-        }));
-    }
+    out.extend_from_slice(plan);
     out
 }
 
@@ -492,10 +488,12 @@ mod tests {
         assert_eq!(head[0].subtype.as_deref(), Some("compact_boundary"));
         assert!(head[1].is_compact_summary);
         let files = vec![json!({"type": "compact_file_reference", "filename": "/a"})];
-        assert_eq!(rebuild_attachments(&files, false), files);
-        let with_plan = rebuild_attachments(&files, true);
+        assert_eq!(rebuild_attachments(&files, &[]), files);
+        let plan = crate::pipeline::plan_mode::after_compaction(true, "/p.md", None);
+        let with_plan = rebuild_attachments(&files, &plan);
         assert_eq!(with_plan.len(), 2);
         assert_eq!(with_plan[1]["type"], "plan_mode");
+        assert_eq!(with_plan[1]["reminderType"], "full");
     }
 
     #[test]

@@ -6,6 +6,8 @@ use ctxd_protocol::*;
 use serde_json::json;
 
 use super::*;
+use crate::pipeline::choices::{Choices, choices, samples};
+use proptest::prelude::*;
 
 fn rec(v: serde_json::Value, seq: u64) -> Record {
     let mut v = v;
@@ -214,16 +216,11 @@ fn block_array_results_persist_as_json() {
     }
 }
 
-/// Once a compile has shown a tool result, every later compile shows the same bytes.
-#[test]
-fn property_shown_results_never_change() {
-    let mut seed: u64 = 0x2545_f491_4f6c_dd1d;
-    let mut next = move |n: u64| {
-        seed ^= seed << 13;
-        seed ^= seed >> 7;
-        seed ^= seed << 17;
-        seed % n
-    };
+/// Generates a session turn by turn, deciding fates after each turn (several compiles per
+/// turn) and checks that a result once shown keeps its bytes; says whether anything was
+/// persisted.
+fn check_frozen_fates(g: &mut Choices) -> bool {
+    let mut next = |n: u64| g.below(n);
     let tools = vec![
         tests::spec("Bash", Some(30_000)),
         tests::spec("Read", None),
@@ -231,7 +228,7 @@ fn property_shown_results_never_change() {
     ];
     let names = ["Bash", "Read", "Grep", "Other"];
     let mut persisted_some = false;
-    for case in 0..60 {
+    {
         let limits = ToolLimits::new(&tools, &BTreeMap::new());
         let mut records = Vec::new();
         let mut fates = BTreeMap::new();
@@ -247,7 +244,7 @@ fn property_shown_results_never_change() {
                         2 => 40_000 + next(80_000) as usize,
                         _ => next(5_000) as usize,
                     };
-                    (format!("c{case}t{t}r{i}"), names[next(4) as usize], size)
+                    (format!("t{t}r{i}"), names[next(4) as usize], size)
                 })
                 .collect();
             // Sometimes a response's results arrive over two user records (same message id).
@@ -269,12 +266,36 @@ fn property_shown_results_never_change() {
                 persisted_some |= !decide(&records, &mut fates, &limits).is_empty();
                 for (id, bytes) in shown(&records, &fates) {
                     if let Some(prev) = seen.get(&id) {
-                        assert_eq!(prev, &bytes, "case {case}: {id} changed after being shown");
+                        assert_eq!(prev, &bytes, "{id} changed after being shown");
                     }
                     seen.insert(id, bytes);
                 }
             }
         }
     }
-    assert!(persisted_some, "the generator never exercised persistence");
+    persisted_some
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 60, ..ProptestConfig::default() })]
+
+    /// Once a compile has shown a tool result, every later compile shows the same bytes.
+    #[test]
+    fn property_shown_results_never_change(values in choices(600)) {
+        check_frozen_fates(&mut Choices::new(values));
+    }
+}
+
+/// The generator reaches persistence, or the property says nothing about it.
+#[test]
+fn the_session_generator_persists_results() {
+    let persisted = samples(600, 60)
+        .into_iter()
+        .map(|mut g| check_frozen_fates(&mut g))
+        .filter(|hit| *hit)
+        .count();
+    assert!(
+        persisted > 10,
+        "only {persisted} of 60 sessions persisted anything"
+    );
 }

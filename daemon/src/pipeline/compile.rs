@@ -26,8 +26,8 @@ use super::normalize::{NormalizeOptions, normalize};
 use super::system::SystemInputs;
 use super::usage::{self, Picture, UsageInputs};
 use super::{
-    attachments, cache_markers, latch, projection, snip, system, thresholds, tokens, tools,
-    user_context, wire,
+    attachments, cache_markers, latch, projection, snip, system, thresholds, tokens, tool_plan,
+    tools, user_context, wire,
 };
 
 /// The session state a compile reads.
@@ -41,11 +41,23 @@ pub struct SessionView<'a> {
     pub git_snapshot: Option<&'a str>,
     /// The rendered instruction chain, when discovery has produced one.
     pub claude_md: Option<&'a str>,
+    /// The "MCP Server Instructions" section memoized at the first compile.
+    pub mcp_instructions: Option<&'a str>,
+    /// The platform named in the environment section (an input, so the bytes do not
+    /// depend on where ctxd was built).
+    pub platform: &'a str,
+    /// Memoized dynamic section texts of this history.
+    pub section_memo: Option<&'a BTreeMap<String, String>>,
+    /// The uncached section texts of the previous compile (to report changes).
+    pub previous_uncached: Option<&'a BTreeMap<String, String>>,
+    /// The user's UTC offset: local times in sections are shown in it.
+    pub utc_offset: chrono::FixedOffset,
 }
 
 pub struct CompileInput<'a> {
     pub session: SessionView<'a>,
     pub records: &'a [Record],
+    /// The tools to send, in order (undiscovered deferred tools already left out).
     pub tools: &'a [ToolSpec],
     pub rejected_media: &'a BTreeSet<(String, u32)>,
     /// Frozen tool-result fates (budget), by tool_use id.
@@ -88,6 +100,9 @@ pub struct Compiled {
     /// What keyed the cache, for attributing breaks later.
     pub fingerprint: Fingerprint,
     pub usage: Option<Picture>,
+    /// The uncached section texts this request shows (the next compile's
+    /// `previous_uncached`).
+    pub uncached_texts: BTreeMap<String, String>,
 }
 
 pub fn compile(input: &CompileInput<'_>) -> Result<Compiled, serde_json::Error> {
@@ -130,16 +145,24 @@ pub fn compile(input: &CompileInput<'_>) -> Result<Compiled, serde_json::Error> 
         Vec::new()
     };
 
-    let (system_blocks, layout) = system::build(&SystemInputs {
+    let system_inputs = SystemInputs {
         prompt: s.system,
         settings: s.settings,
         cwd: s.cwd,
         additional_directories: s.additional_directories,
         git_snapshot: s.git_snapshot,
+        platform: s.platform,
+        section_memo: s.section_memo,
+        now: input.now.with_timezone(&s.utc_offset),
         // A client that asked for org scope gets what MCP tools force: no global prefix.
         has_mcp_tools: tools::has_mcp_tools(input.tools)
             || input.flags.cache_scope.as_deref() == Some(latch::SCOPE_ORG),
-    });
+        mcp_instructions: s.mcp_instructions,
+    };
+    let (system_blocks, layout) = system::build(&system_inputs);
+    let resolved_dynamic = system::resolved_dynamic(&system_inputs);
+    let uncached = super::sections::uncached_report(&resolved_dynamic, s.previous_uncached);
+    let uncached_texts = super::sections::uncached_texts(&resolved_dynamic);
     let mut system_blocks = system_blocks;
     let mut tool_values = tools::build(input.tools);
 
@@ -153,6 +176,9 @@ pub fn compile(input: &CompileInput<'_>) -> Result<Compiled, serde_json::Error> 
         },
     );
     let mut messages = normalized.messages;
+    if !tool_plan::provider_searches(input.tools) {
+        tool_plan::tool_references_as_text(&mut messages);
+    }
     match messages.first_mut() {
         Some(first) if first.role == Role::User => {
             first
@@ -327,6 +353,8 @@ pub fn compile(input: &CompileInput<'_>) -> Result<Compiled, serde_json::Error> 
         snip_tokens_freed: snip_freed,
         attachments_added: Vec::new(),
         hook_contexts: attachments::hook_contexts(&view),
+        attachment_sources: Vec::new(),
+        uncached_sections: uncached,
         compaction: None,
         autocompact_skipped: None,
         compaction_shortfall: None,
@@ -361,5 +389,6 @@ pub fn compile(input: &CompileInput<'_>) -> Result<Compiled, serde_json::Error> 
         shape,
         fingerprint,
         usage,
+        uncached_texts,
     })
 }

@@ -34,6 +34,7 @@ pub fn default_static_sections() -> Vec<SystemSection> {
             text: (*text).to_string(),
             caching: None,
             reason: None,
+            source: None,
         })
         .collect()
 }

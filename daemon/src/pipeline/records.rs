@@ -82,3 +82,45 @@ pub fn typed_prompt(
             .iter()
             .all(|b| matches!(b, ContentBlock::ToolResult { .. }))
 }
+
+/// Whether the newest provider response (all records of its message id) has a
+/// `tool_use` whose `tool_result` is not in yet: nothing may be placed after it until the
+/// whole batch of results is in.
+pub fn awaiting_tool_results<R: std::borrow::Borrow<Record>>(view: &[R]) -> bool {
+    let records: Vec<&Record> = view
+        .iter()
+        .map(std::borrow::Borrow::borrow)
+        .filter(|r| !r.is_sidechain)
+        .collect();
+    let Some(last) = records
+        .iter()
+        .rposition(|r| r.kind == RecordKind::Assistant)
+    else {
+        return false;
+    };
+    let id = records[last].message_id.as_deref();
+    let same_response = |r: &Record| {
+        std::ptr::eq(r, records[last])
+            || (id.is_some() && r.kind == RecordKind::Assistant && r.message_id.as_deref() == id)
+    };
+    let first = records
+        .iter()
+        .position(|r| same_response(r))
+        .unwrap_or(last);
+    let mut pending: Vec<&str> = Vec::new();
+    for r in records[first..].iter().filter(|r| same_response(r)) {
+        for b in &r.content {
+            if let ContentBlock::ToolUse { id, .. } = b {
+                pending.push(id);
+            }
+        }
+    }
+    for r in &records[first..] {
+        for b in &r.content {
+            if let ContentBlock::ToolResult { tool_use_id, .. } = b {
+                pending.retain(|p| *p != tool_use_id);
+            }
+        }
+    }
+    !pending.is_empty()
+}

@@ -28,17 +28,39 @@ pub struct SystemInputs<'a> {
     pub cwd: &'a str,
     pub additional_directories: &'a [String],
     pub git_snapshot: Option<&'a str>,
+    /// The platform the environment section names.
+    pub platform: &'a str,
+    /// Memoized section texts of this history (see `sections`); `None` computes them.
+    pub section_memo: Option<&'a std::collections::BTreeMap<String, String>>,
+    /// The compile's instant (sections computed by ctxd read it).
+    /// The compile's instant in the user's zone (what a `current_time` section shows).
+    pub now: chrono::DateTime<chrono::FixedOffset>,
     /// MCP tools differ per user, so a globally shared prefix cannot exist.
     pub has_mcp_tools: bool,
+    /// Instructions of the MCP servers connected before the first compile (memoized).
+    pub mcp_instructions: Option<&'a str>,
 }
 
-/// Sections ctxd contributes after the boundary (memoized: they change only with the
-/// session's settings, which a client changes deliberately).
+/// Every dynamic section, as registered (ctxd's own first, then the client's), before
+/// the memo and the computed sources are applied.
+pub fn dynamic_sections(inputs: &SystemInputs<'_>) -> Vec<SystemSection> {
+    let mut dynamics = builtin_dynamic(inputs);
+    if let Some(p) = inputs.prompt {
+        dynamics.extend(p.dynamic_sections.iter().cloned());
+    }
+    dynamics
+}
+
+/// The dynamic sections as this compile shows them (memoized texts from the memo).
+pub fn resolved_dynamic(inputs: &SystemInputs<'_>) -> Vec<SystemSection> {
+    super::sections::resolve(&dynamic_sections(inputs), inputs.section_memo, inputs.now)
+}
+
+/// Sections ctxd contributes after the boundary (memoized: frozen per history).
 fn builtin_dynamic(inputs: &SystemInputs<'_>) -> Vec<SystemSection> {
     let mut env = format!(
         "# Environment\nWorking directory: {}\nPlatform: {}",
-        inputs.cwd,
-        std::env::consts::OS
+        inputs.cwd, inputs.platform
     );
     if !inputs.additional_directories.is_empty() {
         env.push_str("\nAdditional working directories: ");
@@ -59,6 +81,9 @@ fn builtin_dynamic(inputs: &SystemInputs<'_>) -> Vec<SystemSection> {
             format!("# Output style\nThe user selected the \"{style}\" output style; follow it."),
         ));
     }
+    if let Some(mcp) = inputs.mcp_instructions {
+        out.push(section("mcp_instructions", mcp.to_string()));
+    }
     out
 }
 
@@ -68,6 +93,7 @@ fn section(name: &str, text: String) -> SystemSection {
         text,
         caching: Some(SectionCaching::Memoized),
         reason: None,
+        source: None,
     }
 }
 
@@ -84,10 +110,7 @@ pub fn build(inputs: &SystemInputs<'_>) -> (Vec<SystemBlock>, Vec<SectionLayout>
         Some(p) if !p.static_sections.is_empty() => p.static_sections.clone(),
         _ => default_static_sections(),
     };
-    let mut dynamics = builtin_dynamic(inputs);
-    if let Some(p) = inputs.prompt {
-        dynamics.extend(p.dynamic_sections.iter().cloned());
-    }
+    let dynamics = resolved_dynamic(inputs);
 
     let mut layout = Vec::new();
     let mut blocks = Vec::new();
@@ -174,7 +197,11 @@ mod tests {
             cwd: "/w",
             additional_directories: &[],
             git_snapshot: Some("Current branch: main"),
+            platform: "linux",
+            section_memo: None,
+            now: chrono::DateTime::UNIX_EPOCH.fixed_offset(),
             has_mcp_tools: mcp,
+            mcp_instructions: None,
         }
     }
 
@@ -208,12 +235,14 @@ mod tests {
                 text: "You are X.".into(),
                 caching: None,
                 reason: None,
+                source: None,
             }],
             dynamic_sections: vec![SystemSection {
                 name: "clock".into(),
                 text: "Now: 10:00".into(),
                 caching: Some(SectionCaching::Uncached),
                 reason: Some("time of day".into()),
+                source: None,
             }],
         };
         let mut i = inputs(&s, false);

@@ -29,6 +29,9 @@ pub fn block_tokens(block: &ContentBlock) -> u64 {
                 .iter()
                 .map(|b| match b {
                     ToolResultBlock::Text { text } => chars_tokens(text),
+                    ToolResultBlock::ToolReference { tool_name } => {
+                        chars_tokens(&super::tool_plan::tool_reference_text(tool_name))
+                    }
                     _ => MEDIA_TOKENS,
                 })
                 .sum(),
@@ -43,9 +46,16 @@ pub fn record_tokens(
 ) -> u64 {
     match record.kind {
         RecordKind::User | RecordKind::Assistant => record.content.iter().map(block_tokens).sum(),
-        RecordKind::Attachment => render_attachment(record)
-            .map(|t| chars_tokens(&t))
-            .unwrap_or(0),
+        RecordKind::Attachment => render_attachment(record).map_or(0, |t| {
+            // Queued images ride along with their attachment's text.
+            chars_tokens(&t)
+                + record
+                    .content
+                    .iter()
+                    .filter(|b| matches!(b, ContentBlock::Image { .. }))
+                    .map(block_tokens)
+                    .sum::<u64>()
+        }),
         RecordKind::System => 0,
     }
 }

@@ -154,7 +154,7 @@ pub(crate) async fn post_json(
                 .send()
                 .await?;
             let status = response.status();
-            let retry_after = retry_after(response.headers());
+            let retry_after = retry_after(response.headers(), std::time::SystemTime::now());
             let text = response.text().await?;
             Ok::<_, reqwest::Error>((status, retry_after, text))
         };
@@ -220,10 +220,17 @@ fn retryable(status: StatusCode) -> bool {
     matches!(status.as_u16(), 408 | 429) || status.is_server_error() || status.as_u16() == 529
 }
 
-fn retry_after(headers: &HeaderMap) -> Option<Duration> {
+/// `Retry-After` in either form of RFC 9110: seconds, or an HTTP date (a date already
+/// past means now). Values no `Duration` can hold, negative or unreadable ones are
+/// ignored (the caller's backoff applies); the caller caps the rest.
+fn retry_after(headers: &HeaderMap, now: std::time::SystemTime) -> Option<Duration> {
     let v = headers.get(HeaderName::from_static("retry-after"))?;
-    let secs: f64 = v.to_str().ok()?.trim().parse().ok()?;
-    (secs.is_finite() && secs >= 0.0).then(|| Duration::from_secs_f64(secs))
+    let v = v.to_str().ok()?.trim();
+    if let Ok(secs) = v.parse::<f64>() {
+        return Duration::try_from_secs_f64(secs).ok();
+    }
+    let at = httpdate::parse_http_date(v).ok()?;
+    Some(at.duration_since(now).unwrap_or(Duration::ZERO))
 }
 
 fn error_chain(e: &(dyn std::error::Error + 'static)) -> String {
@@ -368,6 +375,28 @@ fn last_number(s: &str) -> Option<u64> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn retry_after_reads_seconds_and_dates_and_never_panics() {
+        let now = httpdate::parse_http_date("Wed, 21 Oct 2026 07:28:00 GMT").unwrap();
+        let with = |v: &str| {
+            let mut h = HeaderMap::new();
+            h.insert("retry-after", v.parse().unwrap());
+            retry_after(&h, now)
+        };
+        assert_eq!(with("120"), Some(Duration::from_secs(120)));
+        assert_eq!(with(" 1.5 "), Some(Duration::from_millis(1500)));
+        assert_eq!(
+            with("Wed, 21 Oct 2026 07:28:30 GMT"),
+            Some(Duration::from_secs(30))
+        );
+        assert_eq!(with("Wed, 21 Oct 2026 07:00:00 GMT"), Some(Duration::ZERO));
+        // Too big for a Duration, negative, not a number: ignored, no panic.
+        assert_eq!(with("1e300"), None);
+        assert_eq!(with("-5"), None);
+        assert_eq!(with("soon"), None);
+        assert_eq!(retry_after(&HeaderMap::new(), now), None);
+    }
 
     #[test]
     fn gaps_from_provider_messages() {

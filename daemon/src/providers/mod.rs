@@ -22,6 +22,7 @@ mod extract;
 mod http;
 mod openai;
 mod prompt;
+mod select;
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -33,6 +34,7 @@ use crate::pipeline::message::ApiMessage;
 
 pub use extract::EXTRACTION_PROMPT;
 pub use prompt::COMPACT_PROMPT;
+pub use select::SELECT_MEMORIES_PROMPT;
 
 /// What a summary is made from.
 pub struct SummaryInput<'a> {

@@ -172,9 +172,12 @@ fn block_text(block: &ContentBlock, names: &[(&str, &str)]) -> Option<String> {
                 ToolResultContent::Blocks(blocks) => blocks
                     .iter()
                     .map(|b| match b {
-                        ToolResultBlock::Text { text } => text.as_str(),
-                        ToolResultBlock::Image { .. } => "[image]",
-                        ToolResultBlock::Document { .. } => "[document]",
+                        ToolResultBlock::Text { text } => text.clone(),
+                        ToolResultBlock::Image { .. } => "[image]".into(),
+                        ToolResultBlock::Document { .. } => "[document]".into(),
+                        ToolResultBlock::ToolReference { tool_name } => {
+                            crate::pipeline::tool_plan::tool_reference_text(tool_name)
+                        }
                     })
                     .collect::<Vec<_>>()
                     .join("\n"),

@@ -296,6 +296,9 @@ fn clean_result(content: &ToolResultContent) -> ToolResultContent {
                     ToolResultBlock::Document { .. } => ToolResultBlock::Text {
                         text: "[document]".into(),
                     },
+                    ToolResultBlock::ToolReference { tool_name } => ToolResultBlock::Text {
+                        text: crate::pipeline::tool_plan::tool_reference_text(tool_name),
+                    },
                 })
                 .collect(),
         ),

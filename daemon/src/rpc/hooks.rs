@@ -3,49 +3,49 @@
 use ctxd_protocol::*;
 use jsonrpsee::RpcModule;
 
-use super::methods::{RpcContext, parse};
-use super::to_rpc_error;
-
-macro_rules! hook_method {
-    ($m:expr, $name:expr, $pt:ty, |$ctx:ident, $p:ident| $body:expr) => {
-        $m.register_async_method($name, |params, $ctx, _| async move {
-            let $p: $pt = parse(&params)?;
-            $body.await.map_err(to_rpc_error)
-        })?;
-    };
-}
+use super::methods::{RpcContext, async_method};
 
 pub fn register(m: &mut RpcModule<RpcContext>) -> Result<(), jsonrpsee::core::RegisterMethodError> {
-    hook_method!(m, HOOKS_LIST, SessionIdParams, |ctx, p| ctx
+    async_method!(m, HOOKS_LIST, |ctx, p: SessionIdParams| ctx
         .engine
-        .hooks_list(&p.session_id));
-    hook_method!(m, HOOKS_PRE_TOOL_USE, PreToolUseParams, |ctx, p| ctx
+        .hooks_list(&p.session_id)
+        .await)?;
+    async_method!(m, HOOKS_PRE_TOOL_USE, |ctx, p: PreToolUseParams| ctx
         .engine
-        .hooks_pre_tool_use(p));
-    hook_method!(m, HOOKS_POST_TOOL_USE, PostToolUseParams, |ctx, p| ctx
+        .hooks_pre_tool_use(p)
+        .await)?;
+    async_method!(m, HOOKS_POST_TOOL_USE, |ctx, p: PostToolUseParams| ctx
         .engine
-        .hooks_post_tool_use(p));
-    hook_method!(
+        .hooks_post_tool_use(p)
+        .await)?;
+    async_method!(
         m,
         HOOKS_USER_PROMPT_SUBMIT,
-        UserPromptSubmitParams,
-        |ctx, p| ctx.engine.hooks_user_prompt_submit(p)
-    );
-    hook_method!(m, HOOKS_SESSION_START, SessionStartParams, |ctx, p| ctx
+        |ctx, p: UserPromptSubmitParams| ctx.engine.hooks_user_prompt_submit(p).await
+    )?;
+    async_method!(m, HOOKS_SESSION_START, |ctx, p: SessionStartParams| ctx
         .engine
-        .hooks_session_start(p));
-    hook_method!(m, HOOKS_STOP, StopParams, |ctx, p| ctx.engine.hooks_stop(p));
-    hook_method!(m, HOOKS_STOP_FAILURE, StopFailureParams, |ctx, p| ctx
+        .hooks_session_start(p)
+        .await)?;
+    async_method!(m, HOOKS_STOP, |ctx, p: StopParams| ctx
         .engine
-        .hooks_stop_failure(p));
-    hook_method!(m, HOOKS_SUBAGENT_START, SubagentStartParams, |ctx, p| ctx
+        .hooks_stop(p)
+        .await)?;
+    async_method!(m, HOOKS_STOP_FAILURE, |ctx, p: StopFailureParams| ctx
         .engine
-        .hooks_subagent_start(p));
-    hook_method!(m, HOOKS_SUBAGENT_STOP, SubagentStopParams, |ctx, p| ctx
+        .hooks_stop_failure(p)
+        .await)?;
+    async_method!(m, HOOKS_SUBAGENT_START, |ctx, p: SubagentStartParams| ctx
         .engine
-        .hooks_subagent_stop(p));
-    hook_method!(m, HOOKS_NOTIFICATION, NotificationParams, |ctx, p| ctx
+        .hooks_subagent_start(p)
+        .await)?;
+    async_method!(m, HOOKS_SUBAGENT_STOP, |ctx, p: SubagentStopParams| ctx
         .engine
-        .hooks_notification(p));
+        .hooks_subagent_stop(p)
+        .await)?;
+    async_method!(m, HOOKS_NOTIFICATION, |ctx, p: NotificationParams| ctx
+        .engine
+        .hooks_notification(p)
+        .await)?;
     Ok(())
 }

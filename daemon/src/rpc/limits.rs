@@ -1,7 +1,7 @@
 //! What `daemon.initialize` reports of the server's bounds: exactly what the server runs
 //! with (the daemon's configured `Limits`, and the constants of `crate::limits`).
 
-use crate::limits::{MAX_RESPONSE_BYTES, MAX_RPC_BATCH};
+use crate::limits::{MAX_APPEND_RECORDS, MAX_RECORD_BYTES, MAX_RESPONSE_BYTES, MAX_RPC_BATCH};
 
 /// jsonrpsee's default, stated so it can be reported.
 pub const MAX_SUBSCRIPTIONS_PER_CONNECTION: u32 = 1_024;
@@ -14,5 +14,8 @@ pub fn limits(l: &crate::limits::Limits) -> ctxd_protocol::Limits {
         max_connections: l.max_connections as u64,
         max_subscriptions_per_connection: MAX_SUBSCRIPTIONS_PER_CONNECTION.into(),
         max_read_page: crate::engine::MAX_READ_PAGE.into(),
+        max_append_records: MAX_APPEND_RECORDS as u64,
+        max_record_bytes: MAX_RECORD_BYTES as u64,
+        max_loaded_sessions: l.max_loaded_sessions as u64,
     }
 }

@@ -62,19 +62,23 @@ pub(super) fn caller_of(ext: &jsonrpsee::Extensions) -> Option<u64> {
     ext.get::<jsonrpsee::ConnectionId>().map(|c| c.0 as u64)
 }
 
+/// Registers an engine call: params decoded by name (naming the bad field), the call run
+/// as its connection (so the events it causes are `own` there), engine errors mapped.
+/// Every method that reaches the engine is registered through this.
 macro_rules! async_method {
     ($module:expr, $name:expr, |$ctx:ident, $p:ident : $pt:ty| $body:expr) => {
         $module.register_async_method($name, |params, $ctx, ext| async move {
-            let $p: $pt = parse(&params)?;
+            let $p: $pt = $crate::rpc::methods::parse(&params)?;
             let call = async { $body };
-            let r = match caller_of(&ext) {
-                Some(caller) => crate::engine::as_caller(caller, call).await,
+            let r = match $crate::rpc::methods::caller_of(&ext) {
+                Some(caller) => $crate::engine::as_caller(caller, call).await,
                 None => call.await,
             };
-            r.map_err(to_rpc_error)
+            r.map_err($crate::rpc::to_rpc_error)
         })
     };
 }
+pub(super) use async_method;
 
 pub fn build_module(
     ctx: RpcContext,
@@ -176,6 +180,43 @@ pub fn build_module(
         .list_tools(&p.session_id)
         .await
         .map(|tools| ToolsListResponse { tools }))?;
+    async_method!(m, CAPABILITIES_MCP_CONNECT, |ctx, p: McpConnectParams| ctx
+        .engine
+        .mcp_connect(p)
+        .await)?;
+    async_method!(
+        m,
+        CAPABILITIES_MCP_SET_INSTRUCTIONS,
+        |ctx, p: McpSetInstructionsParams| ctx.engine.mcp_set_instructions(p).await
+    )?;
+    async_method!(
+        m,
+        CAPABILITIES_MCP_DISCONNECT,
+        |ctx, p: McpDisconnectParams| ctx.engine.mcp_disconnect(p).await
+    )?;
+    async_method!(m, CAPABILITIES_SET_AGENTS, |ctx, p: SetAgentsParams| ctx
+        .engine
+        .set_agents(p)
+        .await)?;
+    async_method!(
+        m,
+        CAPABILITIES_DISCOVER_TOOLS,
+        |ctx, p: DiscoverToolsParams| ctx.engine.discover_tools(p).await
+    )?;
+    async_method!(m, CAPABILITIES_INVOKE_SKILL, |ctx, p: InvokeSkillParams| {
+        ctx.engine
+            .invoke_skill(p)
+            .await
+            .map(|()| AckResponse { ok: true })
+    })?;
+    async_method!(m, CAPABILITIES_SKILLS, |ctx, p: SessionIdParams| ctx
+        .engine
+        .skills(&p.session_id)
+        .await)?;
+    async_method!(m, CAPABILITIES_GET, |ctx, p: SessionIdParams| ctx
+        .engine
+        .capabilities(&p.session_id)
+        .await)?;
     async_method!(m, CONTEXT_COMPILE, |ctx, p: CompileParams| ctx
         .engine
         .compile(p)
@@ -258,6 +299,7 @@ pub fn build_module(
 
     super::subscription::register(&mut m)?;
     super::hooks::register(&mut m)?;
+    super::attachments::register(&mut m)?;
     Ok(m)
 }
 

@@ -1,6 +1,7 @@
 //! The JSON-RPC edge: turns calls into engine operations and engine events into
 //! notifications. Knows the protocol; knows no SQL.
 
+mod attachments;
 mod connection;
 mod hooks;
 mod limits;
@@ -66,5 +67,122 @@ pub fn to_rpc_error(e: Error) -> ErrorObjectOwned {
             tracing::error!(error = %msg, "internal error");
             ErrorObjectOwned::owned(proto::INTERNAL, msg, None::<()>)
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// One error of each kind. The match is exhaustive, so a new variant does not compile
+    /// until it is listed here too.
+    fn one_of_each() -> Vec<Error> {
+        let all = vec![
+            Error::invalid("f", "m"),
+            Error::SessionNotFound("s".into()),
+            Error::RecordNotFound("r".into()),
+            Error::DuplicateRecord("r".into()),
+            Error::Conflict {
+                expected: "a".into(),
+                actual: "b".into(),
+            },
+            Error::PromptTooLong {
+                estimated: 2,
+                limit: 1,
+            },
+            Error::HookBlocked {
+                event: "Stop".into(),
+                reason: "no".into(),
+            },
+            Error::CompactionFailed("x".into()),
+            Error::Storage("x".into()),
+            Error::Internal("x".into()),
+        ];
+        for e in &all {
+            match e {
+                Error::Invalid { .. }
+                | Error::SessionNotFound(_)
+                | Error::RecordNotFound(_)
+                | Error::DuplicateRecord(_)
+                | Error::Conflict { .. }
+                | Error::PromptTooLong { .. }
+                | Error::HookBlocked { .. }
+                | Error::CompactionFailed(_)
+                | Error::Storage(_)
+                | Error::Internal(_) => {}
+            }
+        }
+        all
+    }
+
+    /// Every code the server can answer with is in the OpenRPC document: the engine's
+    /// (through `to_rpc_error`), the transport's and the accept loop's, and those
+    /// jsonrpsee sends itself. jsonrpsee's batch codes (-32010, -32011) collide with ours
+    /// and must never come from jsonrpsee (the batch is bounded and its oversized
+    /// response renamed in `transport.rs`).
+    #[test]
+    fn every_code_the_server_can_emit_is_documented() {
+        use jsonrpsee::types::error as js;
+        let doc = proto::openrpc::document();
+        let documented: std::collections::BTreeSet<i64> = doc["components"]["errors"]
+            .as_object()
+            .unwrap()
+            .values()
+            .map(|e| e["code"].as_i64().unwrap())
+            .collect();
+        let mut emitted: Vec<i32> = one_of_each()
+            .into_iter()
+            .map(|e| to_rpc_error(e).code())
+            .collect();
+        emitted.extend([
+            // Ours, outside the engine.
+            proto::UNSUPPORTED_PROTOCOL_VERSION,
+            proto::WEBSOCKET_REQUIRED,
+            proto::TOO_MANY_CONNECTIONS,
+            proto::PEER_REFUSED,
+            proto::TOO_MANY_CALLS_IN_BATCH,
+            // jsonrpsee's own, as configured (batches enabled and unlimited there).
+            js::PARSE_ERROR_CODE,
+            js::INVALID_REQUEST_CODE,
+            js::METHOD_NOT_FOUND_CODE,
+            js::INVALID_PARAMS_CODE,
+            js::INTERNAL_ERROR_CODE,
+            js::TOO_MANY_SUBSCRIPTIONS_CODE,
+            js::OVERSIZED_REQUEST_CODE,
+            js::OVERSIZED_RESPONSE_CODE,
+        ]);
+        for code in emitted {
+            assert!(
+                documented.contains(&i64::from(code)),
+                "code {code} is not in the document's components.errors"
+            );
+        }
+        assert_eq!(proto::REQUEST_TOO_BIG, js::OVERSIZED_REQUEST_CODE);
+        assert_eq!(proto::RESPONSE_TOO_BIG, js::OVERSIZED_RESPONSE_CODE);
+        assert_eq!(
+            proto::TOO_MANY_SUBSCRIPTIONS,
+            js::TOO_MANY_SUBSCRIPTIONS_CODE
+        );
+        // The documented names of -32010/-32011/-32001 are ours, never jsonrpsee's.
+        let name_of = |code: i32| {
+            doc["components"]["errors"]
+                .as_object()
+                .unwrap()
+                .iter()
+                .find(|(_, e)| e["code"] == code)
+                .map(|(n, _)| n.clone())
+        };
+        assert_eq!(
+            name_of(js::TOO_BIG_BATCH_REQUEST_CODE).as_deref(),
+            Some("PromptTooLong")
+        );
+        assert_eq!(
+            name_of(js::TOO_BIG_BATCH_RESPONSE_CODE).as_deref(),
+            Some("CompactionFailed")
+        );
+        assert_eq!(
+            name_of(js::UNKNOWN_ERROR_CODE).as_deref(),
+            Some("SessionNotFound")
+        );
     }
 }

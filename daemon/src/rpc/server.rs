@@ -21,7 +21,7 @@ use super::connection::{Counted, refuse, serve_connection};
 use super::limits::MAX_SUBSCRIPTIONS_PER_CONNECTION;
 use super::transport::{TransportRules, mark_plain_http};
 use super::{RpcContext, build_module};
-use crate::limits::{Limits, MAX_RESPONSE_BYTES, MAX_RPC_BATCH};
+use crate::limits::{Limits, MAX_RESPONSE_BYTES};
 
 /// Refusal answers being written at once; past this, refused connections are just closed.
 const MAX_REFUSING: usize = 64;
@@ -80,7 +80,9 @@ pub async fn serve(
         // Our slots below are the limit; jsonrpsee's own guard (which answers with a
         // plain-text 429) must never be the one that refuses.
         .max_connections(u32::MAX >> 1)
-        .set_batch_request_config(BatchRequestConfig::Limit(MAX_RPC_BATCH))
+        // MAX_RPC_BATCH is enforced by `TransportRules` with our code: jsonrpsee's limit
+        // answers -32010, our PROMPT_TOO_LONG.
+        .set_batch_request_config(BatchRequestConfig::Unlimited)
         .enable_ws_ping(
             PingConfig::new()
                 .ping_interval(ping)

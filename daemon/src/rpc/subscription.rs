@@ -16,7 +16,7 @@ use tokio::sync::broadcast;
 
 use super::methods::{caller_of, parse};
 use super::{RpcContext, to_rpc_error};
-use crate::engine::{Emitted, Engine};
+use crate::engine::{Emitted, Engine, Subscription};
 
 /// Records per replayed `records_appended` event.
 const REPLAY_PAGE: u32 = 500;
@@ -53,7 +53,7 @@ struct Stream {
     include_records: bool,
     /// The connection that subscribed (events it caused are `own`).
     caller: Option<u64>,
-    rx: broadcast::Receiver<Emitted>,
+    rx: Subscription,
     sink: SubscriptionSink,
     /// The last transcript seq delivered (or, before any, the starting point).
     delivered: u64,

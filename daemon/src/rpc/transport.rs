@@ -1,13 +1,20 @@
-//! What depends on the transport a call came over: subscriptions need a WebSocket, and
-//! `session.unsubscribe` takes its id by name like every other method.
+//! What depends on the transport a call came over: subscriptions need a WebSocket,
+//! `session.unsubscribe` takes its id by name like every other method, and a batch is
+//! bounded with our own error code (jsonrpsee's batch codes collide with ours).
 
 use std::borrow::Cow;
 
-use ctxd_protocol::{SESSION_SUBSCRIBE, SESSION_UNSUBSCRIBE, WEBSOCKET_REQUIRED};
+use ctxd_protocol::{
+    RESPONSE_TOO_BIG, SESSION_SUBSCRIBE, SESSION_UNSUBSCRIBE, TOO_MANY_CALLS_IN_BATCH,
+    WEBSOCKET_REQUIRED,
+};
 use jsonrpsee::MethodResponse;
 use jsonrpsee::core::middleware::{Batch, BatchEntry, BatchEntryErr, Notification, RpcServiceT};
 use jsonrpsee::server::HttpRequest;
-use jsonrpsee::types::{ErrorObjectOwned, Request};
+use jsonrpsee::types::error::TOO_BIG_BATCH_RESPONSE_CODE;
+use jsonrpsee::types::{ErrorObjectOwned, Id, Request};
+
+use crate::limits::{MAX_RESPONSE_BYTES, MAX_RPC_BATCH};
 use serde_json::Value;
 use serde_json::value::RawValue;
 
@@ -60,14 +67,20 @@ where
         &self,
         mut batch: Batch<'a>,
     ) -> impl Future<Output = Self::BatchResponse> + Send + 'a {
-        for entry in batch.iter_mut() {
-            if let Ok(BatchEntry::Call(req)) = entry
-                && let Err(e) = apply_rules(req)
-            {
-                *entry = Err(BatchEntryErr::new(req.id.clone(), e));
+        let service = self.0.clone();
+        async move {
+            if batch.len() > MAX_RPC_BATCH as usize {
+                return MethodResponse::error(Id::Null, too_many_calls(batch.len()));
             }
+            for entry in batch.iter_mut() {
+                if let Ok(BatchEntry::Call(req)) = entry
+                    && let Err(e) = apply_rules(req)
+                {
+                    *entry = Err(BatchEntryErr::new(req.id.clone(), e));
+                }
+            }
+            own_codes(service.batch(batch).await)
         }
-        self.0.batch(batch)
     }
 
     fn notification<'a>(
@@ -76,6 +89,50 @@ where
     ) -> impl Future<Output = Self::NotificationResponse> + Send + 'a {
         self.0.notification(n)
     }
+}
+
+/// A batch longer than `MAX_RPC_BATCH`: refused whole, before any call runs, with our
+/// code (jsonrpsee's own limit answers -32010, which is our `PROMPT_TOO_LONG`, so the
+/// server is configured without it).
+fn too_many_calls(calls: usize) -> ErrorObjectOwned {
+    ErrorObjectOwned::owned(
+        TOO_MANY_CALLS_IN_BATCH,
+        format!(
+            "too many calls in a batch: {calls}, the daemon takes at most {MAX_RPC_BATCH} \
+             (max_batch_calls); split the batch"
+        ),
+        Some(serde_json::json!({
+            "bound": "max_batch_calls",
+            "limit": MAX_RPC_BATCH,
+            "calls": calls,
+        })),
+    )
+}
+
+/// jsonrpsee answers a batch whose whole response is too large with -32011, which is
+/// our `COMPACTION_FAILED`: that answer becomes `RESPONSE_TOO_BIG` (-32008, what a single
+/// oversized response gets). A batch's own answers (an array) pass unchanged.
+fn own_codes(rp: MethodResponse) -> MethodResponse {
+    if rp.is_batch() || rp.as_error_code() != Some(TOO_BIG_BATCH_RESPONSE_CODE) {
+        return rp;
+    }
+    let extensions = rp.extensions().clone();
+    MethodResponse::error(
+        Id::Null,
+        ErrorObjectOwned::owned(
+            RESPONSE_TOO_BIG,
+            format!(
+                "the batch's response would exceed {MAX_RESPONSE_BYTES} bytes \
+                 (max_response_bytes); the calls up to the overflow ran: send fewer calls \
+                 per batch"
+            ),
+            Some(serde_json::json!({
+                "bound": "max_response_bytes",
+                "limit": MAX_RESPONSE_BYTES,
+            })),
+        ),
+    )
+    .with_extensions(extensions)
 }
 
 /// The transport rules for one call: refuse subscriptions over plain HTTP, take
@@ -158,5 +215,32 @@ mod tests {
             r#"{"field":"x","reason":"unknown field `x`, expected `subscription`"}"#
         );
         assert!(unsubscribe_params(Some(&raw("{}"))).is_err());
+    }
+
+    /// jsonrpsee's "batch response too large" (-32011, our COMPACTION_FAILED) reaches
+    /// the client as RESPONSE_TOO_BIG; a batch's array of answers, whatever codes it
+    /// holds, passes unchanged.
+    #[test]
+    fn an_oversized_batch_response_gets_the_response_too_big_code() {
+        let rp = MethodResponse::error(
+            Id::Null,
+            jsonrpsee::types::error::reject_too_big_batch_response(10),
+        );
+        let out = own_codes(rp);
+        assert_eq!(out.as_error_code(), Some(RESPONSE_TOO_BIG));
+        let v: Value = serde_json::from_str(out.as_json().get()).unwrap();
+        assert_eq!(v["error"]["data"]["bound"], "max_response_bytes");
+        // A batch whose call failed with our COMPACTION_FAILED is answered as it is.
+        let mut answers = jsonrpsee::core::server::BatchResponseBuilder::new_with_limit(1 << 20);
+        answers
+            .append(MethodResponse::error(
+                Id::Number(1),
+                ErrorObjectOwned::owned(ctxd_protocol::COMPACTION_FAILED, "x", None::<()>),
+            ))
+            .unwrap();
+        let batch = MethodResponse::from_batch(answers.finish());
+        let text = batch.as_json().get().to_string();
+        assert_eq!(own_codes(batch).as_json().get(), text);
+        assert!(text.contains("-32011"));
     }
 }

@@ -8,6 +8,7 @@
 //! Nothing here ever blocks the async runtime.
 
 pub mod cache_edits;
+pub mod capabilities;
 pub mod collapses;
 pub mod compile_log;
 pub mod context_state;
@@ -16,7 +17,9 @@ pub mod fates;
 pub mod memory;
 pub mod outputs;
 mod postgres;
+pub mod queued;
 pub mod records;
+pub mod sections;
 pub mod sessions;
 mod sqlite;
 

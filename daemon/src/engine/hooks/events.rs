@@ -192,7 +192,7 @@ impl Engine {
             return None;
         }
         new_records.extend(self.session_start_records(&f, "compact").await);
-        if let Some(s) = super::lock(&self.hooks.sessions).get_mut(&f.id) {
+        if let Some(s) = crate::sync::lock(&self.hooks.sessions).get_mut(&f.id) {
             s.compacted = true;
         }
         let summary = new_records
@@ -300,11 +300,13 @@ impl Engine {
             WatchEvent::Changed(p) => (Some(p), false),
             WatchEvent::Removed(p) => (Some(p), true),
             WatchEvent::Rescan => (None, false),
+            // Directories are watched for skills; hooks watch files.
+            WatchEvent::DirChanged(_) => return,
         };
         let mut settings_sessions: Vec<String> = Vec::new();
         let mut fired: Vec<(String, PathBuf, &'static str)> = Vec::new();
         {
-            let mut watched = super::lock(&self.hooks.watched);
+            let mut watched = crate::sync::lock(&self.hooks.watched);
             let entries: Vec<(&PathBuf, &mut super::Interest)> = match path {
                 Some(p) => watched.get_mut(p).map(|i| (p, i)).into_iter().collect(),
                 None => watched.iter_mut().collect(),

@@ -49,7 +49,7 @@ impl Engine {
     pub async fn hooks_list(&self, sid: &str) -> Result<HooksListResponse> {
         let f = self.hook_facts(sid).await?;
         let eff = self.hook_config(&f);
-        let layers = super::lock(&self.hooks.sessions)
+        let layers = crate::sync::lock(&self.hooks.sessions)
             .get(sid)
             .and_then(|s| s.config.as_ref().map(|c| c.layers.clone()))
             .unwrap_or_default();

@@ -1,10 +1,13 @@
 //! The embedded summariser on a hand-built session and on a real Claude Code transcript.
 
-use ctxd_protocol::{Record, RecordKind};
+use ctxd_protocol::{ContentBlock, Record, RecordKind};
 use serde_json::{Value, json};
 
+use super::facts::texts;
+use super::render::tokens;
 use super::*;
 use crate::providers::SummaryInput;
+use crate::providers::prompt::SECTION_TITLES;
 
 fn rec(mut v: Value, seq: u64) -> Record {
     v["uuid"] = json!(format!("r{seq}"));

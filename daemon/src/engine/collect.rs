@@ -1,0 +1,405 @@
+//! Attachment collection (SPEC §5): every compile asks each attachment source what this
+//! turn adds, then appends the answers as records, in one transaction with the state they
+//! consume, so every later compile, restart and fork replays the same bytes.
+//!
+//! * **Order.** Within one collection the attachments land in the order of [`ORDER`]
+//!   (Claude Code's): queued input first (it is what the user said), then the date, then
+//!   what changed on disk, the instruction files that became relevant, plan mode, the
+//!   task reminder, and the memories prefetched for the prompt last.
+//! * **Isolation.** Sources run concurrently, each on its own: one that fails (or
+//!   panics) is reported `failed` and adds nothing; the others still land. Nothing a
+//!   source would consume (touched paths, queued input, a prefetch) is consumed unless its
+//!   attachments are written.
+//! * **Time bound.** The whole collection gets `settings.attachments.collect_timeout_ms`
+//!   (default [`DEFAULT_COLLECT_TIMEOUT`]); a source still running then is `skipped` for
+//!   this compile and tries again at the next one. The compile never waits longer.
+//! * Each source's run is reported in `metadata.attachment_sources`.
+
+use std::panic::AssertUnwindSafe;
+use std::time::{Duration, Instant};
+
+use chrono::{DateTime, Utc};
+use ctxd_protocol::{Record, RecordInput, SessionEvent, SourceReport, SourceStatus};
+use futures::FutureExt;
+use futures::future::BoxFuture;
+use serde_json::Value;
+
+use super::sources::{FilesFound, NestedFound, date_change};
+use super::{Engine, Loaded, SessionCell};
+use crate::error::{Error, Result};
+use crate::pipeline::{attachments, plan_mode, projection, task_reminder};
+use crate::store::context_state;
+
+/// The kinds of attachments ctxd collects itself, in the order they take within a turn.
+pub const ORDER: [&str; 7] = [
+    QUEUED,
+    DATE,
+    CHANGED_FILES,
+    NESTED,
+    PLAN_MODE,
+    TASK_REMINDER,
+    RELEVANT_MEMORIES,
+];
+
+const QUEUED: &str = "queued_commands";
+const DATE: &str = "date_change";
+const CHANGED_FILES: &str = "changed_files";
+const NESTED: &str = "nested_memory";
+const PLAN_MODE: &str = "plan_mode";
+const TASK_REMINDER: &str = "task_reminder";
+const RELEVANT_MEMORIES: &str = "relevant_memories";
+
+/// How long one compile may spend collecting attachments unless the session says.
+pub const DEFAULT_COLLECT_TIMEOUT: Duration = Duration::from_millis(1000);
+/// The largest bound a session may set.
+pub const MAX_COLLECT_TIMEOUT_MS: u64 = 60_000;
+
+/// What one source found: attachment records to append and the state they consume.
+#[derive(Default)]
+pub(crate) struct Found {
+    pub records: Vec<RecordInput>,
+    pub effect: Effect,
+}
+
+/// State a source's attachments consume, written in the same transaction.
+#[derive(Default)]
+pub(crate) enum Effect {
+    #[default]
+    None,
+    Files(FilesFound),
+    Nested(NestedFound),
+    /// The date now announced.
+    Date(String),
+    /// Queue entries delivered.
+    Queued(Vec<String>),
+    /// The prefetch of this prompt is consumed.
+    Memories(String),
+}
+
+impl Found {
+    fn of(values: impl IntoIterator<Item = Value>, ts: &str, effect: Effect) -> Found {
+        Found {
+            records: values
+                .into_iter()
+                .map(|v| attachments::record(v, ts))
+                .collect(),
+            effect,
+        }
+    }
+}
+
+/// What a collection appended and how each source fared.
+pub(crate) struct Collected {
+    pub records: Vec<Record>,
+    pub reports: Vec<SourceReport>,
+}
+
+/// A session's state as the sources see it (cheap clones: the transcript is shared).
+pub(crate) struct SourceInput {
+    pub row: crate::store::sessions::SessionRow,
+    pub records: super::Transcript,
+    pub tool_names: Vec<String>,
+    pub announced_date: String,
+    pub now: DateTime<Utc>,
+    /// The user's UTC offset (what "today" means for `date_change`).
+    pub utc_offset: chrono::FixedOffset,
+    pub ts: String,
+}
+
+#[cfg(test)]
+pub(crate) mod stall {
+    //! A source that never finishes, for the sessions a test names: the time bound is
+    //! what ends the collection.
+    use std::collections::BTreeSet;
+    use std::sync::Mutex;
+
+    pub(crate) static SESSIONS: Mutex<BTreeSet<String>> = Mutex::new(BTreeSet::new());
+
+    pub(crate) fn stalls(sid: &str) -> bool {
+        SESSIONS.lock().map(|s| s.contains(sid)).unwrap_or(false)
+    }
+}
+
+impl Engine {
+    /// Runs every source within the session's time bound and appends what they found.
+    pub(crate) async fn collect_attachments(
+        &self,
+        cell: &SessionCell,
+        l: &mut Loaded,
+        now: DateTime<Utc>,
+    ) -> Result<Collected> {
+        let input = SourceInput {
+            row: l.row.clone(),
+            records: l.records.clone(),
+            tool_names: l.tools.iter().map(|t| t.name.clone()).collect(),
+            announced_date: l
+                .memo
+                .as_ref()
+                .map_or_else(|| l.row.start_date.clone(), |m| m.announced_date.clone()),
+            now,
+            utc_offset: l.utc_offset,
+            ts: crate::clock::rfc3339(now),
+        };
+        let bound = l
+            .row
+            .settings
+            .attachments
+            .collect_timeout_ms
+            .map_or(DEFAULT_COLLECT_TIMEOUT, Duration::from_millis);
+        let sources: Vec<(&'static str, BoxFuture<'_, Result<Found>>)> = vec![
+            (QUEUED, self.source_queued(&input).boxed()),
+            (DATE, async { source_date(&input) }.boxed()),
+            (CHANGED_FILES, self.source_changed_files(&input).boxed()),
+            (NESTED, self.source_nested(&input).boxed()),
+            (PLAN_MODE, self.source_plan_mode(&input).boxed()),
+            (
+                TASK_REMINDER,
+                async { source_task_reminder(&input) }.boxed(),
+            ),
+            (RELEVANT_MEMORIES, self.source_memories(&input).boxed()),
+        ];
+        debug_assert!(sources.iter().map(|s| s.0).eq(ORDER));
+        #[cfg(test)]
+        let sources = {
+            let mut sources = sources;
+            if stall::stalls(&input.row.id) {
+                sources.push(("test_stall", futures::future::pending().boxed()));
+            }
+            sources
+        };
+        // All sources start together: each one's time is counted from here.
+        let started = Instant::now();
+        let deadline = tokio::time::Instant::now() + bound;
+        let runs = futures::future::join_all(sources.into_iter().map(|(name, fut)| async move {
+            let run = AssertUnwindSafe(fut).catch_unwind();
+            let outcome = match tokio::time::timeout_at(deadline, run).await {
+                Err(_) => Err((
+                    SourceStatus::Skipped,
+                    format!(
+                        "still running after the collection's time bound ({} ms)",
+                        bound.as_millis()
+                    ),
+                )),
+                Ok(Err(_)) => Err((SourceStatus::Failed, "the source panicked".to_string())),
+                Ok(Ok(Err(e))) => Err((SourceStatus::Failed, e.to_string())),
+                Ok(Ok(Ok(found))) => Ok(found),
+            };
+            (name, started.elapsed(), outcome)
+        }))
+        .await;
+
+        let mut reports = Vec::with_capacity(runs.len());
+        let mut found: Vec<Found> = Vec::new();
+        for (name, took, outcome) in runs {
+            let (status, reason, count) = match outcome {
+                Ok(f) => {
+                    let n = f.records.len() as u32;
+                    found.push(f);
+                    (SourceStatus::Ok, None, n)
+                }
+                Err((status, why)) => {
+                    tracing::warn!(session = %l.row.id, source = name, reason = %why, "attachment source left out");
+                    (status, Some(why), 0)
+                }
+            };
+            reports.push(SourceReport {
+                name: name.to_string(),
+                status,
+                micros: took.as_micros() as u64,
+                attachments: count,
+                reason,
+            });
+        }
+        // The sources shared the transcript; release it so appending does not copy it.
+        drop(input);
+        let records = self.write_found(cell, l, found).await?;
+        Ok(Collected { records, reports })
+    }
+
+    /// Appends the found attachments (already in [`ORDER`]) and consumes their state,
+    /// in one transaction; then the in-memory copy and the events.
+    async fn write_found(
+        &self,
+        cell: &SessionCell,
+        l: &mut Loaded,
+        found: Vec<Found>,
+    ) -> Result<Vec<Record>> {
+        let mut inputs: Vec<RecordInput> = Vec::new();
+        let mut effects = Vec::new();
+        for f in found {
+            inputs.extend(f.records);
+            effects.push(f.effect);
+        }
+        let mut date = None;
+        let mut nested_paths: Vec<String> = Vec::new();
+        let mut consumes_touched = false;
+        let mut new_states = Vec::new();
+        let mut removed = Vec::new();
+        let mut queued = Vec::new();
+        let mut prompt = None;
+        for e in effects {
+            match e {
+                Effect::None => {}
+                Effect::Files(f) => {
+                    new_states = f.new_states;
+                    removed = f.removed;
+                }
+                Effect::Nested(n) => {
+                    nested_paths = n.paths;
+                    consumes_touched = n.touched;
+                }
+                Effect::Date(d) => date = Some(d),
+                Effect::Queued(ids) => queued = ids,
+                Effect::Memories(p) => prompt = Some(p),
+            }
+        }
+        let nothing_to_write =
+            inputs.is_empty() && !consumes_touched && new_states.is_empty() && removed.is_empty();
+        if nothing_to_write {
+            if let Some(p) = prompt {
+                self.memory_prefetch_consumed(&l.row.id, &p);
+            }
+            return Ok(Vec::new());
+        }
+        let memo = l.memo.clone().map(|mut m| {
+            if let Some(d) = &date {
+                m.announced_date = d.clone();
+            }
+            m
+        });
+        let sid = l.row.id.clone();
+        let ts = self.now_text();
+        let (np, ns, rm, memo2) = (
+            nested_paths.clone(),
+            new_states,
+            removed.clone(),
+            memo.clone(),
+        );
+        let built = self
+            .store
+            .write_current(&l.row.id, l.revision, move |tx| {
+                if consumes_touched {
+                    context_state::clear_touched(tx, &sid)?;
+                }
+                context_state::add_loaded(tx, &sid, &np)?;
+                for s in &ns {
+                    context_state::put_read_state(tx, &sid, s)?;
+                }
+                for p in &rm {
+                    context_state::remove_read_state(tx, &sid, p)?;
+                }
+                if let Some(m) = &memo2 {
+                    context_state::set_memo(tx, &sid, m)?;
+                }
+                crate::store::queued::remove(tx, &sid, &queued)?;
+                if inputs.is_empty() {
+                    return Ok(Vec::new());
+                }
+                super::session::insert_batch(tx, &sid, inputs, None, &ts)
+            })
+            .await?;
+        l.memo = memo;
+        let sid = l.row.id.clone();
+        if let Some(p) = prompt {
+            self.memory_prefetch_consumed(&sid, &p);
+        }
+        for p in &removed {
+            self.unwatch(&sid, std::path::Path::new(p));
+        }
+        if !nested_paths.is_empty() {
+            self.emit(
+                cell,
+                SessionEvent::InstructionsLoaded {
+                    session_id: sid.clone(),
+                    reason: "nested".into(),
+                    paths: nested_paths,
+                },
+            );
+        }
+        if !built.is_empty() {
+            l.records.extend(built.iter().cloned());
+            self.emit(
+                cell,
+                SessionEvent::RecordsAppended {
+                    session_id: sid,
+                    records: built
+                        .iter()
+                        .map(|r| ctxd_protocol::AppendedRecord {
+                            uuid: r.uuid.clone(),
+                            seq: r.seq,
+                        })
+                        .collect(),
+                    full_records: None,
+                },
+            );
+        }
+        Ok(built)
+    }
+
+    async fn source_changed_files(&self, input: &SourceInput) -> Result<Found> {
+        let mut f = self.gather_changed_files(&input.row.id).await?;
+        let values = std::mem::take(&mut f.attachments);
+        Ok(Found::of(values, &input.ts, Effect::Files(f)))
+    }
+
+    async fn source_nested(&self, input: &SourceInput) -> Result<Found> {
+        let mut n = self.gather_nested(&input.row).await?;
+        let value = n.attachment.take();
+        Ok(Found::of(value, &input.ts, Effect::Nested(n)))
+    }
+
+    async fn source_plan_mode(&self, input: &SourceInput) -> Result<Found> {
+        let path = self.plan_file_path(&input.row);
+        let p2 = path.clone();
+        let exists = tokio::task::spawn_blocking(move || p2.is_file())
+            .await
+            .map_err(|e| Error::Internal(format!("plan file check: {e}")))?;
+        let path = path.display().to_string();
+        let view = projection::project(&input.records);
+        let values = plan_mode::decide(
+            &view,
+            &input.records,
+            input.row.settings.plan_mode,
+            &plan_mode::PlanFile {
+                path: &path,
+                exists,
+            },
+        );
+        Ok(Found::of(values, &input.ts, Effect::None))
+    }
+
+    /// The plan file the model is told about: the session's `plan_file` (relative to its
+    /// cwd), else `HOME/sessions/SID/plan.md`.
+    pub(crate) fn plan_file_path(
+        &self,
+        row: &crate::store::sessions::SessionRow,
+    ) -> std::path::PathBuf {
+        match &row.settings.plan_file {
+            Some(p) => std::path::Path::new(&row.cwd).join(p),
+            None => self.session_dir(&row.id).join("plan.md"),
+        }
+    }
+}
+
+fn source_date(input: &SourceInput) -> Result<Found> {
+    Ok(
+        match date_change(&input.announced_date, input.now, input.utc_offset) {
+            Some((value, today)) => Found::of([value], &input.ts, Effect::Date(today)),
+            None => Found::default(),
+        },
+    )
+}
+
+fn source_task_reminder(input: &SourceInput) -> Result<Found> {
+    if input.row.settings.attachments.task_reminder == Some(false) {
+        return Ok(Found::default());
+    }
+    let flavour = task_reminder::flavour(input.tool_names.iter().map(String::as_str));
+    let view = projection::project(&input.records);
+    let value = task_reminder::decide(&view, &input.records, flavour);
+    Ok(Found::of(value, &input.ts, Effect::None))
+}
+
+#[cfg(test)]
+#[path = "collect_tests.rs"]
+mod tests;

@@ -1,0 +1,344 @@
+//! Attachment collection through the engine: the time bound, queued input around tool
+//! pairs, the memory prefetch.
+
+use std::sync::Arc;
+
+use ctxd_protocol::{
+    AppendParams, CompileParams, ContentBlock, QueueParams, QueuedParams, RecordInput, RecordKind,
+    SessionCreateParams, SessionSettings, SourceStatus, TakeQueuedParams, ToolResultContent,
+};
+use serde_json::json;
+
+use super::stall;
+use crate::clock::FixedClock;
+use crate::engine::{DiscoveryDefaults, Engine};
+use crate::store::Store;
+
+struct Fixture {
+    _dir: tempfile::TempDir,
+    root: std::path::PathBuf,
+    engine: Arc<Engine>,
+}
+
+fn fixture() -> Fixture {
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path().to_path_buf();
+    let store = Store::open(&root.join("t.db")).unwrap();
+    let clock = Arc::new(FixedClock("2026-03-01T10:00:00Z".parse().unwrap()));
+    let engine = Engine::new(store, &root.join("home"), clock).with_discovery(DiscoveryDefaults {
+        managed_root: root.join("managed"),
+        user_home: root.join("user"),
+    });
+    std::fs::create_dir_all(root.join("work")).unwrap();
+    Fixture {
+        _dir: dir,
+        root,
+        engine: Arc::new(engine),
+    }
+}
+
+impl Fixture {
+    async fn session(&self, settings: serde_json::Value) -> String {
+        let settings: SessionSettings = serde_json::from_value(settings).unwrap();
+        self.engine
+            .create_session(SessionCreateParams {
+                cwd: self.root.join("work").display().to_string(),
+                settings: Some(settings),
+                start_date: Some("2026-03-01".into()),
+                no_git: true,
+                ..Default::default()
+            })
+            .await
+            .unwrap()
+            .session_id
+    }
+
+    async fn append(&self, sid: &str, records: Vec<serde_json::Value>) {
+        let records: Vec<RecordInput> = records
+            .into_iter()
+            .map(|v| serde_json::from_value(v).unwrap())
+            .collect();
+        self.engine
+            .append(AppendParams {
+                session_id: sid.into(),
+                records,
+                expected_last_uuid: None,
+            })
+            .await
+            .unwrap();
+    }
+
+    async fn compile(&self, sid: &str) -> ctxd_protocol::CompileMetadata {
+        self.engine
+            .compile(CompileParams {
+                session_id: sid.into(),
+                ..Default::default()
+            })
+            .await
+            .unwrap()
+            .metadata
+    }
+
+    async fn kinds(&self, sid: &str) -> Vec<String> {
+        let recs = self
+            .engine
+            .read(ctxd_protocol::ReadParams {
+                session_id: sid.into(),
+                after_seq: 0,
+                limit: Some(1000),
+            })
+            .await
+            .unwrap()
+            .records;
+        recs.iter()
+            .map(|r| match r.kind {
+                RecordKind::Attachment => {
+                    let t = r.attachment.as_ref().unwrap()["type"]
+                        .as_str()
+                        .unwrap()
+                        .to_string();
+                    if r.is_sidechain {
+                        format!("{t}@sidechain")
+                    } else {
+                        t
+                    }
+                }
+                RecordKind::User
+                    if r.content
+                        .iter()
+                        .any(|b| matches!(b, ContentBlock::ToolResult { .. })) =>
+                {
+                    "tool_result".into()
+                }
+                RecordKind::Assistant
+                    if r.content
+                        .iter()
+                        .any(|b| matches!(b, ContentBlock::ToolUse { .. })) =>
+                {
+                    "tool_use".into()
+                }
+                k => format!("{k:?}").to_lowercase(),
+            })
+            .collect()
+    }
+}
+
+fn prompt(text: &str) -> serde_json::Value {
+    json!({"type": "user", "content": [{"type": "text", "text": text}]})
+}
+
+#[tokio::test]
+async fn a_source_past_the_bound_is_skipped_and_reported() {
+    let f = fixture();
+    let sid = f
+        .session(json!({"attachments": {"collect_timeout_ms": 50}}))
+        .await;
+    stall::SESSIONS.lock().unwrap().insert(sid.clone());
+    f.append(&sid, vec![prompt("hello")]).await;
+    let m = f.compile(&sid).await;
+    let names: Vec<&str> = m
+        .attachment_sources
+        .iter()
+        .map(|s| s.name.as_str())
+        .collect();
+    assert_eq!(
+        names,
+        [
+            "queued_commands",
+            "date_change",
+            "changed_files",
+            "nested_memory",
+            "plan_mode",
+            "task_reminder",
+            "relevant_memories",
+            "test_stall"
+        ]
+    );
+    let stalled = m.attachment_sources.last().unwrap();
+    assert_eq!(stalled.status, SourceStatus::Skipped);
+    assert!(
+        stalled.reason.as_deref().unwrap().contains("50 ms"),
+        "{stalled:?}"
+    );
+    assert!(stalled.micros >= 50_000);
+    stall::SESSIONS.lock().unwrap().remove(&sid);
+}
+
+#[tokio::test]
+async fn queued_input_waits_for_the_tool_results_and_stays_with_its_agent() {
+    let f = fixture();
+    let sid = f.session(json!({})).await;
+    f.append(&sid, vec![
+        prompt("refactor the parser"),
+        json!({"type": "assistant", "message_id": "m1", "content": [
+            {"type": "tool_use", "id": "t1", "name": "Bash", "input": {"command": "ls"}},
+            {"type": "tool_use", "id": "t2", "name": "Bash", "input": {"command": "pwd"}}]}),
+        json!({"type": "user", "content": [{"type": "tool_result", "tool_use_id": "t1", "content": "a"}]}),
+    ])
+    .await;
+    let q = |text: &str, agent: Option<&str>| QueueParams {
+        session_id: sid.clone(),
+        text: Some(text.into()),
+        content: vec![],
+        agent_id: agent.map(str::to_string),
+    };
+    f.engine
+        .queue_input(q("also update the docs", None))
+        .await
+        .unwrap();
+    f.engine
+        .queue_input(q("subagent: check the lexer", Some("agent-7")))
+        .await
+        .unwrap();
+    // t2 has no result yet: nothing may go between the tool_use and its result.
+    f.compile(&sid).await;
+    assert!(!f.kinds(&sid).await.contains(&"queued_command".to_string()));
+    f.append(&sid, vec![json!({"type": "user", "content": [{"type": "tool_result", "tool_use_id": "t2", "content": "b"}]})]).await;
+    let m = f.compile(&sid).await;
+    assert_eq!(m.attachments_added.len(), 1);
+    assert_eq!(
+        f.kinds(&sid).await,
+        [
+            "user",
+            "tool_use",
+            "tool_result",
+            "tool_result",
+            "queued_command"
+        ]
+    );
+    // Delivered once; the sub-agent's entry is still waiting for it.
+    f.compile(&sid).await;
+    let left = f
+        .engine
+        .queued(QueuedParams {
+            session_id: sid.clone(),
+            agent_id: None,
+        })
+        .await
+        .unwrap();
+    assert_eq!(left.entries.len(), 1);
+    assert_eq!(left.entries[0].agent_id.as_deref(), Some("agent-7"));
+    let taken = f
+        .engine
+        .take_queued(TakeQueuedParams {
+            session_id: sid.clone(),
+            agent_id: "agent-7".into(),
+        })
+        .await
+        .unwrap();
+    assert_eq!(taken.records.len(), 1);
+    assert!(taken.texts[0].contains("subagent: check the lexer"));
+    assert_eq!(
+        f.kinds(&sid).await.last().unwrap(),
+        "queued_command@sidechain"
+    );
+    assert!(
+        f.engine
+            .queued(QueuedParams {
+                session_id: sid.clone(),
+                agent_id: None
+            })
+            .await
+            .unwrap()
+            .entries
+            .is_empty()
+    );
+    // Bad input changes nothing.
+    let err = f
+        .engine
+        .queue_input(QueueParams {
+            session_id: sid.clone(),
+            text: None,
+            content: vec![],
+            agent_id: None,
+        })
+        .await;
+    assert!(err.is_err());
+}
+
+#[tokio::test]
+async fn the_memory_prefetch_is_consumed_once_and_never_repeats_a_file() {
+    let f = fixture();
+    let work = f.root.join("work");
+    let mem = crate::discovery::memories::auto_memory_dir(&f.root.join("user"), &work);
+    std::fs::create_dir_all(&mem).unwrap();
+    std::fs::write(
+        mem.join("MEMORY.md"),
+        "- [sqlite](sqlite.md): schema notes\n",
+    )
+    .unwrap();
+    std::fs::write(
+        mem.join("sqlite.md"),
+        "---\nname: sqlite-migrations\ndescription: How schema migrations work here\n---\nMigrations are append-only.\n",
+    )
+    .unwrap();
+    std::fs::write(
+        mem.join("deploy.md"),
+        "---\nname: deploy\ndescription: Release steps\n---\nTag and push.\n",
+    )
+    .unwrap();
+    let sid = f
+        .session(json!({"attachments": {"collect_timeout_ms": 10000}}))
+        .await;
+    f.append(
+        &sid,
+        vec![prompt("add a sqlite migration for the new table")],
+    )
+    .await;
+    let m = f.compile(&sid).await;
+    let report = m
+        .attachment_sources
+        .iter()
+        .find(|s| s.name == "relevant_memories")
+        .unwrap();
+    assert_eq!((report.status, report.attachments), (SourceStatus::Ok, 1));
+    f.compile(&sid).await;
+    let kinds = f.kinds(&sid).await;
+    assert_eq!(
+        kinds.iter().filter(|k| *k == "relevant_memories").count(),
+        1,
+        "{kinds:?}"
+    );
+    let recs = f
+        .engine
+        .read(ctxd_protocol::ReadParams {
+            session_id: sid.clone(),
+            after_seq: 0,
+            limit: Some(100),
+        })
+        .await
+        .unwrap()
+        .records;
+    let att = recs
+        .iter()
+        .find_map(|r| {
+            r.attachment
+                .clone()
+                .filter(|a| a["type"] == "relevant_memories")
+        })
+        .unwrap();
+    assert_eq!(att["memories"].as_array().unwrap().len(), 1);
+    assert!(
+        att["memories"][0]["path"]
+            .as_str()
+            .unwrap()
+            .ends_with("sqlite.md")
+    );
+    // The same topic again: the file is not shown twice.
+    f.append(
+        &sid,
+        vec![
+            json!({"type": "assistant", "content": [{"type": "text", "text": "done"}]}),
+            prompt("one more sqlite migration"),
+        ],
+    )
+    .await;
+    f.compile(&sid).await;
+    let kinds = f.kinds(&sid).await;
+    assert_eq!(
+        kinds.iter().filter(|k| *k == "relevant_memories").count(),
+        1,
+        "{kinds:?}"
+    );
+    let _ = ToolResultContent::Text(String::new());
+}

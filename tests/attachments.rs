@@ -1,0 +1,396 @@
+//! The attachments ctxd produces itself, through a real daemon: plan mode, task
+//! reminders, queued input, relevant memories (from an isolated HOME), AGENTS.md, the
+//! collection's time bound, and byte-identical compiles across a restart.
+
+mod common;
+
+use std::path::Path;
+
+use common::Daemon;
+use serde_json::{Value, json};
+
+const T0: &str = "2026-11-29T10:00:00Z";
+
+fn write(path: &Path, text: &str) {
+    std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+    std::fs::write(path, text).unwrap();
+}
+
+fn session(d: &Daemon, cwd: &Path, settings: Value, tools: Value) -> String {
+    d.call(
+        "session.create",
+        json!({"cwd": cwd, "no_git": true, "start_date": "2026-11-29",
+               "settings": settings, "tools": tools}),
+    )["session"]["session_id"]
+        .as_str()
+        .unwrap()
+        .to_string()
+}
+
+fn append(d: &Daemon, sid: &str, records: Value) {
+    d.call(
+        "transcript.append",
+        json!({"session_id": sid, "records": records}),
+    );
+}
+
+fn compile(d: &Daemon, sid: &str) -> Value {
+    d.call("context.compile", json!({"session_id": sid, "now": T0}))
+}
+
+fn records(d: &Daemon, sid: &str) -> Vec<Value> {
+    d.call("transcript.read", json!({"session_id": sid, "limit": 5000}))["records"]
+        .as_array()
+        .unwrap()
+        .clone()
+}
+
+fn attachment_types(d: &Daemon, sid: &str) -> Vec<String> {
+    records(d, sid)
+        .iter()
+        .filter_map(|r| r["attachment"]["type"].as_str().map(str::to_string))
+        .collect()
+}
+
+fn prompt(text: &str) -> Value {
+    json!({"type": "user", "content": [{"type": "text", "text": text}]})
+}
+
+fn tool(name: &str) -> Value {
+    json!({"name": name, "input_schema": {"type": "object"}})
+}
+
+/// Every attachment ctxd makes itself, in one session: AGENTS.md in messages[0], plan
+/// mode, a task reminder, queued input (with an image) and a relevant memory. A restart
+/// then compiles the same bytes.
+#[test]
+fn every_new_attachment_compiles_byte_identically_after_a_restart() {
+    let mut d = Daemon::start();
+    let repo = d.dir.path().join("repo");
+    write(&repo.join("CLAUDE.md"), "Claude instructions.");
+    write(
+        &repo.join("AGENTS.md"),
+        "Agent instructions for every tool.",
+    );
+    // Claude Code's auto-memory directory of this project, under the test's HOME.
+    let slug: String = repo
+        .display()
+        .to_string()
+        .chars()
+        .map(|c| if c.is_ascii_alphanumeric() { c } else { '-' })
+        .collect();
+    let mem = d
+        .dir
+        .path()
+        .join("user-home/.claude/projects")
+        .join(slug)
+        .join("memory");
+    write(
+        &mem.join("MEMORY.md"),
+        "- [parser](parser.md): parser notes\n",
+    );
+    write(
+        &mem.join("parser.md"),
+        "---\nname: parser-quirks\ndescription: Known quirks of the config parser\n---\nThe parser rejects tabs in keys.\n",
+    );
+    write(
+        &mem.join("deploy.md"),
+        "---\nname: deploy\ndescription: Release steps\n---\nTag, push, wait for CI.\n",
+    );
+    let sid = session(
+        &d,
+        &repo,
+        json!({"plan_mode": true, "attachments": {"collect_timeout_ms": 20000}}),
+        json!([tool("Read"), tool("TodoWrite")]),
+    );
+
+    append(
+        &d,
+        &sid,
+        json!([prompt("plan a fix for the config parser quirks")]),
+    );
+    let first = compile(&d, &sid);
+    let body = first["request"].to_string();
+    assert!(body.contains("(AGENTS.md, project instructions"), "{body}");
+    let claude_at = body.find("Claude instructions.").unwrap();
+    assert!(body.find("Agent instructions for every tool.").unwrap() > claude_at);
+    assert!(body.contains("Plan mode is active."));
+    assert!(body.contains("The parser rejects tabs in keys."));
+    assert!(!body.contains("Tag, push, wait for CI."));
+    let reports = first["metadata"]["attachment_sources"].as_array().unwrap();
+    let names: Vec<&str> = reports
+        .iter()
+        .map(|r| r["name"].as_str().unwrap())
+        .collect();
+    assert_eq!(
+        names,
+        [
+            "queued_commands",
+            "date_change",
+            "changed_files",
+            "nested_memory",
+            "plan_mode",
+            "task_reminder",
+            "relevant_memories"
+        ]
+    );
+    assert!(reports.iter().all(|r| r["status"] == "ok"), "{reports:?}");
+
+    // Ten silent assistant turns: the todo reminder, with the list of the last TodoWrite.
+    append(
+        &d,
+        &sid,
+        json!([{"type": "assistant", "message_id": "m0", "content": [
+            {"type": "tool_use", "id": "td", "name": "TodoWrite", "input": {"todos": [
+                {"content": "Reproduce the bug", "status": "in_progress", "activeForm": "Reproducing"}]}}]},
+            {"type": "user", "content": [{"type": "tool_result", "tool_use_id": "td", "content": "ok"}]}]),
+    );
+    for i in 0..10 {
+        append(
+            &d,
+            &sid,
+            json!([{"type": "assistant", "message_id": format!("m{}", i + 1), "content": [
+                {"type": "tool_use", "id": format!("r{i}"), "name": "Read", "input": {"file_path": "/nowhere"}}]},
+                {"type": "user", "content": [{"type": "tool_result", "tool_use_id": format!("r{i}"), "content": "x"}]}]),
+        );
+    }
+    // Input queued mid-turn, with an image.
+    d.call(
+        "transcript.queue",
+        json!({"session_id": sid, "text": "also check the lexer", "content": [
+            {"type": "image", "source": {"type": "base64", "media_type": "image/png", "data": "iVBORw0KGgo="}}]}),
+    );
+    let second = compile(&d, &sid);
+    let body = second["request"].to_string();
+    assert!(body.contains("The todo list (TodoWrite) has not been used for a while."));
+    assert!(body.contains("1. [in_progress] Reproduce the bug"));
+    assert!(
+        body.contains("The user sent this message while you were working:\\nalso check the lexer")
+    );
+    assert!(body.contains("iVBORw0KGgo="));
+    assert_eq!(
+        attachment_types(&d, &sid),
+        [
+            "plan_mode",
+            "relevant_memories",
+            "queued_command",
+            "todo_reminder"
+        ]
+    );
+
+    let before = d.compile_body_with(json!({"session_id": sid, "now": T0}));
+    d.kill9();
+    d.spawn();
+    let after = d.compile_body_with(json!({"session_id": sid, "now": T0}));
+    assert_eq!(before, after);
+    assert_eq!(
+        attachment_types(&d, &sid).len(),
+        4,
+        "a restart adds nothing"
+    );
+}
+
+#[test]
+fn plan_mode_switches_by_rpc_and_announces_exit_and_reentry() {
+    let d = Daemon::start();
+    let cwd = d.dir.path().join("w");
+    std::fs::create_dir_all(&cwd).unwrap();
+    let sid = session(&d, &cwd, json!({}), json!([]));
+    let on = d.call(
+        "session.set_plan_mode",
+        json!({"session_id": sid, "enabled": true}),
+    );
+    let plan_file = d.home.join("sessions").join(&sid).join("plan.md");
+    assert_eq!(on["plan_file"], plan_file.display().to_string());
+    assert_eq!(on["plan_exists"], false);
+    append(&d, &sid, json!([prompt("one")]));
+    compile(&d, &sid);
+    append(
+        &d,
+        &sid,
+        json!([{"type": "assistant", "content": [{"type": "text", "text": "planned"}]}, prompt("two")]),
+    );
+    compile(&d, &sid);
+    write(&plan_file, "1. do it");
+    d.call(
+        "session.set_plan_mode",
+        json!({"session_id": sid, "enabled": false}),
+    );
+    let body = compile(&d, &sid)["request"].to_string();
+    assert!(body.contains(&format!("The plan is at {}", plan_file.display())));
+    let on = d.call(
+        "session.set_plan_mode",
+        json!({"session_id": sid, "enabled": true, "plan_file": "docs/PLAN.md"}),
+    );
+    assert_eq!(
+        on["plan_file"],
+        cwd.join("docs/PLAN.md").display().to_string()
+    );
+    let body = compile(&d, &sid)["request"].to_string();
+    assert!(body.contains("## Re-entering plan mode"));
+    let recs = records(&d, &sid);
+    let plan: Vec<String> = recs
+        .iter()
+        .filter_map(|r| {
+            let a = &r["attachment"];
+            let t = a["type"].as_str()?;
+            Some(match a["reminderType"].as_str() {
+                Some(kind) => format!("{t}:{kind}"),
+                None => t.to_string(),
+            })
+        })
+        .collect();
+    assert_eq!(
+        plan,
+        [
+            "plan_mode:full",
+            "plan_mode:sparse",
+            "plan_mode_exit",
+            "plan_mode_reentry",
+            "plan_mode:full"
+        ]
+    );
+    // Bad input changes nothing and names its field.
+    let err = d
+        .try_call(
+            "session.set_plan_mode",
+            json!({"session_id": sid, "enabled": "yes"}),
+        )
+        .unwrap_err();
+    assert_eq!(err["data"]["field"], "enabled");
+}
+
+/// A memory selector that never answers: the relevant-memories source is skipped once
+/// the collection's bound runs out, reported, and the compile goes on.
+#[test]
+fn a_source_that_never_answers_is_skipped_and_reported() {
+    let d = Daemon::start();
+    // Accepts connections (the kernel's backlog) and never answers.
+    let silent = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = silent.local_addr().unwrap().port();
+    let cwd = d.dir.path().join("w");
+    let mem = d.dir.path().join("notes");
+    write(
+        &mem.join("a.md"),
+        "---\nname: a\ndescription: parser notes\n---\nparser",
+    );
+    let sid = session(
+        &d,
+        &cwd,
+        json!({
+            "summariser": {"kind": "openai", "base_url": format!("http://127.0.0.1:{port}/v1"), "model": "m"},
+            "attachments": {"collect_timeout_ms": 300, "relevant_memories": {
+                "auto_memory": false, "directories": [mem], "selector": "model"}},
+        }),
+        json!([]),
+    );
+    append(&d, &sid, json!([prompt("the parser")]));
+    let m = compile(&d, &sid)["metadata"].clone();
+    let report = m["attachment_sources"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|r| r["name"] == "relevant_memories")
+        .unwrap()
+        .clone();
+    assert_eq!(report["status"], "skipped", "{report}");
+    assert!(
+        report["reason"]
+            .as_str()
+            .unwrap()
+            .contains("time bound (300 ms)")
+    );
+    // The other sources ran.
+    assert!(
+        m["attachment_sources"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter(|r| r["name"] != "relevant_memories")
+            .all(|r| r["status"] == "ok")
+    );
+    drop(silent);
+}
+
+/// Memoized sections freeze at their first compile; uncached ones are recomputed every
+/// compile and named when they break the cache; a reset or a compaction recomputes.
+#[test]
+fn memoized_sections_freeze_and_uncached_ones_are_reported() {
+    let d = Daemon::start();
+    let cwd = d.dir.path().join("w");
+    std::fs::create_dir_all(&cwd).unwrap();
+    let sid = session(&d, &cwd, json!({"platform": "plan9"}), json!([]));
+    let set = |section: Value| {
+        d.call(
+            "context.set_section",
+            json!({"session_id": sid, "section": section}),
+        )
+    };
+    set(json!({"name": "team", "text": "Team: compilers."}));
+    set(
+        json!({"name": "clock", "caching": "uncached", "reason": "the model needs the time of day",
+               "source": "current_time"}),
+    );
+    append(&d, &sid, json!([prompt("hi")]));
+    let at = |now: &str| d.call("context.compile", json!({"session_id": sid, "now": now}));
+    let first = at("2026-11-29T10:00:00Z");
+    let body = first["request"].to_string();
+    assert!(body.contains("Platform: plan9"));
+    assert!(body.contains("Team: compilers."));
+    assert!(body.contains("# Current time"));
+    assert_eq!(
+        first["metadata"]["uncached_sections"],
+        json!([{"name": "clock", "reason": "the model needs the time of day", "changed": false}])
+    );
+    // A new registration of a memoized section does not show until a reset.
+    set(json!({"name": "team", "text": "Team: runtime."}));
+    let second = at("2026-11-29T10:05:00Z");
+    let body = second["request"].to_string();
+    assert!(body.contains("Team: compilers.") && !body.contains("Team: runtime."));
+    assert_eq!(second["metadata"]["uncached_sections"][0]["changed"], true);
+    assert_eq!(
+        second["metadata"]["cache"]["expected_break"],
+        "uncached_section:clock"
+    );
+    // The same instant: nothing changed, nothing breaks.
+    let again = at("2026-11-29T10:05:00Z");
+    assert_eq!(again["metadata"]["uncached_sections"][0]["changed"], false);
+    assert!(again["metadata"]["cache"]["first_difference"].is_null());
+    d.call("context.reset_sections", json!({"session_id": sid}));
+    let body = at("2026-11-29T10:05:00Z")["request"].to_string();
+    assert!(body.contains("Team: runtime."));
+    // Compaction recomputes too.
+    set(json!({"name": "team", "text": "Team: tools."}));
+    d.call("context.compact", json!({"session_id": sid}));
+    let body = at("2026-11-29T10:05:00Z")["request"].to_string();
+    assert!(body.contains("Team: tools."));
+    assert_eq!(
+        d.call(
+            "context.remove_section",
+            json!({"session_id": sid, "name": "team"})
+        )["ok"],
+        true
+    );
+    let body = at("2026-11-29T10:05:00Z")["request"].to_string();
+    assert!(!body.contains("Team: tools."));
+    // A fork carries the memo: it compiles what its parent compiles, even after the
+    // registration moved on.
+    set(json!({"name": "lang", "text": "Rust first."}));
+    let parent = d.compile_body_with(json!({"session_id": sid, "now": "2026-11-29T10:05:00Z"}));
+    set(json!({"name": "lang", "text": "Go first."}));
+    let fork = d.call("session.fork", json!({"session_id": sid}))["session"]["session_id"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    let forked = d.compile_body_with(json!({"session_id": fork, "now": "2026-11-29T10:05:00Z"}));
+    assert_eq!(parent, forked);
+    assert!(forked.contains("Rust first."));
+    // An uncached section without a reason is refused, naming the field.
+    let err = d
+        .try_call(
+            "context.set_section",
+            json!({"session_id": sid, "section": {"name": "x", "text": "y", "caching": "uncached"}}),
+        )
+        .unwrap_err();
+    assert_eq!(err["data"]["field"], "section.reason");
+}
