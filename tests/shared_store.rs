@@ -168,6 +168,29 @@ fn persisted_outputs_are_materialised_by_every_daemon_that_loads_the_session() {
 }
 
 #[test]
+fn compiles_racing_on_two_daemons_freeze_one_decision_and_show_the_same_bytes() {
+    let Some((a, b)) = two_daemons() else { return };
+    for _ in 0..5 {
+        let sid = session_with_a_large_output(&a);
+        // Both daemons decide the large result's fate at once, each naming a file under
+        // its own home: one decision is frozen, and the other daemon's compile shows it.
+        let bodies: Vec<String> = std::thread::scope(|s| {
+            let hs: Vec<_> = [&a, &b]
+                .into_iter()
+                .map(|d| {
+                    let sid = &sid;
+                    s.spawn(move || d.compile_body_at_last(sid))
+                })
+                .collect();
+            hs.into_iter().map(|h| h.join().unwrap()).collect()
+        });
+        assert!(bodies[0].contains("<persisted-output>"));
+        assert_eq!(bodies[0], bodies[1]);
+        assert_eq!(a.compile_body_at_last(&sid), bodies[0]);
+    }
+}
+
+#[test]
 fn concurrent_appends_through_both_daemons_have_one_winner_per_race() {
     let Some((a, b)) = two_daemons() else { return };
     let sid = new_session(&a);

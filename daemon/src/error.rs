@@ -15,6 +15,12 @@ pub enum Error {
     DuplicateRecord(String),
     #[error("transcript changed: expected last record {expected}, found {actual}")]
     Conflict { expected: String, actual: String },
+    /// A shared store: another daemon wrote the session after this daemon's copy was
+    /// current, so a decision made from the copy was not stored.
+    #[error(
+        "session {0} was written by another daemon while this one decided from its copy; nothing was written: retry"
+    )]
+    WrittenElsewhere(String),
     #[error("prompt too long: {estimated} tokens estimated, blocking limit {limit}")]
     PromptTooLong { estimated: u64, limit: u64 },
     /// A hook refused the operation; nothing was written.

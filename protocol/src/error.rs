@@ -13,7 +13,9 @@ pub const METHOD_NOT_FOUND: i32 = -32601;
 pub const INVALID_PARAMS: i32 = -32602;
 /// The session does not exist.
 pub const SESSION_NOT_FOUND: i32 = -32001;
-/// `expected_last_uuid` did not match the transcript's last record.
+/// `expected_last_uuid` did not match the transcript's last record; or, on a store shared
+/// by several daemons, another daemon wrote the session while this one was deciding from
+/// its copy (`data.written_elsewhere`). Nothing changed either way: retry.
 pub const CONFLICT: i32 = -32002;
 /// A referenced record does not exist in the session.
 pub const RECORD_NOT_FOUND: i32 = -32003;
@@ -86,7 +88,7 @@ pub const ERROR_CODES: &[(&str, i32, &str)] = &[
     (
         "Conflict",
         CONFLICT,
-        "expected_last_uuid is not the transcript's last record. Nothing changed.",
+        "expected_last_uuid is not the transcript's last record, or (a store shared by several daemons) another daemon wrote the session while this one decided from its copy (data.written_elsewhere). Nothing changed: retry.",
     ),
     (
         "RecordNotFound",

@@ -336,7 +336,10 @@ impl Daemon {
         let req =
             serde_json::json!({"jsonrpc": "2.0", "id": 1, "method": method, "params": params});
         let (_, body) = raw_http(&self.socket, &req.to_string());
-        let start = body.find("\"result\":").expect("result") + "\"result\":".len();
+        let Some(start) = body.find("\"result\":") else {
+            panic!("{method} failed: {body}");
+        };
+        let start = start + "\"result\":".len();
         body[start..body.len() - 1].to_string()
     }
 

@@ -226,6 +226,10 @@ pub(crate) fn materialise(
     out
 }
 
+/// Compiles tried on a shared store before another daemon's writes to the same session
+/// are reported as a conflict.
+const COMPILE_ATTEMPTS: u32 = 8;
+
 /// What the engine's own appends expect the transcript to end with: the loaded copy's
 /// last record. A copy that missed another daemon's append then fails the write
 /// (`Conflict`) instead of building on a transcript that is not the stored one.
@@ -733,11 +737,26 @@ impl Engine {
     /// long compile does not hold up appends to the session. The request describes the
     /// transcript up to `metadata.last_uuid`, whatever was appended meanwhile.
     pub async fn compile(&self, p: CompileParams) -> Result<Compiled> {
-        match self.compile_once(&p).await {
-            // Another daemon appended between this one's check of its copy and the write
-            // of the turn's attachments: the copy reloads, and the compile runs again.
-            Err(Error::Conflict { .. }) if self.store.shared() => self.compile_once(&p).await,
-            r => r,
+        let mut attempt = 0;
+        loop {
+            match self.compile_once(&p).await {
+                // A shared store: another daemon wrote the session between this one's
+                // check of its copy and a write of what the compile decided from it
+                // (attachments, fates, memos). Nothing was stored; the copy reloads and
+                // the compile runs again, after a short random pause so two daemons
+                // compiling one session at once do not keep colliding.
+                Err(Error::Conflict { .. } | Error::WrittenElsewhere(_))
+                    if self.store.shared() && attempt + 1 < COMPILE_ATTEMPTS =>
+                {
+                    attempt += 1;
+                    let jitter = uuid::Uuid::new_v4().as_u128() as u64 % 8;
+                    tokio::time::sleep(std::time::Duration::from_millis(
+                        (1 << attempt.min(5)) + jitter,
+                    ))
+                    .await;
+                }
+                r => return r,
+            }
         }
     }
 

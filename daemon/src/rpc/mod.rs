@@ -46,6 +46,11 @@ pub fn to_rpc_error(e: Error) -> ErrorObjectOwned {
             msg,
             Some(json!({ "expected_last_uuid": expected, "actual_last_uuid": actual })),
         ),
+        Error::WrittenElsewhere(id) => ErrorObjectOwned::owned(
+            proto::CONFLICT,
+            msg,
+            Some(json!({ "session_id": id, "written_elsewhere": true })),
+        ),
         Error::PromptTooLong { estimated, limit } => ErrorObjectOwned::owned(
             proto::PROMPT_TOO_LONG,
             msg,
@@ -86,6 +91,7 @@ mod tests {
                 expected: "a".into(),
                 actual: "b".into(),
             },
+            Error::WrittenElsewhere("s".into()),
             Error::PromptTooLong {
                 estimated: 2,
                 limit: 1,
@@ -105,6 +111,7 @@ mod tests {
                 | Error::RecordNotFound(_)
                 | Error::DuplicateRecord(_)
                 | Error::Conflict { .. }
+                | Error::WrittenElsewhere(_)
                 | Error::PromptTooLong { .. }
                 | Error::HookBlocked { .. }
                 | Error::CompactionFailed(_)

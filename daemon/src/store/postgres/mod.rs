@@ -130,10 +130,7 @@ fn run(
     if let (Some(known), Some(now)) = (current_at, revision) {
         let before = now.saturating_sub(1);
         if !(known == before || continues(chains, session, known, before)) {
-            return Err(Error::Conflict {
-                expected: format!("session revision {known}"),
-                actual: format!("revision {before} (written by another daemon)"),
-            });
+            return Err(Error::WrittenElsewhere(session.to_string()));
         }
     }
     body(dbx)?;
