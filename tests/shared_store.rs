@@ -1,9 +1,10 @@
 //! Several daemons, one PostgreSQL database (issue 18): a session appended through one
-//! daemon compiles to the same bytes through another; races on `expected_last_uuid`
-//! have one winner and lose nothing; a daemon killed mid-load loses no acknowledged
-//! record while the other keeps serving; subscribers on one daemon see appends made
-//! through the other; a database restarted under load fails calls with the storage error
-//! and then serves again, nothing torn.
+//! daemon compiles to the same bytes through another; compiles racing on both freeze one
+//! decision; persisted outputs and the session-memory mirror reach every daemon's
+//! machine; races on `expected_last_uuid` have one winner and lose nothing; a daemon
+//! killed mid-load loses no acknowledged record while the other keeps serving;
+//! subscribers on one daemon see appends made through the other; a database restarted
+//! under load fails calls with the storage error and then serves again, nothing torn.
 //!
 //! They run in the suite's PostgreSQL pass (`CTXD_TEST_PG` set) and are skipped on
 //! SQLite; the restart test stops and starts a throwaway server of its own, so the
@@ -188,6 +189,41 @@ fn compiles_racing_on_two_daemons_freeze_one_decision_and_show_the_same_bytes() 
         assert_eq!(bodies[0], bodies[1]);
         assert_eq!(a.compile_body_at_last(&sid), bodies[0]);
     }
+}
+
+#[test]
+fn session_memory_written_through_one_daemon_is_read_and_mirrored_by_the_other() {
+    let Some((a, b)) = two_daemons() else { return };
+    let sid = new_session(&a);
+    let doc = "# Session Title\nwritten through a\n";
+    let v = a.call(
+        "memory.update",
+        json!({"session_id": sid, "document": doc, "expected_version": 0, "writer": "worker"}),
+    );
+    assert_eq!(v["version"], 1);
+    let stored = a.call("memory.get", json!({"session_id": sid}))["document"].clone();
+    assert!(stored.as_str().unwrap().contains("written through a"));
+    // B reads the stored document, and its mirror (the file an agent on B's machine
+    // reads) follows the store.
+    let m = b.call("memory.get", json!({"session_id": sid}));
+    assert_eq!((&m["document"], m["version"].as_u64()), (&stored, Some(1)));
+    let mirror = m["path"].as_str().unwrap();
+    assert!(
+        mirror.starts_with(&b.home.display().to_string()),
+        "{mirror}"
+    );
+    assert_eq!(
+        std::fs::read_to_string(mirror).unwrap(),
+        stored.as_str().unwrap()
+    );
+    // Versions are checked across daemons: B's writer, which read version 0, is refused.
+    let err = b
+        .try_call(
+            "memory.update",
+            json!({"session_id": sid, "document": "stale", "expected_version": 0}),
+        )
+        .unwrap_err();
+    assert_eq!(err["code"], ctxd_protocol::CONFLICT, "{err}");
 }
 
 #[test]
@@ -436,4 +472,69 @@ fn a_database_restarted_under_load_fails_calls_then_recovers_nothing_torn() {
     assert_intact(&records, &acked.lock().unwrap());
     // Both daemons compile the same bytes afterwards.
     assert_eq!(a.compile_body(&sid), b.compile_body(&sid));
+}
+
+/// `ctxd migrate --store URL`, and what it prints.
+fn migrate(url: &str) -> std::process::Output {
+    std::process::Command::new(common::ctxd_bin())
+        .args(["migrate", "--store", url])
+        .env_remove("CTXD_STORE")
+        .output()
+        .unwrap()
+}
+
+#[test]
+fn ctxd_migrate_brings_a_database_up_to_date_and_daemons_refuse_other_schemas() {
+    let Some(db) = common::TestDb::create() else {
+        eprintln!("skipped: CTXD_TEST_PG names no PostgreSQL server");
+        return;
+    };
+    let first = migrate(&db.url);
+    let said = String::from_utf8_lossy(&first.stdout).to_string();
+    assert!(first.status.success(), "{said}");
+    assert!(
+        said.starts_with("migrated the database from 0 to "),
+        "{said}"
+    );
+    let latest: u64 = said.trim().rsplit(' ').next().unwrap().parse().unwrap();
+    let again = String::from_utf8_lossy(&migrate(&db.url).stdout).to_string();
+    assert_eq!(
+        again.trim(),
+        format!("the database is up to date (migration {latest})")
+    );
+
+    // A schema one migration behind: the daemon refuses to start and says what to run.
+    let refused = |why: &str| {
+        let d = tempfile::tempdir().unwrap();
+        let out = std::process::Command::new(common::ctxd_bin())
+            .arg("--home")
+            .arg(d.path())
+            .args(["--store", &db.url])
+            .output()
+            .unwrap();
+        assert!(!out.status.success());
+        let err = String::from_utf8_lossy(&out.stderr).to_string();
+        assert!(err.contains(why), "{err}");
+    };
+    common::admin_sql(
+        &db.url,
+        &[format!(
+            "DELETE FROM ctxd_migrations WHERE version = {latest}"
+        )],
+    )
+    .unwrap();
+    refused("run `ctxd migrate --store");
+    // A schema newer than this build: refused by the daemon and by `ctxd migrate`.
+    common::admin_sql(
+        &db.url,
+        &[format!(
+            "INSERT INTO ctxd_migrations (version, name) VALUES ({latest}, 'back'), ({}, 'from the future')",
+            latest + 1
+        )],
+    )
+    .unwrap();
+    refused("newer than this ctxd knows");
+    let m = migrate(&db.url);
+    assert!(!m.status.success());
+    assert!(String::from_utf8_lossy(&m.stderr).contains("newer than this ctxd knows"));
 }

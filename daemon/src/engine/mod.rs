@@ -214,6 +214,21 @@ pub struct Engine {
     pub(crate) platform: String,
 }
 
+/// `records_appended` for stored records (their uuids and seqs).
+pub(crate) fn appended_event(session_id: &str, records: &[Record]) -> SessionEvent {
+    SessionEvent::RecordsAppended {
+        session_id: session_id.to_string(),
+        records: records
+            .iter()
+            .map(|r| ctxd_protocol::AppendedRecord {
+                uuid: r.uuid.clone(),
+                seq: r.seq,
+            })
+            .collect(),
+        full_records: None,
+    }
+}
+
 impl Engine {
     pub fn new(store: Store, home: &Path, clock: Arc<dyn Clock>) -> Engine {
         Engine {
@@ -472,20 +487,7 @@ impl Engine {
     /// Tells subscribers about records the engine appended itself (attachments, new
     /// histories).
     pub(crate) fn emit_appended(&self, cell: &SessionCell, session_id: &str, records: &[Record]) {
-        self.emit(
-            cell,
-            SessionEvent::RecordsAppended {
-                session_id: session_id.to_string(),
-                records: records
-                    .iter()
-                    .map(|r| ctxd_protocol::AppendedRecord {
-                        uuid: r.uuid.clone(),
-                        seq: r.seq,
-                    })
-                    .collect(),
-                full_records: None,
-            },
-        );
+        self.emit(cell, appended_event(session_id, records));
     }
 
     /// Whether file watching runs (so `file_changed` events can flow).

@@ -16,7 +16,7 @@
 
 use std::path::{Component, Path};
 
-use ctxd_protocol::{AppendedRecord, SessionEvent};
+use ctxd_protocol::SessionEvent;
 
 use super::{Engine, Loaded};
 use crate::error::Result;
@@ -63,16 +63,15 @@ impl Engine {
         let Some(l) = slot.as_mut() else {
             return Ok(None);
         };
-        match self.store.revision(id).await? {
-            Some(now) if self.store.continues(id, l.revision, now) => {
+        match self.store.still_current(id, l.revision).await? {
+            Some(now) => {
                 l.revision = now;
                 Ok(None)
             }
-            stored => {
+            None => {
                 tracing::debug!(
                     session = id,
                     loaded = l.revision,
-                    ?stored,
                     "written elsewhere: reloading"
                 );
                 let level = l.level;
@@ -151,17 +150,7 @@ impl Engine {
                     // Subscribers fill the gap from the store with the next append.
                     return;
                 };
-                SessionEvent::RecordsAppended {
-                    session_id: sid,
-                    records: page
-                        .iter()
-                        .map(|r| AppendedRecord {
-                            uuid: r.uuid.clone(),
-                            seq: r.seq,
-                        })
-                        .collect(),
-                    full_records: None,
-                }
+                super::appended_event(&sid, &page)
             }
         };
         cell.send(event);

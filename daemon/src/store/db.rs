@@ -8,6 +8,9 @@
 
 use crate::error::{Error, Result};
 
+/// The most rows one statement of [`Db::insert_many`] inserts (a power of two).
+pub const INSERT_CHUNK: usize = 64;
+
 /// Which engine a [`Db`] talks to.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Dialect {
@@ -215,6 +218,45 @@ impl dyn Db + '_ {
     pub fn query_one(&mut self, sql: &str, params: &[Param<'_>]) -> Result<Row> {
         self.query_opt(sql, params)?
             .ok_or_else(|| Error::Storage("the query answered no row".into()))
+    }
+
+    /// `INSERT … VALUES (…), (…), … tail` for rows of `width` parameters each (`params`
+    /// holds them row after row): a few statements of a power-of-two number of rows (at
+    /// most [`INSERT_CHUNK`]), so a long batch costs a few round trips on PostgreSQL and
+    /// only a handful of statement texts are ever prepared. The number of rows changed.
+    pub fn insert_many(
+        &mut self,
+        head: &str,
+        tail: &str,
+        width: usize,
+        params: &[Param<'_>],
+    ) -> Result<u64> {
+        if width == 0 || !params.len().is_multiple_of(width) {
+            return Err(Error::Internal(format!(
+                "insert_many: {} parameters are not rows of {width}",
+                params.len()
+            )));
+        }
+        let mut rest = params;
+        let mut changed = 0;
+        while !rest.is_empty() {
+            let rows = rest.len() / width;
+            let take = 1usize << rows.min(INSERT_CHUNK).ilog2();
+            let (chunk, after) = rest.split_at(take * width);
+            let values: Vec<String> = (0..take)
+                .map(|r| {
+                    let cols: Vec<String> =
+                        (1..=width).map(|c| format!("?{}", r * width + c)).collect();
+                    format!("({})", cols.join(", "))
+                })
+                .collect();
+            changed += self.execute(
+                &format!("{head} VALUES {} {tail}", values.join(", ")),
+                chunk,
+            )?;
+            rest = after;
+        }
+        Ok(changed)
     }
 
     /// Rows mapped by `f`.

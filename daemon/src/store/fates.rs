@@ -54,16 +54,21 @@ pub fn insert(
     fates: &[(String, Fate)],
     seq: u64,
 ) -> Result<()> {
+    let mut rows = Vec::with_capacity(fates.len() * 5);
     for (id, fate) in fates {
         let rep = match fate {
             Fate::Kept => None,
             Fate::Replaced(s) => Some(s.as_str()),
         };
-        db.execute(
-            "INSERT INTO content_replacements (session_id, stage, tool_use_id, replacement, decided_seq) VALUES (?1, ?2, ?3, ?4, ?5) ON CONFLICT DO NOTHING",
-            params![session, stage, id, rep, seq as i64],
-        )?;
+        rows.extend_from_slice(params![session, stage, id, rep, seq as i64]);
     }
+    // A compile of a long session can decide thousands at once: a few statements.
+    db.insert_many(
+        "INSERT INTO content_replacements (session_id, stage, tool_use_id, replacement, decided_seq)",
+        "ON CONFLICT DO NOTHING",
+        5,
+        &rows,
+    )?;
     Ok(())
 }
 

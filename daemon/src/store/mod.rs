@@ -30,12 +30,13 @@ pub use sqlite::migrate;
 
 use std::any::Any;
 use std::path::Path;
-use std::sync::{Arc, Mutex, MutexGuard};
+use std::sync::{Arc, Mutex};
 
 use include_dir::{Dir, include_dir};
 use tokio::sync::oneshot;
 
 use crate::error::{Error, Result};
+use crate::sync::lock;
 
 static MIGRATIONS_DIR: Dir = include_dir!("$CARGO_MANIFEST_DIR/../migrations");
 
@@ -94,10 +95,6 @@ impl StoreConfig {
     }
 }
 
-fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
-    m.lock().unwrap_or_else(|p| p.into_inner())
-}
-
 /// What a write transaction produced, boxed so one writer thread serves every type.
 type Produced = Box<dyn Any + Send>;
 /// The work of one write transaction.
@@ -127,14 +124,12 @@ pub(crate) trait Backend: Send + Sync {
     fn read_limit(&self) -> Option<usize> {
         None
     }
-    /// The session's revision as stored now (`None`: no such session). Blocking.
-    fn revision(&self, _session: &str) -> Result<Option<u64>> {
-        Ok(Some(0))
-    }
-    /// Whether every revision of `session` after `known` up to `now` was written by this
-    /// daemon.
-    fn continues(&self, _session: &str, known: u64, now: u64) -> bool {
-        known == now
+    /// Whether a loaded copy of `session` that was current at revision `known` still is:
+    /// `Some(now)` when every revision since is this daemon's own (its writes went through
+    /// the copy), `None` when another daemon wrote or the session is gone. Blocking.
+    fn still_current(&self, _session: &str, known: u64) -> Result<Option<u64>> {
+        // One daemon owns a SQLite file: its copies are always current.
+        Ok(Some(known))
     }
     /// This daemon's id among the daemons of a shared database.
     fn instance(&self) -> Option<&str> {
@@ -226,17 +221,12 @@ impl Store {
         self.dialect() == Dialect::Postgres
     }
 
-    /// The session's stored revision (`None`: it does not exist).
-    pub async fn revision(&self, session: &str) -> Result<Option<u64>> {
+    /// Whether a loaded copy of `session` current at revision `known` still is (see
+    /// [`Backend::still_current`]): the revision it is current at now, or `None`.
+    pub async fn still_current(&self, session: &str, known: u64) -> Result<Option<u64>> {
         let sid = session.to_string();
-        self.blocking(move |inner| inner.revision(&sid)).await
-    }
-
-    /// Whether the revisions of `session` after `known` up to `now` are all this
-    /// daemon's own writes (so a copy that was current at `known` and saw them is
-    /// current at `now`).
-    pub fn continues(&self, session: &str, known: u64, now: u64) -> bool {
-        known == now || self.inner.continues(session, known, now)
+        self.blocking(move |inner| inner.still_current(&sid, known))
+            .await
     }
 
     /// This daemon's id among the daemons of a shared database.
@@ -410,6 +400,41 @@ mod tests {
             .await
             .unwrap();
         assert_eq!(v as usize, sqlite_migration_count());
+    }
+
+    #[tokio::test]
+    async fn insert_many_inserts_every_row_in_order_across_chunks() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = Store::open(&dir.path().join("t.db")).unwrap();
+        // 131 = 64 + 64 + 2 + 1: every chunk size path, and a remainder.
+        let rows = store
+            .write("a", |tx| {
+                tx.execute("CREATE TEMP TABLE t (a INTEGER, b TEXT)", params![])?;
+                let texts: Vec<String> = (0..131).map(|i| format!("row {i}")).collect();
+                let mut flat = Vec::new();
+                for (i, t) in texts.iter().enumerate() {
+                    flat.extend_from_slice(params![i as i64, t]);
+                }
+                let n = tx.insert_many("INSERT INTO t (a, b)", "", 2, &flat)?;
+                assert!(
+                    tx.insert_many("INSERT INTO t (a, b)", "", 2, &flat[..3])
+                        .is_err()
+                );
+                let got = tx.query_map("SELECT a, b FROM t ORDER BY a", params![], |r| {
+                    Ok((r.int(0)?, r.text(1)?))
+                })?;
+                Ok((n, got))
+            })
+            .await
+            .unwrap();
+        assert_eq!(rows.0, 131);
+        assert_eq!(rows.1.len(), 131);
+        assert!(
+            rows.1
+                .iter()
+                .enumerate()
+                .all(|(i, (a, b))| *a == i as i64 && *b == format!("row {i}"))
+        );
     }
 
     fn sqlite_migration_count() -> usize {

@@ -15,6 +15,7 @@ use rusqlite_migration::{M, Migrations};
 use super::db::{Db, Dialect, Param, Row, Value};
 use super::{Backend, MIGRATIONS_DIR, WriteJob};
 use crate::error::{Error, Result};
+use crate::sync::lock;
 
 /// Read connections kept open between reads.
 const POOLED_READERS: usize = 8;
@@ -186,7 +187,7 @@ impl Backend for Sqlite {
     }
 
     fn submit(&self, job: WriteJob) -> std::result::Result<(), WriteJob> {
-        let sender = super::lock(&self.writer).clone();
+        let sender = lock(&self.writer).clone();
         match sender {
             Some(s) => s.send(job).map_err(|e| e.0),
             None => Err(job),
@@ -194,7 +195,7 @@ impl Backend for Sqlite {
     }
 
     fn read(&self, body: &mut dyn FnMut(&mut dyn Db) -> Result<()>) -> Result<()> {
-        let pooled = super::lock(&self.readers).pop();
+        let pooled = lock(&self.readers).pop();
         let conn = match pooled {
             Some(c) => c,
             None => {
@@ -207,7 +208,7 @@ impl Backend for Sqlite {
             }
         };
         let result = body(&mut SqliteDb(&conn));
-        let mut pool = super::lock(&self.readers);
+        let mut pool = lock(&self.readers);
         if pool.len() < POOLED_READERS {
             pool.push(conn);
         }
@@ -215,7 +216,7 @@ impl Backend for Sqlite {
     }
 
     fn close(&self) {
-        super::lock(&self.writer).take();
+        lock(&self.writer).take();
     }
 
     fn describe(&self) -> String {

@@ -11,6 +11,7 @@
 mod db;
 pub(crate) mod migrate;
 pub(crate) mod notify;
+mod own_writes;
 
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -23,17 +24,16 @@ use tokio::sync::mpsc::UnboundedReceiver;
 
 use self::db::{Appended, PgDb, Statements};
 use self::notify::{Remote, RemoteWhat};
+use self::own_writes::OwnWrites;
 use super::db::{Db, Dialect, params};
-use super::{Backend, Body, WriteJob, lock};
+use super::{Backend, Body, WriteJob};
 use crate::error::{Error, Result};
+use crate::sync::lock;
 
 /// How long connecting may take before the call fails.
 const CONNECT_TIMEOUT: Duration = Duration::from_secs(5);
 /// The longest a write waits for another daemon's lock on its session.
 const LOCK_TIMEOUT: &str = "30s";
-/// Own-write chains remembered (one per session written); beyond, they are forgotten,
-/// which costs those sessions one reload.
-const MAX_CHAINS: usize = 10_000;
 
 /// Read connections per daemon unless configured.
 pub const DEFAULT_POOL: usize = 8;
@@ -90,10 +90,6 @@ pub(crate) fn config(url: &str) -> Result<postgres::Config> {
     Ok(config)
 }
 
-/// Contiguous revisions of one session written by this daemon: `(from, to)` means every
-/// revision after `from` up to `to` is ours.
-type Chains = HashMap<String, (u64, u64)>;
-
 pub(crate) struct Postgres {
     config: postgres::Config,
     url: String,
@@ -101,20 +97,21 @@ pub(crate) struct Postgres {
     pool: usize,
     writer: Mutex<Option<std::sync::mpsc::Sender<WriteJob>>>,
     readers: Mutex<Vec<Conn>>,
-    chains: Arc<Mutex<Chains>>,
+    own: Arc<OwnWrites>,
     publisher: Mutex<Option<SyncSender<String>>>,
     remote: Mutex<Option<UnboundedReceiver<Remote>>>,
     stop: Arc<AtomicBool>,
 }
 
-/// Runs one write transaction: the session's lock first, then the body, then the
-/// append notes; the revision the transaction gave the session, if it exists.
+/// Runs one write transaction: the session's lock first (which gives the session its
+/// new revision), then the body, then the append notes, then the commit. The revision
+/// is pending in `own` from the lock until the outcome is known.
 fn run(
     conn: &mut Conn,
     instance: &str,
-    chains: &Mutex<Chains>,
+    own: &OwnWrites,
     job: (&str, Option<u64>, Body),
-) -> Result<Option<u64>> {
+) -> Result<()> {
     let (session, current_at, body) = job;
     let mut tx = conn.client.transaction()?;
     let mut appended = Appended::default();
@@ -127,13 +124,45 @@ fn run(
     let revision = dbx
         .query_one("SELECT ctxd_lock_session(?1)", params![session])?
         .opt_u64(0)?;
-    if let (Some(known), Some(now)) = (current_at, revision) {
-        let before = now.saturating_sub(1);
-        if !(known == before || continues(chains, session, known, before)) {
-            return Err(Error::WrittenElsewhere(session.to_string()));
+    if let (Some(known), Some(now)) = (current_at, revision)
+        && !own.cover(session, known, now.saturating_sub(1))
+    {
+        return Err(Error::WrittenElsewhere(session.to_string()));
+    }
+    if let Some(r) = revision {
+        own.begin(session, r);
+    }
+    let settle = |outcome: std::result::Result<(), bool>| match (revision, outcome) {
+        (Some(r), Ok(())) => own.committed(session, r),
+        (Some(_), Err(unknown)) => own.abandoned(session, unknown),
+        (None, _) => {}
+    };
+    let written =
+        body(dbx).and_then(|()| announce(&mut tx, &mut conn.statements, &mut appended, instance));
+    if let Err(e) = written {
+        // Settled before the rollback (when `tx` drops), while the lock still holds.
+        settle(Err(false));
+        return Err(e);
+    }
+    match tx.commit() {
+        Ok(()) => {
+            settle(Ok(()));
+            Ok(())
+        }
+        Err(e) => {
+            settle(Err(true));
+            Err(e.into())
         }
     }
-    body(dbx)?;
+}
+
+/// `NOTIFY`s the appends of a write transaction, inside it: delivered when it commits.
+fn announce(
+    tx: &mut postgres::Transaction<'_>,
+    statements: &mut Statements,
+    appended: &mut Appended,
+    instance: &str,
+) -> Result<()> {
     for (sid, first_seq, last_seq) in std::mem::take(&mut appended.0) {
         let note = Remote {
             from: instance.to_string(),
@@ -145,9 +174,9 @@ fn run(
         };
         if let Some(payload) = note.payload() {
             let mut db = PgDb {
-                tx: &mut tx,
-                statements: &mut conn.statements,
-                appended: &mut appended,
+                tx: &mut *tx,
+                statements: &mut *statements,
+                appended: &mut Appended::default(),
             };
             let dbx: &mut dyn Db = &mut db;
             dbx.execute(
@@ -156,35 +185,13 @@ fn run(
             )?;
         }
     }
-    tx.commit()?;
-    Ok(revision)
-}
-
-/// Whether every revision of `session` after `known` up to `now` was this daemon's.
-fn continues(chains: &Mutex<Chains>, session: &str, known: u64, now: u64) -> bool {
-    lock(chains)
-        .get(session)
-        .is_some_and(|&(from, to)| from <= known && known <= to && to == now)
-}
-
-fn note_revision(chains: &Mutex<Chains>, session: &str, revision: u64) {
-    let mut chains = lock(chains);
-    let prev = revision.saturating_sub(1);
-    match chains.get_mut(session) {
-        Some(c) if c.1 == prev => c.1 = revision,
-        _ => {
-            if chains.len() >= MAX_CHAINS {
-                chains.clear();
-            }
-            chains.insert(session.to_string(), (prev, revision));
-        }
-    }
+    Ok(())
 }
 
 fn writer_loop(
     config: postgres::Config,
     instance: String,
-    chains: Arc<Mutex<Chains>>,
+    own: Arc<OwnWrites>,
     jobs: std::sync::mpsc::Receiver<WriteJob>,
 ) {
     let mut conn: Option<Conn> = None;
@@ -206,14 +213,11 @@ fn writer_loop(
             }
         }
         let Some(c) = conn.as_mut() else { continue };
-        let result = run(c, &instance, &chains, (&session, current_at, body));
-        if let Ok(Some(revision)) = result {
-            note_revision(&chains, &session, revision);
-        }
+        let result = run(c, &instance, &own, (&session, current_at, body));
         if c.client.is_closed() {
             conn = None;
         }
-        done(result.map(|_| ()));
+        done(result);
     }
 }
 
@@ -237,11 +241,11 @@ impl Postgres {
         }
         drop(client);
         let instance = uuid::Uuid::new_v4().to_string();
-        let chains = Arc::new(Mutex::new(Chains::new()));
+        let own = Arc::new(OwnWrites::default());
         let (jobs_tx, jobs_rx) = std::sync::mpsc::channel::<WriteJob>();
-        let (w_config, w_instance, w_chains) = (config.clone(), instance.clone(), chains.clone());
+        let (w_config, w_instance, w_own) = (config.clone(), instance.clone(), own.clone());
         spawn("ctxd-pg-writer", move || {
-            writer_loop(w_config, w_instance, w_chains, jobs_rx)
+            writer_loop(w_config, w_instance, w_own, jobs_rx)
         })?;
         let (pub_tx, pub_rx) = std::sync::mpsc::sync_channel(notify::PUBLISH_QUEUE);
         let p_config = config.clone();
@@ -261,7 +265,7 @@ impl Postgres {
             pool: options.pool.max(1),
             writer: Mutex::new(Some(jobs_tx)),
             readers: Mutex::new(Vec::new()),
-            chains,
+            own,
             publisher: Mutex::new(Some(pub_tx)),
             remote: Mutex::new(Some(remote_rx)),
             stop,
@@ -352,19 +356,15 @@ impl Backend for Postgres {
         Some(self.pool)
     }
 
-    fn revision(&self, session: &str) -> Result<Option<u64>> {
+    fn still_current(&self, session: &str, known: u64) -> Result<Option<u64>> {
         let mut conn = self.pooled()?;
-        let result = conn
+        let stored = conn
             .client
             .query_opt("SELECT revision FROM sessions WHERE id = $1", &[&session])
             .map_err(Error::from)
             .map(|r| r.map(|r| r.get::<_, i64>(0) as u64));
         self.give_back(conn);
-        result
-    }
-
-    fn continues(&self, session: &str, known: u64, now: u64) -> bool {
-        continues(&self.chains, session, known, now)
+        Ok(stored?.filter(|&now| self.own.cover(session, known, now)))
     }
 
     fn instance(&self) -> Option<&str> {
@@ -412,16 +412,5 @@ mod tests {
             shown("postgresql:///ctxd?host=/tmp/pg"),
             "postgresql:///ctxd?host=/tmp/pg"
         );
-    }
-
-    #[test]
-    fn chains_cover_only_contiguous_own_writes() {
-        let chains = Mutex::new(Chains::new());
-        note_revision(&chains, "s", 6);
-        note_revision(&chains, "s", 7);
-        assert_eq!(lock(&chains).get("s"), Some(&(5, 7)));
-        // Someone else wrote 8: our 9 starts a new chain.
-        note_revision(&chains, "s", 9);
-        assert_eq!(lock(&chains).get("s"), Some(&(8, 9)));
     }
 }
