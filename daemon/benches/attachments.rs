@@ -6,6 +6,7 @@
 //!    latest finishing source of `metadata.attachment_sources` (they run concurrently);
 //! 2. relevant-memory scorer latency: scanning the 200 files (front matter, capped reads)
 //!    and BM25 over them, and BM25 alone (index built from the scanned files + query).
+#![allow(clippy::unwrap_used, clippy::expect_used)] // a test panics on what it did not expect
 
 use std::path::Path;
 use std::sync::Arc;

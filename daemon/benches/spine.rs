@@ -9,6 +9,7 @@
 //! 5. batched appends per second vs raw rusqlite inserts with the same WAL settings.
 //!
 //! Prints medians and ratios. Set `CTXD_BENCH_ITERS` to change the sample count.
+#![allow(clippy::unwrap_used, clippy::expect_used)] // a test panics on what it did not expect
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
