@@ -8,7 +8,8 @@
 //! 4. an RPC no-op round trip over the socket vs a raw Unix-socket echo of the same bytes;
 //! 5. batched appends per second vs raw rusqlite inserts with the same WAL settings.
 //!
-//! Prints medians and ratios. Set `CTXD_BENCH_ITERS` to change the sample count.
+//! Prints medians and ratios. Set `CTXD_BENCH_ITERS` to change the sample count,
+//! `CTXD_BENCH_ONLY` (comma-separated part names) to run some parts only.
 #![allow(clippy::unwrap_used, clippy::expect_used)] // a test panics on what it did not expect
 
 use std::path::{Path, PathBuf};
@@ -535,12 +536,31 @@ async fn main() {
     // By default the largest file (mostly sub-agent records) and the largest main thread.
     for (i, path) in sessions().into_iter().enumerate() {
         let d = dir.path().join(format!("s{i}"));
-        bench_compile(&d.join("compile"), path.clone()).await;
-        bench_import(&d.join("import"), &path).await;
-        bench_growth(&d.join("growth"), &path).await;
+        if wanted("compile") {
+            bench_compile(&d.join("compile"), path.clone()).await;
+        }
+        if wanted("import") {
+            bench_import(&d.join("import"), &path).await;
+        }
+        if wanted("growth") {
+            bench_growth(&d.join("growth"), &path).await;
+        }
     }
-    bench_budget(&dir.path().join("budget")).await;
-    bench_cache(&dir.path().join("cache")).await;
-    bench_rpc(dir.path()).await;
-    bench_append(dir.path()).await;
+    if wanted("budget") {
+        bench_budget(&dir.path().join("budget")).await;
+    }
+    if wanted("cache") {
+        bench_cache(&dir.path().join("cache")).await;
+    }
+    if wanted("rpc") {
+        bench_rpc(dir.path()).await;
+    }
+    if wanted("append") {
+        bench_append(dir.path()).await;
+    }
+}
+
+/// `CTXD_BENCH_ONLY=compile,growth` runs those parts only (e.g. under a profiler).
+fn wanted(part: &str) -> bool {
+    std::env::var("CTXD_BENCH_ONLY").map_or(true, |only| only.split(',').any(|p| p.trim() == part))
 }
