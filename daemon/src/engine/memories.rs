@@ -240,6 +240,12 @@ impl Engine {
         });
     }
 
+    /// Drops a session's prefetch (unloaded or deleted): per-session state lives only as
+    /// long as the session is in memory.
+    pub(crate) fn memory_prefetch_forget(&self, sid: &str) {
+        self.memories.lock().remove(sid);
+    }
+
     pub(crate) fn memory_prefetch_consumed(&self, sid: &str, prompt_uuid: &str) {
         if let Some(p) = self.memories.lock().get_mut(sid)
             && p.prompt_uuid == prompt_uuid
@@ -317,12 +323,18 @@ mod tests {
         let a = fitted.get_or_fit(&files);
         assert!(Arc::ptr_eq(&a, &fitted.get_or_fit(&files)));
         assert_eq!(a.rank("how do I deploy the release", |_| true, 5), [0]);
-        assert!(a.rank("how do I deploy the release", |i| i != 0, 5).is_empty());
+        assert!(
+            a.rank("how do I deploy the release", |i| i != 0, 5)
+                .is_empty()
+        );
         let mut changed = files.clone();
         changed[1].body = "deploy only from main".into();
         let b = fitted.get_or_fit(&changed);
         assert!(!Arc::ptr_eq(&a, &b));
         assert!(Arc::ptr_eq(&b, &fitted.get_or_fit(&changed)));
-        assert!(Arc::ptr_eq(&a, &fitted.get_or_fit(&files)), "both sets are kept");
+        assert!(
+            Arc::ptr_eq(&a, &fitted.get_or_fit(&files)),
+            "both sets are kept"
+        );
     }
 }

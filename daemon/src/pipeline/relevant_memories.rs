@@ -220,8 +220,13 @@ pub struct Chosen {
 pub fn attachment(chosen: Vec<Chosen>, already: &Surfaced) -> Option<Value> {
     let mut budget = SESSION_BUDGET.saturating_sub(already.bytes);
     let mut memories = Vec::new();
+    let mut taken: BTreeSet<String> = BTreeSet::new();
     for c in chosen {
-        if memories.len() == MAX_FILES || already.paths.contains(&c.path) {
+        // A selector may name a file twice: it is shown once.
+        if memories.len() == MAX_FILES
+            || already.paths.contains(&c.path)
+            || !taken.insert(c.path.clone())
+        {
             continue;
         }
         if c.content.len() > budget {
