@@ -1,4 +1,5 @@
 //! The `ctx` CLI end to end: it starts a daemon on demand and prints JSON for scripts.
+#![allow(clippy::unwrap_used, clippy::expect_used)] // a test panics on what it did not expect
 
 mod common;
 

@@ -3,6 +3,7 @@
 //! CI (`.ci/run`) installs what they need (`websockets`, `ws`, `neovim`). A test skips,
 //! loudly, only when the interpreter or editor itself is absent; a missing package is a
 //! failure that says how to install it.
+#![allow(clippy::unwrap_used, clippy::expect_used)] // a test panics on what it did not expect
 
 mod common;
 

@@ -1,6 +1,7 @@
 //! Every fixture replayed through `ctx replay` at windows from 32k to 200k tokens: each
 //! compaction leaves the next compile at most half the autocompact threshold, so none
 //! follows another without the conversation growing in between.
+#![allow(clippy::unwrap_used, clippy::expect_used)] // a test panics on what it did not expect
 
 mod common;
 

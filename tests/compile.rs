@@ -1,5 +1,6 @@
 //! The compiled request: snapshots of its exact layout for fixture sessions, and byte
 //! identity across daemon restarts.
+#![allow(clippy::unwrap_used, clippy::expect_used)] // a test panics on what it did not expect
 
 mod common;
 

@@ -1,5 +1,6 @@
 //! Nothing acknowledged is lost: `kill -9` during a stream of appends from several
 //! clients, then a restart.
+#![allow(clippy::unwrap_used, clippy::expect_used)] // a test panics on what it did not expect
 
 mod common;
 

@@ -1,5 +1,6 @@
 //! Hardening (issue 17): no input, file or client can exhaust, hang, crash or read
 //! through ctxd. One black-box test per finding, each against a real daemon.
+#![allow(clippy::unwrap_used, clippy::expect_used)] // a test panics on what it did not expect
 
 mod common;
 
@@ -297,6 +298,15 @@ fn the_socket_directory_and_path_are_respected() {
         "writable by every user",
     );
     assert_eq!(mode(&open), 0o777);
+    // So is a group-writable one: a group member could swap the socket too.
+    let group = dir.path().join("group");
+    std::fs::create_dir(&group).unwrap();
+    std::fs::set_permissions(&group, std::fs::Permissions::from_mode(0o770)).unwrap();
+    fails_with(
+        &mut ctxd(&dir.path().join("h4"), &group.join("s.sock")),
+        "writable by its group",
+    );
+    assert_eq!(mode(&group), 0o770);
     // A regular file at the socket path is never deleted.
     let file = dir.path().join("file.sock");
     std::fs::write(&file, "keep me").unwrap();

@@ -1,4 +1,5 @@
 //! Token accounting, thresholds, microcompact and snip through a real daemon.
+#![allow(clippy::unwrap_used, clippy::expect_used)] // a test panics on what it did not expect
 
 mod common;
 

@@ -1,5 +1,6 @@
 //! The handshake, resumable subscriptions and the connection limit, against a real
 //! daemon.
+#![allow(clippy::unwrap_used, clippy::expect_used)] // a test panics on what it did not expect
 
 mod common;
 

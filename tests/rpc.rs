@@ -1,4 +1,5 @@
 //! Black-box tests of the RPC surface: a real `ctxd` on a temp socket and home.
+#![allow(clippy::unwrap_used, clippy::expect_used)] // a test panics on what it did not expect
 
 mod common;
 

@@ -10,6 +10,7 @@
 //!    system section.
 //!
 //! Prints medians. Set `CTXD_BENCH_ITERS` to change the sample count.
+#![allow(clippy::unwrap_used, clippy::expect_used)] // a test panics on what it did not expect
 
 use std::path::Path;
 use std::sync::Arc;

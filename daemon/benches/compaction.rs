@@ -4,6 +4,7 @@
 //! Each session alternates a request, a Read call, its result and an answer. Prints the
 //! median wall time per size and per 1,000 records. Set `CTXD_BENCH_ITERS` to change the
 //! sample count (default 3).
+#![allow(clippy::unwrap_used, clippy::expect_used)] // a test panics on what it did not expect
 
 use std::sync::Arc;
 use std::time::{Duration, Instant};

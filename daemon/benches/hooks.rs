@@ -8,6 +8,7 @@
 //!    difference is what the hook check adds to the append path.
 //!
 //! Medians over `CTXD_BENCH_ITERS` (default 500; the `true` hook 1/5 of that).
+#![allow(clippy::unwrap_used, clippy::expect_used)] // a test panics on what it did not expect
 
 use std::path::Path;
 use std::sync::Arc;

@@ -3,6 +3,7 @@
 //! 1. latency from an external write of a seen file to the `file_changed` event on a
 //!    subscription (median over repeated writes);
 //! 2. time to load (discover, include, render) a chain of 50 instruction files.
+#![allow(clippy::unwrap_used, clippy::expect_used)] // a test panics on what it did not expect
 
 use std::path::Path;
 use std::sync::Arc;

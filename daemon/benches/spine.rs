@@ -8,7 +8,9 @@
 //! 4. an RPC no-op round trip over the socket vs a raw Unix-socket echo of the same bytes;
 //! 5. batched appends per second vs raw rusqlite inserts with the same WAL settings.
 //!
-//! Prints medians and ratios. Set `CTXD_BENCH_ITERS` to change the sample count.
+//! Prints medians and ratios. Set `CTXD_BENCH_ITERS` to change the sample count,
+//! `CTXD_BENCH_ONLY` (comma-separated part names) to run some parts only.
+#![allow(clippy::unwrap_used, clippy::expect_used)] // a test panics on what it did not expect
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -164,18 +166,14 @@ async fn bench_growth(dir: &Path, path: &Path) {
     let jsonl = std::fs::read_to_string(path).unwrap();
     let n = (iters() / 4).max(10);
     let mut rows = Vec::new();
-    for times in [1usize, 4, 16] {
-        let e = engine(&dir.join(format!("x{times}")));
-        let (info, stats) = e
-            .import_claude_code(import_params(repeated(&jsonl, times)))
-            .await
-            .unwrap();
-        let p = CompileParams {
-            session_id: info.session_id.clone(),
-            side_request: false,
-            now: None,
-            flags: None,
-        };
+    // `CTXD_BENCH_GROWTH=16` measures that size only (e.g. under a profiler).
+    let sizes: Vec<usize> = match std::env::var("CTXD_BENCH_GROWTH") {
+        Ok(v) => v.split(',').filter_map(|x| x.trim().parse().ok()).collect(),
+        Err(_) => vec![1, 4, 16],
+    };
+    for times in sizes {
+        let (e, p, records) =
+            imported(&dir.join(format!("x{times}")), repeated(&jsonl, times)).await;
         e.compile(p.clone()).await.unwrap();
         let mut t = Vec::with_capacity(n);
         for _ in 0..n {
@@ -183,7 +181,7 @@ async fn bench_growth(dir: &Path, path: &Path) {
             e.compile(p.clone()).await.unwrap();
             t.push(s.elapsed());
         }
-        rows.push((times, stats.records, median(t)));
+        rows.push((times, records, median(t)));
     }
     let base = rows[0].2.as_secs_f64();
     let cells: Vec<String> = rows
@@ -197,18 +195,20 @@ async fn bench_growth(dir: &Path, path: &Path) {
     );
 }
 
-async fn bench_compile(dir: &Path, path: PathBuf) {
+/// A fresh engine with `jsonl` imported: the engine, the compile call of the session, and
+/// how many records it holds.
+async fn imported(dir: &Path, jsonl: String) -> (Arc<Engine>, CompileParams, u64) {
     let e = engine(dir);
-    let (info, stats) = e
-        .import_claude_code(import_params(std::fs::read_to_string(&path).unwrap()))
-        .await
-        .unwrap();
+    let (info, stats) = e.import_claude_code(import_params(jsonl)).await.unwrap();
     let p = CompileParams {
-        session_id: info.session_id.clone(),
-        side_request: false,
-        now: None,
-        flags: None,
+        session_id: info.session_id,
+        ..Default::default()
     };
+    (e, p, stats.records)
+}
+
+async fn bench_compile(dir: &Path, path: PathBuf) {
+    let (e, p, records) = imported(dir, std::fs::read_to_string(&path).unwrap()).await;
     let first = e.compile(p.clone()).await.unwrap();
     let value: serde_json::Value = serde_json::from_str(&first.body).unwrap();
     let n = iters();
@@ -228,7 +228,7 @@ async fn bench_compile(dir: &Path, path: PathBuf) {
     println!(
         "compile  {} ({} records, {} request bytes): median {:?}; serde_json::to_string of the same request {:?}; ratio {:.2}x",
         path.file_name().unwrap().to_string_lossy(),
-        stats.records,
+        records,
         first.body.len(),
         c,
         s,
@@ -534,12 +534,31 @@ async fn main() {
     // By default the largest file (mostly sub-agent records) and the largest main thread.
     for (i, path) in sessions().into_iter().enumerate() {
         let d = dir.path().join(format!("s{i}"));
-        bench_compile(&d.join("compile"), path.clone()).await;
-        bench_import(&d.join("import"), &path).await;
-        bench_growth(&d.join("growth"), &path).await;
+        if wanted("compile") {
+            bench_compile(&d.join("compile"), path.clone()).await;
+        }
+        if wanted("import") {
+            bench_import(&d.join("import"), &path).await;
+        }
+        if wanted("growth") {
+            bench_growth(&d.join("growth"), &path).await;
+        }
     }
-    bench_budget(&dir.path().join("budget")).await;
-    bench_cache(&dir.path().join("cache")).await;
-    bench_rpc(dir.path()).await;
-    bench_append(dir.path()).await;
+    if wanted("budget") {
+        bench_budget(&dir.path().join("budget")).await;
+    }
+    if wanted("cache") {
+        bench_cache(&dir.path().join("cache")).await;
+    }
+    if wanted("rpc") {
+        bench_rpc(dir.path()).await;
+    }
+    if wanted("append") {
+        bench_append(dir.path()).await;
+    }
+}
+
+/// `CTXD_BENCH_ONLY=compile,growth` runs those parts only (e.g. under a profiler).
+fn wanted(part: &str) -> bool {
+    std::env::var("CTXD_BENCH_ONLY").map_or(true, |only| only.split(',').any(|p| p.trim() == part))
 }

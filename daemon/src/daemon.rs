@@ -123,11 +123,16 @@ fn prepare_socket_dir(dir: &Path) -> Result<(), StartError> {
     }
     let mode = meta.mode();
     let sticky = mode & 0o1000 != 0;
-    if mode & 0o002 != 0 && !sticky {
+    if mode & 0o022 != 0 && !sticky {
+        let who = if mode & 0o002 != 0 {
+            "every user"
+        } else {
+            "its group"
+        };
         return Err(StartError::UnsafeSocketDir {
             dir: dir.to_path_buf(),
             why: format!(
-                "it is writable by every user (mode {:o}) without the sticky bit, so anyone could replace the socket",
+                "it is writable by {who} (mode {:o}) without the sticky bit, so others could replace the socket",
                 mode & 0o7777
             ),
         });

@@ -147,8 +147,9 @@ pub struct QueueParams {
     /// Text and image blocks (pasted images).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub content: Vec<ContentBlock>,
-    /// The sub-agent the input is for; absent → the main thread. A main-thread compile
-    /// never consumes a sub-agent's input (see `transcript.take_queued`).
+    /// The sub-agent the input is for; absent (or `"main"`, as `transcript.queued`
+    /// names it) → the main thread. A main-thread compile never consumes a sub-agent's
+    /// input (see `transcript.take_queued`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub agent_id: Option<String>,
 }

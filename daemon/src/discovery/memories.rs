@@ -16,6 +16,7 @@ use std::path::{Path, PathBuf};
 
 use serde::Deserialize;
 
+use crate::pipeline::relevant_memories::{Candidate, Index};
 use crate::safe_read::read_text;
 
 /// Files considered per session, newest first (Claude Code's cap).
@@ -42,10 +43,8 @@ pub struct MemoryFile {
     pub mtime_ms: i64,
 }
 
-/// The offline selection over scanned files: indices of the files relevant to `query`,
-/// best first, at most `limit` (see `pipeline::relevant_memories::score`).
-pub fn rank(query: &str, files: &[MemoryFile], limit: usize) -> Vec<usize> {
-    use crate::pipeline::relevant_memories::{Candidate, score};
+/// The offline scorer fitted to scanned files (see `pipeline::relevant_memories`).
+pub fn index(files: &[MemoryFile]) -> Index {
     let paths: Vec<String> = files.iter().map(|f| f.path.display().to_string()).collect();
     let candidates: Vec<Candidate<'_>> = files
         .iter()
@@ -57,7 +56,22 @@ pub fn rank(query: &str, files: &[MemoryFile], limit: usize) -> Vec<usize> {
             body: &f.body,
         })
         .collect();
-    score(query, &candidates, limit)
+    Index::build(&candidates)
+}
+
+/// What an index was fitted to: each file's path, modification time and body. Equal
+/// keys, equal index.
+pub fn index_key(files: &[MemoryFile]) -> u64 {
+    let mut h = xxhash_rust::xxh3::Xxh3::new();
+    for f in files {
+        h.update(f.path.as_os_str().as_encoded_bytes());
+        h.update(&f.mtime_ms.to_le_bytes());
+        h.update(f.name.as_bytes());
+        h.update(f.description.as_bytes());
+        h.update(f.body.as_bytes());
+        h.update(&[0xff]);
+    }
+    h.digest()
 }
 
 /// `~/.claude/projects/<slug>/memory` for a session whose original cwd is `cwd`.

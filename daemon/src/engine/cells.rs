@@ -285,11 +285,14 @@ impl Engine {
                 "unloaded least recently used sessions"
             );
         }
-        // The transcripts are dropped here, after both locks are released; so is the
-        // unloaded sessions' hook state (rebuilt from the settings files on next use).
+        // The transcripts are dropped here, after both locks are released; so are the
+        // unloaded sessions' hook state (rebuilt from the settings files on next use) and
+        // memory prefetch (an unloaded session has no compile waiting for it).
         drop(freed);
         for victim in unloaded {
             self.hooks_forget(&victim);
+            self.memory_prefetch_forget(&victim);
+            self.skills_forget(&victim);
         }
     }
 }

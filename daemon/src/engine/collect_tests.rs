@@ -182,8 +182,9 @@ async fn queued_input_waits_for_the_tool_results_and_stays_with_its_agent() {
         content: vec![],
         agent_id: agent.map(str::to_string),
     };
+    // "main" names the main thread, as transcript.queued lists it.
     f.engine
-        .queue_input(q("also update the docs", None))
+        .queue_input(q("also update the docs", Some("main")))
         .await
         .unwrap();
     f.engine

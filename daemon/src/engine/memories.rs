@@ -36,14 +36,39 @@ struct Prefetch {
 
 /// The newest prefetch of each session.
 #[derive(Default)]
-pub(crate) struct Prefetches(Mutex<HashMap<String, Prefetch>>);
+pub(crate) struct Prefetches {
+    pending: Mutex<HashMap<String, Prefetch>>,
+    fitted: Arc<FittedIndexes>,
+}
 
 impl Prefetches {
     fn lock(&self) -> std::sync::MutexGuard<'_, HashMap<String, Prefetch>> {
-        match self.0.lock() {
-            Ok(g) => g,
-            Err(p) => p.into_inner(),
+        crate::sync::lock(&self.pending)
+    }
+}
+
+/// Scorers fitted to the memory files in use, by what they were fitted to: a prompt
+/// ranks against a kept index unless a file changed. A few are kept (one per set of
+/// memory directories in use), the oldest dropped first.
+#[derive(Default)]
+pub(crate) struct FittedIndexes(Mutex<Vec<(u64, Arc<rm::Index>)>>);
+
+const MAX_FITTED: usize = 8;
+
+impl FittedIndexes {
+    fn get_or_fit(&self, files: &[MemoryFile]) -> Arc<rm::Index> {
+        let key = memories::index_key(files);
+        if let Some((_, index)) = crate::sync::lock(&self.0).iter().find(|(k, _)| *k == key) {
+            return index.clone();
         }
+        let index = Arc::new(memories::index(files));
+        let mut kept = crate::sync::lock(&self.0);
+        kept.retain(|(k, _)| *k != key);
+        if kept.len() >= MAX_FITTED {
+            kept.remove(0);
+        }
+        kept.push((key, index.clone()));
+        index
     }
 }
 
@@ -55,6 +80,7 @@ pub(crate) struct PrefetchInput {
     pub now: DateTime<Utc>,
     /// The model selector, when the session asks for one and has a model provider.
     pub selector: Option<Summariser>,
+    pub fitted: Arc<FittedIndexes>,
 }
 
 /// The text of a typed prompt (its text blocks).
@@ -75,25 +101,34 @@ pub(crate) async fn run_prefetch(input: PrefetchInput) -> Outcome {
     let files = tokio::task::spawn_blocking(move || memories::scan(&dirs))
         .await
         .map_err(|e| format!("memory scan: {e}"))?;
-    let files: Vec<MemoryFile> = files
-        .into_iter()
-        .filter(|f| !input.surfaced.paths.contains(&f.path.display().to_string()))
+    // Files already surfaced stay in the scorer's corpus (so its fit does not change with
+    // every prompt) but are never picked again.
+    let eligible: Vec<bool> = files
+        .iter()
+        .map(|f| !input.surfaced.paths.contains(&f.path.display().to_string()))
         .collect();
-    if files.is_empty() {
+    if !eligible.contains(&true) {
         return Ok(Vec::new());
     }
     let mut picked: Option<Vec<usize>> = None;
     if let Some(selector) = &input.selector {
         let manifest: String = files
             .iter()
-            .map(|f| format!("- {}: {} — {}\n", f.rel, f.name, f.description))
+            .zip(&eligible)
+            .filter(|(_, e)| **e)
+            .map(|(f, _)| format!("- {}: {} — {}\n", f.rel, f.name, f.description))
             .collect();
         match selector.select_memories(&input.query, &manifest).await {
             Ok(names) => {
                 picked = Some(
                     names
                         .iter()
-                        .filter_map(|n| files.iter().position(|f| &f.rel == n))
+                        .filter_map(|n| {
+                            files
+                                .iter()
+                                .zip(&eligible)
+                                .position(|(f, e)| *e && &f.rel == n)
+                        })
                         .take(rm::MAX_FILES)
                         .collect(),
                 );
@@ -103,14 +138,18 @@ pub(crate) async fn run_prefetch(input: PrefetchInput) -> Outcome {
             }
         }
     }
-    let query = input.query.clone();
-    let picked = match picked {
-        Some(p) => p,
+    let (files, picked) = match picked {
+        Some(p) => (files, p),
         None => {
-            let files2 = files.clone();
-            tokio::task::spawn_blocking(move || memories::rank(&query, &files2, rm::MAX_FILES))
-                .await
-                .map_err(|e| format!("memory scorer: {e}"))?
+            let query = input.query.clone();
+            let fitted = input.fitted.clone();
+            tokio::task::spawn_blocking(move || {
+                let index = fitted.get_or_fit(&files);
+                let picked = index.rank(&query, |i| eligible[i], rm::MAX_FILES);
+                (files, picked)
+            })
+            .await
+            .map_err(|e| format!("memory scorer: {e}"))?
         }
     };
     let now_ms = input.now.timestamp_millis();
@@ -177,6 +216,7 @@ impl Engine {
             surfaced: rm::surfaced(&view),
             now: self.clock.now(),
             selector,
+            fitted: self.memories.fitted.clone(),
         };
         let (tx, rx) = watch::channel(None);
         self.memories.lock().insert(
@@ -198,6 +238,12 @@ impl Engine {
             // Nobody waiting (the session moved on) is fine.
             let _ = tx.send(Some(Arc::new(outcome)));
         });
+    }
+
+    /// Drops a session's prefetch (unloaded or deleted): per-session state lives only as
+    /// long as the session is in memory.
+    pub(crate) fn memory_prefetch_forget(&self, sid: &str) {
+        self.memories.lock().remove(sid);
     }
 
     pub(crate) fn memory_prefetch_consumed(&self, sid: &str, prompt_uuid: &str) {
@@ -246,5 +292,49 @@ impl Engine {
                 .collect(),
             effect: Effect::Memories(prompt),
         })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn file(name: &str, body: &str) -> MemoryFile {
+        MemoryFile {
+            path: PathBuf::from(format!("/m/{name}.md")),
+            rel: format!("{name}.md"),
+            name: name.into(),
+            description: format!("about {name}"),
+            kind: None,
+            body: body.into(),
+            mtime_ms: 1,
+        }
+    }
+
+    /// A prompt ranks against the kept index; a changed file fits a new one; surfaced
+    /// files stay in the corpus but are never picked.
+    #[test]
+    fn a_fitted_index_is_reused_until_a_file_changes() {
+        let fitted = FittedIndexes::default();
+        let files = vec![
+            file("deploy", "tag the release, then run the deploy script"),
+            file("testing", "run cargo test before pushing"),
+        ];
+        let a = fitted.get_or_fit(&files);
+        assert!(Arc::ptr_eq(&a, &fitted.get_or_fit(&files)));
+        assert_eq!(a.rank("how do I deploy the release", |_| true, 5), [0]);
+        assert!(
+            a.rank("how do I deploy the release", |i| i != 0, 5)
+                .is_empty()
+        );
+        let mut changed = files.clone();
+        changed[1].body = "deploy only from main".into();
+        let b = fitted.get_or_fit(&changed);
+        assert!(!Arc::ptr_eq(&a, &b));
+        assert!(Arc::ptr_eq(&b, &fitted.get_or_fit(&changed)));
+        assert!(
+            Arc::ptr_eq(&a, &fitted.get_or_fit(&files)),
+            "both sets are kept"
+        );
     }
 }

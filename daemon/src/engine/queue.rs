@@ -94,7 +94,9 @@ impl Engine {
                 ),
             ));
         }
-        if p.agent_id.as_deref().is_some_and(|a| a.trim().is_empty()) {
+        // `"main"` is how `transcript.queued` names the main thread: the same here.
+        let agent_id = p.agent_id.filter(|a| a != "main");
+        if agent_id.as_deref().is_some_and(|a| a.trim().is_empty()) {
             return Err(Error::invalid(
                 "agent_id",
                 "must name a sub-agent (omit it for the main thread)",
@@ -102,7 +104,7 @@ impl Engine {
         }
         let entry = QueuedEntry {
             queue_id: uuid::Uuid::now_v7().to_string(),
-            agent_id: p.agent_id,
+            agent_id,
             content,
             queued_at: self.now_text(),
         };

@@ -543,6 +543,8 @@ impl Engine {
             },
         );
         self.drop_cell(id);
+        self.memory_prefetch_forget(id);
+        self.skills_forget(id);
         Ok(true)
     }
 

@@ -35,6 +35,8 @@ struct CatalogState {
     /// Bumped by every rescan.
     generation: u64,
     dirty: bool,
+    /// Watcher reports so far: a rescan clears `dirty` only if none came in while it ran.
+    changes: u64,
     /// Directories watched for this catalog.
     watched: Vec<PathBuf>,
     /// Sessions told when it changes.
@@ -100,7 +102,7 @@ impl Engine {
     /// The catalog's skills, rescanned first when something changed.
     pub(crate) async fn skills_now(&self, c: &Arc<Catalog>) -> Result<Snapshot> {
         let trusted = self.watcher().is_some_and(|w| !w.is_degraded());
-        let (stale, old_stamps) = {
+        let (stale, old_stamps, changes) = {
             let st = lock(&c.state);
             let stale = st.dirty || st.scan.is_none();
             if let (false, true, Some(scan)) = (stale, trusted, &st.scan) {
@@ -110,7 +112,7 @@ impl Engine {
                     generation: st.generation,
                 });
             }
-            (stale, st.stamps.clone())
+            (stale, st.stamps.clone(), st.changes)
         };
         let roots = c.roots.clone();
         let fresh = tokio::task::spawn_blocking(move || {
@@ -144,7 +146,8 @@ impl Engine {
             st.scan = Some(Arc::new(s));
             st.stamps = stamps;
             st.generation += 1;
-            st.dirty = false;
+            // A report that arrived during the scan may describe what the scan missed.
+            st.dirty = st.changes != changes;
         }
         match &st.scan {
             Some(scan) => Ok(Snapshot {
@@ -152,6 +155,31 @@ impl Engine {
                 generation: st.generation,
             }),
             None => Err(Error::Internal("skill catalog without a scan".into())),
+        }
+    }
+
+    /// A session unloaded or deleted is no longer told of changes; a catalog no session
+    /// uses any more stops watching and goes (the next session on those places scans
+    /// again).
+    pub(crate) fn skills_forget(&self, sid: &str) {
+        let mut map = lock(&self.skills.map);
+        let unused: Vec<SkillRoots> = map
+            .iter()
+            .filter_map(|(roots, c)| {
+                let mut st = lock(&c.state);
+                st.sessions.remove(sid);
+                st.sessions.is_empty().then(|| roots.clone())
+            })
+            .collect();
+        for roots in unused {
+            if let Some(c) = map.remove(&roots) {
+                let watched = std::mem::take(&mut lock(&c.state).watched);
+                if let Some(w) = self.watcher() {
+                    for d in &watched {
+                        w.unwatch_dir(d);
+                    }
+                }
+            }
         }
     }
 
@@ -170,6 +198,7 @@ impl Engine {
                     continue;
                 }
                 st.dirty = true;
+                st.changes += 1;
                 st.sessions.clone()
             };
             for sid in sessions {
@@ -433,5 +462,70 @@ impl Engine {
                 .collect(),
             listing_budget_chars: listing::listing_budget(l.row.model.context_window) as u64,
         })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::sync::Arc;
+
+    use ctxd_protocol::{CompileParams, SessionCreateParams};
+
+    use crate::clock::FixedClock;
+    use crate::engine::{DiscoveryDefaults, Engine};
+    use crate::store::Store;
+
+    /// Catalogs live while a loaded session uses them: many projects on a daemon that
+    /// keeps few sessions loaded do not pile up scans and directory watches.
+    #[tokio::test]
+    async fn skill_catalogs_go_with_the_last_session_using_them() {
+        let dir = tempfile::tempdir().unwrap();
+        let root = dir.path();
+        let engine = Engine::new(
+            Store::open(&root.join("t.db")).unwrap(),
+            &root.join("home"),
+            Arc::new(FixedClock("2026-03-01T10:00:00Z".parse().unwrap())),
+        )
+        .with_limits(crate::limits::Limits {
+            max_loaded_sessions: 2,
+            ..Default::default()
+        })
+        .with_discovery(DiscoveryDefaults {
+            managed_root: root.join("managed"),
+            user_home: root.join("user"),
+        });
+        let mut ids = Vec::new();
+        for i in 0..6 {
+            let project = root.join(format!("p{i}"));
+            let skill = project.join(".claude/skills/review");
+            std::fs::create_dir_all(&skill).unwrap();
+            std::fs::write(
+                skill.join("SKILL.md"),
+                "---\nname: review\ndescription: Reviews.\n---\nBody",
+            )
+            .unwrap();
+            let s = engine
+                .create_session(SessionCreateParams {
+                    cwd: project.display().to_string(),
+                    no_git: true,
+                    ..Default::default()
+                })
+                .await
+                .unwrap();
+            engine
+                .compile(CompileParams {
+                    session_id: s.session_id.clone(),
+                    ..Default::default()
+                })
+                .await
+                .unwrap();
+            ids.push(s.session_id);
+        }
+        let catalogs = crate::sync::lock(&engine.skills.map).len();
+        assert!(catalogs <= 2, "{catalogs} catalogs for 2 loaded sessions");
+        for id in &ids {
+            engine.delete_session(id).await.unwrap();
+        }
+        assert_eq!(crate::sync::lock(&engine.skills.map).len(), 0);
     }
 }

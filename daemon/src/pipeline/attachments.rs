@@ -47,7 +47,8 @@ const SILENT_WHEN_EMPTY: [&str; 5] = [
 fn typed(kind: &str, obj: &Map<String, Value>) -> Option<String> {
     match kind {
         "date_change" => {
-            let date = str_field(obj, "date")?;
+            // Ours say `date`; Claude Code's `newDate`.
+            let date = str_field(obj, "date").or_else(|| str_field(obj, "newDate"))?;
             Some(format!(
                 "The date has changed: today's date is now {date}. Do not mention this \
                  to the user unless it is relevant to their request."
@@ -62,7 +63,7 @@ fn typed(kind: &str, obj: &Map<String, Value>) -> Option<String> {
         super::skills::SKILL_LISTING => super::skills::render_listing(obj),
         super::skills::INVOKED_SKILLS => super::skills::render_invoked(obj),
         "queued_command" => queued_command_text(obj),
-        "edited_text_file" => edited_text(obj),
+        "edited_text_file" | "changed_files" => edited_text(obj),
         "nested_memory" => nested_text(obj),
         "plan_file" | "plan_file_reference" => plan_file_text(obj),
         super::plan_mode::PLAN_MODE
@@ -98,10 +99,7 @@ fn queued_command_text(obj: &Map<String, Value>) -> Option<String> {
     if prompt.trim().is_empty() {
         return Some(String::new());
     }
-    Some(format!(
-        "The user sent this message while you were working:\n{prompt}\n\nAddress it, then \
-         continue with your task."
-    ))
+    Some(queued_frame(&prompt))
 }
 
 /// An externally changed file: ours carry their text; Claude Code's only the snippet.
@@ -214,8 +212,16 @@ fn queued_text(obj: &Map<String, Value>) -> Option<String> {
     if parts.is_empty() {
         None
     } else {
-        Some(parts.join("\n"))
+        Some(queued_frame(&parts.join("\n")))
     }
+}
+
+/// Input typed while the model worked, framed so the model answers it and carries on.
+fn queued_frame(prompt: &str) -> String {
+    format!(
+        "The user sent this message while you were working:\n{prompt}\n\nAddress it, then \
+         continue with your task."
+    )
 }
 
 fn value_text(v: &Value) -> Option<String> {
@@ -366,13 +372,17 @@ mod tests {
 
     #[test]
     fn queued_commands_prompt_and_commands() {
+        let framed = |p: &str| Some(queued_frame(p));
         let r = att(json!({"type": "queued_commands", "prompt": "do X"}));
-        assert_eq!(render(&r).as_deref(), Some("do X"));
+        assert_eq!(render(&r), framed("do X"));
         let r = att(json!({"type": "queued_commands", "commands": ["a", {"value": "b"}, 3]}));
-        assert_eq!(render(&r).as_deref(), Some("a\nb"));
+        assert_eq!(render(&r), framed("a\nb"));
         let r = att(json!({"type": "queued_commands",
             "prompt": [{"type": "text", "text": "p1"}, {"type": "image"}]}));
-        assert_eq!(render(&r).as_deref(), Some("p1"));
+        assert_eq!(render(&r), framed("p1"));
+        // Claude Code's queued_command reads as ours does.
+        let ours = att(json!({"type": "queued_command", "prompt": "p1"}));
+        assert_eq!(render(&ours), framed("p1"));
     }
 
     #[test]
@@ -400,6 +410,10 @@ mod tests {
             json!({"type": "task_reminder", "content": [{"id": "1", "subject": "x", "status": "pending"}], "itemCount": 1}),
             json!({"type": "relevant_memories", "memories": [{"path": "/m/a.md", "content": "note", "header": "Memory /m/a.md:"}]}),
             json!({"type": "date_change", "date": "2025-03-04"}),
+            json!({"type": "date_change", "newDate": "2025-03-04"}),
+            json!({"type": "changed_files", "filename": "/w/a.rs", "snippet": "1\tx"}),
+            json!({"type": "queued_commands", "prompt": "and the docs"}),
+            json!({"type": "plan_file", "plan_file_path": "/p.md", "plan_content": "1. x"}),
         ];
         for v in cases {
             let t = render(&att(v.clone())).unwrap_or_else(|| panic!("{v} renders"));

@@ -40,48 +40,75 @@ pub struct Candidate<'a> {
 
 /// Indices of the candidates relevant to `query`, best first, at most `limit`.
 pub fn score(query: &str, candidates: &[Candidate<'_>], limit: usize) -> Vec<usize> {
-    if candidates.is_empty() || query.trim().is_empty() || limit == 0 {
-        return Vec::new();
+    Index::build(candidates).rank(query, |_| true, limit)
+}
+
+/// The scorer fitted to a set of memory files. Fitting (the corpus statistics and every
+/// file's embedding) is most of a selection's cost, so the engine keeps an index while
+/// the files stay the same and only ranks per prompt.
+pub struct Index {
+    embedder: Embedder,
+    scorer: Scorer<usize>,
+    paths: Vec<String>,
+}
+
+impl Index {
+    pub fn build(candidates: &[Candidate<'_>]) -> Index {
+        let docs: Vec<String> = candidates
+            .iter()
+            .map(|c| {
+                format!(
+                    "{n} {n} {n}\n{d} {d}\n{b}",
+                    n = c.name.replace(['-', '_'], " "),
+                    d = c.description,
+                    b = c.body
+                )
+            })
+            .collect();
+        let refs: Vec<&str> = docs.iter().map(String::as_str).collect();
+        let embedder: Embedder =
+            EmbedderBuilder::with_fit_to_corpus(Language::English, &refs).build();
+        let mut scorer = Scorer::<usize>::new();
+        for (i, d) in refs.iter().enumerate() {
+            scorer.upsert(&i, embedder.embed(d));
+        }
+        Index {
+            embedder,
+            scorer,
+            paths: candidates.iter().map(|c| c.path.to_string()).collect(),
+        }
     }
-    let docs: Vec<String> = candidates
-        .iter()
-        .map(|c| {
-            format!(
-                "{n} {n} {n}\n{d} {d}\n{b}",
-                n = c.name.replace(['-', '_'], " "),
-                d = c.description,
-                b = c.body
-            )
-        })
-        .collect();
-    let refs: Vec<&str> = docs.iter().map(String::as_str).collect();
-    let embedder: Embedder = EmbedderBuilder::with_fit_to_corpus(Language::English, &refs).build();
-    let mut scorer = Scorer::<usize>::new();
-    for (i, d) in refs.iter().enumerate() {
-        scorer.upsert(&i, embedder.embed(d));
+
+    /// Indices of the `eligible` files relevant to `query`, best first, at most `limit`:
+    /// those scoring at least [`RELATIVE_CUTOFF`] of the best eligible one.
+    pub fn rank(&self, query: &str, eligible: impl Fn(usize) -> bool, limit: usize) -> Vec<usize> {
+        if self.paths.is_empty() || query.trim().is_empty() || limit == 0 {
+            return Vec::new();
+        }
+        let query = self.embedder.embed(query);
+        let mut scored: Vec<(usize, f32)> = self
+            .scorer
+            .matches(&query)
+            .into_iter()
+            .filter(|m| m.score > 0.0 && eligible(m.id))
+            .map(|m| (m.id, m.score))
+            .collect();
+        // The scorer's order among equal scores follows a hash set: fix it by path.
+        scored.sort_by(|a, b| {
+            b.1.total_cmp(&a.1)
+                .then_with(|| self.paths[a.0].cmp(&self.paths[b.0]))
+                .then_with(|| a.0.cmp(&b.0))
+        });
+        let Some(best) = scored.first().map(|s| s.1) else {
+            return Vec::new();
+        };
+        scored
+            .into_iter()
+            .filter(|(_, s)| *s >= best * RELATIVE_CUTOFF)
+            .take(limit)
+            .map(|(i, _)| i)
+            .collect()
     }
-    let query = embedder.embed(query);
-    let mut scored: Vec<(usize, f32)> = scorer
-        .matches(&query)
-        .into_iter()
-        .filter(|m| m.score > 0.0)
-        .map(|m| (m.id, m.score))
-        .collect();
-    // The scorer's order among equal scores follows a hash set: fix it by path.
-    scored.sort_by(|a, b| {
-        b.1.total_cmp(&a.1)
-            .then_with(|| candidates[a.0].path.cmp(candidates[b.0].path))
-            .then_with(|| a.0.cmp(&b.0))
-    });
-    let Some(best) = scored.first().map(|s| s.1) else {
-        return Vec::new();
-    };
-    scored
-        .into_iter()
-        .filter(|(_, s)| *s >= best * RELATIVE_CUTOFF)
-        .take(limit)
-        .map(|(i, _)| i)
-        .collect()
 }
 
 /// What the projection already holds: surfaced memory paths (and the model's reads),
@@ -193,8 +220,13 @@ pub struct Chosen {
 pub fn attachment(chosen: Vec<Chosen>, already: &Surfaced) -> Option<Value> {
     let mut budget = SESSION_BUDGET.saturating_sub(already.bytes);
     let mut memories = Vec::new();
+    let mut taken: BTreeSet<String> = BTreeSet::new();
     for c in chosen {
-        if memories.len() == MAX_FILES || already.paths.contains(&c.path) {
+        // A selector may name a file twice: it is shown once.
+        if memories.len() == MAX_FILES
+            || already.paths.contains(&c.path)
+            || !taken.insert(c.path.clone())
+        {
             continue;
         }
         if c.content.len() > budget {

@@ -139,6 +139,10 @@ fn five_files_at_most_never_twice_within_the_budget() {
     let again = attachment(vec![chosen("/m/0.md", 10), chosen("/m/9.md", 10)], &seen).unwrap();
     assert_eq!(again["memories"].as_array().unwrap().len(), 1);
     assert_eq!(again["memories"][0]["path"], "/m/9.md");
+    // Named twice in one pick (a model selector may): shown once.
+    let twice = vec![chosen("/m/a.md", 10), chosen("/m/a.md", 10)];
+    let v = attachment(twice, &Surfaced::default()).unwrap();
+    assert_eq!(v["memories"].as_array().unwrap().len(), 1);
     // The session budget: 60 KB over the view.
     let nearly = Surfaced {
         paths: Default::default(),

@@ -72,7 +72,12 @@ impl Sent {
             if let Some(content) = attachment.get("content").and_then(Value::as_str) {
                 for line in content.lines() {
                     if let Some(rest) = line.strip_prefix("- ") {
-                        let name = rest.split(':').next().unwrap_or(rest).trim();
+                        // Names may hold colons themselves (`plugin:skill`): the
+                        // description starts after the first ": ".
+                        let name = rest
+                            .split_once(": ")
+                            .map_or(rest.trim_end_matches(':'), |(n, _)| n)
+                            .trim();
                         if !name.is_empty() {
                             self.skills.insert(name.to_string(), String::new());
                         }
@@ -319,7 +324,7 @@ pub fn restore(skills: &[Invoked]) -> Option<Value> {
         // A sliver of a skill misleads more than it helps: restore one only whole or
         // with at least a quarter of its cap.
         if content.chars().count() > left && left < per / 4 {
-            break;
+            continue;
         }
         let max = per.min(left);
         if content.chars().count() > max {
@@ -453,8 +458,11 @@ mod tests {
             "These skills are no longer available; do not invoke them:\n- gone"
         );
         let mut sent = Sent::default();
-        sent.apply(&json!({"type": "skill_listing", "content": "- a: one\n- b\nnot a line", "skillCount": 2, "isInitial": true}));
+        sent.apply(&json!({"type": "skill_listing", "content": "- a: one\n- b\nnot a line\n- plugin:review: reviews: carefully\n- git:commit:", "skillCount": 4, "isInitial": true}));
         assert!(sent.covers("a", "anything") && sent.covers("b", "x"));
+        // Namespaced names keep their colons.
+        assert!(sent.covers("plugin:review", "x") && sent.covers("git:commit", "x"));
+        assert!(!sent.contains("plugin") && !sent.contains("git"));
         sent.apply(&v);
         sent.apply(&json!({"type": "skill_listing", "removed": ["a"]}));
         assert!(!sent.contains("a"));
@@ -513,5 +521,32 @@ mod tests {
         let text = render_invoked(small.as_object().unwrap()).unwrap();
         assert!(text.contains("### Skill: a\nPath: /a\n\nDo A."));
         assert_eq!(restore(&[]), None);
+        // Once the total is nearly spent, a skill too big to fit whole is left out, but a
+        // smaller, older one that fits whole is still restored.
+        let mut mixed: Vec<Invoked> = (0..5)
+            .map(|i| Invoked {
+                name: format!("big{i}"),
+                path: format!("/p/big{i}/SKILL.md"),
+                content: "x".repeat(19_500),
+            })
+            .collect();
+        mixed.push(Invoked {
+            name: "huge".into(),
+            path: "/p/huge/SKILL.md".into(),
+            content: big.clone(),
+        });
+        mixed.push(Invoked {
+            name: "tiny".into(),
+            path: "/p/tiny/SKILL.md".into(),
+            content: "Do the tiny thing.".into(),
+        });
+        let v = restore(&mixed).unwrap();
+        let names: Vec<&str> = v["skills"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter_map(|s| s["name"].as_str())
+            .collect();
+        assert_eq!(names, ["big0", "big1", "big2", "big3", "big4", "tiny"]);
     }
 }
