@@ -10,6 +10,8 @@
 //! SQLite; the restart test stops and starts a throwaway server of its own, so the
 //! suite's server never goes away under the other tests.
 
+#![allow(clippy::unwrap_used, clippy::expect_used)] // a test panics on what it did not expect
+
 mod common;
 #[path = "support/pg_cluster.rs"]
 mod pg_cluster;

@@ -10,6 +10,8 @@
 //! pg_ctl, see tests/support/pg_cluster.rs). Timings are noisy on a shared machine: run
 //! it twice and compare medians.
 
+#![allow(clippy::unwrap_used, clippy::expect_used)] // a test panics on what it did not expect
+
 #[path = "../../tests/common/mod.rs"]
 mod common;
 #[path = "../../tests/support/pg_cluster.rs"]

@@ -95,19 +95,27 @@ impl std::io::Write for LossyStderr {
     }
 }
 
-async fn shutdown_signal() {
+/// SIGTERM or SIGINT. The handlers are registered here, before the daemon serves: one
+/// registered when the future is first polled missed a SIGTERM sent right after the
+/// daemon answered its first call, and the default action killed it uncleanly.
+fn shutdown_signal() -> impl std::future::Future<Output = ()> {
     use tokio::signal::unix::{SignalKind, signal};
-    let mut term = match signal(SignalKind::terminate()) {
-        Ok(s) => s,
-        Err(e) => {
-            tracing::warn!(error = %e, "no SIGTERM handler; relying on SIGINT");
-            let _ = tokio::signal::ctrl_c().await;
-            return;
+    let (term, int) = (
+        signal(SignalKind::terminate()),
+        signal(SignalKind::interrupt()),
+    );
+    async move {
+        match (term, int) {
+            (Ok(mut term), Ok(mut int)) => tokio::select! {
+                _ = int.recv() => tracing::info!("SIGINT: stopping"),
+                _ = term.recv() => tracing::info!("SIGTERM: stopping"),
+            },
+            (term, int) => {
+                let e = term.err().or(int.err()).map(|e| e.to_string());
+                tracing::warn!(error = ?e, "no signal handler; relying on SIGINT");
+                let _ = tokio::signal::ctrl_c().await;
+            }
         }
-    };
-    tokio::select! {
-        _ = tokio::signal::ctrl_c() => tracing::info!("SIGINT: stopping"),
-        _ = term.recv() => tracing::info!("SIGTERM: stopping"),
     }
 }
 
