@@ -7,8 +7,9 @@
 //! holds the largest fixture, each after a fresh append so the compile has work).
 //!
 //! PostgreSQL: the server of `CTXD_TEST_PG` when set, else a throwaway one (initdb +
-//! pg_ctl, see tests/support/pg_cluster.rs). Timings are noisy on a shared machine: run
-//! it twice and compare medians.
+//! pg_ctl, see tests/support/pg_cluster.rs) that syncs its WAL on every commit, as
+//! PostgreSQL does by default (SQLite runs `synchronous=NORMAL` in WAL mode: no sync per
+//! commit). Timings are noisy on a shared machine: run it twice and compare medians.
 
 #![allow(clippy::unwrap_used, clippy::expect_used)] // a test panics on what it did not expect
 
@@ -151,7 +152,7 @@ fn main() {
             suite_db.url.clone()
         }
         None => {
-            let Some(c) = pg_cluster::PgCluster::start() else {
+            let Some(c) = pg_cluster::PgCluster::start_durable() else {
                 return;
             };
             cluster = c;

@@ -13,6 +13,8 @@ pub struct PgCluster {
     dir: tempfile::TempDir,
     bin: PathBuf,
     as_postgres: bool,
+    /// `fsync` as a production server has it (on), for measurements; tests run without.
+    durable: bool,
 }
 
 fn find_bin() -> Option<PathBuf> {
@@ -44,6 +46,15 @@ impl PgCluster {
     /// A running server, or `None` (with the reason on stderr) where PostgreSQL is not
     /// installed.
     pub fn start() -> Option<PgCluster> {
+        PgCluster::start_with(false)
+    }
+
+    /// A server that syncs its WAL on commit (PostgreSQL's default), for measurements.
+    pub fn start_durable() -> Option<PgCluster> {
+        PgCluster::start_with(true)
+    }
+
+    fn start_with(durable: bool) -> Option<PgCluster> {
         let Some(bin) = find_bin() else {
             eprintln!("skipped: no PostgreSQL server binaries (initdb, pg_ctl)");
             return None;
@@ -62,6 +73,7 @@ impl PgCluster {
             dir,
             bin,
             as_postgres,
+            durable,
         };
         let data = c.data();
         let out = c
@@ -114,8 +126,9 @@ impl PgCluster {
         c.arg("-D").arg(self.data()).args(["-w", "-m", "fast"]);
         if action != "stop" {
             let opts = format!(
-                "-k {} -c listen_addresses='' -c fsync=off -c max_connections=200",
-                self.socket_dir().display()
+                "-k {} -c listen_addresses='' -c fsync={} -c max_connections=200",
+                self.socket_dir().display(),
+                if self.durable { "on" } else { "off" }
             );
             c.arg("-o")
                 .arg(opts)
