@@ -107,8 +107,9 @@ impl Engine {
         let now = self.now_text();
         let seq = l.records.last().map_or(0, |r| r.seq);
         let (st, cm) = (staged.clone(), commit.clone());
+        // Spans chosen on this copy: stale (another daemon wrote), they are not staged.
         self.store
-            .write(&l.row.id, move |tx| {
+            .write_current(&l.row.id, l.revision, move |tx| {
                 for c in &st {
                     store::insert(tx, &sid, c)?;
                     store::log(tx, &sid, &c.id, "stage", &now)?;
