@@ -4,7 +4,9 @@
 //! on SQLite, one daemon on PostgreSQL, two daemons on one PostgreSQL database (8 clients
 //! each). For each: appends per second (two-record batches, `CTXD_BENCH_SECS` seconds of
 //! load, default 5) and compile latency (median and p95 of compiles of a session that
-//! holds the largest fixture, each after a fresh append so the compile has work).
+//! holds the largest fixture, each after a fresh append so the compile has work). Then,
+//! one client alone on the two daemons: a compile after an append through the same
+//! daemon against one after an append through the other (the cost of the reload).
 //!
 //! PostgreSQL: the server of `CTXD_TEST_PG` when set, else a throwaway one (initdb +
 //! pg_ctl, see tests/support/pg_cluster.rs) that syncs its WAL on every commit, as
@@ -127,6 +129,32 @@ fn compile_latency(daemons: &[&Daemon]) -> (f64, f64) {
     (ms(all[all.len() / 2]), ms(all[all.len() * 95 / 100]))
 }
 
+/// One client alone, two daemons: the median compile latency (ms) on `b` after an append
+/// through `b` itself, and after an append through `a` (which makes `b` reload).
+fn hand_over_latency(a: &Daemon, b: &Daemon) -> (f64, f64) {
+    let sid = a.import(&largest_fixture())["session_id"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    let median = |writer: &Daemon| {
+        let mut times: Vec<Duration> = (0..21)
+            .map(|i| {
+                writer.call(
+                    "transcript.append",
+                    json!({"session_id": sid, "records": pair(i)}),
+                );
+                let t = Instant::now();
+                b.call("context.compile", json!({"session_id": sid}));
+                t.elapsed()
+            })
+            .collect();
+        times.sort();
+        times[times.len() / 2].as_secs_f64() * 1000.0
+    };
+    median(a);
+    (median(b), median(a))
+}
+
 fn report(name: &str, daemons: &[&Daemon]) {
     let rate = appends_per_sec(daemons);
     let (median, p95) = compile_latency(daemons);
@@ -167,5 +195,9 @@ fn main() {
         let a = Daemon::start_on(&url);
         let b = Daemon::start_beside(&a);
         report("postgres, two daemons (8 + 8)", &[&a, &b]);
+        let (same, other) = hand_over_latency(&a, &b);
+        println!(
+            "postgres, two daemons, one client: compile median {same:.2} ms after an append through the same daemon, {other:.2} ms after one through the other"
+        );
     }
 }
