@@ -179,14 +179,45 @@ fn every_new_attachment_compiles_byte_identically_after_a_restart() {
         ]
     );
 
+    // A sparse reminder on the next turn, then plan mode off (exit) and on again
+    // (re-entry and a full reminder), and a memoized section of the client's.
+    append(
+        &d,
+        &sid,
+        json!([{"type": "assistant", "content": [{"type": "text", "text": "noted"}]}, prompt("go on")]),
+    );
+    compile(&d, &sid);
+    for enabled in [false, true] {
+        d.call(
+            "session.set_plan_mode",
+            json!({"session_id": sid, "enabled": enabled}),
+        );
+        compile(&d, &sid);
+    }
+    d.call(
+        "context.set_section",
+        json!({"session_id": sid, "section": {"name": "team", "text": "Team: parsers."}}),
+    );
+    let types = attachment_types(&d, &sid);
+    assert_eq!(
+        types[4..],
+        [
+            "plan_mode",
+            "plan_mode_exit",
+            "plan_mode_reentry",
+            "plan_mode"
+        ]
+    );
+
     let before = d.compile_body_with(json!({"session_id": sid, "now": T0}));
+    assert!(before.contains("Team: parsers."));
     d.kill9();
     d.spawn();
     let after = d.compile_body_with(json!({"session_id": sid, "now": T0}));
     assert_eq!(before, after);
     assert_eq!(
         attachment_types(&d, &sid).len(),
-        4,
+        types.len(),
         "a restart adds nothing"
     );
 }

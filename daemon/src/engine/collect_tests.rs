@@ -293,7 +293,15 @@ async fn the_memory_prefetch_is_consumed_once_and_never_repeats_a_file() {
         .find(|s| s.name == "relevant_memories")
         .unwrap();
     assert_eq!((report.status, report.attachments), (SourceStatus::Ok, 1));
-    f.compile(&sid).await;
+    // Consumed by the compile that wrote it: the next compile does not take it again.
+    assert_eq!(f.engine.memory_prefetch_state(&sid), Some(true));
+    let again = f.compile(&sid).await;
+    let report = again
+        .attachment_sources
+        .iter()
+        .find(|s| s.name == "relevant_memories")
+        .unwrap();
+    assert_eq!((report.status, report.attachments), (SourceStatus::Ok, 0));
     let kinds = f.kinds(&sid).await;
     assert_eq!(
         kinds.iter().filter(|k| *k == "relevant_memories").count(),

@@ -103,6 +103,9 @@ struct Interest {
     existed: bool,
 }
 
+/// See [`HookState::exported`].
+type ExportMark = Arc<tokio::sync::Mutex<Option<u64>>>;
+
 /// A parsed settings file and the stamp it was read at.
 type StampedLayer = (Option<Stamp>, Arc<Layer>);
 
@@ -114,8 +117,10 @@ pub(crate) struct HookState {
     /// holds it.
     layers: Mutex<HashMap<PathBuf, StampedLayer>>,
     watched: Mutex<HashMap<PathBuf, Interest>>,
-    /// Last record seq written to each session's exported transcript.
-    exported: tokio::sync::Mutex<HashMap<String, u64>>,
+    /// Last record seq written to each session's exported transcript (`None`: export it
+    /// whole again), one lock per session so exports of different sessions never wait on
+    /// each other.
+    exported: Mutex<HashMap<String, ExportMark>>,
     slots: Arc<Semaphore>,
 }
 
@@ -126,7 +131,7 @@ impl Default for HookState {
             tick: AtomicU64::new(0),
             layers: Mutex::new(HashMap::new()),
             watched: Mutex::new(HashMap::new()),
-            exported: tokio::sync::Mutex::new(HashMap::new()),
+            exported: Mutex::new(HashMap::new()),
             slots: Arc::new(Semaphore::new(MAX_RUNNING)),
         }
     }
@@ -442,9 +447,7 @@ impl Engine {
     /// Forgets a session (deleted or unloaded): its watches, its cached state, its export
     /// mark. An unloaded session's next event reads its settings again.
     pub(crate) fn hooks_forget(&self, sid: &str) {
-        if let Ok(mut marks) = self.hooks.exported.try_lock() {
-            marks.remove(sid);
-        }
+        lock(&self.hooks.exported).remove(sid);
         let old = lock(&self.hooks.sessions).remove(sid);
         if let Some(state) = old {
             self.release_hook_state(sid, state);
@@ -466,11 +469,25 @@ impl Engine {
         path.display().to_string()
     }
 
+    /// Appends the records since the last export. A failed export forgets its mark, so
+    /// the next one rewrites the file whole: a torn or repeated page never stays.
     async fn export_transcript(&self, f: &Facts, path: &Path) -> Result<()> {
+        let mark = lock(&self.hooks.exported)
+            .entry(f.id.clone())
+            .or_default()
+            .clone();
+        let mut mark = mark.lock().await;
+        let result = self.export_since(f, path, &mut mark).await;
+        if result.is_err() {
+            *mark = None;
+        }
+        result
+    }
+
+    async fn export_since(&self, f: &Facts, path: &Path, mark: &mut Option<u64>) -> Result<()> {
         const PAGE: u32 = 1_000;
-        let mut marks = self.hooks.exported.lock().await;
-        let mut after = match marks.get(&f.id) {
-            Some(seq) if path.exists() => *seq,
+        let mut after = match *mark {
+            Some(seq) if path.exists() => seq,
             _ => 0,
         };
         let mut truncate = after == 0;
@@ -491,11 +508,12 @@ impl Engine {
             write_lines(path, text, truncate).await?;
             truncate = false;
             after = last;
+            *mark = Some(after);
         }
         if truncate {
             write_lines(path, String::new(), true).await?;
         }
-        marks.insert(f.id.clone(), after);
+        *mark = Some(after);
         Ok(())
     }
 
@@ -758,5 +776,54 @@ mod tests {
         }
         assert_eq!(engine.hook_state_counts(), (0, 0));
         assert!(lock(&engine.hooks.watched).is_empty());
+    }
+
+    /// An export that fails part-way is redone whole: the file never keeps a torn or
+    /// repeated page.
+    #[tokio::test]
+    async fn a_failed_transcript_export_is_redone_whole() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = crate::store::Store::open(&dir.path().join("t.db")).unwrap();
+        let engine = Engine::new(store, dir.path(), Arc::new(crate::clock::SystemClock));
+        let project = dir.path().join("proj");
+        std::fs::create_dir_all(&project).unwrap();
+        let sid = engine
+            .create_session(SessionCreateParams {
+                cwd: project.display().to_string(),
+                no_git: true,
+                ..Default::default()
+            })
+            .await
+            .unwrap()
+            .session_id;
+        let append = |text: &str| {
+            let record: ctxd_protocol::RecordInput =
+                serde_json::from_value(serde_json::json!({"type": "user", "content": text}))
+                    .unwrap();
+            engine.append(ctxd_protocol::AppendParams {
+                session_id: sid.clone(),
+                records: vec![record],
+                expected_last_uuid: None,
+            })
+        };
+        let path = dir.path().join("export.jsonl");
+        let lines = || std::fs::read_to_string(&path).unwrap().lines().count();
+        append("one").await.unwrap();
+        append("two").await.unwrap();
+        let f = engine.hook_facts(&sid).await.unwrap();
+        engine.export_transcript(&f, &path).await.unwrap();
+        assert_eq!(lines(), 2);
+        // The write fails (a directory where the file was): the mark is forgotten.
+        std::fs::remove_file(&path).unwrap();
+        std::fs::create_dir(&path).unwrap();
+        append("three").await.unwrap();
+        assert!(engine.export_transcript(&f, &path).await.is_err());
+        std::fs::remove_dir(&path).unwrap();
+        std::fs::write(&path, "{\"torn\": ").unwrap();
+        engine.export_transcript(&f, &path).await.unwrap();
+        assert_eq!(lines(), 3, "rewritten whole, the torn line gone");
+        append("four").await.unwrap();
+        engine.export_transcript(&f, &path).await.unwrap();
+        assert_eq!(lines(), 4, "then appended again");
     }
 }

@@ -254,6 +254,12 @@ impl Engine {
         }
     }
 
+    /// Whether the session's prefetch was consumed (`None`: there is none), for tests.
+    #[cfg(test)]
+    pub(crate) fn memory_prefetch_state(&self, sid: &str) -> Option<bool> {
+        self.memories.lock().get(sid).map(|p| p.consumed)
+    }
+
     /// Waits for the prefetch of the newest prompt (the caller bounds the wait) and turns
     /// it into the attachment, leaving out what the view already shows.
     pub(crate) async fn source_memories(&self, input: &SourceInput) -> Result<Found> {

@@ -37,6 +37,12 @@ local ok, err = pcall(function()
   assert(again.attach(), "second attach failed")
   assert(again.state.session_id == sid, "a second session was created")
 
+  -- The session the plugin created runs no project hooks unless the user opted in.
+  local got, gerr = rpc.call_sync(socket, "session.get", { session_id = sid })
+  assert(not gerr, gerr)
+  local hooks = got.session.settings.hooks
+  assert(hooks and hooks.disabled == true, "hooks are not off in a created session")
+
   vim.cmd("CtxEvents")
   local _, aerr = rpc.call_sync(socket, "transcript.append", {
     session_id = sid,

@@ -12,6 +12,9 @@ M.config = {
   socket = vim.env.CTXD_SOCKET,
   -- Project directory of the session; nil means the current working directory.
   cwd = nil,
+  -- Run the project's hooks (`.claude/settings*.json`) in sessions this plugin creates.
+  -- Off by default: opening a freshly cloned repository must not run its commands.
+  hooks = false,
 }
 
 -- What the statusline and the commands know.
@@ -61,7 +64,11 @@ local function find_or_create_session(socket, cwd)
       return s
     end
   end
-  local created, cerr = rpc.call_sync(socket, "session.create", { cwd = cwd })
+  local params = { cwd = cwd }
+  if not M.config.hooks then
+    params.settings = { hooks = { disabled = true } }
+  end
+  local created, cerr = rpc.call_sync(socket, "session.create", params)
   if cerr then
     return nil, cerr
   end
