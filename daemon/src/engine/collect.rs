@@ -318,20 +318,7 @@ impl Engine {
         }
         if !built.is_empty() {
             l.records.extend(built.iter().cloned());
-            self.emit(
-                cell,
-                SessionEvent::RecordsAppended {
-                    session_id: sid,
-                    records: built
-                        .iter()
-                        .map(|r| ctxd_protocol::AppendedRecord {
-                            uuid: r.uuid.clone(),
-                            seq: r.seq,
-                        })
-                        .collect(),
-                    full_records: None,
-                },
-            );
+            self.emit_appended(cell, &sid, &built);
         }
         Ok(built)
     }

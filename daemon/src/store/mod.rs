@@ -113,6 +113,29 @@ pub(crate) struct WriteJob {
     pub done: Box<dyn FnOnce(Result<()>) + Send>,
 }
 
+/// The queue to a backend's writer thread. Closing it refuses new writes; queued ones
+/// still run.
+pub(crate) struct WriterQueue(Mutex<Option<std::sync::mpsc::Sender<WriteJob>>>);
+
+impl WriterQueue {
+    pub(crate) fn new(tx: std::sync::mpsc::Sender<WriteJob>) -> WriterQueue {
+        WriterQueue(Mutex::new(Some(tx)))
+    }
+
+    /// Queues a write; hands the job back when the writer is gone or the queue closed.
+    pub(crate) fn submit(&self, job: WriteJob) -> std::result::Result<(), WriteJob> {
+        let sender = lock(&self.0).clone();
+        match sender {
+            Some(s) => s.send(job).map_err(|e| e.0),
+            None => Err(job),
+        }
+    }
+
+    pub(crate) fn close(&self) {
+        lock(&self.0).take();
+    }
+}
+
 /// A storage engine: its writer, its readers.
 pub(crate) trait Backend: Send + Sync {
     fn dialect(&self) -> Dialect;

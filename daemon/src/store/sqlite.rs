@@ -13,7 +13,7 @@ use rusqlite::{Connection, OpenFlags, TransactionBehavior};
 use rusqlite_migration::{M, Migrations};
 
 use super::db::{Db, Dialect, Param, Row, Value};
-use super::{Backend, MIGRATIONS_DIR, WriteJob};
+use super::{Backend, MIGRATIONS_DIR, WriteJob, WriterQueue};
 use crate::error::{Error, Result};
 use crate::sync::lock;
 
@@ -130,7 +130,7 @@ pub fn migrate(conn: &mut Connection) -> Result<()> {
 
 pub(crate) struct Sqlite {
     path: PathBuf,
-    writer: Mutex<Option<std::sync::mpsc::Sender<WriteJob>>>,
+    writer: WriterQueue,
     readers: Mutex<Vec<Connection>>,
 }
 
@@ -175,7 +175,7 @@ impl Sqlite {
             .map_err(|e| Error::Internal(format!("spawn writer: {e}")))?;
         Ok(Sqlite {
             path: path.to_path_buf(),
-            writer: Mutex::new(Some(tx)),
+            writer: WriterQueue::new(tx),
             readers: Mutex::new(Vec::new()),
         })
     }
@@ -187,11 +187,7 @@ impl Backend for Sqlite {
     }
 
     fn submit(&self, job: WriteJob) -> std::result::Result<(), WriteJob> {
-        let sender = lock(&self.writer).clone();
-        match sender {
-            Some(s) => s.send(job).map_err(|e| e.0),
-            None => Err(job),
-        }
+        self.writer.submit(job)
     }
 
     fn read(&self, body: &mut dyn FnMut(&mut dyn Db) -> Result<()>) -> Result<()> {
@@ -216,7 +212,7 @@ impl Backend for Sqlite {
     }
 
     fn close(&self) {
-        lock(&self.writer).take();
+        self.writer.close();
     }
 
     fn describe(&self) -> String {

@@ -26,7 +26,7 @@ use self::db::{Appended, PgDb, Statements};
 use self::notify::{Remote, RemoteWhat};
 use self::own_writes::OwnWrites;
 use super::db::{Db, Dialect, params};
-use super::{Backend, Body, WriteJob};
+use super::{Backend, Body, WriteJob, WriterQueue};
 use crate::error::{Error, Result};
 use crate::sync::lock;
 
@@ -95,7 +95,7 @@ pub(crate) struct Postgres {
     url: String,
     instance: String,
     pool: usize,
-    writer: Mutex<Option<std::sync::mpsc::Sender<WriteJob>>>,
+    writer: WriterQueue,
     readers: Mutex<Vec<Conn>>,
     own: Arc<OwnWrites>,
     publisher: Mutex<Option<SyncSender<String>>>,
@@ -263,7 +263,7 @@ impl Postgres {
             url: options.url.clone(),
             instance,
             pool: options.pool.max(1),
-            writer: Mutex::new(Some(jobs_tx)),
+            writer: WriterQueue::new(jobs_tx),
             readers: Mutex::new(Vec::new()),
             own,
             publisher: Mutex::new(Some(pub_tx)),
@@ -323,11 +323,7 @@ impl Backend for Postgres {
     }
 
     fn submit(&self, job: WriteJob) -> std::result::Result<(), WriteJob> {
-        let sender = lock(&self.writer).clone();
-        match sender {
-            Some(s) => s.send(job).map_err(|e| e.0),
-            None => Err(job),
-        }
+        self.writer.submit(job)
     }
 
     fn read(&self, body: &mut dyn FnMut(&mut dyn Db) -> Result<()>) -> Result<()> {
@@ -382,7 +378,7 @@ impl Backend for Postgres {
     }
 
     fn close(&self) {
-        lock(&self.writer).take();
+        self.writer.close();
         lock(&self.publisher).take();
         self.stop.store(true, Ordering::Relaxed);
     }
