@@ -4,39 +4,37 @@
 use ctxd_protocol::*;
 use jsonrpsee::RpcModule;
 
-use super::methods::{RpcContext, parse};
-use super::to_rpc_error;
-
-macro_rules! method {
-    ($m:expr, $name:expr, $pt:ty, |$ctx:ident, $p:ident| $body:expr) => {
-        $m.register_async_method($name, |params, $ctx, _| async move {
-            let $p: $pt = parse(&params)?;
-            $body.await.map_err(to_rpc_error)
-        })?;
-    };
-}
+// Registered as their caller, so the events a call causes are marked as its own.
+use super::methods::{RpcContext, async_method};
 
 pub fn register(m: &mut RpcModule<RpcContext>) -> Result<(), jsonrpsee::core::RegisterMethodError> {
-    method!(m, SESSION_SET_PLAN_MODE, PlanModeParams, |ctx, p| ctx
+    async_method!(m, SESSION_SET_PLAN_MODE, |ctx, p: PlanModeParams| ctx
         .engine
-        .set_plan_mode(p));
-    method!(m, TRANSCRIPT_QUEUE, QueueParams, |ctx, p| ctx
+        .set_plan_mode(p)
+        .await)?;
+    async_method!(m, TRANSCRIPT_QUEUE, |ctx, p: QueueParams| ctx
         .engine
-        .queue_input(p));
-    method!(m, TRANSCRIPT_QUEUED, QueuedParams, |ctx, p| ctx
+        .queue_input(p)
+        .await)?;
+    async_method!(m, TRANSCRIPT_QUEUED, |ctx, p: QueuedParams| ctx
         .engine
-        .queued(p));
-    method!(m, TRANSCRIPT_TAKE_QUEUED, TakeQueuedParams, |ctx, p| ctx
+        .queued(p)
+        .await)?;
+    async_method!(m, TRANSCRIPT_TAKE_QUEUED, |ctx, p: TakeQueuedParams| ctx
         .engine
-        .take_queued(p));
-    method!(m, CONTEXT_SET_SECTION, SetSectionParams, |ctx, p| ctx
+        .take_queued(p)
+        .await)?;
+    async_method!(m, CONTEXT_SET_SECTION, |ctx, p: SetSectionParams| ctx
         .engine
-        .set_section(p));
-    method!(m, CONTEXT_REMOVE_SECTION, RemoveSectionParams, |ctx, p| ctx
+        .set_section(p)
+        .await)?;
+    async_method!(m, CONTEXT_REMOVE_SECTION, |ctx, p: RemoveSectionParams| ctx
         .engine
-        .remove_section(p));
-    method!(m, CONTEXT_RESET_SECTIONS, SessionIdParams, |ctx, p| ctx
+        .remove_section(p)
+        .await)?;
+    async_method!(m, CONTEXT_RESET_SECTIONS, |ctx, p: SessionIdParams| ctx
         .engine
-        .reset_sections(&p.session_id));
+        .reset_sections(&p.session_id)
+        .await)?;
     Ok(())
 }
