@@ -385,20 +385,10 @@ async fn bench_budget(dir: &Path) {
     use std::collections::{BTreeMap, BTreeSet};
 
     let path = largest_fixture();
-    let e = engine(dir);
-    let (info, _) = e
-        .import_claude_code(SessionImportParams {
-            jsonl: std::fs::read_to_string(&path).unwrap(),
-            cwd: None,
-            fallback_cwd: Some("/tmp".into()),
-            model: None,
-            title: None,
-        })
-        .await
-        .unwrap();
+    let (e, p, _) = imported(dir, std::fs::read_to_string(&path).unwrap()).await;
     let records = e
         .read(ReadParams {
-            session_id: info.session_id.clone(),
+            session_id: p.session_id.clone(),
             after_seq: 0,
             limit: Some(5000),
         })
@@ -480,23 +470,7 @@ async fn bench_budget(dir: &Path) {
 async fn bench_cache(dir: &Path) {
     use ctxd::pipeline::cache_prefix::predict;
     let path = largest_fixture();
-    let e = engine(dir);
-    let (info, _) = e
-        .import_claude_code(SessionImportParams {
-            jsonl: std::fs::read_to_string(&path).unwrap(),
-            cwd: None,
-            fallback_cwd: Some("/tmp".into()),
-            model: None,
-            title: None,
-        })
-        .await
-        .unwrap();
-    let p = CompileParams {
-        session_id: info.session_id.clone(),
-        side_request: false,
-        now: None,
-        flags: None,
-    };
+    let (e, p, _) = imported(dir, std::fs::read_to_string(&path).unwrap()).await;
     let first = e.compile(p.clone()).await.unwrap();
     let n = iters();
     let mut compile = Vec::with_capacity(n);

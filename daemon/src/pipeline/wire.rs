@@ -273,20 +273,6 @@ mod tests {
         messages: WireMessages<'a>,
     }
 
-    #[derive(Serialize)]
-    struct CacheEdit<'a> {
-        #[serde(rename = "type")]
-        kind: &'static str,
-        cache_reference: &'a str,
-    }
-
-    #[derive(Serialize)]
-    struct CacheEditsBlock<'a> {
-        #[serde(rename = "type")]
-        kind: &'static str,
-        edits: Vec<CacheEdit<'a>>,
-    }
-
     /// Messages with their `cache_edits` blocks spliced in after each target message's
     /// tool results: the edits are not content ctxd stores, only wire.
     struct WireMessages<'a> {
