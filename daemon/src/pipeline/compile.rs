@@ -159,8 +159,8 @@ pub fn compile(input: &CompileInput<'_>) -> Result<Compiled, serde_json::Error> 
             || input.flags.cache_scope.as_deref() == Some(latch::SCOPE_ORG),
         mcp_instructions: s.mcp_instructions,
     };
-    let (system_blocks, layout) = system::build(&system_inputs);
     let resolved_dynamic = system::resolved_dynamic(&system_inputs);
+    let (system_blocks, layout) = system::build(&system_inputs, &resolved_dynamic);
     let uncached = super::sections::uncached_report(&resolved_dynamic, s.previous_uncached);
     let uncached_texts = super::sections::uncached_texts(&resolved_dynamic);
     let mut system_blocks = system_blocks;

@@ -104,14 +104,17 @@ fn class_of(s: &SystemSection) -> &'static str {
     }
 }
 
-/// Builds the blocks and reports where every section landed.
-pub fn build(inputs: &SystemInputs<'_>) -> (Vec<SystemBlock>, Vec<SectionLayout>) {
+/// Builds the blocks from the dynamic sections as this compile shows them
+/// ([`resolved_dynamic`], which the caller also reports on) and reports where every
+/// section landed.
+pub fn build(
+    inputs: &SystemInputs<'_>,
+    dynamics: &[SystemSection],
+) -> (Vec<SystemBlock>, Vec<SectionLayout>) {
     let statics = match inputs.prompt {
         Some(p) if !p.static_sections.is_empty() => p.static_sections.clone(),
         _ => default_static_sections(),
     };
-    let dynamics = resolved_dynamic(inputs);
-
     let mut layout = Vec::new();
     let mut blocks = Vec::new();
 
@@ -148,7 +151,7 @@ pub fn build(inputs: &SystemInputs<'_>) -> (Vec<SystemBlock>, Vec<SectionLayout>
     });
 
     let mut dynamic_parts: Vec<String> = Vec::new();
-    for s in &dynamics {
+    for s in dynamics {
         if s.text.is_empty() {
             continue;
         }
@@ -159,7 +162,7 @@ pub fn build(inputs: &SystemInputs<'_>) -> (Vec<SystemBlock>, Vec<SectionLayout>
     }
     if !dynamic_parts.is_empty() {
         let idx = blocks.len() as u32;
-        for s in &dynamics {
+        for s in dynamics {
             layout.push(SectionLayout {
                 name: s.name.clone(),
                 class: class_of(s).into(),
@@ -208,7 +211,8 @@ mod tests {
     #[test]
     fn global_scope_without_mcp_and_org_with() {
         let s = SessionSettings::default();
-        let (blocks, layout) = build(&inputs(&s, false));
+        let i = inputs(&s, false);
+        let (blocks, layout) = build(&i, &resolved_dynamic(&i));
         assert_eq!(blocks.len(), 2);
         assert_eq!(
             blocks[0].cache_control,
@@ -221,7 +225,8 @@ mod tests {
         assert!(layout[..boundary].iter().all(|l| l.class == "static"));
         assert!(layout[boundary + 1..].iter().all(|l| l.class != "static"));
 
-        let (blocks, _) = build(&inputs(&s, true));
+        let i = inputs(&s, true);
+        let (blocks, _) = build(&i, &resolved_dynamic(&i));
         assert_eq!(blocks[0].cache_control, Some(CacheControl::ephemeral()));
         assert_eq!(blocks[1].cache_control, Some(CacheControl::ephemeral()));
     }
@@ -247,7 +252,7 @@ mod tests {
         };
         let mut i = inputs(&s, false);
         i.prompt = Some(&prompt);
-        let (blocks, layout) = build(&i);
+        let (blocks, layout) = build(&i, &resolved_dynamic(&i));
         assert_eq!(blocks[0].text, "You are X.");
         assert!(blocks[1].text.contains("Now: 10:00"));
         assert!(
