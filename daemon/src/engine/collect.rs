@@ -26,7 +26,7 @@ use serde_json::Value;
 
 use super::sources::{FilesFound, NestedFound, date_change};
 use super::{Engine, Loaded, SessionCell};
-use crate::error::{Error, Result};
+use crate::error::Result;
 use crate::pipeline::{attachments, plan_mode, projection, task_reminder};
 use crate::store::context_state;
 
@@ -337,10 +337,8 @@ impl Engine {
 
     async fn source_plan_mode(&self, input: &SourceInput) -> Result<Found> {
         let path = self.plan_file_path(&input.row);
-        let p2 = path.clone();
-        let exists = tokio::task::spawn_blocking(move || p2.is_file())
-            .await
-            .map_err(|e| Error::Internal(format!("plan file check: {e}")))?;
+        // One stat: cheaper on this thread than a hop to the blocking pool.
+        let exists = path.is_file();
         let path = path.display().to_string();
         let view = projection::project(&input.records);
         let values = plan_mode::decide(

@@ -120,26 +120,44 @@ pub(crate) struct Loaded {
     /// The session's revision this copy is current at (a shared store's other daemons
     /// bump it; 0 on SQLite).
     pub revision: u64,
+    /// What the budget last looked at when it had nothing to decide: a compile that
+    /// finds the same inputs skips the plan (it is a pure function of them).
+    pub budget_settled: Option<BudgetInputs>,
 }
 
-impl Loaded {
-    /// A fingerprint of the frozen decisions a compile builds on (fates, clears, cache
-    /// edits, boundary, collapses, memo), to notice that they changed under a compile that
-    /// ran without the lock. Appended records are not part of it.
-    pub(crate) fn decisions(&self) -> Decisions {
-        Decisions {
-            frozen: [
-                self.fates.len(),
-                self.cleared.len(),
-                self.pinned_edits.len(),
-                self.collapse_commits.len(),
-            ],
-            collapses: self.collapses.iter().map(|c| c.status).collect(),
-            boundary: self.boundary_uuid.clone(),
-            memo: self.memo.as_ref().map(|m| m.boundary_uuid.clone()),
+/// The inputs of [`crate::pipeline::budget::plan`] as they were, in a form cheap to
+/// compare: the transcript only grows and fates are only added, so their lengths and
+/// the last seq stand for them.
+#[derive(Clone, PartialEq)]
+pub(crate) struct BudgetInputs {
+    pub records: usize,
+    pub last_seq: u64,
+    pub fates: usize,
+    pub collapses: Vec<crate::pipeline::collapse::Collapse>,
+    pub limits: crate::pipeline::budget::ToolLimits,
+}
+
+impl BudgetInputs {
+    pub(crate) fn of(l: &Loaded, limits: crate::pipeline::budget::ToolLimits) -> Self {
+        BudgetInputs {
+            records: l.records.len(),
+            last_seq: l.records.last().map_or(0, |r| r.seq),
+            fates: l.fates.len(),
+            collapses: l.collapses.clone(),
+            limits,
         }
     }
 
+    pub(crate) fn same(&self, l: &Loaded, limits: &crate::pipeline::budget::ToolLimits) -> bool {
+        self.records == l.records.len()
+            && self.last_seq == l.records.last().map_or(0, |r| r.seq)
+            && self.fates == l.fates.len()
+            && self.collapses == l.collapses
+            && self.limits == *limits
+    }
+}
+
+impl Loaded {
     /// Every frozen tool-result fate: the budget's, overridden by microcompact's clears.
     pub(crate) fn shown_fates(&self) -> BTreeMap<String, Fate> {
         let mut fates = self.fates.clone();
@@ -153,15 +171,6 @@ impl Loaded {
         let view = crate::pipeline::projection::project(&self.records);
         crate::pipeline::budget::apply(&view, &self.shown_fates())
     }
-}
-
-/// See [`Loaded::decisions`].
-#[derive(PartialEq, Eq)]
-pub(crate) struct Decisions {
-    frozen: [usize; 4],
-    collapses: Vec<crate::pipeline::collapse::CollapseStatus>,
-    boundary: String,
-    memo: Option<String>,
 }
 
 /// The loaded state of a cell whose load just succeeded.
@@ -444,6 +453,7 @@ impl Engine {
                         previous_uncached: None,
                     },
                     revision,
+                    budget_settled: None,
                 })
             })
             .await?;

@@ -764,33 +764,16 @@ impl Engine {
 
     async fn compile_once(&self, p: &CompileParams) -> Result<Compiled> {
         let cell = self.cell(&p.session_id);
-        let (snapshot, prepared, now) = {
-            let mut guard = cell.state.lock().await;
-            self.load_or_drop(&p.session_id, &mut guard).await?;
-            let l = super::loaded_mut(&mut guard)?;
-            let now = self.resolve_now(p.now.as_deref())?;
-            let prepared = self
-                .prepare_compile(&cell, l, now, p.flags.as_ref())
-                .await?;
-            (l.clone(), prepared, now)
-        };
-        let decided = snapshot.decisions();
-        let side = p.side_request;
-        // Settling again is idempotent; after a compaction it latches the new history.
-        let flags = p.flags.as_ref();
-        let compiled = tokio::task::spawn_blocking(move || compile_loaded(&snapshot, side, now))
-            .await
-            .map_err(|e| Error::Internal(format!("compile task: {e}")))??;
-        let mut compiled = prepared.fill(compiled);
         let mut guard = cell.state.lock().await;
-        // The session may have been unloaded meanwhile; the store has all it had.
         self.load_or_drop(&p.session_id, &mut guard).await?;
         let l = super::loaded_mut(&mut guard)?;
-        if l.decisions() != decided {
-            // Another compile or a compaction froze decisions meanwhile: this compile's
-            // effects were decided without them, so decide again, under the lock.
-            compiled = self.compile_steps(&cell, l, side, now, flags).await?;
-        }
+        let now = self.resolve_now(p.now.as_deref())?;
+        let side = p.side_request;
+        let flags = p.flags.as_ref();
+        // The pure assembly runs here, under the session's lock: for a session of any
+        // ordinary size it takes less time than handing a copy of the session to another
+        // thread did (the copy, two thread hops, and a second look at the decisions).
+        let mut compiled = self.compile_steps(&cell, l, side, now, flags).await?;
         if l.row.settings.collapse.enabled {
             let estimate = compiled.metadata.context.effective_tokens;
             if self.run_collapse(&cell, l, estimate, false).await? {
@@ -899,10 +882,7 @@ impl Engine {
             l.sections.previous_uncached = Some(std::mem::take(&mut compiled.uncached_texts));
         }
         let m = &compiled.metadata;
-        let attachments = crate::pipeline::projection::project(&l.records)
-            .iter()
-            .filter(|r| r.kind == RecordKind::Attachment)
-            .count() as u64;
+        let attachments = compiled.projected_attachments;
         self.emit(
             cell,
             SessionEvent::Compiled {
@@ -1086,11 +1066,18 @@ impl Engine {
         let sid = l.row.id.clone();
         let dir = self.tool_results_dir(&sid);
         let limits = ToolLimits::new(&l.all_tools(), &l.row.settings.tool_result_size_overrides);
+        if l.budget_settled
+            .as_ref()
+            .is_some_and(|b| b.same(l, &limits))
+        {
+            return Ok((Vec::new(), Vec::new()));
+        }
         let projected = projection::project(&l.records);
         let folded = crate::pipeline::collapse::apply(&projected, &l.collapses);
         let view: Vec<&Record> = folded.iter().map(|c| c.as_ref()).collect();
         let plan = budget::plan(&view, &l.fates, &limits, &dir.display().to_string());
         if plan.decisions.is_empty() {
+            l.budget_settled = Some(super::BudgetInputs::of(l, limits));
             return Ok((Vec::new(), Vec::new()));
         }
         let mut new_fates = Vec::with_capacity(plan.decisions.len());

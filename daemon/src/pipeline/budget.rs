@@ -39,7 +39,7 @@ pub enum Fate {
 }
 
 /// Per-tool thresholds for one session.
-#[derive(Debug, Clone, Default)]
+#[derive(Debug, Clone, Default, PartialEq)]
 pub struct ToolLimits {
     /// Registered tools: `Some(declared)` or `None` for "declares no limit".
     declared: HashMap<String, Option<u64>>,

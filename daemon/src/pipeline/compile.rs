@@ -103,6 +103,9 @@ pub struct Compiled {
     /// The uncached section texts this request shows (the next compile's
     /// `previous_uncached`).
     pub uncached_texts: BTreeMap<String, String>,
+    /// Attachment records in the projection (before collapses fold it), for the
+    /// `compiled` event.
+    pub projected_attachments: u64,
 }
 
 pub fn compile(input: &CompileInput<'_>) -> Result<Compiled, serde_json::Error> {
@@ -112,6 +115,10 @@ pub fn compile(input: &CompileInput<'_>) -> Result<Compiled, serde_json::Error> 
     let projected = projection::project(input.records);
     let folded: Vec<Cow<'_, Record>> = collapse::apply(&projected, input.collapses);
     let view: Vec<&Record> = folded.iter().map(|c| c.as_ref()).collect();
+    let projected_attachments = projected
+        .iter()
+        .filter(|r| r.kind == ctxd_protocol::RecordKind::Attachment)
+        .count() as u64;
 
     // Microcompact, time-based: decided here, frozen by the engine.
     let newly_cleared = microcompact::time_based(&view, input.cleared, mc, input.now);
@@ -390,5 +397,6 @@ pub fn compile(input: &CompileInput<'_>) -> Result<Compiled, serde_json::Error> 
         fingerprint,
         usage,
         uncached_texts,
+        projected_attachments,
     })
 }
