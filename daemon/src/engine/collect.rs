@@ -9,7 +9,9 @@
 //! * **Isolation.** Sources run concurrently, each on its own: one that fails (or
 //!   panics) is reported `failed` and adds nothing; the others still land. Nothing a
 //!   source would consume (touched paths, queued input, a prefetch) is consumed unless its
-//!   attachments are written.
+//!   attachments are written. The three sources that need stored state (queued input,
+//!   changed files, nested instructions) share one read of it, so a failed read fails
+//!   those three and no other.
 //! * **Time bound.** The whole collection gets `settings.attachments.collect_timeout_ms`
 //!   (default [`DEFAULT_COLLECT_TIMEOUT`]); a source still running then is `skipped` for
 //!   this compile and tries again at the next one. The compile never waits longer.
@@ -21,12 +23,13 @@ use std::time::{Duration, Instant};
 use chrono::{DateTime, Utc};
 use ctxd_protocol::{Record, RecordInput, SessionEvent, SourceReport, SourceStatus};
 use futures::FutureExt;
-use futures::future::BoxFuture;
+use futures::future::{BoxFuture, Shared};
 use serde_json::Value;
+use std::sync::Arc;
 
-use super::sources::{FilesFound, NestedFound, date_change};
+use super::sources::{FilesFound, NestedFound, Stored, changed_files_found, date_change};
 use super::{Engine, Loaded, SessionCell};
-use crate::error::Result;
+use crate::error::{Error, Result};
 use crate::pipeline::{attachments, plan_mode, projection, task_reminder};
 use crate::store::context_state;
 
@@ -95,9 +98,11 @@ pub(crate) struct Collected {
 }
 
 /// A session's state as the sources see it (cheap clones: the transcript is shared).
-pub(crate) struct SourceInput {
+pub(crate) struct SourceInput<'a> {
     pub row: crate::store::sessions::SessionRow,
-    pub records: super::Transcript,
+    pub records: &'a [Record],
+    /// The projection, built once for every source.
+    pub view: Vec<&'a Record>,
     pub tool_names: Vec<String>,
     pub announced_date: String,
     pub now: DateTime<Utc>,
@@ -128,9 +133,14 @@ impl Engine {
         l: &mut Loaded,
         now: DateTime<Utc>,
     ) -> Result<Collected> {
+        // The sources share the transcript; it is released before the appending below,
+        // so that does not copy it.
+        let records = l.records.clone();
+        let view = projection::project(&records);
         let input = SourceInput {
             row: l.row.clone(),
-            records: l.records.clone(),
+            records: &records,
+            view,
             tool_names: l.tools.iter().map(|t| t.name.clone()).collect(),
             announced_date: l
                 .memo
@@ -146,11 +156,23 @@ impl Engine {
             .attachments
             .collect_timeout_ms
             .map_or(DEFAULT_COLLECT_TIMEOUT, Duration::from_millis);
+        // The three sources that read the store share one read: one trip to the
+        // blocking pool instead of three. Queued input waits while a tool result is due.
+        let queue = !crate::pipeline::records::awaiting_tool_results(&input.view);
+        let stored = {
+            let read = self.stored_for_collection(&input.row.id, queue);
+            async move { read.await.map(Arc::new).map_err(|e| e.to_string()) }
+                .boxed()
+                .shared()
+        };
         let sources: Vec<(&'static str, BoxFuture<'_, Result<Found>>)> = vec![
-            (QUEUED, self.source_queued(&input).boxed()),
+            (QUEUED, source_queued(&input, stored.clone()).boxed()),
             (DATE, async { source_date(&input) }.boxed()),
-            (CHANGED_FILES, self.source_changed_files(&input).boxed()),
-            (NESTED, self.source_nested(&input).boxed()),
+            (
+                CHANGED_FILES,
+                source_changed_files(&input, stored.clone()).boxed(),
+            ),
+            (NESTED, self.source_nested(&input, stored).boxed()),
             (PLAN_MODE, self.source_plan_mode(&input).boxed()),
             (
                 TASK_REMINDER,
@@ -210,8 +232,8 @@ impl Engine {
                 reason,
             });
         }
-        // The sources shared the transcript; release it so appending does not copy it.
         drop(input);
+        drop(records);
         let records = self.write_found(cell, l, found).await?;
         Ok(Collected { records, reports })
     }
@@ -323,27 +345,32 @@ impl Engine {
         Ok(built)
     }
 
-    async fn source_changed_files(&self, input: &SourceInput) -> Result<Found> {
-        let mut f = self.gather_changed_files(&input.row.id).await?;
-        let values = std::mem::take(&mut f.attachments);
-        Ok(Found::of(values, &input.ts, Effect::Files(f)))
-    }
-
-    async fn source_nested(&self, input: &SourceInput) -> Result<Found> {
-        let mut n = self.gather_nested(&input.row).await?;
+    async fn source_nested(
+        &self,
+        input: &SourceInput<'_>,
+        stored: SharedStored<'_>,
+    ) -> Result<Found> {
+        let stored = stored.await.map_err(Error::Storage)?;
+        let mut n = self
+            .gather_nested(
+                &input.row,
+                stored.touched.clone(),
+                stored.loaded.clone(),
+                &stored.reads,
+            )
+            .await?;
         let value = n.attachment.take();
         Ok(Found::of(value, &input.ts, Effect::Nested(n)))
     }
 
-    async fn source_plan_mode(&self, input: &SourceInput) -> Result<Found> {
+    async fn source_plan_mode(&self, input: &SourceInput<'_>) -> Result<Found> {
         let path = self.plan_file_path(&input.row);
         // One stat: cheaper on this thread than a hop to the blocking pool.
         let exists = path.is_file();
         let path = path.display().to_string();
-        let view = projection::project(&input.records);
         let values = plan_mode::decide(
-            &view,
-            &input.records,
+            &input.view,
+            input.records,
             input.row.settings.plan_mode,
             &plan_mode::PlanFile {
                 path: &path,
@@ -366,7 +393,33 @@ impl Engine {
     }
 }
 
-fn source_date(input: &SourceInput) -> Result<Found> {
+/// A store read the sources share; its error as text (each source reports it).
+type SharedStored<'a> = Shared<BoxFuture<'a, std::result::Result<Arc<Stored>, String>>>;
+
+async fn source_queued(input: &SourceInput<'_>, stored: SharedStored<'_>) -> Result<Found> {
+    let stored = stored.await.map_err(Error::Storage)?;
+    if stored.queued.is_empty() {
+        return Ok(Found::default());
+    }
+    let ids = stored.queued.iter().map(|e| e.queue_id.clone()).collect();
+    Ok(Found {
+        records: stored
+            .queued
+            .iter()
+            .map(|e| super::queue::queued_record(e, &input.ts, false))
+            .collect(),
+        effect: Effect::Queued(ids),
+    })
+}
+
+async fn source_changed_files(input: &SourceInput<'_>, stored: SharedStored<'_>) -> Result<Found> {
+    let stored = stored.await.map_err(Error::Storage)?;
+    let mut f = changed_files_found(stored.changes.clone());
+    let values = std::mem::take(&mut f.attachments);
+    Ok(Found::of(values, &input.ts, Effect::Files(f)))
+}
+
+fn source_date(input: &SourceInput<'_>) -> Result<Found> {
     Ok(
         match date_change(&input.announced_date, input.now, input.utc_offset) {
             Some((value, today)) => Found::of([value], &input.ts, Effect::Date(today)),
@@ -375,13 +428,12 @@ fn source_date(input: &SourceInput) -> Result<Found> {
     )
 }
 
-fn source_task_reminder(input: &SourceInput) -> Result<Found> {
+fn source_task_reminder(input: &SourceInput<'_>) -> Result<Found> {
     if input.row.settings.attachments.task_reminder == Some(false) {
         return Ok(Found::default());
     }
     let flavour = task_reminder::flavour(input.tool_names.iter().map(String::as_str));
-    let view = projection::project(&input.records);
-    let value = task_reminder::decide(&view, &input.records, flavour);
+    let value = task_reminder::decide(&input.view, input.records, flavour);
     Ok(Found::of(value, &input.ts, Effect::None))
 }
 

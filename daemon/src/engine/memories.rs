@@ -262,8 +262,8 @@ impl Engine {
 
     /// Waits for the prefetch of the newest prompt (the caller bounds the wait) and turns
     /// it into the attachment, leaving out what the view already shows.
-    pub(crate) async fn source_memories(&self, input: &SourceInput) -> Result<Found> {
-        let view = projection::project(&input.records);
+    pub(crate) async fn source_memories(&self, input: &SourceInput<'_>) -> Result<Found> {
+        let view = &input.view;
         let Some(newest) = view.iter().rev().find(|r| plan_mode::is_turn(r)) else {
             return Ok(Found::default());
         };

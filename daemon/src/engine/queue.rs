@@ -13,9 +13,8 @@ use ctxd_protocol::{
 use serde_json::json;
 
 use super::Engine;
-use super::collect::{Effect, Found, SourceInput};
 use crate::error::{Error, Result};
-use crate::pipeline::{attachments, projection, records};
+use crate::pipeline::attachments;
 use crate::store::{queued, sessions};
 
 /// Entries one agent of a session may have waiting.
@@ -23,7 +22,7 @@ pub const MAX_QUEUED: usize = 100;
 
 /// The `queued_command` record of an entry: the text in the attachment (what the model
 /// reads), images as the record's content blocks (sent after the text).
-fn queued_record(e: &QueuedEntry, ts: &str, sidechain: bool) -> RecordInput {
+pub(crate) fn queued_record(e: &QueuedEntry, ts: &str, sidechain: bool) -> RecordInput {
     let text: Vec<&str> = e
         .content
         .iter()
@@ -206,31 +205,6 @@ impl Engine {
         Ok(TakeQueuedResponse {
             records: built,
             texts,
-        })
-    }
-
-    /// The main thread's queued input, unless a `tool_use` of the newest response still
-    /// waits for its result.
-    pub(crate) async fn source_queued(&self, input: &SourceInput) -> Result<Found> {
-        let view = projection::project(&input.records);
-        if records::awaiting_tool_results(&view) {
-            return Ok(Found::default());
-        }
-        let sid = input.row.id.clone();
-        let entries = self
-            .store
-            .read(move |c| queued::list(c, &sid, Some(None)))
-            .await?;
-        if entries.is_empty() {
-            return Ok(Found::default());
-        }
-        let ids = entries.iter().map(|e| e.queue_id.clone()).collect();
-        Ok(Found {
-            records: entries
-                .iter()
-                .map(|e| queued_record(e, &input.ts, false))
-                .collect(),
-            effect: Effect::Queued(ids),
         })
     }
 }

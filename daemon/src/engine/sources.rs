@@ -105,7 +105,8 @@ pub(crate) fn snapshot(path: &Path) -> Option<ReadState> {
 }
 
 /// What one compile found changed among the files the model has seen.
-enum FileChange {
+#[derive(Clone)]
+pub(crate) enum FileChange {
     Edited {
         state: ReadState,
         snippet: Option<String>,
@@ -366,56 +367,46 @@ impl Engine {
             .await
     }
 
-    /// `edited_text_file` attachments for seen files that changed on disk, with the read
-    /// state to store (new stamps, removed files). Writes nothing.
-    pub(crate) async fn gather_changed_files(&self, sid: &str) -> Result<FilesFound> {
-        let s2 = sid.to_string();
-        let changes = self
-            .store
+    /// What the store holds for one collection, read in one trip to the blocking pool
+    /// (the files seen are checked on disk in the same trip): the queue only when
+    /// `queue` (it is not delivered while a tool result is awaited).
+    pub(crate) async fn stored_for_collection(&self, sid: &str, queue: bool) -> Result<Stored> {
+        let sid = sid.to_string();
+        self.store
             .read(move |c| {
-                let reads = context_state::read_states(c, &s2)?;
-                Ok(reads
-                    .iter()
-                    .filter_map(check_file)
-                    .collect::<Vec<FileChange>>())
+                let reads = context_state::read_states(c, &sid)?;
+                let changes = reads.iter().filter_map(check_file).collect();
+                let touched = context_state::touched(c, &sid)?;
+                let (loaded, reads) = if touched.is_empty() {
+                    (BTreeSet::new(), Vec::new())
+                } else {
+                    (context_state::loaded(c, &sid)?, reads)
+                };
+                let queued = if queue {
+                    crate::store::queued::list(c, &sid, Some(None))?
+                } else {
+                    Vec::new()
+                };
+                Ok(Stored {
+                    queued,
+                    changes,
+                    touched,
+                    loaded,
+                    reads,
+                })
             })
-            .await?;
-        let mut found = FilesFound::default();
-        for c in changes {
-            match c {
-                FileChange::Edited { state, snippet } => {
-                    if let Some(sn) = snippet {
-                        found.attachments.push(serde_json::json!({
-                            "type": "edited_text_file",
-                            "filename": state.path,
-                            "snippet": sn,
-                            "content": changed_files::render_attachment(&state.path, &sn),
-                        }));
-                    }
-                    found.new_states.push(state);
-                }
-                FileChange::Removed(p) => found.removed.push(p),
-            }
-        }
-        Ok(found)
+            .await
     }
 
     /// The `nested_memory` attachment for instruction files that became relevant through
     /// touched paths. Writes nothing: the caller consumes the touched paths.
-    pub(crate) async fn gather_nested(&self, row: &SessionRow) -> Result<NestedFound> {
-        let s2 = row.id.clone();
-        let (touched, loaded, reads) = self
-            .store
-            .read(move |c| {
-                let touched = context_state::touched(c, &s2)?;
-                if touched.is_empty() {
-                    return Ok((touched, BTreeSet::new(), Vec::new()));
-                }
-                let loaded = context_state::loaded(c, &s2)?;
-                let reads = context_state::read_states(c, &s2)?;
-                Ok((touched, loaded, reads))
-            })
-            .await?;
+    pub(crate) async fn gather_nested(
+        &self,
+        row: &SessionRow,
+        touched: Vec<String>,
+        loaded: BTreeSet<String>,
+        reads: &[ReadState],
+    ) -> Result<NestedFound> {
         let mut found = NestedFound {
             touched: !touched.is_empty(),
             ..NestedFound::default()
@@ -457,7 +448,45 @@ impl Engine {
     }
 }
 
-/// What [`Engine::gather_changed_files`] found.
+/// What the store holds for one collection (see [`Engine::stored_for_collection`]).
+#[derive(Default)]
+pub(crate) struct Stored {
+    /// The main thread's queued input.
+    pub queued: Vec<ctxd_protocol::QueuedEntry>,
+    /// Seen files that changed on disk or are gone.
+    pub changes: Vec<FileChange>,
+    /// Paths touched since the last collection.
+    pub touched: Vec<String>,
+    /// Instruction files loaded so far (read only when paths were touched).
+    pub loaded: BTreeSet<String>,
+    /// Read state of the files seen (kept only when paths were touched).
+    pub reads: Vec<ReadState>,
+}
+
+/// `edited_text_file` attachments for seen files that changed on disk, with the read
+/// state to store (new stamps, removed files).
+pub(crate) fn changed_files_found(changes: Vec<FileChange>) -> FilesFound {
+    let mut found = FilesFound::default();
+    for c in changes {
+        match c {
+            FileChange::Edited { state, snippet } => {
+                if let Some(sn) = snippet {
+                    found.attachments.push(serde_json::json!({
+                        "type": "edited_text_file",
+                        "filename": state.path,
+                        "snippet": sn,
+                        "content": changed_files::render_attachment(&state.path, &sn),
+                    }));
+                }
+                found.new_states.push(state);
+            }
+            FileChange::Removed(p) => found.removed.push(p),
+        }
+    }
+    found
+}
+
+/// What [`changed_files_found`] found.
 #[derive(Default)]
 pub(crate) struct FilesFound {
     pub attachments: Vec<serde_json::Value>,
