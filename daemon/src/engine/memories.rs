@@ -289,7 +289,7 @@ impl Engine {
                 return Err(Error::Internal(why.clone()));
             }
         };
-        let value = rm::attachment(chosen, &rm::surfaced(&view));
+        let value = rm::attachment(chosen, &rm::surfaced(view));
         let prompt = newest.uuid.clone();
         Ok(Found {
             records: value
