@@ -51,10 +51,14 @@ fn largest_fixture() -> PathBuf {
     best.1
 }
 
-fn engine(dir: &Path) -> Arc<Engine> {
+/// An engine as the daemon runs one: with its file watcher (which vouches for skill
+/// folders and instruction files between compiles).
+async fn engine(dir: &Path) -> Arc<Engine> {
     std::fs::create_dir_all(dir).unwrap();
     let store = Store::open(&dir.join("bench.db")).unwrap();
-    Arc::new(Engine::new(store, dir, Arc::new(SystemClock)))
+    let e = Arc::new(Engine::new(store, dir, Arc::new(SystemClock)));
+    e.start_watching().await.unwrap();
+    e
 }
 
 /// The sessions the compile and import benches run on.
@@ -78,7 +82,7 @@ fn import_params(jsonl: String) -> SessionImportParams {
 /// Import of the file vs serde_json parsing each of its lines into a `Value` (the floor
 /// of reading it at all).
 async fn bench_import(dir: &Path, path: &Path) {
-    let e = engine(dir);
+    let e = engine(dir).await;
     let jsonl = std::fs::read_to_string(path).unwrap();
     let n = (iters() / 20).max(5);
     let mut import = Vec::with_capacity(n);
@@ -198,7 +202,7 @@ async fn bench_growth(dir: &Path, path: &Path) {
 /// A fresh engine with `jsonl` imported: the engine, the compile call of the session, and
 /// how many records it holds.
 async fn imported(dir: &Path, jsonl: String) -> (Arc<Engine>, CompileParams, u64) {
-    let e = engine(dir);
+    let e = engine(dir).await;
     let (info, stats) = e.import_claude_code(import_params(jsonl)).await.unwrap();
     let p = CompileParams {
         session_id: info.session_id,
@@ -308,7 +312,7 @@ fn record_json(i: usize) -> RecordInput {
 async fn bench_append(dir: &Path) {
     const BATCH: usize = 100;
     let batches = (iters() / 4).max(10);
-    let e = engine(&dir.join("append"));
+    let e = engine(&dir.join("append")).await;
     let sid = e
         .create_session(SessionCreateParams {
             cwd: "/tmp".into(),

@@ -6,7 +6,7 @@ use ctxd_protocol::*;
 use super::{Engine, Loaded, SessionCell};
 use crate::error::{Error, Result};
 use crate::pipeline::collapse::{self, Collapse, CollapseSettings, CollapseStatus};
-use crate::pipeline::{projection, thresholds};
+use crate::pipeline::thresholds;
 
 use crate::store::collapses as store;
 pub(crate) use collapse::savings;
@@ -21,7 +21,7 @@ errors, and any conclusion. Keep names, paths and numbers exact.";
 
 /// Collapses of the current history: a compaction leaves the old ones behind.
 pub(crate) fn live(l: &Loaded) -> Vec<Collapse> {
-    let view = projection::project(&l.records);
+    let view = l.records.view();
     let present: std::collections::HashSet<&str> = view.iter().map(|r| r.uuid.as_str()).collect();
     l.collapses
         .iter()

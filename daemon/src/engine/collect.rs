@@ -30,7 +30,7 @@ use std::sync::Arc;
 use super::sources::{FilesFound, NestedFound, Stored, changed_files_found, date_change};
 use super::{Engine, Loaded, SessionCell};
 use crate::error::{Error, Result};
-use crate::pipeline::{attachments, plan_mode, projection, task_reminder};
+use crate::pipeline::{attachments, plan_mode, task_reminder};
 use crate::store::context_state;
 
 /// The kinds of attachments ctxd collects itself, in the order they take within a turn.
@@ -136,7 +136,7 @@ impl Engine {
         // The sources share the transcript; it is released before the appending below,
         // so that does not copy it.
         let records = l.records.clone();
-        let view = projection::project(&records);
+        let view = records.view();
         let input = SourceInput {
             row: l.row.clone(),
             records: &records,

@@ -19,8 +19,8 @@ use super::collect::{Effect, Found, SourceInput};
 use super::{Engine, Loaded, SessionCell};
 use crate::discovery::memories::{self, MemoryFile};
 use crate::error::{Error, Result};
+use crate::pipeline::plan_mode;
 use crate::pipeline::relevant_memories::{self as rm, Chosen, Surfaced};
-use crate::pipeline::{plan_mode, projection};
 use crate::providers::Summariser;
 
 /// A prefetch gives up after this long (a model selector that never answers).
@@ -209,11 +209,12 @@ impl Engine {
                 .ok()
                 .filter(|s| matches!(s.kind(), "anthropic" | "openai")),
         };
-        let view = projection::project(&l.records);
         let input = PrefetchInput {
             dirs,
             query,
-            surfaced: rm::surfaced(&view),
+            // Not a copy of the transcript: holding one would make the next append copy
+            // every record.
+            surfaced: rm::surfaced(&l.records.view()),
             now: self.clock.now(),
             selector,
             fitted: self.memories.fitted.clone(),

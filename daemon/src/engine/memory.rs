@@ -15,7 +15,7 @@ use crate::error::{Error, Result};
 use crate::pipeline::autocompact::{self, Trigger};
 use crate::pipeline::normalize::{NormalizeOptions, normalize};
 use crate::pipeline::session_memory as sm;
-use crate::pipeline::{projection, tokens};
+use crate::pipeline::tokens;
 use crate::providers::{Summariser, SummaryInput};
 use crate::store::memory;
 
@@ -175,16 +175,16 @@ impl Engine {
         let Ok(mem) = self.store.read(move |c| memory::get(c, &s)).await else {
             return;
         };
-        let view = projection::project(&l.records);
-        let context = tokens::estimate(&view, 0, crate::pipeline::attachments::render).total;
+        let context = l.records.estimate().total;
+        let at_last = mem.as_ref().and_then(|m| m.tokens_at_extraction);
+        // The tokens alone rule most appends out: then the turns are not walked at all.
+        if !sm::extraction_due(context, at_last, u32::MAX, false) {
+            return;
+        }
+        let view = l.records.view();
         let since = mem.as_ref().and_then(|m| m.last_summarized_uuid.clone());
         let calls = sm::tool_calls_since(&view, since.as_deref());
-        let due = sm::extraction_due(
-            context,
-            mem.as_ref().and_then(|m| m.tokens_at_extraction),
-            calls,
-            sm::last_turn_had_tool_call(&view),
-        );
+        let due = sm::extraction_due(context, at_last, calls, sm::last_turn_had_tool_call(&view));
         if !due {
             return;
         }
@@ -351,7 +351,7 @@ impl Engine {
         let budget = compact::room_budget(l);
         let path = self.memory_path(&sid).display().to_string();
         let (best, summarised_records, kept_records, summary_chars) = {
-            let view = projection::project(&l.records);
+            let view = l.records.view();
             let shown = l.shown();
             let refs: Vec<&Record> = shown.iter().map(|c| c.as_ref()).collect();
             if sm::keep_start(&refs, &last, budget.keep).is_none() {

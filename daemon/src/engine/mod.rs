@@ -40,32 +40,53 @@ use crate::clock::Clock;
 use crate::error::{Error, Result};
 use crate::pipeline::budget::Fate;
 use crate::pipeline::microcompact::PinnedEdit;
+use crate::pipeline::projection::LiveProjection;
 use crate::store::Store;
 use crate::store::context_state::InstructionMemo;
 use crate::store::sessions::SessionRow;
 use crate::sync::lock;
 use crate::watch::{FileWatcher, WatchEvent};
 
-/// A session's transcript in memory, shared copy-on-write: a compile works on a cheap
-/// snapshot without the session's lock while appends extend the live copy.
+/// A session's transcript in memory, shared copy-on-write (the attachment sources
+/// read a cheap copy while they run), with its projection kept up to date as it grows.
 #[derive(Clone, Default)]
-pub(crate) struct Transcript(Arc<Vec<Record>>);
+pub(crate) struct Transcript {
+    records: Arc<Vec<Record>>,
+    live: Arc<LiveProjection>,
+}
 
 impl Transcript {
     pub(crate) fn new(records: Vec<Record>) -> Transcript {
-        Transcript(Arc::new(records))
+        let live = Arc::new(LiveProjection::new(&records));
+        Transcript {
+            records: Arc::new(records),
+            live,
+        }
     }
 
-    /// Appends; copies the records first only while a snapshot still shares them.
+    /// Appends; copies the records first only while a copy still shares them.
     pub(crate) fn extend(&mut self, more: impl IntoIterator<Item = Record>) {
-        Arc::make_mut(&mut self.0).extend(more);
+        let records = Arc::make_mut(&mut self.records);
+        records.extend(more);
+        Arc::make_mut(&mut self.live).advance(records);
+    }
+
+    /// The projection (`pipeline::projection::project` of the records), without a scan
+    /// of the history.
+    pub(crate) fn view(&self) -> Vec<&Record> {
+        self.live.view(&self.records)
+    }
+
+    /// `tokens::estimate` of the projection, with nothing before the messages.
+    pub(crate) fn estimate(&self) -> crate::pipeline::tokens::Estimate {
+        self.live.estimate()
     }
 }
 
 impl std::ops::Deref for Transcript {
     type Target = Vec<Record>;
     fn deref(&self) -> &Vec<Record> {
-        &self.0
+        &self.records
     }
 }
 
@@ -73,7 +94,7 @@ impl<'a> IntoIterator for &'a Transcript {
     type Item = &'a Record;
     type IntoIter = std::slice::Iter<'a, Record>;
     fn into_iter(self) -> Self::IntoIter {
-        self.0.iter()
+        self.records.iter()
     }
 }
 
@@ -168,7 +189,7 @@ impl Loaded {
     /// The projection as the model saw it: main thread after the last boundary, snipped
     /// records out, every frozen fate applied.
     pub(crate) fn shown(&self) -> Vec<std::borrow::Cow<'_, Record>> {
-        let view = crate::pipeline::projection::project(&self.records);
+        let view = self.records.view();
         crate::pipeline::budget::apply(&view, &self.shown_fates())
     }
 }

@@ -14,7 +14,7 @@ use crate::pipeline::autocompact::Trigger;
 use crate::pipeline::budget::{self, Decision, Fate, ToolLimits};
 use crate::pipeline::compile::{CompileInput, Compiled, Effects, SessionView, compile};
 use crate::pipeline::microcompact::CLEARED;
-use crate::pipeline::{projection, snip, thresholds};
+use crate::pipeline::{snip, thresholds};
 use crate::store::context_state::{self, InstructionMemo};
 use crate::store::sessions::SessionRow;
 use crate::store::{cache_edits, fates, outputs, records, sessions};
@@ -639,6 +639,8 @@ impl Engine {
             let reported = built
                 .iter()
                 .any(|r| r.kind == RecordKind::Assistant && !r.is_sidechain && r.usage.is_some());
+            // Only a boundary in this batch can move the last one.
+            let boundary = super::last_boundary_uuid(&built);
             l.records.extend(built);
             if reported {
                 self.check_cache_break(&cell, l, first_seq);
@@ -647,8 +649,7 @@ impl Engine {
                 // The post-sampling point: maybe start a session-memory extraction.
                 self.after_response(&cell, l).await;
             }
-            let boundary = super::last_boundary_uuid(&l.records);
-            if boundary != l.boundary_uuid {
+            if !boundary.is_empty() && boundary != l.boundary_uuid {
                 // A compaction starts a new history: edits of the old one do not apply.
                 l.boundary_uuid = boundary;
                 l.pinned_edits.clear();
@@ -969,7 +970,7 @@ impl Engine {
                 "snip is not enabled for this session (settings.snip_enabled)",
             ));
         }
-        let view = projection::project(&l.records);
+        let view = l.records.view();
         let plan = snip::plan(&view, &p.from_id, &p.to_id).map_err(|e| match e {
             snip::SnipError::UnknownId(ref id) if *id == p.to_id => {
                 Error::invalid("to_id", e.to_string())
@@ -1072,7 +1073,7 @@ impl Engine {
         {
             return Ok((Vec::new(), Vec::new()));
         }
-        let projected = projection::project(&l.records);
+        let projected = l.records.view();
         let folded = crate::pipeline::collapse::apply(&projected, &l.collapses);
         let view: Vec<&Record> = folded.iter().map(|c| c.as_ref()).collect();
         let plan = budget::plan(&view, &l.fates, &limits, &dir.display().to_string());

@@ -1,7 +1,11 @@
 //! The model-facing view of the raw transcript: it starts at the last compact boundary.
 //! Snipped records are filtered out; collapse views join this projection when they land.
 
+use std::collections::HashSet;
+
 use ctxd_protocol::{Record, RecordKind};
+
+use super::tokens::Tally;
 
 pub const COMPACT_BOUNDARY: &str = "compact_boundary";
 
@@ -28,6 +32,79 @@ pub fn project(records: &[Record]) -> Vec<&Record> {
     view.iter()
         .filter(|r| !r.is_sidechain && !r.is_virtual && !snipped.contains(r.uuid.as_str()))
         .collect()
+}
+
+/// [`project`] kept up to date as the transcript grows: at every length its view equals
+/// `project(records)`, at the cost of the records appended since the last
+/// [`LiveProjection::advance`] (a new compact boundary starts it afresh; a snip boundary
+/// drops what it names), with the view's token [`Tally`].
+#[derive(Debug, Clone, Default)]
+pub struct LiveProjection {
+    /// How many records it has taken in.
+    seen: usize,
+    /// Indices of the projected records, in order.
+    indices: Vec<usize>,
+    /// uuids the snip boundaries after the last compact boundary removed.
+    snipped: HashSet<String>,
+    tally: Tally,
+}
+
+impl LiveProjection {
+    pub fn new(records: &[Record]) -> Self {
+        let mut p = LiveProjection::default();
+        p.advance(records);
+        p
+    }
+
+    /// Takes in `records[self.seen..]`: `records` is the whole transcript, of which the
+    /// records seen before are unchanged.
+    pub fn advance(&mut self, records: &[Record]) {
+        let render = super::attachments::render;
+        for (i, r) in records.iter().enumerate().skip(self.seen) {
+            if r.kind == RecordKind::System
+                && !r.is_sidechain
+                && r.subtype.as_deref() == Some(COMPACT_BOUNDARY)
+            {
+                self.indices.clear();
+                self.snipped.clear();
+                self.tally = Tally::default();
+            }
+            if super::snip::is_snip_boundary(r) {
+                let before = self.snipped.len();
+                self.snipped.extend(
+                    super::snip::removed_uuids(std::slice::from_ref(r))
+                        .into_iter()
+                        .map(str::to_string),
+                );
+                if self.snipped.len() != before {
+                    self.indices
+                        .retain(|&j| !self.snipped.contains(records[j].uuid.as_str()));
+                    self.tally = Tally::default();
+                    for &j in &self.indices {
+                        self.tally.push(&records[j], render);
+                    }
+                }
+            }
+            if !r.is_sidechain && !r.is_virtual && !self.snipped.contains(r.uuid.as_str()) {
+                self.indices.push(i);
+                self.tally.push(r, render);
+            }
+        }
+        self.seen = records.len();
+    }
+
+    /// The projection of `records` (the transcript it has advanced over).
+    pub fn view<'a>(&self, records: &'a [Record]) -> Vec<&'a Record> {
+        self.indices
+            .iter()
+            .filter_map(|&i| records.get(i))
+            .collect()
+    }
+
+    /// `tokens::estimate` of the view, with nothing before the messages.
+    pub fn estimate(&self) -> super::tokens::Estimate {
+        self.tally.estimate(0)
+    }
 }
 
 #[cfg(test)]
@@ -96,5 +173,96 @@ mod tests {
             let got: Vec<&str> = project(&records).iter().map(|r| r.uuid.as_str()).collect();
             prop_assert_eq!(got, expected);
         }
+    }
+
+    /// A transcript for the live projection: [`transcript`]'s records, some with usage,
+    /// message ids or as attachments; and the lengths it is advanced to, in order.
+    fn live_case(g: &mut Choices) -> (Vec<Record>, Vec<usize>) {
+        let mut records = transcript(g);
+        for r in &mut records {
+            if g.chance(30) {
+                r.message_id = Some(format!("m{}", g.below(4)));
+            }
+            if r.kind == RecordKind::Assistant && g.chance(30) {
+                r.usage = Some(
+                    serde_json::from_value(
+                        json!({"input_tokens": g.below(5000), "output_tokens": g.below(500)}),
+                    )
+                    .unwrap(),
+                );
+            }
+            if r.kind == RecordKind::User && g.chance(10) {
+                r.kind = RecordKind::Attachment;
+                r.attachment = Some(json!({"type": "date_change", "date": "2026-01-02"}));
+            }
+        }
+        let mut stops = Vec::new();
+        let mut at = 0;
+        while at < records.len() {
+            at = (at + 1 + g.below(4) as usize).min(records.len());
+            stops.push(at);
+        }
+        (records, stops)
+    }
+
+    proptest! {
+        /// Advanced over the transcript in any chunks, the live projection's view is the
+        /// projection, and its tally the estimate of it, at every length.
+        #[test]
+        fn the_live_projection_is_the_projection_at_every_length(values in choices(300)) {
+            let (records, stops) = live_case(&mut Choices::new(values));
+            let mut live = LiveProjection::default();
+            for at in stops {
+                live.advance(&records[..at]);
+                let expected = project(&records[..at]);
+                let got = live.view(&records[..at]);
+                prop_assert_eq!(
+                    got.iter().map(|r| r.uuid.as_str()).collect::<Vec<_>>(),
+                    expected.iter().map(|r| r.uuid.as_str()).collect::<Vec<_>>()
+                );
+                prop_assert_eq!(
+                    live.estimate(),
+                    crate::pipeline::tokens::estimate(&expected, 0, crate::pipeline::attachments::render)
+                );
+            }
+        }
+    }
+
+    /// The generated cases reach what the live projection must get right: an anchored
+    /// estimate, a snip removing a record taken in by an earlier advance, a compact
+    /// boundary after the first advance.
+    #[test]
+    fn the_live_projection_property_reaches_its_cases() {
+        let (mut anchored, mut retroactive, mut restarted) = (0, 0, 0);
+        for mut g in crate::pipeline::choices::samples(300, 256) {
+            let (records, stops) = live_case(&mut g);
+            let mut before: Vec<String> = Vec::new();
+            for (k, at) in stops.iter().enumerate() {
+                let view = project(&records[..*at]);
+                let uuids: Vec<String> = view.iter().map(|r| r.uuid.clone()).collect();
+                if crate::pipeline::tokens::estimate(&view, 0, |_| None)
+                    .anchor_uuid
+                    .is_some()
+                {
+                    anchored += 1;
+                }
+                let prev = if k == 0 { 0 } else { stops[k - 1] };
+                let new = &records[prev..*at];
+                if new
+                    .iter()
+                    .any(|r| r.subtype.as_deref() == Some(COMPACT_BOUNDARY) && !r.is_sidechain)
+                    && k > 0
+                {
+                    restarted += 1;
+                } else if before.iter().any(|u| !uuids.contains(u)) {
+                    retroactive += 1;
+                }
+                before = uuids;
+            }
+        }
+        assert!(
+            anchored > 50 && retroactive > 10 && restarted > 10,
+            "anchored {anchored}, retroactive snips {retroactive}, restarts {restarted}"
+        );
     }
 }

@@ -126,6 +126,62 @@ pub fn estimate<R: std::borrow::Borrow<Record>>(
     }
 }
 
+/// [`estimate`] of a view kept as it grows: each record pushed costs its own tokens
+/// only. Equal to `estimate(view, unanchored_extra, render)` of the records pushed, in
+/// order (they must be a projection: main-thread, not virtual).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Tally {
+    /// The newest assistant record with usage: uuid, its context tokens, message id.
+    anchor: Option<(String, u64, Option<String>)>,
+    /// Unscaled tokens after the anchor (all records when there is none), the anchor's
+    /// own response excluded.
+    raw: u64,
+}
+
+impl Tally {
+    pub fn push(&mut self, r: &Record, render_attachment: impl Fn(&Record) -> Option<String>) {
+        if r.is_virtual || r.is_sidechain {
+            return;
+        }
+        if r.kind == RecordKind::Assistant
+            && let Some(u) = r.usage
+        {
+            self.anchor = Some((r.uuid.clone(), u.context_tokens(), r.message_id.clone()));
+            self.raw = 0;
+            return;
+        }
+        if let Some((_, _, Some(mid))) = &self.anchor
+            && r.message_id.as_ref() == Some(mid)
+        {
+            return;
+        }
+        self.raw = self.raw.saturating_add(record_tokens(r, render_attachment));
+    }
+
+    pub fn estimate(&self, unanchored_extra: u64) -> Estimate {
+        match &self.anchor {
+            Some((uuid, anchor_tokens, _)) => {
+                let tail = scaled(self.raw);
+                Estimate {
+                    total: anchor_tokens.saturating_add(tail),
+                    anchor_uuid: Some(uuid.clone()),
+                    anchor_tokens: *anchor_tokens,
+                    tail_tokens: tail,
+                }
+            }
+            None => {
+                let tail = scaled(unanchored_extra.saturating_add(self.raw));
+                Estimate {
+                    total: tail,
+                    anchor_uuid: None,
+                    anchor_tokens: 0,
+                    tail_tokens: tail,
+                }
+            }
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

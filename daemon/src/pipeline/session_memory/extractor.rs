@@ -129,11 +129,36 @@ impl List {
         }
     }
 
-    /// Drops the oldest entries after the first `keep_first` until the body fits.
+    /// Drops the oldest entries after the first `keep_first` until the body fits. The
+    /// rendered size is counted, not rendered, at each step: the list can be long.
     fn cap(&mut self, max_chars: usize, keep_first: usize) {
-        while chars(&self.render(keep_first)) > max_chars && self.items.len() > keep_first {
-            self.items.remove(keep_first);
-            self.omitted += 1;
+        let lens: Vec<usize> = self.items.iter().map(|i| chars(i)).collect();
+        // `render`'s size: the entries, the marker line when entries are omitted, and
+        // one newline between lines.
+        let size = |entries: usize, count: usize, omitted: u64| {
+            let marker_chars = if omitted > 0 {
+                chars(&marker(omitted))
+            } else {
+                0
+            };
+            let lines = count + usize::from(omitted > 0);
+            entries + marker_chars + lines.saturating_sub(1)
+        };
+        let mut entries: usize = lens.iter().sum();
+        let mut dropped = 0;
+        while self.items.len() - dropped > keep_first
+            && size(
+                entries,
+                self.items.len() - dropped,
+                self.omitted + dropped as u64,
+            ) > max_chars
+        {
+            entries -= lens[keep_first + dropped];
+            dropped += 1;
+        }
+        if dropped > 0 {
+            self.items.drain(keep_first..keep_first + dropped);
+            self.omitted += dropped as u64;
         }
     }
 }
@@ -538,4 +563,35 @@ pub fn safe_last_summarized(view: &[&Record]) -> Option<String> {
         }
     }
     best.map(|i| view[i].uuid.clone())
+}
+
+#[cfg(test)]
+mod cap_tests {
+    use super::*;
+    use proptest::prelude::*;
+
+    /// The rule `cap` implements, as it reads: render, drop the oldest, again.
+    fn cap_by_rendering(list: &mut List, max_chars: usize, keep_first: usize) {
+        while chars(&list.render(keep_first)) > max_chars && list.items.len() > keep_first {
+            list.items.remove(keep_first);
+            list.omitted += 1;
+        }
+    }
+
+    proptest! {
+        #[test]
+        fn counting_caps_like_rendering(
+            items in prop::collection::vec("[a-zé\\- ]{0,30}", 0..40),
+            omitted in prop_oneof![Just(0u64), 1u64..20, 9u64..11, 99u64..101],
+            max_chars in 0usize..600,
+            keep_first in 0usize..5,
+        ) {
+            let mut counted = List { items: items.clone(), omitted };
+            let mut rendered = List { items, omitted };
+            counted.cap(max_chars, keep_first);
+            cap_by_rendering(&mut rendered, max_chars, keep_first);
+            prop_assert_eq!(counted.items, rendered.items);
+            prop_assert_eq!(counted.omitted, rendered.omitted);
+        }
+    }
 }
