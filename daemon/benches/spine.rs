@@ -6,7 +6,8 @@
 //! 3. growth: compile time over the session repeated 1×, 4× and 16× (each copy after a
 //!    compact boundary, so the model sees about one copy while the history grows);
 //! 4. an RPC no-op round trip over the socket vs a raw Unix-socket echo of the same bytes;
-//! 5. batched appends per second vs raw rusqlite inserts with the same WAL settings.
+//! 5. batched appends per second vs raw rusqlite inserts with the same WAL settings (into a
+//!    minimal table, and the engine's own rows replayed into its records table).
 //!
 //! Prints medians and ratios. Set `CTXD_BENCH_ITERS` to change the sample count,
 //! `CTXD_BENCH_ONLY` (comma-separated part names) to run some parts only.
@@ -309,14 +310,19 @@ fn record_json(i: usize) -> RecordInput {
     .unwrap()
 }
 
-async fn bench_append(dir: &Path) {
-    const BATCH: usize = 100;
-    let batches = (iters() / 4).max(10);
-    let e = engine(&dir.join("append")).await;
+/// Median time of one batch of `BATCH` appends to a fresh session with `settings`; the
+/// engine's database file.
+async fn engine_batches(
+    dir: &Path,
+    settings: Option<SessionSettings>,
+    batches: usize,
+) -> (Duration, PathBuf) {
+    let e = engine(dir).await;
     let sid = e
         .create_session(SessionCreateParams {
             cwd: "/tmp".into(),
             no_git: true,
+            settings,
             ..Default::default()
         })
         .await
@@ -335,50 +341,140 @@ async fn bench_append(dir: &Path) {
         .unwrap();
         times.push(t.elapsed());
     }
-    let engine_batch = median(times);
+    (median(times), dir.join("bench.db"))
+}
 
-    // The floor: raw rusqlite inserts of comparable rows in the same WAL settings.
-    let conn = rusqlite::Connection::open(dir.join("raw.db")).unwrap();
+const BATCH: usize = 100;
+
+/// Batched appends vs raw rusqlite inserts. The engine twice: with the session's
+/// defaults, whose post-sampling hook starts a session-memory extraction in the
+/// background every 5,000 new tokens (about every batch here, as these records carry no
+/// usage), and with that extractor off, which is the append path alone. Two floors: the
+/// minimal table, and the very rows the engine stored replayed into its own table.
+async fn bench_append(dir: &Path) {
+    let batches = (iters() / 4).max(10);
+    let (defaults, _) = engine_batches(&dir.join("append"), None, batches).await;
+    let mut quiet = SessionSettings::default();
+    quiet.memory.extractor = MemoryExtractor::Off;
+    let (alone, db) = engine_batches(&dir.join("append-alone"), Some(quiet), batches).await;
+    let minimal = raw_minimal(&dir.join("raw.db"), batches);
+    let same_rows = raw_same_rows(&db, &dir.join("raw-records.db"));
+    let per_sec = |d: Duration| BATCH as f64 / d.as_secs_f64();
+    let pct = |engine: Duration, raw: Duration| raw.as_secs_f64() / engine.as_secs_f64() * 100.0;
+    println!(
+        "append   batches of {BATCH}: engine {:.0} records/s (median batch {alone:?}) with the session-memory extractor off, {:.0} records/s ({defaults:?}) with the defaults; \
+         raw rusqlite into a minimal table {:.0} records/s ({minimal:?}): engine at {:.0}% / {:.0}%; raw rusqlite storing the engine's own rows in its records table {:.0} records/s ({same_rows:?}): engine at {:.0}% / {:.0}%",
+        per_sec(alone),
+        per_sec(defaults),
+        per_sec(minimal),
+        pct(alone, minimal),
+        pct(defaults, minimal),
+        per_sec(same_rows),
+        pct(alone, same_rows),
+        pct(defaults, same_rows),
+    );
+}
+
+/// A fresh database with the store's settings (WAL, `synchronous=NORMAL`).
+fn raw_connection(path: &Path) -> rusqlite::Connection {
+    let conn = rusqlite::Connection::open(path).unwrap();
     conn.pragma_update(None, "journal_mode", "WAL").unwrap();
     conn.pragma_update(None, "synchronous", "NORMAL").unwrap();
-    conn.execute_batch("CREATE TABLE r (s TEXT, seq INTEGER, uuid TEXT, body TEXT, PRIMARY KEY (s, seq)) WITHOUT ROWID")
-        .unwrap();
+    conn
+}
+
+/// Median time of a batch of raw inserts (`rows` prepared beforehand) in one
+/// transaction each.
+fn raw_batches<P: rusqlite::Params>(
+    conn: &rusqlite::Connection,
+    sql: &str,
+    batches: impl Iterator<Item = Vec<P>>,
+) -> Duration {
     let mut times = Vec::new();
-    let mut seq = 0i64;
-    for b in 0..batches {
-        let bodies: Vec<String> = (0..BATCH)
-            .map(|i| serde_json::to_string(&record_json(b * BATCH + i)).unwrap())
-            .collect();
+    for rows in batches {
         let t = Instant::now();
         let tx = conn.unchecked_transaction().unwrap();
         {
-            let mut st = tx
-                .prepare_cached("INSERT INTO r VALUES (?1, ?2, ?3, ?4)")
-                .unwrap();
-            for body in &bodies {
-                seq += 1;
-                st.execute(rusqlite::params![
-                    "s",
-                    seq,
-                    uuid::Uuid::now_v7().to_string(),
-                    body
-                ])
-                .unwrap();
+            let mut st = tx.prepare_cached(sql).unwrap();
+            for row in rows {
+                st.execute(row).unwrap();
             }
         }
         tx.commit().unwrap();
         times.push(t.elapsed());
     }
-    let raw_batch = median(times);
-    let per_sec = |d: Duration| BATCH as f64 / d.as_secs_f64();
-    println!(
-        "append   batches of {BATCH}: engine {:.0} records/s (median batch {:?}); raw rusqlite {:.0} records/s ({:?}); ratio {:.2}x",
-        per_sec(engine_batch),
-        engine_batch,
-        per_sec(raw_batch),
-        raw_batch,
-        engine_batch.as_secs_f64() / raw_batch.as_secs_f64()
+    median(times)
+}
+
+/// The floor of earlier runs: the records' input serialised beforehand, a fresh uuid
+/// each, into a four-column table.
+fn raw_minimal(path: &Path, batches: usize) -> Duration {
+    let conn = raw_connection(path);
+    conn.execute_batch("CREATE TABLE r (s TEXT, seq INTEGER, uuid TEXT, body TEXT, PRIMARY KEY (s, seq)) WITHOUT ROWID")
+        .unwrap();
+    let mut seq = 0i64;
+    let rows = (0..batches).map(|b| {
+        (0..BATCH)
+            .map(|i| {
+                seq += 1;
+                let body = serde_json::to_string(&record_json(b * BATCH + i)).unwrap();
+                ("s", seq, uuid::Uuid::now_v7().to_string(), body)
+            })
+            .collect::<Vec<_>>()
+    });
+    raw_batches(&conn, "INSERT INTO r VALUES (?1, ?2, ?3, ?4)", rows)
+}
+
+/// What SQLite alone costs for what the engine stored: the session's rows read back
+/// from the engine's database and inserted, in the same batches, into a fresh copy of
+/// ctxd's `records` table (its uuid index and foreign key included).
+fn raw_same_rows(engine_db: &Path, path: &Path) -> Duration {
+    type Row = (
+        String,
+        i64,
+        String,
+        Option<String>,
+        String,
+        String,
+        Option<String>,
+        String,
     );
+    let src = rusqlite::Connection::open(engine_db).unwrap();
+    let sessions: Vec<(String, String)> = src
+        .prepare("SELECT id, created_at FROM sessions")
+        .unwrap()
+        .query_map([], |r| Ok((r.get(0)?, r.get(1)?)))
+        .unwrap()
+        .map(Result::unwrap)
+        .collect();
+    let rows: Vec<Row> = src
+        .prepare("SELECT session_id, seq, uuid, parent_uuid, kind, timestamp, message_id, body FROM records ORDER BY seq")
+        .unwrap()
+        .query_map([], |r| {
+            Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?, r.get(4)?, r.get(5)?, r.get(6)?, r.get(7)?))
+        })
+        .unwrap()
+        .map(Result::unwrap)
+        .collect();
+    let conn = raw_connection(path);
+    conn.pragma_update(None, "foreign_keys", "ON").unwrap();
+    conn.execute_batch(include_str!(
+        "../../migrations/01-sessions-and-records/up.sql"
+    ))
+    .unwrap();
+    for (id, at) in &sessions {
+        conn.execute(
+            "INSERT INTO sessions (id, cwd, original_cwd, model_profile, settings, start_date, created_at, updated_at) VALUES (?1, '/tmp', '/tmp', '{}', '{}', '2026-01-01', ?2, ?2)",
+            rusqlite::params![id, at],
+        )
+        .unwrap();
+    }
+    let batches: Vec<Vec<Row>> = rows.chunks(BATCH).map(<[Row]>::to_vec).collect();
+    raw_batches(
+        &conn,
+        "INSERT INTO records (session_id, seq, uuid, parent_uuid, kind, timestamp, message_id, body) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)",
+        batches.into_iter(),
+    )
 }
 
 /// Compile of the largest fixture with the budget (steady state: every fate frozen, so

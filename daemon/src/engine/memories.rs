@@ -212,9 +212,7 @@ impl Engine {
         let input = PrefetchInput {
             dirs,
             query,
-            // Not a copy of the transcript: holding one would make the next append copy
-            // every record.
-            surfaced: rm::surfaced(&l.records.view()),
+            surfaced: l.records.surfaced().clone(),
             now: self.clock.now(),
             selector,
             fitted: self.memories.fitted.clone(),

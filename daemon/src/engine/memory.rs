@@ -245,18 +245,34 @@ impl Engine {
     }
 
     async fn extract_inner(&self, sid: &str) -> Result<u64> {
-        // A snapshot of what to read, taken under the session lock and released at once
-        // so appends and compiles never wait for the extractor.
+        let mem = self.memory_get(sid).await?;
+        // What to read, taken under the session lock and released at once so appends and
+        // compiles never wait for the extractor: only the records after the last
+        // summarised one are copied.
         let cell = self.cell(sid);
-        let (records, cfg, row_model, rejected) = {
+        let (copied, context, last, cfg, row_model, rejected) = {
             let mut guard = cell.state.lock().await;
             self.load_or_drop(sid, &mut guard).await?;
             let Some(l) = guard.as_ref() else {
                 return Err(Error::Internal("session state missing after load".into()));
             };
-            let shown: Vec<Record> = l.shown().into_iter().map(|c| c.into_owned()).collect();
+            let shown = l.shown();
+            let refs: Vec<&Record> = shown.iter().map(|c| c.as_ref()).collect();
+            let start = mem
+                .last_summarized_uuid
+                .as_deref()
+                .and_then(|u| refs.iter().position(|r| r.uuid == u))
+                .map_or(0, |i| i + 1);
+            if start >= refs.len() {
+                return Ok(mem.version);
+            }
             (
-                shown,
+                refs[start..]
+                    .iter()
+                    .map(|r| (*r).clone())
+                    .collect::<Vec<Record>>(),
+                tokens::estimate(&refs, 0, crate::pipeline::attachments::render).total,
+                sm::safe_last_summarized(&refs),
                 l.row
                     .settings
                     .summariser
@@ -266,18 +282,8 @@ impl Engine {
                 l.rejected_media.clone(),
             )
         };
-        let mem = self.memory_get(sid).await?;
-        let refs: Vec<&Record> = records.iter().collect();
-        let start = mem
-            .last_summarized_uuid
-            .as_deref()
-            .and_then(|u| refs.iter().position(|r| r.uuid == u))
-            .map_or(0, |i| i + 1);
-        let new = &refs[start..];
-        if new.is_empty() {
-            return Ok(mem.version);
-        }
-        let context = tokens::estimate(&refs, 0, crate::pipeline::attachments::render).total;
+        let new: Vec<&Record> = copied.iter().collect();
+        let new = new.as_slice();
         let summariser =
             Summariser::new(&cfg, None).map_err(|e| Error::CompactionFailed(e.to_string()))?;
         let normalized = normalize(
@@ -301,7 +307,6 @@ impl Engine {
             )
             .await
             .map_err(|e| Error::CompactionFailed(format!("extraction: {e}")))?;
-        let last = sm::safe_last_summarized(&refs);
         self.memory_update(
             MemoryUpdateParams {
                 session_id: sid.to_string(),

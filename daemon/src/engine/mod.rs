@@ -81,6 +81,11 @@ impl Transcript {
     pub(crate) fn estimate(&self) -> crate::pipeline::tokens::Estimate {
         self.live.estimate()
     }
+
+    /// The memories the projection surfaced already.
+    pub(crate) fn surfaced(&self) -> &crate::pipeline::relevant_memories::Surfaced {
+        self.live.surfaced()
+    }
 }
 
 impl std::ops::Deref for Transcript {

@@ -5,6 +5,7 @@ use std::collections::HashSet;
 
 use ctxd_protocol::{Record, RecordKind};
 
+use super::relevant_memories::Surfaced;
 use super::tokens::Tally;
 
 pub const COMPACT_BOUNDARY: &str = "compact_boundary";
@@ -37,7 +38,7 @@ pub fn project(records: &[Record]) -> Vec<&Record> {
 /// [`project`] kept up to date as the transcript grows: at every length its view equals
 /// `project(records)`, at the cost of the records appended since the last
 /// [`LiveProjection::advance`] (a new compact boundary starts it afresh; a snip boundary
-/// drops what it names), with the view's token [`Tally`].
+/// drops what it names), with the view's token [`Tally`] and the memories it surfaced.
 #[derive(Debug, Clone, Default)]
 pub struct LiveProjection {
     /// How many records it has taken in.
@@ -47,6 +48,7 @@ pub struct LiveProjection {
     /// uuids the snip boundaries after the last compact boundary removed.
     snipped: HashSet<String>,
     tally: Tally,
+    surfaced: Surfaced,
 }
 
 impl LiveProjection {
@@ -68,6 +70,7 @@ impl LiveProjection {
                 self.indices.clear();
                 self.snipped.clear();
                 self.tally = Tally::default();
+                self.surfaced = Surfaced::default();
             }
             if super::snip::is_snip_boundary(r) {
                 let before = self.snipped.len();
@@ -80,14 +83,17 @@ impl LiveProjection {
                     self.indices
                         .retain(|&j| !self.snipped.contains(records[j].uuid.as_str()));
                     self.tally = Tally::default();
+                    self.surfaced = Surfaced::default();
                     for &j in &self.indices {
                         self.tally.push(&records[j], render);
+                        self.surfaced.add(&records[j]);
                     }
                 }
             }
             if !r.is_sidechain && !r.is_virtual && !self.snipped.contains(r.uuid.as_str()) {
                 self.indices.push(i);
                 self.tally.push(r, render);
+                self.surfaced.add(r);
             }
         }
         self.seen = records.len();
@@ -104,6 +110,11 @@ impl LiveProjection {
     /// `tokens::estimate` of the view, with nothing before the messages.
     pub fn estimate(&self) -> super::tokens::Estimate {
         self.tally.estimate(0)
+    }
+
+    /// `relevant_memories::surfaced` of the view.
+    pub fn surfaced(&self) -> &Surfaced {
+        &self.surfaced
     }
 }
 
@@ -191,9 +202,23 @@ mod tests {
                     .unwrap(),
                 );
             }
-            if r.kind == RecordKind::User && g.chance(10) {
+            if r.kind == RecordKind::User && g.chance(15) {
                 r.kind = RecordKind::Attachment;
-                r.attachment = Some(json!({"type": "date_change", "date": "2026-01-02"}));
+                r.attachment = Some(if g.chance(50) {
+                    json!({"type": "relevant_memories", "memories": [
+                        {"path": format!("/m/{}.md", g.below(5)), "content": "a fact"}]})
+                } else {
+                    json!({"type": "date_change", "date": "2026-01-02"})
+                });
+            }
+            if r.kind == RecordKind::Assistant && g.chance(15) {
+                r.content.push(
+                    serde_json::from_value(
+                        json!({"type": "tool_use", "id": format!("t{}", g.below(99)),
+                        "name": "Read", "input": {"file_path": format!("/m/{}.md", g.below(5))}}),
+                    )
+                    .unwrap(),
+                );
             }
         }
         let mut stops = Vec::new();
@@ -209,7 +234,7 @@ mod tests {
         /// Advanced over the transcript in any chunks, the live projection's view is the
         /// projection, and its tally the estimate of it, at every length.
         #[test]
-        fn the_live_projection_is_the_projection_at_every_length(values in choices(300)) {
+        fn the_live_projection_is_the_projection_at_every_length(values in choices(800)) {
             let (records, stops) = live_case(&mut Choices::new(values));
             let mut live = LiveProjection::default();
             for at in stops {
@@ -224,17 +249,18 @@ mod tests {
                     live.estimate(),
                     crate::pipeline::tokens::estimate(&expected, 0, crate::pipeline::attachments::render)
                 );
+                prop_assert_eq!(live.surfaced(), &crate::pipeline::relevant_memories::surfaced(&expected));
             }
         }
     }
 
     /// The generated cases reach what the live projection must get right: an anchored
     /// estimate, a snip removing a record taken in by an earlier advance, a compact
-    /// boundary after the first advance.
+    /// boundary after the first advance, memories surfaced.
     #[test]
     fn the_live_projection_property_reaches_its_cases() {
-        let (mut anchored, mut retroactive, mut restarted) = (0, 0, 0);
-        for mut g in crate::pipeline::choices::samples(300, 256) {
+        let (mut anchored, mut retroactive, mut restarted, mut surfaced) = (0, 0, 0, 0);
+        for mut g in crate::pipeline::choices::samples(800, 256) {
             let (records, stops) = live_case(&mut g);
             let mut before: Vec<String> = Vec::new();
             for (k, at) in stops.iter().enumerate() {
@@ -245,6 +271,9 @@ mod tests {
                     .is_some()
                 {
                     anchored += 1;
+                }
+                if crate::pipeline::relevant_memories::surfaced(&view).bytes > 0 {
+                    surfaced += 1;
                 }
                 let prev = if k == 0 { 0 } else { stops[k - 1] };
                 let new = &records[prev..*at];
@@ -261,8 +290,9 @@ mod tests {
             }
         }
         assert!(
-            anchored > 50 && retroactive > 10 && restarted > 10,
-            "anchored {anchored}, retroactive snips {retroactive}, restarts {restarted}"
+            anchored > 50 && retroactive > 10 && restarted > 10 && surfaced > 50,
+            "anchored {anchored}, retroactive snips {retroactive}, restarts {restarted}, \
+             surfaced memories {surfaced}"
         );
     }
 }

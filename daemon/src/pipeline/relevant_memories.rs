@@ -121,14 +121,22 @@ pub struct Surfaced {
 
 pub fn surfaced<R: std::borrow::Borrow<Record>>(view: &[R]) -> Surfaced {
     let mut out = Surfaced::default();
-    for r in view.iter().map(std::borrow::Borrow::borrow) {
+    for r in view {
+        out.add(r.borrow());
+    }
+    out
+}
+
+impl Surfaced {
+    /// Takes in one more record of the projection.
+    pub fn add(&mut self, r: &Record) {
         match r.kind {
             RecordKind::Attachment => {
                 let Some(a) = r.attachment.as_ref() else {
-                    continue;
+                    return;
                 };
                 if a.get("type").and_then(Value::as_str) != Some(RELEVANT_MEMORIES) {
-                    continue;
+                    return;
                 }
                 for m in a
                     .get("memories")
@@ -137,9 +145,9 @@ pub fn surfaced<R: std::borrow::Borrow<Record>>(view: &[R]) -> Surfaced {
                     .flatten()
                 {
                     if let Some(p) = m.get("path").and_then(Value::as_str) {
-                        out.paths.insert(p.to_string());
+                        self.paths.insert(p.to_string());
                     }
-                    out.bytes += m.get("content").and_then(Value::as_str).map_or(0, str::len);
+                    self.bytes += m.get("content").and_then(Value::as_str).map_or(0, str::len);
                 }
             }
             RecordKind::Assistant => {
@@ -148,14 +156,13 @@ pub fn surfaced<R: std::borrow::Borrow<Record>>(view: &[R]) -> Surfaced {
                         && name == "Read"
                         && let Some(p) = input.get("file_path").and_then(Value::as_str)
                     {
-                        out.paths.insert(p.to_string());
+                        self.paths.insert(p.to_string());
                     }
                 }
             }
             _ => {}
         }
     }
-    out
 }
 
 /// At most [`MAX_LINES`] lines and [`MAX_BYTES`] bytes of `text`, with a note naming the
