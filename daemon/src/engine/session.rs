@@ -258,13 +258,8 @@ pub(crate) fn insert_batch(
             });
         }
     }
-    for r in &inputs {
-        if let Some(u) = &r.uuid
-            && records::uuid_exists(tx, sid, u)?
-        {
-            return Err(Error::DuplicateRecord(u.clone()));
-        }
-    }
+    // A uuid the session already holds fails its insert (the uuid index) with
+    // `DuplicateRecord`, and the transaction writes nothing: no look-up per record first.
     let built = materialise(inputs, last, now);
     records::insert_all(tx, sid, &built)?;
     sessions::touch(tx, sid, now)?;
@@ -1344,4 +1339,63 @@ pub(crate) fn compile_records(
         usage_picture,
     };
     compile(&input).map_err(|e| Error::Internal(format!("serialise request: {e}")))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::sync::Arc;
+
+    fn text(uuid: &str) -> RecordInput {
+        serde_json::from_value(serde_json::json!({
+            "type": "user", "uuid": uuid, "content": "hello",
+        }))
+        .unwrap()
+    }
+
+    /// A batch naming a uuid the session holds fails with that uuid and writes nothing of
+    /// the batch, not even the records before it.
+    #[tokio::test]
+    async fn a_known_uuid_fails_the_whole_batch() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = crate::store::Store::open(&dir.path().join("t.db")).unwrap();
+        let engine = Engine::new(store, dir.path(), Arc::new(crate::clock::SystemClock));
+        let sid = engine
+            .create_session(SessionCreateParams {
+                cwd: dir.path().display().to_string(),
+                no_git: true,
+                ..Default::default()
+            })
+            .await
+            .unwrap()
+            .session_id;
+        let a = "0199e0a0-0000-7000-8000-00000000000a";
+        let b = "0199e0a0-0000-7000-8000-00000000000b";
+        let append = |records| AppendParams {
+            session_id: sid.clone(),
+            records,
+            expected_last_uuid: None,
+        };
+        engine.append(append(vec![text(a)])).await.unwrap();
+        let err = engine
+            .append(append(vec![text(b), text(a)]))
+            .await
+            .unwrap_err();
+        assert!(
+            matches!(&err, Error::DuplicateRecord(u) if u == a),
+            "{err:?}"
+        );
+        let read = engine
+            .read(ReadParams {
+                session_id: sid.clone(),
+                after_seq: 0,
+                limit: None,
+            })
+            .await
+            .unwrap();
+        let uuids: Vec<&str> = read.records.iter().map(|r| r.uuid.as_str()).collect();
+        assert_eq!(uuids, [a]);
+        // The session goes on: the same batch without the known record lands.
+        engine.append(append(vec![text(b)])).await.unwrap();
+    }
 }

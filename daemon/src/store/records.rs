@@ -23,15 +23,6 @@ pub fn count(db: &mut dyn Db, session: &str) -> Result<u64> {
     .u64(0)
 }
 
-pub fn uuid_exists(db: &mut dyn Db, session: &str, uuid: &str) -> Result<bool> {
-    Ok(db
-        .query_opt(
-            "SELECT 1 FROM records WHERE session_id = ?1 AND uuid = ?2",
-            params![session, uuid],
-        )?
-        .is_some())
-}
-
 pub fn seq_of(db: &mut dyn Db, session: &str, uuid: &str) -> Result<u64> {
     db.query_opt(
         "SELECT seq FROM records WHERE session_id = ?1 AND uuid = ?2",
