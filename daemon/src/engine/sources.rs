@@ -367,13 +367,13 @@ impl Engine {
             .await
     }
 
-    /// What the store holds for one collection, read in one trip to the blocking pool
-    /// (the files seen are checked on disk in the same trip): the queue only when
-    /// `queue` (it is not delivered while a tool result is awaited).
+    /// What the store holds for one collection, in one short read (the files seen are
+    /// checked on disk in it: a stat each, a capped read of one that changed): the queue
+    /// only when `queue` (it is not delivered while a tool result is awaited).
     pub(crate) async fn stored_for_collection(&self, sid: &str, queue: bool) -> Result<Stored> {
         let sid = sid.to_string();
         self.store
-            .read(move |c| {
+            .read_short(move |c| {
                 let reads = context_state::read_states(c, &sid)?;
                 let changes = reads.iter().filter_map(check_file).collect();
                 let touched = context_state::touched(c, &sid)?;
