@@ -544,6 +544,7 @@ async fn bench_budget(dir: &Path) {
             side_request: false,
             flags: &flags,
             previous: None,
+            previous_digest: None,
             usage_picture: false,
         })
         .unwrap();

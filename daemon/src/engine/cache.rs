@@ -26,6 +26,9 @@ pub(crate) struct CacheState {
     /// The previous main request's cache key, and the history it belonged to.
     pub previous: Option<Arc<KeyShape>>,
     pub previous_boundary: Option<String>,
+    /// The newest request's body digest (in memory only: after a restart the first
+    /// digest is computed whole).
+    pub digest: Option<Arc<crate::pipeline::digest::BodyDigest>>,
     /// Newest last.
     pub recent: Vec<Fingerprint>,
     pub next_id: u64,
@@ -39,6 +42,7 @@ impl CacheState {
             next_id: newest.as_ref().map_or(1, |n| n.id + 1),
             previous_boundary: newest.as_ref().map(|n| n.boundary_uuid.clone()),
             previous: newest.and_then(|n| n.shape).map(Arc::new),
+            digest: None,
             recent: compile_log::fingerprints(conn, sid, Some(RECENT as u64))?,
         })
     }
@@ -114,6 +118,7 @@ impl Engine {
         let id = l.cache.next_id;
         l.cache.next_id += 1;
         l.cache.previous = Some(Arc::new(c.shape.clone()));
+        l.cache.digest = Some(Arc::new(std::mem::take(&mut c.digest)));
         l.cache.previous_boundary = Some(l.boundary_uuid.clone());
         l.cache.recent.push(fp.clone());
         if l.cache.recent.len() > RECENT {

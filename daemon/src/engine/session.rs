@@ -1336,6 +1336,7 @@ pub(crate) fn compile_records(
         side_request,
         flags: &flags,
         previous: l.cache.previous.as_deref(),
+        previous_digest: l.cache.digest.as_deref(),
         usage_picture,
     };
     compile(&input).map_err(|e| Error::Internal(format!("serialise request: {e}")))

@@ -14,12 +14,12 @@ use ctxd_protocol::{
     CacheMetadata, CompileMetadata, ContentBlock, MicrocompactReport, ModelProfile, Record,
     RequestFlags, SessionSettings, SystemPrompt, TokenEstimate, ToolSpec,
 };
-use sha2::{Digest, Sha256};
 
 use super::budget::{self, Fate};
 use super::cache_break::Fingerprint;
 use super::cache_prefix::{self, KeyShape};
 use super::collapse::{self, Collapse};
+use super::digest::BodyDigest;
 use super::message::{ApiMessage, Role};
 use super::microcompact::{self, CLEARED, PinnedEdit};
 use super::normalize::{NormalizeOptions, normalize};
@@ -77,6 +77,8 @@ pub struct CompileInput<'a> {
     pub flags: &'a RequestFlags,
     /// The previous request's cache key, for the predicted prefix.
     pub previous: Option<&'a KeyShape>,
+    /// The previous request's body digest: this one's resumes where the bodies agree.
+    pub previous_digest: Option<&'a BodyDigest>,
     /// Also compute the usage picture (`context.usage`).
     pub usage_picture: bool,
 }
@@ -106,6 +108,8 @@ pub struct Compiled {
     /// Attachment records in the projection (before collapses fold it), for the
     /// `compiled` event.
     pub projected_attachments: u64,
+    /// What the next request's digest resumes from.
+    pub digest: BodyDigest,
 }
 
 pub fn compile(input: &CompileInput<'_>) -> Result<Compiled, serde_json::Error> {
@@ -250,6 +254,7 @@ pub fn compile(input: &CompileInput<'_>) -> Result<Compiled, serde_json::Error> 
     })?;
     let body = written.body;
     let shape = written.shape;
+    let (request_sha256, digest) = super::digest::sha256_hex(&body, input.previous_digest);
 
     let system_chars: usize = system_blocks.iter().map(|b| b.text.chars().count()).sum();
     let prefix_chars = system_chars + written.tools_chars + context_text.chars().count();
@@ -351,7 +356,7 @@ pub fn compile(input: &CompileInput<'_>) -> Result<Compiled, serde_json::Error> 
         system_sections: layout,
         projected_records: view.len() as u32,
         last_seq: input.records.last().map(|r| r.seq).unwrap_or(0),
-        request_sha256: hex::encode(Sha256::digest(body.as_bytes())),
+        request_sha256,
         request_bytes: body.len() as u64,
         repairs: normalized.repairs,
         replaced: Vec::new(),
@@ -398,5 +403,6 @@ pub fn compile(input: &CompileInput<'_>) -> Result<Compiled, serde_json::Error> 
         usage,
         uncached_texts,
         projected_attachments,
+        digest,
     })
 }

@@ -14,6 +14,7 @@ pub(crate) mod choices;
 pub mod collapse;
 pub mod compile;
 pub mod contract;
+pub mod digest;
 pub mod latch;
 pub mod message;
 pub mod microcompact;
