@@ -300,7 +300,8 @@ impl Engine {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use ctxd_protocol::{AppendParams, ContentBlock, RecordInput, RecordKind, SessionCreateParams};
+    use crate::engine::test_support::session;
+    use ctxd_protocol::{AppendParams, ContentBlock, RecordInput, RecordKind};
 
     async fn engine_with(dir: &std::path::Path, max_loaded: usize) -> Arc<Engine> {
         let store = crate::store::Store::open(&dir.join("t.db")).unwrap();
@@ -309,18 +310,6 @@ mod tests {
             ..Default::default()
         };
         Arc::new(Engine::new(store, dir, Arc::new(crate::clock::SystemClock)).with_limits(limits))
-    }
-
-    async fn session(engine: &Engine, dir: &std::path::Path) -> String {
-        engine
-            .create_session(SessionCreateParams {
-                cwd: dir.display().to_string(),
-                no_git: true,
-                ..Default::default()
-            })
-            .await
-            .unwrap()
-            .session_id
     }
 
     /// Subscriptions that end leave no cell (nor its event buffer) behind, including the

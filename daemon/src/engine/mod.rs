@@ -20,6 +20,8 @@ mod sections;
 mod session;
 mod skills;
 mod sources;
+#[cfg(test)]
+pub(crate) mod test_support;
 pub mod validate;
 
 pub use cells::EVENT_BUFFER;

@@ -1361,15 +1361,7 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let store = crate::store::Store::open(&dir.path().join("t.db")).unwrap();
         let engine = Engine::new(store, dir.path(), Arc::new(crate::clock::SystemClock));
-        let sid = engine
-            .create_session(SessionCreateParams {
-                cwd: dir.path().display().to_string(),
-                no_git: true,
-                ..Default::default()
-            })
-            .await
-            .unwrap()
-            .session_id;
+        let sid = crate::engine::test_support::session(&engine, dir.path()).await;
         let a = "0199e0a0-0000-7000-8000-00000000000a";
         let b = "0199e0a0-0000-7000-8000-00000000000b";
         let append = |records| AppendParams {

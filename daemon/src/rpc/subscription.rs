@@ -257,15 +257,7 @@ mod tests {
             socket: dir.path().join("s"),
         })
         .unwrap();
-        let sid = engine
-            .create_session(SessionCreateParams {
-                cwd: dir.path().display().to_string(),
-                no_git: true,
-                ..Default::default()
-            })
-            .await
-            .unwrap()
-            .session_id;
+        let sid = crate::engine::test_support::session(&engine, dir.path()).await;
         let mut params = ObjectParams::new();
         params.insert("session_id", &sid).unwrap();
         // A one-message buffer: the subscription task blocks as soon as we stop reading.

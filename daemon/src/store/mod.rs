@@ -211,6 +211,23 @@ where
     }
 }
 
+/// Runs `f` once on a read connection of `inner`, returning what it produced.
+fn read_once<R, F>(inner: &dyn Backend, f: F) -> Result<R>
+where
+    F: FnOnce(&mut dyn Db) -> Result<R>,
+{
+    let mut f = Some(f);
+    let mut out = None;
+    inner.read(&mut |db| {
+        let f = f
+            .take()
+            .ok_or_else(|| Error::Internal("read body ran twice".into()))?;
+        out = Some(f(db)?);
+        Ok(())
+    })?;
+    out.ok_or_else(|| Error::Internal("read produced no value".into()))
+}
+
 impl Store {
     /// Opens (creating if needed) the SQLite database at `path`, applies migrations and
     /// starts the writer.
@@ -370,19 +387,7 @@ impl Store {
         R: Send + 'static,
         F: FnOnce(&mut dyn Db) -> Result<R> + Send + 'static,
     {
-        self.blocking(move |inner| {
-            let mut f = Some(f);
-            let mut out = None;
-            inner.read(&mut |db| {
-                let f = f
-                    .take()
-                    .ok_or_else(|| Error::Internal("read body ran twice".into()))?;
-                out = Some(f(db)?);
-                Ok(())
-            })?;
-            out.ok_or_else(|| Error::Internal("read produced no value".into()))
-        })
-        .await
+        self.blocking(move |inner| read_once(inner, f)).await
     }
 
     /// [`Store::read`] for a read that takes microseconds (a few indexed rows): on SQLite
@@ -396,16 +401,7 @@ impl Store {
         if self.dialect() != Dialect::Sqlite {
             return self.read(f).await;
         }
-        let mut f = Some(f);
-        let mut out = None;
-        self.inner.read(&mut |db| {
-            let f = f
-                .take()
-                .ok_or_else(|| Error::Internal("read body ran twice".into()))?;
-            out = Some(f(db)?);
-            Ok(())
-        })?;
-        out.ok_or_else(|| Error::Internal("read produced no value".into()))
+        read_once(self.inner.as_ref(), f)
     }
 
     /// Stops accepting writes; queued writes still finish.
