@@ -156,8 +156,8 @@ impl Engine {
             .attachments
             .collect_timeout_ms
             .map_or(DEFAULT_COLLECT_TIMEOUT, Duration::from_millis);
-        // The three sources that read the store share one read: one trip to the
-        // blocking pool instead of three. Queued input waits while a tool result is due.
+        // The three sources that read the store share one read instead of three.
+        // Queued input waits while a tool result is due.
         let queue = !crate::pipeline::records::awaiting_tool_results(&input.view);
         let stored = {
             let read = self.stored_for_collection(&input.row.id, queue);
