@@ -49,8 +49,9 @@ use crate::store::sessions::SessionRow;
 use crate::sync::lock;
 use crate::watch::{FileWatcher, WatchEvent};
 
-/// A session's transcript in memory, shared copy-on-write (the attachment sources
-/// read a cheap copy while they run), with its projection kept up to date as it grows.
+/// A session's transcript in memory, shared copy-on-write (the attachment sources and a
+/// long compile read a cheap copy while they run), with its projection kept up to date
+/// as it grows.
 #[derive(Clone, Default)]
 pub(crate) struct Transcript {
     records: Arc<Vec<Record>>,
@@ -77,6 +78,11 @@ impl Transcript {
     /// of the history.
     pub(crate) fn view(&self) -> Vec<&Record> {
         self.live.view(&self.records)
+    }
+
+    /// How many records the projection holds.
+    pub(crate) fn view_len(&self) -> usize {
+        self.live.len()
     }
 
     /// `tokens::estimate` of the projection, with nothing before the messages.
@@ -186,6 +192,23 @@ impl BudgetInputs {
 }
 
 impl Loaded {
+    /// A fingerprint of the frozen decisions a compile builds on (fates, clears, cache
+    /// edits, boundary, collapses, memo), to notice that they changed under a compile that
+    /// ran without the lock. Appended records are not part of it.
+    pub(crate) fn decisions(&self) -> Decisions {
+        Decisions {
+            frozen: [
+                self.fates.len(),
+                self.cleared.len(),
+                self.pinned_edits.len(),
+                self.collapse_commits.len(),
+            ],
+            collapses: self.collapses.iter().map(|c| c.status).collect(),
+            boundary: self.boundary_uuid.clone(),
+            memo: self.memo.as_ref().map(|m| m.boundary_uuid.clone()),
+        }
+    }
+
     /// Every frozen tool-result fate: the budget's, overridden by microcompact's clears.
     pub(crate) fn shown_fates(&self) -> BTreeMap<String, Fate> {
         let mut fates = self.fates.clone();
@@ -199,6 +222,15 @@ impl Loaded {
         let view = self.records.view();
         crate::pipeline::budget::apply(&view, &self.shown_fates())
     }
+}
+
+/// See [`Loaded::decisions`].
+#[derive(PartialEq, Eq)]
+pub(crate) struct Decisions {
+    frozen: [usize; 4],
+    collapses: Vec<crate::pipeline::collapse::CollapseStatus>,
+    boundary: String,
+    memo: Option<String>,
 }
 
 /// The loaded state of a cell whose load just succeeded.

@@ -55,6 +55,11 @@ pub(crate) async fn write_once(
 }
 
 pub const MAX_PAGE: u32 = 5_000;
+/// Up to this many projected records a compile's pure assembly runs under the session's
+/// lock: copying the session for the blocking pool and the two thread hops would cost
+/// more than the assembly. Past it, the assembly runs on a copy without the lock, so
+/// appends to the session do not wait for a long compile.
+const INLINE_COMPILE_MAX_VIEW: usize = 2_000;
 /// A memo boundary no history has: forces the memoized user context to be recomputed.
 const CWD_CHANGED: &str = "#cwd-changed";
 const DEFAULT_PAGE: u32 = 500;
@@ -760,16 +765,40 @@ impl Engine {
 
     async fn compile_once(&self, p: &CompileParams) -> Result<Compiled> {
         let cell = self.cell(&p.session_id);
-        let mut guard = cell.state.lock().await;
-        self.load_or_drop(&p.session_id, &mut guard).await?;
-        let l = super::loaded_mut(&mut guard)?;
         let now = self.resolve_now(p.now.as_deref())?;
         let side = p.side_request;
         let flags = p.flags.as_ref();
-        // The pure assembly runs here, under the session's lock: for a session of any
-        // ordinary size it takes less time than handing a copy of the session to another
-        // thread did (the copy, two thread hops, and a second look at the decisions).
-        let mut compiled = self.compile_steps(&cell, l, side, now, flags).await?;
+        let (mut guard, mut compiled) = {
+            let mut guard = cell.state.lock().await;
+            self.load_or_drop(&p.session_id, &mut guard).await?;
+            let l = super::loaded_mut(&mut guard)?;
+            if l.records.view_len() <= INLINE_COMPILE_MAX_VIEW {
+                let compiled = self.compile_steps(&cell, l, side, now, flags).await?;
+                (guard, compiled)
+            } else {
+                let prepared = self.prepare_compile(&cell, l, now, flags).await?;
+                let snapshot = l.clone();
+                drop(guard);
+                let decided = snapshot.decisions();
+                let compiled =
+                    tokio::task::spawn_blocking(move || compile_loaded(&snapshot, side, now))
+                        .await
+                        .map_err(|e| Error::Internal(format!("compile task: {e}")))??;
+                let mut compiled = prepared.fill(compiled);
+                let mut guard = cell.state.lock().await;
+                // The session may have been unloaded meanwhile; the store has all it had.
+                self.load_or_drop(&p.session_id, &mut guard).await?;
+                let l = super::loaded_mut(&mut guard)?;
+                if l.decisions() != decided {
+                    // Another compile or a compaction froze decisions meanwhile: this
+                    // compile's effects were decided without them, so decide again,
+                    // under the lock. (Settling the flags again is idempotent.)
+                    compiled = self.compile_steps(&cell, l, side, now, flags).await?;
+                }
+                (guard, compiled)
+            }
+        };
+        let l = super::loaded_mut(&mut guard)?;
         if l.row.settings.collapse.enabled {
             let estimate = compiled.metadata.context.effective_tokens;
             if self.run_collapse(&cell, l, estimate, false).await? {

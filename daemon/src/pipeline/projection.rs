@@ -99,6 +99,15 @@ impl LiveProjection {
         self.seen = records.len();
     }
 
+    /// How many records the projection holds.
+    pub fn len(&self) -> usize {
+        self.indices.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.indices.is_empty()
+    }
+
     /// The projection of `records` (the transcript it has advanced over).
     pub fn view<'a>(&self, records: &'a [Record]) -> Vec<&'a Record> {
         self.indices
