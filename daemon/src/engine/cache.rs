@@ -208,7 +208,7 @@ impl Engine {
         self.load_or_drop(sid, &mut guard).await?;
         let l = super::loaded_mut(&mut guard)?;
         let now = self.clock.now();
-        let c = super::session::compile_loaded_with(l, false, now, true)?;
+        let c = super::compile::compile_loaded_with(l, false, now, true)?;
         let picture = c
             .usage
             .ok_or_else(|| Error::Internal("usage picture missing".into()))?;

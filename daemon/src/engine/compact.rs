@@ -11,7 +11,8 @@ use ctxd_protocol::*;
 use futures::future::BoxFuture;
 use tokio::sync::{broadcast, oneshot};
 
-use super::session::{History, compile_loaded, compile_records, insert_batch, materialise};
+use super::compile::{History, compile_loaded, compile_records};
+use super::session::{insert_batch, materialise};
 use super::sources::snapshot;
 use super::{Engine, Loaded, SessionCell};
 use crate::error::{Error, Result};

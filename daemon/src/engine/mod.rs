@@ -9,6 +9,7 @@ mod cells;
 mod collapse;
 pub(crate) mod collect;
 mod compact;
+mod compile;
 mod events;
 mod hooks;
 mod memories;

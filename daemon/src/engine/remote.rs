@@ -187,7 +187,7 @@ impl Engine {
             }
             let (s, q) = (sid.to_string(), path.clone());
             let written = match self.store.read(move |c| outputs::content(c, &s, &q)).await {
-                Ok(Some(content)) => super::session::write_once(dir, name, content)
+                Ok(Some(content)) => super::compile::write_once(dir, name, content)
                     .await
                     .map_err(|e| e.to_string()),
                 Ok(None) => Ok(()),
