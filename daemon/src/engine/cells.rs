@@ -285,15 +285,21 @@ impl Engine {
                 "unloaded least recently used sessions"
             );
         }
-        // The transcripts are dropped here, after both locks are released; so are the
-        // unloaded sessions' hook state (rebuilt from the settings files on next use) and
-        // memory prefetch (an unloaded session has no compile waiting for it).
+        // The transcripts are dropped here, after both locks are released, and so is the
+        // rest of the unloaded sessions' state.
         drop(freed);
         for victim in unloaded {
-            self.hooks_forget(&victim);
-            self.memory_prefetch_forget(&victim);
-            self.skills_forget(&victim);
+            self.forget_session_state(&victim);
         }
+    }
+
+    /// Drops what the engine keeps for a session beside its cell: hook state (rebuilt from
+    /// the settings files on next use), a pending memory prefetch (no compile waits for
+    /// it), the session's hold on its skill catalog. For a session unloaded or deleted.
+    pub(crate) fn forget_session_state(&self, sid: &str) {
+        self.hooks_forget(sid);
+        self.memory_prefetch_forget(sid);
+        self.skills_forget(sid);
     }
 }
 

@@ -497,8 +497,7 @@ impl Engine {
             },
         );
         self.drop_cell(id);
-        self.memory_prefetch_forget(id);
-        self.skills_forget(id);
+        self.forget_session_state(id);
         Ok(true)
     }
 
