@@ -365,19 +365,28 @@ impl Engine {
 
     async fn source_plan_mode(&self, input: &SourceInput<'_>) -> Result<Found> {
         let path = self.plan_file_path(&input.row);
-        // One stat: cheaper on this thread than a hop to the blocking pool.
-        let exists = path.is_file();
-        let path = path.display().to_string();
-        let values = plan_mode::decide(
-            &input.view,
-            input.records,
-            input.row.settings.plan_mode,
-            &plan_mode::PlanFile {
-                path: &path,
-                exists,
-            },
-        );
-        Ok(Found::of(values, &input.ts, Effect::None))
+        let shown = path.display().to_string();
+        let decide = |exists| {
+            plan_mode::decide(
+                &input.view,
+                input.records,
+                input.row.settings.plan_mode,
+                &plan_mode::PlanFile {
+                    path: &shown,
+                    exists,
+                },
+            )
+        };
+        // Whether the file exists only fills in what is said, never whether anything
+        // is: the disk is asked (on the blocking pool, under the time bound) only when
+        // there is something to say.
+        if decide(false).is_empty() {
+            return Ok(Found::default());
+        }
+        let exists = tokio::task::spawn_blocking(move || path.is_file())
+            .await
+            .map_err(|e| Error::Internal(format!("plan file check: {e}")))?;
+        Ok(Found::of(decide(exists), &input.ts, Effect::None))
     }
 
     /// The plan file the model is told about: the session's `plan_file` (relative to its

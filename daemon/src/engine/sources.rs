@@ -367,35 +367,52 @@ impl Engine {
             .await
     }
 
-    /// What the store holds for one collection, in one short read (the files seen are
-    /// checked on disk in it: a stat each, a capped read of one that changed): the queue
-    /// only when `queue` (it is not delivered while a tool result is awaited).
+    /// What the store holds for one collection, in one short read, with the files seen
+    /// checked on disk (a stat each, a capped read of one that changed): the queue only
+    /// when `queue` (it is not delivered while a tool result is awaited).
     pub(crate) async fn stored_for_collection(&self, sid: &str, queue: bool) -> Result<Stored> {
         let sid = sid.to_string();
-        self.store
+        let (reads, touched, loaded, queued) = self
+            .store
             .read_short(move |c| {
                 let reads = context_state::read_states(c, &sid)?;
-                let changes = reads.iter().filter_map(check_file).collect();
                 let touched = context_state::touched(c, &sid)?;
-                let (loaded, reads) = if touched.is_empty() {
-                    (BTreeSet::new(), Vec::new())
+                let loaded = if touched.is_empty() {
+                    BTreeSet::new()
                 } else {
-                    (context_state::loaded(c, &sid)?, reads)
+                    context_state::loaded(c, &sid)?
                 };
                 let queued = if queue {
                     crate::store::queued::list(c, &sid, Some(None))?
                 } else {
                     Vec::new()
                 };
-                Ok(Stored {
-                    queued,
-                    changes,
-                    touched,
-                    loaded,
-                    reads,
-                })
+                Ok((reads, touched, loaded, queued))
+            })
+            .await?;
+        // The disk is checked on the blocking pool: a stat can hang (a network file
+        // system), and the collection's time bound must still end the wait.
+        let (changes, reads) = if reads.is_empty() {
+            (Vec::new(), reads)
+        } else {
+            tokio::task::spawn_blocking(move || {
+                let changes: Vec<FileChange> = reads.iter().filter_map(check_file).collect();
+                (changes, reads)
             })
             .await
+            .map_err(|e| Error::Internal(format!("file check task: {e}")))?
+        };
+        Ok(Stored {
+            queued,
+            changes,
+            reads: if touched.is_empty() {
+                Vec::new()
+            } else {
+                reads
+            },
+            touched,
+            loaded,
+        })
     }
 
     /// The `nested_memory` attachment for instruction files that became relevant through
