@@ -304,6 +304,15 @@ fn subscribers_on_one_daemon_receive_appends_made_through_the_other() {
     });
 }
 
+/// Waits (a minute at most) until the load has `n` acknowledged appends.
+fn wait_acked(acked: &Mutex<Vec<(String, u64)>>, n: usize) {
+    let deadline = Instant::now() + Duration::from_secs(60);
+    while acked.lock().unwrap().len() < n {
+        assert!(Instant::now() < deadline, "the load made no progress");
+        std::thread::sleep(Duration::from_millis(5));
+    }
+}
+
 /// Appends pairs through `d` until `stop`; every acknowledged `(uuid, seq)` goes to
 /// `acked`. Returns how many calls failed.
 fn load(
@@ -398,14 +407,7 @@ fn killing_one_daemon_mid_load_loses_no_acknowledged_record_and_the_other_serves
     std::thread::scope(|s| {
         let ha = s.spawn(|| load(&a, &sid, "a", &stop_a, &acked));
         let hb = s.spawn(|| load(&b, &sid, "b", &stop_b, &acked));
-        let until = |n: usize| {
-            let deadline = Instant::now() + Duration::from_secs(60);
-            while acked.lock().unwrap().len() < n {
-                assert!(Instant::now() < deadline, "the load made no progress");
-                std::thread::sleep(Duration::from_millis(5));
-            }
-        };
-        until(40);
+        wait_acked(&acked, 40);
         let pid = a.child.as_ref().unwrap().id();
         let _ = std::process::Command::new("kill")
             .args(["-9", &pid.to_string()])
@@ -413,7 +415,7 @@ fn killing_one_daemon_mid_load_loses_no_acknowledged_record_and_the_other_serves
         stop_a.store(true, Ordering::Relaxed);
         let before = acked.lock().unwrap().len();
         // B goes on appending after A's death.
-        until(before + 40);
+        wait_acked(&acked, before + 40);
         stop_b.store(true, Ordering::Relaxed);
         ha.join().unwrap();
         assert_eq!(hb.join().unwrap(), 0, "B failed calls");
@@ -448,14 +450,7 @@ fn a_database_restarted_under_load_fails_calls_then_recovers_nothing_torn() {
                 s.spawn(move || load(d, sid, tag, stop, acked))
             })
             .collect();
-        let wait_acked = |n: usize| {
-            let deadline = Instant::now() + Duration::from_secs(60);
-            while acked.lock().unwrap().len() < n {
-                assert!(Instant::now() < deadline, "no progress");
-                std::thread::sleep(Duration::from_millis(5));
-            }
-        };
-        wait_acked(30);
+        wait_acked(&acked, 30);
         cluster.stop();
         // While the database is away, a call fails with the storage error, at once.
         let err = a
@@ -465,7 +460,7 @@ fn a_database_restarted_under_load_fails_calls_then_recovers_nothing_torn() {
         std::thread::sleep(Duration::from_millis(300));
         cluster.start_again();
         let after = acked.lock().unwrap().len();
-        wait_acked(after + 30);
+        wait_acked(&acked, after + 30);
         stop.store(true, Ordering::Relaxed);
         hs.into_iter().map(|h| h.join().unwrap()).sum::<usize>()
     });

@@ -710,7 +710,6 @@ pub(crate) fn fields<const N: usize>(pairs: [(&str, Value); N]) -> Map<String, V
 #[cfg(test)]
 mod tests {
     use super::*;
-    use ctxd_protocol::SessionCreateParams;
 
     /// Many sessions on a daemon holding few: the hook state (facts, configuration,
     /// watches) stays within the loaded-sessions bound, and the user's settings file is
@@ -740,15 +739,7 @@ mod tests {
             });
         let mut ids = Vec::new();
         for _ in 0..30 {
-            let s = engine
-                .create_session(SessionCreateParams {
-                    cwd: project.display().to_string(),
-                    no_git: true,
-                    ..Default::default()
-                })
-                .await
-                .unwrap();
-            ids.push(s.session_id);
+            ids.push(crate::engine::test_support::session(&engine, &project).await);
         }
         for id in &ids {
             engine.hooks_list(id).await.unwrap();
@@ -787,15 +778,7 @@ mod tests {
         let engine = Engine::new(store, dir.path(), Arc::new(crate::clock::SystemClock));
         let project = dir.path().join("proj");
         std::fs::create_dir_all(&project).unwrap();
-        let sid = engine
-            .create_session(SessionCreateParams {
-                cwd: project.display().to_string(),
-                no_git: true,
-                ..Default::default()
-            })
-            .await
-            .unwrap()
-            .session_id;
+        let sid = crate::engine::test_support::session(&engine, &project).await;
         let append = |text: &str| {
             let record: ctxd_protocol::RecordInput =
                 serde_json::from_value(serde_json::json!({"type": "user", "content": text}))

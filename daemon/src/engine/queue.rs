@@ -8,7 +8,7 @@
 
 use ctxd_protocol::{
     ContentBlock, QueueParams, QueueResponse, QueuedEntry, QueuedParams, QueuedResponse,
-    RecordInput, SessionEvent, TakeQueuedParams, TakeQueuedResponse,
+    RecordInput, TakeQueuedParams, TakeQueuedResponse,
 };
 use serde_json::json;
 
@@ -183,20 +183,7 @@ impl Engine {
             .await?;
         if !built.is_empty() {
             l.records.extend(built.iter().cloned());
-            self.emit(
-                &cell,
-                SessionEvent::RecordsAppended {
-                    session_id: p.session_id.clone(),
-                    records: built
-                        .iter()
-                        .map(|r| ctxd_protocol::AppendedRecord {
-                            uuid: r.uuid.clone(),
-                            seq: r.seq,
-                        })
-                        .collect(),
-                    full_records: None,
-                },
-            );
+            self.emit_appended(&cell, &p.session_id, &built);
         }
         let texts = built
             .iter()

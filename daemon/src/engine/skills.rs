@@ -469,7 +469,7 @@ impl Engine {
 mod tests {
     use std::sync::Arc;
 
-    use ctxd_protocol::{CompileParams, SessionCreateParams};
+    use ctxd_protocol::CompileParams;
 
     use crate::clock::FixedClock;
     use crate::engine::{DiscoveryDefaults, Engine};
@@ -504,22 +504,15 @@ mod tests {
                 "---\nname: review\ndescription: Reviews.\n---\nBody",
             )
             .unwrap();
-            let s = engine
-                .create_session(SessionCreateParams {
-                    cwd: project.display().to_string(),
-                    no_git: true,
-                    ..Default::default()
-                })
-                .await
-                .unwrap();
+            let sid = crate::engine::test_support::session(&engine, &project).await;
             engine
                 .compile(CompileParams {
-                    session_id: s.session_id.clone(),
+                    session_id: sid.clone(),
                     ..Default::default()
                 })
                 .await
                 .unwrap();
-            ids.push(s.session_id);
+            ids.push(sid);
         }
         let catalogs = crate::sync::lock(&engine.skills.map).len();
         assert!(catalogs <= 2, "{catalogs} catalogs for 2 loaded sessions");
