@@ -288,7 +288,7 @@ impl Engine {
     pub async fn mcp_connect(&self, p: McpConnectParams) -> Result<CapabilityChangeResponse> {
         check_name("name", &p.name)?;
         check_text("instructions", p.instructions.as_deref())?;
-        super::session::check_tools(&p.tools)?;
+        super::validate::check_tools(&p.tools)?;
         self.change_caps(&p.session_id, move |st, l| {
             for (i, t) in p.tools.iter().enumerate() {
                 if l.tools.iter().any(|s| s.name == t.name) {

@@ -12,6 +12,7 @@ mod compact;
 mod compile;
 mod events;
 mod hooks;
+mod import;
 mod memories;
 mod memory;
 mod plan_mode;

@@ -1,18 +1,19 @@
 //! Session and transcript operations: create, update, fork, delete, tools, append,
-//! read, snip, import. The compile path is in `compile.rs`.
+//! read, snip. The compile path is in `compile.rs`, the import in `import.rs`, the
+//! checks of what clients send in `validate.rs`.
 
-use std::collections::{BTreeMap, BTreeSet};
 use std::path::Path;
 
 use ctxd_protocol::*;
 use uuid::Uuid;
 
-use super::validate::validate_batch;
+use super::validate::{
+    check_date, check_model, check_settings, check_system, check_tools, validate_batch,
+};
 use super::{Engine, Loaded};
 use crate::error::{Error, Result};
-use crate::limits::MAX_CONTEXT_WINDOW;
 use crate::pipeline::budget::Fate;
-use crate::pipeline::{snip, thresholds};
+use crate::pipeline::snip;
 use crate::store::context_state::{self, InstructionMemo};
 use crate::store::sessions::SessionRow;
 use crate::store::{cache_edits, fates, outputs, records, sessions};
@@ -21,132 +22,6 @@ pub const MAX_PAGE: u32 = 5_000;
 /// A memo boundary no history has: forces the memoized user context to be recomputed.
 const CWD_CHANGED: &str = "#cwd-changed";
 const DEFAULT_PAGE: u32 = 500;
-
-fn check_model(m: &ModelProfile) -> Result<()> {
-    if m.model.is_empty() {
-        return Err(Error::invalid("model.model", "must not be empty"));
-    }
-    if !(1_000..=MAX_CONTEXT_WINDOW).contains(&m.context_window) {
-        return Err(Error::invalid(
-            "model.context_window",
-            format!("must be between 1000 and {MAX_CONTEXT_WINDOW} tokens"),
-        ));
-    }
-    if m.max_output_tokens == 0 || m.max_output_tokens >= m.context_window {
-        return Err(Error::invalid(
-            "model.max_output_tokens",
-            "must be positive and smaller than the context window",
-        ));
-    }
-    Ok(())
-}
-
-/// Settings are checked against the model they run with: the blocking margin must leave
-/// some of the effective window usable.
-fn check_settings(s: &SessionSettings, m: &ModelProfile) -> Result<()> {
-    if let Some(p) = s.autocompact_pct_override
-        && !(1..=100).contains(&p)
-    {
-        return Err(Error::invalid(
-            "settings.autocompact_pct_override",
-            "must be 1..=100",
-        ));
-    }
-    let window = thresholds::effective_window(m);
-    if let Some(margin) = s.blocking_limit_margin
-        && margin >= window
-    {
-        return Err(Error::invalid(
-            "settings.blocking_limit_margin",
-            format!("must be smaller than the effective window ({window} tokens)"),
-        ));
-    }
-    let c = &s.collapse;
-    for (field, pct) in [
-        ("stage_at_pct", c.stage_at_pct),
-        ("commit_at_pct", c.commit_at_pct),
-        ("block_at_pct", c.block_at_pct),
-        ("target_pct", c.target_pct),
-    ] {
-        if !(1..=100).contains(&pct) {
-            return Err(Error::invalid(
-                format!("settings.collapse.{field}"),
-                "must be 1..=100",
-            ));
-        }
-    }
-    if c.span_rounds == 0 {
-        return Err(Error::invalid(
-            "settings.collapse.span_rounds",
-            "must be at least 1",
-        ));
-    }
-    if let Some(ms) = s.attachments.collect_timeout_ms
-        && !(1..=super::collect::MAX_COLLECT_TIMEOUT_MS).contains(&ms)
-    {
-        return Err(Error::invalid(
-            "settings.attachments.collect_timeout_ms",
-            format!(
-                "must be 1..={} milliseconds",
-                super::collect::MAX_COLLECT_TIMEOUT_MS
-            ),
-        ));
-    }
-    Ok(())
-}
-
-fn check_system(s: &SystemPrompt) -> Result<()> {
-    for (i, sec) in s.dynamic_sections.iter().enumerate() {
-        if sec.caching == Some(SectionCaching::Uncached)
-            && sec.reason.as_deref().is_none_or(str::is_empty)
-        {
-            return Err(Error::invalid(
-                format!("system.dynamic[{i}].reason"),
-                "uncached sections break the prompt cache when they change; state why",
-            ));
-        }
-    }
-    for (i, sec) in s.static_sections.iter().enumerate() {
-        if sec.caching.is_some() {
-            return Err(Error::invalid(
-                format!("system.static[{i}].caching"),
-                "static sections are always part of the cached prefix",
-            ));
-        }
-    }
-    Ok(())
-}
-
-pub(crate) fn check_tools(tools: &[ToolSpec]) -> Result<()> {
-    let mut names = BTreeSet::new();
-    for (i, t) in tools.iter().enumerate() {
-        if t.name.is_empty() {
-            return Err(Error::invalid(
-                format!("tools[{i}].name"),
-                "must not be empty",
-            ));
-        }
-        if !names.insert(t.name.as_str()) {
-            return Err(Error::invalid(format!("tools[{i}].name"), "appears twice"));
-        }
-        if t.server_type.is_none()
-            && let Some(s) = &t.input_schema
-            && !s.is_object()
-        {
-            return Err(Error::invalid(
-                format!("tools[{i}].input_schema"),
-                "must be a JSON Schema object",
-            ));
-        }
-    }
-    Ok(())
-}
-
-fn check_date(d: &str) -> Result<()> {
-    chrono::NaiveDate::parse_from_str(d, "%Y-%m-%d")
-        .map(|_| ())
-        .map_err(|_| Error::invalid("start_date", "must be YYYY-MM-DD"))
-}
 
 /// Turns validated inputs into stored records, continuing after `last`.
 pub(crate) fn materialise(
@@ -256,7 +131,7 @@ impl Engine {
         Ok(row.info(built.len() as u64, built.last().map(|b| b.uuid.clone())))
     }
 
-    async fn new_row(&self, p: &SessionCreateParams) -> Result<SessionRow> {
+    pub(crate) async fn new_row(&self, p: &SessionCreateParams) -> Result<SessionRow> {
         if !Path::new(&p.cwd).is_absolute() {
             return Err(Error::invalid("cwd", "must be an absolute path"));
         }
@@ -812,85 +687,6 @@ impl Engine {
                 decided_seq: r.decided_seq,
             })
             .collect())
-    }
-
-    /// Imports a Claude Code transcript as a new session, all or nothing.
-    pub async fn import_claude_code(
-        &self,
-        p: SessionImportParams,
-    ) -> Result<(SessionInfo, ImportStats)> {
-        let imported = crate::import::claude_code::parse(&p.jsonl)
-            .map_err(|e| Error::invalid("jsonl", e.to_string()))?;
-        let mut inputs = imported.records;
-        validate_batch(&mut inputs).map_err(|e| match e {
-            Error::Invalid { field, message } => Error::invalid(format!("jsonl: {field}"), message),
-            other => other,
-        })?;
-        let cwd = p
-            .cwd
-            .or(imported.cwd)
-            .or(p.fallback_cwd)
-            .ok_or_else(|| Error::invalid("cwd", "the transcript names no cwd; pass one"))?;
-        let start_date = imported
-            .first_timestamp
-            .as_deref()
-            .and_then(|t| chrono::DateTime::parse_from_rfc3339(t).ok())
-            .map(|t| t.format("%Y-%m-%d").to_string());
-        let row = self
-            .new_row(&SessionCreateParams {
-                cwd,
-                model: p.model,
-                settings: None,
-                additional_directories: vec![],
-                system: None,
-                tools: vec![],
-                title: p
-                    .title
-                    .or(imported.source_session_id.map(|s| format!("import of {s}"))),
-                start_date,
-                no_git: true,
-            })
-            .await?;
-        let now = self.now_text();
-        // Like Claude Code on resume: every imported result counts as already seen, kept
-        // whole unless a content-replacement line says what the model saw instead.
-        let mut import_fates: BTreeMap<String, Fate> = inputs
-            .iter()
-            .flat_map(|r| r.content.iter())
-            .filter_map(|b| match b {
-                ContentBlock::ToolResult { tool_use_id, .. } => {
-                    Some((tool_use_id.clone(), Fate::Kept))
-                }
-                _ => None,
-            })
-            .collect();
-        for (id, rep) in imported.replacements {
-            import_fates.insert(id, Fate::Replaced(rep));
-        }
-        let import_fates: Vec<(String, Fate)> = import_fates.into_iter().collect();
-        let (claude_md, loaded) = self.startup_instructions(&row).await?;
-        let r = row.clone();
-        self.store
-            .write(&row.id, move |tx| {
-                sessions::insert(tx, &r)?;
-                let built = insert_batch(tx, &r.id, inputs, None, &now)?;
-                let seq = built.last().map_or(0, |b| b.seq);
-                fates::insert(tx, &r.id, fates::BUDGET, &import_fates, seq)?;
-                let memo = InstructionMemo {
-                    claude_md,
-                    boundary_uuid: super::last_boundary_uuid(&built),
-                    announced_date: r.start_date.clone(),
-                };
-                context_state::set_memo(tx, &r.id, &memo)?;
-                context_state::add_loaded(tx, &r.id, &loaded)?;
-                Ok(())
-            })
-            .await?;
-        let info = self.get_session(&row.id).await?;
-        for w in &imported.stats.warnings {
-            tracing::warn!(session = %row.id, "import: {w}");
-        }
-        Ok((info, imported.stats))
     }
 }
 

@@ -1,14 +1,143 @@
-//! Validation of appended records. A batch is checked whole before anything is written;
-//! the first problem is reported with the JSON path of the offending field.
+//! Validation of what clients send: appended records (a batch is checked whole before
+//! anything is written; the first problem is reported with the JSON path of the
+//! offending field) and a session's model, settings, system prompt, tools and date.
 
-use std::collections::HashSet;
+use std::collections::{BTreeSet, HashSet};
 
 use ctxd_protocol::{
-    ContentBlock, MediaSource, RecordInput, RecordKind, ToolResultBlock, ToolResultContent,
+    ContentBlock, MediaSource, ModelProfile, RecordInput, RecordKind, SectionCaching,
+    SessionSettings, SystemPrompt, ToolResultBlock, ToolResultContent, ToolSpec,
 };
 
 use crate::error::{Error, Result};
-use crate::limits::MAX_USAGE_TOKENS;
+use crate::limits::{MAX_CONTEXT_WINDOW, MAX_USAGE_TOKENS};
+use crate::pipeline::thresholds;
+
+pub(crate) fn check_model(m: &ModelProfile) -> Result<()> {
+    if m.model.is_empty() {
+        return Err(Error::invalid("model.model", "must not be empty"));
+    }
+    if !(1_000..=MAX_CONTEXT_WINDOW).contains(&m.context_window) {
+        return Err(Error::invalid(
+            "model.context_window",
+            format!("must be between 1000 and {MAX_CONTEXT_WINDOW} tokens"),
+        ));
+    }
+    if m.max_output_tokens == 0 || m.max_output_tokens >= m.context_window {
+        return Err(Error::invalid(
+            "model.max_output_tokens",
+            "must be positive and smaller than the context window",
+        ));
+    }
+    Ok(())
+}
+
+/// Settings are checked against the model they run with: the blocking margin must leave
+/// some of the effective window usable.
+pub(crate) fn check_settings(s: &SessionSettings, m: &ModelProfile) -> Result<()> {
+    if let Some(p) = s.autocompact_pct_override
+        && !(1..=100).contains(&p)
+    {
+        return Err(Error::invalid(
+            "settings.autocompact_pct_override",
+            "must be 1..=100",
+        ));
+    }
+    let window = thresholds::effective_window(m);
+    if let Some(margin) = s.blocking_limit_margin
+        && margin >= window
+    {
+        return Err(Error::invalid(
+            "settings.blocking_limit_margin",
+            format!("must be smaller than the effective window ({window} tokens)"),
+        ));
+    }
+    let c = &s.collapse;
+    for (field, pct) in [
+        ("stage_at_pct", c.stage_at_pct),
+        ("commit_at_pct", c.commit_at_pct),
+        ("block_at_pct", c.block_at_pct),
+        ("target_pct", c.target_pct),
+    ] {
+        if !(1..=100).contains(&pct) {
+            return Err(Error::invalid(
+                format!("settings.collapse.{field}"),
+                "must be 1..=100",
+            ));
+        }
+    }
+    if c.span_rounds == 0 {
+        return Err(Error::invalid(
+            "settings.collapse.span_rounds",
+            "must be at least 1",
+        ));
+    }
+    if let Some(ms) = s.attachments.collect_timeout_ms
+        && !(1..=super::collect::MAX_COLLECT_TIMEOUT_MS).contains(&ms)
+    {
+        return Err(Error::invalid(
+            "settings.attachments.collect_timeout_ms",
+            format!(
+                "must be 1..={} milliseconds",
+                super::collect::MAX_COLLECT_TIMEOUT_MS
+            ),
+        ));
+    }
+    Ok(())
+}
+
+pub(crate) fn check_system(s: &SystemPrompt) -> Result<()> {
+    for (i, sec) in s.dynamic_sections.iter().enumerate() {
+        if sec.caching == Some(SectionCaching::Uncached)
+            && sec.reason.as_deref().is_none_or(str::is_empty)
+        {
+            return Err(Error::invalid(
+                format!("system.dynamic[{i}].reason"),
+                "uncached sections break the prompt cache when they change; state why",
+            ));
+        }
+    }
+    for (i, sec) in s.static_sections.iter().enumerate() {
+        if sec.caching.is_some() {
+            return Err(Error::invalid(
+                format!("system.static[{i}].caching"),
+                "static sections are always part of the cached prefix",
+            ));
+        }
+    }
+    Ok(())
+}
+
+pub(crate) fn check_tools(tools: &[ToolSpec]) -> Result<()> {
+    let mut names = BTreeSet::new();
+    for (i, t) in tools.iter().enumerate() {
+        if t.name.is_empty() {
+            return Err(Error::invalid(
+                format!("tools[{i}].name"),
+                "must not be empty",
+            ));
+        }
+        if !names.insert(t.name.as_str()) {
+            return Err(Error::invalid(format!("tools[{i}].name"), "appears twice"));
+        }
+        if t.server_type.is_none()
+            && let Some(s) = &t.input_schema
+            && !s.is_object()
+        {
+            return Err(Error::invalid(
+                format!("tools[{i}].input_schema"),
+                "must be a JSON Schema object",
+            ));
+        }
+    }
+    Ok(())
+}
+
+pub(crate) fn check_date(d: &str) -> Result<()> {
+    chrono::NaiveDate::parse_from_str(d, "%Y-%m-%d")
+        .map(|_| ())
+        .map_err(|_| Error::invalid("start_date", "must be YYYY-MM-DD"))
+}
 
 fn bad(path: String, msg: &str) -> Error {
     Error::invalid(path, msg)
