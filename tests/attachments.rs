@@ -344,6 +344,34 @@ fn a_source_that_never_answers_is_skipped_and_reported() {
     drop(silent);
 }
 
+/// Which uncached sections changed is judged against the previous compile as stored,
+/// so a restart in between still names the section that breaks the cache.
+#[test]
+fn an_uncached_change_is_still_named_after_a_restart() {
+    let mut d = Daemon::start();
+    let cwd = d.dir.path().join("w");
+    std::fs::create_dir_all(&cwd).unwrap();
+    let sid = session(&d, &cwd, json!({}), json!([]));
+    d.call(
+        "context.set_section",
+        json!({"session_id": sid, "section": {"name": "clock", "caching": "uncached",
+               "reason": "the model needs the time of day", "source": "current_time"}}),
+    );
+    append(&d, &sid, json!([prompt("hi")]));
+    let at = |d: &Daemon, now: &str| {
+        d.call("context.compile", json!({"session_id": sid, "now": now}))["metadata"].clone()
+    };
+    at(&d, "2026-11-29T10:00:00Z");
+    // A graceful stop: the compile's log, written after its answer, is flushed.
+    assert!(d.terminate().success());
+    d.spawn();
+    let same = at(&d, "2026-11-29T10:00:00Z");
+    assert_eq!(same["uncached_sections"][0]["changed"], false, "{same}");
+    let later = at(&d, "2026-11-29T10:05:00Z");
+    assert_eq!(later["uncached_sections"][0]["changed"], true, "{later}");
+    assert_eq!(later["cache"]["expected_break"], "uncached_section:clock");
+}
+
 /// Memoized sections freeze at their first compile; uncached ones are recomputed every
 /// compile and named when they break the cache; a reset or a compaction recomputes.
 #[test]

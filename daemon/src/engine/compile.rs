@@ -231,9 +231,6 @@ impl Engine {
         }
         self.store_effects(l, &compiled.effects).await?;
         self.record_compile(l, &mut compiled, side_request);
-        if !side_request {
-            l.sections.previous_uncached = Some(std::mem::take(&mut compiled.uncached_texts));
-        }
         let m = &compiled.metadata;
         let attachments = compiled.projected_attachments;
         self.emit(
@@ -474,7 +471,7 @@ pub(crate) fn compile_records(
             platform: row.settings.platform.as_deref().unwrap_or(&l.platform),
             section_memo: l.sections.texts_for(boundary_uuid),
             utc_offset: l.utc_offset,
-            previous_uncached: l.sections.previous_uncached.as_ref(),
+            previous_uncached: l.cache.recent.last().map(|f| &f.uncached),
         },
         records,
         tools: &tools,

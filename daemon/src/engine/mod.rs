@@ -151,7 +151,7 @@ pub(crate) struct Loaded {
     /// The user's UTC offset, from the clock at the last compile's instant: local dates
     /// and times shown to the model use it (an input, never the machine's zone directly).
     pub utc_offset: chrono::FixedOffset,
-    /// Memoized system sections and the previous compile's uncached ones.
+    /// Memoized system sections.
     pub sections: sections::SectionState,
     /// The session's revision this copy is current at (a shared store's other daemons
     /// bump it; 0 on SQLite).
@@ -512,7 +512,6 @@ impl Engine {
                     utc_offset: crate::clock::utc(),
                     sections: sections::SectionState {
                         memo: crate::store::sections::load(c, &sid)?,
-                        previous_uncached: None,
                     },
                     revision,
                     budget_settled: None,

@@ -1,7 +1,8 @@
 //! System sections for real (SPEC §3.1): the memo of memoized sections (frozen before
 //! the compile that first shows them, reset by a compaction, a cwd change or
-//! `context.reset_sections`), the uncached texts of the previous compile, and the
-//! `context.*_section` methods a client registers sections with.
+//! `context.reset_sections`) and the `context.*_section` methods a client registers
+//! sections with. Which uncached sections changed is judged against the previous
+//! compile's fingerprint (`cache.rs`), so it survives a reload or a restart.
 
 use std::collections::BTreeMap;
 
@@ -22,9 +23,6 @@ pub const MAX_SECTION_BYTES: usize = 64 * 1024;
 #[derive(Debug, Clone, Default)]
 pub(crate) struct SectionState {
     pub memo: Option<SectionMemo>,
-    /// Uncached texts of the previous main compile (in memory: after a restart the first
-    /// compile reports no change).
-    pub previous_uncached: Option<BTreeMap<String, String>>,
 }
 
 impl SectionState {

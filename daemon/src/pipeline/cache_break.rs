@@ -42,6 +42,10 @@ pub struct Fingerprint {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub expected_break: Option<String>,
     pub side_request: bool,
+    /// Per uncached system section: name → hash of the text shown. The next compile
+    /// reports which of them changed; kept here so that survives a reload or restart.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub uncached: BTreeMap<String, u64>,
 }
 
 impl Fingerprint {

@@ -48,8 +48,9 @@ pub struct SessionView<'a> {
     pub platform: &'a str,
     /// Memoized dynamic section texts of this history.
     pub section_memo: Option<&'a BTreeMap<String, String>>,
-    /// The uncached section texts of the previous compile (to report changes).
-    pub previous_uncached: Option<&'a BTreeMap<String, String>>,
+    /// The uncached section hashes of the previous main compile's fingerprint (to
+    /// report changes).
+    pub previous_uncached: Option<&'a BTreeMap<String, u64>>,
     /// The user's UTC offset: local times in sections are shown in it.
     pub utc_offset: chrono::FixedOffset,
 }
@@ -102,9 +103,6 @@ pub struct Compiled {
     /// What keyed the cache, for attributing breaks later.
     pub fingerprint: Fingerprint,
     pub usage: Option<Picture>,
-    /// The uncached section texts this request shows (the next compile's
-    /// `previous_uncached`).
-    pub uncached_texts: BTreeMap<String, String>,
     /// Attachment records in the projection (before collapses fold it), for the
     /// `compiled` event.
     pub projected_attachments: u64,
@@ -173,7 +171,7 @@ pub fn compile(input: &CompileInput<'_>) -> Result<Compiled, serde_json::Error> 
     let resolved_dynamic = system::resolved_dynamic(&system_inputs);
     let (system_blocks, layout) = system::build(&system_inputs, &resolved_dynamic);
     let uncached = super::sections::uncached_report(&resolved_dynamic, s.previous_uncached);
-    let uncached_texts = super::sections::uncached_texts(&resolved_dynamic);
+    let uncached_hashes = super::sections::uncached_hashes(&resolved_dynamic);
     let mut system_blocks = system_blocks;
     let mut tool_values = tools::build(input.tools);
 
@@ -325,6 +323,7 @@ pub fn compile(input: &CompileInput<'_>) -> Result<Compiled, serde_json::Error> 
         predicted_read_tokens: prediction.read_tokens,
         expected_break: None,
         side_request: input.side_request,
+        uncached: uncached_hashes,
     };
     let usage = input.usage_picture.then(|| {
         usage::picture(&UsageInputs {
@@ -401,7 +400,6 @@ pub fn compile(input: &CompileInput<'_>) -> Result<Compiled, serde_json::Error> 
         shape,
         fingerprint,
         usage,
-        uncached_texts,
         projected_attachments,
         digest,
     })

@@ -74,11 +74,11 @@ pub fn missing_from_memo(
 }
 
 /// The uncached sections of `resolved`, with whether each differs from `previous` (the
-/// texts of the previous compile; a section new since then counts as changed only when
-/// there was a previous compile).
+/// hashes of the previous compile's, from its fingerprint; a section new since then
+/// counts as changed only when there was a previous compile).
 pub fn uncached_report(
     resolved: &[SystemSection],
-    previous: Option<&BTreeMap<String, String>>,
+    previous: Option<&BTreeMap<String, u64>>,
 ) -> Vec<UncachedSectionReport> {
     resolved
         .iter()
@@ -86,18 +86,23 @@ pub fn uncached_report(
         .map(|s| UncachedSectionReport {
             name: s.name.clone(),
             reason: s.reason.clone().unwrap_or_default(),
-            changed: previous.is_some_and(|p| p.get(&s.name) != Some(&s.text)),
+            changed: previous.is_some_and(|p| p.get(&s.name) != Some(&text_hash(&s.text))),
         })
         .collect()
 }
 
-/// The uncached texts of `resolved`, to compare the next compile with.
-pub fn uncached_texts(resolved: &[SystemSection]) -> BTreeMap<String, String> {
+/// The hashes of the uncached texts of `resolved`, kept in the compile's fingerprint
+/// for the next compile to compare with (so the comparison survives a reload).
+pub fn uncached_hashes(resolved: &[SystemSection]) -> BTreeMap<String, u64> {
     resolved
         .iter()
         .filter(|s| is_uncached(s))
-        .map(|s| (s.name.clone(), s.text.clone()))
+        .map(|s| (s.name.clone(), text_hash(&s.text)))
         .collect()
+}
+
+fn text_hash(text: &str) -> u64 {
+    super::cache_prefix::hash_bytes(text.as_bytes())
 }
 
 #[cfg(test)]
@@ -135,7 +140,7 @@ mod tests {
         let texts: Vec<&str> = shown.iter().map(|s| s.text.as_str()).collect();
         assert_eq!(texts, ["cwd /a", "v1", "f2"]);
         assert!(missing_from_memo(&v2, &memo, now).is_empty());
-        let before = uncached_texts(&resolve(&v1, Some(&memo), now));
+        let before = uncached_hashes(&resolve(&v1, Some(&memo), now));
         let report = uncached_report(&shown, Some(&before));
         assert_eq!(report.len(), 1);
         assert!(report[0].changed && report[0].reason == "changes");
