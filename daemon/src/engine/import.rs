@@ -16,15 +16,24 @@ impl Engine {
     /// Imports a Claude Code transcript as a new session, all or nothing.
     pub async fn import_claude_code(
         &self,
-        p: SessionImportParams,
+        mut p: SessionImportParams,
     ) -> Result<(SessionInfo, ImportStats)> {
-        let imported = crate::import::claude_code::parse(&p.jsonl)
-            .map_err(|e| Error::invalid("jsonl", e.to_string()))?;
-        let mut inputs = imported.records;
-        validate_batch(&mut inputs).map_err(|e| match e {
-            Error::Invalid { field, message } => Error::invalid(format!("jsonl: {field}"), message),
-            other => other,
-        })?;
+        // Milliseconds of CPU for a long transcript: off the async workers.
+        let jsonl = std::mem::take(&mut p.jsonl);
+        let (imported, inputs) = tokio::task::spawn_blocking(move || {
+            let mut imported = crate::import::claude_code::parse(&jsonl)
+                .map_err(|e| Error::invalid("jsonl", e.to_string()))?;
+            let mut inputs = std::mem::take(&mut imported.records);
+            validate_batch(&mut inputs).map_err(|e| match e {
+                Error::Invalid { field, message } => {
+                    Error::invalid(format!("jsonl: {field}"), message)
+                }
+                other => other,
+            })?;
+            Ok::<_, Error>((imported, inputs))
+        })
+        .await
+        .map_err(|e| Error::Internal(format!("import task: {e}")))??;
         let cwd = p
             .cwd
             .or(imported.cwd)

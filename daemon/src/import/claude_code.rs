@@ -24,6 +24,8 @@ use ctxd_protocol::{
 };
 use serde_json::{Map, Value};
 
+use super::chunks::{self, Piece};
+
 /// The result of converting one transcript.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Imported {
@@ -74,25 +76,33 @@ const ENVELOPE: &[&str] = &[
 /// Key under which skipped duplicates are counted.
 const DUPLICATE_UUID: &str = "duplicate_uuid";
 
-/// Converts a Claude Code transcript. See the module docs for the policy.
-pub fn parse(jsonl: &str) -> Result<Imported, ImportError> {
-    let mut stats = ImportStats::default();
-    let mut cwd = None;
-    let mut source_session_id = None;
-    let mut pending: Vec<Pending> = Vec::new();
-    let mut seen_uuids: HashSet<String> = HashSet::new();
-    // uuid → parentUuid of every skipped line, to walk over them when relinking.
-    let mut skipped_parents: HashMap<String, Option<String>> = HashMap::new();
-    let mut replacements: Vec<(String, String)> = Vec::new();
-    // (count, first line, its uuid) of lines repeating an earlier line's uuid.
-    let mut duplicates: Option<(u64, usize, String)> = None;
+/// What the lines of one piece of a transcript became, before the pieces are joined.
+#[derive(Default)]
+struct PieceOut {
+    /// Non-blank lines.
+    lines: u64,
+    /// The piece's first `cwd` and `sessionId`.
+    cwd: Option<String>,
+    source_session_id: Option<String>,
+    skipped: BTreeMap<String, u64>,
+    items: Vec<Item>,
+}
 
-    for (index, raw) in jsonl.lines().enumerate() {
-        let line = index + 1;
+enum Item {
+    Replacements(Vec<(String, String)>),
+    Converted(Line),
+}
+
+/// Parses and converts each line of `piece` on its own: what needs the lines before it
+/// (de-duplication, relinking) is left to [`parse`].
+fn parse_piece(piece: Piece<'_>) -> Result<PieceOut, ImportError> {
+    let mut out = PieceOut::default();
+    for (i, raw) in piece.text.lines().enumerate() {
+        let line = piece.first_line + i;
         if raw.trim().is_empty() {
             continue;
         }
-        stats.lines += 1;
+        out.lines += 1;
         let malformed = |message: String| ImportError::Malformed { line, message };
 
         let value: Value =
@@ -106,11 +116,11 @@ pub fn parse(jsonl: &str) -> Result<Imported, ImportError> {
 
         // Taken from any line (progress and queue lines carry them too), so a transcript
         // that starts with UI lines still reports where it ran.
-        if cwd.is_none() {
-            cwd = obj.get("cwd").and_then(Value::as_str).map(str::to_owned);
+        if out.cwd.is_none() {
+            out.cwd = obj.get("cwd").and_then(Value::as_str).map(str::to_owned);
         }
-        if source_session_id.is_none() {
-            source_session_id = obj
+        if out.source_session_id.is_none() {
+            out.source_session_id = obj
                 .get("sessionId")
                 .and_then(Value::as_str)
                 .map(str::to_owned);
@@ -119,34 +129,85 @@ pub fn parse(jsonl: &str) -> Result<Imported, ImportError> {
         if obj.get("type").and_then(Value::as_str) == Some("content-replacement") {
             if obj.contains_key("agentId") {
                 // A sub-agent's decisions: its thread is not the one compiled here.
-                bump(&mut stats.skipped, "content-replacement:agent");
+                bump(&mut out.skipped, "content-replacement:agent");
             } else {
-                replacements.extend(content_replacements(&obj).map_err(malformed)?);
+                out.items.push(Item::Replacements(
+                    content_replacements(&obj).map_err(malformed)?,
+                ));
             }
             continue;
         }
 
-        match convert_line(&obj, &mut stats.skipped).map_err(malformed)? {
-            Line::Record(mut p) => {
-                p.line = line;
-                if let Some(uuid) = &p.record.uuid
-                    && !seen_uuids.insert(uuid.clone())
-                {
-                    // The first occurrence already stands for this uuid, so children that
-                    // point at it stay linked to that one; no relinking entry is needed.
-                    bump(&mut stats.skipped, DUPLICATE_UUID);
-                    match &mut duplicates {
-                        Some((n, _, _)) => *n += 1,
-                        None => duplicates = Some((1, line, uuid.clone())),
+        let mut converted = convert_line(&obj, &mut out.skipped).map_err(malformed)?;
+        if let Line::Record(p) = &mut converted {
+            p.line = line;
+        }
+        out.items.push(Item::Converted(converted));
+    }
+    Ok(out)
+}
+
+/// Converts a Claude Code transcript. See the module docs for the policy. A long one is
+/// cut into pieces whose lines are parsed on separate threads; the first malformed line
+/// in file order is the one reported.
+pub fn parse(jsonl: &str) -> Result<Imported, ImportError> {
+    parse_in(
+        jsonl,
+        chunks::split(jsonl, chunks::parts(), chunks::MIN_PIECE_BYTES),
+    )
+}
+
+/// [`parse`] over the given cut of `jsonl` (the tests cut it in every way).
+fn parse_in(jsonl: &str, pieces: Vec<Piece<'_>>) -> Result<Imported, ImportError> {
+    debug_assert_eq!(
+        pieces.iter().map(|p| p.text.len()).sum::<usize>(),
+        jsonl.len()
+    );
+    let parsed = chunks::map(&pieces, parse_piece);
+
+    let mut stats = ImportStats::default();
+    let mut cwd = None;
+    let mut source_session_id = None;
+    let mut pending: Vec<Pending> = Vec::new();
+    let mut seen_uuids: HashSet<String> = HashSet::new();
+    // uuid → parentUuid of every skipped line, to walk over them when relinking.
+    let mut skipped_parents: HashMap<String, Option<String>> = HashMap::new();
+    let mut replacements: Vec<(String, String)> = Vec::new();
+    // (count, first line, its uuid) of lines repeating an earlier line's uuid.
+    let mut duplicates: Option<(u64, usize, String)> = None;
+
+    for piece in parsed {
+        let piece = piece?;
+        stats.lines += piece.lines;
+        cwd = cwd.or(piece.cwd);
+        source_session_id = source_session_id.or(piece.source_session_id);
+        for (key, n) in piece.skipped {
+            *stats.skipped.entry(key).or_insert(0) += n;
+        }
+        for item in piece.items {
+            match item {
+                Item::Replacements(r) => replacements.extend(r),
+                Item::Converted(Line::Record(p)) => {
+                    if let Some(uuid) = &p.record.uuid
+                        && !seen_uuids.insert(uuid.clone())
+                    {
+                        // The first occurrence already stands for this uuid, so children
+                        // that point at it stay linked to that one; no relinking entry is
+                        // needed.
+                        bump(&mut stats.skipped, DUPLICATE_UUID);
+                        match &mut duplicates {
+                            Some((n, _, _)) => *n += 1,
+                            None => duplicates = Some((1, p.line, uuid.clone())),
+                        }
+                        continue;
                     }
-                    continue;
+                    pending.push(*p);
                 }
-                pending.push(*p);
-            }
-            Line::Skip { key, uuid, parent } => {
-                bump(&mut stats.skipped, &key);
-                if let Some(uuid) = uuid {
-                    skipped_parents.entry(uuid).or_insert(parent);
+                Item::Converted(Line::Skip { key, uuid, parent }) => {
+                    bump(&mut stats.skipped, &key);
+                    if let Some(uuid) = uuid {
+                        skipped_parents.entry(uuid).or_insert(parent);
+                    }
                 }
             }
         }

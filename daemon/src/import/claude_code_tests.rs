@@ -612,3 +612,50 @@ fn snake_case_keys() {
     assert_eq!(snake_case("already_snake"), "already_snake");
     assert_eq!(snake_case("level"), "level");
 }
+
+/// Cut into pieces parsed apart, a transcript converts exactly as in one piece: the
+/// same records, counts, relinks and warnings; duplicates are found across pieces; the
+/// malformed line reported is the first in the file, numbered as in the file.
+#[test]
+fn pieces_parse_as_one() {
+    let mut whole = String::new();
+    for (_, text) in fixtures().iter().take(12) {
+        whole.push_str(text);
+        if !whole.ends_with('\n') {
+            whole.push('\n');
+        }
+    }
+    // A line repeated far from its first occurrence lands in another piece.
+    let first_record = whole
+        .lines()
+        .find(|l| l.contains("\"uuid\"") && l.contains("\"type\":\"user\""))
+        .unwrap()
+        .to_string();
+    whole.push_str(&first_record);
+    whole.push('\n');
+    let one = parse_in(&whole, chunks::split(&whole, 1, 1)).unwrap();
+    assert!(
+        one.stats
+            .skipped
+            .get(DUPLICATE_UUID)
+            .is_some_and(|&n| n >= 1)
+    );
+    for parts in [2, 3, 7] {
+        let pieces = chunks::split(&whole, parts, 1);
+        assert!(pieces.len() > 1, "{parts} parts");
+        assert_eq!(parse_in(&whole, pieces).unwrap(), one, "{parts} pieces");
+    }
+
+    // Two malformed lines, in different pieces: the first is reported, by its number.
+    let mut lines: Vec<&str> = whole.lines().collect();
+    let (early, late) = (lines.len() / 3, lines.len() * 5 / 6);
+    lines[early] = "{not json";
+    lines[late] = "[]";
+    let broken = lines.join("\n");
+    for parts in [1, 2, 5] {
+        match parse_in(&broken, chunks::split(&broken, parts, 1)) {
+            Err(ImportError::Malformed { line, .. }) => assert_eq!(line, early + 1),
+            other => panic!("{parts} pieces: {other:?}"),
+        }
+    }
+}

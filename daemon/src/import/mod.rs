@@ -1,3 +1,4 @@
 //! Importers of other tools' transcripts.
 
+mod chunks;
 pub mod claude_code;

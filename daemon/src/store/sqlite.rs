@@ -21,6 +21,43 @@ use crate::sync::lock;
 const POOLED_READERS: usize = 8;
 /// Distinct statements the store runs, with room: each stays prepared.
 const STATEMENT_CACHE: usize = 128;
+/// WAL frames past which the writer checkpoints as soon as it has nothing queued
+/// (SQLite's own automatic threshold)...
+const IDLE_CHECKPOINT_FRAMES: i32 = 1_000;
+/// ... and past which it checkpoints right after the commit, queue or not: the bound on
+/// the WAL's size (64 MB at 4 KB pages) when writes never pause.
+const FORCED_CHECKPOINT_FRAMES: i32 = 16_000;
+
+thread_local! {
+    /// Frames in the WAL after the writer's last commit (the writer thread's own).
+    static WAL_FRAMES: std::cell::Cell<i32> = const { std::cell::Cell::new(0) };
+}
+
+/// The write connection's commit hook, in place of SQLite's automatic checkpoint: a
+/// checkpoint copies pages into the database file and syncs it, which the commit that
+/// happens to cross the threshold would otherwise wait for. The writer runs it when
+/// idle instead (`checkpoint_if_idle`), and here only past the hard bound.
+fn on_commit(wal: &rusqlite::hooks::Wal, frames: std::ffi::c_int) -> rusqlite::Result<()> {
+    if frames >= FORCED_CHECKPOINT_FRAMES {
+        WAL_FRAMES.set(0);
+        wal.checkpoint()
+    } else {
+        WAL_FRAMES.set(frames);
+        Ok(())
+    }
+}
+
+/// A passive checkpoint when the WAL has grown past the idle threshold. Passive: it
+/// never waits for readers; what it cannot copy yet is copied by a later one.
+fn checkpoint_if_idle(conn: &Connection) {
+    if WAL_FRAMES.get() < IDLE_CHECKPOINT_FRAMES {
+        return;
+    }
+    WAL_FRAMES.set(0);
+    if let Err(e) = conn.query_row("PRAGMA wal_checkpoint(PASSIVE)", [], |_| Ok(())) {
+        tracing::debug!(error = %e, "idle checkpoint failed");
+    }
+}
 
 impl rusqlite::ToSql for Param<'_> {
     fn to_sql(&self) -> rusqlite::Result<ToSqlOutput<'_>> {
@@ -168,8 +205,16 @@ impl Sqlite {
             .name("ctxd-sqlite-writer".into())
             .spawn(move || {
                 let mut conn = conn;
+                conn.wal_hook(Some(on_commit));
                 while let Ok(job) = rx.recv() {
                     run(&mut conn, job);
+                    // Drained the queue: the moment for a checkpoint nobody waits for.
+                    let mut next = rx.try_recv();
+                    while let Ok(job) = next {
+                        run(&mut conn, job);
+                        next = rx.try_recv();
+                    }
+                    checkpoint_if_idle(&conn);
                 }
             })
             .map_err(|e| Error::Internal(format!("spawn writer: {e}")))?;
@@ -217,5 +262,58 @@ impl Backend for Sqlite {
 
     fn describe(&self) -> String {
         self.path.display().to_string()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::time::{Duration, Instant};
+
+    use super::super::Store;
+    use super::super::db::params;
+
+    fn file_len(p: &std::path::Path) -> u64 {
+        std::fs::metadata(p).map_or(0, |m| m.len())
+    }
+
+    /// A commit that grows the WAL past the idle threshold is not made to wait for the
+    /// checkpoint while more writes are queued; the checkpoint runs once the queue is
+    /// empty, so the pages still reach the database file.
+    #[tokio::test]
+    async fn checkpoints_wait_for_an_idle_writer() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("ctxd.db");
+        let store = Store::open(&path).unwrap();
+        let before = file_len(&path);
+        let (go, gate) = std::sync::mpsc::channel::<()>();
+        // About 2,000 WAL frames in one commit, held open until the next write is queued.
+        let big = store.write("s", move |db| {
+            db.execute("CREATE TABLE bulk (b BLOB)", params![])?;
+            let blob = vec![7u8; 1 << 20];
+            for _ in 0..8 {
+                db.execute("INSERT INTO bulk VALUES (?1)", params![blob.as_slice()])?;
+            }
+            let _ = gate.recv();
+            Ok(())
+        });
+        let at_next = {
+            let path = path.clone();
+            store.write("s", move |_| Ok(file_len(&path)))
+        };
+        go.send(()).unwrap();
+        big.await.unwrap();
+        let seen = at_next.await.unwrap();
+        assert!(
+            seen < before + (1 << 20),
+            "the database file grew to {seen} bytes before the queue was empty: the commit checkpointed"
+        );
+        let deadline = Instant::now() + Duration::from_secs(10);
+        while file_len(&path) < 8 << 20 {
+            assert!(
+                Instant::now() < deadline,
+                "no checkpoint once the writer was idle"
+            );
+            std::thread::sleep(Duration::from_millis(5));
+        }
     }
 }
