@@ -545,6 +545,7 @@ async fn bench_budget(dir: &Path) {
             flags: &flags,
             previous: None,
             previous_digest: None,
+            previous_wire: None,
             usage_picture: false,
         })
         .unwrap();

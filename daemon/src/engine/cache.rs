@@ -29,6 +29,8 @@ pub(crate) struct CacheState {
     /// The newest request's body digest (in memory only: after a restart the first
     /// digest is computed whole).
     pub digest: Option<Arc<crate::pipeline::digest::BodyDigest>>,
+    /// The newest request's blocks as written (in memory only, like the digest).
+    pub wire: Option<Arc<crate::pipeline::wire::WireMemo>>,
     /// Newest last.
     pub recent: Vec<Fingerprint>,
     pub next_id: u64,
@@ -43,6 +45,7 @@ impl CacheState {
             previous_boundary: newest.as_ref().map(|n| n.boundary_uuid.clone()),
             previous: newest.and_then(|n| n.shape).map(Arc::new),
             digest: None,
+            wire: None,
             recent: compile_log::fingerprints(conn, sid, Some(RECENT as u64))?,
         })
     }
@@ -117,8 +120,12 @@ impl Engine {
         fp.expected_break = cache.expected_break.clone();
         let id = l.cache.next_id;
         l.cache.next_id += 1;
-        l.cache.previous = Some(Arc::new(c.shape.clone()));
+        // Nothing reads the compiled shape after this: one copy serves as the next
+        // compile's `previous` and as the log row written below.
+        let shape = Arc::new(std::mem::take(&mut c.shape));
+        l.cache.previous = Some(shape.clone());
         l.cache.digest = Some(Arc::new(std::mem::take(&mut c.digest)));
+        l.cache.wire = Some(Arc::new(std::mem::take(&mut c.wire)));
         l.cache.previous_boundary = Some(l.boundary_uuid.clone());
         l.cache.recent.push(fp.clone());
         if l.cache.recent.len() > RECENT {
@@ -127,7 +134,7 @@ impl Engine {
         // Not awaited: the request must not wait for its own bookkeeping. The cell keeps
         // the newest state; the store serves restarts and reports, and it is queued
         // ahead of any later write of the session.
-        let (sid, boundary, shape) = (l.row.id.clone(), l.boundary_uuid.clone(), c.shape.clone());
+        let (sid, boundary) = (l.row.id.clone(), l.boundary_uuid.clone());
         self.store
             .write_detached("compile log", &l.row.id, move |tx| {
                 compile_log::insert(tx, &sid, id, &boundary, &fp, &shape)

@@ -486,6 +486,7 @@ pub(crate) fn compile_records(
         flags: &flags,
         previous: l.cache.previous.as_deref(),
         previous_digest: l.cache.digest.as_deref(),
+        previous_wire: l.cache.wire.as_deref(),
         usage_picture,
     };
     compile(&input).map_err(|e| Error::Internal(format!("serialise request: {e}")))

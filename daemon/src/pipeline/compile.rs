@@ -80,6 +80,8 @@ pub struct CompileInput<'a> {
     pub previous: Option<&'a KeyShape>,
     /// The previous request's body digest: this one's resumes where the bodies agree.
     pub previous_digest: Option<&'a BodyDigest>,
+    /// The previous request's blocks: the unchanged ones are copied, not written again.
+    pub previous_wire: Option<&'a wire::WireMemo>,
     /// Also compute the usage picture (`context.usage`).
     pub usage_picture: bool,
 }
@@ -108,6 +110,8 @@ pub struct Compiled {
     pub projected_attachments: u64,
     /// What the next request's digest resumes from.
     pub digest: BodyDigest,
+    /// What the next request copies its unchanged blocks from.
+    pub wire: wire::WireMemo,
 }
 
 pub fn compile(input: &CompileInput<'_>) -> Result<Compiled, serde_json::Error> {
@@ -249,7 +253,10 @@ pub fn compile(input: &CompileInput<'_>) -> Result<Compiled, serde_json::Error> 
         edits: &edits,
         extra: &input.flags.extra,
         flags_hash: latch::cache_key_hash(input.flags),
+        previous: input.previous_wire,
     })?;
+    let message_count = messages.len() as u32;
+    let wire_memo = wire::WireMemo::new(messages, &written);
     let body = written.body;
     let shape = written.shape;
     let (request_sha256, digest) = super::digest::sha256_hex(&body, input.previous_digest);
@@ -351,7 +358,7 @@ pub fn compile(input: &CompileInput<'_>) -> Result<Compiled, serde_json::Error> 
             anchor_tokens: est.anchor_tokens,
             estimated_tail_tokens: est.tail_tokens,
         },
-        message_count: messages.len() as u32,
+        message_count,
         system_sections: layout,
         projected_records: view.len() as u32,
         last_seq: input.records.last().map(|r| r.seq).unwrap_or(0),
@@ -402,5 +409,6 @@ pub fn compile(input: &CompileInput<'_>) -> Result<Compiled, serde_json::Error> 
         usage,
         projected_attachments,
         digest,
+        wire: wire_memo,
     })
 }

@@ -4,6 +4,11 @@
 //!
 //! The output is exactly what `serde_json::to_string` gives for
 //! `{model, max_tokens, system, tools?, messages, ...extra}`.
+//!
+//! A content block equal to the one at the same place in the previous request
+//! ([`WireMemo`]) is copied from that request's bytes with its unit instead of being
+//! serialised, hashed and counted again: between two compiles most of the history is
+//! unchanged, so a compile writes what is new.
 
 use std::collections::BTreeMap;
 
@@ -28,6 +33,8 @@ pub struct RequestParts<'a> {
     pub extra: &'a BTreeMap<String, Value>,
     /// Hash of what keys the cache besides the units (flags).
     pub flags_hash: u64,
+    /// The previous request's blocks, to copy the unchanged ones from.
+    pub previous: Option<&'a WireMemo>,
 }
 
 pub struct Written {
@@ -35,6 +42,44 @@ pub struct Written {
     pub shape: KeyShape,
     /// Characters of the `tools` array as JSON (the estimator's unanchored prefix).
     pub tools_chars: usize,
+    /// Per message, per content block: its bytes in `body` and its unit.
+    blocks: Vec<Vec<WrittenBlock>>,
+}
+
+/// One content block as written: where its bytes are in the body, and its unit.
+#[derive(Debug, Clone)]
+struct WrittenBlock {
+    range: std::ops::Range<usize>,
+    unit: Unit,
+}
+
+/// A request's messages with where each content block's bytes are in its body and its
+/// unit: what the next request copies its unchanged blocks from.
+#[derive(Debug, Default)]
+pub struct WireMemo {
+    messages: Vec<ApiMessage>,
+    body: String,
+    blocks: Vec<Vec<WrittenBlock>>,
+}
+
+impl WireMemo {
+    /// The memo of the request `written` was written for, from its `messages`.
+    pub fn new(messages: Vec<ApiMessage>, written: &Written) -> WireMemo {
+        WireMemo {
+            messages,
+            body: written.body.clone(),
+            blocks: written.blocks.clone(),
+        }
+    }
+
+    /// The bytes and unit of block `k` of message `i`, when that block equals `b`.
+    fn same(&self, i: usize, k: usize, b: &ContentBlock) -> Option<(&[u8], &Unit)> {
+        if self.messages.get(i)?.content.get(k)? != b {
+            return None;
+        }
+        let w = self.blocks.get(i)?.get(k)?;
+        Some((self.body.as_bytes().get(w.range.clone())?, &w.unit))
+    }
 }
 
 #[derive(Serialize)]
@@ -106,9 +151,10 @@ fn block_tokens(b: &ContentBlock, len: usize) -> u64 {
 
 pub fn write(p: &RequestParts<'_>) -> serde_json::Result<Written> {
     let mut w = Writer {
-        buf: Vec::with_capacity(64 * 1024),
+        buf: Vec::with_capacity(p.previous.map_or(64 * 1024, |m| m.body.len() + 4096)),
         units: Vec::new(),
     };
+    let mut blocks = Vec::with_capacity(p.messages.len());
     w.raw("{\"model\":");
     w.value(p.model)?;
     w.raw(",\"max_tokens\":");
@@ -167,6 +213,7 @@ pub fn write(p: &RequestParts<'_>) -> serde_json::Result<Written> {
                 .count()
         });
         let mut block = 0u32;
+        let mut written = Vec::with_capacity(m.content.len());
         let locus = |block: u32| Locus::Message {
             index: i as u32,
             block,
@@ -184,17 +231,35 @@ pub fn write(p: &RequestParts<'_>) -> serde_json::Result<Written> {
             if block > 0 {
                 w.raw(",");
             }
-            let key = match b.cache_control() {
-                Some(_) => {
-                    let mut plain = b.clone();
-                    if let Some(slot) = plain.cache_control_mut() {
-                        *slot = None;
-                    }
-                    Some(serde_json::to_vec(&plain)?)
+            let start = w.buf.len();
+            match p.previous.and_then(|memo| memo.same(i, k, b)) {
+                Some((bytes, unit)) => {
+                    w.buf.extend_from_slice(bytes);
+                    w.units.push(Unit {
+                        locus: locus(block),
+                        ..unit.clone()
+                    });
                 }
-                None => None,
-            };
-            w.unit(locus(block), b, key, |len| block_tokens(b, len))?;
+                None => {
+                    let key = match b.cache_control() {
+                        Some(_) => {
+                            let mut plain = b.clone();
+                            if let Some(slot) = plain.cache_control_mut() {
+                                *slot = None;
+                            }
+                            Some(serde_json::to_vec(&plain)?)
+                        }
+                        None => None,
+                    };
+                    w.unit(locus(block), b, key, |len| block_tokens(b, len))?;
+                }
+            }
+            if let Some(unit) = w.units.last() {
+                written.push(WrittenBlock {
+                    range: start..w.buf.len(),
+                    unit: unit.clone(),
+                });
+            }
             block += 1;
         }
         if at == m.content.len()
@@ -206,6 +271,7 @@ pub fn write(p: &RequestParts<'_>) -> serde_json::Result<Written> {
             w.unit(locus(block), &edits_block(ids), None, |_| 0)?;
         }
         w.raw("]}");
+        blocks.push(written);
     }
     w.raw("]");
     for (k, v) in p.extra {
@@ -236,6 +302,7 @@ pub fn write(p: &RequestParts<'_>) -> serde_json::Result<Written> {
             tool_names,
         },
         tools_chars,
+        blocks,
     })
 }
 
@@ -414,6 +481,7 @@ mod tests {
             edits: &edits,
             extra: &extra,
             flags_hash: 0,
+            previous: None,
         };
         let w = write(&parts).unwrap();
         assert_eq!(w.body, reference(&parts));
@@ -456,9 +524,129 @@ mod tests {
             edits: &edits,
             extra: &BTreeMap::new(),
             flags_hash: 0,
+            previous: None,
         };
         let w = write(&parts).unwrap();
         assert_eq!(w.body, reference(&parts));
         assert_eq!(w.shape.units.len(), 3);
+    }
+
+    fn plain<'a>(
+        messages: &'a [ApiMessage],
+        edits: &'a BTreeMap<usize, Vec<&'a str>>,
+        extra: &'a BTreeMap<String, Value>,
+    ) -> RequestParts<'a> {
+        RequestParts {
+            model: "m",
+            max_tokens: 1,
+            system: &[],
+            tools: &[],
+            messages,
+            edits,
+            extra,
+            flags_hash: 0,
+            previous: None,
+        }
+    }
+
+    fn block_strategy() -> impl proptest::strategy::Strategy<Value = ContentBlock> {
+        use proptest::prelude::*;
+        // Few distinct values, so that the previous request often holds equal blocks at
+        // the same place and often unequal ones (a marker moved, a result changed).
+        (0u8..4, 0u8..3, any::<bool>()).prop_map(|(kind, n, marked)| {
+            let mut b = match kind {
+                0 => ContentBlock::text(format!("text {n} \"q\"")),
+                1 => result(&format!("t{n}"), &format!("out {n}")),
+                2 => ContentBlock::ToolUse {
+                    id: format!("t{n}"),
+                    name: "Read".into(),
+                    input: json!({"file_path": format!("/f{n}")}),
+                    cache_control: None,
+                },
+                _ => ContentBlock::text("é ✓ \u{1F600}".repeat(usize::from(n) + 1)),
+            };
+            if marked && let Some(slot) = b.cache_control_mut() {
+                *slot = Some(CacheControl::ephemeral());
+            }
+            b
+        })
+    }
+
+    fn messages_strategy() -> impl proptest::strategy::Strategy<Value = Vec<ApiMessage>> {
+        use proptest::prelude::*;
+        proptest::collection::vec(
+            (
+                any::<bool>(),
+                proptest::collection::vec(block_strategy(), 1..4),
+            ),
+            0..6,
+        )
+        .prop_map(|ms| {
+            ms.into_iter()
+                .map(|(user, content)| ApiMessage {
+                    role: if user { Role::User } else { Role::Assistant },
+                    content,
+                })
+                .collect()
+        })
+    }
+
+    proptest::proptest! {
+        /// Copying unchanged blocks from any previous request writes exactly the bytes
+        /// and the cache key that writing everything afresh does.
+        #[test]
+        fn copying_from_the_previous_request_changes_nothing(
+            previous in messages_strategy(),
+            current in messages_strategy(),
+            edit_at in proptest::option::of(0usize..6),
+        ) {
+            let edits: BTreeMap<usize, Vec<&str>> =
+                edit_at.map(|i| (i, vec!["t0"])).into_iter().collect();
+            let (no_edits, extra) = (BTreeMap::new(), BTreeMap::new());
+            let parts = |messages, edits| plain(messages, edits, &extra);
+            let before = write(&parts(&previous, &no_edits)).unwrap();
+            let memo = WireMemo::new(previous.clone(), &before);
+            let fresh = write(&parts(&current, &edits)).unwrap();
+            let copied = write(&RequestParts {
+                previous: Some(&memo),
+                ..parts(&current, &edits)
+            })
+            .unwrap();
+            proptest::prop_assert_eq!(&copied.body, &fresh.body);
+            proptest::prop_assert_eq!(&copied.shape, &fresh.shape);
+            proptest::prop_assert_eq!(&fresh.body, &reference(&parts(&current, &edits)));
+            // And the memo it leaves serves the next request as well.
+            let next = WireMemo::new(current.clone(), &copied);
+            let again = write(&RequestParts { previous: Some(&next), ..parts(&current, &edits) }).unwrap();
+            proptest::prop_assert_eq!(&again.body, &fresh.body);
+            proptest::prop_assert_eq!(&again.shape, &fresh.shape);
+        }
+    }
+
+    /// The copy is taken: a memo whose bytes were changed behind its back shows in the
+    /// body (so the property above compares a copy, not a second serialisation).
+    #[test]
+    fn unchanged_blocks_are_copied() {
+        let messages = vec![ApiMessage::user(vec![ContentBlock::text("same")])];
+        let parts = RequestParts {
+            model: "m",
+            max_tokens: 1,
+            system: &[],
+            tools: &[],
+            messages: &messages,
+            edits: &BTreeMap::new(),
+            extra: &BTreeMap::new(),
+            flags_hash: 0,
+            previous: None,
+        };
+        let first = write(&parts).unwrap();
+        let mut memo = WireMemo::new(messages.clone(), &first);
+        memo.body = memo.body.replace("same", "SAME");
+        let second = write(&RequestParts {
+            previous: Some(&memo),
+            ..parts
+        })
+        .unwrap();
+        assert!(second.body.contains("SAME"), "{}", second.body);
     }
 }

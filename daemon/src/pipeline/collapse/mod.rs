@@ -518,6 +518,13 @@ pub(super) fn synthetic(first: &Record, c: &Collapse) -> Record {
 /// overlapping spans resolve to the one starting first, then the longer, then the
 /// smaller id.
 pub fn apply<'a>(view: &[&'a Record], collapses: &[Collapse]) -> Vec<Cow<'a, Record>> {
+    if !collapses
+        .iter()
+        .any(|c| c.status == CollapseStatus::Committed)
+    {
+        // Nothing to fold: the cut positions would go unused.
+        return view.iter().map(|r| Cow::Borrowed(*r)).collect();
+    }
     let pos = positions(view);
     let clean = clean_cuts(view);
     let mut spans: Vec<(usize, usize, &Collapse)> = collapses
