@@ -23,6 +23,11 @@ use ctxd::store::Store;
 use ctxd_protocol::*;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 
+/// The daemon's allocator (`src/main.rs`), so the bench measures what the daemon runs;
+/// the serde_json and rusqlite floors run on it too.
+#[global_allocator]
+static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
 fn iters() -> usize {
     std::env::var("CTXD_BENCH_ITERS")
         .ok()

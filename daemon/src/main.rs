@@ -8,6 +8,12 @@ use clap::Parser;
 use ctxd::limits::Limits;
 use tracing_subscriber::EnvFilter;
 
+/// A compile, an import and an append allocate and free many small blocks (records,
+/// content blocks, JSON values); mimalloc does that markedly faster than the system's
+/// allocator (see README, Benchmarks).
+#[global_allocator]
+static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
 #[derive(Parser, Debug)]
 #[command(
     name = "ctxd",
