@@ -262,14 +262,6 @@ async fn bench_rpc(dir: &Path) {
         }
         tokio::time::sleep(Duration::from_millis(10)).await;
     };
-    let n = iters() * 10;
-    let mut rpc = Vec::with_capacity(n);
-    for _ in 0..n {
-        let t = Instant::now();
-        client.ping().await.unwrap();
-        rpc.push(t.elapsed());
-    }
-
     // The floor: the same request bytes echoed over a Unix socket by a trivial server.
     let echo_path = dir.join("echo.sock");
     let listener = tokio::net::UnixListener::bind(&echo_path).unwrap();
@@ -289,8 +281,14 @@ async fn bench_rpc(dir: &Path) {
     let msg = br#"{"jsonrpc":"2.0","id":1,"method":"daemon.ping","params":{}}"#;
     let mut s = tokio::net::UnixStream::connect(&echo_path).await.unwrap();
     let mut back = vec![0u8; msg.len()];
-    let mut echo = Vec::with_capacity(n);
+    // In turn, one of each: the machine's load moves both alike, so the ratio holds
+    // where two separate loops would each catch a different moment.
+    let n = iters() * 10;
+    let (mut rpc, mut echo) = (Vec::with_capacity(n), Vec::with_capacity(n));
     for _ in 0..n {
+        let t = Instant::now();
+        client.ping().await.unwrap();
+        rpc.push(t.elapsed());
         let t = Instant::now();
         s.write_all(msg).await.unwrap();
         s.read_exact(&mut back).await.unwrap();

@@ -13,9 +13,9 @@ use tokio::sync::Notify;
 use super::{Engine, Loaded, SessionCell, compact};
 use crate::error::{Error, Result};
 use crate::pipeline::autocompact::{self, Trigger};
+use crate::pipeline::budget;
 use crate::pipeline::normalize::{NormalizeOptions, normalize};
 use crate::pipeline::session_memory as sm;
-use crate::pipeline::tokens;
 use crate::providers::{Summariser, SummaryInput};
 use crate::store::memory;
 
@@ -256,23 +256,26 @@ impl Engine {
             let Some(l) = guard.as_ref() else {
                 return Err(Error::Internal("session state missing after load".into()));
             };
-            let shown = l.shown();
-            let refs: Vec<&Record> = shown.iter().map(|c| c.as_ref()).collect();
+            // The projection, not the shown history: fates change what results say,
+            // never which records there are or how calls pair with results.
+            let view = l.records.view();
             let start = mem
                 .last_summarized_uuid
                 .as_deref()
-                .and_then(|u| refs.iter().position(|r| r.uuid == u))
+                .and_then(|u| view.iter().position(|r| r.uuid == u))
                 .map_or(0, |i| i + 1);
-            if start >= refs.len() {
+            if start >= view.len() {
                 return Ok(mem.version);
             }
             (
-                refs[start..]
-                    .iter()
-                    .map(|r| (*r).clone())
+                budget::apply_from(&view, start, &l.shown_fates())
+                    .into_iter()
+                    .map(std::borrow::Cow::into_owned)
                     .collect::<Vec<Record>>(),
-                tokens::estimate(&refs, 0, crate::pipeline::attachments::render).total,
-                sm::safe_last_summarized(&refs),
+                // The gate's own measure (`after_response`), so the next gate compares
+                // like with like.
+                l.records.estimate().total,
+                sm::safe_last_summarized(&view),
                 l.row
                     .settings
                     .summariser

@@ -347,8 +347,20 @@ fn sanitize(id: &str) -> String {
 /// The projection as the model sees it: frozen replacements applied, empty results
 /// turned into a short note. Records that need no change are borrowed.
 pub fn apply<'a>(records: &[&'a Record], fates: &BTreeMap<String, Fate>) -> Vec<Cow<'a, Record>> {
+    apply_from(records, 0, fates)
+}
+
+/// `apply(records, fates)[from..]`, without the records before `from` (whose tool
+/// calls still name the results after it).
+pub fn apply_from<'a>(
+    records: &[&'a Record],
+    from: usize,
+    fates: &BTreeMap<String, Fate>,
+) -> Vec<Cow<'a, Record>> {
     let names = tool_names(records);
     records
+        .get(from..)
+        .unwrap_or_default()
         .iter()
         .copied()
         .map(|r| {

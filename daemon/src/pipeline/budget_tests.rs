@@ -270,6 +270,11 @@ fn check_frozen_fates(g: &mut Choices) -> bool {
                     }
                     seen.insert(id, bytes);
                 }
+                // Applied from any record on, the fates show that tail the same way.
+                let refs: Vec<&Record> = records.iter().collect();
+                let whole = apply(&refs, &fates);
+                let from = next(refs.len() as u64 + 1) as usize;
+                assert_eq!(apply_from(&refs, from, &fates), whole[from..]);
             }
         }
     }
