@@ -120,9 +120,8 @@ impl Engine {
         fp.expected_break = cache.expected_break.clone();
         let id = l.cache.next_id;
         l.cache.next_id += 1;
-        // Nothing reads the compiled shape after this: one copy serves as the next
-        // compile's `previous` and as the log row written below.
-        let shape = Arc::new(std::mem::take(&mut c.shape));
+        // One copy serves as the next compile's `previous` and as the log row below.
+        let shape = Arc::new(c.shape.clone());
         l.cache.previous = Some(shape.clone());
         l.cache.digest = Some(Arc::new(std::mem::take(&mut c.digest)));
         l.cache.wire = Some(Arc::new(std::mem::take(&mut c.wire)));
