@@ -256,10 +256,10 @@ pub fn compile(input: &CompileInput<'_>) -> Result<Compiled, serde_json::Error> 
         previous: input.previous_wire,
     })?;
     let message_count = messages.len() as u32;
-    let wire_memo = wire::WireMemo::new(messages, &written);
     let body = written.body;
     let shape = written.shape;
     let (request_sha256, digest) = super::digest::sha256_hex(&body, input.previous_digest);
+    let wire_memo = wire::WireMemo::new(messages, digest.body(), written.blocks);
 
     let system_chars: usize = system_blocks.iter().map(|b| b.text.chars().count()).sum();
     let prefix_chars = system_chars + written.tools_chars + context_text.chars().count();

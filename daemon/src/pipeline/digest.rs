@@ -12,9 +12,17 @@ const STRIDE: usize = 8 * 1024;
 /// A body and the hasher's state after each whole `STRIDE` of it.
 #[derive(Clone, Default)]
 pub struct BodyDigest {
-    body: String,
+    /// Shared with the wire memo of the same request (`wire::WireMemo`): one copy.
+    body: std::sync::Arc<str>,
     /// `states[i]` has absorbed `body[..(i + 1) * STRIDE]`.
     states: Vec<Sha256>,
+}
+
+impl BodyDigest {
+    /// The body this digest was taken of.
+    pub fn body(&self) -> std::sync::Arc<str> {
+        self.body.clone()
+    }
 }
 
 impl std::fmt::Debug for BodyDigest {
@@ -52,7 +60,7 @@ pub fn sha256_hex(body: &str, previous: Option<&BodyDigest>) -> (String, BodyDig
     (
         hex,
         BodyDigest {
-            body: body.to_string(),
+            body: std::sync::Arc::from(body),
             states,
         },
     )
@@ -99,7 +107,7 @@ mod tests {
         assert_eq!(sha256_hex(&new, Some(&previous)).0, plain(&new));
         let (_, other) = sha256_hex(&"c".repeat(5 * STRIDE + 10), None);
         let tampered = BodyDigest {
-            body: old.clone(),
+            body: old.clone().into(),
             states: other.states,
         };
         assert_ne!(sha256_hex(&new, Some(&tampered)).0, plain(&new));

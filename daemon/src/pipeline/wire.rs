@@ -43,8 +43,12 @@ pub struct Written {
     /// Characters of the `tools` array as JSON (the estimator's unanchored prefix).
     pub tools_chars: usize,
     /// Per message, per content block: its bytes in `body` and its unit.
-    blocks: Vec<Vec<WrittenBlock>>,
+    pub blocks: BlockSpans,
 }
+
+/// Where each content block of a written request is, for its [`WireMemo`].
+#[derive(Debug, Default)]
+pub struct BlockSpans(Vec<Vec<WrittenBlock>>);
 
 /// One content block as written: where its bytes are in the body, and its unit.
 #[derive(Debug, Clone)]
@@ -58,17 +62,23 @@ struct WrittenBlock {
 #[derive(Debug, Default)]
 pub struct WireMemo {
     messages: Vec<ApiMessage>,
-    body: String,
+    /// The request's body, shared with its digest.
+    body: std::sync::Arc<str>,
     blocks: Vec<Vec<WrittenBlock>>,
 }
 
 impl WireMemo {
-    /// The memo of the request `written` was written for, from its `messages`.
-    pub fn new(messages: Vec<ApiMessage>, written: &Written) -> WireMemo {
+    /// The memo of a written request: its `messages`, its `body` (shared with its
+    /// digest) and its `blocks` (`Written::blocks`).
+    pub fn new(
+        messages: Vec<ApiMessage>,
+        body: std::sync::Arc<str>,
+        blocks: BlockSpans,
+    ) -> WireMemo {
         WireMemo {
             messages,
-            body: written.body.clone(),
-            blocks: written.blocks.clone(),
+            body,
+            blocks: blocks.0,
         }
     }
 
@@ -302,7 +312,7 @@ pub fn write(p: &RequestParts<'_>) -> serde_json::Result<Written> {
             tool_names,
         },
         tools_chars,
-        blocks,
+        blocks: BlockSpans(blocks),
     })
 }
 
@@ -515,17 +525,8 @@ mod tests {
     fn edits_at_the_end_of_a_message_and_no_tools() {
         let messages = vec![ApiMessage::user(vec![result("a", "1"), result("b", "2")])];
         let edits: BTreeMap<usize, Vec<&str>> = [(0, vec!["a", "b"])].into_iter().collect();
-        let parts = RequestParts {
-            model: "m",
-            max_tokens: 1,
-            system: &[],
-            tools: &[],
-            messages: &messages,
-            edits: &edits,
-            extra: &BTreeMap::new(),
-            flags_hash: 0,
-            previous: None,
-        };
+        let extra = BTreeMap::new();
+        let parts = plain(&messages, &edits, &extra);
         let w = write(&parts).unwrap();
         assert_eq!(w.body, reference(&parts));
         assert_eq!(w.shape.units.len(), 3);
@@ -605,7 +606,7 @@ mod tests {
             let (no_edits, extra) = (BTreeMap::new(), BTreeMap::new());
             let parts = |messages, edits| plain(messages, edits, &extra);
             let before = write(&parts(&previous, &no_edits)).unwrap();
-            let memo = WireMemo::new(previous.clone(), &before);
+            let memo = WireMemo::new(previous.clone(), before.body.as_str().into(), before.blocks);
             let fresh = write(&parts(&current, &edits)).unwrap();
             let copied = write(&RequestParts {
                 previous: Some(&memo),
@@ -616,7 +617,7 @@ mod tests {
             proptest::prop_assert_eq!(&copied.shape, &fresh.shape);
             proptest::prop_assert_eq!(&fresh.body, &reference(&parts(&current, &edits)));
             // And the memo it leaves serves the next request as well.
-            let next = WireMemo::new(current.clone(), &copied);
+            let next = WireMemo::new(current.clone(), copied.body.as_str().into(), copied.blocks);
             let again = write(&RequestParts { previous: Some(&next), ..parts(&current, &edits) }).unwrap();
             proptest::prop_assert_eq!(&again.body, &fresh.body);
             proptest::prop_assert_eq!(&again.shape, &fresh.shape);
@@ -628,20 +629,11 @@ mod tests {
     #[test]
     fn unchanged_blocks_are_copied() {
         let messages = vec![ApiMessage::user(vec![ContentBlock::text("same")])];
-        let parts = RequestParts {
-            model: "m",
-            max_tokens: 1,
-            system: &[],
-            tools: &[],
-            messages: &messages,
-            edits: &BTreeMap::new(),
-            extra: &BTreeMap::new(),
-            flags_hash: 0,
-            previous: None,
-        };
+        let (edits, extra) = (BTreeMap::new(), BTreeMap::new());
+        let parts = plain(&messages, &edits, &extra);
         let first = write(&parts).unwrap();
-        let mut memo = WireMemo::new(messages.clone(), &first);
-        memo.body = memo.body.replace("same", "SAME");
+        let altered = first.body.replace("same", "SAME");
+        let memo = WireMemo::new(messages.clone(), altered.as_str().into(), first.blocks);
         let second = write(&RequestParts {
             previous: Some(&memo),
             ..parts
