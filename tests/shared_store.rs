@@ -16,9 +16,9 @@ mod common;
 #[path = "support/pg_cluster.rs"]
 mod pg_cluster;
 
-use std::sync::Mutex;
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::time::{Duration, Instant};
+use std::sync::{Condvar, Mutex};
+use std::time::Duration;
 
 use common::Daemon;
 use serde_json::{Value, json};
@@ -304,24 +304,38 @@ fn subscribers_on_one_daemon_receive_appends_made_through_the_other() {
     });
 }
 
-/// Waits (a minute at most) until the load has `n` acknowledged appends.
-fn wait_acked(acked: &Mutex<Vec<(String, u64)>>, n: usize) {
-    let deadline = Instant::now() + Duration::from_secs(60);
-    while acked.lock().unwrap().len() < n {
-        assert!(Instant::now() < deadline, "the load made no progress");
-        std::thread::sleep(Duration::from_millis(5));
+/// The `(uuid, seq)` of every acknowledged append, and a signal on each new one.
+#[derive(Default)]
+struct Acked {
+    list: Mutex<Vec<(String, u64)>>,
+    grew: Condvar,
+}
+
+impl Acked {
+    fn push(&self, uuid: String, seq: u64) {
+        self.list.lock().unwrap().push((uuid, seq));
+        self.grew.notify_all();
+    }
+
+    fn len(&self) -> usize {
+        self.list.lock().unwrap().len()
+    }
+
+    /// Waits (a minute at most) until the load has `n` acknowledged appends.
+    fn wait_for(&self, n: usize) {
+        let (list, _) = self
+            .grew
+            .wait_timeout_while(self.list.lock().unwrap(), Duration::from_secs(60), |l| {
+                l.len() < n
+            })
+            .unwrap();
+        assert!(list.len() >= n, "the load made no progress");
     }
 }
 
 /// Appends pairs through `d` until `stop`; every acknowledged `(uuid, seq)` goes to
 /// `acked`. Returns how many calls failed.
-fn load(
-    d: &Daemon,
-    sid: &str,
-    tag: &str,
-    stop: &AtomicBool,
-    acked: &Mutex<Vec<(String, u64)>>,
-) -> usize {
+fn load(d: &Daemon, sid: &str, tag: &str, stop: &AtomicBool, acked: &Acked) -> usize {
     let mut failed = 0;
     let mut i = 0;
     while !stop.load(Ordering::Relaxed) {
@@ -355,10 +369,10 @@ fn load(
         match v {
             Some(v) if v.get("result").is_some() => {
                 for r in v["result"]["appended"].as_array().unwrap() {
-                    acked.lock().unwrap().push((
+                    acked.push(
                         r["uuid"].as_str().unwrap().into(),
                         r["seq"].as_u64().unwrap(),
-                    ));
+                    );
                 }
             }
             Some(v) => {
@@ -402,26 +416,26 @@ fn killing_one_daemon_mid_load_loses_no_acknowledged_record_and_the_other_serves
         return;
     };
     let sid = new_session(&a);
-    let acked = Mutex::new(Vec::new());
+    let acked = Acked::default();
     let (stop_a, stop_b) = (AtomicBool::new(false), AtomicBool::new(false));
     std::thread::scope(|s| {
         let ha = s.spawn(|| load(&a, &sid, "a", &stop_a, &acked));
         let hb = s.spawn(|| load(&b, &sid, "b", &stop_b, &acked));
-        wait_acked(&acked, 40);
+        acked.wait_for(40);
         let pid = a.child.as_ref().unwrap().id();
         let _ = std::process::Command::new("kill")
             .args(["-9", &pid.to_string()])
             .status();
         stop_a.store(true, Ordering::Relaxed);
-        let before = acked.lock().unwrap().len();
+        let before = acked.len();
         // B goes on appending after A's death.
-        wait_acked(&acked, before + 40);
+        acked.wait_for(before + 40);
         stop_b.store(true, Ordering::Relaxed);
         ha.join().unwrap();
         assert_eq!(hb.join().unwrap(), 0, "B failed calls");
     });
     a.kill9();
-    assert_intact(&stored(&b, &sid), &acked.lock().unwrap());
+    assert_intact(&stored(&b, &sid), &acked.list.lock().unwrap());
     // A restarted on the same database serves the same transcript.
     a.spawn();
     assert_eq!(stored(&a, &sid), stored(&b, &sid));
@@ -440,7 +454,7 @@ fn a_database_restarted_under_load_fails_calls_then_recovers_nothing_torn() {
     let a = Daemon::start_on(&url);
     let b = Daemon::start_beside(&a);
     let sid = new_session(&a);
-    let acked = Mutex::new(Vec::new());
+    let acked = Acked::default();
     let stop = AtomicBool::new(false);
     let failed = std::thread::scope(|s| {
         let hs: Vec<_> = [(&a, "a"), (&b, "b")]
@@ -450,7 +464,7 @@ fn a_database_restarted_under_load_fails_calls_then_recovers_nothing_torn() {
                 s.spawn(move || load(d, sid, tag, stop, acked))
             })
             .collect();
-        wait_acked(&acked, 30);
+        acked.wait_for(30);
         cluster.stop();
         // While the database is away, a call fails with the storage error, at once.
         let err = a
@@ -459,14 +473,14 @@ fn a_database_restarted_under_load_fails_calls_then_recovers_nothing_torn() {
         assert_eq!(err["code"], ctxd_protocol::STORAGE, "{err}");
         std::thread::sleep(Duration::from_millis(300));
         cluster.start_again();
-        let after = acked.lock().unwrap().len();
-        wait_acked(&acked, after + 30);
+        let after = acked.len();
+        acked.wait_for(after + 30);
         stop.store(true, Ordering::Relaxed);
         hs.into_iter().map(|h| h.join().unwrap()).sum::<usize>()
     });
     assert!(failed > 0, "no call failed while the database was down");
     let records = stored(&a, &sid);
-    assert_intact(&records, &acked.lock().unwrap());
+    assert_intact(&records, &acked.list.lock().unwrap());
     // Both daemons compile the same bytes afterwards.
     assert_eq!(a.compile_body(&sid), b.compile_body(&sid));
 }
