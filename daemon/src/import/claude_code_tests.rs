@@ -1,4 +1,5 @@
 use super::*;
+use ctxd_protocol::{ToolResultBlock, ToolResultContent, Usage};
 use serde_json::json;
 use std::path::{Path, PathBuf};
 
@@ -602,15 +603,6 @@ fn records_round_trip_through_the_wire_type() {
         let back: RecordInput = serde_json::from_value(wire).unwrap();
         assert_eq!(&back, r);
     }
-}
-
-#[test]
-fn snake_case_keys() {
-    assert_eq!(snake_case("toolUseID"), "tool_use_id");
-    assert_eq!(snake_case("preTokens"), "pre_tokens");
-    assert_eq!(snake_case("URLPath"), "url_path");
-    assert_eq!(snake_case("already_snake"), "already_snake");
-    assert_eq!(snake_case("level"), "level");
 }
 
 /// Cut into pieces parsed apart, a transcript converts exactly as in one piece: the

@@ -2,3 +2,4 @@
 
 mod chunks;
 pub mod claude_code;
+mod claude_code_line;
