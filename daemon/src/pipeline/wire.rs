@@ -64,7 +64,7 @@ pub struct WireMemo {
     messages: Vec<ApiMessage>,
     /// The request's body, shared with its digest.
     body: std::sync::Arc<str>,
-    blocks: Vec<Vec<WrittenBlock>>,
+    blocks: BlockSpans,
 }
 
 impl WireMemo {
@@ -78,7 +78,7 @@ impl WireMemo {
         WireMemo {
             messages,
             body,
-            blocks: blocks.0,
+            blocks,
         }
     }
 
@@ -87,7 +87,7 @@ impl WireMemo {
         if self.messages.get(i)?.content.get(k)? != b {
             return None;
         }
-        let w = self.blocks.get(i)?.get(k)?;
+        let w = self.blocks.0.get(i)?.get(k)?;
         Some((self.body.as_bytes().get(w.range.clone())?, &w.unit))
     }
 }
