@@ -203,7 +203,28 @@ impl Backend for Sqlite {
                 c
             }
         };
-        let result = body(&mut SqliteDb(&conn));
+        // One read transaction for the whole body: its statements see one snapshot (as
+        // PostgreSQL's `REPEATABLE READ` readers do), and the WAL read lock and snapshot
+        // check are taken once instead of once per statement.
+        let result = match conn.prepare_cached("BEGIN").and_then(|mut s| s.execute([])) {
+            Ok(_) => {
+                let result = body(&mut SqliteDb(&conn));
+                let ended = conn
+                    .prepare_cached("COMMIT")
+                    .and_then(|mut s| s.execute([]));
+                match (result, ended) {
+                    (Ok(()), Err(e)) => Err(e.into()),
+                    (result, _) => result,
+                }
+            }
+            Err(e) => Err(e.into()),
+        };
+        if !conn.is_autocommit() {
+            // The body failed in a way that left the transaction open: never pool it so.
+            if conn.execute_batch("ROLLBACK").is_err() {
+                return result;
+            }
+        }
         let mut pool = lock(&self.readers);
         if pool.len() < POOLED_READERS {
             pool.push(conn);
@@ -217,5 +238,57 @@ impl Backend for Sqlite {
 
     fn describe(&self) -> String {
         self.path.display().to_string()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn count(db: &mut dyn Db) -> Result<i64> {
+        db.query_opt("SELECT COUNT(*) FROM scratch", &[])?
+            .ok_or_else(|| Error::Internal("no row".into()))?
+            .int(0)
+    }
+
+    /// A read sees one snapshot however many statements it runs, and leaves none open
+    /// behind it on the pooled connection, failed or not.
+    #[test]
+    fn a_read_is_one_snapshot_and_ends_it() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("t.db");
+        let store = Sqlite::open(&path).unwrap();
+        // Another connection commits while the read is between its two statements.
+        let other = Connection::open(&path).unwrap();
+        other
+            .execute_batch("CREATE TABLE scratch (x INTEGER); INSERT INTO scratch VALUES (1);")
+            .unwrap();
+        let mut seen = Vec::new();
+        store
+            .read(&mut |db| {
+                seen.push(count(db)?);
+                other.execute("INSERT INTO scratch VALUES (2)", []).unwrap();
+                seen.push(count(db)?);
+                Ok(())
+            })
+            .unwrap();
+        assert_eq!(seen, [1, 1]);
+        // A failing body: its snapshot ends too, so the next read on the same pooled
+        // connection sees the newest commit.
+        let failed = store.read(&mut |db| {
+            count(db)?;
+            Err(Error::Internal("the body gives up".into()))
+        });
+        assert!(failed.is_err());
+        other.execute("INSERT INTO scratch VALUES (3)", []).unwrap();
+        let mut after = 0;
+        store
+            .read(&mut |db| {
+                after = count(db)?;
+                Ok(())
+            })
+            .unwrap();
+        assert_eq!(after, 3);
+        assert_eq!(lock(&store.readers).len(), 1, "one pooled reader, reused");
     }
 }
