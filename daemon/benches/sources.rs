@@ -2,7 +2,11 @@
 //!
 //! 1. latency from an external write of a seen file to the `file_changed` event on a
 //!    subscription (median over repeated writes);
-//! 2. time to load (discover, include, render) a chain of 50 instruction files.
+//! 2. time to load (discover, include, render) a chain of 50 instruction files;
+//! 3. a compile of a session that has seen 100 files of 20 KB: none changed, and one
+//!    changed before each compile (the diff against what the model saw).
+//!
+//! `CTXD_BENCH_ONLY=chain,watch,seen` runs those parts only.
 #![allow(clippy::unwrap_used, clippy::expect_used)] // a test panics on what it did not expect
 
 use std::path::Path;
@@ -13,7 +17,7 @@ use ctxd::clock::SystemClock;
 use ctxd::discovery::{self, DiscoveryConfig};
 use ctxd::engine::{DiscoveryDefaults, Engine};
 use ctxd::store::Store;
-use ctxd_protocol::{SessionCreateParams, SessionEvent};
+use ctxd_protocol::{AppendParams, CompileParams, RecordInput, SessionCreateParams, SessionEvent};
 
 fn iters() -> usize {
     std::env::var("CTXD_BENCH_ITERS")
@@ -86,8 +90,8 @@ fn bench_chain(tmp: &Path) {
     );
 }
 
-async fn bench_watch(tmp: &Path) {
-    let store = Store::open(&tmp.join("w.db")).unwrap();
+async fn watching_engine(tmp: &Path, db: &str) -> Arc<Engine> {
+    let store = Store::open(&tmp.join(db)).unwrap();
     let engine = Arc::new(
         Engine::new(store, tmp, Arc::new(SystemClock)).with_discovery(DiscoveryDefaults {
             managed_root: tmp.join("nomanaged"),
@@ -95,6 +99,11 @@ async fn bench_watch(tmp: &Path) {
         }),
     );
     engine.start_watching().await.unwrap();
+    engine
+}
+
+async fn bench_watch(tmp: &Path) {
+    let engine = watching_engine(tmp, "w.db").await;
     let work = tmp.join("work");
     std::fs::create_dir_all(&work).unwrap();
     let sid = engine
@@ -140,12 +149,103 @@ async fn bench_watch(tmp: &Path) {
     );
 }
 
+const SEEN_FILES: usize = 100;
+const SEEN_FILE_BYTES: usize = 20 * 1024;
+
+/// A file of about `SEEN_FILE_BYTES` whose line `changed` (if any) differs.
+fn seen_text(changed: Option<usize>) -> String {
+    (0..SEEN_FILE_BYTES / 32)
+        .map(|l| {
+            if Some(l) == changed {
+                format!("line {l:>5}: changed {:>13}\n", "")
+            } else {
+                format!("line {l:>5}: the same text here\n")
+            }
+        })
+        .collect()
+}
+
+async fn bench_seen(tmp: &Path) {
+    let engine = watching_engine(tmp, "seen.db").await;
+    let work = tmp.join("seen-work");
+    std::fs::create_dir_all(&work).unwrap();
+    let sid = engine
+        .create_session(SessionCreateParams {
+            cwd: work.display().to_string(),
+            no_git: true,
+            ..Default::default()
+        })
+        .await
+        .unwrap()
+        .session_id;
+    for i in 0..SEEN_FILES {
+        let f = work.join(format!("f{i}.txt"));
+        write(&f, &seen_text(None));
+        engine
+            .report_read(&sid, &f.display().to_string())
+            .await
+            .unwrap();
+    }
+    let prompt: RecordInput =
+        serde_json::from_value(serde_json::json!({"type": "user", "content": "go on"})).unwrap();
+    engine
+        .append(AppendParams {
+            session_id: sid.clone(),
+            records: vec![prompt],
+            expected_last_uuid: None,
+        })
+        .await
+        .unwrap();
+    let p = CompileParams {
+        session_id: sid,
+        ..Default::default()
+    };
+    engine.compile(p.clone()).await.unwrap();
+    let n = iters() * 4;
+    let mut unchanged = Vec::with_capacity(n);
+    for _ in 0..n {
+        let t = Instant::now();
+        engine.compile(p.clone()).await.unwrap();
+        unchanged.push(t.elapsed());
+    }
+    let mut one_changed = Vec::with_capacity(n);
+    for k in 0..n {
+        // A different line each time, in a different file: the file is then announced
+        // with a diff against the content the model last saw.
+        write(
+            &work.join(format!("f{}.txt", k % SEEN_FILES)),
+            &seen_text(Some(k % (SEEN_FILE_BYTES / 32))),
+        );
+        let t = Instant::now();
+        engine.compile(p.clone()).await.unwrap();
+        one_changed.push(t.elapsed());
+    }
+    println!(
+        "seen     compile with {SEEN_FILES} seen files of {} KB: none changed, median {:?}; one changed before each compile, median {:?}",
+        SEEN_FILE_BYTES / 1024,
+        median(unchanged),
+        median(one_changed)
+    );
+}
+
+/// `CTXD_BENCH_ONLY=seen` runs that part only.
+fn wanted(part: &str) -> bool {
+    std::env::var("CTXD_BENCH_ONLY").map_or(true, |only| only.split(',').any(|p| p == part))
+}
+
 #[tokio::main]
 async fn main() {
     if !std::env::args().any(|a| a == "--bench") {
         return;
     }
     let dir = tempfile::tempdir().unwrap();
-    bench_chain(dir.path());
-    bench_watch(dir.path()).await;
+    if wanted("chain") {
+        bench_chain(dir.path());
+    }
+    if wanted("watch") {
+        bench_watch(dir.path()).await;
+    }
+    if wanted("seen") {
+        bench_seen(dir.path()).await;
+    }
 }

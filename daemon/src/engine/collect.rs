@@ -356,7 +356,7 @@ impl Engine {
                 &input.row,
                 stored.touched.clone(),
                 stored.loaded.clone(),
-                &stored.reads,
+                &stored.read_paths,
             )
             .await?;
         let value = n.attachment.take();

@@ -15,7 +15,7 @@ use super::{Engine, Loaded, SessionCell};
 use crate::discovery::{self, DiscoveryConfig, InstructionFile};
 use crate::error::{Error, Result};
 use crate::pipeline::changed_files;
-use crate::store::context_state::{self, InstructionMemo, ReadState};
+use crate::store::context_state::{self, InstructionMemo, ReadStamp, ReadState};
 use crate::store::sessions::SessionRow;
 
 /// Claude Code's file tools and the input field naming their file.
@@ -114,10 +114,18 @@ pub(crate) enum FileChange {
     Removed(String),
 }
 
-fn check_file(seen: &ReadState) -> Option<FileChange> {
+/// What the disk says of one seen file.
+enum Checked {
+    /// Settled without what the model saw: gone, or touched with the same bytes.
+    Settled(FileChange),
+    /// Its bytes changed: the diff needs the content the model saw.
+    Changed(ReadState),
+}
+
+fn check_file(seen: &ReadStamp) -> Option<Checked> {
     let path = Path::new(&seen.path);
     let Ok(meta) = std::fs::metadata(path) else {
-        return Some(FileChange::Removed(seen.path.clone()));
+        return Some(Checked::Settled(FileChange::Removed(seen.path.clone())));
     };
     if meta.len() == seen.size && mtime_ns(&meta) == seen.mtime_ns {
         return None;
@@ -126,22 +134,27 @@ fn check_file(seen: &ReadState) -> Option<FileChange> {
     if now.sha256 == seen.sha256 {
         // Touched but not changed (e.g. `touch`, or a save with the same bytes): update
         // the stamp quietly so the next compile need not read it again.
-        return Some(FileChange::Edited {
+        return Some(Checked::Settled(FileChange::Edited {
             state: now,
             snippet: None,
-        });
+        }));
     }
-    let snippet = match (&seen.content, &now.content) {
+    Some(Checked::Changed(now))
+}
+
+/// The change of a file whose bytes changed, against `saw` (what the model saw of it).
+fn edited(now: ReadState, saw: Option<&str>) -> FileChange {
+    let snippet = match (saw, &now.content) {
         (Some(old), Some(new)) => changed_files::snippet(old, new),
         _ => Some(format!(
             "(the file changed; it is too large or not text, so no diff is shown; it is now {} bytes)",
             now.size
         )),
     };
-    Some(FileChange::Edited {
+    FileChange::Edited {
         state: now,
         snippet,
-    })
+    }
 }
 
 impl Engine {
@@ -368,51 +381,99 @@ impl Engine {
     }
 
     /// What the store holds for one collection, in one short read, with the files seen
-    /// checked on disk (a stat each, a capped read of one that changed): the queue only
-    /// when `queue` (it is not delivered while a tool result is awaited).
+    /// checked on disk (a stat each, a capped read of one that changed, and the content
+    /// the model saw read back only for those): the queue only when `queue` (it is not
+    /// delivered while a tool result is awaited).
     pub(crate) async fn stored_for_collection(&self, sid: &str, queue: bool) -> Result<Stored> {
-        let sid = sid.to_string();
-        let (reads, touched, loaded, queued) = self
+        let sid2 = sid.to_string();
+        let (stamps, touched, loaded, queued) = self
             .store
             .read_short(move |c| {
-                let reads = context_state::read_states(c, &sid)?;
-                let touched = context_state::touched(c, &sid)?;
+                let stamps = context_state::read_stamps(c, &sid2)?;
+                let touched = context_state::touched(c, &sid2)?;
                 let loaded = if touched.is_empty() {
                     BTreeSet::new()
                 } else {
-                    context_state::loaded(c, &sid)?
+                    context_state::loaded(c, &sid2)?
                 };
                 let queued = if queue {
-                    crate::store::queued::list(c, &sid, Some(None))?
+                    crate::store::queued::list(c, &sid2, Some(None))?
                 } else {
                     Vec::new()
                 };
-                Ok((reads, touched, loaded, queued))
+                Ok((stamps, touched, loaded, queued))
             })
             .await?;
-        // The disk is checked on the blocking pool: a stat can hang (a network file
-        // system), and the collection's time bound must still end the wait.
-        let (changes, reads) = if reads.is_empty() {
-            (Vec::new(), reads)
+        let read_paths = if touched.is_empty() {
+            Vec::new()
         } else {
-            tokio::task::spawn_blocking(move || {
-                let changes: Vec<FileChange> = reads.iter().filter_map(check_file).collect();
-                (changes, reads)
-            })
-            .await
-            .map_err(|e| Error::Internal(format!("file check task: {e}")))?
+            stamps.iter().map(|s| s.path.clone()).collect()
         };
+        let changes = self.check_seen_files(sid, stamps).await?;
         Ok(Stored {
             queued,
             changes,
-            reads: if touched.is_empty() {
-                Vec::new()
-            } else {
-                reads
-            },
+            read_paths,
             touched,
             loaded,
         })
+    }
+
+    /// The seen files that changed on disk or are gone. The disk is checked on the
+    /// blocking pool (a stat can hang on a network file system, and the collection's time
+    /// bound must still end the wait), and so are the diffs.
+    async fn check_seen_files(&self, sid: &str, stamps: Vec<ReadStamp>) -> Result<Vec<FileChange>> {
+        if stamps.is_empty() {
+            return Ok(Vec::new());
+        }
+        let task = |e: tokio::task::JoinError| Error::Internal(format!("file check task: {e}"));
+        let checked: Vec<Checked> =
+            tokio::task::spawn_blocking(move || stamps.iter().filter_map(check_file).collect())
+                .await
+                .map_err(task)?;
+        let changed: Vec<String> = checked
+            .iter()
+            .filter_map(|c| match c {
+                Checked::Changed(now) => Some(now.path.clone()),
+                Checked::Settled(_) => None,
+            })
+            .collect();
+        if changed.is_empty() {
+            return Ok(checked
+                .into_iter()
+                .filter_map(|c| match c {
+                    Checked::Settled(f) => Some(f),
+                    Checked::Changed(_) => None,
+                })
+                .collect());
+        }
+        let sid = sid.to_string();
+        let mut saw: BTreeMap<String, Option<String>> = self
+            .store
+            .read_short(move |c| {
+                changed
+                    .into_iter()
+                    .map(|p: String| {
+                        let content = context_state::read_content(c, &sid, &p)?;
+                        Ok((p, content))
+                    })
+                    .collect::<Result<BTreeMap<_, _>>>()
+            })
+            .await?;
+        tokio::task::spawn_blocking(move || {
+            checked
+                .into_iter()
+                .map(|c| match c {
+                    Checked::Settled(f) => f,
+                    Checked::Changed(now) => {
+                        let old = saw.remove(&now.path).flatten();
+                        edited(now, old.as_deref())
+                    }
+                })
+                .collect()
+        })
+        .await
+        .map_err(task)
     }
 
     /// The `nested_memory` attachment for instruction files that became relevant through
@@ -422,7 +483,7 @@ impl Engine {
         row: &SessionRow,
         touched: Vec<String>,
         loaded: BTreeSet<String>,
-        reads: &[ReadState],
+        read_paths: &[String],
     ) -> Result<NestedFound> {
         let mut found = NestedFound {
             touched: !touched.is_empty(),
@@ -433,7 +494,7 @@ impl Engine {
         }
         let cfg = self.discovery_config(row);
         let loaded_set: BTreeSet<PathBuf> = loaded.iter().map(PathBuf::from).collect();
-        let read_set: BTreeSet<PathBuf> = reads.iter().map(|r| PathBuf::from(&r.path)).collect();
+        let read_set: BTreeSet<PathBuf> = read_paths.iter().map(PathBuf::from).collect();
         let nested: Vec<InstructionFile> = tokio::task::spawn_blocking(move || {
             let mut out: Vec<InstructionFile> = Vec::new();
             let mut taken = loaded_set.clone();
@@ -476,8 +537,8 @@ pub(crate) struct Stored {
     pub touched: Vec<String>,
     /// Instruction files loaded so far (read only when paths were touched).
     pub loaded: BTreeSet<String>,
-    /// Read state of the files seen (kept only when paths were touched).
-    pub reads: Vec<ReadState>,
+    /// The files seen (listed only when paths were touched).
+    pub read_paths: Vec<String>,
 }
 
 /// `edited_text_file` attachments for seen files that changed on disk, with the read

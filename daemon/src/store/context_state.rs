@@ -99,28 +99,58 @@ pub struct ReadState {
     pub content: Option<String>,
 }
 
-pub fn read_states(db: &mut dyn Db, session: &str) -> Result<Vec<ReadState>> {
+/// What tells whether a seen file changed, without what the model saw of it: a compile
+/// reads the stamps of every seen file, the content only of those that changed.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ReadStamp {
+    pub path: String,
+    pub size: u64,
+    pub mtime_ns: i64,
+    pub sha256: String,
+}
+
+pub fn read_stamps(db: &mut dyn Db, session: &str) -> Result<Vec<ReadStamp>> {
     db.query_map(
-        "SELECT path, size, mtime_ns, sha256, content FROM file_read_state WHERE session_id = ?1 ORDER BY path",
+        "SELECT path, size, mtime_ns, sha256 FROM file_read_state WHERE session_id = ?1 ORDER BY path",
         params![session],
         |r| {
-            Ok(ReadState {
+            Ok(ReadStamp {
                 path: r.text(0)?,
                 size: r.u64(1)?,
                 mtime_ns: r.int(2)?,
                 sha256: r.text(3)?,
-                content: r.opt_text(4)?,
             })
         },
     )
 }
 
+/// The content the model saw of `path` (`None` when not kept: too large or not text, or
+/// the file is no longer among those seen).
+pub fn read_content(db: &mut dyn Db, session: &str, path: &str) -> Result<Option<String>> {
+    db.query_opt(
+        "SELECT content FROM file_read_content WHERE session_id = ?1 AND path = ?2",
+        params![session, path],
+    )?
+    .map_or(Ok(None), |r| r.opt_text(0))
+}
+
 pub fn put_read_state(db: &mut dyn Db, session: &str, s: &ReadState) -> Result<()> {
     db.execute(
-        "INSERT INTO file_read_state (session_id, path, size, mtime_ns, sha256, content) VALUES (?1, ?2, ?3, ?4, ?5, ?6)
-         ON CONFLICT (session_id, path) DO UPDATE SET size = ?3, mtime_ns = ?4, sha256 = ?5, content = ?6",
-        params![session, &s.path, s.size as i64, s.mtime_ns, &s.sha256, s.content.as_ref()],
+        "INSERT INTO file_read_state (session_id, path, size, mtime_ns, sha256) VALUES (?1, ?2, ?3, ?4, ?5)
+         ON CONFLICT (session_id, path) DO UPDATE SET size = ?3, mtime_ns = ?4, sha256 = ?5",
+        params![session, &s.path, s.size as i64, s.mtime_ns, &s.sha256],
     )?;
+    match &s.content {
+        Some(content) => db.execute(
+            "INSERT INTO file_read_content (session_id, path, content) VALUES (?1, ?2, ?3)
+             ON CONFLICT (session_id, path) DO UPDATE SET content = ?3",
+            params![session, &s.path, content],
+        )?,
+        None => db.execute(
+            "DELETE FROM file_read_content WHERE session_id = ?1 AND path = ?2",
+            params![session, &s.path],
+        )?,
+    };
     Ok(())
 }
 
@@ -160,7 +190,11 @@ pub fn copy(db: &mut dyn Db, from: &str, to: &str) -> Result<()> {
         params![from, to],
     )?;
     db.execute(
-        "INSERT INTO file_read_state (session_id, path, size, mtime_ns, sha256, content) SELECT CAST(?2 AS TEXT), path, size, mtime_ns, sha256, content FROM file_read_state WHERE session_id = ?1",
+        "INSERT INTO file_read_state (session_id, path, size, mtime_ns, sha256) SELECT CAST(?2 AS TEXT), path, size, mtime_ns, sha256 FROM file_read_state WHERE session_id = ?1",
+        params![from, to],
+    )?;
+    db.execute(
+        "INSERT INTO file_read_content (session_id, path, content) SELECT CAST(?2 AS TEXT), path, content FROM file_read_content WHERE session_id = ?1",
         params![from, to],
     )?;
     Ok(())
@@ -187,4 +221,63 @@ pub fn set_compaction_failures(
         params![session, n, error],
     )?;
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::store::Store;
+
+    fn state(path: &str, content: Option<&str>) -> ReadState {
+        ReadState {
+            path: path.into(),
+            size: content.map_or(7, |c| c.len() as u64),
+            mtime_ns: 1,
+            sha256: format!("sha of {content:?}"),
+            content: content.map(str::to_string),
+        }
+    }
+
+    /// The content the model saw is kept apart from the stamp, follows it on a fork, is
+    /// replaced or dropped with it, and goes with the file's state.
+    #[tokio::test]
+    async fn content_follows_its_stamp() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = Store::open(&dir.path().join("t.db")).unwrap();
+        let got = store
+            .write("a", |tx| {
+                for id in ["a", "b"] {
+                    tx.execute(
+                        "INSERT INTO sessions (id, cwd, original_cwd, model_profile, settings, start_date, created_at, updated_at) VALUES (?1,'/','/','{}','{}','2026-01-01','t','t')",
+                        params![id],
+                    )?;
+                }
+                put_read_state(tx, "a", &state("/x", Some("one")))?;
+                put_read_state(tx, "a", &state("/y", Some("why")))?;
+                copy(tx, "a", "b")?;
+                put_read_state(tx, "a", &state("/x", Some("two")))?;
+                put_read_state(tx, "a", &state("/y", None))?;
+                let stamps: Vec<String> = read_stamps(tx, "a")?
+                    .into_iter()
+                    .map(|s| s.sha256)
+                    .collect();
+                let now = (read_content(tx, "a", "/x")?, read_content(tx, "a", "/y")?);
+                let forked = (read_content(tx, "b", "/x")?, read_content(tx, "b", "/y")?);
+                remove_read_state(tx, "b", "/x")?;
+                clear_read_state(tx, "a")?;
+                let left = tx
+                    .query_map(
+                        "SELECT session_id, path FROM file_read_content ORDER BY session_id, path",
+                        params![],
+                        |r| Ok((r.text(0)?, r.text(1)?)),
+                    )?;
+                Ok((stamps, now, forked, left))
+            })
+            .await
+            .unwrap();
+        assert_eq!(got.0, ["sha of Some(\"two\")", "sha of None"]);
+        assert_eq!(got.1, (Some("two".into()), None));
+        assert_eq!(got.2, (Some("one".into()), Some("why".into())));
+        assert_eq!(got.3, [("b".to_string(), "/y".to_string())]);
+    }
 }

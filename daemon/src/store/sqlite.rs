@@ -291,4 +291,44 @@ mod tests {
         assert_eq!(after, 3);
         assert_eq!(lock(&store.readers).len(), 1, "one pooled reader, reused");
     }
+
+    /// A database from before the content of seen files moved to its own table keeps
+    /// every stamp and every content across the migration.
+    #[test]
+    fn read_content_moves_to_its_own_table() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut conn = Connection::open(dir.path().join("old.db")).unwrap();
+        conn.pragma_update(None, "foreign_keys", "ON").unwrap();
+        migrations().unwrap().to_version(&mut conn, 9).unwrap();
+        conn.execute_batch(
+            "INSERT INTO sessions (id, cwd, original_cwd, model_profile, settings, start_date, created_at, updated_at)
+                 VALUES ('s', '/', '/', '{}', '{}', '2026-01-01', 't', 't');
+             INSERT INTO file_read_state (session_id, path, size, mtime_ns, sha256, content)
+                 VALUES ('s', '/a', 3, 1, 'h1', 'abc'), ('s', '/big', 9, 2, 'h2', NULL);",
+        )
+        .unwrap();
+        migrate(&mut conn).unwrap();
+        let stamps: Vec<(String, i64, String)> = conn
+            .prepare("SELECT path, size, sha256 FROM file_read_state ORDER BY path")
+            .unwrap()
+            .query_map([], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)))
+            .unwrap()
+            .collect::<rusqlite::Result<_>>()
+            .unwrap();
+        assert_eq!(
+            stamps,
+            [
+                ("/a".into(), 3, "h1".into()),
+                ("/big".into(), 9, "h2".into())
+            ]
+        );
+        let contents: Vec<(String, String)> = conn
+            .prepare("SELECT path, content FROM file_read_content")
+            .unwrap()
+            .query_map([], |r| Ok((r.get(0)?, r.get(1)?)))
+            .unwrap()
+            .collect::<rusqlite::Result<_>>()
+            .unwrap();
+        assert_eq!(contents, [("/a".to_string(), "abc".to_string())]);
+    }
 }
