@@ -385,19 +385,19 @@ impl Engine {
     /// the model saw read back only for those): the queue only when `queue` (it is not
     /// delivered while a tool result is awaited).
     pub(crate) async fn stored_for_collection(&self, sid: &str, queue: bool) -> Result<Stored> {
-        let sid2 = sid.to_string();
+        let session = sid.to_string();
         let (stamps, touched, loaded, queued) = self
             .store
             .read_short(move |c| {
-                let stamps = context_state::read_stamps(c, &sid2)?;
-                let touched = context_state::touched(c, &sid2)?;
+                let stamps = context_state::read_stamps(c, &session)?;
+                let touched = context_state::touched(c, &session)?;
                 let loaded = if touched.is_empty() {
                     BTreeSet::new()
                 } else {
-                    context_state::loaded(c, &sid2)?
+                    context_state::loaded(c, &session)?
                 };
                 let queued = if queue {
-                    crate::store::queued::list(c, &sid2, Some(None))?
+                    crate::store::queued::list(c, &session, Some(None))?
                 } else {
                     Vec::new()
                 };

@@ -21,6 +21,61 @@ use crate::sync::lock;
 const POOLED_READERS: usize = 8;
 /// Distinct statements the store runs, with room: each stays prepared.
 const STATEMENT_CACHE: usize = 128;
+/// WAL frames past which the checkpointer thread is asked for a checkpoint (SQLite's own
+/// automatic threshold)...
+const CHECKPOINT_FRAMES: i32 = 1_000;
+/// ... and past which the commit checkpoints itself: the bound on the WAL's size (64 MB
+/// at 4 KB pages) should the checkpointer fall behind.
+const FORCED_CHECKPOINT_FRAMES: i32 = 16_000;
+
+thread_local! {
+    /// Frames in the WAL after the writer's last commit (the writer thread's own).
+    static WAL_FRAMES: std::cell::Cell<i32> = const { std::cell::Cell::new(0) };
+}
+
+/// The write connection's commit hook, in place of SQLite's automatic checkpoint: a
+/// checkpoint copies pages into the database file and syncs it, which the commit that
+/// happens to cross the threshold — and every write queued behind it — would otherwise
+/// wait for. The checkpointer thread does it on its own connection instead, beside the
+/// writer (a passive checkpoint copies what was committed when it began and never blocks
+/// the writer); here only past the hard bound.
+fn on_commit(wal: &rusqlite::hooks::Wal, frames: std::ffi::c_int) -> rusqlite::Result<()> {
+    if frames >= FORCED_CHECKPOINT_FRAMES {
+        WAL_FRAMES.set(0);
+        wal.checkpoint()
+    } else {
+        WAL_FRAMES.set(frames);
+        Ok(())
+    }
+}
+
+/// Starts the checkpointer: one passive checkpoint per request, requests while one runs
+/// folded into the next. It ends when its sender (the writer) is dropped.
+fn spawn_checkpointer(path: &Path) -> Result<std::sync::mpsc::SyncSender<()>> {
+    let conn = Connection::open(path)?;
+    configure(&conn)?;
+    let (tx, rx) = std::sync::mpsc::sync_channel::<()>(1);
+    std::thread::Builder::new()
+        .name("ctxd-sqlite-checkpoint".into())
+        .spawn(move || {
+            while rx.recv().is_ok() {
+                if let Err(e) = conn.query_row("PRAGMA wal_checkpoint(PASSIVE)", [], |_| Ok(())) {
+                    tracing::debug!(error = %e, "checkpoint failed");
+                }
+            }
+        })
+        .map_err(|e| Error::Internal(format!("spawn checkpointer: {e}")))?;
+    Ok(tx)
+}
+
+/// Asks for a checkpoint when the last commit left the WAL past the threshold.
+fn request_checkpoint(checkpointer: &std::sync::mpsc::SyncSender<()>) {
+    if WAL_FRAMES.get() >= CHECKPOINT_FRAMES {
+        WAL_FRAMES.set(0);
+        // Full: one is already asked for, and it will copy these frames too.
+        let _ = checkpointer.try_send(());
+    }
+}
 
 impl rusqlite::ToSql for Param<'_> {
     fn to_sql(&self) -> rusqlite::Result<ToSqlOutput<'_>> {
@@ -163,13 +218,16 @@ impl Sqlite {
         conn.pragma_update(None, "journal_mode", "WAL")?;
         configure(&conn)?;
         migrate(&mut conn)?;
+        let checkpointer = spawn_checkpointer(path)?;
         let (tx, rx) = std::sync::mpsc::channel::<WriteJob>();
         std::thread::Builder::new()
             .name("ctxd-sqlite-writer".into())
             .spawn(move || {
                 let mut conn = conn;
+                conn.wal_hook(Some(on_commit));
                 while let Ok(job) = rx.recv() {
                     run(&mut conn, job);
+                    request_checkpoint(&checkpointer);
                 }
             })
             .map_err(|e| Error::Internal(format!("spawn writer: {e}")))?;
@@ -243,6 +301,10 @@ impl Backend for Sqlite {
 
 #[cfg(test)]
 mod tests {
+    use std::time::{Duration, Instant};
+
+    use super::super::Store;
+    use super::super::db::params;
     use super::*;
 
     fn count(db: &mut dyn Db) -> Result<i64> {
@@ -330,5 +392,49 @@ mod tests {
             .collect::<rusqlite::Result<_>>()
             .unwrap();
         assert_eq!(contents, [("/a".to_string(), "abc".to_string())]);
+    }
+
+    fn file_len(p: &std::path::Path) -> u64 {
+        std::fs::metadata(p).map_or(0, |m| m.len())
+    }
+
+    /// A commit that grows the WAL past the threshold is checkpointed by the checkpointer
+    /// thread, with no further write: the pages reach the database file while the writer
+    /// goes on (here, it holds a transaction open the whole time).
+    #[tokio::test]
+    async fn the_checkpointer_copies_the_wal_beside_the_writer() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("ctxd.db");
+        let store = Store::open(&path).unwrap();
+        // About 2,000 WAL frames in one commit.
+        store
+            .write("s", |db| {
+                db.execute("CREATE TABLE bulk (b BLOB)", params![])?;
+                let blob = vec![7u8; 1 << 20];
+                for _ in 0..8 {
+                    db.execute("INSERT INTO bulk VALUES (?1)", params![blob.as_slice()])?;
+                }
+                Ok(())
+            })
+            .await
+            .unwrap();
+        let grown = {
+            let path = path.clone();
+            store.write("s", move |db| {
+                db.execute("INSERT INTO bulk VALUES (x'00')", params![])?;
+                let deadline = Instant::now() + Duration::from_secs(10);
+                while file_len(&path) < 8 << 20 {
+                    if Instant::now() > deadline {
+                        return Ok(false);
+                    }
+                    std::thread::sleep(Duration::from_millis(5));
+                }
+                Ok(true)
+            })
+        };
+        assert!(
+            grown.await.unwrap(),
+            "the database file did not grow while the writer was busy: no checkpoint beside it"
+        );
     }
 }
