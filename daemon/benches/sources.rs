@@ -9,7 +9,7 @@
 //! `CTXD_BENCH_ONLY=chain,watch,seen` runs those parts only.
 #![allow(clippy::unwrap_used, clippy::expect_used)] // a test panics on what it did not expect
 
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -102,9 +102,11 @@ async fn watching_engine(tmp: &Path, db: &str) -> Arc<Engine> {
     engine
 }
 
-async fn bench_watch(tmp: &Path) {
-    let engine = watching_engine(tmp, "w.db").await;
-    let work = tmp.join("work");
+/// A watching engine on database `db` with a session whose cwd is `tmp/work` (created):
+/// the engine, that directory and the session id.
+async fn watched_session(tmp: &Path, db: &str, work: &str) -> (Arc<Engine>, PathBuf, String) {
+    let engine = watching_engine(tmp, db).await;
+    let work = tmp.join(work);
     std::fs::create_dir_all(&work).unwrap();
     let sid = engine
         .create_session(SessionCreateParams {
@@ -115,6 +117,11 @@ async fn bench_watch(tmp: &Path) {
         .await
         .unwrap()
         .session_id;
+    (engine, work, sid)
+}
+
+async fn bench_watch(tmp: &Path) {
+    let (engine, work, sid) = watched_session(tmp, "w.db", "work").await;
     let file = work.join("seen.txt");
     write(&file, "v0\n");
     engine
@@ -166,18 +173,7 @@ fn seen_text(changed: Option<usize>) -> String {
 }
 
 async fn bench_seen(tmp: &Path) {
-    let engine = watching_engine(tmp, "seen.db").await;
-    let work = tmp.join("seen-work");
-    std::fs::create_dir_all(&work).unwrap();
-    let sid = engine
-        .create_session(SessionCreateParams {
-            cwd: work.display().to_string(),
-            no_git: true,
-            ..Default::default()
-        })
-        .await
-        .unwrap()
-        .session_id;
+    let (engine, work, sid) = watched_session(tmp, "seen.db", "seen-work").await;
     for i in 0..SEEN_FILES {
         let f = work.join(format!("f{i}.txt"));
         write(&f, &seen_text(None));
