@@ -102,8 +102,8 @@ async fn watching_engine(tmp: &Path, db: &str) -> Arc<Engine> {
     engine
 }
 
-/// A watching engine on database `db` with a session whose cwd is `tmp/work` (created):
-/// the engine, that directory and the session id.
+/// A watching engine on database `db` with a session whose cwd is the directory `work`
+/// under `tmp` (created): the engine, that directory and the session id.
 async fn watched_session(tmp: &Path, db: &str, work: &str) -> (Arc<Engine>, PathBuf, String) {
     let engine = watching_engine(tmp, db).await;
     let work = tmp.join(work);
