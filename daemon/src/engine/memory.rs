@@ -259,12 +259,7 @@ impl Engine {
             // The projection, not the shown history: fates change what results say,
             // never which records there are or how calls pair with results.
             let view = l.records.view();
-            // From the end, as the gate does: the record last summarised is recent.
-            let start = mem
-                .last_summarized_uuid
-                .as_deref()
-                .and_then(|u| view.iter().rposition(|r| r.uuid == u))
-                .map_or(0, |i| i + 1);
+            let start = sm::after(&view, mem.last_summarized_uuid.as_deref());
             if start >= view.len() {
                 return Ok(mem.version);
             }

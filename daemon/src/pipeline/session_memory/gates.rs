@@ -40,7 +40,7 @@ pub(super) fn is_main_assistant(r: &Record) -> bool {
 /// Searched from the end: the record last summarised is recent, and the gate asks after
 /// every response, so a search from the start would walk the whole history each time (a
 /// transcript's uuids are unique, so both directions find the same record).
-pub(super) fn after(view: &[&Record], uuid: Option<&str>) -> usize {
+pub fn after(view: &[&Record], uuid: Option<&str>) -> usize {
     uuid.and_then(|u| view.iter().rposition(|r| r.uuid == u))
         .map_or(0, |i| i + 1)
 }
