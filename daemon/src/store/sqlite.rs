@@ -5,7 +5,7 @@
 //! other process writes it and no cross-daemon coordination is needed.
 
 use std::path::{Path, PathBuf};
-use std::sync::Mutex;
+use std::sync::{Arc, Mutex};
 
 use include_dir::Dir;
 use rusqlite::types::{ToSqlOutput, ValueRef};
@@ -38,15 +38,55 @@ const CHECKPOINTS: Checkpoints = Checkpoints {
     forced: 16_000,
 };
 
-/// Forced checkpoints the writer's commit hook found refused (the checkpointer holding
-/// the checkpoint lock), since the process started.
-static FORCED_REFUSED: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+/// What one database's checkpoints did: the events a waiter (a test) can wait on.
+#[derive(Default)]
+pub(crate) struct CheckpointLog {
+    /// Passive checkpoints the checkpointer thread ran.
+    ran: Mutex<u64>,
+    ran_more: std::sync::Condvar,
+    /// Forced checkpoints the writer's commit hook found refused (the checkpointer
+    /// holding the checkpoint lock).
+    refused: std::sync::atomic::AtomicU64,
+}
+
+impl CheckpointLog {
+    fn note_ran(&self) {
+        *lock(&self.ran) += 1;
+        self.ran_more.notify_all();
+    }
+
+    fn note_refused(&self) {
+        self.refused
+            .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+    }
+
+    /// Waits until the checkpointer has run `n` checkpoints, at most `within`; whether
+    /// it has.
+    #[cfg(test)]
+    fn wait_ran(&self, n: u64, within: std::time::Duration) -> bool {
+        let guard = lock(&self.ran);
+        match self
+            .ran_more
+            .wait_timeout_while(guard, within, |ran| *ran < n)
+        {
+            Ok((ran, _)) => *ran >= n,
+            Err(_) => false,
+        }
+    }
+
+    #[cfg(test)]
+    fn refused(&self) -> u64 {
+        self.refused.load(std::sync::atomic::Ordering::Relaxed)
+    }
+}
 
 thread_local! {
     /// Frames in the WAL after the writer's last commit (the writer thread's own).
     static WAL_FRAMES: std::cell::Cell<i32> = const { std::cell::Cell::new(0) };
-    /// The writer thread's thresholds (the commit hook is a plain function).
+    /// The writer thread's thresholds and its database's log (the commit hook is a plain
+    /// function).
     static THRESHOLDS: std::cell::Cell<Checkpoints> = const { std::cell::Cell::new(CHECKPOINTS) };
+    static LOG: std::cell::RefCell<Option<Arc<CheckpointLog>>> = const { std::cell::RefCell::new(None) };
 }
 
 /// The write connection's commit hook, in place of SQLite's automatic checkpoint: a
@@ -66,7 +106,7 @@ fn on_commit(wal: &rusqlite::hooks::Wal, frames: std::ffi::c_int) -> rusqlite::R
             Ok(()) => WAL_FRAMES.set(0),
             Err(e) => {
                 WAL_FRAMES.set(frames);
-                FORCED_REFUSED.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+                LOG.with_borrow(|log| log.as_deref().map(CheckpointLog::note_refused));
                 tracing::debug!(error = %e, frames, "forced checkpoint did not run");
             }
         }
@@ -78,7 +118,10 @@ fn on_commit(wal: &rusqlite::hooks::Wal, frames: std::ffi::c_int) -> rusqlite::R
 
 /// Starts the checkpointer: one passive checkpoint per request, requests while one runs
 /// folded into the next. It ends when its sender (the writer) is dropped.
-fn spawn_checkpointer(path: &Path) -> Result<std::sync::mpsc::SyncSender<()>> {
+fn spawn_checkpointer(
+    path: &Path,
+    log: Arc<CheckpointLog>,
+) -> Result<std::sync::mpsc::SyncSender<()>> {
     let conn = Connection::open(path)?;
     configure(&conn)?;
     let (tx, rx) = std::sync::mpsc::sync_channel::<()>(1);
@@ -86,8 +129,9 @@ fn spawn_checkpointer(path: &Path) -> Result<std::sync::mpsc::SyncSender<()>> {
         .name("ctxd-sqlite-checkpoint".into())
         .spawn(move || {
             while rx.recv().is_ok() {
-                if let Err(e) = conn.query_row("PRAGMA wal_checkpoint(PASSIVE)", [], |_| Ok(())) {
-                    tracing::debug!(error = %e, "checkpoint failed");
+                match conn.query_row("PRAGMA wal_checkpoint(PASSIVE)", [], |_| Ok(())) {
+                    Ok(()) => log.note_ran(),
+                    Err(e) => tracing::debug!(error = %e, "checkpoint failed"),
                 }
             }
         })
@@ -214,6 +258,8 @@ pub(crate) struct Sqlite {
     path: PathBuf,
     writer: WriterQueue,
     readers: Mutex<Vec<Connection>>,
+    #[cfg_attr(not(test), allow(dead_code))]
+    checkpoints: Arc<CheckpointLog>,
 }
 
 /// Runs one job in a `BEGIN IMMEDIATE` transaction that commits only when the job's
@@ -249,13 +295,16 @@ impl Sqlite {
         conn.pragma_update(None, "journal_mode", "WAL")?;
         configure(&conn)?;
         migrate(&mut conn)?;
-        let checkpointer = spawn_checkpointer(path)?;
+        let log = Arc::new(CheckpointLog::default());
+        let checkpointer = spawn_checkpointer(path, log.clone())?;
+        let writer_log = log.clone();
         let (tx, rx) = std::sync::mpsc::channel::<WriteJob>();
         std::thread::Builder::new()
             .name("ctxd-sqlite-writer".into())
             .spawn(move || {
                 let mut conn = conn;
                 THRESHOLDS.set(checkpoints);
+                LOG.set(Some(writer_log));
                 conn.wal_hook(Some(on_commit));
                 while let Ok(job) = rx.recv() {
                     run(&mut conn, job);
@@ -267,6 +316,7 @@ impl Sqlite {
             path: path.to_path_buf(),
             writer: WriterQueue::new(tx),
             readers: Mutex::new(Vec::new()),
+            checkpoints: log,
         })
     }
 }
@@ -437,7 +487,9 @@ mod tests {
     async fn the_checkpointer_copies_the_wal_beside_the_writer() {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("ctxd.db");
-        let store = Store::open(&path).unwrap();
+        let backend = Sqlite::open(&path).unwrap();
+        let log = backend.checkpoints.clone();
+        let store = Store::over(std::sync::Arc::new(backend));
         // About 2,000 WAL frames in one commit.
         store
             .write("s", |db| {
@@ -454,19 +506,19 @@ mod tests {
             let path = path.clone();
             store.write("s", move |db| {
                 db.execute("INSERT INTO bulk VALUES (x'00')", params![])?;
-                let deadline = Instant::now() + Duration::from_secs(10);
-                while file_len(&path) < 8 << 20 {
-                    if Instant::now() > deadline {
-                        return Ok(false);
-                    }
-                    std::thread::sleep(Duration::from_millis(5));
-                }
-                Ok(true)
+                // The first checkpoint is asked for after that commit, and only then.
+                let ran = log.wait_ran(1, Duration::from_secs(10));
+                Ok((ran, file_len(&path)))
             })
         };
+        let (ran, len) = grown.await.unwrap();
         assert!(
-            grown.await.unwrap(),
-            "the database file did not grow while the writer was busy: no checkpoint beside it"
+            ran,
+            "no checkpoint ran while the writer was busy: none beside it"
+        );
+        assert!(
+            len >= 8 << 20,
+            "the checkpoint left the database file at {len} bytes"
         );
     }
 
@@ -476,7 +528,6 @@ mod tests {
     /// records were stored). Low thresholds make the two meet within a few commits.
     #[tokio::test]
     async fn a_refused_forced_checkpoint_never_fails_the_commit() {
-        use std::sync::atomic::Ordering;
         let dir = tempfile::tempdir().unwrap();
         let backend = Sqlite::open_with(
             &dir.path().join("ctxd.db"),
@@ -488,6 +539,7 @@ mod tests {
             },
         )
         .unwrap();
+        let log = backend.checkpoints.clone();
         let store = Store::over(std::sync::Arc::new(backend));
         store
             .write("s", |db| {
@@ -496,11 +548,10 @@ mod tests {
             })
             .await
             .unwrap();
-        let refused_before = FORCED_REFUSED.load(Ordering::Relaxed);
         let blob = vec![7u8; 1 << 10];
         let deadline = Instant::now() + Duration::from_secs(30);
         let mut commits = 0u32;
-        while FORCED_REFUSED.load(Ordering::Relaxed) == refused_before {
+        while log.refused() == 0 {
             assert!(
                 Instant::now() < deadline,
                 "no forced checkpoint met the checkpointer's in {commits} commits"
