@@ -71,7 +71,7 @@ pub async fn extract_once(
             short_ids: false,
         },
     )
-    .messages;
+    .into_owned_messages();
     let document = summariser
         .extract(
             &mem.document,

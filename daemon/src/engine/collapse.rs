@@ -68,17 +68,18 @@ impl Engine {
         for plan in &plans {
             let mut summary = None;
             if let Some(m) = &model {
-                let normalized = normalize(
+                let messages = normalize(
                     &plan.records,
                     &NormalizeOptions {
                         supports_thinking: l.row.model.supports_thinking,
                         rejected_media: &l.rejected_media,
                         short_ids: false,
                     },
-                );
+                )
+                .into_owned_messages();
                 let input = SummaryInput {
                     records: &plan.records,
-                    messages: &normalized.messages,
+                    messages: &messages,
                     custom_instructions: Some(SPAN_INSTRUCTIONS),
                     head_truncated: false,
                     max_summary_tokens: (plan.tokens / 10).clamp(50, 600),

@@ -229,17 +229,18 @@ impl Engine {
         let mut attempt = 0;
         loop {
             let part = &refs[start..];
-            let normalized = normalize(
+            let messages = normalize(
                 part,
                 &NormalizeOptions {
                     supports_thinking: l.row.model.supports_thinking,
                     rejected_media: &l.rejected_media,
                     short_ids: false,
                 },
-            );
+            )
+            .into_owned_messages();
             let input = SummaryInput {
                 records: part,
-                messages: &normalized.messages,
+                messages: &messages,
                 custom_instructions: instructions,
                 head_truncated: head_truncated || dropped > 0,
                 max_summary_tokens,

@@ -285,20 +285,21 @@ impl Engine {
         let new = new.as_slice();
         let summariser =
             Summariser::new(&cfg, None).map_err(|e| Error::CompactionFailed(e.to_string()))?;
-        let normalized = normalize(
+        let messages = normalize(
             new,
             &NormalizeOptions {
                 supports_thinking: row_model.supports_thinking,
                 rejected_media: &rejected,
                 short_ids: false,
             },
-        );
+        )
+        .into_owned_messages();
         let document = summariser
             .extract(
                 &mem.document,
                 SummaryInput {
                     records: new,
-                    messages: &normalized.messages,
+                    messages: &messages,
                     custom_instructions: None,
                     head_truncated: false,
                     max_summary_tokens: sm::MAX_TOTAL_TOKENS,

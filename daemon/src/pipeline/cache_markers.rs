@@ -4,14 +4,14 @@
 
 use ctxd_protocol::{CacheControl, ContentBlock};
 
-use super::message::ApiMessage;
+use super::message::{ApiMessage, BlockMut};
 use super::system::SystemBlock;
 
 /// Gives every cache marker of the request the session's latched TTL.
-pub fn set_ttl(
+pub fn set_ttl<B: BlockMut>(
     system: &mut [SystemBlock],
     tools: &mut [serde_json::Value],
-    messages: &mut [ApiMessage],
+    messages: &mut [ApiMessage<B>],
     ttl: &str,
 ) {
     let set = |c: &mut CacheControl| c.ttl = Some(ttl.to_string());
@@ -27,14 +27,16 @@ pub fn set_ttl(
     }
     for m in messages {
         for b in &mut m.content {
-            if let Some(Some(c)) = b.cache_control_mut() {
+            if b.block().cache_control().is_some()
+                && let Some(Some(c)) = b.block_mut().cache_control_mut()
+            {
                 set(c);
             }
         }
     }
 }
 
-pub fn mark_messages(messages: &mut [ApiMessage], side_request: bool) {
+pub fn mark_messages<B: BlockMut>(messages: &mut [ApiMessage<B>], side_request: bool) {
     let n = messages.len();
     let target = if side_request {
         n.checked_sub(2)
@@ -42,20 +44,19 @@ pub fn mark_messages(messages: &mut [ApiMessage], side_request: bool) {
         n.checked_sub(1)
     };
     let Some(target) = target else { return };
-    if let Some(slot) = messages[target].content.iter_mut().rev().find_map(|b| {
-        if b.is_thinking() {
-            None
-        } else {
-            b.cache_control_mut()
-        }
-    }) {
+    // Thinking blocks cannot carry a marker; every other kind can.
+    let content = &mut messages[target].content;
+    let Some(b) = content.iter_mut().rev().find(|b| !b.block().is_thinking()) else {
+        return;
+    };
+    if let Some(slot) = b.block_mut().cache_control_mut() {
         *slot = Some(CacheControl::ephemeral());
     }
 }
 
 /// With cached microcompact on, every tool result up to the message breakpoint carries
 /// `cache_reference = tool_use_id`, so a later `cache_edits` block can name it.
-pub fn mark_cache_references(messages: &mut [ApiMessage], side_request: bool) {
+pub fn mark_cache_references<B: BlockMut>(messages: &mut [ApiMessage<B>], side_request: bool) {
     let n = messages.len();
     let upto = if side_request { n.saturating_sub(1) } else { n };
     for m in &mut messages[..upto] {
@@ -64,7 +65,13 @@ pub fn mark_cache_references(messages: &mut [ApiMessage], side_request: bool) {
                 tool_use_id,
                 cache_reference,
                 ..
-            } = b
+            } = b.block()
+                && cache_reference.as_ref() != Some(tool_use_id)
+                && let ContentBlock::ToolResult {
+                    tool_use_id,
+                    cache_reference,
+                    ..
+                } = b.block_mut()
             {
                 *cache_reference = Some(tool_use_id.clone());
             }

@@ -196,11 +196,11 @@ pub fn compile(input: &CompileInput<'_>) -> Result<Compiled, serde_json::Error> 
         Some(first) if first.role == Role::User => {
             first
                 .content
-                .insert(0, ContentBlock::text(context_text.clone()));
+                .insert(0, Cow::Owned(ContentBlock::text(context_text.clone())));
         }
         _ => messages.insert(
             0,
-            ApiMessage::user(vec![ContentBlock::text(context_text.clone())]),
+            ApiMessage::user(vec![Cow::Owned(ContentBlock::text(context_text.clone()))]),
         ),
     }
     cache_markers::mark_messages(&mut messages, input.side_request);

@@ -1,5 +1,7 @@
 //! The API-level message: what `messages[]` of a Messages API request holds.
 
+use std::borrow::Cow;
+
 use ctxd_protocol::ContentBlock;
 use serde::Serialize;
 
@@ -11,20 +13,69 @@ pub enum Role {
 }
 
 /// One message of the request. Field order is the wire order.
+///
+/// A compile holds its blocks as [`Block`]s, borrowed from the records they come from
+/// until a stage changes one: most of a history reaches the wire unchanged, and copying
+/// it would be most of a compile's work.
 #[derive(Debug, Clone, PartialEq, Serialize)]
-pub struct ApiMessage {
+pub struct ApiMessage<B = ContentBlock> {
     pub role: Role,
-    pub content: Vec<ContentBlock>,
+    pub content: Vec<B>,
 }
 
-impl ApiMessage {
-    pub fn user(content: Vec<ContentBlock>) -> Self {
+/// A content block of a compile's messages: the record's own until a stage changes it.
+pub type Block<'a> = Cow<'a, ContentBlock>;
+
+/// Read and write access to a message's block, owned or borrowed alike; writing copies
+/// a borrowed block first.
+pub trait BlockMut {
+    fn block(&self) -> &ContentBlock;
+    fn block_mut(&mut self) -> &mut ContentBlock;
+    fn into_block(self) -> ContentBlock;
+}
+
+impl BlockMut for ContentBlock {
+    fn block(&self) -> &ContentBlock {
+        self
+    }
+    fn block_mut(&mut self) -> &mut ContentBlock {
+        self
+    }
+    fn into_block(self) -> ContentBlock {
+        self
+    }
+}
+
+impl BlockMut for Block<'_> {
+    fn block(&self) -> &ContentBlock {
+        self
+    }
+    fn block_mut(&mut self) -> &mut ContentBlock {
+        self.to_mut()
+    }
+    fn into_block(self) -> ContentBlock {
+        self.into_owned()
+    }
+}
+
+impl ApiMessage<Block<'_>> {
+    /// The message with blocks of its own (for callers that keep it past the records).
+    pub fn into_owned(self) -> ApiMessage {
+        ApiMessage {
+            role: self.role,
+            content: self.content.into_iter().map(Cow::into_owned).collect(),
+        }
+    }
+}
+
+impl<B> ApiMessage<B> {
+    pub fn user(content: Vec<B>) -> Self {
         ApiMessage {
             role: Role::User,
             content,
         }
     }
-    pub fn assistant(content: Vec<ContentBlock>) -> Self {
+    pub fn assistant(content: Vec<B>) -> Self {
         ApiMessage {
             role: Role::Assistant,
             content,

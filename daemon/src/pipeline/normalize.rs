@@ -13,13 +13,14 @@
 //! Every stage is total and order-preserving, so the same records always yield the same
 //! messages (the compiled request must be byte-identical across restarts).
 
+use std::borrow::Cow;
 use std::collections::{BTreeSet, HashSet};
 
 use ctxd_protocol::{ContentBlock, Record, RecordKind, ToolResultBlock, ToolResultContent};
 use sha2::{Digest, Sha256};
 
 use super::attachments;
-use super::message::{ApiMessage, REMINDER_OPEN, Role, system_reminder};
+use super::message::{ApiMessage, Block, BlockMut, REMINDER_OPEN, Role, system_reminder};
 
 pub struct NormalizeOptions<'a> {
     pub supports_thinking: bool,
@@ -29,11 +30,23 @@ pub struct NormalizeOptions<'a> {
     pub short_ids: bool,
 }
 
+/// The messages borrow every block they pass on unchanged from the records.
 #[derive(Debug, Clone, PartialEq)]
-pub struct Normalized {
-    pub messages: Vec<ApiMessage>,
+pub struct Normalized<'a> {
+    pub messages: Vec<ApiMessage<Block<'a>>>,
     /// One human-readable line per repair, in the order they were made.
     pub repairs: Vec<String>,
+}
+
+impl Normalized<'_> {
+    /// The messages with blocks of their own, for a caller that keeps them past the
+    /// records.
+    pub fn into_owned_messages(self) -> Vec<ApiMessage> {
+        self.messages
+            .into_iter()
+            .map(ApiMessage::into_owned)
+            .collect()
+    }
 }
 
 const MISSING_RESULT: &str =
@@ -63,10 +76,10 @@ pub fn short_id(uuid: &str) -> String {
 
 /// Generic over borrowed or owned records so the caller's projection (which borrows
 /// every record it does not rewrite) is never copied.
-pub fn normalize<R: std::borrow::Borrow<Record>>(
-    records: &[R],
+pub fn normalize<'a, R: std::borrow::Borrow<Record>>(
+    records: &'a [R],
     opts: &NormalizeOptions,
-) -> Normalized {
+) -> Normalized<'a> {
     let mut repairs = Vec::new();
     let parts: Vec<Part> = records
         .iter()
@@ -117,13 +130,17 @@ enum PartKind {
     Assistant,
 }
 
-struct Part {
+struct Part<'a> {
     kind: PartKind,
     message_id: Option<String>,
-    blocks: Vec<ContentBlock>,
+    blocks: Vec<Block<'a>>,
 }
 
-fn prepare(record: &Record, opts: &NormalizeOptions, repairs: &mut Vec<String>) -> Option<Part> {
+fn prepare<'a>(
+    record: &'a Record,
+    opts: &NormalizeOptions,
+    repairs: &mut Vec<String>,
+) -> Option<Part<'a>> {
     if record.is_virtual || record.is_sidechain {
         return None;
     }
@@ -131,7 +148,7 @@ fn prepare(record: &Record, opts: &NormalizeOptions, repairs: &mut Vec<String>) 
         RecordKind::System => return None,
         RecordKind::Attachment => {
             let text = attachments::render(record)?;
-            let mut blocks = vec![ContentBlock::text(system_reminder(&text))];
+            let mut blocks = vec![Cow::Owned(ContentBlock::text(system_reminder(&text)))];
             // Images queued with input follow its text (unless the provider refused them).
             for (index, block) in record.content.iter().enumerate() {
                 if !matches!(block, ContentBlock::Image { .. }) {
@@ -140,9 +157,9 @@ fn prepare(record: &Record, opts: &NormalizeOptions, repairs: &mut Vec<String>) 
                 let refused = u32::try_from(index)
                     .is_ok_and(|i| opts.rejected_media.contains(&(record.uuid.clone(), i)));
                 blocks.push(if refused {
-                    strip_rejected(block.clone(), &record.uuid, index, repairs)
+                    Cow::Owned(strip_rejected(block.clone(), &record.uuid, index, repairs))
                 } else {
-                    block.clone()
+                    Cow::Borrowed(block)
                 });
             }
             return Some(Part {
@@ -172,12 +189,14 @@ fn prepare(record: &Record, opts: &NormalizeOptions, repairs: &mut Vec<String>) 
             thinking_dropped += 1;
             continue;
         }
-        let mut block = block.clone();
-        if let Some(slot) = block.cache_control_mut() {
+        let mut block = Cow::Borrowed(block);
+        if block.cache_control().is_some()
+            && let Some(slot) = block.to_mut().cache_control_mut()
+        {
             *slot = None;
         }
         let may_hold_media = matches!(
-            block,
+            *block,
             ContentBlock::Image { .. }
                 | ContentBlock::Document { .. }
                 | ContentBlock::ToolResult { .. }
@@ -186,9 +205,14 @@ fn prepare(record: &Record, opts: &NormalizeOptions, repairs: &mut Vec<String>) 
             && u32::try_from(index)
                 .is_ok_and(|i| opts.rejected_media.contains(&(record.uuid.clone(), i)));
         if rejected {
-            block = strip_rejected(block, &record.uuid, index, repairs);
+            block = Cow::Owned(strip_rejected(
+                block.into_owned(),
+                &record.uuid,
+                index,
+                repairs,
+            ));
         }
-        match &mut block {
+        match &*block {
             ContentBlock::Text { text, .. } if text.trim().is_empty() => {
                 blank_dropped += 1;
                 continue;
@@ -196,10 +220,16 @@ fn prepare(record: &Record, opts: &NormalizeOptions, repairs: &mut Vec<String>) 
             ContentBlock::ToolResult {
                 content: ToolResultContent::Blocks(inner),
                 ..
-            } => {
-                let before = inner.len();
-                inner.retain(|b| !is_blank_result_text(b));
-                blank_dropped += before - inner.len();
+            } if inner.iter().any(is_blank_result_text) => {
+                if let ContentBlock::ToolResult {
+                    content: ToolResultContent::Blocks(inner),
+                    ..
+                } = block.to_mut()
+                {
+                    let before = inner.len();
+                    inner.retain(|b| !is_blank_result_text(b));
+                    blank_dropped += before - inner.len();
+                }
             }
             _ => {}
         }
@@ -223,7 +253,7 @@ fn prepare(record: &Record, opts: &NormalizeOptions, repairs: &mut Vec<String>) 
 
     let results_only = blocks
         .iter()
-        .all(|b| matches!(b, ContentBlock::ToolResult { .. }));
+        .all(|b| matches!(**b, ContentBlock::ToolResult { .. }));
     let kind = match role {
         Role::Assistant => PartKind::Assistant,
         Role::User if results_only => PartKind::ToolResults,
@@ -321,44 +351,43 @@ fn strip_rejected(
     }
 }
 
-fn append_short_id(blocks: &mut Vec<ContentBlock>, uuid: &str) {
+fn append_short_id(blocks: &mut Vec<Block<'_>>, uuid: &str) {
     let tag = format!("[id:{}]", short_id(uuid));
     // A reminder is not what the user typed, and one beside tool results is folded away
     // into the result, which would carry the id off with it.
-    let last_text = blocks.iter_mut().rev().find_map(|b| match b {
-        ContentBlock::Text { text, .. } if !text.starts_with(REMINDER_OPEN) => Some(text),
-        _ => None,
-    });
-    match last_text {
-        Some(text) => {
+    let last_text = blocks.iter().rposition(
+        |b| matches!(&**b, ContentBlock::Text { text, .. } if !text.starts_with(REMINDER_OPEN)),
+    );
+    match last_text.map(|i| blocks[i].to_mut()) {
+        Some(ContentBlock::Text { text, .. }) => {
             text.push('\n');
             text.push_str(&tag);
         }
-        None => blocks.push(ContentBlock::text(tag)),
+        _ => blocks.push(Cow::Owned(ContentBlock::text(tag))),
     }
 }
 
 // ---------------------------------------------------------------------------------------
 // Stage 2: assembly
 
-struct Msg {
+struct Msg<'a> {
     role: Role,
     /// For assistant messages: the provider id of the response merged in last.
     message_id: Option<String>,
-    blocks: Vec<ContentBlock>,
+    blocks: Vec<Block<'a>>,
 }
 
-fn is_results_only(blocks: &[ContentBlock]) -> bool {
+fn is_results_only(blocks: &[Block<'_>]) -> bool {
     !blocks.is_empty()
         && blocks
             .iter()
-            .all(|b| matches!(b, ContentBlock::ToolResult { .. }))
+            .all(|b| matches!(**b, ContentBlock::ToolResult { .. }))
 }
 
 /// The assistant message a part of response `id` belongs to: the last message, or the one
 /// before a user message that so far holds only tool results (parallel tool calls are
 /// written as use, result, use, result under one id).
-fn split_target(out: &[Msg], id: Option<&str>) -> Option<usize> {
+fn split_target(out: &[Msg<'_>], id: Option<&str>) -> Option<usize> {
     let id = id?;
     let last = out.len().checked_sub(1)?;
     let candidate = match out[last].role {
@@ -370,7 +399,7 @@ fn split_target(out: &[Msg], id: Option<&str>) -> Option<usize> {
     (m.role == Role::Assistant && m.message_id.as_deref() == Some(id)).then_some(candidate)
 }
 
-fn push_user(out: &mut Vec<Msg>, blocks: Vec<ContentBlock>) {
+fn push_user<'a>(out: &mut Vec<Msg<'a>>, blocks: Vec<Block<'a>>) {
     match out.last_mut() {
         Some(m) if m.role == Role::User => m.blocks.extend(blocks),
         _ => out.push(Msg {
@@ -381,12 +410,12 @@ fn push_user(out: &mut Vec<Msg>, blocks: Vec<ContentBlock>) {
     }
 }
 
-fn assemble(parts: Vec<Part>, repairs: &mut Vec<String>) -> Vec<Msg> {
-    let mut out: Vec<Msg> = Vec::new();
+fn assemble<'a>(parts: Vec<Part<'a>>, repairs: &mut Vec<String>) -> Vec<Msg<'a>> {
+    let mut out: Vec<Msg<'a>> = Vec::new();
     // Attachments that arrived while a response was still open (its tool results, or more
     // of its parts, may follow): emitting them at once could split a tool_use from its
     // result or a response from its own continuation.
-    let mut held: Vec<ContentBlock> = Vec::new();
+    let mut held: Vec<Block<'a>> = Vec::new();
     let mut open = false;
     for part in parts {
         match part.kind {
@@ -441,10 +470,10 @@ fn id_name(id: Option<&str>) -> &str {
 // ---------------------------------------------------------------------------------------
 // Stage 3: message repairs
 
-fn drop_duplicate_tool_uses(msgs: &mut [Msg], repairs: &mut Vec<String>) {
+fn drop_duplicate_tool_uses(msgs: &mut [Msg<'_>], repairs: &mut Vec<String>) {
     let mut seen: HashSet<String> = HashSet::new();
     for m in msgs.iter_mut().filter(|m| m.role == Role::Assistant) {
-        m.blocks.retain(|b| match b {
+        m.blocks.retain(|b| match &**b {
             ContentBlock::ToolUse { id, .. } => {
                 if seen.insert(id.clone()) {
                     true
@@ -460,7 +489,7 @@ fn drop_duplicate_tool_uses(msgs: &mut [Msg], repairs: &mut Vec<String>) {
 }
 
 /// Assistant messages with nothing but thinking (or nothing at all) are invalid turns.
-fn drop_hollow_assistants(msgs: &mut Vec<Msg>, repairs: &mut Vec<String>) {
+fn drop_hollow_assistants(msgs: &mut Vec<Msg<'_>>, repairs: &mut Vec<String>) {
     msgs.retain(|m| {
         if m.role != Role::Assistant || m.blocks.iter().any(|b| !b.is_thinking()) {
             return true;
@@ -476,8 +505,8 @@ fn drop_hollow_assistants(msgs: &mut Vec<Msg>, repairs: &mut Vec<String>) {
 }
 
 /// Drops empty messages and merges same-role neighbours so roles alternate again.
-fn coalesce(msgs: Vec<Msg>, repairs: &mut Vec<String>) -> Vec<Msg> {
-    let mut out: Vec<Msg> = Vec::with_capacity(msgs.len());
+fn coalesce<'a>(msgs: Vec<Msg<'a>>, repairs: &mut Vec<String>) -> Vec<Msg<'a>> {
+    let mut out: Vec<Msg<'a>> = Vec::with_capacity(msgs.len());
     for m in msgs {
         if m.blocks.is_empty() {
             continue;
@@ -500,10 +529,10 @@ fn coalesce(msgs: Vec<Msg>, repairs: &mut Vec<String>) -> Vec<Msg> {
     out
 }
 
-fn tool_use_ids(blocks: &[ContentBlock]) -> Vec<String> {
+fn tool_use_ids<B: BlockMut>(blocks: &[B]) -> Vec<String> {
     blocks
         .iter()
-        .filter_map(|b| match b {
+        .filter_map(|b| match b.block() {
             ContentBlock::ToolUse { id, .. } => Some(id.clone()),
             _ => None,
         })
@@ -512,14 +541,14 @@ fn tool_use_ids(blocks: &[ContentBlock]) -> Vec<String> {
 
 /// Makes the user message after each assistant message carry exactly one result per
 /// tool_use, and no other results. Expects alternating roles.
-fn pair_tool_results(msgs: &mut Vec<Msg>, repairs: &mut Vec<String>) {
+fn pair_tool_results(msgs: &mut Vec<Msg<'_>>, repairs: &mut Vec<String>) {
     let mut i = 0;
     while i < msgs.len() {
         if msgs[i].role == Role::Assistant {
             let dangling = msgs[i]
                 .blocks
                 .iter()
-                .any(|b| matches!(b, ContentBlock::ToolUse { .. }));
+                .any(|b| matches!(**b, ContentBlock::ToolUse { .. }));
             let next_is_user = msgs.get(i + 1).is_some_and(|m| m.role == Role::User);
             if dangling && !next_is_user {
                 // The API rejects a tool_use with no result after it; the next iteration
@@ -542,7 +571,7 @@ fn pair_tool_results(msgs: &mut Vec<Msg>, repairs: &mut Vec<String>) {
         };
         let mut answered: HashSet<String> = HashSet::new();
         msgs[i].blocks.retain(|b| {
-            let ContentBlock::ToolResult { tool_use_id, .. } = b else {
+            let ContentBlock::ToolResult { tool_use_id, .. } = &**b else {
                 return true;
             };
             if !expected.contains(tool_use_id) {
@@ -557,13 +586,13 @@ fn pair_tool_results(msgs: &mut Vec<Msg>, repairs: &mut Vec<String>) {
         });
         for id in expected.iter().filter(|id| !answered.contains(*id)) {
             repairs.push(format!("synthesised missing tool_result for tool_use {id}"));
-            msgs[i].blocks.push(ContentBlock::ToolResult {
+            msgs[i].blocks.push(Cow::Owned(ContentBlock::ToolResult {
                 tool_use_id: id.clone(),
                 content: ToolResultContent::Text(MISSING_RESULT.into()),
                 is_error: true,
                 cache_control: None,
                 cache_reference: None,
-            });
+            }));
         }
         i += 1;
     }
@@ -572,29 +601,31 @@ fn pair_tool_results(msgs: &mut Vec<Msg>, repairs: &mut Vec<String>) {
 // ---------------------------------------------------------------------------------------
 // Stage 4: layout
 
-fn is_reminder(b: &ContentBlock) -> bool {
-    matches!(b, ContentBlock::Text { text, .. } if text.starts_with(REMINDER_OPEN))
+fn is_reminder<B: BlockMut>(b: &B) -> bool {
+    matches!(b.block(), ContentBlock::Text { text, .. } if text.starts_with(REMINDER_OPEN))
 }
 
 /// Tool results first (the API wants them at the head of the turn), then the rest.
 /// Reminders beside results go inside the last result so they add no turn boundary.
-fn layout_user(blocks: &mut Vec<ContentBlock>) {
-    let (mut results, rest): (Vec<ContentBlock>, Vec<ContentBlock>) = std::mem::take(blocks)
+fn layout_user(blocks: &mut Vec<Block<'_>>) {
+    let (mut results, rest): (Vec<Block<'_>>, Vec<Block<'_>>) = std::mem::take(blocks)
         .into_iter()
-        .partition(|b| matches!(b, ContentBlock::ToolResult { .. }));
-    let Some(ContentBlock::ToolResult { content, .. }) = results.last_mut() else {
+        .partition(|b| matches!(**b, ContentBlock::ToolResult { .. }));
+    if results.is_empty() {
         *blocks = rest;
         return;
-    };
-    let (reminders, rest): (Vec<ContentBlock>, Vec<ContentBlock>) =
+    }
+    let (reminders, rest): (Vec<Block<'_>>, Vec<Block<'_>>) =
         rest.into_iter().partition(is_reminder);
-    if !reminders.is_empty() {
+    if !reminders.is_empty()
+        && let Some(ContentBlock::ToolResult { content, .. }) = results.last_mut().map(Cow::to_mut)
+    {
         let mut inner = match std::mem::take(content) {
             ToolResultContent::Text(s) if s.trim().is_empty() => Vec::new(),
             ToolResultContent::Text(s) => vec![ToolResultBlock::Text { text: s }],
             ToolResultContent::Blocks(v) => v,
         };
-        inner.extend(reminders.into_iter().filter_map(|b| match b {
+        inner.extend(reminders.into_iter().filter_map(|b| match b.into_owned() {
             ContentBlock::Text { text, .. } => Some(ToolResultBlock::Text { text }),
             _ => None,
         }));
@@ -604,7 +635,7 @@ fn layout_user(blocks: &mut Vec<ContentBlock>) {
     *blocks = results;
 }
 
-fn trim_trailing_thinking(msgs: &mut Vec<Msg>, repairs: &mut Vec<String>) {
+fn trim_trailing_thinking(msgs: &mut Vec<Msg<'_>>, repairs: &mut Vec<String>) {
     let Some(last) = msgs.last_mut() else {
         return;
     };
@@ -612,7 +643,7 @@ fn trim_trailing_thinking(msgs: &mut Vec<Msg>, repairs: &mut Vec<String>) {
         return;
     }
     let before = last.blocks.len();
-    while last.blocks.last().is_some_and(ContentBlock::is_thinking) {
+    while last.blocks.last().is_some_and(|b| b.is_thinking()) {
         last.blocks.pop();
     }
     if last.blocks.len() < before {

@@ -87,12 +87,19 @@ fn reminder(s: &str) -> String {
     system_reminder(s)
 }
 
+/// A normalisation's result with blocks of its own, to compare with literals.
+#[derive(Debug, Clone, PartialEq)]
+struct Out {
+    messages: Vec<ApiMessage>,
+    repairs: Vec<String>,
+}
+
 fn run_with(
     records: &[Record],
     thinking: bool,
     short_ids: bool,
     rejected: &BTreeSet<(String, u32)>,
-) -> Normalized {
+) -> Out {
     let out = normalize(
         records,
         &NormalizeOptions {
@@ -101,10 +108,12 @@ fn run_with(
             short_ids,
         },
     );
-    assert_legal(&out.messages, thinking);
-    out
+    let repairs = out.repairs.clone();
+    let messages = out.into_owned_messages();
+    assert_legal(&messages, thinking);
+    Out { messages, repairs }
 }
-fn run(records: &[Record]) -> Normalized {
+fn run(records: &[Record]) -> Out {
     run_with(records, true, false, &BTreeSet::new())
 }
 fn u(content: Vec<ContentBlock>) -> ApiMessage {

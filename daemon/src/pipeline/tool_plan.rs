@@ -11,7 +11,7 @@ use std::collections::BTreeSet;
 use ctxd_protocol::{ContentBlock, Record, ToolResultBlock, ToolResultContent, ToolSpec};
 
 use super::capabilities::{McpServer, Stamped};
-use super::message::ApiMessage;
+use super::message::{ApiMessage, BlockMut};
 
 /// How each tool goes out in the next request.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -180,13 +180,19 @@ pub fn tool_reference_text(name: &str) -> String {
 
 /// Replaces `tool_reference` blocks by text: the tool is sent in full, so no provider
 /// needs to expand the reference (and providers without tool search would refuse it).
-pub fn tool_references_as_text(messages: &mut [ApiMessage]) {
+pub fn tool_references_as_text<B: BlockMut>(messages: &mut [ApiMessage<B>]) {
     for m in messages {
         for b in &mut m.content {
             if let ContentBlock::ToolResult {
                 content: ToolResultContent::Blocks(v),
                 ..
-            } = b
+            } = b.block()
+                && v.iter()
+                    .any(|x| matches!(x, ToolResultBlock::ToolReference { .. }))
+                && let ContentBlock::ToolResult {
+                    content: ToolResultContent::Blocks(v),
+                    ..
+                } = b.block_mut()
             {
                 for x in v.iter_mut() {
                     if let ToolResultBlock::ToolReference { tool_name } = x {

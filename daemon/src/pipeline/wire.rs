@@ -8,25 +8,27 @@
 //! A content block equal to the one at the same place in the previous request
 //! ([`WireMemo`]) is copied from that request's bytes with its unit instead of being
 //! serialised, hashed and counted again: between two compiles most of the history is
-//! unchanged, so a compile writes what is new.
+//! unchanged, so a compile writes what is new. The memo shares such a block with the
+//! previous one instead of copying it: a compile copies only the blocks that are new.
 
 use std::collections::BTreeMap;
+use std::sync::Arc;
 
 use ctxd_protocol::ContentBlock;
 use serde::Serialize;
 use serde_json::Value;
 
 use super::cache_prefix::{KeyShape, Locus, Unit, hash_bytes};
-use super::message::ApiMessage;
+use super::message::{ApiMessage, BlockMut};
 use super::system::SystemBlock;
 use super::tokens;
 
-pub struct RequestParts<'a> {
+pub struct RequestParts<'a, B> {
     pub model: &'a str,
     pub max_tokens: u64,
     pub system: &'a [SystemBlock],
     pub tools: &'a [Value],
-    pub messages: &'a [ApiMessage],
+    pub messages: &'a [ApiMessage<B>],
     /// `cache_edits` blocks, by message index: spliced after the message's tool results.
     pub edits: &'a BTreeMap<usize, Vec<&'a str>>,
     /// Extra top-level parameters (latched flags), after `messages`, in key order.
@@ -50,45 +52,74 @@ pub struct Written {
 #[derive(Debug, Default)]
 pub struct BlockSpans(Vec<Vec<WrittenBlock>>);
 
-/// One content block as written: where its bytes are in the body, and its unit.
+/// One content block as written: where its bytes are in the body, and its unit; and the
+/// previous request's copy of the block when it was copied from there.
 #[derive(Debug, Clone)]
 struct WrittenBlock {
     range: std::ops::Range<usize>,
     unit: Unit,
+    kept: Option<Arc<ContentBlock>>,
 }
 
-/// A request's messages with where each content block's bytes are in its body and its
-/// unit: what the next request copies its unchanged blocks from.
+/// A request's content blocks with where each one's bytes are in its body and its unit:
+/// what the next request copies its unchanged blocks from.
 #[derive(Debug, Default)]
 pub struct WireMemo {
-    messages: Vec<ApiMessage>,
+    messages: Vec<Vec<MemoBlock>>,
     /// The request's body, shared with its digest.
-    body: std::sync::Arc<str>,
-    blocks: BlockSpans,
+    body: Arc<str>,
+}
+
+#[derive(Debug)]
+struct MemoBlock {
+    block: Arc<ContentBlock>,
+    range: std::ops::Range<usize>,
+    unit: Unit,
 }
 
 impl WireMemo {
     /// The memo of a written request: its `messages`, its `body` (shared with its
-    /// digest) and its `blocks` (`Written::blocks`).
-    pub fn new(
-        messages: Vec<ApiMessage>,
-        body: std::sync::Arc<str>,
+    /// digest) and its `blocks` (`Written::blocks`). A block copied from the previous
+    /// memo is shared with it; only the others are copied out of their records.
+    pub fn new<B: BlockMut>(
+        messages: Vec<ApiMessage<B>>,
+        body: Arc<str>,
         blocks: BlockSpans,
     ) -> WireMemo {
-        WireMemo {
-            messages,
-            body,
-            blocks,
-        }
+        let messages = messages
+            .into_iter()
+            .zip(blocks.0)
+            .map(|(m, written)| {
+                m.content
+                    .into_iter()
+                    .zip(written)
+                    .map(|(b, w)| MemoBlock {
+                        block: w.kept.unwrap_or_else(|| Arc::new(b.into_block())),
+                        range: w.range,
+                        unit: w.unit,
+                    })
+                    .collect()
+            })
+            .collect();
+        WireMemo { messages, body }
     }
 
-    /// The bytes and unit of block `k` of message `i`, when that block equals `b`.
-    fn same(&self, i: usize, k: usize, b: &ContentBlock) -> Option<(&[u8], &Unit)> {
-        if self.messages.get(i)?.content.get(k)? != b {
+    /// Block `k` of message `i` with its bytes and unit, when that block equals `b`.
+    fn same(
+        &self,
+        i: usize,
+        k: usize,
+        b: &ContentBlock,
+    ) -> Option<(&Arc<ContentBlock>, &[u8], &Unit)> {
+        let m = self.messages.get(i)?.get(k)?;
+        if *m.block != *b {
             return None;
         }
-        let w = self.blocks.0.get(i)?.get(k)?;
-        Some((self.body.as_bytes().get(w.range.clone())?, &w.unit))
+        Some((
+            &m.block,
+            self.body.as_bytes().get(m.range.clone())?,
+            &m.unit,
+        ))
     }
 }
 
@@ -159,7 +190,7 @@ fn block_tokens(b: &ContentBlock, len: usize) -> u64 {
     }
 }
 
-pub fn write(p: &RequestParts<'_>) -> serde_json::Result<Written> {
+pub fn write<B: BlockMut>(p: &RequestParts<'_, B>) -> serde_json::Result<Written> {
     let mut w = Writer {
         buf: Vec::with_capacity(p.previous.map_or(64 * 1024, |m| m.body.len() + 4096)),
         units: Vec::new(),
@@ -219,7 +250,7 @@ pub fn write(p: &RequestParts<'_>) -> serde_json::Result<Written> {
         let at = edits.map_or(usize::MAX, |_| {
             m.content
                 .iter()
-                .take_while(|b| matches!(b, ContentBlock::ToolResult { .. }))
+                .take_while(|b| matches!(b.block(), ContentBlock::ToolResult { .. }))
                 .count()
         });
         let mut block = 0u32;
@@ -229,6 +260,7 @@ pub fn write(p: &RequestParts<'_>) -> serde_json::Result<Written> {
             block,
         };
         for (k, b) in m.content.iter().enumerate() {
+            let b = b.block();
             if k == at
                 && let Some(ids) = edits
             {
@@ -242,13 +274,15 @@ pub fn write(p: &RequestParts<'_>) -> serde_json::Result<Written> {
                 w.raw(",");
             }
             let start = w.buf.len();
+            let mut kept = None;
             match p.previous.and_then(|memo| memo.same(i, k, b)) {
-                Some((bytes, unit)) => {
+                Some((same, bytes, unit)) => {
                     w.buf.extend_from_slice(bytes);
                     w.units.push(Unit {
                         locus: locus(block),
                         ..unit.clone()
                     });
+                    kept = Some(same.clone());
                 }
                 None => {
                     let key = match b.cache_control() {
@@ -268,6 +302,7 @@ pub fn write(p: &RequestParts<'_>) -> serde_json::Result<Written> {
                 written.push(WrittenBlock {
                     range: start..w.buf.len(),
                     unit: unit.clone(),
+                    kept,
                 });
             }
             block += 1;
@@ -415,7 +450,7 @@ mod tests {
         }
     }
 
-    fn reference(p: &RequestParts<'_>) -> String {
+    fn reference(p: &RequestParts<'_, ContentBlock>) -> String {
         let mut s = serde_json::to_string(&RequestBody {
             model: p.model,
             max_tokens: p.max_tokens,
@@ -536,7 +571,7 @@ mod tests {
         messages: &'a [ApiMessage],
         edits: &'a BTreeMap<usize, Vec<&'a str>>,
         extra: &'a BTreeMap<String, Value>,
-    ) -> RequestParts<'a> {
+    ) -> RequestParts<'a, ContentBlock> {
         RequestParts {
             model: "m",
             max_tokens: 1,
@@ -640,5 +675,32 @@ mod tests {
         })
         .unwrap();
         assert!(second.body.contains("SAME"), "{}", second.body);
+    }
+
+    /// The memo of a request shares each block it copied with the previous memo, and
+    /// holds its own copy of each new one.
+    #[test]
+    fn the_memo_shares_unchanged_blocks_with_the_previous_one() {
+        let (edits, extra) = (BTreeMap::new(), BTreeMap::new());
+        let first = vec![ApiMessage::user(vec![ContentBlock::text("kept")])];
+        let written = write(&plain(&first, &edits, &extra)).unwrap();
+        let memo = WireMemo::new(first, written.body.as_str().into(), written.blocks);
+        let second = vec![ApiMessage::user(vec![
+            ContentBlock::text("kept"),
+            ContentBlock::text("new"),
+        ])];
+        let written = write(&RequestParts {
+            previous: Some(&memo),
+            ..plain(&second, &edits, &extra)
+        })
+        .unwrap();
+        let next = WireMemo::new(second, written.body.as_str().into(), written.blocks);
+        let (old, new) = (&memo.messages[0], &next.messages[0]);
+        assert!(
+            Arc::ptr_eq(&old[0].block, &new[0].block),
+            "the unchanged block was copied"
+        );
+        assert_eq!(*new[1].block, ContentBlock::text("new"));
+        assert_eq!(Arc::strong_count(&new[1].block), 1);
     }
 }
