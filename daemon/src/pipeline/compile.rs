@@ -259,7 +259,13 @@ pub fn compile(input: &CompileInput<'_>) -> Result<Compiled, serde_json::Error> 
     let body = written.body;
     let shape = written.shape;
     let (request_sha256, digest) = super::digest::sha256_hex(&body, input.previous_digest);
-    let wire_memo = wire::WireMemo::new(messages, digest.body(), written.blocks);
+    let wire_memo = wire::WireMemo::new(
+        &system_blocks,
+        &tool_values,
+        messages,
+        digest.body(),
+        written.spans,
+    );
 
     let system_chars: usize = system_blocks.iter().map(|b| b.text.chars().count()).sum();
     let prefix_chars = system_chars + written.tools_chars + context_text.chars().count();

@@ -6,8 +6,10 @@
 
 use sha2::{Digest, Sha256};
 
-/// Bytes between kept states: a multiple of SHA-256's 64-byte block.
-const STRIDE: usize = 8 * 1024;
+/// Bytes between kept states: a multiple of SHA-256's 64-byte block. Up to one stride
+/// before the first changed byte is hashed again, and a compile copies the kept states
+/// (about 110 bytes each) it resumes from: 2 KiB keeps both small.
+const STRIDE: usize = 2 * 1024;
 
 /// A body and the hasher's state after each whole `STRIDE` of it.
 #[derive(Clone, Default)]

@@ -154,8 +154,7 @@ fn prepare<'a>(
                 if !matches!(block, ContentBlock::Image { .. }) {
                     continue;
                 }
-                let refused = u32::try_from(index)
-                    .is_ok_and(|i| opts.rejected_media.contains(&(record.uuid.clone(), i)));
+                let refused = refused(opts, record, index);
                 blocks.push(if refused {
                     Cow::Owned(strip_rejected(block.clone(), &record.uuid, index, repairs))
                 } else {
@@ -201,9 +200,7 @@ fn prepare<'a>(
                 | ContentBlock::Document { .. }
                 | ContentBlock::ToolResult { .. }
         );
-        let rejected = may_hold_media
-            && u32::try_from(index)
-                .is_ok_and(|i| opts.rejected_media.contains(&(record.uuid.clone(), i)));
+        let rejected = may_hold_media && refused(opts, record, index);
         if rejected {
             block = Cow::Owned(strip_rejected(
                 block.into_owned(),
@@ -268,6 +265,14 @@ fn prepare<'a>(
         message_id: record.message_id.clone(),
         blocks,
     })
+}
+
+/// Whether the provider refused the media of block `index` of `record`.
+fn refused(opts: &NormalizeOptions, record: &Record, index: usize) -> bool {
+    // The set is keyed by owned uuids; most sessions have none refused, so skip the copy.
+    !opts.rejected_media.is_empty()
+        && u32::try_from(index)
+            .is_ok_and(|i| opts.rejected_media.contains(&(record.uuid.clone(), i)))
 }
 
 fn role_name(role: Role) -> &'static str {
@@ -471,20 +476,25 @@ fn id_name(id: Option<&str>) -> &str {
 // Stage 3: message repairs
 
 fn drop_duplicate_tool_uses(msgs: &mut [Msg<'_>], repairs: &mut Vec<String>) {
-    let mut seen: HashSet<String> = HashSet::new();
-    for m in msgs.iter_mut().filter(|m| m.role == Role::Assistant) {
-        m.blocks.retain(|b| match &**b {
-            ContentBlock::ToolUse { id, .. } => {
-                if seen.insert(id.clone()) {
-                    true
-                } else {
-                    // Its result, if any, is dropped by pairing as an orphan or duplicate.
-                    repairs.push(format!("dropped duplicate tool_use {id}"));
-                    false
-                }
+    // Found first without copying an id; duplicates are rare.
+    let mut seen: HashSet<&str> = HashSet::new();
+    let mut duplicates: Vec<(usize, usize)> = Vec::new();
+    for (i, m) in msgs.iter().enumerate() {
+        if m.role != Role::Assistant {
+            continue;
+        }
+        for (k, b) in m.blocks.iter().enumerate() {
+            if let ContentBlock::ToolUse { id, .. } = &**b
+                && !seen.insert(id)
+            {
+                // Its result, if any, is dropped by pairing as an orphan or duplicate.
+                repairs.push(format!("dropped duplicate tool_use {id}"));
+                duplicates.push((i, k));
             }
-            _ => true,
-        });
+        }
+    }
+    for &(i, k) in duplicates.iter().rev() {
+        msgs[i].blocks.remove(k);
     }
 }
 
@@ -529,11 +539,11 @@ fn coalesce<'a>(msgs: Vec<Msg<'a>>, repairs: &mut Vec<String>) -> Vec<Msg<'a>> {
     out
 }
 
-fn tool_use_ids<B: BlockMut>(blocks: &[B]) -> Vec<String> {
+fn tool_use_ids<B: BlockMut>(blocks: &[B]) -> Vec<&str> {
     blocks
         .iter()
         .filter_map(|b| match b.block() {
-            ContentBlock::ToolUse { id, .. } => Some(id.clone()),
+            ContentBlock::ToolUse { id, .. } => Some(id.as_str()),
             _ => None,
         })
         .collect()
@@ -565,29 +575,36 @@ fn pair_tool_results(msgs: &mut Vec<Msg<'_>>, repairs: &mut Vec<String>) {
             i += 1;
             continue;
         }
-        let expected = match i.checked_sub(1).and_then(|p| msgs.get(p)) {
+        let (before, rest) = msgs.split_at_mut(i);
+        let expected: Vec<&str> = match before.last() {
             Some(prev) if prev.role == Role::Assistant => tool_use_ids(&prev.blocks),
             _ => Vec::new(),
         };
-        let mut answered: HashSet<String> = HashSet::new();
-        msgs[i].blocks.retain(|b| {
+        let blocks = &mut rest[0].blocks;
+        let mut answered = vec![false; expected.len()];
+        blocks.retain(|b| {
             let ContentBlock::ToolResult { tool_use_id, .. } = &**b else {
                 return true;
             };
-            if !expected.contains(tool_use_id) {
-                repairs.push(format!("dropped orphan tool_result {tool_use_id}"));
-                false
-            } else if !answered.insert(tool_use_id.clone()) {
-                repairs.push(format!("dropped duplicate tool_result {tool_use_id}"));
-                false
-            } else {
-                true
+            match expected.iter().position(|id| id == tool_use_id) {
+                None => {
+                    repairs.push(format!("dropped orphan tool_result {tool_use_id}"));
+                    false
+                }
+                Some(j) if answered[j] => {
+                    repairs.push(format!("dropped duplicate tool_result {tool_use_id}"));
+                    false
+                }
+                Some(j) => {
+                    answered[j] = true;
+                    true
+                }
             }
         });
-        for id in expected.iter().filter(|id| !answered.contains(*id)) {
+        for (id, _) in expected.iter().zip(&answered).filter(|(_, done)| !**done) {
             repairs.push(format!("synthesised missing tool_result for tool_use {id}"));
-            msgs[i].blocks.push(Cow::Owned(ContentBlock::ToolResult {
-                tool_use_id: id.clone(),
+            blocks.push(Cow::Owned(ContentBlock::ToolResult {
+                tool_use_id: (*id).to_string(),
                 content: ToolResultContent::Text(MISSING_RESULT.into()),
                 is_error: true,
                 cache_control: None,
@@ -608,6 +625,16 @@ fn is_reminder<B: BlockMut>(b: &B) -> bool {
 /// Tool results first (the API wants them at the head of the turn), then the rest.
 /// Reminders beside results go inside the last result so they add no turn boundary.
 fn layout_user(blocks: &mut Vec<Block<'_>>) {
+    let is_result = |b: &Block<'_>| matches!(**b, ContentBlock::ToolResult { .. });
+    // Mostly there is nothing to move: no result at all, or results already first with
+    // no reminder after them.
+    let leading = blocks.iter().take_while(|b| is_result(b)).count();
+    if !blocks[leading..]
+        .iter()
+        .any(|b| is_result(b) || (leading > 0 && is_reminder(b)))
+    {
+        return;
+    }
     let (mut results, rest): (Vec<Block<'_>>, Vec<Block<'_>>) = std::mem::take(blocks)
         .into_iter()
         .partition(|b| matches!(**b, ContentBlock::ToolResult { .. }));

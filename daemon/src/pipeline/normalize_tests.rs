@@ -171,7 +171,7 @@ fn assert_legal(msgs: &[ApiMessage], thinking: bool) {
                 );
                 let uses = tool_use_ids(&m.content);
                 for id in &uses {
-                    assert!(all_uses.insert(id.clone()), "duplicate tool_use {id}");
+                    assert!(all_uses.insert(id.to_string()), "duplicate tool_use {id}");
                 }
                 if !uses.is_empty() {
                     let next = msgs
@@ -205,7 +205,7 @@ fn assert_legal(msgs: &[ApiMessage], thinking: bool) {
                         ContentBlock::ToolResult { tool_use_id, .. } => {
                             assert!(!results_done, "tool_result after other content: {m:#?}");
                             assert!(
-                                prev_uses.contains(tool_use_id),
+                                prev_uses.contains(&tool_use_id.as_str()),
                                 "orphan result {tool_use_id}"
                             );
                         }
@@ -1036,7 +1036,7 @@ fn random_records(g: &mut Choices) -> (Vec<Record>, BTreeSet<(String, u32)>) {
             }
         }
         if r.kind == RecordKind::Assistant {
-            recent.extend(tool_use_ids(&r.content));
+            recent.extend(tool_use_ids(&r.content).into_iter().map(str::to_string));
             let keep = recent.len().saturating_sub(4);
             recent.drain(..keep);
         }

@@ -44,82 +44,120 @@ pub struct Written {
     pub shape: KeyShape,
     /// Characters of the `tools` array as JSON (the estimator's unanchored prefix).
     pub tools_chars: usize,
-    /// Per message, per content block: its bytes in `body` and its unit.
-    pub blocks: BlockSpans,
+    /// Where each system block, tool and content block is in `body`, with its unit.
+    pub spans: Spans,
 }
 
-/// Where each content block of a written request is, for its [`WireMemo`].
+/// Where each unit of a written request is, for its [`WireMemo`].
 #[derive(Debug, Default)]
-pub struct BlockSpans(Vec<Vec<WrittenBlock>>);
+pub struct Spans {
+    system: Vec<Span<SystemBlock>>,
+    /// With the characters of the tool's JSON.
+    tools: Vec<(Span<Value>, usize)>,
+    /// Per message, per content block.
+    messages: Vec<Vec<Span<ContentBlock>>>,
+}
 
-/// One content block as written: where its bytes are in the body, and its unit; and the
-/// previous request's copy of the block when it was copied from there.
-#[derive(Debug, Clone)]
-struct WrittenBlock {
+/// One unit as written: where its bytes are in the body, and its unit; and the previous
+/// request's copy of its value when it was copied from there.
+#[derive(Debug)]
+struct Span<T> {
     range: std::ops::Range<usize>,
     unit: Unit,
-    kept: Option<Arc<ContentBlock>>,
+    kept: Option<Arc<T>>,
 }
 
-/// A request's content blocks with where each one's bytes are in its body and its unit:
-/// what the next request copies its unchanged blocks from.
+/// A request's units (system blocks, tools, content blocks) with where each one's bytes
+/// are in its body: what the next request copies its unchanged units from.
 #[derive(Debug, Default)]
 pub struct WireMemo {
-    messages: Vec<Vec<MemoBlock>>,
+    system: Vec<Kept<SystemBlock>>,
+    tools: Vec<(Kept<Value>, usize)>,
+    messages: Vec<Vec<Kept<ContentBlock>>>,
     /// The request's body, shared with its digest.
     body: Arc<str>,
 }
 
+/// A unit's value as the request held it, with its bytes in the body and its unit.
 #[derive(Debug)]
-struct MemoBlock {
-    block: Arc<ContentBlock>,
+struct Kept<T> {
+    value: Arc<T>,
     range: std::ops::Range<usize>,
     unit: Unit,
 }
 
+impl<T> Kept<T> {
+    /// A span's value: shared with the previous memo when copied from it, else `owned()`.
+    fn of(span: Span<T>, owned: impl FnOnce() -> T) -> Kept<T> {
+        Kept {
+            value: span.kept.unwrap_or_else(|| Arc::new(owned())),
+            range: span.range,
+            unit: span.unit,
+        }
+    }
+}
+
+/// The kept unit `k` of `units` with its bytes, when its value equals `v`.
+fn same<'m, T: PartialEq>(
+    units: &'m [Kept<T>],
+    body: &'m str,
+    k: usize,
+    v: &T,
+) -> Option<(&'m Kept<T>, &'m [u8])> {
+    let kept = units.get(k)?;
+    if *kept.value != *v {
+        return None;
+    }
+    Some((kept, body.as_bytes().get(kept.range.clone())?))
+}
+
 impl WireMemo {
-    /// The memo of a written request: its `messages`, its `body` (shared with its
-    /// digest) and its `blocks` (`Written::blocks`). A block copied from the previous
-    /// memo is shared with it; only the others are copied out of their records.
+    /// The memo of a written request: its system blocks, tools and messages, its `body`
+    /// (shared with its digest) and its `spans` (`Written::spans`). A unit copied from
+    /// the previous memo is shared with it; only the others are copied.
     pub fn new<B: BlockMut>(
+        system: &[SystemBlock],
+        tools: &[Value],
         messages: Vec<ApiMessage<B>>,
         body: Arc<str>,
-        blocks: BlockSpans,
+        spans: Spans,
     ) -> WireMemo {
+        let system = system
+            .iter()
+            .zip(spans.system)
+            .map(|(b, s)| Kept::of(s, || b.clone()))
+            .collect();
+        let tools = tools
+            .iter()
+            .zip(spans.tools)
+            .map(|(t, (s, chars))| (Kept::of(s, || t.clone()), chars))
+            .collect();
         let messages = messages
             .into_iter()
-            .zip(blocks.0)
+            .zip(spans.messages)
             .map(|(m, written)| {
                 m.content
                     .into_iter()
                     .zip(written)
-                    .map(|(b, w)| MemoBlock {
-                        block: w.kept.unwrap_or_else(|| Arc::new(b.into_block())),
-                        range: w.range,
-                        unit: w.unit,
-                    })
+                    .map(|(b, s)| Kept::of(s, || b.into_block()))
                     .collect()
             })
             .collect();
-        WireMemo { messages, body }
+        WireMemo {
+            system,
+            tools,
+            messages,
+            body,
+        }
     }
 
-    /// Block `k` of message `i` with its bytes and unit, when that block equals `b`.
-    fn same(
+    fn same_block(
         &self,
         i: usize,
         k: usize,
         b: &ContentBlock,
-    ) -> Option<(&Arc<ContentBlock>, &[u8], &Unit)> {
-        let m = self.messages.get(i)?.get(k)?;
-        if *m.block != *b {
-            return None;
-        }
-        Some((
-            &m.block,
-            self.body.as_bytes().get(m.range.clone())?,
-            &m.unit,
-        ))
+    ) -> Option<(&Kept<ContentBlock>, &[u8])> {
+        same(self.messages.get(i)?, &self.body, k, b)
     }
 }
 
@@ -159,21 +197,53 @@ impl Writer {
         v: &T,
         key_form: Option<Vec<u8>>,
         tokens: impl FnOnce(usize) -> u64,
-    ) -> serde_json::Result<()> {
+    ) -> serde_json::Result<Unit> {
         let start = self.buf.len();
         self.value(v)?;
         let bytes = &self.buf[start..];
         let breakpoint = key_form.is_some();
         let hash = hash_bytes(key_form.as_deref().unwrap_or(bytes));
         let len = bytes.len();
-        self.units.push(Unit {
+        let unit = Unit {
             locus,
             hash,
             bytes: u32::try_from(len).unwrap_or(u32::MAX),
             tokens: u32::try_from(tokens(len)).unwrap_or(u32::MAX),
             breakpoint,
-        });
-        Ok(())
+        };
+        self.units.push(unit.clone());
+        Ok(unit)
+    }
+
+    /// Copies a unit of the previous request: its bytes, and its unit at `locus`.
+    fn copy<T>(&mut self, locus: Locus, kept: &Kept<T>, bytes: &[u8]) -> Unit {
+        self.buf.extend_from_slice(bytes);
+        let unit = Unit {
+            locus,
+            ..kept.unit.clone()
+        };
+        self.units.push(unit.clone());
+        unit
+    }
+
+    /// Writes a unit, or copies it from `previous` when equal there: its span.
+    fn unit_or_copy<T: Serialize + PartialEq>(
+        &mut self,
+        locus: Locus,
+        v: &T,
+        previous: Option<(&Kept<T>, &[u8])>,
+        write: impl FnOnce(&mut Writer, &T) -> serde_json::Result<Unit>,
+    ) -> serde_json::Result<Span<T>> {
+        let start = self.buf.len();
+        let (unit, kept) = match previous {
+            Some((kept, bytes)) => (self.copy(locus, kept, bytes), Some(kept.value.clone())),
+            None => (write(self, v)?, None),
+        };
+        Ok(Span {
+            range: start..self.buf.len(),
+            unit,
+            kept,
+        })
     }
 }
 
@@ -195,7 +265,11 @@ pub fn write<B: BlockMut>(p: &RequestParts<'_, B>) -> serde_json::Result<Written
         buf: Vec::with_capacity(p.previous.map_or(64 * 1024, |m| m.body.len() + 4096)),
         units: Vec::new(),
     };
-    let mut blocks = Vec::with_capacity(p.messages.len());
+    let mut spans = Spans {
+        system: Vec::with_capacity(p.system.len()),
+        tools: Vec::with_capacity(p.tools.len()),
+        messages: Vec::with_capacity(p.messages.len()),
+    };
     w.raw("{\"model\":");
     w.value(p.model)?;
     w.raw(",\"max_tokens\":");
@@ -205,15 +279,19 @@ pub fn write<B: BlockMut>(p: &RequestParts<'_, B>) -> serde_json::Result<Written
         if i > 0 {
             w.raw(",");
         }
-        let key = match &b.cache_control {
-            Some(_) => Some(serde_json::to_vec(&SystemBlock {
-                cache_control: None,
-                ..b.clone()
-            })?),
-            None => None,
-        };
-        let chars = b.text.chars().count();
-        w.unit(Locus::System(i as u32), b, key, |_| json_tokens(chars))?;
+        let previous = p.previous.and_then(|m| same(&m.system, &m.body, i, b));
+        let span = w.unit_or_copy(Locus::System(i as u32), b, previous, |w, b| {
+            let key = match &b.cache_control {
+                Some(_) => Some(serde_json::to_vec(&SystemBlock {
+                    cache_control: None,
+                    ..b.clone()
+                })?),
+                None => None,
+            };
+            let chars = b.text.chars().count();
+            w.unit(Locus::System(i as u32), b, key, |_| json_tokens(chars))
+        })?;
+        spans.system.push(span);
     }
     w.raw("]");
     // `[` `]` and the commas between tools count like `serde_json::to_string(tools)`.
@@ -224,17 +302,37 @@ pub fn write<B: BlockMut>(p: &RequestParts<'_, B>) -> serde_json::Result<Written
             if i > 0 {
                 w.raw(",");
             }
-            let start = w.buf.len();
-            let key = match t.as_object() {
-                Some(o) if o.contains_key("cache_control") => {
-                    let mut o = o.clone();
-                    o.remove("cache_control");
-                    Some(serde_json::to_vec(&o)?)
+            let previous = p.previous.and_then(|m| {
+                let (kept, chars) = m.tools.get(i)?;
+                if *kept.value != *t {
+                    return None;
                 }
-                _ => None,
-            };
-            w.unit(Locus::Tool(i as u32), t, key, json_tokens)?;
-            tools_chars += String::from_utf8_lossy(&w.buf[start..]).chars().count();
+                Some((kept, m.body.as_bytes().get(kept.range.clone())?, *chars))
+            });
+            let chars = previous.map(|(_, _, chars)| chars);
+            let span = w.unit_or_copy(
+                Locus::Tool(i as u32),
+                t,
+                previous.map(|(kept, bytes, _)| (kept, bytes)),
+                |w, t| {
+                    let key = match t.as_object() {
+                        Some(o) if o.contains_key("cache_control") => {
+                            let mut o = o.clone();
+                            o.remove("cache_control");
+                            Some(serde_json::to_vec(&o)?)
+                        }
+                        _ => None,
+                    };
+                    w.unit(Locus::Tool(i as u32), t, key, json_tokens)
+                },
+            )?;
+            let chars = chars.unwrap_or_else(|| {
+                String::from_utf8_lossy(&w.buf[span.range.clone()])
+                    .chars()
+                    .count()
+            });
+            tools_chars += chars;
+            spans.tools.push((span, chars));
         }
         w.raw("]");
     }
@@ -273,38 +371,21 @@ pub fn write<B: BlockMut>(p: &RequestParts<'_, B>) -> serde_json::Result<Written
             if block > 0 {
                 w.raw(",");
             }
-            let start = w.buf.len();
-            let mut kept = None;
-            match p.previous.and_then(|memo| memo.same(i, k, b)) {
-                Some((same, bytes, unit)) => {
-                    w.buf.extend_from_slice(bytes);
-                    w.units.push(Unit {
-                        locus: locus(block),
-                        ..unit.clone()
-                    });
-                    kept = Some(same.clone());
-                }
-                None => {
-                    let key = match b.cache_control() {
-                        Some(_) => {
-                            let mut plain = b.clone();
-                            if let Some(slot) = plain.cache_control_mut() {
-                                *slot = None;
-                            }
-                            Some(serde_json::to_vec(&plain)?)
+            let previous = p.previous.and_then(|m| m.same_block(i, k, b));
+            let span = w.unit_or_copy(locus(block), b, previous, |w, b| {
+                let key = match b.cache_control() {
+                    Some(_) => {
+                        let mut plain = b.clone();
+                        if let Some(slot) = plain.cache_control_mut() {
+                            *slot = None;
                         }
-                        None => None,
-                    };
-                    w.unit(locus(block), b, key, |len| block_tokens(b, len))?;
-                }
-            }
-            if let Some(unit) = w.units.last() {
-                written.push(WrittenBlock {
-                    range: start..w.buf.len(),
-                    unit: unit.clone(),
-                    kept,
-                });
-            }
+                        Some(serde_json::to_vec(&plain)?)
+                    }
+                    None => None,
+                };
+                w.unit(locus(block), b, key, |len| block_tokens(b, len))
+            })?;
+            written.push(span);
             block += 1;
         }
         if at == m.content.len()
@@ -316,7 +397,7 @@ pub fn write<B: BlockMut>(p: &RequestParts<'_, B>) -> serde_json::Result<Written
             w.unit(locus(block), &edits_block(ids), None, |_| 0)?;
         }
         w.raw("]}");
-        blocks.push(written);
+        spans.messages.push(written);
     }
     w.raw("]");
     for (k, v) in p.extra {
@@ -347,7 +428,7 @@ pub fn write<B: BlockMut>(p: &RequestParts<'_, B>) -> serde_json::Result<Written
             tool_names,
         },
         tools_chars,
-        blocks: BlockSpans(blocks),
+        spans,
     })
 }
 
@@ -627,80 +708,160 @@ mod tests {
         })
     }
 
+    /// The system blocks, tools and messages of one request.
+    #[derive(Debug, Clone)]
+    struct Request {
+        system: Vec<SystemBlock>,
+        tools: Vec<Value>,
+        messages: Vec<ApiMessage>,
+    }
+
+    impl Request {
+        fn parts<'a>(
+            &'a self,
+            edits: &'a BTreeMap<usize, Vec<&'a str>>,
+            extra: &'a BTreeMap<String, Value>,
+        ) -> RequestParts<'a, ContentBlock> {
+            RequestParts {
+                system: &self.system,
+                tools: &self.tools,
+                ..plain(&self.messages, edits, extra)
+            }
+        }
+
+        fn memo(&self, written: Written) -> WireMemo {
+            WireMemo::new(
+                &self.system,
+                &self.tools,
+                self.messages.clone(),
+                written.body.as_str().into(),
+                written.spans,
+            )
+        }
+    }
+
+    fn request_strategy() -> impl proptest::strategy::Strategy<Value = Request> {
+        use proptest::prelude::*;
+        let system = proptest::collection::vec(
+            (0u8..3, any::<bool>()).prop_map(|(n, marked)| SystemBlock {
+                kind: "text",
+                text: format!("system {n} \u{1F600}"),
+                cache_control: marked.then(CacheControl::ephemeral),
+            }),
+            0..3,
+        );
+        let tools = proptest::collection::vec(
+            (0u8..3, any::<bool>()).prop_map(|(n, marked)| {
+                let mut t = json!({"name": format!("T{n}"), "description": "é \"x\""});
+                if marked {
+                    t["cache_control"] = json!({"type": "ephemeral"});
+                }
+                t
+            }),
+            0..3,
+        );
+        (system, tools, messages_strategy()).prop_map(|(system, tools, messages)| Request {
+            system,
+            tools,
+            messages,
+        })
+    }
+
     proptest::proptest! {
-        /// Copying unchanged blocks from any previous request writes exactly the bytes
-        /// and the cache key that writing everything afresh does.
+        /// Copying unchanged units (system blocks, tools, content blocks) from any
+        /// previous request writes exactly the bytes, the cache key and the tools'
+        /// characters that writing everything afresh does.
         #[test]
         fn copying_from_the_previous_request_changes_nothing(
-            previous in messages_strategy(),
-            current in messages_strategy(),
+            previous in request_strategy(),
+            current in request_strategy(),
             edit_at in proptest::option::of(0usize..6),
         ) {
             let edits: BTreeMap<usize, Vec<&str>> =
                 edit_at.map(|i| (i, vec!["t0"])).into_iter().collect();
             let (no_edits, extra) = (BTreeMap::new(), BTreeMap::new());
-            let parts = |messages, edits| plain(messages, edits, &extra);
-            let before = write(&parts(&previous, &no_edits)).unwrap();
-            let memo = WireMemo::new(previous.clone(), before.body.as_str().into(), before.blocks);
-            let fresh = write(&parts(&current, &edits)).unwrap();
+            let memo = previous.memo(write(&previous.parts(&no_edits, &extra)).unwrap());
+            let fresh = write(&current.parts(&edits, &extra)).unwrap();
             let copied = write(&RequestParts {
                 previous: Some(&memo),
-                ..parts(&current, &edits)
+                ..current.parts(&edits, &extra)
             })
             .unwrap();
             proptest::prop_assert_eq!(&copied.body, &fresh.body);
             proptest::prop_assert_eq!(&copied.shape, &fresh.shape);
-            proptest::prop_assert_eq!(&fresh.body, &reference(&parts(&current, &edits)));
+            proptest::prop_assert_eq!(copied.tools_chars, fresh.tools_chars);
+            proptest::prop_assert_eq!(&fresh.body, &reference(&current.parts(&edits, &extra)));
             // And the memo it leaves serves the next request as well.
-            let next = WireMemo::new(current.clone(), copied.body.as_str().into(), copied.blocks);
-            let again = write(&RequestParts { previous: Some(&next), ..parts(&current, &edits) }).unwrap();
+            let next = current.memo(copied);
+            let again = write(&RequestParts { previous: Some(&next), ..current.parts(&edits, &extra) }).unwrap();
             proptest::prop_assert_eq!(&again.body, &fresh.body);
             proptest::prop_assert_eq!(&again.shape, &fresh.shape);
+            proptest::prop_assert_eq!(again.tools_chars, fresh.tools_chars);
         }
     }
 
     /// The copy is taken: a memo whose bytes were changed behind its back shows in the
-    /// body (so the property above compares a copy, not a second serialisation).
+    /// body (so the property above compares a copy, not a second serialisation), for a
+    /// system block, a tool and a content block alike.
     #[test]
-    fn unchanged_blocks_are_copied() {
-        let messages = vec![ApiMessage::user(vec![ContentBlock::text("same")])];
+    fn unchanged_units_are_copied() {
+        let request = Request {
+            system: vec![SystemBlock {
+                kind: "text",
+                text: "same system".into(),
+                cache_control: None,
+            }],
+            tools: vec![json!({"name": "same tool"})],
+            messages: vec![ApiMessage::user(vec![ContentBlock::text("same text")])],
+        };
         let (edits, extra) = (BTreeMap::new(), BTreeMap::new());
-        let parts = plain(&messages, &edits, &extra);
-        let first = write(&parts).unwrap();
-        let altered = first.body.replace("same", "SAME");
-        let memo = WireMemo::new(messages.clone(), altered.as_str().into(), first.blocks);
+        let first = write(&request.parts(&edits, &extra)).unwrap();
+        let altered = Written {
+            body: first.body.replace("same", "SAME"),
+            ..first
+        };
+        let memo = request.memo(altered);
         let second = write(&RequestParts {
             previous: Some(&memo),
-            ..parts
+            ..request.parts(&edits, &extra)
         })
         .unwrap();
-        assert!(second.body.contains("SAME"), "{}", second.body);
+        for unit in ["SAME system", "SAME tool", "SAME text"] {
+            assert!(second.body.contains(unit), "{unit}: {}", second.body);
+        }
     }
 
-    /// The memo of a request shares each block it copied with the previous memo, and
+    /// The memo of a request shares each unit it copied with the previous memo, and
     /// holds its own copy of each new one.
     #[test]
-    fn the_memo_shares_unchanged_blocks_with_the_previous_one() {
+    fn the_memo_shares_unchanged_units_with_the_previous_one() {
         let (edits, extra) = (BTreeMap::new(), BTreeMap::new());
-        let first = vec![ApiMessage::user(vec![ContentBlock::text("kept")])];
-        let written = write(&plain(&first, &edits, &extra)).unwrap();
-        let memo = WireMemo::new(first, written.body.as_str().into(), written.blocks);
-        let second = vec![ApiMessage::user(vec![
-            ContentBlock::text("kept"),
-            ContentBlock::text("new"),
-        ])];
+        let first = Request {
+            system: vec![SystemBlock {
+                kind: "text",
+                text: "kept".into(),
+                cache_control: None,
+            }],
+            tools: vec![json!({"name": "kept"})],
+            messages: vec![ApiMessage::user(vec![ContentBlock::text("kept")])],
+        };
+        let memo = first.memo(write(&first.parts(&edits, &extra)).unwrap());
+        let mut second = first.clone();
+        second.messages[0].content.push(ContentBlock::text("new"));
         let written = write(&RequestParts {
             previous: Some(&memo),
-            ..plain(&second, &edits, &extra)
+            ..second.parts(&edits, &extra)
         })
         .unwrap();
-        let next = WireMemo::new(second, written.body.as_str().into(), written.blocks);
+        let next = second.memo(written);
+        assert!(Arc::ptr_eq(&memo.system[0].value, &next.system[0].value));
+        assert!(Arc::ptr_eq(&memo.tools[0].0.value, &next.tools[0].0.value));
         let (old, new) = (&memo.messages[0], &next.messages[0]);
         assert!(
-            Arc::ptr_eq(&old[0].block, &new[0].block),
+            Arc::ptr_eq(&old[0].value, &new[0].value),
             "the unchanged block was copied"
         );
-        assert_eq!(*new[1].block, ContentBlock::text("new"));
-        assert_eq!(Arc::strong_count(&new[1].block), 1);
+        assert_eq!(*new[1].value, ContentBlock::text("new"));
+        assert_eq!(Arc::strong_count(&new[1].value), 1);
     }
 }
