@@ -545,6 +545,7 @@ async fn bench_budget(dir: &Path) {
                 utc_offset: ctxd::clock::utc(),
             },
             records: &records,
+            projection: None,
             tools: &[],
             rejected_media: &rejected,
             fates,

@@ -419,8 +419,10 @@ pub(crate) fn compile_loaded_with(
     now: chrono::DateTime<chrono::Utc>,
     usage_picture: bool,
 ) -> Result<Compiled> {
+    let view = l.records.view();
     let history = History {
         records: &l.records,
+        projection: Some(&view),
         boundary_uuid: &l.boundary_uuid,
         pinned_edits: &l.pinned_edits,
     };
@@ -430,6 +432,8 @@ pub(crate) fn compile_loaded_with(
 /// What a compile shows: the transcript, or a new history a compaction is weighing.
 pub(crate) struct History<'a> {
     pub records: &'a [Record],
+    /// Its projection, when kept up to date (the transcript's).
+    pub projection: Option<&'a [&'a Record]>,
     /// Its last compact boundary: request flags latch per history.
     pub boundary_uuid: &'a str,
     pub pinned_edits: &'a [crate::pipeline::microcompact::PinnedEdit],
@@ -445,6 +449,7 @@ pub(crate) fn compile_records(
 ) -> Result<Compiled> {
     let History {
         records,
+        projection,
         boundary_uuid,
         pinned_edits,
     } = history;
@@ -474,6 +479,7 @@ pub(crate) fn compile_records(
             previous_uncached: l.cache.recent.last().map(|f| &f.uncached),
         },
         records,
+        projection,
         tools: &tools,
         rejected_media: &l.rejected_media,
         fates: &l.fates,

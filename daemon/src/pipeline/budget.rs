@@ -357,7 +357,8 @@ pub fn apply_from<'a>(
     from: usize,
     fates: &BTreeMap<String, Fate>,
 ) -> Vec<Cow<'a, Record>> {
-    let names = tool_names(records);
+    // Only an empty result needs its tool's name; most compiles have none to name.
+    let names = std::cell::OnceCell::new();
     records
         .get(from..)
         .unwrap_or_default()
@@ -391,6 +392,7 @@ pub fn apply_from<'a>(
                         *content = ToolResultContent::Text(s.clone());
                     } else if is_empty_result(content) {
                         let name = names
+                            .get_or_init(|| tool_names(records))
                             .get(tool_use_id.as_str())
                             .map_or("tool", String::as_str);
                         *content =

@@ -58,6 +58,9 @@ pub struct SessionView<'a> {
 pub struct CompileInput<'a> {
     pub session: SessionView<'a>,
     pub records: &'a [Record],
+    /// `projection::project(records)`, when the caller keeps it up to date (a loaded
+    /// transcript does); computed from `records` otherwise.
+    pub projection: Option<&'a [&'a Record]>,
     /// The tools to send, in order (undiscovered deferred tools already left out).
     pub tools: &'a [ToolSpec],
     pub rejected_media: &'a BTreeSet<(String, u32)>,
@@ -118,8 +121,24 @@ pub fn compile(input: &CompileInput<'_>) -> Result<Compiled, serde_json::Error> 
     let s = &input.session;
     let mc = &s.settings.microcompact;
     let after_boundary = projection::after_last_boundary(input.records);
-    let projected = projection::project(input.records);
-    let folded: Vec<Cow<'_, Record>> = collapse::apply(&projected, input.collapses);
+    let computed;
+    let projected: &[&Record] = match input.projection {
+        Some(p) => {
+            debug_assert!(
+                p.len() == projection::project(input.records).len()
+                    && p.iter()
+                        .zip(projection::project(input.records))
+                        .all(|(a, b)| std::ptr::eq(*a, b)),
+                "the caller's projection is not the records'"
+            );
+            p
+        }
+        None => {
+            computed = projection::project(input.records);
+            &computed
+        }
+    };
+    let folded: Vec<Cow<'_, Record>> = collapse::apply(projected, input.collapses);
     let view: Vec<&Record> = folded.iter().map(|c| c.as_ref()).collect();
     let projected_attachments = projected
         .iter()
