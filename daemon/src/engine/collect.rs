@@ -160,11 +160,12 @@ impl Engine {
         // Queued input waits while a tool result is due.
         let queue = !crate::pipeline::records::awaiting_tool_results(&input.view);
         let stored = {
-            let read = self.stored_for_collection(&input.row.id, queue);
+            let read = self.stored_for_collection(&input.row.id, queue, l.context_rows.clone());
             async move { read.await.map(Arc::new).map_err(|e| e.to_string()) }
                 .boxed()
                 .shared()
         };
+        let read = stored.clone();
         let sources: Vec<(&'static str, BoxFuture<'_, Result<Found>>)> = vec![
             (QUEUED, source_queued(&input, stored.clone()).boxed()),
             (DATE, async { source_date(&input) }.boxed()),
@@ -232,6 +233,11 @@ impl Engine {
                 reason,
             });
         }
+        // Kept for the next collection (a read cut off by the time bound keeps none).
+        if let Some(Ok(s)) = read.peek() {
+            l.context_rows = s.rows.clone();
+        }
+        drop(read);
         drop(input);
         drop(records);
         let records = self.write_found(cell, l, found).await?;

@@ -351,3 +351,43 @@ async fn the_memory_prefetch_is_consumed_once_and_never_repeats_a_file() {
     );
     let _ = ToolResultContent::Text(String::new());
 }
+
+/// A collection keeps what the last one read from the store while nothing it reads has
+/// been written since, and reads again after any such write.
+#[tokio::test]
+async fn the_collection_keeps_its_rows_until_what_it_reads_is_written() {
+    let f = fixture();
+    let sid = f.session(json!({})).await;
+    f.append(&sid, vec![prompt("refactor the parser")]).await;
+    f.compile(&sid).await;
+    // Stored behind the engine's back, without the note every store function that
+    // writes these tables makes: the kept rows hide it, which shows they are kept.
+    let hidden = format!(
+        "INSERT INTO queued_input (session_id, queue_id, agent_id, content, queued_at)
+         VALUES ('{sid}', '00000000-0000-0000-0000-000000000001', '',
+                 '[{{\"type\":\"text\",\"text\":\"hidden\"}}]', '2026-03-01T10:00:00Z')"
+    );
+    f.engine
+        .store
+        .write(&sid, move |db| {
+            db.execute(&hidden, &[])?;
+            Ok(())
+        })
+        .await
+        .unwrap();
+    let m = f.compile(&sid).await;
+    assert!(m.attachments_added.is_empty(), "{:?}", m.attachments_added);
+    // Queuing through the engine notes its write: the next collection reads again and
+    // finds both entries.
+    f.engine
+        .queue_input(QueueParams {
+            session_id: sid.clone(),
+            text: Some("also update the docs".into()),
+            content: vec![],
+            agent_id: None,
+        })
+        .await
+        .unwrap();
+    let m = f.compile(&sid).await;
+    assert_eq!(m.attachments_added.len(), 2, "{:?}", f.kinds(&sid).await);
+}

@@ -159,6 +159,9 @@ pub(crate) struct Loaded {
     /// What the budget last looked at when it had nothing to decide: a compile that
     /// finds the same inputs skips the plan (it is a pure function of them).
     pub budget_settled: Option<BudgetInputs>,
+    /// What the last collection read from the store, with the store's context generation
+    /// at the time: the next collection reuses it while the generation stands.
+    pub context_rows: Option<Arc<sources::ContextRows>>,
 }
 
 /// The inputs of [`crate::pipeline::budget::plan`] as they were, in a form cheap to
@@ -515,6 +518,7 @@ impl Engine {
                     },
                     revision,
                     budget_settled: None,
+                    context_rows: None,
                 })
             })
             .await?;

@@ -6,6 +6,7 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 
 use chrono::{DateTime, FixedOffset, Utc};
 use ctxd_protocol::{ContentBlock, Record, RecordKind, SessionEvent};
@@ -384,38 +385,61 @@ impl Engine {
     /// checked on disk (a stat each, a capped read of one that changed, and the content
     /// the model saw read back only for those): the queue only when `queue` (it is not
     /// delivered while a tool result is awaited).
-    pub(crate) async fn stored_for_collection(&self, sid: &str, queue: bool) -> Result<Stored> {
-        let session = sid.to_string();
-        let (stamps, touched, loaded, queued) = self
-            .store
-            .read_short(move |c| {
-                let stamps = context_state::read_stamps(c, &session)?;
-                let touched = context_state::touched(c, &session)?;
-                let loaded = if touched.is_empty() {
-                    BTreeSet::new()
-                } else {
-                    context_state::loaded(c, &session)?
-                };
-                let queued = if queue {
-                    crate::store::queued::list(c, &session, Some(None))?
-                } else {
-                    Vec::new()
-                };
-                Ok((stamps, touched, loaded, queued))
-            })
-            .await?;
-        let read_paths = if touched.is_empty() {
+    /// `kept`: what the last collection read, reused (no store read) while the store's
+    /// context generation is still the one it was read at.
+    pub(crate) async fn stored_for_collection(
+        &self,
+        sid: &str,
+        queue: bool,
+        kept: Option<Arc<ContextRows>>,
+    ) -> Result<Stored> {
+        // Taken before the read: a write that commits meanwhile moves it on after, so
+        // these rows are read again next time rather than kept past that write.
+        let generation = self.store.context_generation();
+        let rows = match kept.filter(|k| generation.is_some_and(|g| g == k.generation)) {
+            Some(rows) => rows,
+            None => {
+                let session = sid.to_string();
+                let rows = self
+                    .store
+                    .read_short(move |c| {
+                        let stamps = context_state::read_stamps(c, &session)?;
+                        let touched = context_state::touched(c, &session)?;
+                        let loaded = if touched.is_empty() {
+                            BTreeSet::new()
+                        } else {
+                            context_state::loaded(c, &session)?
+                        };
+                        let queued = crate::store::queued::list(c, &session, Some(None))?;
+                        Ok(ContextRows {
+                            generation: generation.unwrap_or_default(),
+                            stamps,
+                            touched,
+                            loaded,
+                            queued,
+                        })
+                    })
+                    .await?;
+                Arc::new(rows)
+            }
+        };
+        let read_paths = if rows.touched.is_empty() {
             Vec::new()
         } else {
-            stamps.iter().map(|s| s.path.clone()).collect()
+            rows.stamps.iter().map(|s| s.path.clone()).collect()
         };
-        let changes = self.check_seen_files(sid, stamps).await?;
+        let changes = self.check_seen_files(sid, rows.stamps.clone()).await?;
         Ok(Stored {
-            queued,
+            queued: if queue {
+                rows.queued.clone()
+            } else {
+                Vec::new()
+            },
             changes,
             read_paths,
-            touched,
-            loaded,
+            touched: rows.touched.clone(),
+            loaded: rows.loaded.clone(),
+            rows: generation.is_some().then_some(rows),
         })
     }
 
@@ -526,6 +550,19 @@ impl Engine {
     }
 }
 
+/// The rows a collection reads from the store, and the store's context generation they
+/// were read at.
+#[derive(Debug)]
+pub(crate) struct ContextRows {
+    generation: u64,
+    stamps: Vec<ReadStamp>,
+    touched: Vec<String>,
+    /// Read only when paths were touched.
+    loaded: BTreeSet<String>,
+    /// The main thread's queued input.
+    queued: Vec<ctxd_protocol::QueuedEntry>,
+}
+
 /// What the store holds for one collection (see [`Engine::stored_for_collection`]).
 #[derive(Default)]
 pub(crate) struct Stored {
@@ -539,6 +576,8 @@ pub(crate) struct Stored {
     pub loaded: BTreeSet<String>,
     /// The files seen (listed only when paths were touched).
     pub read_paths: Vec<String>,
+    /// The rows read, for the next collection to keep (a store that sees every write).
+    pub rows: Option<Arc<ContextRows>>,
 }
 
 /// `edited_text_file` attachments for seen files that changed on disk, with the read

@@ -46,6 +46,7 @@ pub fn loaded(db: &mut dyn Db, session: &str) -> Result<BTreeSet<String>> {
 }
 
 pub fn add_loaded(db: &mut dyn Db, session: &str, paths: &[String]) -> Result<()> {
+    db.context_changed();
     for p in paths {
         db.execute(
             "INSERT INTO loaded_instructions (session_id, path) VALUES (?1, ?2) ON CONFLICT DO NOTHING",
@@ -56,6 +57,7 @@ pub fn add_loaded(db: &mut dyn Db, session: &str, paths: &[String]) -> Result<()
 }
 
 pub fn clear_loaded(db: &mut dyn Db, session: &str) -> Result<()> {
+    db.context_changed();
     db.execute(
         "DELETE FROM loaded_instructions WHERE session_id = ?1",
         params![session],
@@ -72,6 +74,7 @@ pub fn touched(db: &mut dyn Db, session: &str) -> Result<Vec<String>> {
 }
 
 pub fn add_touched(db: &mut dyn Db, session: &str, paths: &[String]) -> Result<()> {
+    db.context_changed();
     for p in paths {
         db.execute(
             "INSERT INTO touched_paths (session_id, path) VALUES (?1, ?2) ON CONFLICT DO NOTHING",
@@ -82,6 +85,7 @@ pub fn add_touched(db: &mut dyn Db, session: &str, paths: &[String]) -> Result<(
 }
 
 pub fn clear_touched(db: &mut dyn Db, session: &str) -> Result<()> {
+    db.context_changed();
     db.execute(
         "DELETE FROM touched_paths WHERE session_id = ?1",
         params![session],
@@ -135,6 +139,7 @@ pub fn read_content(db: &mut dyn Db, session: &str, path: &str) -> Result<Option
 }
 
 pub fn put_read_state(db: &mut dyn Db, session: &str, s: &ReadState) -> Result<()> {
+    db.context_changed();
     db.execute(
         "INSERT INTO file_read_state (session_id, path, size, mtime_ns, sha256) VALUES (?1, ?2, ?3, ?4, ?5)
          ON CONFLICT (session_id, path) DO UPDATE SET size = ?3, mtime_ns = ?4, sha256 = ?5",
@@ -155,6 +160,7 @@ pub fn put_read_state(db: &mut dyn Db, session: &str, s: &ReadState) -> Result<(
 }
 
 pub fn remove_read_state(db: &mut dyn Db, session: &str, path: &str) -> Result<()> {
+    db.context_changed();
     db.execute(
         "DELETE FROM file_read_state WHERE session_id = ?1 AND path = ?2",
         params![session, path],
@@ -163,6 +169,7 @@ pub fn remove_read_state(db: &mut dyn Db, session: &str, path: &str) -> Result<(
 }
 
 pub fn clear_read_state(db: &mut dyn Db, session: &str) -> Result<()> {
+    db.context_changed();
     db.execute(
         "DELETE FROM file_read_state WHERE session_id = ?1",
         params![session],
@@ -181,6 +188,7 @@ pub fn all_watched(db: &mut dyn Db) -> Result<Vec<(String, String)>> {
 
 /// Copies instruction and read state to a fork.
 pub fn copy(db: &mut dyn Db, from: &str, to: &str) -> Result<()> {
+    db.context_changed();
     db.execute(
         "INSERT INTO instruction_state (session_id, claude_md, boundary_uuid, announced_date) SELECT CAST(?2 AS TEXT), claude_md, boundary_uuid, announced_date FROM instruction_state WHERE session_id = ?1",
         params![from, to],

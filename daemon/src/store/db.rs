@@ -189,6 +189,12 @@ pub trait Db {
     /// Notes that records `first_seq..=last_seq` of `session` were inserted: a shared
     /// backend announces them to the other daemons when the transaction commits.
     fn appended(&mut self, _session: &str, _first_seq: u64, _last_seq: u64) {}
+
+    /// Notes that what a compile's collection reads (seen files, touched paths, loaded
+    /// instruction files, queued input) changed: a backend that keeps a generation of it
+    /// ([`super::Backend::context_generation`]) moves it on when the transaction
+    /// commits, before the write is reported done.
+    fn context_changed(&mut self) {}
 }
 
 impl dyn Db + '_ {

@@ -147,6 +147,13 @@ pub(crate) trait Backend: Send + Sync {
     fn read_limit(&self) -> Option<usize> {
         None
     }
+    /// A number that moves on with every committed write that [`Db::context_changed`]
+    /// noted, when this daemon sees every write of the database: while it stands, what a
+    /// collection read last is still what the store holds. `None` for a database other
+    /// daemons write too.
+    fn context_generation(&self) -> Option<u64> {
+        None
+    }
     /// Whether a loaded copy of `session` that was current at revision `known` still is:
     /// `Some(now)` when every revision since is this daemon's own (its writes went through
     /// the copy), `None` when another daemon wrote or the session is gone. Blocking.
@@ -253,6 +260,11 @@ impl Store {
 
     pub fn dialect(&self) -> Dialect {
         self.inner.dialect()
+    }
+
+    /// See [`Backend::context_generation`].
+    pub fn context_generation(&self) -> Option<u64> {
+        self.inner.context_generation()
     }
 
     /// Whether other daemons may write the same database (PostgreSQL): loaded sessions

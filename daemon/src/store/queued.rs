@@ -13,6 +13,7 @@ fn agent_key(agent: Option<&str>) -> &str {
 }
 
 pub fn insert(db: &mut dyn Db, session: &str, e: &QueuedEntry) -> Result<()> {
+    db.context_changed();
     let content =
         serde_json::to_string(&e.content).map_err(|err| Error::Internal(err.to_string()))?;
     db.execute(
@@ -68,6 +69,7 @@ pub fn list(
 }
 
 pub fn remove(db: &mut dyn Db, session: &str, ids: &[String]) -> Result<()> {
+    db.context_changed();
     for id in ids {
         db.execute(
             "DELETE FROM queued_input WHERE session_id = ?1 AND queue_id = ?2",

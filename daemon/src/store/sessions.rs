@@ -175,6 +175,8 @@ pub fn count(db: &mut dyn Db) -> Result<u64> {
 }
 
 pub fn delete(db: &mut dyn Db, id: &str) -> Result<bool> {
+    // The session's collection state goes with it (foreign keys cascade).
+    db.context_changed();
     Ok(db.execute("DELETE FROM sessions WHERE id = ?1", params![id])? > 0)
 }
 

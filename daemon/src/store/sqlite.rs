@@ -5,6 +5,7 @@
 //! other process writes it and no cross-daemon coordination is needed.
 
 use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 
 use include_dir::Dir;
@@ -160,7 +161,20 @@ impl rusqlite::ToSql for Param<'_> {
 }
 
 /// A connection (or the transaction open on it) behind the neutral [`Db`] face.
-pub(crate) struct SqliteDb<'c>(pub &'c Connection);
+pub(crate) struct SqliteDb<'c> {
+    conn: &'c Connection,
+    /// The body wrote what a collection reads ([`Db::context_changed`]).
+    context_changed: bool,
+}
+
+impl<'c> SqliteDb<'c> {
+    pub(crate) fn new(conn: &'c Connection) -> SqliteDb<'c> {
+        SqliteDb {
+            conn,
+            context_changed: false,
+        }
+    }
+}
 
 fn value(v: ValueRef<'_>) -> Result<Value> {
     Ok(match v {
@@ -181,12 +195,12 @@ impl Db for SqliteDb<'_> {
     }
 
     fn execute(&mut self, sql: &str, params: &[Param<'_>]) -> Result<u64> {
-        let mut stmt = self.0.prepare_cached(sql)?;
+        let mut stmt = self.conn.prepare_cached(sql)?;
         Ok(stmt.execute(rusqlite::params_from_iter(params.iter()))? as u64)
     }
 
     fn try_insert(&mut self, sql: &str, params: &[Param<'_>]) -> Result<Option<u64>> {
-        let mut stmt = self.0.prepare_cached(sql)?;
+        let mut stmt = self.conn.prepare_cached(sql)?;
         match stmt.execute(rusqlite::params_from_iter(params.iter())) {
             Ok(n) => Ok(Some(n as u64)),
             Err(rusqlite::Error::SqliteFailure(f, _))
@@ -204,7 +218,7 @@ impl Db for SqliteDb<'_> {
         params: &[Param<'_>],
         each: &mut dyn FnMut(Row) -> Result<()>,
     ) -> Result<()> {
-        let mut stmt = self.0.prepare_cached(sql)?;
+        let mut stmt = self.conn.prepare_cached(sql)?;
         let n = stmt.column_count();
         let mut rows = stmt.query(rusqlite::params_from_iter(params.iter()))?;
         while let Some(r) = rows.next()? {
@@ -215,6 +229,10 @@ impl Db for SqliteDb<'_> {
             each(Row(cols))?;
         }
         Ok(())
+    }
+
+    fn context_changed(&mut self) {
+        self.context_changed = true;
     }
 }
 
@@ -257,14 +275,17 @@ pub fn migrate(conn: &mut Connection) -> Result<()> {
 pub(crate) struct Sqlite {
     path: PathBuf,
     writer: WriterQueue,
+    /// Moves on with every committed write of what a collection reads.
+    context_generation: Arc<AtomicU64>,
     readers: Mutex<Vec<Connection>>,
     #[cfg_attr(not(test), allow(dead_code))]
     checkpoints: Arc<CheckpointLog>,
 }
 
 /// Runs one job in a `BEGIN IMMEDIATE` transaction that commits only when the job's
-/// body succeeds.
-fn run(conn: &mut Connection, job: WriteJob) {
+/// body succeeds. A committed job that changed what a collection reads moves
+/// `generation` on before it is reported done, so whoever waited for it sees the change.
+fn run(conn: &mut Connection, job: WriteJob, generation: &AtomicU64) {
     // One daemon owns the file: a loaded copy is always current (`current_at` is moot).
     let WriteJob {
         session,
@@ -274,8 +295,13 @@ fn run(conn: &mut Connection, job: WriteJob) {
     } = job;
     let result = (|| {
         let tx = conn.transaction_with_behavior(TransactionBehavior::Immediate)?;
-        body(&mut SqliteDb(&tx))?;
+        let mut db = SqliteDb::new(&tx);
+        body(&mut db)?;
+        let context_changed = db.context_changed;
         tx.commit()?;
+        if context_changed {
+            generation.fetch_add(1, Ordering::SeqCst);
+        }
         Ok(())
     })();
     if let Err(e) = &result {
@@ -298,6 +324,8 @@ impl Sqlite {
         let log = Arc::new(CheckpointLog::default());
         let checkpointer = spawn_checkpointer(path, log.clone())?;
         let writer_log = log.clone();
+        let generation = Arc::new(AtomicU64::new(0));
+        let writer_generation = generation.clone();
         let (tx, rx) = std::sync::mpsc::channel::<WriteJob>();
         std::thread::Builder::new()
             .name("ctxd-sqlite-writer".into())
@@ -307,7 +335,7 @@ impl Sqlite {
                 LOG.set(Some(writer_log));
                 conn.wal_hook(Some(on_commit));
                 while let Ok(job) = rx.recv() {
-                    run(&mut conn, job);
+                    run(&mut conn, job, &writer_generation);
                     request_checkpoint(&checkpointer);
                 }
             })
@@ -315,6 +343,7 @@ impl Sqlite {
         Ok(Sqlite {
             path: path.to_path_buf(),
             writer: WriterQueue::new(tx),
+            context_generation: generation,
             readers: Mutex::new(Vec::new()),
             checkpoints: log,
         })
@@ -328,6 +357,11 @@ impl Backend for Sqlite {
 
     fn submit(&self, job: WriteJob) -> std::result::Result<(), WriteJob> {
         self.writer.submit(job)
+    }
+
+    fn context_generation(&self) -> Option<u64> {
+        // The daemon owns the file: every write of it went through this writer.
+        Some(self.context_generation.load(Ordering::SeqCst))
     }
 
     fn read(&self, body: &mut dyn FnMut(&mut dyn Db) -> Result<()>) -> Result<()> {
@@ -348,7 +382,7 @@ impl Backend for Sqlite {
         // check are taken once instead of once per statement.
         let result = match conn.prepare_cached("BEGIN").and_then(|mut s| s.execute([])) {
             Ok(_) => {
-                let result = body(&mut SqliteDb(&conn));
+                let result = body(&mut SqliteDb::new(&conn));
                 let ended = conn
                     .prepare_cached("COMMIT")
                     .and_then(|mut s| s.execute([]));
@@ -571,5 +605,44 @@ mod tests {
             .await
             .unwrap();
         assert_eq!(n, i64::from(commits));
+    }
+
+    /// The context generation moves on exactly with the committed writes that noted a
+    /// change of what a collection reads, and before the write is reported done.
+    #[tokio::test]
+    async fn the_context_generation_moves_with_noted_commits_only() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = Store::open(&dir.path().join("ctxd.db")).unwrap();
+        let at = |store: &Store| store.context_generation().unwrap();
+        let start = at(&store);
+        store
+            .write("s", |db| {
+                db.execute("CREATE TABLE other (x INTEGER)", params![])?;
+                Ok(())
+            })
+            .await
+            .unwrap();
+        assert_eq!(at(&store), start, "a write of other tables");
+        let refused = store
+            .write("s", |db| {
+                db.context_changed();
+                Err::<(), _>(Error::invalid("x", "refused"))
+            })
+            .await;
+        assert!(refused.is_err());
+        assert_eq!(at(&store), start, "a rolled-back write");
+        store
+            .write("s", |db| {
+                db.context_changed();
+                db.execute("INSERT INTO other VALUES (1)", params![])?;
+                Ok(())
+            })
+            .await
+            .unwrap();
+        assert_eq!(
+            at(&store),
+            start + 1,
+            "a noted commit, seen once it is done"
+        );
     }
 }
