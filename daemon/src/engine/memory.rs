@@ -266,7 +266,7 @@ impl Engine {
             (
                 budget::apply_from(&view, start, &l.shown_fates())
                     .into_iter()
-                    .map(std::borrow::Cow::into_owned)
+                    .map(crate::pipeline::projection::Shown::into_owned)
                     .collect::<Vec<Record>>(),
                 // The gate's own measure (`after_response`), so the next gate compares
                 // like with like.

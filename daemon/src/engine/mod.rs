@@ -223,7 +223,7 @@ impl Loaded {
 
     /// The projection as the model saw it: main thread after the last boundary, snipped
     /// records out, every frozen fate applied.
-    pub(crate) fn shown(&self) -> Vec<std::borrow::Cow<'_, Record>> {
+    pub(crate) fn shown(&self) -> Vec<crate::pipeline::projection::Shown<'_>> {
         let view = self.records.view();
         crate::pipeline::budget::apply(&view, &self.shown_fates())
     }

@@ -15,13 +15,15 @@
 //! model already saw and break the prompt cache. `plan` decides (pure); the engine writes
 //! the files and stores the fates in one transaction; `apply` replays them (pure).
 
-use std::borrow::{Borrow, Cow};
+use std::borrow::Borrow;
 use std::collections::{BTreeMap, HashMap};
 
 use ctxd_protocol::{
     ContentBlock, Record, RecordKind, ToolResultBlock, ToolResultContent, ToolSpec,
 };
 use serde::{Deserialize, Serialize};
+
+use super::projection::Shown;
 
 pub const DEFAULT_MAX_RESULT_SIZE_CHARS: u64 = 50_000;
 pub const MAX_TOOL_RESULTS_PER_MESSAGE_CHARS: u64 = 200_000;
@@ -346,7 +348,7 @@ fn sanitize(id: &str) -> String {
 
 /// The projection as the model sees it: frozen replacements applied, empty results
 /// turned into a short note. Records that need no change are borrowed.
-pub fn apply<'a>(records: &[&'a Record], fates: &BTreeMap<String, Fate>) -> Vec<Cow<'a, Record>> {
+pub fn apply<'a>(records: &[&'a Record], fates: &BTreeMap<String, Fate>) -> Vec<Shown<'a>> {
     apply_from(records, 0, fates)
 }
 
@@ -356,7 +358,7 @@ pub fn apply_from<'a>(
     records: &[&'a Record],
     from: usize,
     fates: &BTreeMap<String, Fate>,
-) -> Vec<Cow<'a, Record>> {
+) -> Vec<Shown<'a>> {
     // Only an empty result needs its tool's name; most compiles have none to name.
     let names = std::cell::OnceCell::new();
     records
@@ -378,7 +380,7 @@ pub fn apply_from<'a>(
                     _ => false,
                 })
             {
-                return Cow::Borrowed(r);
+                return Shown::Kept(r);
             }
             let mut r = r.clone();
             for b in &mut r.content {
@@ -400,7 +402,7 @@ pub fn apply_from<'a>(
                     }
                 }
             }
-            Cow::Owned(r)
+            Shown::Changed(Box::new(r))
         })
         .collect()
 }

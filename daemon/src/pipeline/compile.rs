@@ -23,6 +23,7 @@ use super::digest::BodyDigest;
 use super::message::{ApiMessage, Role};
 use super::microcompact::{self, CLEARED, PinnedEdit};
 use super::normalize::{NormalizeOptions, normalize};
+use super::projection::Shown;
 use super::system::SystemInputs;
 use super::usage::{self, Picture, UsageInputs};
 use super::{
@@ -138,7 +139,7 @@ pub fn compile(input: &CompileInput<'_>) -> Result<Compiled, serde_json::Error> 
             &computed
         }
     };
-    let folded: Vec<Cow<'_, Record>> = collapse::apply(projected, input.collapses);
+    let folded: Vec<Shown<'_>> = collapse::apply(projected, input.collapses);
     let view: Vec<&Record> = folded.iter().map(|c| c.as_ref()).collect();
     let projected_attachments = projected
         .iter()
@@ -157,7 +158,7 @@ pub fn compile(input: &CompileInput<'_>) -> Result<Compiled, serde_json::Error> 
             f.insert(id.clone(), Fate::Replaced(CLEARED.into()));
         }
     }
-    let shown: Vec<Cow<'_, Record>> = budget::apply(&view, &fates);
+    let shown: Vec<Shown<'_>> = budget::apply(&view, &fates);
     let shown_refs: Vec<&Record> = shown.iter().map(|c| c.as_ref()).collect();
 
     // Microcompact, cached: only while the cache is warm (time-based did not fire).

@@ -476,7 +476,20 @@ fn id_name(id: Option<&str>) -> &str {
 // Stage 3: message repairs
 
 fn drop_duplicate_tool_uses(msgs: &mut [Msg<'_>], repairs: &mut Vec<String>) {
-    // Found first without copying an id; duplicates are rare.
+    // Duplicates are rare: sorted, the ids show there are none without hashing any.
+    let mut ids: Vec<&str> = msgs
+        .iter()
+        .filter(|m| m.role == Role::Assistant)
+        .flat_map(|m| &m.blocks)
+        .filter_map(|b| match &**b {
+            ContentBlock::ToolUse { id, .. } => Some(id.as_str()),
+            _ => None,
+        })
+        .collect();
+    ids.sort_unstable();
+    if ids.windows(2).all(|w| w[0] != w[1]) {
+        return;
+    }
     let mut seen: HashSet<&str> = HashSet::new();
     let mut duplicates: Vec<(usize, usize)> = Vec::new();
     for (i, m) in msgs.iter().enumerate() {

@@ -57,7 +57,6 @@
 //!   does). Committed collapses whose span is no longer in the projection (after a
 //!   compaction) simply stop applying.
 
-use std::borrow::Cow;
 use std::collections::HashMap;
 use std::ops::Range;
 
@@ -66,7 +65,7 @@ use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
 
 use super::autocompact::api_rounds;
-use super::projection::COMPACT_BOUNDARY;
+use super::projection::{COMPACT_BOUNDARY, Shown};
 use super::{attachments, tokens};
 
 /// The assumed summary of a span not yet summarised: a tenth of it, at least this.
@@ -517,13 +516,13 @@ pub(super) fn synthetic(first: &Record, c: &Collapse) -> Record {
 /// uuids are in the view, in order, at clean cuts (so no pair or response is split);
 /// overlapping spans resolve to the one starting first, then the longer, then the
 /// smaller id.
-pub fn apply<'a>(view: &[&'a Record], collapses: &[Collapse]) -> Vec<Cow<'a, Record>> {
+pub fn apply<'a>(view: &[&'a Record], collapses: &[Collapse]) -> Vec<Shown<'a>> {
     if !collapses
         .iter()
         .any(|c| c.status == CollapseStatus::Committed)
     {
         // Nothing to fold: the cut positions would go unused.
-        return view.iter().map(|r| Cow::Borrowed(*r)).collect();
+        return view.iter().map(|r| Shown::Kept(r)).collect();
     }
     let pos = positions(view);
     let clean = clean_cuts(view);
@@ -551,12 +550,12 @@ pub fn apply<'a>(view: &[&'a Record], collapses: &[Collapse]) -> Vec<Cow<'a, Rec
     while i < view.len() {
         match next.peek() {
             Some(&&(s, e, c)) if s == i => {
-                out.push(Cow::Owned(synthetic(view[s], c)));
+                out.push(Shown::Changed(Box::new(synthetic(view[s], c))));
                 i = e + 1;
                 next.next();
             }
             _ => {
-                out.push(Cow::Borrowed(view[i]));
+                out.push(Shown::Kept(view[i]));
                 i += 1;
             }
         }

@@ -368,7 +368,7 @@ fn a_committed_span_becomes_one_record() {
     let out = apply(&v, std::slice::from_ref(&c));
     assert_eq!(out.len(), v.len() - plans[0].records.len() + 1);
     let first = &out[0];
-    assert!(matches!(first, Cow::Owned(_)));
+    assert!(matches!(first, Shown::Changed(_)));
     assert_eq!(first.uuid, format!("collapse-{}", c.id));
     assert_eq!(first.seq, v[0].seq);
     assert_eq!(first.timestamp, v[0].timestamp);
@@ -383,7 +383,7 @@ fn a_committed_span_becomes_one_record() {
     assert!(text.ends_with("Did things.\n</collapsed>"));
     // The rest is borrowed, the very same records.
     for (o, r) in out[1..].iter().zip(&v[16..]) {
-        assert!(matches!(o, Cow::Borrowed(_)));
+        assert!(matches!(o, Shown::Kept(_)));
         assert!(std::ptr::eq(o.as_ref(), *r));
     }
     // Deterministic.
@@ -396,9 +396,8 @@ fn staged_undone_and_missing_spans_are_not_applied() {
     let v = t.view();
     let plans = plan_stage(&v, &[], 1_000_000, 1_000_000, &on());
     let c = committed(&plans[1], "s");
-    let raw = |out: &[Cow<'_, Record>]| {
-        out.len() == v.len() && out.iter().all(|o| matches!(o, Cow::Borrowed(_)))
-    };
+    let raw =
+        |out: &[Shown<'_>]| out.len() == v.len() && out.iter().all(|o| matches!(o, Shown::Kept(_)));
     let staged = plans[1].to_collapse("s".into());
     assert!(raw(&apply(&v, &[staged])));
     let undone = Collapse {
