@@ -20,7 +20,7 @@ use super::cache_break::Fingerprint;
 use super::cache_prefix::{self, KeyShape};
 use super::collapse::{self, Collapse};
 use super::digest::BodyDigest;
-use super::message::{ApiMessage, Role};
+use super::message::{ApiMessage, Block, Role};
 use super::microcompact::{self, CLEARED, PinnedEdit};
 use super::normalize::{NormalizeOptions, normalize};
 use super::projection::Shown;
@@ -216,11 +216,11 @@ pub fn compile(input: &CompileInput<'_>) -> Result<Compiled, serde_json::Error> 
         Some(first) if first.role == Role::User => {
             first
                 .content
-                .insert(0, Cow::Owned(ContentBlock::text(context_text.clone())));
+                .insert(0, Block::new(ContentBlock::text(context_text.clone())));
         }
         _ => messages.insert(
             0,
-            ApiMessage::user(vec![Cow::Owned(ContentBlock::text(context_text.clone()))]),
+            ApiMessage::user(vec![Block::new(ContentBlock::text(context_text.clone()))]),
         ),
     }
     cache_markers::mark_messages(&mut messages, input.side_request);

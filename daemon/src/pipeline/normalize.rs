@@ -13,7 +13,6 @@
 //! Every stage is total and order-preserving, so the same records always yield the same
 //! messages (the compiled request must be byte-identical across restarts).
 
-use std::borrow::Cow;
 use std::collections::{BTreeSet, HashSet};
 
 use ctxd_protocol::{ContentBlock, Record, RecordKind, ToolResultBlock, ToolResultContent};
@@ -148,7 +147,7 @@ fn prepare<'a>(
         RecordKind::System => return None,
         RecordKind::Attachment => {
             let text = attachments::render(record)?;
-            let mut blocks = vec![Cow::Owned(ContentBlock::text(system_reminder(&text)))];
+            let mut blocks = vec![Block::new(ContentBlock::text(system_reminder(&text)))];
             // Images queued with input follow its text (unless the provider refused them).
             for (index, block) in record.content.iter().enumerate() {
                 if !matches!(block, ContentBlock::Image { .. }) {
@@ -156,9 +155,9 @@ fn prepare<'a>(
                 }
                 let refused = refused(opts, record, index);
                 blocks.push(if refused {
-                    Cow::Owned(strip_rejected(block.clone(), &record.uuid, index, repairs))
+                    Block::new(strip_rejected(block.clone(), &record.uuid, index, repairs))
                 } else {
-                    Cow::Borrowed(block)
+                    Block::Kept(block)
                 });
             }
             return Some(Part {
@@ -188,7 +187,7 @@ fn prepare<'a>(
             thinking_dropped += 1;
             continue;
         }
-        let mut block = Cow::Borrowed(block);
+        let mut block = Block::Kept(block);
         if block.cache_control().is_some()
             && let Some(slot) = block.to_mut().cache_control_mut()
         {
@@ -202,7 +201,7 @@ fn prepare<'a>(
         );
         let rejected = may_hold_media && refused(opts, record, index);
         if rejected {
-            block = Cow::Owned(strip_rejected(
+            block = Block::new(strip_rejected(
                 block.into_owned(),
                 &record.uuid,
                 index,
@@ -368,7 +367,7 @@ fn append_short_id(blocks: &mut Vec<Block<'_>>, uuid: &str) {
             text.push('\n');
             text.push_str(&tag);
         }
-        _ => blocks.push(Cow::Owned(ContentBlock::text(tag))),
+        _ => blocks.push(Block::new(ContentBlock::text(tag))),
     }
 }
 
@@ -616,7 +615,7 @@ fn pair_tool_results(msgs: &mut Vec<Msg<'_>>, repairs: &mut Vec<String>) {
         });
         for (id, _) in expected.iter().zip(&answered).filter(|(_, done)| !**done) {
             repairs.push(format!("synthesised missing tool_result for tool_use {id}"));
-            blocks.push(Cow::Owned(ContentBlock::ToolResult {
+            blocks.push(Block::new(ContentBlock::ToolResult {
                 tool_use_id: (*id).to_string(),
                 content: ToolResultContent::Text(MISSING_RESULT.into()),
                 is_error: true,
@@ -658,7 +657,8 @@ fn layout_user(blocks: &mut Vec<Block<'_>>) {
     let (reminders, rest): (Vec<Block<'_>>, Vec<Block<'_>>) =
         rest.into_iter().partition(is_reminder);
     if !reminders.is_empty()
-        && let Some(ContentBlock::ToolResult { content, .. }) = results.last_mut().map(Cow::to_mut)
+        && let Some(ContentBlock::ToolResult { content, .. }) =
+            results.last_mut().map(Block::to_mut)
     {
         let mut inner = match std::mem::take(content) {
             ToolResultContent::Text(s) if s.trim().is_empty() => Vec::new(),
