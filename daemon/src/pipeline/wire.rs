@@ -103,12 +103,12 @@ fn same<'m, T: PartialEq>(
     body: &'m str,
     k: usize,
     v: &T,
-) -> Option<(&'m Kept<T>, &'m [u8])> {
+) -> Option<(&'m Kept<T>, &'m str)> {
     let kept = units.get(k)?;
     if *kept.value != *v {
         return None;
     }
-    Some((kept, body.as_bytes().get(kept.range.clone())?))
+    Some((kept, body.get(kept.range.clone())?))
 }
 
 impl WireMemo {
@@ -156,7 +156,7 @@ impl WireMemo {
         i: usize,
         k: usize,
         b: &ContentBlock,
-    ) -> Option<(&Kept<ContentBlock>, &[u8])> {
+    ) -> Option<(&Kept<ContentBlock>, &str)> {
         same(self.messages.get(i)?, &self.body, k, b)
     }
 }
@@ -175,18 +175,28 @@ struct CacheEditsBlock<'a> {
     edits: Vec<CacheEdit<'a>>,
 }
 
+/// The body is built as text: what is copied from the previous body is text already, and
+/// only what is serialised afresh is checked to be UTF-8 (serde_json writes bytes), so a
+/// compile that copies most of its request checks little.
 struct Writer {
-    buf: Vec<u8>,
+    buf: String,
+    /// Where a value is serialised before it joins `buf`.
+    scratch: Vec<u8>,
     units: Vec<Unit>,
 }
 
 impl Writer {
     fn raw(&mut self, s: &str) {
-        self.buf.extend_from_slice(s.as_bytes());
+        self.buf.push_str(s);
     }
 
     fn value<T: Serialize + ?Sized>(&mut self, v: &T) -> serde_json::Result<()> {
-        serde_json::to_writer(&mut self.buf, v)
+        self.scratch.clear();
+        serde_json::to_writer(&mut self.scratch, v)?;
+        let text = std::str::from_utf8(&self.scratch)
+            .map_err(|e| serde::ser::Error::custom(format!("serialised JSON is not UTF-8: {e}")))?;
+        self.buf.push_str(text);
+        Ok(())
     }
 
     /// Writes one unit. `key_form` gives the canonical bytes when the unit carries a
@@ -200,7 +210,7 @@ impl Writer {
     ) -> serde_json::Result<Unit> {
         let start = self.buf.len();
         self.value(v)?;
-        let bytes = &self.buf[start..];
+        let bytes = &self.buf.as_bytes()[start..];
         let breakpoint = key_form.is_some();
         let hash = hash_bytes(key_form.as_deref().unwrap_or(bytes));
         let len = bytes.len();
@@ -216,8 +226,8 @@ impl Writer {
     }
 
     /// Copies a unit of the previous request: its bytes, and its unit at `locus`.
-    fn copy<T>(&mut self, locus: Locus, kept: &Kept<T>, bytes: &[u8]) -> Unit {
-        self.buf.extend_from_slice(bytes);
+    fn copy<T>(&mut self, locus: Locus, kept: &Kept<T>, text: &str) -> Unit {
+        self.buf.push_str(text);
         let unit = Unit {
             locus,
             ..kept.unit.clone()
@@ -231,12 +241,12 @@ impl Writer {
         &mut self,
         locus: Locus,
         v: &T,
-        previous: Option<(&Kept<T>, &[u8])>,
+        previous: Option<(&Kept<T>, &str)>,
         write: impl FnOnce(&mut Writer, &T) -> serde_json::Result<Unit>,
     ) -> serde_json::Result<Span<T>> {
         let start = self.buf.len();
         let (unit, kept) = match previous {
-            Some((kept, bytes)) => (self.copy(locus, kept, bytes), Some(kept.value.clone())),
+            Some((kept, text)) => (self.copy(locus, kept, text), Some(kept.value.clone())),
             None => (write(self, v)?, None),
         };
         Ok(Span {
@@ -262,7 +272,8 @@ fn block_tokens(b: &ContentBlock, len: usize) -> u64 {
 
 pub fn write<B: BlockMut>(p: &RequestParts<'_, B>) -> serde_json::Result<Written> {
     let mut w = Writer {
-        buf: Vec::with_capacity(p.previous.map_or(64 * 1024, |m| m.body.len() + 4096)),
+        buf: String::with_capacity(p.previous.map_or(64 * 1024, |m| m.body.len() + 4096)),
+        scratch: Vec::new(),
         units: Vec::new(),
     };
     let mut spans = Spans {
@@ -307,7 +318,7 @@ pub fn write<B: BlockMut>(p: &RequestParts<'_, B>) -> serde_json::Result<Written
                 if *kept.value != *t {
                     return None;
                 }
-                Some((kept, m.body.as_bytes().get(kept.range.clone())?, *chars))
+                Some((kept, m.body.get(kept.range.clone())?, *chars))
             });
             let chars = previous.map(|(_, _, chars)| chars);
             let span = w.unit_or_copy(
@@ -327,9 +338,9 @@ pub fn write<B: BlockMut>(p: &RequestParts<'_, B>) -> serde_json::Result<Written
                 },
             )?;
             let chars = chars.unwrap_or_else(|| {
-                String::from_utf8_lossy(&w.buf[span.range.clone()])
-                    .chars()
-                    .count()
+                w.buf
+                    .get(span.range.clone())
+                    .map_or(0, |s| s.chars().count())
             });
             tools_chars += chars;
             spans.tools.push((span, chars));
@@ -407,8 +418,7 @@ pub fn write<B: BlockMut>(p: &RequestParts<'_, B>) -> serde_json::Result<Written
         w.value(v)?;
     }
     w.raw("}");
-    // serde_json writes valid UTF-8 only.
-    let body = String::from_utf8(w.buf).map_err(|e| serde::ser::Error::custom(e.to_string()))?;
+    let body = w.buf;
     let tool_names = p
         .tools
         .iter()
