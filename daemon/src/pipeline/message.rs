@@ -21,57 +21,8 @@ pub struct ApiMessage<B = ContentBlock> {
     pub content: Vec<B>,
 }
 
-/// A content block of a compile's messages: the record's own until a stage changes it,
-/// then a boxed copy, so that the many borrowed ones move between a compile's vectors
-/// as two words.
-#[derive(Debug, Clone, PartialEq)]
-pub enum Block<'a> {
-    Kept(&'a ContentBlock),
-    Changed(Box<ContentBlock>),
-}
-
-impl Block<'_> {
-    /// A block of the compile's own making.
-    pub fn new(b: ContentBlock) -> Self {
-        Block::Changed(Box::new(b))
-    }
-
-    /// The block to change, copied out of its record first if still borrowed.
-    pub fn to_mut(&mut self) -> &mut ContentBlock {
-        if let Block::Kept(b) = *self {
-            *self = Block::new(b.clone());
-        }
-        match self {
-            Block::Changed(b) => b,
-            // Made `Changed` just above (the same dance as `Cow::to_mut`).
-            Block::Kept(_) => unreachable!(),
-        }
-    }
-
-    /// The block itself, copied out of its record when borrowed.
-    pub fn into_owned(self) -> ContentBlock {
-        match self {
-            Block::Kept(b) => b.clone(),
-            Block::Changed(b) => *b,
-        }
-    }
-}
-
-impl std::ops::Deref for Block<'_> {
-    type Target = ContentBlock;
-    fn deref(&self) -> &ContentBlock {
-        match self {
-            Block::Kept(b) => b,
-            Block::Changed(b) => b,
-        }
-    }
-}
-
-impl Serialize for Block<'_> {
-    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
-        (**self).serialize(s)
-    }
-}
+/// A content block of a compile's messages: the record's own until a stage changes it.
+pub type Block<'a> = super::shown::Shown<'a, ContentBlock>;
 
 /// Read and write access to a message's block, owned or borrowed alike; writing copies
 /// a borrowed block first.

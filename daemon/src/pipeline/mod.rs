@@ -25,6 +25,7 @@ pub mod records;
 pub mod relevant_memories;
 pub mod sections;
 pub mod session_memory;
+pub mod shown;
 pub mod skills;
 pub mod snip;
 pub mod system;

@@ -11,45 +11,8 @@ use super::tokens::Tally;
 pub const COMPACT_BOUNDARY: &str = "compact_boundary";
 
 /// A record of the view as a stage passes it on: the transcript's own, or a copy the
-/// stage changed (a fate applied, a span folded). The copy is boxed so that a view,
-/// mostly borrowed records, stays a vector of small entries.
-#[derive(Debug, Clone, PartialEq)]
-pub enum Shown<'a> {
-    Kept(&'a Record),
-    Changed(Box<Record>),
-}
-
-impl Shown<'_> {
-    /// The record itself, copied out of the transcript when borrowed.
-    pub fn into_owned(self) -> Record {
-        match self {
-            Shown::Kept(r) => r.clone(),
-            Shown::Changed(r) => *r,
-        }
-    }
-}
-
-impl std::ops::Deref for Shown<'_> {
-    type Target = Record;
-    fn deref(&self) -> &Record {
-        match self {
-            Shown::Kept(r) => r,
-            Shown::Changed(r) => r,
-        }
-    }
-}
-
-impl AsRef<Record> for Shown<'_> {
-    fn as_ref(&self) -> &Record {
-        self
-    }
-}
-
-impl std::borrow::Borrow<Record> for Shown<'_> {
-    fn borrow(&self) -> &Record {
-        self
-    }
-}
+/// stage changed (a fate applied, a span folded).
+pub type Shown<'a> = super::shown::Shown<'a, Record>;
 
 /// Records from the last main-thread compact boundary on (the boundary included: it is a
 /// system record and never rendered, but it marks where the view begins).

@@ -810,20 +810,27 @@ mod tests {
         }
     }
 
+    /// A request with one system block, one tool and one message, each saying `word`.
+    fn one_of_each(word: &str) -> Request {
+        Request {
+            system: vec![SystemBlock {
+                kind: "text",
+                text: format!("{word} system"),
+                cache_control: None,
+            }],
+            tools: vec![json!({"name": format!("{word} tool")})],
+            messages: vec![ApiMessage::user(vec![ContentBlock::text(format!(
+                "{word} text"
+            ))])],
+        }
+    }
+
     /// The copy is taken: a memo whose bytes were changed behind its back shows in the
     /// body (so the property above compares a copy, not a second serialisation), for a
     /// system block, a tool and a content block alike.
     #[test]
     fn unchanged_units_are_copied() {
-        let request = Request {
-            system: vec![SystemBlock {
-                kind: "text",
-                text: "same system".into(),
-                cache_control: None,
-            }],
-            tools: vec![json!({"name": "same tool"})],
-            messages: vec![ApiMessage::user(vec![ContentBlock::text("same text")])],
-        };
+        let request = one_of_each("same");
         let (edits, extra) = (BTreeMap::new(), BTreeMap::new());
         let first = write(&request.parts(&edits, &extra)).unwrap();
         let altered = Written {
@@ -846,15 +853,7 @@ mod tests {
     #[test]
     fn the_memo_shares_unchanged_units_with_the_previous_one() {
         let (edits, extra) = (BTreeMap::new(), BTreeMap::new());
-        let first = Request {
-            system: vec![SystemBlock {
-                kind: "text",
-                text: "kept".into(),
-                cache_control: None,
-            }],
-            tools: vec![json!({"name": "kept"})],
-            messages: vec![ApiMessage::user(vec![ContentBlock::text("kept")])],
-        };
+        let first = one_of_each("kept");
         let memo = first.memo(write(&first.parts(&edits, &extra)).unwrap());
         let mut second = first.clone();
         second.messages[0].content.push(ContentBlock::text("new"));
