@@ -86,41 +86,152 @@ pub fn typed_prompt(
 /// Whether the newest provider response (all records of its message id) has a
 /// `tool_use` whose `tool_result` is not in yet: nothing may be placed after it until the
 /// whole batch of results is in.
+///
+/// Walks back from the end and stops at the assistant record before that response: a
+/// response's parts are interleaved only with their results, so the cost is the newest
+/// turn's, not the history's.
 pub fn awaiting_tool_results<R: std::borrow::Borrow<Record>>(view: &[R]) -> bool {
-    let records: Vec<&Record> = view
+    let mut newest: Option<&Record> = None;
+    let mut pending: Vec<&str> = Vec::new();
+    // Results from the earliest part of the response seen so far on, and those before it
+    // (kept only if an earlier part of the same response turns up).
+    let mut answered: Vec<&str> = Vec::new();
+    let mut before: Vec<&str> = Vec::new();
+    for r in view
         .iter()
+        .rev()
         .map(std::borrow::Borrow::borrow)
         .filter(|r| !r.is_sidechain)
-        .collect();
-    let Some(last) = records
-        .iter()
-        .rposition(|r| r.kind == RecordKind::Assistant)
-    else {
-        return false;
-    };
-    let id = records[last].message_id.as_deref();
-    let same_response = |r: &Record| {
-        std::ptr::eq(r, records[last])
-            || (id.is_some() && r.kind == RecordKind::Assistant && r.message_id.as_deref() == id)
-    };
-    let first = records
-        .iter()
-        .position(|r| same_response(r))
-        .unwrap_or(last);
-    let mut pending: Vec<&str> = Vec::new();
-    for r in records[first..].iter().filter(|r| same_response(r)) {
-        for b in &r.content {
-            if let ContentBlock::ToolUse { id, .. } = b {
-                pending.push(id);
+    {
+        if r.kind == RecordKind::Assistant {
+            let same = match newest {
+                None => {
+                    newest = Some(r);
+                    true
+                }
+                Some(n) => n.message_id.is_some() && r.message_id == n.message_id,
+            };
+            if !same {
+                break;
+            }
+            answered.append(&mut before);
+            pending.extend(r.content.iter().filter_map(|b| match b {
+                ContentBlock::ToolUse { id, .. } => Some(id.as_str()),
+                _ => None,
+            }));
+        }
+        before.extend(r.content.iter().filter_map(|b| match b {
+            ContentBlock::ToolResult { tool_use_id, .. } => Some(tool_use_id.as_str()),
+            _ => None,
+        }));
+    }
+    pending.iter().any(|id| !answered.contains(id))
+}
+
+#[cfg(test)]
+mod awaiting_tests {
+    use super::*;
+    use crate::pipeline::choices::{Choices, choices};
+    use proptest::prelude::*;
+    use serde_json::json;
+
+    /// The definition, scanning the whole view: what `awaiting_tool_results` must agree with.
+    fn awaiting_tool_results_by_scan<R: std::borrow::Borrow<Record>>(view: &[R]) -> bool {
+        let records: Vec<&Record> = view
+            .iter()
+            .map(std::borrow::Borrow::borrow)
+            .filter(|r| !r.is_sidechain)
+            .collect();
+        let Some(last) = records
+            .iter()
+            .rposition(|r| r.kind == RecordKind::Assistant)
+        else {
+            return false;
+        };
+        let id = records[last].message_id.as_deref();
+        let same_response = |r: &Record| {
+            std::ptr::eq(r, records[last])
+                || (id.is_some()
+                    && r.kind == RecordKind::Assistant
+                    && r.message_id.as_deref() == id)
+        };
+        let first = records
+            .iter()
+            .position(|r| same_response(r))
+            .unwrap_or(last);
+        let mut pending: Vec<&str> = Vec::new();
+        for r in records[first..].iter().filter(|r| same_response(r)) {
+            for b in &r.content {
+                if let ContentBlock::ToolUse { id, .. } = b {
+                    pending.push(id);
+                }
+            }
+        }
+        for r in &records[first..] {
+            for b in &r.content {
+                if let ContentBlock::ToolResult { tool_use_id, .. } = b {
+                    pending.retain(|p| *p != tool_use_id);
+                }
+            }
+        }
+        !pending.is_empty()
+    }
+
+    /// A transcript as Claude Code writes one: prompts, responses of one message id split
+    /// over several records with their results between the parts, some results missing
+    /// or late, sub-agent records anywhere.
+    fn transcript(c: &mut Choices) -> Vec<Record> {
+        let mut out = Vec::new();
+        let mut tool = 0u64;
+        let record = |v: serde_json::Value, seq: usize| {
+            let mut v = v;
+            v["uuid"] = json!(format!("u{seq}"));
+            v["seq"] = json!(seq + 1);
+            v["timestamp"] = json!("2026-01-01T00:00:00Z");
+            serde_json::from_value::<Record>(v).unwrap()
+        };
+        for turn in 0..c.below(6) {
+            out.push(record(
+                json!({"type": "user", "content": [{"type": "text", "text": "go"}]}),
+                out.len(),
+            ));
+            for response in 0..c.below(3) {
+                let message_id = (!c.chance(10)).then(|| format!("m{turn}-{response}"));
+                for _part in 0..=c.below(3) {
+                    let id = format!("t{tool}");
+                    tool += 1;
+                    let mut a = json!({"type": "assistant", "content": [
+                        {"type": "tool_use", "id": id, "name": "Bash", "input": {}}]});
+                    if let Some(m) = &message_id {
+                        a["message_id"] = json!(m);
+                    }
+                    a["is_sidechain"] = json!(c.chance(10));
+                    out.push(record(a, out.len()));
+                    if !c.chance(25) {
+                        let r = json!({"type": "user", "is_sidechain": c.chance(10), "content": [
+                            {"type": "tool_result", "tool_use_id": id, "content": "ok"}]});
+                        out.push(record(r, out.len()));
+                    }
+                }
+            }
+        }
+        out
+    }
+
+    proptest! {
+        /// The walk back agrees with the scan of the whole view on any transcript, and on
+        /// every prefix of it (the view a compile sees after each append).
+        #[test]
+        fn the_walk_back_agrees_with_the_whole_scan(values in choices(200)) {
+            let records = transcript(&mut Choices::new(values));
+            for end in 0..=records.len() {
+                let view = &records[..end];
+                prop_assert_eq!(
+                    awaiting_tool_results(view),
+                    awaiting_tool_results_by_scan(view),
+                    "after {} records", end
+                );
             }
         }
     }
-    for r in &records[first..] {
-        for b in &r.content {
-            if let ContentBlock::ToolResult { tool_use_id, .. } = b {
-                pending.retain(|p| *p != tool_use_id);
-            }
-        }
-    }
-    !pending.is_empty()
 }
