@@ -190,14 +190,26 @@ fn over_the_connection_limit_the_answer_is_json_rpc_and_idle_connections_expire(
     // loaded machine (at 500 ms the first idle ones sometimes expired before the ninth
     // came, and it was served); the wait for the expiry below is bounded separately.
     let d = Daemon::start_with(&["--max-connections", "8", "--request-timeout-ms", "3000"]);
-    let mut held: Vec<UnixStream> = (0..8)
-        .map(|i| idle(&d.socket, if i % 2 == 0 { "" } else { BODY_NEVER_COMES }))
-        .collect();
-    let (status, body) = raw_http(
-        &d.socket,
-        r#"{"jsonrpc":"2.0","id":1,"method":"daemon.ping"}"#,
-    );
-    assert_eq!(status, 503, "{body}");
+    let timeout = Duration::from_millis(3000);
+    // A machine loaded by the rest of the suite can take longer than the timeout between
+    // the first idle connection and the ninth request: the first ones have then expired
+    // and the ninth is rightly served, which proves nothing, so the round is run again.
+    let mut rounds = 0;
+    let (mut held, status, body) = loop {
+        rounds += 1;
+        let opened = Instant::now();
+        let held: Vec<UnixStream> = (0..8)
+            .map(|i| idle(&d.socket, if i % 2 == 0 { "" } else { BODY_NEVER_COMES }))
+            .collect();
+        let (status, body) = raw_http(
+            &d.socket,
+            r#"{"jsonrpc":"2.0","id":1,"method":"daemon.ping"}"#,
+        );
+        if status == 503 || opened.elapsed() < timeout || rounds == 5 {
+            break (held, status, body);
+        }
+    };
+    assert_eq!(status, 503, "{body} (round {rounds})");
     let v: Value = serde_json::from_str(&body).unwrap();
     assert_eq!(
         v["error"]["code"],
