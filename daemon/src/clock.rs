@@ -1,6 +1,6 @@
 //! The clock is an input like any other, so compiles and tests can pin time.
 
-use chrono::{DateTime, FixedOffset, Local, Offset, SecondsFormat, TimeZone, Utc};
+use chrono::{DateTime, Datelike, FixedOffset, Local, Offset, SecondsFormat, TimeZone, Utc};
 
 /// Time and the time zone: both inputs, so nothing a compile shows depends on the
 /// machine's clock or zone unless the daemon is running for real.
@@ -17,7 +17,19 @@ pub trait Clock: Send + Sync {
 
 /// The calendar date, `YYYY-MM-DD`, of `at` in the zone `offset`.
 pub fn local_date(at: DateTime<Utc>, offset: FixedOffset) -> String {
-    at.with_timezone(&offset).format("%Y-%m-%d").to_string()
+    let local = at.with_timezone(&offset);
+    // Every compile asks; chrono's `format` parses its pattern at each call. Years
+    // outside four digits take chrono's form (a sign, more digits).
+    if (0..=9999).contains(&local.year()) {
+        format!(
+            "{:04}-{:02}-{:02}",
+            local.year(),
+            local.month(),
+            local.day()
+        )
+    } else {
+        local.format("%Y-%m-%d").to_string()
+    }
 }
 
 /// UTC: the zone of fixed clocks and of sessions replayed without one.
@@ -64,5 +76,22 @@ mod tests {
         assert_eq!(c.local_date(), "2026-11-29");
         let east = FixedOffset::east_opt(3600).unwrap();
         assert_eq!(local_date(c.now(), east), "2026-11-30");
+    }
+
+    proptest::proptest! {
+        /// The date is chrono's `%Y-%m-%d` of the instant in the zone, whatever both.
+        #[test]
+        fn the_local_date_is_chronos_form(
+            secs in -400_000_000_000i64..400_000_000_000,
+            offset in -86_399i32..86_400,
+        ) {
+            let (Some(at), Some(zone)) =
+                (DateTime::from_timestamp(secs, 0), FixedOffset::east_opt(offset))
+            else {
+                return Ok(());
+            };
+            let expected = at.with_timezone(&zone).format("%Y-%m-%d").to_string();
+            proptest::prop_assert_eq!(local_date(at, zone), expected);
+        }
     }
 }

@@ -26,15 +26,19 @@ const SECTIONS: &[(&str, &str)] = &[
     ),
 ];
 
-pub fn default_static_sections() -> Vec<SystemSection> {
-    SECTIONS
-        .iter()
-        .map(|(name, text)| SystemSection {
-            name: (*name).to_string(),
-            text: (*text).to_string(),
-            caching: None,
-            reason: None,
-            source: None,
-        })
-        .collect()
+/// Made once: every compile without a client prompt reads them.
+pub fn default_static_sections() -> &'static [SystemSection] {
+    static DEFAULT: std::sync::LazyLock<Vec<SystemSection>> = std::sync::LazyLock::new(|| {
+        SECTIONS
+            .iter()
+            .map(|(name, text)| SystemSection {
+                name: (*name).to_string(),
+                text: (*text).to_string(),
+                caching: None,
+                reason: None,
+                source: None,
+            })
+            .collect()
+    });
+    &DEFAULT
 }

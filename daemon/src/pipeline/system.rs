@@ -111,8 +111,8 @@ pub fn build(
     inputs: &SystemInputs<'_>,
     dynamics: &[SystemSection],
 ) -> (Vec<SystemBlock>, Vec<SectionLayout>) {
-    let statics = match inputs.prompt {
-        Some(p) if !p.static_sections.is_empty() => p.static_sections.clone(),
+    let statics: &[SystemSection] = match inputs.prompt {
+        Some(p) if !p.static_sections.is_empty() => &p.static_sections,
         _ => default_static_sections(),
     };
     let mut layout = Vec::new();
@@ -135,7 +135,7 @@ pub fn build(
         });
     }
     let static_block = if blocks.is_empty() { None } else { Some(0) };
-    for s in &statics {
+    for s in statics {
         layout.push(SectionLayout {
             name: s.name.clone(),
             class: "static".into(),
