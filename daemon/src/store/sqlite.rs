@@ -47,7 +47,7 @@ pub(crate) struct CheckpointLog {
     ran_more: std::sync::Condvar,
     /// Forced checkpoints the writer's commit hook found refused (the checkpointer
     /// holding the checkpoint lock).
-    refused: std::sync::atomic::AtomicU64,
+    refused: AtomicU64,
 }
 
 impl CheckpointLog {
@@ -57,8 +57,7 @@ impl CheckpointLog {
     }
 
     fn note_refused(&self) {
-        self.refused
-            .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        self.refused.fetch_add(1, Ordering::Relaxed);
     }
 
     /// Waits until the checkpointer has run `n` checkpoints, at most `within`; whether
@@ -77,7 +76,7 @@ impl CheckpointLog {
 
     #[cfg(test)]
     fn refused(&self) -> u64 {
-        self.refused.load(std::sync::atomic::Ordering::Relaxed)
+        self.refused.load(Ordering::Relaxed)
     }
 }
 
