@@ -235,7 +235,7 @@ impl Engine {
         }
         // Kept for the next collection (a read cut off by the time bound keeps none).
         if let Some(Ok(s)) = read.peek() {
-            l.context_rows = s.rows.clone();
+            l.context_rows = Some(s.rows.clone());
         }
         drop(read);
         drop(input);
@@ -357,14 +357,7 @@ impl Engine {
         stored: SharedStored<'_>,
     ) -> Result<Found> {
         let stored = stored.await.map_err(Error::Storage)?;
-        let mut n = self
-            .gather_nested(
-                &input.row,
-                stored.touched.clone(),
-                stored.loaded.clone(),
-                &stored.read_paths,
-            )
-            .await?;
+        let mut n = self.gather_nested(&input.row, &stored.rows).await?;
         let value = n.attachment.take();
         Ok(Found::of(value, &input.ts, Effect::Nested(n)))
     }

@@ -385,6 +385,7 @@ impl Engine {
     /// checked on disk (a stat each, a capped read of one that changed, and the content
     /// the model saw read back only for those): the queue only when `queue` (it is not
     /// delivered while a tool result is awaited).
+    ///
     /// `kept`: what the last collection read, reused (no store read) while the store's
     /// context generation is still the one it was read at.
     pub(crate) async fn stored_for_collection(
@@ -396,7 +397,7 @@ impl Engine {
         // Taken before the read: a write that commits meanwhile moves it on after, so
         // these rows are read again next time rather than kept past that write.
         let generation = self.store.context_generation();
-        let rows = match kept.filter(|k| generation.is_some_and(|g| g == k.generation)) {
+        let rows = match kept.filter(|k| generation.is_some() && k.generation == generation) {
             Some(rows) => rows,
             None => {
                 let session = sid.to_string();
@@ -412,7 +413,7 @@ impl Engine {
                         };
                         let queued = crate::store::queued::list(c, &session, Some(None))?;
                         Ok(ContextRows {
-                            generation: generation.unwrap_or_default(),
+                            generation,
                             stamps,
                             touched,
                             loaded,
@@ -423,11 +424,6 @@ impl Engine {
                 Arc::new(rows)
             }
         };
-        let read_paths = if rows.touched.is_empty() {
-            Vec::new()
-        } else {
-            rows.stamps.iter().map(|s| s.path.clone()).collect()
-        };
         let changes = self.check_seen_files(sid, rows.stamps.clone()).await?;
         Ok(Stored {
             queued: if queue {
@@ -436,10 +432,7 @@ impl Engine {
                 Vec::new()
             },
             changes,
-            read_paths,
-            touched: rows.touched.clone(),
-            loaded: rows.loaded.clone(),
-            rows: generation.is_some().then_some(rows),
+            rows,
         })
     }
 
@@ -501,24 +494,24 @@ impl Engine {
     }
 
     /// The `nested_memory` attachment for instruction files that became relevant through
-    /// touched paths. Writes nothing: the caller consumes the touched paths.
+    /// the touched paths of `rows`. Writes nothing: the caller consumes the touched paths.
     pub(crate) async fn gather_nested(
         &self,
         row: &SessionRow,
-        touched: Vec<String>,
-        loaded: BTreeSet<String>,
-        read_paths: &[String],
+        rows: &ContextRows,
     ) -> Result<NestedFound> {
         let mut found = NestedFound {
-            touched: !touched.is_empty(),
+            touched: !rows.touched.is_empty(),
             ..NestedFound::default()
         };
-        if touched.is_empty() || row.settings.instructions.disabled {
+        if rows.touched.is_empty() || row.settings.instructions.disabled {
             return Ok(found);
         }
         let cfg = self.discovery_config(row);
-        let loaded_set: BTreeSet<PathBuf> = loaded.iter().map(PathBuf::from).collect();
-        let read_set: BTreeSet<PathBuf> = read_paths.iter().map(PathBuf::from).collect();
+        let touched = rows.touched.clone();
+        let loaded_set: BTreeSet<PathBuf> = rows.loaded.iter().map(PathBuf::from).collect();
+        let read_set: BTreeSet<PathBuf> =
+            rows.stamps.iter().map(|s| PathBuf::from(&s.path)).collect();
         let nested: Vec<InstructionFile> = tokio::task::spawn_blocking(move || {
             let mut out: Vec<InstructionFile> = Vec::new();
             let mut taken = loaded_set.clone();
@@ -551,33 +544,28 @@ impl Engine {
 }
 
 /// The rows a collection reads from the store, and the store's context generation they
-/// were read at.
+/// were read at (`None`: the store keeps none, so they are never reused).
 #[derive(Debug)]
 pub(crate) struct ContextRows {
-    generation: u64,
+    generation: Option<u64>,
+    /// The files seen.
     stamps: Vec<ReadStamp>,
+    /// Paths touched since the last collection.
     touched: Vec<String>,
-    /// Read only when paths were touched.
+    /// Instruction files loaded so far (read only when paths were touched).
     loaded: BTreeSet<String>,
     /// The main thread's queued input.
     queued: Vec<ctxd_protocol::QueuedEntry>,
 }
 
 /// What the store holds for one collection (see [`Engine::stored_for_collection`]).
-#[derive(Default)]
 pub(crate) struct Stored {
-    /// The main thread's queued input.
+    /// The main thread's queued input, when it is delivered now.
     pub queued: Vec<ctxd_protocol::QueuedEntry>,
     /// Seen files that changed on disk or are gone.
     pub changes: Vec<FileChange>,
-    /// Paths touched since the last collection.
-    pub touched: Vec<String>,
-    /// Instruction files loaded so far (read only when paths were touched).
-    pub loaded: BTreeSet<String>,
-    /// The files seen (listed only when paths were touched).
-    pub read_paths: Vec<String>,
-    /// The rows read, for the next collection to keep (a store that sees every write).
-    pub rows: Option<Arc<ContextRows>>,
+    /// The rows read (or kept), for the next collection to keep.
+    pub rows: Arc<ContextRows>,
 }
 
 /// `edited_text_file` attachments for seen files that changed on disk, with the read
