@@ -167,6 +167,22 @@ impl ContentBlock {
         }
     }
 
+    /// The id of a `tool_use` block.
+    pub fn tool_use_id(&self) -> Option<&str> {
+        match self {
+            ContentBlock::ToolUse { id, .. } => Some(id),
+            _ => None,
+        }
+    }
+
+    /// The `tool_use_id` a `tool_result` block answers.
+    pub fn tool_result_id(&self) -> Option<&str> {
+        match self {
+            ContentBlock::ToolResult { tool_use_id, .. } => Some(tool_use_id),
+            _ => None,
+        }
+    }
+
     pub fn is_thinking(&self) -> bool {
         matches!(
             self,

@@ -480,10 +480,7 @@ fn drop_duplicate_tool_uses(msgs: &mut [Msg<'_>], repairs: &mut Vec<String>) {
         .iter()
         .filter(|m| m.role == Role::Assistant)
         .flat_map(|m| &m.blocks)
-        .filter_map(|b| match &**b {
-            ContentBlock::ToolUse { id, .. } => Some(id.as_str()),
-            _ => None,
-        })
+        .filter_map(|b| b.tool_use_id())
         .collect();
     ids.sort_unstable();
     if ids.windows(2).all(|w| w[0] != w[1]) {
@@ -554,10 +551,7 @@ fn coalesce<'a>(msgs: Vec<Msg<'a>>, repairs: &mut Vec<String>) -> Vec<Msg<'a>> {
 fn tool_use_ids<B: BlockMut>(blocks: &[B]) -> Vec<&str> {
     blocks
         .iter()
-        .filter_map(|b| match b.block() {
-            ContentBlock::ToolUse { id, .. } => Some(id.as_str()),
-            _ => None,
-        })
+        .filter_map(|b| b.block().tool_use_id())
         .collect()
 }
 

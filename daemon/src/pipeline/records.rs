@@ -115,15 +115,9 @@ pub fn awaiting_tool_results<R: std::borrow::Borrow<Record>>(view: &[R]) -> bool
                 break;
             }
             answered.append(&mut before);
-            pending.extend(r.content.iter().filter_map(|b| match b {
-                ContentBlock::ToolUse { id, .. } => Some(id.as_str()),
-                _ => None,
-            }));
+            pending.extend(r.content.iter().filter_map(ContentBlock::tool_use_id));
         }
-        before.extend(r.content.iter().filter_map(|b| match b {
-            ContentBlock::ToolResult { tool_use_id, .. } => Some(tool_use_id.as_str()),
-            _ => None,
-        }));
+        before.extend(r.content.iter().filter_map(ContentBlock::tool_result_id));
     }
     pending.iter().any(|id| !answered.contains(id))
 }

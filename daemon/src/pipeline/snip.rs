@@ -90,11 +90,8 @@ pub fn plan(view: &[&Record], from: &str, to: &str) -> Result<SnipPlan, SnipErro
         let ids_in = |set: &BTreeSet<usize>| -> HashSet<String> {
             set.iter()
                 .flat_map(|&i| view[i].content.iter())
-                .filter_map(|b| match b {
-                    ContentBlock::ToolUse { id, .. } => Some(id.clone()),
-                    ContentBlock::ToolResult { tool_use_id, .. } => Some(tool_use_id.clone()),
-                    _ => None,
-                })
+                .filter_map(|b| b.tool_use_id().or_else(|| b.tool_result_id()))
+                .map(str::to_string)
                 .collect()
         };
         let inside = ids_in(&removed);

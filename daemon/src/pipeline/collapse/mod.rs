@@ -238,11 +238,10 @@ pub(super) fn clean_cuts(view: &[&Record]) -> Vec<bool> {
     // a tool id that happens to equal a message id must not join two unrelated intervals.
     let mut extent: HashMap<(bool, &str), (usize, usize)> = HashMap::new();
     for (i, r) in view.iter().enumerate() {
-        let tool_ids = r.content.iter().filter_map(|b| match b {
-            ContentBlock::ToolUse { id, .. } => Some(id.as_str()),
-            ContentBlock::ToolResult { tool_use_id, .. } => Some(tool_use_id.as_str()),
-            _ => None,
-        });
+        let tool_ids = r
+            .content
+            .iter()
+            .filter_map(|b| b.tool_use_id().or_else(|| b.tool_result_id()));
         let keys = r
             .message_id
             .as_deref()
