@@ -126,10 +126,10 @@ pub fn compile(input: &CompileInput<'_>) -> Result<Compiled, serde_json::Error> 
     let projected: &[&Record] = match input.projection {
         Some(p) => {
             debug_assert!(
-                p.len() == projection::project(input.records).len()
-                    && p.iter()
-                        .zip(projection::project(input.records))
-                        .all(|(a, b)| std::ptr::eq(*a, b)),
+                {
+                    let own = projection::project(input.records);
+                    own.len() == p.len() && own.iter().zip(p).all(|(a, b)| std::ptr::eq(*a, *b))
+                },
                 "the caller's projection is not the records'"
             );
             p
