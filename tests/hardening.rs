@@ -201,8 +201,14 @@ fn over_the_connection_limit_the_answer_is_json_rpc_and_idle_connections_expire(
     // The timeout must outlast opening the eight connections and the ninth request on a
     // loaded machine (at 500 ms the first idle ones sometimes expired before the ninth
     // came, and it was served); the wait for the expiry below is bounded separately.
-    let d = Daemon::start_with(&["--max-connections", "8", "--request-timeout-ms", "3000"]);
     let timeout = Duration::from_millis(3000);
+    let timeout_ms = timeout.as_millis().to_string();
+    let d = Daemon::start_with(&[
+        "--max-connections",
+        "8",
+        "--request-timeout-ms",
+        &timeout_ms,
+    ]);
     // The ninth request proves the limit only while the eight still hold their slots. On
     // a machine loaded by the rest of the suite the round can outlast the timeout (the
     // first ones expire), or the daemon can be done with one of them before the ninth is
