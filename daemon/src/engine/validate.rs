@@ -304,9 +304,16 @@ fn json_size(r: &RecordInput) -> usize {
 /// Checks one batch. `records` may be adjusted in place (nothing yet); the caller assigns
 /// uuids, sequence numbers and timestamps afterwards.
 pub fn validate_batch(records: &mut [RecordInput]) -> Result<()> {
+    validate_from(records, 0)
+}
+
+/// [`validate_batch`] of a slice of a batch that starts at the batch's record `first`,
+/// which is how its errors name the records. Uuids repeated across slices are the
+/// caller's to find.
+pub fn validate_from(records: &mut [RecordInput], first: usize) -> Result<()> {
     let mut seen = HashSet::new();
     for (i, r) in records.iter_mut().enumerate() {
-        let p = format!("records[{i}]");
+        let p = format!("records[{}]", first + i);
         let size = json_size(r);
         if size > crate::limits::MAX_RECORD_BYTES {
             return Err(bad(

@@ -1,6 +1,7 @@
-//! A JSONL text cut at line ends into pieces parsed on separate threads. Parsing each
-//! line is independent of the others (what joins them, relinking and de-duplication, runs
-//! after, in order), and it is most of an import's time on this side of the store.
+//! Work cut into pieces that run on separate threads: a JSONL text cut at line ends
+//! (parsing each line is independent of the others; what joins them, relinking and
+//! de-duplication, runs after, in order), and the records an import checks and
+//! serialises. Together they are most of an import's time on this side of the store.
 
 /// Below this many bytes a text is one piece: a thread costs more than it saves.
 pub const MIN_PIECE_BYTES: usize = 128 * 1024;
@@ -45,20 +46,23 @@ pub fn split(text: &str, parts: usize, min_bytes: usize) -> Vec<Piece<'_>> {
 }
 
 /// Runs `f` on every piece, the first on this thread and each other on a thread of its
-/// own, and returns the results in the pieces' order.
-pub fn map<'a, T, F>(pieces: &[Piece<'a>], f: F) -> Vec<T>
+/// own, and returns the results in the pieces' order. A piece is anything a thread can
+/// take: a [`Piece`] of text, a slice of records.
+pub fn map<P, T, F>(pieces: impl IntoIterator<Item = P>, f: F) -> Vec<T>
 where
+    P: Send,
     T: Send,
-    F: Fn(Piece<'a>) -> T + Sync,
+    F: Fn(P) -> T + Sync,
 {
-    let Some((first, rest)) = pieces.split_first() else {
+    let mut pieces = pieces.into_iter();
+    let Some(first) = pieces.next() else {
         return Vec::new();
     };
     let f = &f;
     std::thread::scope(|s| {
-        let handles: Vec<_> = rest.iter().map(|&p| s.spawn(move || f(p))).collect();
-        let mut out = Vec::with_capacity(pieces.len());
-        out.push(f(*first));
+        let handles: Vec<_> = pieces.map(|p| s.spawn(move || f(p))).collect();
+        let mut out = Vec::with_capacity(handles.len() + 1);
+        out.push(f(first));
         for h in handles {
             match h.join() {
                 Ok(v) => out.push(v),
@@ -68,6 +72,12 @@ where
         }
         out
     })
+}
+
+/// The length of the slices that cut `len` items into [`parts`] pieces of at least
+/// `min_len` items each (the last may be shorter), for `chunks`/`chunks_mut`.
+pub fn slice_len(len: usize, min_len: usize) -> usize {
+    len.div_ceil(parts()).max(min_len).max(1)
 }
 
 /// How many pieces to cut a text into on this machine.
@@ -127,7 +137,9 @@ mod tests {
         let text: String = (0..1000).map(|i| format!("line {i}\n")).collect();
         let pieces = split(&text, 4, 1024);
         assert_eq!(pieces.len(), 4);
-        let firsts = map(&pieces, |p| p.text.lines().next().map(str::to_string));
+        let firsts = map(pieces.iter().copied(), |p| {
+            p.text.lines().next().map(str::to_string)
+        });
         let expected: Vec<Option<String>> = pieces
             .iter()
             .map(|p| Some(format!("line {}", p.first_line - 1)))

@@ -116,7 +116,7 @@ fn parse_piece(piece: Piece<'_>) -> Result<PieceOut, ImportError> {
             continue;
         }
 
-        let mut converted = convert_line(&obj, &mut out.skipped).map_err(malformed)?;
+        let mut converted = convert_line(obj, &mut out.skipped).map_err(malformed)?;
         if let Line::Record(p) = &mut converted {
             p.line = line;
         }
@@ -141,7 +141,7 @@ fn parse_in(jsonl: &str, pieces: Vec<Piece<'_>>) -> Result<Imported, ImportError
         pieces.iter().map(|p| p.text.len()).sum::<usize>(),
         jsonl.len()
     );
-    let parsed = chunks::map(&pieces, parse_piece);
+    let parsed = chunks::map(pieces, parse_piece);
 
     let mut stats = ImportStats::default();
     let mut cwd = None;

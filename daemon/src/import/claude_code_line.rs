@@ -86,8 +86,10 @@ pub(super) fn bump(map: &mut BTreeMap<String, u64>, key: &str) {
     *map.entry(key.to_owned()).or_insert(0) += 1;
 }
 
+/// Converts a parsed line, taking its values rather than copying them: the text of a
+/// transcript is most of what a line holds, and each of its strings is moved once.
 pub(super) fn convert_line(
-    obj: &Map<String, Value>,
+    mut obj: Map<String, Value>,
     skipped: &mut BTreeMap<String, u64>,
 ) -> Result<Line, String> {
     let line_type = match obj.get("type") {
@@ -120,32 +122,33 @@ pub(super) fn convert_line(
         }
     };
 
+    let line_type = kind.as_str();
     let mut record = RecordInput {
-        uuid: record_uuid(obj)?,
-        parent_uuid: opt_str(obj, "parentUuid", "")?,
+        uuid: record_uuid(&obj)?,
+        parent_uuid: opt_str(&obj, "parentUuid", "")?,
         kind: Some(kind),
-        timestamp: timestamp(obj)?,
-        is_meta: flag(obj, "isMeta")?,
-        is_sidechain: flag(obj, "isSidechain")?,
-        is_compact_summary: flag(obj, "isCompactSummary")?,
-        is_virtual: flag(obj, "isVisibleInTranscriptOnly")?,
+        timestamp: timestamp(&obj)?,
+        is_meta: flag(&obj, "isMeta")?,
+        is_sidechain: flag(&obj, "isSidechain")?,
+        is_compact_summary: flag(&obj, "isCompactSummary")?,
+        is_virtual: flag(&obj, "isVisibleInTranscriptOnly")?,
         ..RecordInput::default()
     };
     let mut claude_code = Map::new();
 
     match kind {
         RecordKind::User | RecordKind::Assistant => {
-            let message = match obj.get("message") {
+            let mut message = match obj.remove("message") {
                 Some(Value::Object(m)) => m,
                 Some(other) => {
                     return Err(format!(
                         "field `message` must be an object, found {}",
-                        json_type(other)
+                        json_type(&other)
                     ));
                 }
                 None => return Err(format!("{line_type} line has no `message`")),
             };
-            record.content = content(message, kind, skipped, &mut claude_code)?;
+            record.content = content(message.remove("content"), kind, skipped, &mut claude_code)?;
             if record.content.is_empty() {
                 // An empty message is not a valid ctxd record, and it carries nothing to
                 // lose; skip it but keep its uuid so children can be relinked over it.
@@ -157,9 +160,9 @@ pub(super) fn convert_line(
             }
             let mut known: &[&str] = &["role", "content", "type"];
             if kind == RecordKind::Assistant {
-                record.message_id = opt_str(message, "id", "message.")?;
-                record.model = opt_str(message, "model", "message.")?;
-                record.stop_reason = opt_str(message, "stop_reason", "message.")?;
+                record.message_id = opt_str(&message, "id", "message.")?;
+                record.model = opt_str(&message, "model", "message.")?;
+                record.stop_reason = opt_str(&message, "stop_reason", "message.")?;
                 record.usage = usage(message.get("usage"))?;
                 known = &[
                     "role",
@@ -174,33 +177,32 @@ pub(super) fn convert_line(
             // `stop_sequence` (mostly null), `context_management`, ...: kept when they say
             // something, so a replay can still see them.
             let extra: Map<String, Value> = message
-                .iter()
+                .into_iter()
                 .filter(|(k, v)| !known.contains(&k.as_str()) && !v.is_null())
-                .map(|(k, v)| (k.clone(), v.clone()))
                 .collect();
             if !extra.is_empty() {
                 claude_code.insert("message".into(), Value::Object(extra));
             }
-            keep_extra_fields(obj, &["message"], &mut claude_code);
+            keep_extra_fields(obj, &mut claude_code);
         }
         RecordKind::Attachment => {
             let attachment = obj
-                .get("attachment")
+                .remove("attachment")
                 .ok_or("attachment line has no `attachment`")?;
             if !attachment.is_object() {
                 return Err(format!(
                     "field `attachment` must be an object, found {}",
-                    json_type(attachment)
+                    json_type(&attachment)
                 ));
             }
             if !matches!(attachment.get("type"), Some(Value::String(t)) if !t.is_empty()) {
                 return Err("field `attachment.type` must be a non-empty string".into());
             }
-            record.attachment = Some(attachment.clone());
-            keep_extra_fields(obj, &["attachment"], &mut claude_code);
+            record.attachment = Some(attachment);
+            keep_extra_fields(obj, &mut claude_code);
         }
         RecordKind::System => {
-            let subtype = opt_str(obj, "subtype", "")?.filter(|s| !s.is_empty());
+            let subtype = opt_str(&obj, "subtype", "")?.filter(|s| !s.is_empty());
             record.subtype = Some(subtype.unwrap_or_else(|| "informational".into()));
             record.data = system_data(obj);
         }
@@ -213,18 +215,15 @@ pub(super) fn convert_line(
     })))
 }
 
-/// Copies every field that is neither envelope nor mapped into `claude_code`
-/// (`toolUseResult`, `requestId`, `sourceToolAssistantUUID`, `agentId`, `todos`,
-/// `thinkingMetadata`, `permissionMode`, `isApiErrorMessage`, ...). Copying by exclusion
-/// rather than by a list keeps fields of newer Claude Code versions too.
-fn keep_extra_fields(
-    obj: &Map<String, Value>,
-    mapped: &[&str],
-    claude_code: &mut Map<String, Value>,
-) {
+/// Moves every field that is not envelope into `claude_code` (`toolUseResult`,
+/// `requestId`, `sourceToolAssistantUUID`, `agentId`, `todos`, `thinkingMetadata`,
+/// `permissionMode`, `isApiErrorMessage`, ...); the caller has taken the fields it maps.
+/// Keeping by exclusion rather than by a list keeps fields of newer Claude Code versions
+/// too.
+fn keep_extra_fields(obj: Map<String, Value>, claude_code: &mut Map<String, Value>) {
     for (key, value) in obj {
-        if !ENVELOPE.contains(&key.as_str()) && !mapped.contains(&key.as_str()) {
-            claude_code.insert(key.clone(), value.clone());
+        if !ENVELOPE.contains(&key.as_str()) {
+            claude_code.insert(key, value);
         }
     }
 }
@@ -232,7 +231,7 @@ fn keep_extra_fields(
 /// A system line's payload: everything beyond the envelope, keys in snake_case (ctxd's
 /// convention for `data`, e.g. `{"trigger":"auto","pre_tokens":167000}`), with
 /// `compactMetadata` flattened so a compact boundary reads the same as a native one.
-fn system_data(obj: &Map<String, Value>) -> Option<Value> {
+fn system_data(obj: Map<String, Value>) -> Option<Value> {
     let mut data = Map::new();
     let mut compact = None;
     for (key, value) in obj {
@@ -243,10 +242,10 @@ fn system_data(obj: &Map<String, Value>) -> Option<Value> {
             compact = Some(value);
             continue;
         }
-        data.insert(snake_case(key), value.clone());
+        data.insert(snake_case(&key), value);
     }
     if let Some(compact) = compact {
-        match compact {
+        match &compact {
             Value::Object(fields) => {
                 let mut clash = false;
                 for (key, value) in fields {
@@ -263,8 +262,8 @@ fn system_data(obj: &Map<String, Value>) -> Option<Value> {
                     data.insert("compact_metadata".into(), compact.clone());
                 }
             }
-            other => {
-                data.insert("compact_metadata".into(), other.clone());
+            _ => {
+                data.insert("compact_metadata".into(), compact);
             }
         }
     }
@@ -288,14 +287,14 @@ fn timestamp(obj: &Map<String, Value>) -> Result<Option<String>, String> {
 }
 
 fn content(
-    message: &Map<String, Value>,
+    content: Option<Value>,
     kind: RecordKind,
     skipped: &mut BTreeMap<String, u64>,
     claude_code: &mut Map<String, Value>,
 ) -> Result<Vec<ContentBlock>, String> {
-    match message.get("content") {
+    match content {
         Some(Value::String(s)) if s.is_empty() => Ok(Vec::new()),
-        Some(Value::String(s)) => Ok(vec![ContentBlock::text(s.clone())]),
+        Some(Value::String(s)) => Ok(vec![ContentBlock::text(s)]),
         Some(Value::Array(blocks)) => {
             let mut extras = Vec::new();
             let mut ctx = BlockCtx {
@@ -303,7 +302,7 @@ fn content(
                 extras: &mut extras,
             };
             let out = blocks
-                .iter()
+                .into_iter()
                 .enumerate()
                 .map(|(i, b)| {
                     let path = format!("message.content[{i}]");
@@ -319,7 +318,7 @@ fn content(
         }
         Some(other) => Err(format!(
             "field `message.content` must be a string or an array, found {}",
-            json_type(other)
+            json_type(&other)
         )),
         None => Err("field `message.content` is missing".into()),
     }
@@ -333,197 +332,205 @@ struct BlockCtx<'a> {
 }
 
 impl BlockCtx<'_> {
-    fn keep_extras(&mut self, block: &Map<String, Value>, path: &str, known: &[&str]) {
-        let fields: Map<String, Value> = block
-            .iter()
-            // `cache_control` is ctxd's to place; a transcript's markers are stale.
-            .filter(|(k, _)| {
-                !matches!(k.as_str(), "type" | "cache_control") && !known.contains(&k.as_str())
-            })
-            .map(|(k, v)| (k.clone(), v.clone()))
-            .collect();
-        if !fields.is_empty() {
+    /// Keeps what is left of a known block once its mapped fields are taken.
+    fn keep_extras(&mut self, mut rest: Map<String, Value>, path: &str) {
+        // `cache_control` is ctxd's to place; a transcript's markers are stale.
+        rest.remove("type");
+        rest.remove("cache_control");
+        if !rest.is_empty() {
             let mut entry = Map::new();
             entry.insert("path".into(), Value::String(path.to_owned()));
-            entry.insert("fields".into(), Value::Object(fields));
+            entry.insert("fields".into(), Value::Object(rest));
             self.extras.push(Value::Object(entry));
         }
     }
 
     /// ctxd has no block for this type; a text block holding its JSON keeps the data and
     /// keeps it visible, and the count says it happened.
-    fn unknown(&mut self, block_type: &str, block: &Value) -> String {
+    fn unknown(&mut self, block_type: &str, block: &Map<String, Value>) -> String {
         bump(self.skipped, &format!("block:{block_type}"));
+        let block = Value::Object(block.clone());
         format!(
             "[imported Claude Code content block of unsupported type `{block_type}`, kept as JSON]\n{block}"
         )
     }
 }
 
-fn block_fields<'a>(
-    block: &'a Value,
-    path: &str,
-) -> Result<(&'a Map<String, Value>, &'a str), String> {
-    let Value::Object(fields) = block else {
-        return Err(format!(
-            "field `{path}` must be an object, found {}",
-            json_type(block)
-        ));
-    };
-    match fields.get("type") {
-        Some(Value::String(t)) => Ok((fields, t.as_str())),
-        Some(other) => Err(format!(
-            "field `{path}.type` must be a string, found {}",
-            json_type(other)
-        )),
-        None => Err(format!("field `{path}.type` is missing")),
+/// The block types ctxd maps; any other is kept as text by [`BlockCtx::unknown`].
+#[derive(Clone, Copy)]
+enum BlockType {
+    Text,
+    Image,
+    Document,
+    Thinking,
+    RedactedThinking,
+    ToolUse,
+    ToolResult,
+    ToolReference,
+    Other,
+}
+
+fn block_type(name: &str) -> BlockType {
+    match name {
+        "text" => BlockType::Text,
+        "image" => BlockType::Image,
+        "document" => BlockType::Document,
+        "thinking" => BlockType::Thinking,
+        "redacted_thinking" => BlockType::RedactedThinking,
+        "tool_use" => BlockType::ToolUse,
+        "tool_result" => BlockType::ToolResult,
+        "tool_reference" => BlockType::ToolReference,
+        _ => BlockType::Other,
     }
 }
 
-fn convert_block(
-    block: &Value,
-    path: &str,
-    ctx: &mut BlockCtx<'_>,
-) -> Result<ContentBlock, String> {
-    let (fields, block_type) = block_fields(block, path)?;
+fn block_fields(block: Value, path: &str) -> Result<(Map<String, Value>, BlockType), String> {
+    let Value::Object(fields) = block else {
+        return Err(format!(
+            "field `{path}` must be an object, found {}",
+            json_type(&block)
+        ));
+    };
+    let block_type = match fields.get("type") {
+        Some(Value::String(t)) => block_type(t),
+        Some(other) => {
+            return Err(format!(
+                "field `{path}.type` must be a string, found {}",
+                json_type(other)
+            ));
+        }
+        None => return Err(format!("field `{path}.type` is missing")),
+    };
+    Ok((fields, block_type))
+}
+
+/// The `type` of a block [`block_fields`] has checked.
+fn type_name(fields: &Map<String, Value>) -> &str {
+    fields
+        .get("type")
+        .and_then(Value::as_str)
+        .unwrap_or_default()
+}
+
+fn convert_block(block: Value, path: &str, ctx: &mut BlockCtx<'_>) -> Result<ContentBlock, String> {
+    let (mut f, block_type) = block_fields(block, path)?;
     let path_dot = format!("{path}.");
     let converted = match block_type {
-        "text" => {
-            ctx.keep_extras(fields, path, &["text"]);
-            ContentBlock::text(req_str(fields, "text", &path_dot)?)
-        }
-        "image" => {
-            ctx.keep_extras(fields, path, &["source"]);
-            ContentBlock::Image {
-                source: media_source(fields, &path_dot)?,
-                cache_control: None,
-            }
-        }
-        "document" => {
-            ctx.keep_extras(fields, path, &["source", "title"]);
-            ContentBlock::Document {
-                source: media_source(fields, &path_dot)?,
-                title: opt_str(fields, "title", &path_dot)?,
-                cache_control: None,
-            }
-        }
-        "thinking" => {
-            ctx.keep_extras(fields, path, &["thinking", "signature"]);
-            ContentBlock::Thinking {
-                thinking: req_str(fields, "thinking", &path_dot)?,
-                signature: opt_str(fields, "signature", &path_dot)?.unwrap_or_default(),
-            }
-        }
-        "redacted_thinking" => {
-            ctx.keep_extras(fields, path, &["data"]);
-            ContentBlock::RedactedThinking {
-                data: req_str(fields, "data", &path_dot)?,
-            }
-        }
-        "tool_use" => {
-            ctx.keep_extras(fields, path, &["id", "name", "input"]);
-            let input = match fields.get("input") {
-                Some(input @ Value::Object(_)) => input.clone(),
+        BlockType::Text => ContentBlock::text(take_req_str(&mut f, "text", &path_dot)?),
+        BlockType::Image => ContentBlock::Image {
+            source: media_source(&mut f, &path_dot)?,
+            cache_control: None,
+        },
+        BlockType::Document => ContentBlock::Document {
+            source: media_source(&mut f, &path_dot)?,
+            title: take_str(&mut f, "title", &path_dot)?,
+            cache_control: None,
+        },
+        BlockType::Thinking => ContentBlock::Thinking {
+            thinking: take_req_str(&mut f, "thinking", &path_dot)?,
+            signature: take_str(&mut f, "signature", &path_dot)?.unwrap_or_default(),
+        },
+        BlockType::RedactedThinking => ContentBlock::RedactedThinking {
+            data: take_req_str(&mut f, "data", &path_dot)?,
+        },
+        BlockType::ToolUse => {
+            let input = match f.remove("input") {
+                Some(input @ Value::Object(_)) => input,
                 Some(other) => {
                     return Err(format!(
                         "field `{path}.input` must be an object, found {}",
-                        json_type(other)
+                        json_type(&other)
                     ));
                 }
                 None => return Err(format!("field `{path}.input` is missing")),
             };
             ContentBlock::ToolUse {
-                id: req_nonempty(fields, "id", &path_dot)?,
-                name: req_nonempty(fields, "name", &path_dot)?,
+                id: take_nonempty(&mut f, "id", &path_dot)?,
+                name: take_nonempty(&mut f, "name", &path_dot)?,
                 input,
                 cache_control: None,
             }
         }
-        "tool_result" => {
-            ctx.keep_extras(fields, path, &["tool_use_id", "content", "is_error"]);
-            let is_error = match fields.get("is_error") {
+        BlockType::ToolResult => {
+            let is_error = match f.remove("is_error") {
                 None | Some(Value::Null) => false,
-                Some(Value::Bool(b)) => *b,
+                Some(Value::Bool(b)) => b,
                 Some(other) => {
                     return Err(format!(
                         "field `{path}.is_error` must be a boolean, found {}",
-                        json_type(other)
+                        json_type(&other)
                     ));
                 }
             };
             ContentBlock::ToolResult {
-                tool_use_id: req_nonempty(fields, "tool_use_id", &path_dot)?,
-                content: tool_result_content(fields.get("content"), path, ctx)?,
+                tool_use_id: take_nonempty(&mut f, "tool_use_id", &path_dot)?,
+                content: tool_result_content(f.remove("content"), path, ctx)?,
                 is_error,
                 cache_control: None,
                 cache_reference: None,
             }
         }
-        other => ContentBlock::text(ctx.unknown(other, block)),
+        BlockType::ToolReference | BlockType::Other => {
+            return Ok(ContentBlock::text(ctx.unknown(type_name(&f), &f)));
+        }
     };
+    ctx.keep_extras(f, path);
     Ok(converted)
 }
 
 fn tool_result_content(
-    content: Option<&Value>,
+    content: Option<Value>,
     path: &str,
     ctx: &mut BlockCtx<'_>,
 ) -> Result<ToolResultContent, String> {
     match content {
         None | Some(Value::Null) => Ok(ToolResultContent::default()),
-        Some(Value::String(s)) => Ok(ToolResultContent::Text(s.clone())),
+        Some(Value::String(s)) => Ok(ToolResultContent::Text(s)),
         Some(Value::Array(blocks)) => {
             let mut out = Vec::with_capacity(blocks.len());
-            for (i, block) in blocks.iter().enumerate() {
+            for (i, block) in blocks.into_iter().enumerate() {
                 let path = format!("{path}.content[{i}]");
                 let path_dot = format!("{path}.");
-                let (fields, block_type) = block_fields(block, &path)?;
-                out.push(match block_type {
-                    "text" => {
-                        ctx.keep_extras(fields, &path, &["text"]);
-                        ToolResultBlock::Text {
-                            text: req_str(fields, "text", &path_dot)?,
-                        }
-                    }
-                    "image" => {
-                        ctx.keep_extras(fields, &path, &["source"]);
-                        ToolResultBlock::Image {
-                            source: media_source(fields, &path_dot)?,
-                        }
-                    }
-                    "document" => {
-                        ctx.keep_extras(fields, &path, &["source", "title"]);
-                        ToolResultBlock::Document {
-                            source: media_source(fields, &path_dot)?,
-                            title: opt_str(fields, "title", &path_dot)?,
-                        }
-                    }
-                    // Tool search results: the tools they name count as discovered.
-                    "tool_reference" => {
-                        ctx.keep_extras(fields, &path, &["tool_name"]);
-                        ToolResultBlock::ToolReference {
-                            tool_name: req_nonempty(fields, "tool_name", &path_dot)?,
-                        }
-                    }
-                    other => ToolResultBlock::Text {
-                        text: ctx.unknown(other, block),
+                let (mut f, block_type) = block_fields(block, &path)?;
+                let converted = match block_type {
+                    BlockType::Text => ToolResultBlock::Text {
+                        text: take_req_str(&mut f, "text", &path_dot)?,
                     },
-                });
+                    BlockType::Image => ToolResultBlock::Image {
+                        source: media_source(&mut f, &path_dot)?,
+                    },
+                    BlockType::Document => ToolResultBlock::Document {
+                        source: media_source(&mut f, &path_dot)?,
+                        title: take_str(&mut f, "title", &path_dot)?,
+                    },
+                    // Tool search results: the tools they name count as discovered.
+                    BlockType::ToolReference => ToolResultBlock::ToolReference {
+                        tool_name: take_nonempty(&mut f, "tool_name", &path_dot)?,
+                    },
+                    _ => {
+                        out.push(ToolResultBlock::Text {
+                            text: ctx.unknown(type_name(&f), &f),
+                        });
+                        continue;
+                    }
+                };
+                ctx.keep_extras(f, &path);
+                out.push(converted);
             }
             Ok(ToolResultContent::Blocks(out))
         }
         Some(other) => Err(format!(
             "field `{path}.content` must be a string or an array, found {}",
-            json_type(other)
+            json_type(&other)
         )),
     }
 }
 
-fn media_source(fields: &Map<String, Value>, path: &str) -> Result<MediaSource, String> {
+fn media_source(fields: &mut Map<String, Value>, path: &str) -> Result<MediaSource, String> {
     let source = fields
-        .get("source")
+        .remove("source")
         .ok_or_else(|| format!("field `{path}source` is missing"))?;
-    let source: MediaSource = serde_json::from_value(source.clone())
+    let source: MediaSource = serde_json::from_value(source)
         .map_err(|e| format!("field `{path}source` is not a valid media source: {e}"))?;
     // An empty payload is accepted by the type but rejected by the daemon.
     let empty = match &source {
@@ -622,12 +629,24 @@ fn opt_str(obj: &Map<String, Value>, key: &str, path: &str) -> Result<Option<Str
     }
 }
 
-fn req_str(obj: &Map<String, Value>, key: &str, path: &str) -> Result<String, String> {
-    opt_str(obj, key, path)?.ok_or_else(|| format!("field `{path}{key}` is missing"))
+/// [`opt_str`] that moves the string out of the block.
+fn take_str(obj: &mut Map<String, Value>, key: &str, path: &str) -> Result<Option<String>, String> {
+    match obj.remove(key) {
+        None | Some(Value::Null) => Ok(None),
+        Some(Value::String(s)) => Ok(Some(s)),
+        Some(other) => Err(format!(
+            "field `{path}{key}` must be a string, found {}",
+            json_type(&other)
+        )),
+    }
 }
 
-fn req_nonempty(obj: &Map<String, Value>, key: &str, path: &str) -> Result<String, String> {
-    let s = req_str(obj, key, path)?;
+fn take_req_str(obj: &mut Map<String, Value>, key: &str, path: &str) -> Result<String, String> {
+    take_str(obj, key, path)?.ok_or_else(|| format!("field `{path}{key}` is missing"))
+}
+
+fn take_nonempty(obj: &mut Map<String, Value>, key: &str, path: &str) -> Result<String, String> {
+    let s = take_req_str(obj, key, path)?;
     if s.is_empty() {
         return Err(format!("field `{path}{key}` must not be empty"));
     }

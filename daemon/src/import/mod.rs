@@ -1,5 +1,5 @@
 //! Importers of other tools' transcripts.
 
-mod chunks;
+pub(crate) mod chunks;
 pub mod claude_code;
 mod claude_code_line;

@@ -36,28 +36,58 @@ pub fn seq_of(db: &mut dyn Db, session: &str, uuid: &str) -> Result<u64> {
 /// Inserts records whose `seq` and `uuid` are already assigned.
 pub fn insert_all(db: &mut dyn Db, session: &str, records: &[Record]) -> Result<()> {
     for r in records {
-        let body = serde_json::to_string(r)?;
-        let inserted = db.try_insert(
-            "INSERT INTO records (session_id, seq, uuid, parent_uuid, kind, timestamp, message_id, body) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)",
-            params![
-                session,
-                r.seq as i64,
-                &r.uuid,
-                r.parent_uuid.as_ref(),
-                r.kind.as_str(),
-                &r.timestamp,
-                r.message_id.as_ref(),
-                &body,
-            ],
-        )?;
-        if inserted.is_none() {
-            return Err(Error::DuplicateRecord(r.uuid.clone()));
-        }
+        insert_one(db, session, r, &serde_json::to_string(r)?)?;
     }
+    noted(db, session, records);
+    Ok(())
+}
+
+/// [`insert_all`] of records serialised beforehand, `bodies[i]` being `records[i]` as
+/// JSON: a caller with many records serialises them off the store's writer, in parallel.
+pub fn insert_serialised(
+    db: &mut dyn Db,
+    session: &str,
+    records: &[Record],
+    bodies: &[String],
+) -> Result<()> {
+    if records.len() != bodies.len() {
+        return Err(Error::Internal(format!(
+            "{} records with {} bodies",
+            records.len(),
+            bodies.len()
+        )));
+    }
+    for (r, body) in records.iter().zip(bodies) {
+        insert_one(db, session, r, body)?;
+    }
+    noted(db, session, records);
+    Ok(())
+}
+
+fn insert_one(db: &mut dyn Db, session: &str, r: &Record, body: &str) -> Result<()> {
+    let inserted = db.try_insert(
+        "INSERT INTO records (session_id, seq, uuid, parent_uuid, kind, timestamp, message_id, body) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)",
+        params![
+            session,
+            r.seq as i64,
+            &r.uuid,
+            r.parent_uuid.as_ref(),
+            r.kind.as_str(),
+            &r.timestamp,
+            r.message_id.as_ref(),
+            body,
+        ],
+    )?;
+    match inserted {
+        Some(_) => Ok(()),
+        None => Err(Error::DuplicateRecord(r.uuid.clone())),
+    }
+}
+
+fn noted(db: &mut dyn Db, session: &str, records: &[Record]) {
     if let (Some(first), Some(last)) = (records.first(), records.last()) {
         db.appended(session, first.seq, last.seq);
     }
-    Ok(())
 }
 
 /// Records with `seq > after`, at most `limit` of them, in order.
