@@ -17,16 +17,20 @@ use crate::store::{fates, records, sessions};
 /// than it saves.
 const MIN_RECORDS_PER_PIECE: usize = 64;
 
-/// An import's records, checked, numbered from the first and serialised before the write.
+/// An import's records, checked, numbered from the first and made into rows before the
+/// write, with what the session's state needs of them.
 struct Prepared {
-    records: Vec<Record>,
-    /// `records[i]` as the JSON stored for it.
-    bodies: Vec<String>,
+    rows: Vec<records::Row>,
+    /// The `tool_use_id` of every tool result, in order.
+    results: Vec<String>,
+    /// The uuid of the last compact boundary ("" for none).
+    boundary_uuid: String,
 }
 
 /// Checks, numbers and serialises the records of a new session's transcript. The checks
 /// and the serialising run on separate threads, and so off the store's writer, which then
 /// only stores rows: the writer serves every session, and an import is its longest write.
+/// The records' content is freed there too, as each becomes its row.
 fn prepare(mut inputs: Vec<RecordInput>, now: &str) -> Result<Prepared> {
     let len = chunks::slice_len(inputs.len(), MIN_RECORDS_PER_PIECE);
     // The parse has already dropped repeated uuids, so no slice can repeat another's.
@@ -34,23 +38,42 @@ fn prepare(mut inputs: Vec<RecordInput>, now: &str) -> Result<Prepared> {
         validate_from(slice, k * len)
     });
     for result in checked {
-        result.map_err(|e| match e {
+        result.map(drop).map_err(|e| match e {
             Error::Invalid { field, message } => Error::invalid(format!("jsonl: {field}"), message),
             other => other,
         })?;
     }
-    let records = materialise(inputs, None, now);
-    let serialised = chunks::map(records.chunks(len), |slice| {
-        slice
-            .iter()
-            .map(serde_json::to_string)
-            .collect::<serde_json::Result<Vec<String>>>()
-    });
-    let mut bodies = Vec::with_capacity(records.len());
-    for slice in serialised {
-        bodies.extend(slice?);
+    let mut records = materialise(inputs, None, now);
+    let results = records
+        .iter()
+        .flat_map(|r| r.content.iter())
+        .filter_map(|b| match b {
+            ContentBlock::ToolResult { tool_use_id, .. } => Some(tool_use_id.clone()),
+            _ => None,
+        })
+        .collect();
+    let boundary_uuid = super::last_boundary_uuid(&records);
+    let mut slices = Vec::new();
+    while records.len() > len {
+        slices.push(records.split_off(records.len() - len));
     }
-    Ok(Prepared { records, bodies })
+    slices.push(records);
+    slices.reverse();
+    let made = chunks::map(slices, |slice| {
+        slice
+            .into_iter()
+            .map(records::Row::of)
+            .collect::<Result<Vec<_>>>()
+    });
+    let mut rows = Vec::with_capacity(made.iter().map(|m| m.as_ref().map_or(0, Vec::len)).sum());
+    for slice in made {
+        rows.extend(slice?);
+    }
+    Ok(Prepared {
+        rows,
+        results,
+        boundary_uuid,
+    })
 }
 
 impl Engine {
@@ -63,7 +86,7 @@ impl Engine {
         let jsonl = std::mem::take(&mut p.jsonl);
         let now = self.now_text();
         let stamp = now.clone();
-        let (imported, prepared) = tokio::task::spawn_blocking(move || {
+        let (imported, mut prepared) = tokio::task::spawn_blocking(move || {
             let mut imported = crate::import::claude_code::parse(&jsonl)
                 .map_err(|e| Error::invalid("jsonl", e.to_string()))?;
             let inputs = std::mem::take(&mut imported.records);
@@ -99,26 +122,19 @@ impl Engine {
             .await?;
         // Like Claude Code on resume: every imported result counts as already seen, kept
         // whole unless a content-replacement line says what the model saw instead.
-        let mut import_fates: BTreeMap<String, Fate> = prepared
-            .records
-            .iter()
-            .flat_map(|r| r.content.iter())
-            .filter_map(|b| match b {
-                ContentBlock::ToolResult { tool_use_id, .. } => {
-                    Some((tool_use_id.clone(), Fate::Kept))
-                }
-                _ => None,
-            })
+        let mut import_fates: BTreeMap<String, Fate> = std::mem::take(&mut prepared.results)
+            .into_iter()
+            .map(|id| (id, Fate::Kept))
             .collect();
         for (id, rep) in imported.replacements {
             import_fates.insert(id, Fate::Replaced(rep));
         }
         let import_fates: Vec<(String, Fate)> = import_fates.into_iter().collect();
         let (claude_md, loaded) = self.startup_instructions(&row).await?;
-        let seq = prepared.records.last().map_or(0, |b| b.seq);
+        let seq = prepared.rows.last().map_or(0, |r| r.seq);
         let memo = InstructionMemo {
             claude_md,
-            boundary_uuid: super::last_boundary_uuid(&prepared.records),
+            boundary_uuid: std::mem::take(&mut prepared.boundary_uuid),
             announced_date: row.start_date.clone(),
         };
         let r = row.clone();
@@ -126,7 +142,7 @@ impl Engine {
             .store
             .write(&row.id, move |tx| {
                 sessions::insert(tx, &r)?;
-                records::insert_serialised(tx, &r.id, &prepared.records, &prepared.bodies)?;
+                records::insert_rows(tx, &r.id, &prepared.rows)?;
                 sessions::touch(tx, &r.id, &now)?;
                 fates::insert(tx, &r.id, fates::BUDGET, &import_fates, seq)?;
                 context_state::set_memo(tx, &r.id, &memo)?;

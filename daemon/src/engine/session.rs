@@ -71,6 +71,12 @@ pub(crate) fn expect_last(l: &Loaded) -> Option<Option<String>> {
     Some(l.records.last().map(|r| r.uuid.clone()))
 }
 
+/// An append up to this size as JSON, and of at most [`SHORT_APPEND_RECORDS`], is a short
+/// write ([`crate::store::Store::write_short`]): stored in about a millisecond at most,
+/// on the calling thread when the store's writer is idle.
+const SHORT_APPEND_BYTES: usize = 256 * 1024;
+const SHORT_APPEND_RECORDS: usize = 256;
+
 /// Inserts a batch after checking uuids are unused. Runs inside a write transaction.
 pub(crate) fn insert_batch(
     tx: &mut dyn crate::store::Db,
@@ -432,9 +438,10 @@ impl Engine {
                 ),
             ));
         }
-        validate_batch(&mut inputs)?;
+        let bytes = validate_batch(&mut inputs)?;
         // UserPromptSubmit hooks may refuse the batch or add context after a prompt.
         let inputs = self.hooks_user_prompts(&p.session_id, inputs).await?;
+        let short = bytes <= SHORT_APPEND_BYTES && inputs.len() <= SHORT_APPEND_RECORDS;
         let cell = self.cell(&p.session_id);
         let mut guard = cell.state.lock().await;
         // Observing file tools needs the earlier records (a result names its tool_use).
@@ -442,12 +449,12 @@ impl Engine {
         let now = self.now_text();
         let sid = p.session_id.clone();
         let expected = p.expected_last_uuid;
-        let built = self
-            .store
-            .write(&p.session_id, move |tx| {
-                insert_batch(tx, &sid, inputs, expected, &now)
-            })
-            .await?;
+        let insert =
+            move |tx: &mut dyn crate::store::Db| insert_batch(tx, &sid, inputs, expected, &now);
+        let built = match short {
+            true => self.store.write_short(&p.session_id, insert).await?,
+            false => self.store.write(&p.session_id, insert).await?,
+        };
         let appended: Vec<AppendedRecord> = built
             .iter()
             .map(|r| AppendedRecord {

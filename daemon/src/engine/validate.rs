@@ -301,20 +301,22 @@ fn json_size(r: &RecordInput) -> usize {
     }
 }
 
-/// Checks one batch. `records` may be adjusted in place (nothing yet); the caller assigns
-/// uuids, sequence numbers and timestamps afterwards.
-pub fn validate_batch(records: &mut [RecordInput]) -> Result<()> {
+/// Checks one batch; its size as JSON, in bytes. `records` may be adjusted in place
+/// (nothing yet); the caller assigns uuids, sequence numbers and timestamps afterwards.
+pub fn validate_batch(records: &mut [RecordInput]) -> Result<usize> {
     validate_from(records, 0)
 }
 
 /// [`validate_batch`] of a slice of a batch that starts at the batch's record `first`,
 /// which is how its errors name the records. Uuids repeated across slices are the
 /// caller's to find.
-pub fn validate_from(records: &mut [RecordInput], first: usize) -> Result<()> {
+pub fn validate_from(records: &mut [RecordInput], first: usize) -> Result<usize> {
     let mut seen = HashSet::new();
+    let mut total = 0usize;
     for (i, r) in records.iter_mut().enumerate() {
         let p = format!("records[{}]", first + i);
         let size = json_size(r);
+        total = total.saturating_add(size);
         if size > crate::limits::MAX_RECORD_BYTES {
             return Err(bad(
                 p,
@@ -411,7 +413,7 @@ pub fn validate_from(records: &mut [RecordInput], first: usize) -> Result<()> {
             }
         }
     }
-    Ok(())
+    Ok(total)
 }
 
 #[cfg(test)]

@@ -165,6 +165,20 @@ impl Row {
     }
 }
 
+/// `params` as rows of `width` parameters; an error unless it holds whole rows.
+pub(crate) fn rows_of<'p, 'a>(
+    width: usize,
+    params: &'p [Param<'a>],
+) -> Result<std::slice::ChunksExact<'p, Param<'a>>> {
+    if width == 0 || !params.len().is_multiple_of(width) {
+        return Err(Error::Internal(format!(
+            "{} parameters are not rows of {width}",
+            params.len()
+        )));
+    }
+    Ok(params.chunks_exact(width))
+}
+
 /// An open connection or transaction of either backend. Object-safe: engine closures
 /// receive `&mut dyn Db` and compose store functions in one transaction.
 pub trait Db {
@@ -177,6 +191,23 @@ pub trait Db {
     /// The transaction cannot go on after a refusal (PostgreSQL aborts it): return the
     /// error it means.
     fn try_insert(&mut self, sql: &str, params: &[Param<'_>]) -> Result<Option<u64>>;
+
+    /// [`Db::try_insert`] of one statement for each row of `width` parameters in
+    /// `params`, in order: `Some(i)` when a uniqueness constraint refused row `i` (rows
+    /// before it are inserted; the transaction cannot go on), `None` when all were.
+    fn try_insert_each(
+        &mut self,
+        sql: &str,
+        width: usize,
+        params: &[Param<'_>],
+    ) -> Result<Option<usize>> {
+        for (i, row) in rows_of(width, params)?.enumerate() {
+            if self.try_insert(sql, row)?.is_none() {
+                return Ok(Some(i));
+            }
+        }
+        Ok(None)
+    }
 
     /// Runs a query, handing each row to `each` in order.
     fn query_each(
@@ -237,12 +268,7 @@ impl dyn Db + '_ {
         width: usize,
         params: &[Param<'_>],
     ) -> Result<u64> {
-        if width == 0 || !params.len().is_multiple_of(width) {
-            return Err(Error::Internal(format!(
-                "insert_many: {} parameters are not rows of {width}",
-                params.len()
-            )));
-        }
+        let _whole_rows = rows_of(width, params)?;
         let mut rest = params;
         let mut changed = 0;
         while !rest.is_empty() {

@@ -5,7 +5,9 @@
 //! [`Db`] face. Engine code composes them in closures: `store.write(sid, |tx| ...)` runs
 //! one transaction on the backend's writer thread, committed only when the closure
 //! succeeds; `store.read(|c| ...)` runs on a pooled connection on the blocking pool.
-//! Nothing here ever blocks the async runtime.
+//! Nothing here blocks the async runtime, except `read_short` and `write_short`, which on
+//! SQLite run on the caller's thread a read or write of microseconds that a trip to
+//! another thread and back would cost more than.
 
 pub mod cache_edits;
 pub mod capabilities;
@@ -134,6 +136,10 @@ impl WriterQueue {
     pub(crate) fn close(&self) {
         lock(&self.0).take();
     }
+
+    pub(crate) fn is_open(&self) -> bool {
+        lock(&self.0).is_some()
+    }
 }
 
 /// A storage engine: its writer, its readers.
@@ -141,6 +147,11 @@ pub(crate) trait Backend: Send + Sync {
     fn dialect(&self) -> Dialect;
     /// Queues a write; hands the job back when the writer is gone.
     fn submit(&self, job: WriteJob) -> std::result::Result<(), WriteJob>;
+    /// Runs a write on the calling thread, as the writer would, when the writer is idle
+    /// and nothing is queued; hands the job back otherwise (and always, by default).
+    fn run_inline(&self, job: WriteJob) -> std::result::Result<(), WriteJob> {
+        Err(job)
+    }
     /// Runs `body` on a read connection. Blocking: called on the blocking pool.
     fn read(&self, body: &mut dyn FnMut(&mut dyn Db) -> Result<()>) -> Result<()>;
     /// Reads that may run at once (pooled connections), if bounded.
@@ -351,6 +362,22 @@ impl Store {
         self.submit_write(session, Some(revision), f)
     }
 
+    /// [`Store::write`] for a write of at most a few hundred microseconds (an append of a
+    /// few records): on SQLite, when the writer is idle and nothing is queued, it runs on
+    /// the calling thread, where the two hand-offs to the writer thread and back would
+    /// cost about as much as the write. Otherwise, and on PostgreSQL, it is queued.
+    pub fn write_short<R, F>(
+        &self,
+        session: &str,
+        f: F,
+    ) -> impl Future<Output = Result<R>> + 'static
+    where
+        R: Send + 'static,
+        F: FnOnce(&mut dyn Db) -> Result<R> + Send + 'static,
+    {
+        self.dispatch_write(session, None, f, true)
+    }
+
     fn submit_write<R, F>(
         &self,
         session: &str,
@@ -361,11 +388,32 @@ impl Store {
         R: Send + 'static,
         F: FnOnce(&mut dyn Db) -> Result<R> + Send + 'static,
     {
+        self.dispatch_write(session, current_at, f, false)
+    }
+
+    fn dispatch_write<R, F>(
+        &self,
+        session: &str,
+        current_at: Option<u64>,
+        f: F,
+        inline: bool,
+    ) -> impl Future<Output = Result<R>> + 'static
+    where
+        R: Send + 'static,
+        F: FnOnce(&mut dyn Db) -> Result<R> + Send + 'static,
+    {
         let (reply_tx, reply_rx) = oneshot::channel();
         let job = job(session, current_at, f, move |r| {
             let _ = reply_tx.send(r);
         });
-        let submitted = self.inner.submit(job).is_ok();
+        let submitted = match inline {
+            true => self
+                .inner
+                .run_inline(job)
+                .or_else(|job| self.inner.submit(job)),
+            false => self.inner.submit(job),
+        }
+        .is_ok();
         async move {
             if !submitted {
                 return Err(Error::Storage("store is closed".into()));

@@ -33,60 +33,127 @@ pub fn seq_of(db: &mut dyn Db, session: &str, uuid: &str) -> Result<u64> {
     .ok_or_else(|| Error::RecordNotFound(uuid.to_string()))
 }
 
+/// A record as its row: the columns looked up by, and the whole record as JSON. Made off
+/// the store's writer (a caller with many records makes them in parallel), which then
+/// only stores it.
+pub struct Row {
+    pub seq: u64,
+    pub uuid: String,
+    pub parent_uuid: Option<String>,
+    pub kind: &'static str,
+    pub timestamp: String,
+    pub message_id: Option<String>,
+    /// The record, canonically serialised.
+    pub body: String,
+}
+
+impl Row {
+    /// The record's row; what the row does not keep of it is freed here, on the caller's
+    /// thread.
+    pub fn of(r: Record) -> Result<Row> {
+        let body = serde_json::to_string(&r)?;
+        Ok(Row {
+            seq: r.seq,
+            uuid: r.uuid,
+            parent_uuid: r.parent_uuid,
+            kind: r.kind.as_str(),
+            timestamp: r.timestamp,
+            message_id: r.message_id,
+            body,
+        })
+    }
+
+    fn columns(&self) -> Columns<'_> {
+        Columns {
+            seq: self.seq,
+            uuid: &self.uuid,
+            parent_uuid: self.parent_uuid.as_deref(),
+            kind: self.kind,
+            timestamp: &self.timestamp,
+            message_id: self.message_id.as_deref(),
+            body: &self.body,
+        }
+    }
+}
+
+/// One row's values, borrowed from a [`Row`] or from a record and its JSON.
+struct Columns<'a> {
+    seq: u64,
+    uuid: &'a str,
+    parent_uuid: Option<&'a str>,
+    kind: &'a str,
+    timestamp: &'a str,
+    message_id: Option<&'a str>,
+    body: &'a str,
+}
+
+impl<'a> Columns<'a> {
+    fn of(r: &'a Record, body: &'a str) -> Columns<'a> {
+        Columns {
+            seq: r.seq,
+            uuid: &r.uuid,
+            parent_uuid: r.parent_uuid.as_deref(),
+            kind: r.kind.as_str(),
+            timestamp: &r.timestamp,
+            message_id: r.message_id.as_deref(),
+            body,
+        }
+    }
+}
+
 /// Inserts records whose `seq` and `uuid` are already assigned.
 pub fn insert_all(db: &mut dyn Db, session: &str, records: &[Record]) -> Result<()> {
-    for r in records {
-        insert_one(db, session, r, &serde_json::to_string(r)?)?;
-    }
-    noted(db, session, records);
-    Ok(())
+    let bodies = records
+        .iter()
+        .map(serde_json::to_string)
+        .collect::<serde_json::Result<Vec<String>>>()?;
+    let columns: Vec<Columns<'_>> = records
+        .iter()
+        .zip(&bodies)
+        .map(|(r, body)| Columns::of(r, body))
+        .collect();
+    insert_columns(db, session, &columns)
 }
 
-/// [`insert_all`] of records serialised beforehand, `bodies[i]` being `records[i]` as
-/// JSON: a caller with many records serialises them off the store's writer, in parallel.
-pub fn insert_serialised(
-    db: &mut dyn Db,
-    session: &str,
-    records: &[Record],
-    bodies: &[String],
-) -> Result<()> {
-    if records.len() != bodies.len() {
-        return Err(Error::Internal(format!(
-            "{} records with {} bodies",
-            records.len(),
-            bodies.len()
-        )));
-    }
-    for (r, body) in records.iter().zip(bodies) {
-        insert_one(db, session, r, body)?;
-    }
-    noted(db, session, records);
-    Ok(())
+/// [`insert_all`] of records already made into rows.
+pub fn insert_rows(db: &mut dyn Db, session: &str, rows: &[Row]) -> Result<()> {
+    let columns: Vec<Columns<'_>> = rows.iter().map(Row::columns).collect();
+    insert_columns(db, session, &columns)
 }
 
-fn insert_one(db: &mut dyn Db, session: &str, r: &Record, body: &str) -> Result<()> {
-    let inserted = db.try_insert(
-        "INSERT INTO records (session_id, seq, uuid, parent_uuid, kind, timestamp, message_id, body) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)",
-        params![
+const INSERT: &str = "INSERT INTO records (session_id, seq, uuid, parent_uuid, kind, timestamp, message_id, body) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)";
+
+fn insert_columns(db: &mut dyn Db, session: &str, rows: &[Columns<'_>]) -> Result<()> {
+    const WIDTH: usize = 8;
+    let mut flat = Vec::with_capacity(rows.len() * WIDTH);
+    for c in rows {
+        flat.extend_from_slice(params![
             session,
-            r.seq as i64,
-            &r.uuid,
-            r.parent_uuid.as_ref(),
-            r.kind.as_str(),
-            &r.timestamp,
-            r.message_id.as_ref(),
-            body,
-        ],
-    )?;
-    match inserted {
-        Some(_) => Ok(()),
-        None => Err(Error::DuplicateRecord(r.uuid.clone())),
+            c.seq as i64,
+            c.uuid,
+            c.parent_uuid,
+            c.kind,
+            c.timestamp,
+            c.message_id,
+            c.body,
+        ]);
     }
+    if let Some(i) = db.try_insert_each(INSERT, WIDTH, &flat)? {
+        let uuid = rows.get(i).map_or("", |c| c.uuid);
+        return Err(Error::DuplicateRecord(uuid.to_string()));
+    }
+    noted(
+        db,
+        session,
+        rows.first().zip(rows.last()).map(|(a, b)| (a.seq, b.seq)),
+    );
+    Ok(())
 }
 
-fn noted(db: &mut dyn Db, session: &str, records: &[Record]) {
-    if let (Some(first), Some(last)) = (records.first(), records.last()) {
-        db.appended(session, first.seq, last.seq);
+/// Tells the store which seqs (first, last) a write appended.
+fn noted(db: &mut dyn Db, session: &str, span: Option<(u64, u64)>) {
+    if let Some((first, last)) = span {
+        db.appended(session, first, last);
     }
 }
 

@@ -1,11 +1,13 @@
-//! The embedded backend: one SQLite file. One writer thread owns the write connection
-//! and runs every write as a `BEGIN IMMEDIATE` transaction fed by a channel (WAL,
-//! `synchronous=NORMAL`, foreign keys, busy timeout); reads use pooled read-only
-//! connections on the blocking pool. One daemon owns the file (the home lock), so no
-//! other process writes it and no cross-daemon coordination is needed.
+//! The embedded backend: one SQLite file. One write connection runs every write as a
+//! `BEGIN IMMEDIATE` transaction (WAL, `synchronous=NORMAL`, foreign keys, busy timeout):
+//! a writer thread takes it for each write queued on a channel, and a short write takes
+//! it on its caller's thread when nothing is queued (two thread hand-offs cost about as
+//! much as an append's inserts). Reads use pooled read-only connections on the blocking
+//! pool. One daemon owns the file (the home lock), so no other process writes it and no
+//! cross-daemon coordination is needed.
 
 use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 
 use include_dir::Dir;
@@ -81,10 +83,10 @@ impl CheckpointLog {
 }
 
 thread_local! {
-    /// Frames in the WAL after the writer's last commit (the writer thread's own).
+    /// Frames in the WAL after the last commit of the write connection this thread
+    /// holds: the commit hook is a plain function, so [`Writer::run`] lends it the
+    /// writer's count, thresholds and log through these for the job it runs.
     static WAL_FRAMES: std::cell::Cell<i32> = const { std::cell::Cell::new(0) };
-    /// The writer thread's thresholds and its database's log (the commit hook is a plain
-    /// function).
     static THRESHOLDS: std::cell::Cell<Checkpoints> = const { std::cell::Cell::new(CHECKPOINTS) };
     static LOG: std::cell::RefCell<Option<Arc<CheckpointLog>>> = const { std::cell::RefCell::new(None) };
 }
@@ -137,15 +139,6 @@ fn spawn_checkpointer(
         })
         .map_err(|e| Error::Internal(format!("spawn checkpointer: {e}")))?;
     Ok(tx)
-}
-
-/// Asks for a checkpoint when the last commit left the WAL past the threshold.
-fn request_checkpoint(checkpointer: &std::sync::mpsc::SyncSender<()>) {
-    if WAL_FRAMES.get() >= THRESHOLDS.get().asked {
-        WAL_FRAMES.set(0);
-        // Full: one is already asked for, and it will copy these frames too.
-        let _ = checkpointer.try_send(());
-    }
 }
 
 impl rusqlite::ToSql for Param<'_> {
@@ -211,6 +204,28 @@ impl Db for SqliteDb<'_> {
         }
     }
 
+    fn try_insert_each(
+        &mut self,
+        sql: &str,
+        width: usize,
+        params: &[Param<'_>],
+    ) -> Result<Option<usize>> {
+        // Prepared once for the rows, not looked up in the statement cache for each.
+        let mut stmt = self.conn.prepare_cached(sql)?;
+        for (i, row) in super::db::rows_of(width, params)?.enumerate() {
+            match stmt.execute(rusqlite::params_from_iter(row.iter())) {
+                Ok(_) => {}
+                Err(rusqlite::Error::SqliteFailure(f, _))
+                    if f.code == rusqlite::ErrorCode::ConstraintViolation =>
+                {
+                    return Ok(Some(i));
+                }
+                Err(e) => return Err(e.into()),
+            }
+        }
+        Ok(None)
+    }
+
     fn query_each(
         &mut self,
         sql: &str,
@@ -274,11 +289,47 @@ pub fn migrate(conn: &mut Connection) -> Result<()> {
 pub(crate) struct Sqlite {
     path: PathBuf,
     writer: WriterQueue,
+    /// The write connection, taken by the writer thread for each queued write and by
+    /// [`Backend::run_inline`] on its caller's thread.
+    write_conn: Arc<Mutex<Writer>>,
+    /// Writes queued and not yet run: a write runs on its caller's thread only while
+    /// this is zero, so it never overtakes one queued before it.
+    queued: Arc<AtomicUsize>,
     /// Moves on with every committed write of what a collection reads.
     context_generation: Arc<AtomicU64>,
     readers: Mutex<Vec<Connection>>,
     #[cfg_attr(not(test), allow(dead_code))]
     checkpoints: Arc<CheckpointLog>,
+}
+
+/// The write connection and what its commits need.
+struct Writer {
+    conn: Connection,
+    /// Frames in the WAL after its last commit.
+    frames: i32,
+    thresholds: Checkpoints,
+    log: Arc<CheckpointLog>,
+    checkpointer: std::sync::mpsc::SyncSender<()>,
+    /// Moves on with every committed write of what a collection reads.
+    generation: Arc<AtomicU64>,
+}
+
+impl Writer {
+    /// Runs one job on the calling thread, then asks the checkpointer for a checkpoint
+    /// when the commit left the WAL past the threshold.
+    fn run(&mut self, job: WriteJob) {
+        WAL_FRAMES.set(self.frames);
+        THRESHOLDS.set(self.thresholds);
+        LOG.set(Some(self.log.clone()));
+        run(&mut self.conn, job, &self.generation);
+        self.frames = WAL_FRAMES.get();
+        LOG.set(None);
+        if self.frames >= self.thresholds.asked {
+            self.frames = 0;
+            // Full: one is already asked for, and it will copy these frames too.
+            let _ = self.checkpointer.try_send(());
+        }
+    }
 }
 
 /// Runs one job in a `BEGIN IMMEDIATE` transaction that commits only when the job's
@@ -320,28 +371,35 @@ impl Sqlite {
         conn.pragma_update(None, "journal_mode", "WAL")?;
         configure(&conn)?;
         migrate(&mut conn)?;
+        conn.wal_hook(Some(on_commit));
         let log = Arc::new(CheckpointLog::default());
-        let checkpointer = spawn_checkpointer(path, log.clone())?;
-        let writer_log = log.clone();
         let generation = Arc::new(AtomicU64::new(0));
-        let writer_generation = generation.clone();
+        let write_conn = Arc::new(Mutex::new(Writer {
+            conn,
+            frames: 0,
+            thresholds: checkpoints,
+            log: log.clone(),
+            checkpointer: spawn_checkpointer(path, log.clone())?,
+            generation: generation.clone(),
+        }));
+        let queued = Arc::new(AtomicUsize::new(0));
         let (tx, rx) = std::sync::mpsc::channel::<WriteJob>();
+        let (writer, left) = (write_conn.clone(), queued.clone());
         std::thread::Builder::new()
             .name("ctxd-sqlite-writer".into())
             .spawn(move || {
-                let mut conn = conn;
-                THRESHOLDS.set(checkpoints);
-                LOG.set(Some(writer_log));
-                conn.wal_hook(Some(on_commit));
                 while let Ok(job) = rx.recv() {
-                    run(&mut conn, job, &writer_generation);
-                    request_checkpoint(&checkpointer);
+                    let mut w = lock(&writer);
+                    w.run(job);
+                    left.fetch_sub(1, Ordering::SeqCst);
                 }
             })
             .map_err(|e| Error::Internal(format!("spawn writer: {e}")))?;
         Ok(Sqlite {
             path: path.to_path_buf(),
             writer: WriterQueue::new(tx),
+            write_conn,
+            queued,
             context_generation: generation,
             readers: Mutex::new(Vec::new()),
             checkpoints: log,
@@ -355,7 +413,25 @@ impl Backend for Sqlite {
     }
 
     fn submit(&self, job: WriteJob) -> std::result::Result<(), WriteJob> {
-        self.writer.submit(job)
+        self.queued.fetch_add(1, Ordering::SeqCst);
+        self.writer.submit(job).inspect_err(|_| {
+            self.queued.fetch_sub(1, Ordering::SeqCst);
+        })
+    }
+
+    fn run_inline(&self, job: WriteJob) -> std::result::Result<(), WriteJob> {
+        if self.queued.load(Ordering::SeqCst) != 0 || !self.writer.is_open() {
+            return Err(job);
+        }
+        let Ok(mut w) = self.write_conn.try_lock() else {
+            return Err(job);
+        };
+        // A write queued since the first look runs first.
+        if self.queued.load(Ordering::SeqCst) != 0 {
+            return Err(job);
+        }
+        w.run(job);
+        Ok(())
     }
 
     fn context_generation(&self) -> Option<u64> {
@@ -604,6 +680,72 @@ mod tests {
             .await
             .unwrap();
         assert_eq!(n, i64::from(commits));
+    }
+
+    /// A short write finds the writer idle and runs on its caller's thread; committed
+    /// like any other.
+    #[tokio::test(flavor = "current_thread")]
+    async fn a_short_write_runs_on_the_callers_thread_when_the_writer_is_idle() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = Store::open(&dir.path().join("ctxd.db")).unwrap();
+        let ran_on = store
+            .write_short("s", |db| {
+                db.execute("CREATE TABLE t (x INTEGER)", params![])?;
+                db.execute("INSERT INTO t VALUES (1)", params![])?;
+                Ok(std::thread::current().id())
+            })
+            .await
+            .unwrap();
+        assert_eq!(ran_on, std::thread::current().id());
+        let n = store
+            .read(|c| c.query_one("SELECT COUNT(*) FROM t", params![])?.int(0))
+            .await
+            .unwrap();
+        assert_eq!(n, 1);
+    }
+
+    /// A short write issued while another waits in the queue goes behind it, to the
+    /// writer thread: it never overtakes a write queued before it.
+    #[tokio::test(flavor = "current_thread")]
+    async fn a_short_write_never_overtakes_a_queued_one() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = Store::open(&dir.path().join("ctxd.db")).unwrap();
+        store
+            .write("s", |db| {
+                db.execute("CREATE TABLE t (x INTEGER)", params![])?;
+                Ok(())
+            })
+            .await
+            .unwrap();
+        let (started_tx, started_rx) = std::sync::mpsc::channel();
+        let (go_tx, go_rx) = std::sync::mpsc::channel::<()>();
+        // The writer thread holds the connection until told to go on...
+        let first = store.write("s", move |db| {
+            let _ = started_tx.send(());
+            let _ = go_rx.recv();
+            db.execute("INSERT INTO t VALUES (1)", params![])?;
+            Ok(())
+        });
+        started_rx.recv().unwrap();
+        // ... while a second write waits in the queue behind it.
+        let second = store.write("s", |db| {
+            db.execute("INSERT INTO t VALUES (2)", params![])?;
+            Ok(())
+        });
+        let short = store.write_short("s", |db| {
+            db.execute("INSERT INTO t VALUES (3)", params![])?;
+            Ok(std::thread::current().name().map(str::to_string))
+        });
+        go_tx.send(()).unwrap();
+        first.await.unwrap();
+        second.await.unwrap();
+        let ran_on = short.await.unwrap();
+        assert_eq!(ran_on.as_deref(), Some("ctxd-sqlite-writer"));
+        let order = store
+            .read(|c| c.query_map("SELECT x FROM t ORDER BY rowid", params![], |r| r.int(0)))
+            .await
+            .unwrap();
+        assert_eq!(order, [1, 2, 3]);
     }
 
     /// The context generation moves on exactly with the committed writes that noted a
