@@ -136,3 +136,37 @@ fn a_malformed_line_is_reported_and_nothing_is_imported() {
         0
     );
 }
+
+/// A record whose JSON would be stored at more than `MAX_RECORD_BYTES` is refused by
+/// name, and nothing is imported.
+#[test]
+fn an_oversized_record_is_reported_and_nothing_is_imported() {
+    let d = Daemon::start();
+    let good = std::fs::read_to_string(common::fixtures().join("spotter/short.jsonl")).unwrap();
+    let mut lines: Vec<serde_json::Value> = good
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    let prompt = lines
+        .iter_mut()
+        .find(|l| l["type"] == "user" && l["message"]["content"].is_string())
+        .expect("a prompt typed by the user");
+    prompt["message"]["content"] = json!("x".repeat(32 * 1024 * 1024));
+    let jsonl: Vec<String> = lines.iter().map(|l| l.to_string()).collect();
+    let err = d
+        .try_call("session.import", json!({ "jsonl": jsonl.join("\n") }))
+        .unwrap_err();
+    assert_eq!(err["code"], -32602);
+    let message = err["message"].as_str().unwrap();
+    assert!(
+        message.contains("jsonl: records[") && message.contains("MAX_RECORD_BYTES"),
+        "{err}"
+    );
+    assert_eq!(
+        d.call("session.list", json!({}))["sessions"]
+            .as_array()
+            .unwrap()
+            .len(),
+        0
+    );
+}

@@ -6,7 +6,7 @@ use ctxd_protocol::*;
 
 use super::Engine;
 use super::session::materialise;
-use super::validate::validate_from;
+use super::validate::{check_stored_size, validate_fields_from};
 use crate::error::{Error, Result};
 use crate::import::chunks;
 use crate::pipeline::budget::Fate;
@@ -34,14 +34,12 @@ struct Prepared {
 fn prepare(mut inputs: Vec<RecordInput>, now: &str) -> Result<Prepared> {
     let len = chunks::slice_len(inputs.len(), MIN_RECORDS_PER_PIECE);
     // The parse has already dropped repeated uuids, so no slice can repeat another's.
+    // Each record's size is checked on its row's body below: serialised once, not twice.
     let checked = chunks::map(inputs.chunks_mut(len).enumerate(), |(k, slice)| {
-        validate_from(slice, k * len)
+        validate_fields_from(slice, k * len)
     });
     for result in checked {
-        result.map(drop).map_err(|e| match e {
-            Error::Invalid { field, message } => Error::invalid(format!("jsonl: {field}"), message),
-            other => other,
-        })?;
+        result.map_err(in_jsonl)?;
     }
     let mut records = materialise(inputs, None, now);
     let results = records
@@ -53,27 +51,43 @@ fn prepare(mut inputs: Vec<RecordInput>, now: &str) -> Result<Prepared> {
         })
         .collect();
     let boundary_uuid = super::last_boundary_uuid(&records);
+    // Owned slices, each with the index of its first record, so that each record is
+    // moved into its row and freed on the thread that made it.
     let mut slices = Vec::new();
     while records.len() > len {
-        slices.push(records.split_off(records.len() - len));
+        let at = records.len() - len;
+        slices.push((at, records.split_off(at)));
     }
-    slices.push(records);
+    slices.push((0, records));
     slices.reverse();
-    let made = chunks::map(slices, |slice| {
+    let made = chunks::map(slices, |(first, slice)| {
         slice
             .into_iter()
-            .map(records::Row::of)
+            .enumerate()
+            .map(|(i, r)| {
+                let row = records::Row::of(r)?;
+                check_stored_size(first + i, row.body.len())?;
+                Ok(row)
+            })
             .collect::<Result<Vec<_>>>()
     });
     let mut rows = Vec::with_capacity(made.iter().map(|m| m.as_ref().map_or(0, Vec::len)).sum());
     for slice in made {
-        rows.extend(slice?);
+        rows.extend(slice.map_err(in_jsonl)?);
     }
     Ok(Prepared {
         rows,
         results,
         boundary_uuid,
     })
+}
+
+/// A record's error as the import reports it: its field within the file's records.
+fn in_jsonl(e: Error) -> Error {
+    match e {
+        Error::Invalid { field, message } => Error::invalid(format!("jsonl: {field}"), message),
+        other => other,
+    }
 }
 
 impl Engine {

@@ -198,7 +198,10 @@ impl Engine {
             return;
         };
         let query = prompt_text(prompt);
-        let dirs: Vec<PathBuf> = self.memory_dirs(l);
+        // A directory that does not exist holds no memory: with none, the scan would find
+        // nothing, and a turn costs no task and no trip to the blocking pool for it.
+        let mut dirs: Vec<PathBuf> = self.memory_dirs(l);
+        dirs.retain(|d| d.is_dir());
         if query.trim().is_empty() || dirs.is_empty() {
             return;
         }

@@ -139,11 +139,22 @@ pub(crate) fn check_date(d: &str) -> Result<()> {
         .map_err(|_| Error::invalid("start_date", "must be YYYY-MM-DD"))
 }
 
+/// `records[i]`, written only into the message of an error: a batch that passes its
+/// checks formats no path.
+#[derive(Clone, Copy)]
+struct RecordAt(usize);
+
+impl std::fmt::Display for RecordAt {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "records[{}]", self.0)
+    }
+}
+
 fn bad(path: String, msg: &str) -> Error {
     Error::invalid(path, msg)
 }
 
-fn check_usage(path: &str, u: &ctxd_protocol::Usage) -> Result<()> {
+fn check_usage(path: &dyn std::fmt::Display, u: &ctxd_protocol::Usage) -> Result<()> {
     for (field, v) in [
         ("input_tokens", u.input_tokens),
         ("output_tokens", u.output_tokens),
@@ -160,7 +171,7 @@ fn check_usage(path: &str, u: &ctxd_protocol::Usage) -> Result<()> {
     Ok(())
 }
 
-fn check_source(path: &str, s: &MediaSource) -> Result<()> {
+fn check_source(path: &dyn std::fmt::Display, s: &MediaSource) -> Result<()> {
     match s {
         MediaSource::Base64 { media_type, data } | MediaSource::Text { media_type, data } => {
             if media_type.is_empty() {
@@ -181,7 +192,7 @@ fn check_source(path: &str, s: &MediaSource) -> Result<()> {
     Ok(())
 }
 
-fn check_block(path: &str, kind: RecordKind, b: &mut ContentBlock) -> Result<()> {
+fn check_block(path: &dyn std::fmt::Display, kind: RecordKind, b: &mut ContentBlock) -> Result<()> {
     if let Some(cc) = b.cache_control_mut()
         && cc.is_some()
     {
@@ -311,20 +322,43 @@ pub fn validate_batch(records: &mut [RecordInput]) -> Result<usize> {
 /// which is how its errors name the records. Uuids repeated across slices are the
 /// caller's to find.
 pub fn validate_from(records: &mut [RecordInput], first: usize) -> Result<usize> {
+    check(records, first, true)
+}
+
+/// [`validate_from`] but for each record's size: for a caller that serialises the records
+/// before any write and checks the JSON it will store with [`check_stored_size`], instead
+/// of serialising every record twice (an import).
+pub fn validate_fields_from(records: &mut [RecordInput], first: usize) -> Result<()> {
+    check(records, first, false).map(drop)
+}
+
+/// The size bound of [`validate_batch`] on record `index`'s JSON as stored.
+pub fn check_stored_size(index: usize, bytes: usize) -> Result<()> {
+    check_size(RecordAt(index), bytes)
+}
+
+fn check_size(p: RecordAt, size: usize) -> Result<()> {
+    if size > crate::limits::MAX_RECORD_BYTES {
+        return Err(bad(
+            p.to_string(),
+            &format!(
+                "is {size} bytes of JSON; a record may hold at most {} (MAX_RECORD_BYTES)",
+                crate::limits::MAX_RECORD_BYTES
+            ),
+        ));
+    }
+    Ok(())
+}
+
+fn check(records: &mut [RecordInput], first: usize, sized: bool) -> Result<usize> {
     let mut seen = HashSet::new();
     let mut total = 0usize;
     for (i, r) in records.iter_mut().enumerate() {
-        let p = format!("records[{}]", first + i);
-        let size = json_size(r);
-        total = total.saturating_add(size);
-        if size > crate::limits::MAX_RECORD_BYTES {
-            return Err(bad(
-                p,
-                &format!(
-                    "is {size} bytes of JSON; a record may hold at most {} (MAX_RECORD_BYTES)",
-                    crate::limits::MAX_RECORD_BYTES
-                ),
-            ));
+        let p = RecordAt(first + i);
+        if sized {
+            let size = json_size(r);
+            total = total.saturating_add(size);
+            check_size(p, size)?;
         }
         let Some(kind) = r.kind else {
             return Err(bad(
@@ -356,7 +390,7 @@ pub fn validate_from(records: &mut [RecordInput], first: usize) -> Result<usize>
                     "only assistant records carry usage",
                 ));
             }
-            check_usage(&format!("{p}.usage"), u)?;
+            check_usage(&format_args!("{p}.usage"), u)?;
         }
         match kind {
             RecordKind::User | RecordKind::Assistant => {
@@ -364,7 +398,7 @@ pub fn validate_from(records: &mut [RecordInput], first: usize) -> Result<usize>
                     return Err(bad(format!("{p}.content"), "must hold at least one block"));
                 }
                 for (j, b) in r.content.iter_mut().enumerate() {
-                    check_block(&format!("{p}.content[{j}]"), kind, b)?;
+                    check_block(&format_args!("{p}.content[{j}]"), kind, b)?;
                 }
                 if r.subtype.is_some() {
                     return Err(bad(
@@ -423,6 +457,26 @@ mod tests {
 
     fn parse(v: serde_json::Value) -> RecordInput {
         serde_json::from_value(v).unwrap()
+    }
+
+    /// A record past `MAX_RECORD_BYTES` as JSON is refused by name; the bound itself is
+    /// allowed, on the input as on the JSON stored.
+    #[test]
+    fn a_record_past_the_size_bound_is_refused_by_name() {
+        let max = crate::limits::MAX_RECORD_BYTES;
+        let with = |n: usize| parse(json!({"type": "user", "content": "x".repeat(n)}));
+        let overhead = json_size(&with(0));
+        let mut batch = vec![with(1), with(max - overhead)];
+        assert!(validate_batch(&mut batch).is_ok());
+        let mut batch = vec![with(1), with(max - overhead + 1)];
+        let e = validate_batch(&mut batch).unwrap_err().to_string();
+        assert!(
+            e.starts_with("records[1]:") && e.contains("MAX_RECORD_BYTES"),
+            "{e}"
+        );
+        assert!(check_stored_size(4, max).is_ok());
+        let e = check_stored_size(4, max + 1).unwrap_err().to_string();
+        assert!(e.starts_with("records[4]:"), "{e}");
     }
 
     #[test]
