@@ -268,6 +268,7 @@ impl dyn Db + '_ {
         width: usize,
         params: &[Param<'_>],
     ) -> Result<u64> {
+        // Only the check: the rows are cut below, a power of two of them at a time.
         let _whole_rows = rows_of(width, params)?;
         let mut rest = params;
         let mut changed = 0;

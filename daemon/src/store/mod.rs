@@ -147,8 +147,9 @@ pub(crate) trait Backend: Send + Sync {
     fn dialect(&self) -> Dialect;
     /// Queues a write; hands the job back when the writer is gone.
     fn submit(&self, job: WriteJob) -> std::result::Result<(), WriteJob>;
-    /// Runs a write on the calling thread, as the writer would, when the writer is idle
-    /// and nothing is queued; hands the job back otherwise (and always, by default).
+    /// Runs a write on the calling thread, as the writer would, when it may (on SQLite:
+    /// the writer idle, nothing queued, no forced checkpoint near); hands the job back
+    /// otherwise (and always, by default).
     fn run_inline(&self, job: WriteJob) -> std::result::Result<(), WriteJob> {
         Err(job)
     }
@@ -342,7 +343,7 @@ impl Store {
         R: Send + 'static,
         F: FnOnce(&mut dyn Db) -> Result<R> + Send + 'static,
     {
-        self.submit_write(session, None, f)
+        self.dispatch_write(session, None, f, false)
     }
 
     /// [`Store::write`] for what a compile derived from a loaded copy current at
@@ -359,7 +360,7 @@ impl Store {
         R: Send + 'static,
         F: FnOnce(&mut dyn Db) -> Result<R> + Send + 'static,
     {
-        self.submit_write(session, Some(revision), f)
+        self.dispatch_write(session, Some(revision), f, false)
     }
 
     /// [`Store::write`] for a write of at most a few hundred microseconds (an append of a
@@ -378,19 +379,8 @@ impl Store {
         self.dispatch_write(session, None, f, true)
     }
 
-    fn submit_write<R, F>(
-        &self,
-        session: &str,
-        current_at: Option<u64>,
-        f: F,
-    ) -> impl Future<Output = Result<R>> + 'static
-    where
-        R: Send + 'static,
-        F: FnOnce(&mut dyn Db) -> Result<R> + Send + 'static,
-    {
-        self.dispatch_write(session, current_at, f, false)
-    }
-
+    /// Queues the write, or with `inline` first offers it to the backend to run on this
+    /// thread ([`Backend::run_inline`]).
     fn dispatch_write<R, F>(
         &self,
         session: &str,

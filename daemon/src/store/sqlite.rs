@@ -193,15 +193,7 @@ impl Db for SqliteDb<'_> {
 
     fn try_insert(&mut self, sql: &str, params: &[Param<'_>]) -> Result<Option<u64>> {
         let mut stmt = self.conn.prepare_cached(sql)?;
-        match stmt.execute(rusqlite::params_from_iter(params.iter())) {
-            Ok(n) => Ok(Some(n as u64)),
-            Err(rusqlite::Error::SqliteFailure(f, _))
-                if f.code == rusqlite::ErrorCode::ConstraintViolation =>
-            {
-                Ok(None)
-            }
-            Err(e) => Err(e.into()),
-        }
+        inserted(stmt.execute(rusqlite::params_from_iter(params.iter())))
     }
 
     fn try_insert_each(
@@ -213,14 +205,8 @@ impl Db for SqliteDb<'_> {
         // Prepared once for the rows, not looked up in the statement cache for each.
         let mut stmt = self.conn.prepare_cached(sql)?;
         for (i, row) in super::db::rows_of(width, params)?.enumerate() {
-            match stmt.execute(rusqlite::params_from_iter(row.iter())) {
-                Ok(_) => {}
-                Err(rusqlite::Error::SqliteFailure(f, _))
-                    if f.code == rusqlite::ErrorCode::ConstraintViolation =>
-                {
-                    return Ok(Some(i));
-                }
-                Err(e) => return Err(e.into()),
+            if inserted(stmt.execute(rusqlite::params_from_iter(row.iter())))?.is_none() {
+                return Ok(Some(i));
             }
         }
         Ok(None)
@@ -247,6 +233,19 @@ impl Db for SqliteDb<'_> {
 
     fn context_changed(&mut self) {
         self.context_changed = true;
+    }
+}
+
+/// An insert's outcome: the rows it changed, or `None` when a constraint refused it.
+fn inserted(r: rusqlite::Result<usize>) -> Result<Option<u64>> {
+    match r {
+        Ok(n) => Ok(Some(n as u64)),
+        Err(rusqlite::Error::SqliteFailure(f, _))
+            if f.code == rusqlite::ErrorCode::ConstraintViolation =>
+        {
+            Ok(None)
+        }
+        Err(e) => Err(e.into()),
     }
 }
 
@@ -316,19 +315,28 @@ struct Writer {
 
 impl Writer {
     /// Runs one job on the calling thread, then asks the checkpointer for a checkpoint
-    /// when the commit left the WAL past the threshold.
+    /// when its commit left the WAL past the threshold.
     fn run(&mut self, job: WriteJob) {
-        WAL_FRAMES.set(self.frames);
+        // Stays negative unless the job commits pages (the hook is called only then).
+        WAL_FRAMES.set(-1);
         THRESHOLDS.set(self.thresholds);
         LOG.set(Some(self.log.clone()));
         run(&mut self.conn, job, &self.generation);
-        self.frames = WAL_FRAMES.get();
+        let committed = WAL_FRAMES.get();
         LOG.set(None);
-        if self.frames >= self.thresholds.asked {
-            self.frames = 0;
-            // Full: one is already asked for, and it will copy these frames too.
-            let _ = self.checkpointer.try_send(());
+        if committed >= 0 {
+            self.frames = committed;
+            if committed >= self.thresholds.asked {
+                // Full: one is already asked for, and it will copy these frames too.
+                let _ = self.checkpointer.try_send(());
+            }
         }
+    }
+
+    /// Whether a write's commit could take the WAL past the forced bound, and so run a
+    /// whole checkpoint itself: one the writer thread should run, not an async worker.
+    fn near_forced(&self) -> bool {
+        self.frames >= self.thresholds.forced - self.thresholds.asked
     }
 }
 
@@ -427,7 +435,7 @@ impl Backend for Sqlite {
             return Err(job);
         };
         // A write queued since the first look runs first.
-        if self.queued.load(Ordering::SeqCst) != 0 {
+        if self.queued.load(Ordering::SeqCst) != 0 || w.near_forced() {
             return Err(job);
         }
         w.run(job);
@@ -702,6 +710,40 @@ mod tests {
             .await
             .unwrap();
         assert_eq!(n, 1);
+    }
+
+    /// A short write goes to the writer thread when its commit could reach the forced
+    /// checkpoint bound: that checkpoint must not run on the caller's (async) thread.
+    #[tokio::test(flavor = "current_thread")]
+    async fn a_short_write_near_the_forced_bound_runs_on_the_writer() {
+        let dir = tempfile::tempdir().unwrap();
+        let backend = Sqlite::open_with(
+            &dir.path().join("ctxd.db"),
+            // Any WAL is within `asked` frames of the forced bound.
+            Checkpoints {
+                asked: 999,
+                forced: 1_000,
+            },
+        )
+        .unwrap();
+        let store = Store::over(std::sync::Arc::new(backend));
+        let short = |x: i64| {
+            store.write_short("s", move |db| {
+                db.execute("INSERT INTO t VALUES (?1)", params![x])?;
+                Ok(std::thread::current().name().map(str::to_string))
+            })
+        };
+        store
+            .write("s", |db| {
+                db.execute("CREATE TABLE t (x INTEGER)", params![])?;
+                Ok(())
+            })
+            .await
+            .unwrap();
+        assert_eq!(
+            short(1).await.unwrap().as_deref(),
+            Some("ctxd-sqlite-writer")
+        );
     }
 
     /// A short write issued while another waits in the queue goes behind it, to the
