@@ -74,10 +74,13 @@ pub fn insert(
     fp: &Fingerprint,
     shape: &KeyShape,
 ) -> Result<()> {
+    // Only the row before it can still hold units (each insert clears its predecessor's):
+    // looked up by key, not by scanning the session's rows for units.
     db.execute(
         "UPDATE compile_log SET units = NULL, tool_names = NULL
-         WHERE session_id = ?1 AND units IS NOT NULL",
-        params![session],
+         WHERE session_id = ?1 AND units IS NOT NULL
+           AND id = (SELECT MAX(id) FROM compile_log WHERE session_id = ?1 AND id < ?2)",
+        params![session, id as i64],
     )?;
     let (fp, units, names) = (
         serde_json::to_string(fp)?,
@@ -136,4 +139,51 @@ pub fn copy(db: &mut dyn Db, from: &str, to: &str) -> Result<()> {
         params![from, to],
     )?;
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::store::Store;
+
+    fn with_units(db: &mut dyn Db, session: &str) -> Result<Vec<i64>> {
+        db.query_map(
+            "SELECT id FROM compile_log WHERE session_id = ?1 AND units IS NOT NULL ORDER BY id",
+            params![session],
+            |r| r.int(0),
+        )
+    }
+
+    /// Only the newest row keeps its units, in a session and in a fork of it, and the
+    /// newest row reads back with its shape.
+    #[tokio::test]
+    async fn only_the_newest_row_keeps_its_units() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = Store::open(&dir.path().join("ctxd.db")).unwrap();
+        let (ids, fork_ids, newest) = store
+            .write("a", |db| {
+                for id in ["a", "b"] {
+                    db.execute(
+                        "INSERT INTO sessions (id, cwd, original_cwd, model_profile, settings, start_date, created_at, updated_at) VALUES (?1,'/','/','{}','{}','2026-01-01','t','t')",
+                        params![id],
+                    )?;
+                }
+                let shape = KeyShape {
+                    tool_names: vec!["Read".into()],
+                    ..KeyShape::default()
+                };
+                for id in [1, 2, 5] {
+                    insert(db, "a", id, "", &Fingerprint::default(), &shape)?;
+                }
+                copy(db, "a", "b")?;
+                insert(db, "b", 6, "", &Fingerprint::default(), &shape)?;
+                let newest = newest(db, "a")?.map(|n| (n.id, n.shape.map(|s| s.tool_names)));
+                Ok((with_units(db, "a")?, with_units(db, "b")?, newest))
+            })
+            .await
+            .unwrap();
+        assert_eq!(ids, [5]);
+        assert_eq!(fork_ids, [6]);
+        assert_eq!(newest, Some((5, Some(vec!["Read".to_string()]))));
+    }
 }
