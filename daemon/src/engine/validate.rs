@@ -315,19 +315,14 @@ fn json_size(r: &RecordInput) -> usize {
 /// Checks one batch; its size as JSON, in bytes. `records` may be adjusted in place
 /// (nothing yet); the caller assigns uuids, sequence numbers and timestamps afterwards.
 pub fn validate_batch(records: &mut [RecordInput]) -> Result<usize> {
-    validate_from(records, 0)
+    check(records, 0, true)
 }
 
-/// [`validate_batch`] of a slice of a batch that starts at the batch's record `first`,
-/// which is how its errors name the records. Uuids repeated across slices are the
-/// caller's to find.
-pub fn validate_from(records: &mut [RecordInput], first: usize) -> Result<usize> {
-    check(records, first, true)
-}
-
-/// [`validate_from`] but for each record's size: for a caller that serialises the records
-/// before any write and checks the JSON it will store with [`check_stored_size`], instead
-/// of serialising every record twice (an import).
+/// [`validate_batch`] but for each record's size, of a slice of a batch that starts at
+/// the batch's record `first` (which is how its errors name the records; uuids repeated
+/// across slices are the caller's to find). For a caller that serialises the records
+/// before any write and checks the JSON it will store with [`check_stored_size`],
+/// instead of serialising every record twice (an import).
 pub fn validate_fields_from(records: &mut [RecordInput], first: usize) -> Result<()> {
     check(records, first, false).map(drop)
 }

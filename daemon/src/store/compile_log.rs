@@ -163,10 +163,7 @@ mod tests {
         let (ids, fork_ids, newest) = store
             .write("a", |db| {
                 for id in ["a", "b"] {
-                    db.execute(
-                        "INSERT INTO sessions (id, cwd, original_cwd, model_profile, settings, start_date, created_at, updated_at) VALUES (?1,'/','/','{}','{}','2026-01-01','t','t')",
-                        params![id],
-                    )?;
+                    crate::store::sessions::insert_bare(db, id)?;
                 }
                 let shape = KeyShape {
                     tool_names: vec!["Read".into()],

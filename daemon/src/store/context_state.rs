@@ -255,10 +255,7 @@ mod tests {
         let got = store
             .write("a", |tx| {
                 for id in ["a", "b"] {
-                    tx.execute(
-                        "INSERT INTO sessions (id, cwd, original_cwd, model_profile, settings, start_date, created_at, updated_at) VALUES (?1,'/','/','{}','{}','2026-01-01','t','t')",
-                        params![id],
-                    )?;
+                    crate::store::sessions::insert_bare(tx, id)?;
                 }
                 put_read_state(tx, "a", &state("/x", Some("one")))?;
                 put_read_state(tx, "a", &state("/y", Some("why")))?;
@@ -273,12 +270,11 @@ mod tests {
                 let forked = (read_content(tx, "b", "/x")?, read_content(tx, "b", "/y")?);
                 remove_read_state(tx, "b", "/x")?;
                 clear_read_state(tx, "a")?;
-                let left = tx
-                    .query_map(
-                        "SELECT session_id, path FROM file_read_content ORDER BY session_id, path",
-                        params![],
-                        |r| Ok((r.text(0)?, r.text(1)?)),
-                    )?;
+                let left = tx.query_map(
+                    "SELECT session_id, path FROM file_read_content ORDER BY session_id, path",
+                    params![],
+                    |r| Ok((r.text(0)?, r.text(1)?)),
+                )?;
                 Ok((stamps, now, forked, left))
             })
             .await

@@ -471,10 +471,7 @@ mod tests {
         let store = Store::open(&dir.path().join("t.db")).unwrap();
         let r: Result<()> = store
             .write("a", |tx| {
-                tx.execute(
-                    "INSERT INTO sessions (id, cwd, original_cwd, model_profile, settings, start_date, created_at, updated_at) VALUES ('a','/','/','{}','{}','2026-01-01','t','t')",
-                    params![],
-                )?;
+                sessions::insert_bare(tx, "a")?;
                 Err(Error::invalid("x", "refused"))
             })
             .await;

@@ -215,3 +215,14 @@ pub fn rejected_media(db: &mut dyn Db, id: &str) -> Result<Vec<(String, u32)>> {
         |r| Ok((r.text(0)?, r.u32(1)?)),
     )
 }
+
+/// A session row with only what the schema requires: for store tests of tables that
+/// reference sessions.
+#[cfg(test)]
+pub(crate) fn insert_bare(db: &mut dyn Db, id: &str) -> Result<()> {
+    db.execute(
+        "INSERT INTO sessions (id, cwd, original_cwd, model_profile, settings, start_date, created_at, updated_at) VALUES (?1,'/','/','{}','{}','2026-01-01','t','t')",
+        params![id],
+    )?;
+    Ok(())
+}
