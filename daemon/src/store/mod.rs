@@ -28,7 +28,7 @@ mod sqlite;
 pub use db::{Db, Dialect};
 pub use postgres::notify::{Remote, RemoteWhat};
 pub use postgres::{DEFAULT_POOL, PgOptions};
-pub use sqlite::migrate;
+pub use sqlite::{PAGE_SIZE, migrate};
 
 use std::any::Any;
 use std::path::Path;
@@ -83,6 +83,7 @@ impl StoreConfig {
         match self {
             StoreConfig::Sqlite => {
                 let mut conn = rusqlite::Connection::open(sqlite)?;
+                sqlite::set_file_format(&conn)?;
                 migrate(&mut conn)?;
                 Ok(format!("{} is up to date", sqlite.display()))
             }

@@ -312,3 +312,38 @@ async fn the_context_generation_moves_with_noted_commits_only() {
         "a noted commit, seen once it is done"
     );
 }
+
+fn page_size(path: &std::path::Path) -> i64 {
+    Connection::open(path)
+        .unwrap()
+        .query_row("PRAGMA page_size", [], |r| r.get(0))
+        .unwrap()
+}
+
+/// A database ctxd creates, by opening its store or by `ctxd migrate`, has the store's
+/// page size; one created with another keeps it, and works as before.
+#[tokio::test]
+async fn a_new_database_takes_the_page_size_and_an_old_one_keeps_its_own() {
+    let dir = tempfile::tempdir().unwrap();
+    let opened = dir.path().join("opened.db");
+    drop(Sqlite::open(&opened).unwrap());
+    assert_eq!(page_size(&opened), i64::from(PAGE_SIZE));
+    let migrated = dir.path().join("migrated.db");
+    crate::store::StoreConfig::Sqlite
+        .migrate(&migrated)
+        .unwrap();
+    assert_eq!(page_size(&migrated), i64::from(PAGE_SIZE));
+
+    let old = dir.path().join("old.db");
+    let conn = Connection::open(&old).unwrap();
+    conn.pragma_update(None, "page_size", 4096).unwrap();
+    conn.pragma_update(None, "journal_mode", "WAL").unwrap();
+    conn.execute_batch("CREATE TABLE scratch (x INTEGER)")
+        .unwrap();
+    drop(conn);
+    let (store, _) = store_with(&old, CHECKPOINTS);
+    exec(&store, "INSERT INTO scratch VALUES (1)").await;
+    let n = store.read(|db| count(db)).await.unwrap();
+    assert_eq!(n, 1);
+    assert_eq!(page_size(&old), 4096);
+}
