@@ -441,7 +441,7 @@ fn raw_minimal(path: &Path, batches: usize) -> Duration {
 
 /// What SQLite alone costs for what the engine stored: the session's rows read back
 /// from the engine's database and inserted, in the same batches, into a fresh copy of
-/// ctxd's `records` table (its uuid index and foreign key included).
+/// ctxd's `records` table as its migrations leave it (its keys and foreign key included).
 fn raw_same_rows(engine_db: &Path, path: &Path) -> Duration {
     type Row = (
         String,
@@ -470,12 +470,20 @@ fn raw_same_rows(engine_db: &Path, path: &Path) -> Duration {
         .unwrap()
         .map(Result::unwrap)
         .collect();
+    // The tables as the engine's migrations left them.
+    let schema: Vec<String> = src
+        .prepare("SELECT sql FROM sqlite_master WHERE type = 'table' AND name IN ('sessions', 'records') ORDER BY name = 'records'")
+        .unwrap()
+        .query_map([], |r| r.get(0))
+        .unwrap()
+        .map(Result::unwrap)
+        .collect();
+    assert_eq!(schema.len(), 2);
     let conn = raw_connection(path);
     conn.pragma_update(None, "foreign_keys", "ON").unwrap();
-    conn.execute_batch(include_str!(
-        "../../migrations/01-sessions-and-records/up.sql"
-    ))
-    .unwrap();
+    for table in &schema {
+        conn.execute_batch(table).unwrap();
+    }
     for (id, at) in &sessions {
         conn.execute(
             "INSERT INTO sessions (id, cwd, original_cwd, model_profile, settings, start_date, created_at, updated_at) VALUES (?1, '/tmp', '/tmp', '{}', '{}', '2026-01-01', ?2, ?2)",

@@ -35,7 +35,6 @@ pub(crate) struct Checkpoints {
     pub forced: i32,
 }
 
-/// 1,000 frames, and 16,000 (64 MB at 4 KB pages).
 /// The page size of a database ctxd creates. A record's body is often several KB (a tool
 /// result, a file read), and every page a commit changes is a WAL frame of its own, two
 /// write calls each: with 8 KB pages an import writes about half as many frames as with
@@ -43,6 +42,7 @@ pub(crate) struct Checkpoints {
 /// with another page size keeps it (changing it would mean rewriting the file).
 pub const PAGE_SIZE: u32 = 8192;
 
+/// 1,000 frames, and 16,000 (128 MB at [`PAGE_SIZE`]).
 const CHECKPOINTS: Checkpoints = Checkpoints {
     asked: 1_000,
     forced: 16_000,

@@ -91,6 +91,62 @@ fn read_content_moves_to_its_own_table() {
     assert_eq!(contents, [("/a".to_string(), "abc".to_string())]);
 }
 
+/// Records keep every column and their order across the move to a table with rowids,
+/// and the table keeps its keys: a repeated uuid or seq in a session is refused, and
+/// deleting a session deletes its records.
+#[test]
+fn records_move_to_a_table_with_rowids() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut conn = Connection::open(dir.path().join("old.db")).unwrap();
+    conn.pragma_update(None, "foreign_keys", "ON").unwrap();
+    migrations().unwrap().to_version(&mut conn, 10).unwrap();
+    let sql = "SELECT session_id, seq, uuid, parent_uuid, kind, timestamp, message_id, body FROM records ORDER BY session_id, seq";
+    let rows = |conn: &Connection| -> Vec<Vec<Option<String>>> {
+        conn.prepare(sql)
+            .unwrap()
+            .query_map([], |r| {
+                (0..8)
+                    .map(|i| match r.get_ref(i)? {
+                        rusqlite::types::ValueRef::Integer(n) => Ok(Some(n.to_string())),
+                        rusqlite::types::ValueRef::Null => Ok(None),
+                        _ => r.get(i),
+                    })
+                    .collect()
+            })
+            .unwrap()
+            .collect::<rusqlite::Result<_>>()
+            .unwrap()
+    };
+    let big = "x".repeat(20_000);
+    conn.execute_batch(&format!(
+        "INSERT INTO sessions (id, cwd, original_cwd, model_profile, settings, start_date, created_at, updated_at)
+             VALUES ('s', '/', '/', '{{}}', '{{}}', '2026-01-01', 't', 't'),
+                    ('r', '/', '/', '{{}}', '{{}}', '2026-01-01', 't', 't');
+         INSERT INTO records (session_id, seq, uuid, parent_uuid, kind, timestamp, message_id, body) VALUES
+             ('s', 2, 'u2', 'u1', 'assistant', 't2', 'm', '{big}'),
+             ('s', 1, 'u1', NULL, 'user', 't1', NULL, '{{}}'),
+             ('r', 1, 'u1', NULL, 'user', 't1', NULL, '{{\"a\":1}}');"
+    ))
+    .unwrap();
+    let before = rows(&conn);
+    assert_eq!(before.len(), 3);
+    migrate(&mut conn).unwrap();
+    assert_eq!(rows(&conn), before);
+    let rowids: i64 = conn
+        .query_row("SELECT count(rowid) FROM records", [], |r| r.get(0))
+        .unwrap();
+    assert_eq!(rowids, 3, "a table with rowids");
+    for dup in [
+        "INSERT INTO records VALUES ('s', 3, 'u1', NULL, 'user', 't', NULL, '{}')",
+        "INSERT INTO records VALUES ('s', 2, 'u3', NULL, 'user', 't', NULL, '{}')",
+    ] {
+        assert!(conn.execute(dup, []).is_err(), "{dup}");
+    }
+    conn.execute("DELETE FROM sessions WHERE id = 's'", [])
+        .unwrap();
+    assert_eq!(rows(&conn).len(), 1);
+}
+
 /// A store over a fresh database with these checkpoint thresholds, and its checkpoint
 /// log.
 fn store_with(path: &std::path::Path, checkpoints: Checkpoints) -> (Store, Arc<CheckpointLog>) {
