@@ -10,6 +10,9 @@ use crate::pipeline::latch::Latched;
 /// Rows kept per session: enough to attribute the breaks of any recent call.
 pub const KEEP: u64 = 256;
 
+/// Compiles between two prunings of the log.
+pub const PRUNE_EVERY: u64 = 32;
+
 /// The newest compile's cache key and its history, or `None` before any compile.
 pub struct Newest {
     pub id: u64,
@@ -19,8 +22,9 @@ pub struct Newest {
 
 pub fn newest(db: &mut dyn Db, session: &str) -> Result<Option<Newest>> {
     let row = db.query_opt(
-        "SELECT id, boundary_uuid, fingerprint, units, tool_names FROM compile_log
-         WHERE session_id = ?1 ORDER BY id DESC LIMIT 1",
+        "SELECT l.id, l.boundary_uuid, l.fingerprint, u.units, u.tool_names FROM compile_log AS l
+         LEFT JOIN compile_units AS u ON u.session_id = l.session_id AND u.id = l.id
+         WHERE l.session_id = ?1 ORDER BY l.id DESC LIMIT 1",
         params![session],
     )?;
     let Some(row) = row else {
@@ -65,7 +69,10 @@ pub fn fingerprints(
     Ok(out)
 }
 
-/// Stores a compile; only the newest row keeps its units.
+/// Stores a compile, and its units as the session's newest (they replace the previous
+/// compile's). The log is pruned to its last [`KEEP`] rows once every [`PRUNE_EVERY`]
+/// compiles, so it holds fewer than `KEEP + PRUNE_EVERY` rows: deleting the oldest row
+/// at each compile wrote two more pages (the oldest rows' and their index's) every time.
 pub fn insert(
     db: &mut dyn Db,
     session: &str,
@@ -74,30 +81,29 @@ pub fn insert(
     fp: &Fingerprint,
     shape: &KeyShape,
 ) -> Result<()> {
-    // Only the row before it can still hold units (each insert clears its predecessor's):
-    // looked up by key, not by scanning the session's rows for units.
-    db.execute(
-        "UPDATE compile_log SET units = NULL, tool_names = NULL
-         WHERE session_id = ?1 AND units IS NOT NULL
-           AND id = (SELECT MAX(id) FROM compile_log WHERE session_id = ?1 AND id < ?2)",
-        params![session, id as i64],
-    )?;
     let (fp, units, names) = (
         serde_json::to_string(fp)?,
         cache_prefix::encode_units(&shape.units),
         serde_json::to_string(&shape.tool_names)?,
     );
     db.execute(
-        "INSERT INTO compile_log (session_id, id, boundary_uuid, fingerprint, units, tool_names)
-         VALUES (?1, ?2, ?3, ?4, ?5, ?6)
+        "INSERT INTO compile_log (session_id, id, boundary_uuid, fingerprint) VALUES (?1, ?2, ?3, ?4)
          ON CONFLICT (session_id, id) DO UPDATE SET boundary_uuid = excluded.boundary_uuid,
-           fingerprint = excluded.fingerprint, units = excluded.units, tool_names = excluded.tool_names",
-        params![session, id as i64, boundary_uuid, &fp, units.as_slice(), &names],
+           fingerprint = excluded.fingerprint",
+        params![session, id as i64, boundary_uuid, &fp],
     )?;
     db.execute(
-        "DELETE FROM compile_log WHERE session_id = ?1 AND id <= ?2",
-        params![session, id as i64 - KEEP as i64],
+        "INSERT INTO compile_units (session_id, id, units, tool_names) VALUES (?1, ?2, ?3, ?4)
+         ON CONFLICT (session_id) DO UPDATE SET id = excluded.id, units = excluded.units,
+           tool_names = excluded.tool_names",
+        params![session, id as i64, units.as_slice(), &names],
     )?;
+    if id.is_multiple_of(PRUNE_EVERY) {
+        db.execute(
+            "DELETE FROM compile_log WHERE session_id = ?1 AND id <= ?2",
+            params![session, id as i64 - KEEP as i64],
+        )?;
+    }
     Ok(())
 }
 
@@ -129,8 +135,13 @@ pub fn set_latch(db: &mut dyn Db, session: &str, l: &Latched) -> Result<()> {
 /// content, so the fork's first request reads what the parent wrote.
 pub fn copy(db: &mut dyn Db, from: &str, to: &str) -> Result<()> {
     db.execute(
-        "INSERT INTO compile_log (session_id, id, boundary_uuid, fingerprint, units, tool_names)
-         SELECT CAST(?2 AS TEXT), id, boundary_uuid, fingerprint, units, tool_names FROM compile_log WHERE session_id = ?1",
+        "INSERT INTO compile_log (session_id, id, boundary_uuid, fingerprint)
+         SELECT CAST(?2 AS TEXT), id, boundary_uuid, fingerprint FROM compile_log WHERE session_id = ?1",
+        params![from, to],
+    )?;
+    db.execute(
+        "INSERT INTO compile_units (session_id, id, units, tool_names)
+         SELECT CAST(?2 AS TEXT), id, units, tool_names FROM compile_units WHERE session_id = ?1",
         params![from, to],
     )?;
     db.execute(
@@ -146,41 +157,78 @@ mod tests {
     use super::*;
     use crate::store::Store;
 
-    fn with_units(db: &mut dyn Db, session: &str) -> Result<Vec<i64>> {
+    fn units_of(db: &mut dyn Db, session: &str) -> Result<Vec<i64>> {
         db.query_map(
-            "SELECT id FROM compile_log WHERE session_id = ?1 AND units IS NOT NULL ORDER BY id",
+            "SELECT id FROM compile_units WHERE session_id = ?1",
             params![session],
             |r| r.int(0),
         )
     }
 
-    /// Only the newest row keeps its units, in a session and in a fork of it, and the
-    /// newest row reads back with its shape.
+    fn ids(db: &mut dyn Db, session: &str) -> Result<Vec<u64>> {
+        db.query_map(
+            "SELECT id FROM compile_log WHERE session_id = ?1 ORDER BY id",
+            params![session],
+            |r| r.u64(0),
+        )
+    }
+
+    fn shape() -> KeyShape {
+        KeyShape {
+            tool_names: vec!["Read".into()],
+            ..KeyShape::default()
+        }
+    }
+
+    /// A session keeps the units of its newest compile only, and a fork takes them and
+    /// then keeps its own; the newest row reads back with its shape.
     #[tokio::test]
-    async fn only_the_newest_row_keeps_its_units() {
+    async fn only_the_newest_compile_keeps_its_units() {
         let dir = tempfile::tempdir().unwrap();
         let store = Store::open(&dir.path().join("ctxd.db")).unwrap();
-        let (ids, fork_ids, newest) = store
+        let (units, fork_units, newest) = store
             .write("a", |db| {
                 for id in ["a", "b"] {
                     crate::store::sessions::insert_bare(db, id)?;
                 }
-                let shape = KeyShape {
-                    tool_names: vec!["Read".into()],
-                    ..KeyShape::default()
-                };
                 for id in [1, 2, 5] {
-                    insert(db, "a", id, "", &Fingerprint::default(), &shape)?;
+                    insert(db, "a", id, "", &Fingerprint::default(), &shape())?;
                 }
                 copy(db, "a", "b")?;
-                insert(db, "b", 6, "", &Fingerprint::default(), &shape)?;
+                assert_eq!(units_of(db, "b")?, [5]);
+                insert(db, "b", 6, "", &Fingerprint::default(), &shape())?;
                 let newest = newest(db, "a")?.map(|n| (n.id, n.shape.map(|s| s.tool_names)));
-                Ok((with_units(db, "a")?, with_units(db, "b")?, newest))
+                Ok((units_of(db, "a")?, units_of(db, "b")?, newest))
             })
             .await
             .unwrap();
-        assert_eq!(ids, [5]);
-        assert_eq!(fork_ids, [6]);
+        assert_eq!(units, [5]);
+        assert_eq!(fork_units, [6]);
         assert_eq!(newest, Some((5, Some(vec!["Read".to_string()]))));
+    }
+
+    /// Pruned every few compiles, the log always holds at least the newest `KEEP`
+    /// compiles, and never `KEEP + PRUNE_EVERY` rows.
+    #[tokio::test]
+    async fn the_log_keeps_the_newest_compiles_between_prunings() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = Store::open(&dir.path().join("ctxd.db")).unwrap();
+        store
+            .write("a", |db| {
+                crate::store::sessions::insert_bare(db, "a")?;
+                for id in 1..=KEEP + 3 * PRUNE_EVERY {
+                    insert(db, "a", id, "", &Fingerprint::default(), &shape())?;
+                    let kept = ids(db, "a")?;
+                    let newest: Vec<u64> = (id.saturating_sub(KEEP) + 1..=id).collect();
+                    assert!(kept.ends_with(&newest), "after compile {id}");
+                    assert!(
+                        (kept.len() as u64) < KEEP + PRUNE_EVERY,
+                        "after compile {id}"
+                    );
+                }
+                Ok(())
+            })
+            .await
+            .unwrap();
     }
 }

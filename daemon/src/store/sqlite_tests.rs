@@ -147,6 +147,43 @@ fn records_move_to_a_table_with_rowids() {
     assert_eq!(rows(&conn).len(), 1);
 }
 
+/// The newest compile's units move to their own row per session; an older row's units
+/// (left by a log written before units were cleared on each compile) are not carried.
+#[test]
+fn compile_units_move_to_their_own_table() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut conn = Connection::open(dir.path().join("old.db")).unwrap();
+    conn.pragma_update(None, "foreign_keys", "ON").unwrap();
+    migrations().unwrap().to_version(&mut conn, 11).unwrap();
+    conn.execute_batch(
+        "INSERT INTO sessions (id, cwd, original_cwd, model_profile, settings, start_date, created_at, updated_at)
+             VALUES ('s', '/', '/', '{}', '{}', '2026-01-01', 't', 't'),
+                    ('n', '/', '/', '{}', '{}', '2026-01-01', 't', 't');
+         INSERT INTO compile_log (session_id, id, boundary_uuid, fingerprint, units, tool_names) VALUES
+             ('s', 1, 'b', '{}', x'01', '[\"Old\"]'),
+             ('s', 2, 'b', '{}', x'0203', '[\"Read\"]'),
+             ('n', 1, 'b', '{}', NULL, NULL);",
+    )
+    .unwrap();
+    migrate(&mut conn).unwrap();
+    let units: Vec<(String, i64, Vec<u8>, String)> = conn
+        .prepare("SELECT session_id, id, units, tool_names FROM compile_units")
+        .unwrap()
+        .query_map([], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?)))
+        .unwrap()
+        .collect::<rusqlite::Result<_>>()
+        .unwrap();
+    assert_eq!(units, [("s".into(), 2, vec![2, 3], r#"["Read"]"#.into())]);
+    let log: i64 = conn
+        .query_row("SELECT count(*) FROM compile_log", [], |r| r.get(0))
+        .unwrap();
+    assert_eq!(log, 3);
+    assert!(
+        conn.prepare("SELECT units FROM compile_log").is_err(),
+        "the log has no units column left"
+    );
+}
+
 /// A store over a fresh database with these checkpoint thresholds, and its checkpoint
 /// log.
 fn store_with(path: &std::path::Path, checkpoints: Checkpoints) -> (Store, Arc<CheckpointLog>) {
