@@ -15,7 +15,7 @@ use crate::store::{fates, records, sessions};
 
 /// Fewer records than this are checked and serialised on one thread: a thread costs more
 /// than it saves.
-const MIN_RECORDS_PER_PIECE: usize = 64;
+const MIN_RECORDS_PER_PIECE: usize = 16;
 
 /// An import's records, checked, numbered from the first and made into rows before the
 /// write, with what the session's state needs of them.
