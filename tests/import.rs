@@ -60,8 +60,10 @@ fn every_fixture_imports_with_its_counts() {
         assert_eq!(stats["assistant"], assistant, "{}", f.display());
         assert_eq!(stats["tool_use"], tool_use, "{}", f.display());
         assert_eq!(stats["tool_result"], tool_result, "{}", f.display());
-        // What was stored is what was counted.
+        // What was stored is what was counted, and the import told the session as stored.
         let sid = r["session_id"].as_str().unwrap();
+        let stored = d.call("session.get", json!({"session_id": sid}));
+        assert_eq!(r["session"], stored["session"], "{}", f.display());
         let read = d.call("transcript.read", json!({"session_id": sid, "limit": 5000}));
         let recs = read["records"].as_array().unwrap();
         assert_eq!(recs.len() as u64, stats["records"].as_u64().unwrap());

@@ -98,8 +98,7 @@ impl Engine {
     ) -> Result<(SessionInfo, ImportStats)> {
         // Milliseconds of CPU for a long transcript: off the async workers.
         let jsonl = std::mem::take(&mut p.jsonl);
-        let now = self.now_text();
-        let stamp = now.clone();
+        let stamp = self.now_text();
         let (imported, mut prepared) = tokio::task::spawn_blocking(move || {
             let mut imported = crate::import::claude_code::parse(&jsonl)
                 .map_err(|e| Error::invalid("jsonl", e.to_string()))?;
@@ -146,6 +145,12 @@ impl Engine {
         let import_fates: Vec<(String, Fate)> = import_fates.into_iter().collect();
         let (claude_md, loaded) = self.startup_instructions(&row).await?;
         let seq = prepared.rows.last().map_or(0, |r| r.seq);
+        // What the session is once written: the row as inserted, with its records. Told
+        // from here rather than read back, which cost a tenth of a small import.
+        let info = row.info(
+            prepared.rows.len() as u64,
+            prepared.rows.last().map(|r| r.uuid.clone()),
+        );
         let memo = InstructionMemo {
             claude_md,
             boundary_uuid: std::mem::take(&mut prepared.boundary_uuid),
@@ -157,7 +162,6 @@ impl Engine {
             .write(&row.id, move |tx| {
                 sessions::insert(tx, &r)?;
                 records::insert_rows(tx, &r.id, &prepared.rows)?;
-                sessions::touch(tx, &r.id, &now)?;
                 fates::insert(tx, &r.id, fates::BUDGET, &import_fates, seq)?;
                 context_state::set_memo(tx, &r.id, &memo)?;
                 context_state::add_loaded(tx, &r.id, &loaded)?;
@@ -166,7 +170,6 @@ impl Engine {
             })
             .await?;
         drop(prepared);
-        let info = self.get_session(&row.id).await?;
         for w in &imported.stats.warnings {
             tracing::warn!(session = %row.id, "import: {w}");
         }

@@ -104,9 +104,12 @@ pub fn slice_len(len: usize, min_len: usize) -> usize {
     len.div_ceil(parts()).max(min_len).max(1)
 }
 
-/// How many pieces to cut a text into on this machine.
+/// How many pieces to cut a text into on this machine. Asked once: the standard
+/// library reads the cgroup's CPU quota from files at every call (in the import bench
+/// it was a twentieth of a small import's time on the caller's thread).
 pub fn parts() -> usize {
-    std::thread::available_parallelism().map_or(1, |n| n.get().min(8))
+    static PARTS: OnceLock<usize> = OnceLock::new();
+    *PARTS.get_or_init(|| std::thread::available_parallelism().map_or(1, |n| n.get().min(8)))
 }
 
 #[cfg(test)]

@@ -142,12 +142,16 @@ fn parse_in(jsonl: &str, pieces: Vec<Piece<'_>>) -> Result<Imported, ImportError
         jsonl.len()
     );
     let parsed = chunks::map(pieces, parse_piece);
+    let items = parsed
+        .iter()
+        .map(|p| p.as_ref().map_or(0, |p| p.items.len()))
+        .sum();
 
     let mut stats = ImportStats::default();
     let mut cwd = None;
     let mut source_session_id = None;
-    let mut pending: Vec<Pending> = Vec::new();
-    let mut seen_uuids: HashSet<String> = HashSet::new();
+    let mut pending: Vec<Pending> = Vec::with_capacity(items);
+    let mut seen_uuids: HashSet<String> = HashSet::with_capacity(items);
     // uuid → parentUuid of every skipped line, to walk over them when relinking.
     let mut skipped_parents: HashMap<String, Option<String>> = HashMap::new();
     let mut replacements: Vec<(String, String)> = Vec::new();
@@ -192,7 +196,7 @@ fn parse_in(jsonl: &str, pieces: Vec<Piece<'_>>) -> Result<Imported, ImportError
     }
 
     let mut records = Vec::with_capacity(pending.len());
-    let mut imported: HashSet<String> = HashSet::new();
+    let mut imported: HashSet<String> = HashSet::with_capacity(pending.len());
     let mut source_lines = Vec::with_capacity(pending.len());
     for Pending {
         mut record,
