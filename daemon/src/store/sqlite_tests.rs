@@ -51,14 +51,23 @@ fn a_read_is_one_snapshot_and_ends_it() {
     assert_eq!(lock(&store.readers).len(), 1, "one pooled reader, reused");
 }
 
+/// A database as the first `version` migrations leave it, with foreign keys on.
+fn database_at(dir: &std::path::Path, version: usize) -> Connection {
+    let mut conn = Connection::open(dir.join("old.db")).unwrap();
+    conn.pragma_update(None, "foreign_keys", "ON").unwrap();
+    migrations()
+        .unwrap()
+        .to_version(&mut conn, version)
+        .unwrap();
+    conn
+}
+
 /// A database from before the content of seen files moved to its own table keeps
 /// every stamp and every content across the migration.
 #[test]
 fn read_content_moves_to_its_own_table() {
     let dir = tempfile::tempdir().unwrap();
-    let mut conn = Connection::open(dir.path().join("old.db")).unwrap();
-    conn.pragma_update(None, "foreign_keys", "ON").unwrap();
-    migrations().unwrap().to_version(&mut conn, 9).unwrap();
+    let mut conn = database_at(dir.path(), 9);
     conn.execute_batch(
         "INSERT INTO sessions (id, cwd, original_cwd, model_profile, settings, start_date, created_at, updated_at)
              VALUES ('s', '/', '/', '{}', '{}', '2026-01-01', 't', 't');
@@ -97,9 +106,7 @@ fn read_content_moves_to_its_own_table() {
 #[test]
 fn records_move_to_a_table_with_rowids() {
     let dir = tempfile::tempdir().unwrap();
-    let mut conn = Connection::open(dir.path().join("old.db")).unwrap();
-    conn.pragma_update(None, "foreign_keys", "ON").unwrap();
-    migrations().unwrap().to_version(&mut conn, 10).unwrap();
+    let mut conn = database_at(dir.path(), 10);
     let sql = "SELECT session_id, seq, uuid, parent_uuid, kind, timestamp, message_id, body FROM records ORDER BY session_id, seq";
     let rows = |conn: &Connection| -> Vec<Vec<Option<String>>> {
         conn.prepare(sql)
@@ -152,9 +159,7 @@ fn records_move_to_a_table_with_rowids() {
 #[test]
 fn compile_units_move_to_their_own_table() {
     let dir = tempfile::tempdir().unwrap();
-    let mut conn = Connection::open(dir.path().join("old.db")).unwrap();
-    conn.pragma_update(None, "foreign_keys", "ON").unwrap();
-    migrations().unwrap().to_version(&mut conn, 11).unwrap();
+    let mut conn = database_at(dir.path(), 11);
     conn.execute_batch(
         "INSERT INTO sessions (id, cwd, original_cwd, model_profile, settings, start_date, created_at, updated_at)
              VALUES ('s', '/', '/', '{}', '{}', '2026-01-01', 't', 't'),
@@ -215,7 +220,9 @@ async fn the_checkpointer_copies_the_wal_beside_the_writer() {
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("ctxd.db");
     let (store, log) = store_with(&path, CHECKPOINTS);
-    // About 2,000 WAL frames in one commit.
+    // The migrations' pages are still in the WAL.
+    let before = file_len(&path);
+    // About 1,000 WAL frames in one commit (8 KB pages).
     store
         .write("s", |db| {
             db.execute("CREATE TABLE bulk (b BLOB)", params![])?;
@@ -241,9 +248,13 @@ async fn the_checkpointer_copies_the_wal_beside_the_writer() {
         ran,
         "no checkpoint ran while the writer was busy: none beside it"
     );
+    // Usually all 8 MB arrive. A passive checkpoint stops at the oldest frame a reader
+    // may still need, and the writer's transaction, begun while the checkpointer was
+    // moving the WAL's read marks, can hold an older mark than its snapshot (seen once
+    // in about twenty runs under load): then only part of the pages arrive.
     assert!(
-        len >= 8 << 20,
-        "the checkpoint left the database file at {len} bytes"
+        len > before,
+        "the checkpoint left the database file at {len} bytes, as before it"
     );
 }
 
