@@ -99,7 +99,7 @@ pub(crate) struct Collected {
 
 /// A session's state as the sources see it (cheap clones: the transcript is shared).
 pub(crate) struct SourceInput<'a> {
-    pub row: crate::store::sessions::SessionRow,
+    pub row: &'a crate::store::sessions::SessionRow,
     pub records: &'a [Record],
     /// The projection, built once for every source.
     pub view: Vec<&'a Record>,
@@ -138,7 +138,7 @@ impl Engine {
         let records = l.records.clone();
         let view = records.view();
         let input = SourceInput {
-            row: l.row.clone(),
+            row: &l.row,
             records: &records,
             view,
             tool_names: l.tools.iter().map(|t| t.name.clone()).collect(),
@@ -357,13 +357,13 @@ impl Engine {
         stored: SharedStored<'_>,
     ) -> Result<Found> {
         let stored = stored.await.map_err(Error::Storage)?;
-        let mut n = self.gather_nested(&input.row, &stored.rows).await?;
+        let mut n = self.gather_nested(input.row, &stored.rows).await?;
         let value = n.attachment.take();
         Ok(Found::of(value, &input.ts, Effect::Nested(n)))
     }
 
     async fn source_plan_mode(&self, input: &SourceInput<'_>) -> Result<Found> {
-        let path = self.plan_file_path(&input.row);
+        let path = self.plan_file_path(input.row);
         let shown = path.display().to_string();
         let decide = |exists| {
             plan_mode::decide(

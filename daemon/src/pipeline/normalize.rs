@@ -131,7 +131,7 @@ enum PartKind {
 
 struct Part<'a> {
     kind: PartKind,
-    message_id: Option<String>,
+    message_id: Option<&'a str>,
     blocks: Vec<Block<'a>>,
 }
 
@@ -261,7 +261,7 @@ fn prepare<'a>(
     }
     Some(Part {
         kind,
-        message_id: record.message_id.clone(),
+        message_id: record.message_id.as_deref(),
         blocks,
     })
 }
@@ -377,7 +377,7 @@ fn append_short_id(blocks: &mut Vec<Block<'_>>, uuid: &str) {
 struct Msg<'a> {
     role: Role,
     /// For assistant messages: the provider id of the response merged in last.
-    message_id: Option<String>,
+    message_id: Option<&'a str>,
     blocks: Vec<Block<'a>>,
 }
 
@@ -400,7 +400,7 @@ fn split_target(out: &[Msg<'_>], id: Option<&str>) -> Option<usize> {
         Role::User => return None,
     };
     let m = &out[candidate];
-    (m.role == Role::Assistant && m.message_id.as_deref() == Some(id)).then_some(candidate)
+    (m.role == Role::Assistant && m.message_id == Some(id)).then_some(candidate)
 }
 
 fn push_user<'a>(out: &mut Vec<Msg<'a>>, blocks: Vec<Block<'a>>) {
@@ -434,7 +434,7 @@ fn assemble<'a>(parts: Vec<Part<'a>>, repairs: &mut Vec<String>) -> Vec<Msg<'a>>
                 push_user(&mut out, part.blocks);
             }
             PartKind::Assistant => {
-                if let Some(i) = split_target(&out, part.message_id.as_deref()) {
+                if let Some(i) = split_target(&out, part.message_id) {
                     out[i].blocks.extend(part.blocks);
                     continue;
                 }
@@ -446,8 +446,8 @@ fn assemble<'a>(parts: Vec<Part<'a>>, repairs: &mut Vec<String>) -> Vec<Msg<'a>>
                     Some(m) if m.role == Role::Assistant => {
                         repairs.push(format!(
                             "merged consecutive assistant messages with different message ids ({} then {})",
-                            id_name(m.message_id.as_deref()),
-                            id_name(part.message_id.as_deref())
+                            id_name(m.message_id),
+                            id_name(part.message_id)
                         ));
                         m.blocks.extend(part.blocks);
                         m.message_id = part.message_id;
@@ -516,7 +516,7 @@ fn drop_hollow_assistants(msgs: &mut Vec<Msg<'_>>, repairs: &mut Vec<String>) {
         if !m.blocks.is_empty() {
             repairs.push(format!(
                 "dropped assistant message {} holding only thinking blocks",
-                id_name(m.message_id.as_deref())
+                id_name(m.message_id)
             ));
         }
         false
@@ -535,8 +535,8 @@ fn coalesce<'a>(msgs: Vec<Msg<'a>>, repairs: &mut Vec<String>) -> Vec<Msg<'a>> {
                 if m.role == Role::Assistant {
                     repairs.push(format!(
                         "merged assistant messages {} and {} left adjacent by a dropped message",
-                        id_name(prev.message_id.as_deref()),
-                        id_name(m.message_id.as_deref())
+                        id_name(prev.message_id),
+                        id_name(m.message_id)
                     ));
                     prev.message_id = m.message_id;
                 }
