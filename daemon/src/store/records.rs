@@ -142,19 +142,11 @@ fn insert_columns(db: &mut dyn Db, session: &str, rows: &[Columns<'_>]) -> Resul
         let uuid = rows.get(i).map_or("", |c| c.uuid);
         return Err(Error::DuplicateRecord(uuid.to_string()));
     }
-    noted(
-        db,
-        session,
-        rows.first().zip(rows.last()).map(|(a, b)| (a.seq, b.seq)),
-    );
-    Ok(())
-}
-
-/// Tells the store which seqs (first, last) a write appended.
-fn noted(db: &mut dyn Db, session: &str, span: Option<(u64, u64)>) {
-    if let Some((first, last)) = span {
-        db.appended(session, first, last);
+    // Tells the store which seqs (first, last) the write appended.
+    if let (Some(first), Some(last)) = (rows.first(), rows.last()) {
+        db.appended(session, first.seq, last.seq);
     }
+    Ok(())
 }
 
 /// Records with `seq > after`, at most `limit` of them, in order.
