@@ -17,15 +17,17 @@
 //!   this compile and tries again at the next one. The compile never waits longer.
 //! * Each source's run is reported in `metadata.attachment_sources`.
 
+use std::future::Future;
 use std::panic::AssertUnwindSafe;
+use std::task::Poll;
 use std::time::{Duration, Instant};
 
 use chrono::{DateTime, Utc};
-use ctxd_protocol::{Record, RecordInput, SessionEvent, SourceReport, SourceStatus};
+use ctxd_protocol::{Record, RecordInput, SessionEvent, SourceReport, SourceStatus, ToolSpec};
 use futures::FutureExt;
 use futures::future::{BoxFuture, Shared};
 use serde_json::Value;
-use std::sync::Arc;
+use std::sync::{Arc, OnceLock};
 
 use super::sources::{FilesFound, NestedFound, Stored, changed_files_found, date_change};
 use super::{Engine, Loaded, SessionCell};
@@ -80,11 +82,11 @@ pub(crate) enum Effect {
 }
 
 impl Found {
-    fn of(values: impl IntoIterator<Item = Value>, ts: &str, effect: Effect) -> Found {
+    fn of(values: impl IntoIterator<Item = Value>, input: &SourceInput, effect: Effect) -> Found {
         Found {
             records: values
                 .into_iter()
-                .map(|v| attachments::record(v, ts))
+                .map(|v| attachments::record(v, input.ts()))
                 .collect(),
             effect,
         }
@@ -103,12 +105,19 @@ pub(crate) struct SourceInput<'a> {
     pub records: &'a [Record],
     /// The projection, built once for every source.
     pub view: Vec<&'a Record>,
-    pub tool_names: Vec<String>,
-    pub announced_date: String,
+    pub tools: &'a [ToolSpec],
+    pub announced_date: &'a str,
     pub now: DateTime<Utc>,
     /// The user's UTC offset (what "today" means for `date_change`).
     pub utc_offset: chrono::FixedOffset,
-    pub ts: String,
+    /// `now` as the attachments' timestamp, written once a source finds something.
+    ts: OnceLock<String>,
+}
+
+impl SourceInput<'_> {
+    pub fn ts(&self) -> &str {
+        self.ts.get_or_init(|| crate::clock::rfc3339(self.now))
+    }
 }
 
 #[cfg(test)]
@@ -119,9 +128,15 @@ pub(crate) mod stall {
     use std::sync::Mutex;
 
     pub(crate) static SESSIONS: Mutex<BTreeSet<String>> = Mutex::new(BTreeSet::new());
+    /// Sessions whose collection also runs a source that panics.
+    pub(crate) static PANICS: Mutex<BTreeSet<String>> = Mutex::new(BTreeSet::new());
 
     pub(crate) fn stalls(sid: &str) -> bool {
         SESSIONS.lock().map(|s| s.contains(sid)).unwrap_or(false)
+    }
+
+    pub(crate) fn panics(sid: &str) -> bool {
+        PANICS.lock().map(|s| s.contains(sid)).unwrap_or(false)
     }
 }
 
@@ -141,14 +156,14 @@ impl Engine {
             row: &l.row,
             records: &records,
             view,
-            tool_names: l.tools.iter().map(|t| t.name.clone()).collect(),
+            tools: &l.tools,
             announced_date: l
                 .memo
                 .as_ref()
-                .map_or_else(|| l.row.start_date.clone(), |m| m.announced_date.clone()),
+                .map_or(&l.row.start_date, |m| &m.announced_date),
             now,
             utc_offset: l.utc_offset,
-            ts: crate::clock::rfc3339(now),
+            ts: OnceLock::new(),
         };
         let bound = l
             .row
@@ -185,6 +200,9 @@ impl Engine {
         #[cfg(test)]
         let sources = {
             let mut sources = sources;
+            if stall::panics(&input.row.id) {
+                sources.push(("test_panic", async { panic!("a source's own bug") }.boxed()));
+            }
             if stall::stalls(&input.row.id) {
                 sources.push(("test_stall", futures::future::pending().boxed()));
             }
@@ -192,24 +210,7 @@ impl Engine {
         };
         // All sources start together: each one's time is counted from here.
         let started = Instant::now();
-        let deadline = tokio::time::Instant::now() + bound;
-        let runs = futures::future::join_all(sources.into_iter().map(|(name, fut)| async move {
-            let run = AssertUnwindSafe(fut).catch_unwind();
-            let outcome = match tokio::time::timeout_at(deadline, run).await {
-                Err(_) => Err((
-                    SourceStatus::Skipped,
-                    format!(
-                        "still running after the collection's time bound ({} ms)",
-                        bound.as_millis()
-                    ),
-                )),
-                Ok(Err(_)) => Err((SourceStatus::Failed, "the source panicked".to_string())),
-                Ok(Ok(Err(e))) => Err((SourceStatus::Failed, e.to_string())),
-                Ok(Ok(Ok(found))) => Ok(found),
-            };
-            (name, started.elapsed(), outcome)
-        }))
-        .await;
+        let runs = run_all(sources, bound, started).await;
 
         let mut reports = Vec::with_capacity(runs.len());
         let mut found: Vec<Found> = Vec::new();
@@ -359,33 +360,30 @@ impl Engine {
         let stored = stored.await.map_err(Error::Storage)?;
         let mut n = self.gather_nested(input.row, &stored.rows).await?;
         let value = n.attachment.take();
-        Ok(Found::of(value, &input.ts, Effect::Nested(n)))
+        Ok(Found::of(value, input, Effect::Nested(n)))
     }
 
     async fn source_plan_mode(&self, input: &SourceInput<'_>) -> Result<Found> {
-        let path = self.plan_file_path(input.row);
-        let shown = path.display().to_string();
-        let decide = |exists| {
+        let decide = |path: &str, exists| {
             plan_mode::decide(
                 &input.view,
                 input.records,
                 input.row.settings.plan_mode,
-                &plan_mode::PlanFile {
-                    path: &shown,
-                    exists,
-                },
+                &plan_mode::PlanFile { path, exists },
             )
         };
-        // Whether the file exists only fills in what is said, never whether anything
-        // is: the disk is asked (on the blocking pool, under the time bound) only when
-        // there is something to say.
-        if decide(false).is_empty() {
+        // Whether anything is said never depends on the file, only what is: the path is
+        // made, and the disk asked (on the blocking pool, under the time bound), only
+        // when there is something to say.
+        if decide("", false).is_empty() {
             return Ok(Found::default());
         }
+        let path = self.plan_file_path(input.row);
+        let shown = path.display().to_string();
         let exists = tokio::task::spawn_blocking(move || path.is_file())
             .await
             .map_err(|e| Error::Internal(format!("plan file check: {e}")))?;
-        Ok(Found::of(decide(exists), &input.ts, Effect::None))
+        Ok(Found::of(decide(&shown, exists), input, Effect::None))
     }
 
     /// The plan file the model is told about: the session's `plan_file` (relative to its
@@ -401,6 +399,66 @@ impl Engine {
     }
 }
 
+/// How one source's run ended, and when.
+type Run = (
+    &'static str,
+    Duration,
+    std::result::Result<Found, (SourceStatus, String)>,
+);
+
+/// Polls every source, in turn, until each has finished or the time bound passed, and
+/// reports each one's end in the order given. One timer serves them all, and none is
+/// armed unless a source is still pending after its first poll: most collections end
+/// within it.
+async fn run_all<'a>(
+    sources: Vec<(&'static str, BoxFuture<'a, Result<Found>>)>,
+    bound: Duration,
+    started: Instant,
+) -> Vec<Run> {
+    type Outcome = std::result::Result<Found, (SourceStatus, String)>;
+    let mut slots: Vec<(&'static str, _, Option<(Duration, Outcome)>)> = sources
+        .into_iter()
+        .map(|(name, fut)| (name, AssertUnwindSafe(fut).catch_unwind(), None))
+        .collect();
+    let deadline = tokio::time::Instant::now() + bound;
+    let mut timer = std::pin::pin!(tokio::time::sleep_until(deadline));
+    std::future::poll_fn(|cx| {
+        let mut pending = false;
+        for (_, fut, end) in slots.iter_mut().filter(|s| s.2.is_none()) {
+            match fut.poll_unpin(cx) {
+                Poll::Pending => pending = true,
+                Poll::Ready(r) => {
+                    let outcome = match r {
+                        Err(_) => Err((SourceStatus::Failed, "the source panicked".to_string())),
+                        Ok(Err(e)) => Err((SourceStatus::Failed, e.to_string())),
+                        Ok(Ok(found)) => Ok(found),
+                    };
+                    *end = Some((started.elapsed(), outcome));
+                }
+            }
+        }
+        if !pending || timer.as_mut().poll(cx).is_ready() {
+            Poll::Ready(())
+        } else {
+            Poll::Pending
+        }
+    })
+    .await;
+    slots
+        .into_iter()
+        .map(|(name, _, end)| {
+            let (took, outcome) = end.unwrap_or_else(|| {
+                let why = format!(
+                    "still running after the collection's time bound ({} ms)",
+                    bound.as_millis()
+                );
+                (started.elapsed(), Err((SourceStatus::Skipped, why)))
+            });
+            (name, took, outcome)
+        })
+        .collect()
+}
+
 /// A store read the sources share; its error as text (each source reports it).
 type SharedStored<'a> = Shared<BoxFuture<'a, std::result::Result<Arc<Stored>, String>>>;
 
@@ -414,7 +472,7 @@ async fn source_queued(input: &SourceInput<'_>, stored: SharedStored<'_>) -> Res
         records: stored
             .queued
             .iter()
-            .map(|e| super::queue::queued_record(e, &input.ts, false))
+            .map(|e| super::queue::queued_record(e, input.ts(), false))
             .collect(),
         effect: Effect::Queued(ids),
     })
@@ -424,13 +482,13 @@ async fn source_changed_files(input: &SourceInput<'_>, stored: SharedStored<'_>)
     let stored = stored.await.map_err(Error::Storage)?;
     let mut f = changed_files_found(stored.changes.clone());
     let values = std::mem::take(&mut f.attachments);
-    Ok(Found::of(values, &input.ts, Effect::Files(f)))
+    Ok(Found::of(values, input, Effect::Files(f)))
 }
 
 fn source_date(input: &SourceInput<'_>) -> Result<Found> {
     Ok(
-        match date_change(&input.announced_date, input.now, input.utc_offset) {
-            Some((value, today)) => Found::of([value], &input.ts, Effect::Date(today)),
+        match date_change(input.announced_date, input.now, input.utc_offset) {
+            Some((value, today)) => Found::of([value], input, Effect::Date(today)),
             None => Found::default(),
         },
     )
@@ -440,9 +498,9 @@ fn source_task_reminder(input: &SourceInput<'_>) -> Result<Found> {
     if input.row.settings.attachments.task_reminder == Some(false) {
         return Ok(Found::default());
     }
-    let flavour = task_reminder::flavour(input.tool_names.iter().map(String::as_str));
+    let flavour = task_reminder::flavour(input.tools.iter().map(|t| t.name.as_str()));
     let value = task_reminder::decide(&input.view, input.records, flavour);
-    Ok(Found::of(value, &input.ts, Effect::None))
+    Ok(Found::of(value, input, Effect::None))
 }
 
 #[cfg(test)]

@@ -164,6 +164,52 @@ async fn a_source_past_the_bound_is_skipped_and_reported() {
     stall::SESSIONS.lock().unwrap().remove(&sid);
 }
 
+/// A source that panics is reported failed and adds nothing; a stalled one is still cut
+/// off by the bound, and every other source lands as usual.
+#[tokio::test]
+async fn a_panicking_source_fails_alone() {
+    let f = fixture();
+    let sid = f
+        .session(json!({"attachments": {"collect_timeout_ms": 50}}))
+        .await;
+    stall::PANICS.lock().unwrap().insert(sid.clone());
+    stall::SESSIONS.lock().unwrap().insert(sid.clone());
+    f.append(&sid, vec![prompt("hello")]).await;
+    f.engine
+        .queue_input(QueueParams {
+            session_id: sid.clone(),
+            text: Some("and the docs".into()),
+            content: vec![],
+            agent_id: None,
+        })
+        .await
+        .unwrap();
+    let m = f.compile(&sid).await;
+    stall::PANICS.lock().unwrap().remove(&sid);
+    stall::SESSIONS.lock().unwrap().remove(&sid);
+    let by_name = |n: &str| {
+        m.attachment_sources
+            .iter()
+            .find(|s| s.name == n)
+            .unwrap_or_else(|| panic!("no report for {n}: {:?}", m.attachment_sources))
+    };
+    let panicked = by_name("test_panic");
+    assert_eq!(panicked.status, SourceStatus::Failed);
+    assert_eq!(panicked.reason.as_deref(), Some("the source panicked"));
+    assert_eq!(panicked.attachments, 0);
+    assert_eq!(by_name("test_stall").status, SourceStatus::Skipped);
+    let queued = by_name("queued_commands");
+    assert_eq!((queued.status, queued.attachments), (SourceStatus::Ok, 1));
+    assert!(
+        m.attachment_sources
+            .iter()
+            .filter(|s| !s.name.starts_with("test_"))
+            .all(|s| s.status == SourceStatus::Ok),
+        "{:?}",
+        m.attachment_sources
+    );
+    assert!(f.kinds(&sid).await.contains(&"queued_command".to_string()));
+}
 #[tokio::test]
 async fn queued_input_waits_for_the_tool_results_and_stays_with_its_agent() {
     let f = fixture();

@@ -296,7 +296,7 @@ impl Engine {
         Ok(Found {
             records: value
                 .into_iter()
-                .map(|v| crate::pipeline::attachments::record(v, &input.ts))
+                .map(|v| crate::pipeline::attachments::record(v, input.ts()))
                 .collect(),
             effect: Effect::Memories(prompt),
         })
