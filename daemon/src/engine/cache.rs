@@ -123,8 +123,8 @@ impl Engine {
         // One copy serves as the next compile's `previous` and as the log row below.
         let shape = Arc::new(c.shape.clone());
         l.cache.previous = Some(shape.clone());
-        l.cache.digest = Some(Arc::new(std::mem::take(&mut c.digest)));
-        l.cache.wire = Some(Arc::new(std::mem::take(&mut c.wire)));
+        l.cache.digest = Some(c.digest.clone());
+        l.cache.wire = Some(c.wire.clone());
         l.cache.previous_boundary = Some(l.boundary_uuid.clone());
         l.cache.recent.push(fp.clone());
         if l.cache.recent.len() > RECENT {
@@ -227,5 +227,71 @@ impl Engine {
             attachments: picture.attachments,
             messages: u64::from(c.metadata.message_count),
         })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::sync::Arc;
+
+    use ctxd_protocol::{AppendParams, CompileParams, RecordInput};
+    use sha2::{Digest, Sha256};
+
+    use crate::clock::FixedClock;
+    use crate::engine::{Engine, test_support};
+    use crate::store::Store;
+
+    /// A compile whose body equals the previous one's keeps that request's memo and
+    /// digest themselves, not copies; one with something new makes its own, and its
+    /// digest is the plain SHA-256 of its bytes.
+    #[tokio::test]
+    async fn an_unchanged_request_keeps_the_previous_memo() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = Store::open(&dir.path().join("t.db")).unwrap();
+        let clock = Arc::new(FixedClock("2026-03-01T10:00:00Z".parse().unwrap()));
+        let engine = Engine::new(store, &dir.path().join("home"), clock);
+        let sid = test_support::session(&engine, dir.path()).await;
+        let append = |text: &str| {
+            let record: RecordInput =
+                serde_json::from_value(serde_json::json!({"type": "user", "content": text}))
+                    .unwrap();
+            engine.append(AppendParams {
+                session_id: sid.clone(),
+                records: vec![record],
+                expected_last_uuid: None,
+            })
+        };
+        let compile = || {
+            engine.compile(CompileParams {
+                session_id: sid.clone(),
+                ..Default::default()
+            })
+        };
+        let kept = || async {
+            let cell = engine.cell(&sid);
+            let guard = cell.state.lock().await;
+            let cache = &guard.as_ref().unwrap().cache;
+            (cache.wire.clone().unwrap(), cache.digest.clone().unwrap())
+        };
+        append("the parser").await.unwrap();
+        let first = compile().await.unwrap();
+        let (wire, digest) = kept().await;
+        let again = compile().await.unwrap();
+        assert_eq!(again.body, first.body);
+        let (same_wire, same_digest) = kept().await;
+        assert!(Arc::ptr_eq(&wire, &same_wire));
+        assert!(Arc::ptr_eq(&digest, &same_digest));
+        assert_eq!(again.metadata.request_sha256, first.metadata.request_sha256);
+
+        append("and the lexer").await.unwrap();
+        let next = compile().await.unwrap();
+        assert_ne!(next.body, first.body);
+        let (new_wire, new_digest) = kept().await;
+        assert!(!Arc::ptr_eq(&wire, &new_wire));
+        assert!(!Arc::ptr_eq(&digest, &new_digest));
+        assert_eq!(
+            next.metadata.request_sha256,
+            hex::encode(Sha256::digest(next.body.as_bytes()))
+        );
     }
 }

@@ -491,8 +491,8 @@ pub(crate) fn compile_records(
         side_request,
         flags: &flags,
         previous: l.cache.previous.as_deref(),
-        previous_digest: l.cache.digest.as_deref(),
-        previous_wire: l.cache.wire.as_deref(),
+        previous_digest: l.cache.digest.as_ref(),
+        previous_wire: l.cache.wire.as_ref(),
         usage_picture,
     };
     compile(&input).map_err(|e| Error::Internal(format!("serialise request: {e}")))

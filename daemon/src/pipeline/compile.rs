@@ -8,6 +8,7 @@
 
 use std::borrow::Cow;
 use std::collections::{BTreeMap, BTreeSet};
+use std::sync::Arc;
 
 use chrono::{DateTime, Utc};
 use ctxd_protocol::{
@@ -83,9 +84,9 @@ pub struct CompileInput<'a> {
     /// The previous request's cache key, for the predicted prefix.
     pub previous: Option<&'a KeyShape>,
     /// The previous request's body digest: this one's resumes where the bodies agree.
-    pub previous_digest: Option<&'a BodyDigest>,
+    pub previous_digest: Option<&'a Arc<BodyDigest>>,
     /// The previous request's blocks: the unchanged ones are copied, not written again.
-    pub previous_wire: Option<&'a wire::WireMemo>,
+    pub previous_wire: Option<&'a Arc<wire::WireMemo>>,
     /// Also compute the usage picture (`context.usage`).
     pub usage_picture: bool,
 }
@@ -113,9 +114,9 @@ pub struct Compiled {
     /// `compiled` event.
     pub projected_attachments: u64,
     /// What the next request's digest resumes from.
-    pub digest: BodyDigest,
+    pub digest: Arc<BodyDigest>,
     /// What the next request copies its unchanged blocks from.
-    pub wire: wire::WireMemo,
+    pub wire: Arc<wire::WireMemo>,
 }
 
 pub fn compile(input: &CompileInput<'_>) -> Result<Compiled, serde_json::Error> {
@@ -273,19 +274,31 @@ pub fn compile(input: &CompileInput<'_>) -> Result<Compiled, serde_json::Error> 
         edits: &edits,
         extra: &input.flags.extra,
         flags_hash: latch::cache_key_hash(input.flags),
-        previous: input.previous_wire,
+        previous: input.previous_wire.map(|w| &**w),
     })?;
     let message_count = messages.len() as u32;
     let body = written.body;
     let shape = written.shape;
-    let (request_sha256, digest) = super::digest::sha256_hex(&body, input.previous_digest);
-    let wire_memo = wire::WireMemo::new(
-        &system_blocks,
-        &tool_values,
-        messages,
-        digest.body(),
-        written.spans,
-    );
+    // The same body as the previous request's: its digest and its memo hold as they are
+    // (a memo only maps values to their bytes, so the previous one serves the next
+    // compile as well as a copy would).
+    let (request_sha256, digest, wire_memo) = match (input.previous_digest, input.previous_wire) {
+        (Some(d), Some(w)) if w.shares_body(d) && d.is_of(&body) => {
+            (d.hex().to_string(), d.clone(), w.clone())
+        }
+        _ => {
+            let (hex, digest) =
+                super::digest::sha256_hex(&body, input.previous_digest.map(|d| &**d));
+            let memo = wire::WireMemo::new(
+                &system_blocks,
+                &tool_values,
+                messages,
+                digest.body(),
+                written.spans,
+            );
+            (hex, Arc::new(digest), Arc::new(memo))
+        }
+    };
 
     let system_chars: usize = system_blocks.iter().map(|b| b.text.chars().count()).sum();
     let prefix_chars = system_chars + written.tools_chars + context_text.chars().count();

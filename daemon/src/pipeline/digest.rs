@@ -27,6 +27,21 @@ impl BodyDigest {
     pub fn body(&self) -> std::sync::Arc<str> {
         self.body.clone()
     }
+
+    /// Whether this digest holds that very body (not a copy).
+    pub fn holds(&self, body: &std::sync::Arc<str>) -> bool {
+        std::sync::Arc::ptr_eq(&self.body, body)
+    }
+
+    /// Whether this is the digest of `body`.
+    pub fn is_of(&self, body: &str) -> bool {
+        self.body.as_bytes() == body.as_bytes()
+    }
+
+    /// The digest, in lowercase hex.
+    pub fn hex(&self) -> &str {
+        &self.hex
+    }
 }
 
 impl std::fmt::Debug for BodyDigest {

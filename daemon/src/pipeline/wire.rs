@@ -151,6 +151,11 @@ impl WireMemo {
         }
     }
 
+    /// Whether this memo was made with `digest`, over the same body.
+    pub fn shares_body(&self, digest: &super::digest::BodyDigest) -> bool {
+        digest.holds(&self.body)
+    }
+
     fn same_block(
         &self,
         i: usize,
