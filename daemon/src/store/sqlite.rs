@@ -1,14 +1,16 @@
-//! The embedded backend: one SQLite file. One write connection runs every write as a
+//! The embedded backend: one SQLite file. One write connection runs every write in a
 //! `BEGIN IMMEDIATE` transaction (WAL, `synchronous=NORMAL`, foreign keys, busy timeout):
-//! a writer thread takes it for each write queued on a channel, and a short write takes
-//! it on its caller's thread when nothing is queued (two thread hand-offs cost about as
-//! much as an append's inserts). Reads use pooled read-only connections on the blocking
+//! a writer thread takes it for the writes queued on a channel (those queued together
+//! share one transaction, each in its own savepoint), and a short write takes it on its
+//! caller's thread when nothing is queued (two thread hand-offs cost about as much as an
+//! append's inserts). Reads use pooled read-only connections on the blocking
 //! pool. One daemon owns the file (the home lock), so no other process writes it and no
 //! cross-daemon coordination is needed.
 
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
 
 use include_dir::Dir;
 use rusqlite::types::{ToSqlOutput, ValueRef};
@@ -331,11 +333,20 @@ impl Writer {
     /// Runs one job on the calling thread, then asks the checkpointer for a checkpoint
     /// when its commit left the WAL past the threshold.
     fn run(&mut self, job: WriteJob) {
-        // Stays negative unless the job commits pages (the hook is called only then).
+        self.run_group(vec![job]);
+    }
+
+    /// Runs jobs queued together in one transaction ([`run_group`]), and then what
+    /// [`Writer::run`] does after a commit.
+    fn run_group(&mut self, jobs: Vec<WriteJob>) {
+        // Stays negative unless the jobs commit pages (the hook is called only then).
         WAL_FRAMES.set(-1);
         THRESHOLDS.set(self.thresholds);
         LOG.set(Some(self.log.clone()));
-        run(&mut self.conn, job, &self.generation);
+        match <[WriteJob; 1]>::try_from(jobs) {
+            Ok([job]) => run(&mut self.conn, job, &self.generation),
+            Err(jobs) => run_group(&mut self.conn, jobs, &self.generation),
+        }
         let committed = WAL_FRAMES.get();
         LOG.set(None);
         if committed >= 0 {
@@ -382,6 +393,93 @@ fn run(conn: &mut Connection, job: WriteJob, generation: &AtomicU64) {
     done(result);
 }
 
+/// How long the writer thread keeps looking for the next write before it sleeps.
+const WRITER_SPIN: Duration = Duration::from_micros(200);
+
+/// The next queued write, `None` once the queue is closed and empty. A write queued soon
+/// after the last one is taken while the writer still looks for it: waking a sleeping
+/// writer costs the sender a system call and the writer's core an interrupt, which a
+/// compile (whose log row is queued at its end) would pay every time.
+fn next_job(rx: &std::sync::mpsc::Receiver<WriteJob>) -> Option<WriteJob> {
+    let until = Instant::now() + WRITER_SPIN;
+    loop {
+        match rx.try_recv() {
+            Ok(job) => return Some(job),
+            Err(std::sync::mpsc::TryRecvError::Disconnected) => return None,
+            Err(std::sync::mpsc::TryRecvError::Empty) if Instant::now() < until => {
+                std::thread::yield_now();
+            }
+            Err(std::sync::mpsc::TryRecvError::Empty) => return rx.recv().ok(),
+        }
+    }
+}
+
+/// At most this many queued writes share one transaction.
+const GROUP_MAX: usize = 32;
+
+/// Runs writes that were queued together in one `BEGIN IMMEDIATE` transaction, each in a
+/// savepoint of its own: a job whose body fails is rolled back alone and reported so,
+/// and the others commit together. Under a steady stream of small writes (a compile's
+/// log row after each compile) the pages they share are written to the WAL once per
+/// group instead of once per write. Each job is reported done only after the commit; if
+/// the transaction itself fails, nothing of the group is stored and every job is told.
+fn run_group(conn: &mut Connection, jobs: Vec<WriteJob>, generation: &AtomicU64) {
+    let mut dones = Vec::with_capacity(jobs.len());
+    let mut bodies = Vec::with_capacity(jobs.len());
+    for job in jobs {
+        dones.push(job.done);
+        bodies.push((job.session, job.body));
+    }
+    let mut results: Vec<Result<()>> = Vec::with_capacity(dones.len());
+    let committed = (|| -> Result<bool> {
+        let mut tx = conn.transaction_with_behavior(TransactionBehavior::Immediate)?;
+        let mut context_changed = false;
+        for (session, body) in bodies {
+            let savepoint = tx.savepoint()?;
+            let mut db = SqliteDb::new(&savepoint);
+            let result = body(&mut db);
+            let changed = db.context_changed;
+            match result {
+                Ok(()) => {
+                    savepoint.commit()?;
+                    context_changed |= changed;
+                }
+                Err(ref e) => {
+                    tracing::debug!(session = %session, error = %e, "write rolled back");
+                    // Rolls back to the savepoint, then releases it.
+                    savepoint.finish()?;
+                }
+            }
+            results.push(result);
+        }
+        tx.commit()?;
+        Ok(context_changed)
+    })();
+    match committed {
+        Ok(context_changed) => {
+            if context_changed {
+                generation.fetch_add(1, Ordering::SeqCst);
+            }
+            for (done, result) in dones.into_iter().zip(results) {
+                done(result);
+            }
+        }
+        Err(e) => {
+            tracing::warn!(error = %e, writes = dones.len(), "a group of writes rolled back");
+            let mut results = results.into_iter();
+            for done in dones {
+                // A job's own failure says more than the transaction's.
+                done(match results.next() {
+                    Some(Err(own)) => Err(own),
+                    _ => Err(Error::Storage(format!(
+                        "the transaction this write shared failed, nothing of it was stored: {e}"
+                    ))),
+                });
+            }
+        }
+    }
+}
+
 impl Sqlite {
     /// Opens (creating if needed) the database, applies migrations and starts the writer.
     pub(crate) fn open(path: &Path) -> Result<Sqlite> {
@@ -410,10 +508,13 @@ impl Sqlite {
         std::thread::Builder::new()
             .name("ctxd-sqlite-writer".into())
             .spawn(move || {
-                while let Ok(job) = rx.recv() {
+                while let Some(job) = next_job(&rx) {
+                    let mut jobs = vec![job];
+                    jobs.extend(rx.try_iter().take(GROUP_MAX - 1));
+                    let n = jobs.len();
                     let mut w = lock(&writer);
-                    w.run(job);
-                    left.fetch_sub(1, Ordering::SeqCst);
+                    w.run_group(jobs);
+                    left.fetch_sub(n, Ordering::SeqCst);
                 }
             })
             .map_err(|e| Error::Internal(format!("spawn writer: {e}")))?;

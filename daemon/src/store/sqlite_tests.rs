@@ -451,3 +451,78 @@ async fn a_new_database_takes_the_page_size_and_an_old_one_keeps_its_own() {
     assert_eq!(n, 1);
     assert_eq!(page_size(&old), 4096);
 }
+
+/// Writes queued together share one transaction: a job whose body fails leaves no trace
+/// and is told its own error, the others commit and are told only once the commit is
+/// visible; a group whose transaction cannot begin stores nothing and tells every job.
+#[test]
+fn writes_queued_together_commit_together_and_fail_alone() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("t.db");
+    let mut conn = Connection::open(&path).unwrap();
+    conn.busy_timeout(Duration::ZERO).unwrap();
+    conn.execute_batch("CREATE TABLE scratch (x INTEGER)")
+        .unwrap();
+    let rows = |c: &Connection| -> Vec<i64> {
+        let mut s = c.prepare("SELECT x FROM scratch ORDER BY x").unwrap();
+        s.query_map([], |r| r.get(0))
+            .unwrap()
+            .collect::<rusqlite::Result<_>>()
+            .unwrap()
+    };
+    type Told = Arc<Mutex<Vec<(i64, std::result::Result<(), String>, Vec<i64>)>>>;
+    let told: Told = Arc::default();
+    let job = |x: i64, fails: bool| {
+        let (told, path) = (told.clone(), path.clone());
+        WriteJob {
+            session: "s".into(),
+            current_at: None,
+            body: Box::new(move |db| {
+                db.execute("INSERT INTO scratch VALUES (?1)", params![x])?;
+                if fails {
+                    return Err(Error::Internal("the body gives up".into()));
+                }
+                Ok(())
+            }),
+            done: Box::new(move |r| {
+                // What another connection sees when the job is told.
+                let seen = rows(&Connection::open(&path).unwrap());
+                lock(&told).push((x, r.map_err(|e| e.to_string()), seen));
+            }),
+        }
+    };
+    let generation = AtomicU64::new(0);
+    run_group(
+        &mut conn,
+        vec![job(1, false), job(2, true), job(3, false)],
+        &generation,
+    );
+    let ok = Ok(());
+    assert_eq!(
+        *lock(&told),
+        [
+            (1, ok.clone(), vec![1, 3]),
+            (
+                2,
+                Err("internal: the body gives up".to_string()),
+                vec![1, 3]
+            ),
+            (3, ok, vec![1, 3]),
+        ]
+    );
+    assert_eq!(rows(&conn), [1, 3]);
+
+    lock(&told).clear();
+    let holder = Connection::open(&path).unwrap();
+    holder.execute_batch("BEGIN IMMEDIATE").unwrap();
+    run_group(&mut conn, vec![job(4, false), job(5, false)], &generation);
+    holder.execute_batch("ROLLBACK").unwrap();
+    let told = lock(&told).clone();
+    assert_eq!(told.len(), 2);
+    for (_, r, seen) in told {
+        let why = r.unwrap_err();
+        assert!(why.contains("nothing of it was stored"), "{why}");
+        assert_eq!(seen, [1, 3]);
+    }
+    assert_eq!(rows(&conn), [1, 3]);
+}
