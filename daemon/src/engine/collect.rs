@@ -399,12 +399,10 @@ impl Engine {
     }
 }
 
-/// How one source's run ended, and when.
-type Run = (
-    &'static str,
-    Duration,
-    std::result::Result<Found, (SourceStatus, String)>,
-);
+/// How one source's run ended: what it found, or its status and why.
+type Outcome = std::result::Result<Found, (SourceStatus, String)>;
+/// A source's name, when its run ended, and how.
+type Run = (&'static str, Duration, Outcome);
 
 /// Polls every source, in turn, until each has finished or the time bound passed, and
 /// reports each one's end in the order given. One timer serves them all, and none is
@@ -415,7 +413,6 @@ async fn run_all<'a>(
     bound: Duration,
     started: Instant,
 ) -> Vec<Run> {
-    type Outcome = std::result::Result<Found, (SourceStatus, String)>;
     let mut slots: Vec<(&'static str, _, Option<(Duration, Outcome)>)> = sources
         .into_iter()
         .map(|(name, fut)| (name, AssertUnwindSafe(fut).catch_unwind(), None))

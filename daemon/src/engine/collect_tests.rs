@@ -68,6 +68,19 @@ impl Fixture {
             .unwrap();
     }
 
+    /// Queues `text` for the session's main thread.
+    async fn queue(&self, sid: &str, text: &str) {
+        self.engine
+            .queue_input(QueueParams {
+                session_id: sid.into(),
+                text: Some(text.into()),
+                content: vec![],
+                agent_id: None,
+            })
+            .await
+            .unwrap();
+    }
+
     async fn compile(&self, sid: &str) -> ctxd_protocol::CompileMetadata {
         self.engine
             .compile(CompileParams {
@@ -175,15 +188,7 @@ async fn a_panicking_source_fails_alone() {
     stall::PANICS.lock().unwrap().insert(sid.clone());
     stall::SESSIONS.lock().unwrap().insert(sid.clone());
     f.append(&sid, vec![prompt("hello")]).await;
-    f.engine
-        .queue_input(QueueParams {
-            session_id: sid.clone(),
-            text: Some("and the docs".into()),
-            content: vec![],
-            agent_id: None,
-        })
-        .await
-        .unwrap();
+    f.queue(&sid, "and the docs").await;
     let m = f.compile(&sid).await;
     stall::PANICS.lock().unwrap().remove(&sid);
     stall::SESSIONS.lock().unwrap().remove(&sid);
@@ -425,15 +430,7 @@ async fn the_collection_keeps_its_rows_until_what_it_reads_is_written() {
     assert!(m.attachments_added.is_empty(), "{:?}", m.attachments_added);
     // Queuing through the engine notes its write: the next collection reads again and
     // finds both entries.
-    f.engine
-        .queue_input(QueueParams {
-            session_id: sid.clone(),
-            text: Some("also update the docs".into()),
-            content: vec![],
-            agent_id: None,
-        })
-        .await
-        .unwrap();
+    f.queue(&sid, "also update the docs").await;
     let m = f.compile(&sid).await;
     assert_eq!(m.attachments_added.len(), 2, "{:?}", f.kinds(&sid).await);
 }

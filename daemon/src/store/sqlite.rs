@@ -439,18 +439,20 @@ fn run_group(conn: &mut Connection, jobs: Vec<WriteJob>, generation: &AtomicU64)
             let mut db = SqliteDb::new(&savepoint);
             let result = body(&mut db);
             let changed = db.context_changed;
-            match result {
-                Ok(()) => {
-                    savepoint.commit()?;
-                    context_changed |= changed;
-                }
-                Err(ref e) => {
-                    tracing::debug!(session = %session, error = %e, "write rolled back");
-                    // Rolls back to the savepoint, then releases it.
-                    savepoint.finish()?;
-                }
+            let ok = result.is_ok();
+            if let Err(e) = &result {
+                tracing::debug!(session = %session, error = %e, "write rolled back");
             }
+            // Kept before the savepoint ends: should the transaction fail now, this job
+            // is still told its own error.
             results.push(result);
+            if ok {
+                savepoint.commit()?;
+                context_changed |= changed;
+            } else {
+                // Rolls back to the savepoint, then releases it.
+                savepoint.finish()?;
+            }
         }
         tx.commit()?;
         Ok(context_changed)
