@@ -3,6 +3,8 @@
 //! 1. compile of a session vs serde_json serialising the same output (the session: the
 //!    file named by `CTXD_BENCH_SESSION`, else the largest fixture and the sub-agent one);
 //! 2. import of the same file vs serde_json parsing its lines;
+//!    and a compile after each of a series of appended turns (a prompt and its answer)
+//!    vs serde_json serialising that compile's request (`turn`);
 //! 3. growth: compile time over the session repeated 1×, 4× and 16× (each copy after a
 //!    compact boundary, so the model sees about one copy while the history grows);
 //! 4. an RPC no-op round trip over the socket (with `ctx-client`, and with bare WebSocket
@@ -251,6 +253,51 @@ async fn bench_compile(dir: &Path, path: PathBuf) {
         path.file_name().unwrap().to_string_lossy(),
         records,
         first.body.len(),
+        c,
+        s,
+        c.as_secs_f64() / s.as_secs_f64()
+    );
+}
+
+/// A compile after each turn (a prompt and its answer appended) vs serde_json
+/// serialising that compile's request: the agent's loop, where the request grows at its
+/// end and the rest is copied from the previous one.
+async fn bench_turn(dir: &Path, path: PathBuf) {
+    let (e, p, records) = imported(dir, std::fs::read_to_string(&path).unwrap()).await;
+    e.compile(p.clone()).await.unwrap();
+    let n = iters();
+    let mut compile = Vec::with_capacity(n);
+    let mut serialise = Vec::with_capacity(n);
+    let mut bytes = 0;
+    for i in 0..n {
+        let turn: Vec<RecordInput> = serde_json::from_value(serde_json::json!([
+            {"type": "user", "content": format!("turn {i}: and now the lexer's {i}th case")},
+            {"type": "assistant", "message_id": format!("msg_turn_{i}"),
+             "content": [{"type": "text", "text": format!("Done with case {i}. {}", "The lexer now takes it. ".repeat(4))}]},
+        ]))
+        .unwrap();
+        e.append(AppendParams {
+            session_id: p.session_id.clone(),
+            records: turn,
+            expected_last_uuid: None,
+        })
+        .await
+        .unwrap();
+        let t = Instant::now();
+        let c = e.compile(p.clone()).await.unwrap();
+        compile.push(t.elapsed());
+        let value: serde_json::Value = serde_json::from_str(&c.body).unwrap();
+        let t = Instant::now();
+        let s = serde_json::to_string(&value).unwrap();
+        serialise.push(t.elapsed());
+        assert_eq!(s.len(), c.body.len());
+        bytes = c.body.len();
+    }
+    let (c, s) = (median(compile), median(serialise));
+    println!(
+        "turn     {} ({} records, then {n} turns; last request {bytes} bytes): compile after each turn, median {:?}; serde_json::to_string of the same request {:?}; ratio {:.2}x",
+        path.file_name().unwrap().to_string_lossy(),
+        records,
         c,
         s,
         c.as_secs_f64() / s.as_secs_f64()
@@ -706,6 +753,9 @@ async fn main() {
         let d = dir.path().join(format!("s{i}"));
         if wanted("compile") {
             bench_compile(&d.join("compile"), path.clone()).await;
+        }
+        if wanted("turn") {
+            bench_turn(&d.join("turn"), path.clone()).await;
         }
         if wanted("import") {
             bench_import(&d.join("import"), &path).await;
