@@ -46,6 +46,10 @@ pub fn loaded(db: &mut dyn Db, session: &str) -> Result<BTreeSet<String>> {
 }
 
 pub fn add_loaded(db: &mut dyn Db, session: &str, paths: &[String]) -> Result<()> {
+    // Nothing added changes nothing a collection reads: its kept rows stand.
+    if paths.is_empty() {
+        return Ok(());
+    }
     db.context_changed();
     for p in paths {
         db.execute(
@@ -74,6 +78,9 @@ pub fn touched(db: &mut dyn Db, session: &str) -> Result<Vec<String>> {
 }
 
 pub fn add_touched(db: &mut dyn Db, session: &str, paths: &[String]) -> Result<()> {
+    if paths.is_empty() {
+        return Ok(());
+    }
     db.context_changed();
     for p in paths {
         db.execute(

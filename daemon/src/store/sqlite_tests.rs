@@ -415,6 +415,14 @@ async fn the_context_generation_moves_with_noted_commits_only() {
         start + 1,
         "a noted commit, seen once it is done"
     );
+    store
+        .write("s", |db| {
+            crate::store::context_state::add_loaded(db, "s", &[])?;
+            crate::store::context_state::add_touched(db, "s", &[])
+        })
+        .await
+        .unwrap();
+    assert_eq!(at(&store), start + 1, "nothing added, nothing noted");
 }
 
 fn page_size(path: &std::path::Path) -> i64 {
