@@ -116,12 +116,13 @@ impl Engine {
         if side_request {
             return;
         }
-        let mut fp = c.fingerprint.clone();
+        // Taken, not copied: the caller reads the request and its metadata only.
+        let mut fp = std::mem::take(&mut c.fingerprint);
         fp.expected_break = cache.expected_break.clone();
         let id = l.cache.next_id;
         l.cache.next_id += 1;
         // One copy serves as the next compile's `previous` and as the log row below.
-        let shape = Arc::new(c.shape.clone());
+        let shape = Arc::new(std::mem::take(&mut c.shape));
         l.cache.previous = Some(shape.clone());
         l.cache.digest = Some(c.digest.clone());
         l.cache.wire = Some(c.wire.clone());

@@ -317,8 +317,9 @@ impl Engine {
         let limits = ToolLimits::new(&l.all_tools(), &l.row.settings.tool_result_size_overrides);
         if l.budget_settled
             .as_ref()
-            .is_some_and(|b| b.same(l, &limits))
+            .is_some_and(|b| b.still_settled(l, &limits))
         {
+            l.budget_settled = Some(super::BudgetInputs::of(l, limits));
             return Ok((Vec::new(), Vec::new()));
         }
         let projected = l.records.view();
@@ -497,3 +498,7 @@ pub(crate) fn compile_records(
     };
     compile(&input).map_err(|e| Error::Internal(format!("serialise request: {e}")))
 }
+
+#[cfg(test)]
+#[path = "compile_tests.rs"]
+mod tests;

@@ -38,7 +38,7 @@ use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 use std::time::Instant;
 
-use ctxd_protocol::{Record, SessionEvent, ToolSpec};
+use ctxd_protocol::{ContentBlock, Record, SessionEvent, ToolSpec};
 
 use crate::clock::Clock;
 use crate::error::{Error, Result};
@@ -187,12 +187,32 @@ impl BudgetInputs {
         }
     }
 
-    pub(crate) fn same(&self, l: &Loaded, limits: &crate::pipeline::budget::ToolLimits) -> bool {
-        self.records == l.records.len()
-            && self.last_seq == l.records.last().map_or(0, |r| r.seq)
+    /// Whether a plan that had nothing to decide at these inputs still has nothing: the
+    /// same fates, collapses and limits, and a transcript that only grew, by records
+    /// without tool results. Every result the projection showed had its fate then, and
+    /// a record that carries none cannot show one for the first time (new records only
+    /// ever hide older ones: a boundary, a snip). So a turn of text costs a look at its
+    /// own records, not a plan over the whole projection.
+    pub(crate) fn still_settled(
+        &self,
+        l: &Loaded,
+        limits: &crate::pipeline::budget::ToolLimits,
+    ) -> bool {
+        let same_prefix = match self.records.checked_sub(1) {
+            None => true,
+            Some(last) => l.records.get(last).is_some_and(|r| r.seq == self.last_seq),
+        };
+        same_prefix
             && self.fates == l.fates.len()
             && self.collapses == l.collapses
             && self.limits == *limits
+            && l.records.get(self.records..).is_some_and(|grown| {
+                grown.iter().all(|r| {
+                    !r.content
+                        .iter()
+                        .any(|b| matches!(b, ContentBlock::ToolResult { .. }))
+                })
+            })
     }
 }
 
