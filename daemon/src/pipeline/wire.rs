@@ -54,8 +54,12 @@ pub struct Spans {
     system: Vec<Span<SystemBlock>>,
     /// With the characters of the tool's JSON.
     tools: Vec<(Span<Value>, usize)>,
-    /// Per message, per content block.
-    messages: Vec<Vec<Span<ContentBlock>>>,
+    /// Every message's content blocks, in order: one vector for the request rather than
+    /// one per message (a long session has hundreds of messages, and each vector is an
+    /// allocation to make and, a compile later, to free).
+    blocks: Vec<Span<ContentBlock>>,
+    /// Where each message's blocks start in `blocks`, then their end.
+    starts: Vec<usize>,
 }
 
 /// One unit as written: where its bytes are in the body, and its unit; and the previous
@@ -73,7 +77,9 @@ struct Span<T> {
 pub struct WireMemo {
     system: Vec<Kept<SystemBlock>>,
     tools: Vec<(Kept<Value>, usize)>,
-    messages: Vec<Vec<Kept<ContentBlock>>>,
+    /// Every message's content blocks, laid out as in [`Spans`].
+    blocks: Vec<Kept<ContentBlock>>,
+    starts: Vec<usize>,
     /// The request's body, shared with its digest.
     body: Arc<str>,
 }
@@ -132,23 +138,25 @@ impl WireMemo {
             .zip(spans.tools)
             .map(|(t, (s, chars))| (Kept::of(s, || t.clone()), chars))
             .collect();
-        let messages = messages
+        let blocks = messages
             .into_iter()
-            .zip(spans.messages)
-            .map(|(m, written)| {
-                m.content
-                    .into_iter()
-                    .zip(written)
-                    .map(|(b, s)| Kept::of(s, || b.into_block()))
-                    .collect()
-            })
+            .flat_map(|m| m.content)
+            .zip(spans.blocks)
+            .map(|(b, s)| Kept::of(s, || b.into_block()))
             .collect();
         WireMemo {
             system,
             tools,
-            messages,
+            blocks,
+            starts: spans.starts,
             body,
         }
+    }
+
+    /// Message `i`'s content blocks.
+    fn message(&self, i: usize) -> Option<&[Kept<ContentBlock>]> {
+        let (start, end) = (*self.starts.get(i)?, *self.starts.get(i + 1)?);
+        self.blocks.get(start..end)
     }
 
     /// Whether this memo was made with `digest`, over the same body.
@@ -162,7 +170,7 @@ impl WireMemo {
         k: usize,
         b: &ContentBlock,
     ) -> Option<(&Kept<ContentBlock>, &str)> {
-        same(self.messages.get(i)?, &self.body, k, b)
+        same(self.message(i)?, &self.body, k, b)
     }
 }
 
@@ -284,7 +292,8 @@ pub fn write<B: BlockMut>(p: &RequestParts<'_, B>) -> serde_json::Result<Written
     let mut spans = Spans {
         system: Vec::with_capacity(p.system.len()),
         tools: Vec::with_capacity(p.tools.len()),
-        messages: Vec::with_capacity(p.messages.len()),
+        blocks: Vec::with_capacity(p.messages.iter().map(|m| m.content.len()).sum()),
+        starts: Vec::with_capacity(p.messages.len() + 1),
     };
     w.raw("{\"model\":");
     w.value(p.model)?;
@@ -368,7 +377,7 @@ pub fn write<B: BlockMut>(p: &RequestParts<'_, B>) -> serde_json::Result<Written
                 .count()
         });
         let mut block = 0u32;
-        let mut written = Vec::with_capacity(m.content.len());
+        spans.starts.push(spans.blocks.len());
         let locus = |block: u32| Locus::Message {
             index: i as u32,
             block,
@@ -401,7 +410,7 @@ pub fn write<B: BlockMut>(p: &RequestParts<'_, B>) -> serde_json::Result<Written
                 };
                 w.unit(locus(block), b, key, |len| block_tokens(b, len))
             })?;
-            written.push(span);
+            spans.blocks.push(span);
             block += 1;
         }
         if at == m.content.len()
@@ -413,8 +422,8 @@ pub fn write<B: BlockMut>(p: &RequestParts<'_, B>) -> serde_json::Result<Written
             w.unit(locus(block), &edits_block(ids), None, |_| 0)?;
         }
         w.raw("]}");
-        spans.messages.push(written);
     }
+    spans.starts.push(spans.blocks.len());
     w.raw("]");
     for (k, v) in p.extra {
         w.raw(",");

@@ -408,7 +408,7 @@ fn the_memo_shares_unchanged_units_with_the_previous_one() {
     let next = second.memo(written);
     assert!(Arc::ptr_eq(&memo.system[0].value, &next.system[0].value));
     assert!(Arc::ptr_eq(&memo.tools[0].0.value, &next.tools[0].0.value));
-    let (old, new) = (&memo.messages[0], &next.messages[0]);
+    let (old, new) = (memo.message(0).unwrap(), next.message(0).unwrap());
     assert!(
         Arc::ptr_eq(&old[0].value, &new[0].value),
         "the unchanged block was copied"
