@@ -272,7 +272,9 @@ async fn bench_turn(dir: &Path, path: PathBuf) {
     for i in 0..n {
         let turn: Vec<RecordInput> = serde_json::from_value(serde_json::json!([
             {"type": "user", "content": format!("turn {i}: and now the lexer's {i}th case")},
+            // With its usage, as a provider reports it: the estimate anchors there.
             {"type": "assistant", "message_id": format!("msg_turn_{i}"),
+             "usage": {"input_tokens": 3, "cache_read_input_tokens": 20_000 + 60 * i, "output_tokens": 40},
              "content": [{"type": "text", "text": format!("Done with case {i}. {}", "The lexer now takes it. ".repeat(4))}]},
         ]))
         .unwrap();
