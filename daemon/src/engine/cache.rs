@@ -235,12 +235,10 @@ impl Engine {
 mod tests {
     use std::sync::Arc;
 
-    use ctxd_protocol::{AppendParams, CompileParams, RecordInput};
+    use serde_json::json;
     use sha2::{Digest, Sha256};
 
-    use crate::clock::FixedClock;
-    use crate::engine::{Engine, test_support};
-    use crate::store::Store;
+    use crate::engine::test_support::{append, compile, engine, session};
 
     /// A compile whose body equals the previous one's keeps that request's memo and
     /// digest themselves, not copies; one with something new makes its own, and its
@@ -248,44 +246,36 @@ mod tests {
     #[tokio::test]
     async fn an_unchanged_request_keeps_the_previous_memo() {
         let dir = tempfile::tempdir().unwrap();
-        let store = Store::open(&dir.path().join("t.db")).unwrap();
-        let clock = Arc::new(FixedClock("2026-03-01T10:00:00Z".parse().unwrap()));
-        let engine = Engine::new(store, &dir.path().join("home"), clock);
-        let sid = test_support::session(&engine, dir.path()).await;
-        let append = |text: &str| {
-            let record: RecordInput =
-                serde_json::from_value(serde_json::json!({"type": "user", "content": text}))
-                    .unwrap();
-            engine.append(AppendParams {
-                session_id: sid.clone(),
-                records: vec![record],
-                expected_last_uuid: None,
-            })
-        };
-        let compile = || {
-            engine.compile(CompileParams {
-                session_id: sid.clone(),
-                ..Default::default()
-            })
-        };
+        let engine = engine(dir.path());
+        let sid = session(&engine, dir.path()).await;
         let kept = || async {
             let cell = engine.cell(&sid);
             let guard = cell.state.lock().await;
             let cache = &guard.as_ref().unwrap().cache;
             (cache.wire.clone().unwrap(), cache.digest.clone().unwrap())
         };
-        append("the parser").await.unwrap();
-        let first = compile().await.unwrap();
+        append(
+            &engine,
+            &sid,
+            json!([{"type": "user", "content": "the parser"}]),
+        )
+        .await;
+        let first = compile(&engine, &sid).await;
         let (wire, digest) = kept().await;
-        let again = compile().await.unwrap();
+        let again = compile(&engine, &sid).await;
         assert_eq!(again.body, first.body);
         let (same_wire, same_digest) = kept().await;
         assert!(Arc::ptr_eq(&wire, &same_wire));
         assert!(Arc::ptr_eq(&digest, &same_digest));
         assert_eq!(again.metadata.request_sha256, first.metadata.request_sha256);
 
-        append("and the lexer").await.unwrap();
-        let next = compile().await.unwrap();
+        append(
+            &engine,
+            &sid,
+            json!([{"type": "user", "content": "and the lexer"}]),
+        )
+        .await;
+        let next = compile(&engine, &sid).await;
         assert_ne!(next.body, first.body);
         let (new_wire, new_digest) = kept().await;
         assert!(!Arc::ptr_eq(&wire, &new_wire));

@@ -1,13 +1,9 @@
 //! The compile path's own bookkeeping: when the budget's plan may be skipped.
 
-use std::sync::Arc;
-
-use ctxd_protocol::{AppendParams, CompileParams, RecordInput, SessionCreateParams, ToolSpec};
+use ctxd_protocol::{SessionCreateParams, ToolSpec};
 use serde_json::json;
 
-use crate::clock::FixedClock;
-use crate::engine::Engine;
-use crate::store::Store;
+use crate::engine::test_support::{append, compile, engine};
 
 /// Once the plan has nothing to decide, turns of text keep it settled (the settled
 /// inputs follow the transcript without a plan), and a tool result that arrives after
@@ -15,9 +11,7 @@ use crate::store::Store;
 #[tokio::test]
 async fn text_turns_keep_the_budget_settled_and_a_later_result_is_still_decided() {
     let dir = tempfile::tempdir().unwrap();
-    let store = Store::open(&dir.path().join("t.db")).unwrap();
-    let clock = Arc::new(FixedClock("2026-03-01T10:00:00Z".parse().unwrap()));
-    let engine = Engine::new(store, &dir.path().join("home"), clock);
+    let engine = engine(dir.path());
     let tool: ToolSpec = serde_json::from_value(json!({
         "name": "Fetch", "input_schema": {"type": "object"}, "max_result_size_chars": 1000}))
     .unwrap();
@@ -31,20 +25,6 @@ async fn text_turns_keep_the_budget_settled_and_a_later_result_is_still_decided(
         .await
         .unwrap()
         .session_id;
-    let append = |records: serde_json::Value| {
-        let records: Vec<RecordInput> = serde_json::from_value(records).unwrap();
-        engine.append(AppendParams {
-            session_id: sid.clone(),
-            records,
-            expected_last_uuid: None,
-        })
-    };
-    let compile = || {
-        engine.compile(CompileParams {
-            session_id: sid.clone(),
-            ..Default::default()
-        })
-    };
     let settled_at = || async {
         let cell = engine.cell(&sid);
         let guard = cell.state.lock().await;
@@ -53,31 +33,40 @@ async fn text_turns_keep_the_budget_settled_and_a_later_result_is_still_decided(
         (settled, l.records.len())
     };
 
-    append(json!([{"type": "user", "content": "fetch the page"}]))
-        .await
-        .unwrap();
-    compile().await.unwrap();
+    append(
+        &engine,
+        &sid,
+        json!([{"type": "user", "content": "fetch the page"}]),
+    )
+    .await;
+    compile(&engine, &sid).await;
     let (settled, len) = settled_at().await;
     assert_eq!(settled, Some(len));
-    append(json!([
-        {"type": "assistant", "message_id": "m1", "content": [{"type": "text", "text": "Which page?"}]},
-        {"type": "user", "content": "the docs"},
-    ]))
-    .await
-    .unwrap();
-    let c = compile().await.unwrap();
+    append(
+        &engine,
+        &sid,
+        json!([
+            {"type": "assistant", "message_id": "m1", "content": [{"type": "text", "text": "Which page?"}]},
+            {"type": "user", "content": "the docs"},
+        ]),
+    )
+    .await;
+    let c = compile(&engine, &sid).await;
     assert!(c.metadata.replaced.is_empty());
     let (settled, len) = settled_at().await;
     assert_eq!(settled, Some(len), "the settled inputs follow the text");
 
-    append(json!([
-        {"type": "assistant", "message_id": "m2", "content": [
-            {"type": "tool_use", "id": "toolu_1", "name": "Fetch", "input": {}}]},
-        {"type": "user", "content": [
-            {"type": "tool_result", "tool_use_id": "toolu_1", "content": "x".repeat(5_000)}]},
-    ]))
-    .await
-    .unwrap();
-    let c = compile().await.unwrap();
+    append(
+        &engine,
+        &sid,
+        json!([
+            {"type": "assistant", "message_id": "m2", "content": [
+                {"type": "tool_use", "id": "toolu_1", "name": "Fetch", "input": {}}]},
+            {"type": "user", "content": [
+                {"type": "tool_result", "tool_use_id": "toolu_1", "content": "x".repeat(5_000)}]},
+        ]),
+    )
+    .await;
+    let c = compile(&engine, &sid).await;
     assert_eq!(c.metadata.replaced, ["toolu_1"]);
 }
