@@ -9,7 +9,9 @@
 //! ([`WireMemo`]) is copied from that request's bytes with its unit instead of being
 //! serialised, hashed and counted again: between two compiles most of the history is
 //! unchanged, so a compile writes what is new. The memo shares such a block with the
-//! previous one instead of copying it: a compile copies only the blocks that are new.
+//! previous one instead of copying it, and a message whose blocks are all unchanged in
+//! place shares the previous memo of that message whole: a compile after a turn builds
+//! the memo of its new messages only.
 
 use std::collections::BTreeMap;
 use std::sync::Arc;
@@ -54,12 +56,18 @@ pub struct Spans {
     system: Vec<Span<SystemBlock>>,
     /// With the characters of the tool's JSON.
     tools: Vec<(Span<Value>, usize)>,
-    /// Every message's content blocks, in order: one vector for the request rather than
-    /// one per message (a long session has hundreds of messages, and each vector is an
-    /// allocation to make and, a compile later, to free).
-    blocks: Vec<Span<ContentBlock>>,
-    /// Where each message's blocks start in `blocks`, then their end.
-    starts: Vec<usize>,
+    /// Per message: where its content starts in the body, and its blocks.
+    messages: Vec<(usize, MessageSpans)>,
+}
+
+/// One message's content blocks as written.
+#[derive(Debug)]
+enum MessageSpans {
+    /// Every block copied from the same place in the previous request's same message,
+    /// at the same offset in it: that message's memo serves this one unchanged.
+    Same(Arc<[Kept<ContentBlock>]>),
+    /// Ranges relative to where the message's content starts.
+    Written(Vec<Span<ContentBlock>>),
 }
 
 /// One unit as written: where its bytes are in the body, and its unit; and the previous
@@ -77,9 +85,11 @@ struct Span<T> {
 pub struct WireMemo {
     system: Vec<Kept<SystemBlock>>,
     tools: Vec<(Kept<Value>, usize)>,
-    /// Every message's content blocks, laid out as in [`Spans`].
-    blocks: Vec<Kept<ContentBlock>>,
-    starts: Vec<usize>,
+    /// Per message: where its content starts in `body`, and its blocks, their ranges
+    /// relative to that start, so that a message unchanged since the previous request
+    /// shares that request's memo of it wherever it now starts. A turn builds the memo
+    /// of its new messages only, and drops only what it replaced.
+    messages: Vec<(usize, Arc<[Kept<ContentBlock>]>)>,
     /// The request's body, shared with its digest.
     body: Arc<str>,
 }
@@ -103,10 +113,12 @@ impl<T> Kept<T> {
     }
 }
 
-/// The kept unit `k` of `units` with its bytes, when its value equals `v`.
+/// The kept unit `k` of `units` with its bytes, when its value equals `v`; its range is
+/// relative to `at` in `body`.
 fn same<'m, T: PartialEq>(
     units: &'m [Kept<T>],
     body: &'m str,
+    at: usize,
     k: usize,
     v: &T,
 ) -> Option<(&'m Kept<T>, &'m str)> {
@@ -114,7 +126,7 @@ fn same<'m, T: PartialEq>(
     if *kept.value != *v {
         return None;
     }
-    Some((kept, body.get(kept.range.clone())?))
+    Some((kept, body.get(at + kept.range.start..at + kept.range.end)?))
 }
 
 impl WireMemo {
@@ -138,25 +150,33 @@ impl WireMemo {
             .zip(spans.tools)
             .map(|(t, (s, chars))| (Kept::of(s, || t.clone()), chars))
             .collect();
-        let blocks = messages
+        let messages = messages
             .into_iter()
-            .flat_map(|m| m.content)
-            .zip(spans.blocks)
-            .map(|(b, s)| Kept::of(s, || b.into_block()))
+            .zip(spans.messages)
+            .map(|(m, (at, written))| match written {
+                MessageSpans::Same(kept) => (at, kept),
+                MessageSpans::Written(spans) => (
+                    at,
+                    m.content
+                        .into_iter()
+                        .zip(spans)
+                        .map(|(b, s)| Kept::of(s, || b.into_block()))
+                        .collect(),
+                ),
+            })
             .collect();
         WireMemo {
             system,
             tools,
-            blocks,
-            starts: spans.starts,
+            messages,
             body,
         }
     }
 
-    /// Message `i`'s content blocks.
-    fn message(&self, i: usize) -> Option<&[Kept<ContentBlock>]> {
-        let (start, end) = (*self.starts.get(i)?, *self.starts.get(i + 1)?);
-        self.blocks.get(start..end)
+    /// Message `i`'s content blocks, and where its content starts in the body.
+    fn message(&self, i: usize) -> Option<(usize, &Arc<[Kept<ContentBlock>]>)> {
+        let (at, blocks) = self.messages.get(i)?;
+        Some((*at, blocks))
     }
 
     /// Whether this memo was made with `digest`, over the same body.
@@ -170,7 +190,8 @@ impl WireMemo {
         k: usize,
         b: &ContentBlock,
     ) -> Option<(&Kept<ContentBlock>, &str)> {
-        same(self.message(i)?, &self.body, k, b)
+        let (at, blocks) = self.message(i)?;
+        same(blocks, &self.body, at, k, b)
     }
 }
 
@@ -292,9 +313,10 @@ pub fn write<B: BlockMut>(p: &RequestParts<'_, B>) -> serde_json::Result<Written
     let mut spans = Spans {
         system: Vec::with_capacity(p.system.len()),
         tools: Vec::with_capacity(p.tools.len()),
-        blocks: Vec::with_capacity(p.messages.iter().map(|m| m.content.len()).sum()),
-        starts: Vec::with_capacity(p.messages.len() + 1),
+        messages: Vec::with_capacity(p.messages.len()),
     };
+    // The spans of the message being written, moved out only when it is new.
+    let mut scratch: Vec<Span<ContentBlock>> = Vec::new();
     w.raw("{\"model\":");
     w.value(p.model)?;
     w.raw(",\"max_tokens\":");
@@ -304,7 +326,7 @@ pub fn write<B: BlockMut>(p: &RequestParts<'_, B>) -> serde_json::Result<Written
         if i > 0 {
             w.raw(",");
         }
-        let previous = p.previous.and_then(|m| same(&m.system, &m.body, i, b));
+        let previous = p.previous.and_then(|m| same(&m.system, &m.body, 0, i, b));
         let span = w.unit_or_copy(Locus::System(i as u32), b, previous, |w, b| {
             let key = match &b.cache_control {
                 Some(_) => Some(serde_json::to_vec(&SystemBlock {
@@ -377,7 +399,13 @@ pub fn write<B: BlockMut>(p: &RequestParts<'_, B>) -> serde_json::Result<Written
                 .count()
         });
         let mut block = 0u32;
-        spans.starts.push(spans.blocks.len());
+        let content_start = w.buf.len();
+        let previous_message = p.previous.and_then(|m| m.message(i));
+        // Whether the message is, block for block and byte for byte, the previous
+        // request's same message: no edits block spliced in, every block copied from its
+        // own place there, at the same offset within the message.
+        let mut unchanged = edits.is_none()
+            && previous_message.is_some_and(|(_, kept)| kept.len() == m.content.len());
         let locus = |block: u32| Locus::Message {
             index: i as u32,
             block,
@@ -410,7 +438,16 @@ pub fn write<B: BlockMut>(p: &RequestParts<'_, B>) -> serde_json::Result<Written
                 };
                 w.unit(locus(block), b, key, |len| block_tokens(b, len))
             })?;
-            spans.blocks.push(span);
+            let span = Span {
+                range: span.range.start - content_start..span.range.end - content_start,
+                ..span
+            };
+            unchanged = unchanged
+                && span.kept.is_some()
+                && previous_message
+                    .and_then(|(_, kept)| kept.get(k))
+                    .is_some_and(|kept| kept.range == span.range);
+            scratch.push(span);
             block += 1;
         }
         if at == m.content.len()
@@ -422,8 +459,15 @@ pub fn write<B: BlockMut>(p: &RequestParts<'_, B>) -> serde_json::Result<Written
             w.unit(locus(block), &edits_block(ids), None, |_| 0)?;
         }
         w.raw("]}");
+        let written = match previous_message {
+            Some((_, kept)) if unchanged => {
+                scratch.clear();
+                MessageSpans::Same(kept.clone())
+            }
+            _ => MessageSpans::Written(std::mem::take(&mut scratch)),
+        };
+        spans.messages.push((content_start, written));
     }
-    spans.starts.push(spans.blocks.len());
     w.raw("]");
     for (k, v) in p.extra {
         w.raw(",");

@@ -350,6 +350,16 @@ proptest::proptest! {
         proptest::prop_assert_eq!(&again.body, &fresh.body);
         proptest::prop_assert_eq!(&again.shape, &fresh.shape);
         proptest::prop_assert_eq!(again.tools_chars, fresh.tools_chars);
+        // And a memo taken with the edits serves a request without them, and the one
+        // that leaves (sharing messages with it) the next.
+        let plain = write(&current.parts(&no_edits, &extra)).unwrap();
+        let without = write(&RequestParts { previous: Some(&next), ..current.parts(&no_edits, &extra) }).unwrap();
+        proptest::prop_assert_eq!(&without.body, &plain.body);
+        proptest::prop_assert_eq!(&without.shape, &plain.shape);
+        let shared = current.memo(without);
+        let last = write(&RequestParts { previous: Some(&shared), ..current.parts(&no_edits, &extra) }).unwrap();
+        proptest::prop_assert_eq!(&last.body, &plain.body);
+        proptest::prop_assert_eq!(&last.shape, &plain.shape);
     }
 }
 
@@ -408,11 +418,61 @@ fn the_memo_shares_unchanged_units_with_the_previous_one() {
     let next = second.memo(written);
     assert!(Arc::ptr_eq(&memo.system[0].value, &next.system[0].value));
     assert!(Arc::ptr_eq(&memo.tools[0].0.value, &next.tools[0].0.value));
-    let (old, new) = (memo.message(0).unwrap(), next.message(0).unwrap());
+    let (old, new) = (memo.message(0).unwrap().1, next.message(0).unwrap().1);
     assert!(
         Arc::ptr_eq(&old[0].value, &new[0].value),
         "the unchanged block was copied"
     );
     assert_eq!(*new[1].value, ContentBlock::text("new"));
     assert_eq!(Arc::strong_count(&new[1].value), 1);
+}
+
+/// A message unchanged since the previous request shares that request's memo of it
+/// whole, wherever it now starts (here after a longer system block); a changed one gets
+/// its own; and the shared memo still copies the right bytes at the next request.
+#[test]
+fn an_unchanged_message_shares_its_memo_wherever_it_starts() {
+    let (edits, extra) = (BTreeMap::new(), BTreeMap::new());
+    let mut first = one_of_each("kept");
+    first
+        .messages
+        .push(ApiMessage::assistant(vec![ContentBlock::text("answer")]));
+    first
+        .messages
+        .push(ApiMessage::user(vec![ContentBlock::text("again")]));
+    let memo = first.memo(write(&first.parts(&edits, &extra)).unwrap());
+    let mut second = first.clone();
+    second.system[0].text.push_str(", now longer");
+    second.messages[2]
+        .content
+        .push(ContentBlock::text("and more"));
+    let written = write(&RequestParts {
+        previous: Some(&memo),
+        ..second.parts(&edits, &extra)
+    })
+    .unwrap();
+    assert_eq!(
+        written.body,
+        write(&second.parts(&edits, &extra)).unwrap().body
+    );
+    let next = second.memo(written);
+    for i in [0, 1] {
+        let (old_at, old) = memo.message(i).unwrap();
+        let (new_at, new) = next.message(i).unwrap();
+        assert!(Arc::ptr_eq(old, new), "message {i} is shared");
+        assert!(new_at > old_at, "message {i} moved");
+    }
+    assert!(!Arc::ptr_eq(
+        memo.message(2).unwrap().1,
+        next.message(2).unwrap().1
+    ));
+    let third = write(&RequestParts {
+        previous: Some(&next),
+        ..second.parts(&edits, &extra)
+    })
+    .unwrap();
+    assert_eq!(
+        third.body,
+        write(&second.parts(&edits, &extra)).unwrap().body
+    );
 }
