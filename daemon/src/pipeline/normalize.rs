@@ -88,11 +88,11 @@ pub fn normalize<'a, R: std::borrow::Borrow<Record>>(
     let mut msgs = assemble(parts, &mut repairs);
     drop_duplicate_tool_uses(&mut msgs, &mut repairs);
     drop_hollow_assistants(&mut msgs, &mut repairs);
-    let mut msgs = coalesce(msgs, &mut repairs);
+    coalesce(&mut msgs, &mut repairs);
     pair_tool_results(&mut msgs, &mut repairs);
     // Only user messages holding nothing but orphan results can empty here; the
     // assistant before such a message had no tool_use, so re-merging cannot unpair.
-    let mut msgs = coalesce(msgs, &mut repairs);
+    coalesce(&mut msgs, &mut repairs);
     for m in &mut msgs {
         if m.role == Role::User {
             layout_user(&mut m.blocks);
@@ -523,29 +523,27 @@ fn drop_hollow_assistants(msgs: &mut Vec<Msg<'_>>, repairs: &mut Vec<String>) {
     });
 }
 
-/// Drops empty messages and merges same-role neighbours so roles alternate again.
-fn coalesce<'a>(msgs: Vec<Msg<'a>>, repairs: &mut Vec<String>) -> Vec<Msg<'a>> {
-    let mut out: Vec<Msg<'a>> = Vec::with_capacity(msgs.len());
-    for m in msgs {
-        if m.blocks.is_empty() {
-            continue;
+/// Drops empty messages and merges same-role neighbours so roles alternate again. In
+/// place: on a long session the messages are a large vector, and a new one per call
+/// (two calls a compile) was fresh memory to fault in as the session grew.
+fn coalesce(msgs: &mut Vec<Msg<'_>>, repairs: &mut Vec<String>) {
+    msgs.retain(|m| !m.blocks.is_empty());
+    // `prev` is the message kept last; returning true drops `m`, merged into it.
+    msgs.dedup_by(|m, prev| {
+        if prev.role != m.role {
+            return false;
         }
-        match out.last_mut() {
-            Some(prev) if prev.role == m.role => {
-                if m.role == Role::Assistant {
-                    repairs.push(format!(
-                        "merged assistant messages {} and {} left adjacent by a dropped message",
-                        id_name(prev.message_id),
-                        id_name(m.message_id)
-                    ));
-                    prev.message_id = m.message_id;
-                }
-                prev.blocks.extend(m.blocks);
-            }
-            _ => out.push(m),
+        if m.role == Role::Assistant {
+            repairs.push(format!(
+                "merged assistant messages {} and {} left adjacent by a dropped message",
+                id_name(prev.message_id),
+                id_name(m.message_id)
+            ));
+            prev.message_id = m.message_id;
         }
-    }
-    out
+        prev.blocks.append(&mut m.blocks);
+        true
+    });
 }
 
 fn tool_use_ids<B: BlockMut>(blocks: &[B]) -> Vec<&str> {
