@@ -291,6 +291,16 @@ impl Request {
             written.spans,
         )
     }
+
+    /// Written without edits or extra parameters, copying from `previous` if given.
+    fn write_plain(&self, previous: Option<&WireMemo>) -> Written {
+        let (edits, extra) = (BTreeMap::new(), BTreeMap::new());
+        write(&RequestParts {
+            previous,
+            ..self.parts(&edits, &extra)
+        })
+        .unwrap()
+    }
 }
 
 fn request_strategy() -> impl proptest::strategy::Strategy<Value = Request> {
@@ -432,7 +442,6 @@ fn the_memo_shares_unchanged_units_with_the_previous_one() {
 /// its own; and the shared memo still copies the right bytes at the next request.
 #[test]
 fn an_unchanged_message_shares_its_memo_wherever_it_starts() {
-    let (edits, extra) = (BTreeMap::new(), BTreeMap::new());
     let mut first = one_of_each("kept");
     first
         .messages
@@ -440,21 +449,15 @@ fn an_unchanged_message_shares_its_memo_wherever_it_starts() {
     first
         .messages
         .push(ApiMessage::user(vec![ContentBlock::text("again")]));
-    let memo = first.memo(write(&first.parts(&edits, &extra)).unwrap());
+    let memo = first.memo(first.write_plain(None));
     let mut second = first.clone();
     second.system[0].text.push_str(", now longer");
     second.messages[2]
         .content
         .push(ContentBlock::text("and more"));
-    let written = write(&RequestParts {
-        previous: Some(&memo),
-        ..second.parts(&edits, &extra)
-    })
-    .unwrap();
-    assert_eq!(
-        written.body,
-        write(&second.parts(&edits, &extra)).unwrap().body
-    );
+    let fresh = second.write_plain(None).body;
+    let written = second.write_plain(Some(&memo));
+    assert_eq!(written.body, fresh);
     let next = second.memo(written);
     for i in [0, 1] {
         let (old_at, old) = memo.message(i).unwrap();
@@ -466,13 +469,5 @@ fn an_unchanged_message_shares_its_memo_wherever_it_starts() {
         memo.message(2).unwrap().1,
         next.message(2).unwrap().1
     ));
-    let third = write(&RequestParts {
-        previous: Some(&next),
-        ..second.parts(&edits, &extra)
-    })
-    .unwrap();
-    assert_eq!(
-        third.body,
-        write(&second.parts(&edits, &extra)).unwrap().body
-    );
+    assert_eq!(second.write_plain(Some(&next)).body, fresh);
 }
