@@ -343,6 +343,8 @@ impl Writer {
         WAL_FRAMES.set(-1);
         THRESHOLDS.set(self.thresholds);
         LOG.set(Some(self.log.clone()));
+        // A job alone needs no savepoint: its transaction is its own. And a savepoint is
+        // not free: each page its job changes is first copied into a sub-journal.
         match <[WriteJob; 1]>::try_from(jobs) {
             Ok([job]) => run(&mut self.conn, job, &self.generation),
             Err(jobs) => run_group(&mut self.conn, jobs, &self.generation),

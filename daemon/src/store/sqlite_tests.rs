@@ -51,14 +51,23 @@ fn a_read_is_one_snapshot_and_ends_it() {
     assert_eq!(lock(&store.readers).len(), 1, "one pooled reader, reused");
 }
 
-/// A database as the first `version` migrations leave it, with foreign keys on.
-fn database_at(dir: &std::path::Path, version: usize) -> Connection {
+/// A database as the first `version` migrations leave it, with foreign keys on and a
+/// bare session for each of `sessions`.
+fn database_at(dir: &std::path::Path, version: usize, sessions: &[&str]) -> Connection {
     let mut conn = Connection::open(dir.join("old.db")).unwrap();
     conn.pragma_update(None, "foreign_keys", "ON").unwrap();
     migrations()
         .unwrap()
         .to_version(&mut conn, version)
         .unwrap();
+    for id in sessions {
+        conn.execute(
+            "INSERT INTO sessions (id, cwd, original_cwd, model_profile, settings, start_date, created_at, updated_at)
+             VALUES (?1, '/', '/', '{}', '{}', '2026-01-01', 't', 't')",
+            [id],
+        )
+        .unwrap();
+    }
     conn
 }
 
@@ -67,11 +76,9 @@ fn database_at(dir: &std::path::Path, version: usize) -> Connection {
 #[test]
 fn read_content_moves_to_its_own_table() {
     let dir = tempfile::tempdir().unwrap();
-    let mut conn = database_at(dir.path(), 9);
+    let mut conn = database_at(dir.path(), 9, &["s"]);
     conn.execute_batch(
-        "INSERT INTO sessions (id, cwd, original_cwd, model_profile, settings, start_date, created_at, updated_at)
-             VALUES ('s', '/', '/', '{}', '{}', '2026-01-01', 't', 't');
-         INSERT INTO file_read_state (session_id, path, size, mtime_ns, sha256, content)
+        "INSERT INTO file_read_state (session_id, path, size, mtime_ns, sha256, content)
              VALUES ('s', '/a', 3, 1, 'h1', 'abc'), ('s', '/big', 9, 2, 'h2', NULL);",
     )
     .unwrap();
@@ -106,7 +113,7 @@ fn read_content_moves_to_its_own_table() {
 #[test]
 fn records_move_to_a_table_with_rowids() {
     let dir = tempfile::tempdir().unwrap();
-    let mut conn = database_at(dir.path(), 10);
+    let mut conn = database_at(dir.path(), 10, &["s", "r"]);
     let sql = "SELECT session_id, seq, uuid, parent_uuid, kind, timestamp, message_id, body FROM records ORDER BY session_id, seq";
     let rows = |conn: &Connection| -> Vec<Vec<Option<String>>> {
         conn.prepare(sql)
@@ -126,10 +133,7 @@ fn records_move_to_a_table_with_rowids() {
     };
     let big = "x".repeat(20_000);
     conn.execute_batch(&format!(
-        "INSERT INTO sessions (id, cwd, original_cwd, model_profile, settings, start_date, created_at, updated_at)
-             VALUES ('s', '/', '/', '{{}}', '{{}}', '2026-01-01', 't', 't'),
-                    ('r', '/', '/', '{{}}', '{{}}', '2026-01-01', 't', 't');
-         INSERT INTO records (session_id, seq, uuid, parent_uuid, kind, timestamp, message_id, body) VALUES
+        "INSERT INTO records (session_id, seq, uuid, parent_uuid, kind, timestamp, message_id, body) VALUES
              ('s', 2, 'u2', 'u1', 'assistant', 't2', 'm', '{big}'),
              ('s', 1, 'u1', NULL, 'user', 't1', NULL, '{{}}'),
              ('r', 1, 'u1', NULL, 'user', 't1', NULL, '{{\"a\":1}}');"
@@ -159,12 +163,9 @@ fn records_move_to_a_table_with_rowids() {
 #[test]
 fn compile_units_move_to_their_own_table() {
     let dir = tempfile::tempdir().unwrap();
-    let mut conn = database_at(dir.path(), 11);
+    let mut conn = database_at(dir.path(), 11, &["s", "n"]);
     conn.execute_batch(
-        "INSERT INTO sessions (id, cwd, original_cwd, model_profile, settings, start_date, created_at, updated_at)
-             VALUES ('s', '/', '/', '{}', '{}', '2026-01-01', 't', 't'),
-                    ('n', '/', '/', '{}', '{}', '2026-01-01', 't', 't');
-         INSERT INTO compile_log (session_id, id, boundary_uuid, fingerprint, units, tool_names) VALUES
+        "INSERT INTO compile_log (session_id, id, boundary_uuid, fingerprint, units, tool_names) VALUES
              ('s', 1, 'b', '{}', x'01', '[\"Old\"]'),
              ('s', 2, 'b', '{}', x'0203', '[\"Read\"]'),
              ('n', 1, 'b', '{}', NULL, NULL);",
