@@ -15,7 +15,8 @@
 //!    batch through the engine followed by the same batch through both floors.
 //!
 //! Prints medians and ratios. Set `CTXD_BENCH_ITERS` to change the sample count,
-//! `CTXD_BENCH_ONLY` (comma-separated part names) to run some parts only.
+//! `CTXD_BENCH_ONLY` (comma-separated part names) to run some parts only,
+//! `CTXD_BENCH_TURN_GAP_MS` to pause that long before each of `turn`'s compiles.
 #![allow(clippy::unwrap_used, clippy::expect_used)] // a test panics on what it did not expect
 
 use std::path::{Path, PathBuf};
@@ -267,6 +268,11 @@ async fn bench_turn(dir: &Path, path: PathBuf) {
     let (e, p, records) = imported(dir, std::fs::read_to_string(&path).unwrap()).await;
     e.compile(p.clone()).await.unwrap();
     let n = iters();
+    // The time a model takes to answer, if given: an agent's compiles are seconds apart.
+    let gap = std::env::var("CTXD_BENCH_TURN_GAP_MS")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .map(Duration::from_millis);
     let mut compile = Vec::with_capacity(n);
     let mut serialise = Vec::with_capacity(n);
     let mut bytes = 0;
@@ -286,6 +292,9 @@ async fn bench_turn(dir: &Path, path: PathBuf) {
         })
         .await
         .unwrap();
+        if let Some(gap) = gap {
+            tokio::time::sleep(gap).await;
+        }
         let t = Instant::now();
         let c = e.compile(p.clone()).await.unwrap();
         compile.push(t.elapsed());
