@@ -3,7 +3,7 @@
 //!
 //! Parent directories are watched, never the files: an editor's atomic save renames a
 //! new inode over the file, which silently ends a watch on the file itself. Events are
-//! debounced by notify-debouncer-full, filtered down to the registered paths, and decided
+//! batched (`watch_debounce.rs`), filtered down to the registered paths, and decided
 //! by looking at the disk once per batch: the exact sequence of raw events for a save
 //! differs between editors and platforms, the resulting state does not.
 //!
@@ -20,15 +20,20 @@ use crate::sync::lock;
 use std::time::Duration;
 
 use notify::event::{MetadataKind, ModifyKind};
-use notify::{ErrorKind, EventKind, RecommendedWatcher, RecursiveMode};
-use notify_debouncer_full::{
-    DebounceEventResult, DebouncedEvent, Debouncer, RecommendedCache, new_debouncer,
-};
+use notify::{ErrorKind, Event, EventKind, RecursiveMode};
 use tokio::sync::mpsc::UnboundedSender;
 
+#[path = "watch_debounce.rs"]
+mod debounce;
+use debounce::{Batch, Debouncer, Window};
+
 /// Long enough to fold an editor's truncate-write-close (or write-temp-rename) into one
-/// batch, short enough to be invisible next to a model call.
-const DEBOUNCE: Duration = Duration::from_millis(75);
+/// batch, short enough to be invisible next to a model call; a file written without pause
+/// is still reported every `longest`.
+const DEBOUNCE: Window = Window {
+    quiet: Duration::from_millis(75),
+    longest: Duration::from_millis(300),
+};
 
 /// What the watcher reports. Paths are exactly as they were passed to
 /// [`FileWatcher::watch_file`].
@@ -54,7 +59,7 @@ pub enum WatchEvent {
 /// until it is unregistered twice, and a directory is watched while any of its files is.
 pub struct FileWatcher {
     /// Locked before `registry` whenever both are needed.
-    debouncer: Mutex<Option<Debouncer<RecommendedWatcher, RecommendedCache>>>,
+    debouncer: Mutex<Option<Debouncer>>,
     registry: Arc<Mutex<Registry>>,
     degraded: AtomicBool,
 }
@@ -67,20 +72,19 @@ impl FileWatcher {
     pub fn new(tx: UnboundedSender<WatchEvent>) -> FileWatcher {
         let registry = Arc::new(Mutex::new(Registry::default()));
         let handler_registry = Arc::clone(&registry);
-        let handler = move |result: DebounceEventResult| {
+        let handler = move |batch: Batch| {
             // Held until the events are sent, so once `unwatch_file` returns no event for
             // that file can still be on its way.
             let mut registry = lock(&handler_registry);
-            let events = match result {
-                Ok(events) => translate(&mut registry, &events),
-                Err(errors) => {
-                    for error in &errors {
-                        tracing::warn!(%error, paths = ?error.paths, "file watcher error");
-                    }
-                    // After an error nothing says which events were lost.
-                    vec![WatchEvent::Rescan]
-                }
-            };
+            let mut events = translate(&mut registry, &batch.events);
+            for error in &batch.errors {
+                tracing::warn!(%error, paths = ?error.paths, "file watcher error");
+            }
+            // After an error, or events dropped, nothing says which changes were missed.
+            let lost = !batch.errors.is_empty() || batch.overflowed;
+            if lost && events.first() != Some(&WatchEvent::Rescan) {
+                events.insert(0, WatchEvent::Rescan);
+            }
             for event in events {
                 if tx.send(event).is_err() {
                     tracing::debug!("file watcher receiver dropped; discarding events");
@@ -88,7 +92,7 @@ impl FileWatcher {
                 }
             }
         };
-        match new_debouncer(DEBOUNCE, None, handler) {
+        match Debouncer::new(DEBOUNCE, "ctxd-watch-batch", handler) {
             Ok(debouncer) => FileWatcher {
                 debouncer: Mutex::new(Some(debouncer)),
                 registry,
@@ -186,12 +190,7 @@ impl FileWatcher {
     }
 
     /// Puts the OS watch on `dir` (already counted in the registry) unless it is there.
-    fn arm(
-        &self,
-        debouncer: &mut Debouncer<RecommendedWatcher, RecommendedCache>,
-        registry: &mut Registry,
-        dir: &Path,
-    ) {
+    fn arm(&self, debouncer: &mut Debouncer, registry: &mut Registry, dir: &Path) {
         let dir = dir.to_path_buf();
         let Some(entry) = registry.dirs.get_mut(&dir) else {
             return;
@@ -255,12 +254,7 @@ impl FileWatcher {
     }
 
     /// One user of `dir`'s OS watch is gone; the last one removes the watch.
-    fn release(
-        &self,
-        debouncer: Option<&mut Debouncer<RecommendedWatcher, RecommendedCache>>,
-        registry: &mut Registry,
-        dir: &Path,
-    ) {
+    fn release(&self, debouncer: Option<&mut Debouncer>, registry: &mut Registry, dir: &Path) {
         let Some(entry) = registry.dirs.get_mut(dir) else {
             return;
         };
@@ -356,7 +350,7 @@ fn resolve(path: &Path) -> Option<(PathBuf, PathBuf)> {
 }
 
 /// One debounced batch → the events for registered files, each file at most once.
-fn translate(registry: &mut Registry, events: &[DebouncedEvent]) -> Vec<WatchEvent> {
+fn translate(registry: &mut Registry, events: &[Event]) -> Vec<WatchEvent> {
     let mut rescan = false;
     // Registered path → the path to check on disk. Sorted so a batch is reported in a
     // stable order.
@@ -382,9 +376,9 @@ fn translate(registry: &mut Registry, events: &[DebouncedEvent]) -> Vec<WatchEve
                     touched.insert(r.clone(), path.clone());
                 }
             }
-            // The watched directory itself went away: the kernel drops its watch, and the
-            // debouncer drops pending child events when it sees the directory removed,
-            // so every file in it must be checked.
+            // The watched directory itself went away: the kernel drops its watch, and a
+            // directory moved away says nothing of its files, so every file in it must be
+            // checked.
             let dir_gone = matches!(event.kind, EventKind::Remove(_))
                 || matches!(event.kind, EventKind::Modify(ModifyKind::Name(_)));
             if dir_gone && let Some(dir) = registry.dirs.get_mut(path) {

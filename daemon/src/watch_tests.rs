@@ -283,11 +283,10 @@ fn registry_with(dir: &Path, files: &[&Path]) -> Registry {
     registry
 }
 
-fn event(kind: EventKind, paths: &[&Path]) -> DebouncedEvent {
-    let event = paths
+fn event(kind: EventKind, paths: &[&Path]) -> Event {
+    paths
         .iter()
-        .fold(notify::Event::new(kind), |e, p| e.add_path(p.to_path_buf()));
-    DebouncedEvent::new(event, std::time::Instant::now())
+        .fold(Event::new(kind), |e, p| e.add_path(p.to_path_buf()))
 }
 
 #[test]
@@ -359,8 +358,7 @@ fn rescan_comes_first() {
     let a = dir.path().join("a.txt");
     fs::write(&a, "a\n").unwrap();
     let mut registry = registry_with(dir.path(), &[&a]);
-    let mut rescan = event(EventKind::Other, &[]);
-    rescan.event = rescan.event.clone().set_flag(Flag::Rescan);
+    let rescan = event(EventKind::Other, &[]).set_flag(Flag::Rescan);
     let batch = [
         event(EventKind::Modify(ModifyKind::Data(DataChange::Any)), &[&a]),
         rescan,
