@@ -1,6 +1,12 @@
+use std::collections::HashSet;
+
 use super::*;
+use crate::pipeline::attachments;
 use crate::pipeline::choices::{Choices, choices, samples};
-use ctxd_protocol::{CacheControl, MediaSource};
+use crate::pipeline::message::{REMINDER_OPEN, system_reminder};
+use ctxd_protocol::{
+    CacheControl, ContentBlock, MediaSource, RecordKind, ToolResultBlock, ToolResultContent,
+};
 use proptest::prelude::*;
 use serde_json::{Value, json};
 

@@ -1,0 +1,264 @@
+//! Stage 1 of normalising, per record: drop what is never sent, strip blocks the role
+//! may not carry, replace refused media, drop thinking the model cannot read, drop blank
+//! text, add short ids.
+
+use ctxd_protocol::{ContentBlock, RecordKind, ToolResultBlock, ToolResultContent};
+
+use super::*;
+use crate::pipeline::attachments;
+use crate::pipeline::message::{REMINDER_OPEN, system_reminder};
+
+pub(super) fn rejected_note(kind: &str) -> String {
+    format!("[{kind} removed: the provider rejected it]")
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) enum PartKind {
+    Attachment,
+    /// A user record holding only tool results: it continues the open response.
+    ToolResults,
+    User,
+    Assistant,
+}
+
+pub(super) struct Part<'a> {
+    pub(super) kind: PartKind,
+    pub(super) message_id: Option<&'a str>,
+    pub(super) blocks: Vec<Block<'a>>,
+}
+
+pub(super) fn prepare<'a>(
+    record: &'a Record,
+    opts: &NormalizeOptions,
+    repairs: &mut Vec<String>,
+) -> Option<Part<'a>> {
+    if record.is_virtual || record.is_sidechain {
+        return None;
+    }
+    let role = match record.kind {
+        RecordKind::System => return None,
+        RecordKind::Attachment => {
+            let text = attachments::render(record)?;
+            let mut blocks = vec![Block::new(ContentBlock::text(system_reminder(&text)))];
+            // Images queued with input follow its text (unless the provider refused them).
+            for (index, block) in record.content.iter().enumerate() {
+                if !matches!(block, ContentBlock::Image { .. }) {
+                    continue;
+                }
+                let refused = refused(opts, record, index);
+                blocks.push(if refused {
+                    Block::new(strip_rejected(block.clone(), &record.uuid, index, repairs))
+                } else {
+                    Block::Kept(block)
+                });
+            }
+            return Some(Part {
+                kind: PartKind::Attachment,
+                message_id: None,
+                blocks,
+            });
+        }
+        RecordKind::User => Role::User,
+        RecordKind::Assistant => Role::Assistant,
+    };
+
+    let mut blocks = Vec::with_capacity(record.content.len());
+    let mut thinking_dropped = 0usize;
+    let mut blank_dropped = 0usize;
+    for (index, block) in record.content.iter().enumerate() {
+        if !allowed(role, block) {
+            repairs.push(format!(
+                "dropped {} block {index} of record {}: not allowed in {} messages",
+                block.type_name(),
+                record.uuid,
+                role_name(role)
+            ));
+            continue;
+        }
+        if block.is_thinking() && !opts.supports_thinking {
+            thinking_dropped += 1;
+            continue;
+        }
+        let mut block = Block::Kept(block);
+        if block.cache_control().is_some()
+            && let Some(slot) = block.to_mut().cache_control_mut()
+        {
+            *slot = None;
+        }
+        let may_hold_media = matches!(
+            *block,
+            ContentBlock::Image { .. }
+                | ContentBlock::Document { .. }
+                | ContentBlock::ToolResult { .. }
+        );
+        let rejected = may_hold_media && refused(opts, record, index);
+        if rejected {
+            block = Block::new(strip_rejected(
+                block.into_owned(),
+                &record.uuid,
+                index,
+                repairs,
+            ));
+        }
+        match &*block {
+            ContentBlock::Text { text, .. } if text.trim().is_empty() => {
+                blank_dropped += 1;
+                continue;
+            }
+            ContentBlock::ToolResult {
+                content: ToolResultContent::Blocks(inner),
+                ..
+            } if inner.iter().any(is_blank_result_text) => {
+                if let ContentBlock::ToolResult {
+                    content: ToolResultContent::Blocks(inner),
+                    ..
+                } = block.to_mut()
+                {
+                    let before = inner.len();
+                    inner.retain(|b| !is_blank_result_text(b));
+                    blank_dropped += before - inner.len();
+                }
+            }
+            _ => {}
+        }
+        blocks.push(block);
+    }
+    if thinking_dropped > 0 {
+        repairs.push(format!(
+            "dropped {thinking_dropped} thinking block(s) of record {}: the model does not support thinking",
+            record.uuid
+        ));
+    }
+    if blank_dropped > 0 {
+        repairs.push(format!(
+            "dropped {blank_dropped} empty text block(s) of record {}",
+            record.uuid
+        ));
+    }
+    if blocks.is_empty() {
+        return None;
+    }
+
+    let results_only = blocks
+        .iter()
+        .all(|b| matches!(**b, ContentBlock::ToolResult { .. }));
+    let kind = match role {
+        Role::Assistant => PartKind::Assistant,
+        Role::User if results_only => PartKind::ToolResults,
+        Role::User => PartKind::User,
+    };
+    // Only what a person typed gets an id: those are the ranges snip lets the model name.
+    if opts.short_ids && kind == PartKind::User && !record.is_meta && !record.is_compact_summary {
+        append_short_id(&mut blocks, &record.uuid);
+    }
+    Some(Part {
+        kind,
+        message_id: record.message_id.as_deref(),
+        blocks,
+    })
+}
+
+/// Whether the provider refused the media of block `index` of `record`.
+fn refused(opts: &NormalizeOptions, record: &Record, index: usize) -> bool {
+    // The set is keyed by owned uuids; most sessions have none refused, so skip the copy.
+    !opts.rejected_media.is_empty()
+        && u32::try_from(index)
+            .is_ok_and(|i| opts.rejected_media.contains(&(record.uuid.clone(), i)))
+}
+
+fn role_name(role: Role) -> &'static str {
+    match role {
+        Role::User => "user",
+        Role::Assistant => "assistant",
+    }
+}
+
+/// The block types the Messages API accepts from each role.
+pub(super) fn allowed(role: Role, block: &ContentBlock) -> bool {
+    match block {
+        ContentBlock::Text { .. } => true,
+        ContentBlock::Image { .. }
+        | ContentBlock::Document { .. }
+        | ContentBlock::ToolResult { .. } => role == Role::User,
+        ContentBlock::Thinking { .. }
+        | ContentBlock::RedactedThinking { .. }
+        | ContentBlock::ToolUse { .. } => role == Role::Assistant,
+    }
+}
+
+pub(super) fn is_blank_result_text(b: &ToolResultBlock) -> bool {
+    matches!(b, ToolResultBlock::Text { text } if text.trim().is_empty())
+}
+
+fn strip_rejected(
+    block: ContentBlock,
+    uuid: &str,
+    index: usize,
+    repairs: &mut Vec<String>,
+) -> ContentBlock {
+    match block {
+        ContentBlock::Image { .. } | ContentBlock::Document { .. } => {
+            let kind = block.type_name();
+            repairs.push(format!(
+                "removed rejected {kind} (record {uuid}, block {index})"
+            ));
+            ContentBlock::text(rejected_note(kind))
+        }
+        ContentBlock::ToolResult {
+            tool_use_id,
+            content: ToolResultContent::Blocks(inner),
+            is_error,
+            cache_control,
+            cache_reference,
+        } => {
+            let mut removed = 0usize;
+            let inner = inner
+                .into_iter()
+                .map(|b| match b {
+                    ToolResultBlock::Image { .. } => {
+                        removed += 1;
+                        ToolResultBlock::Text {
+                            text: rejected_note("image"),
+                        }
+                    }
+                    ToolResultBlock::Document { .. } => {
+                        removed += 1;
+                        ToolResultBlock::Text {
+                            text: rejected_note("document"),
+                        }
+                    }
+                    other => other,
+                })
+                .collect();
+            if removed > 0 {
+                repairs.push(format!(
+                    "removed {removed} rejected media block(s) from tool_result {tool_use_id} (record {uuid}, block {index})"
+                ));
+            }
+            ContentBlock::ToolResult {
+                tool_use_id,
+                content: ToolResultContent::Blocks(inner),
+                is_error,
+                cache_control,
+                cache_reference,
+            }
+        }
+        other => other,
+    }
+}
+
+fn append_short_id(blocks: &mut Vec<Block<'_>>, uuid: &str) {
+    let tag = format!("[id:{}]", short_id(uuid));
+    // A reminder is not what the user typed, and one beside tool results is folded away
+    // into the result, which would carry the id off with it.
+    let last_text = blocks.iter().rposition(
+        |b| matches!(&**b, ContentBlock::Text { text, .. } if !text.starts_with(REMINDER_OPEN)),
+    );
+    match last_text.map(|i| blocks[i].to_mut()) {
+        Some(ContentBlock::Text { text, .. }) => {
+            text.push('\n');
+            text.push_str(&tag);
+        }
+        _ => blocks.push(Block::new(ContentBlock::text(tag))),
+    }
+}
