@@ -123,81 +123,29 @@ pub fn compile(input: &CompileInput<'_>) -> Result<Compiled, serde_json::Error> 
     let s = &input.session;
     let mc = &s.settings.microcompact;
     let after_boundary = projection::after_last_boundary(input.records);
-    let computed;
-    let projected: &[&Record] = match input.projection {
-        Some(p) => {
-            debug_assert!(
-                {
-                    let own = projection::project(input.records);
-                    own.len() == p.len() && own.iter().zip(p).all(|(a, b)| std::ptr::eq(*a, *b))
-                },
-                "the caller's projection is not the records'"
-            );
-            p
-        }
-        None => {
-            computed = projection::project(input.records);
-            &computed
-        }
-    };
-    let folded: Vec<Shown<'_>> = collapse::apply(projected, input.collapses);
+    let projected = projection_of(input);
+    let folded: Vec<Shown<'_>> = collapse::apply(&projected, input.collapses);
     let view: Vec<&Record> = folded.iter().map(|c| c.as_ref()).collect();
     let projected_attachments = projected
         .iter()
         .filter(|r| r.kind == ctxd_protocol::RecordKind::Attachment)
         .count() as u64;
 
-    // Microcompact, time-based: decided here, frozen by the engine.
-    let newly_cleared = microcompact::time_based(&view, input.cleared, mc, input.now);
-    let mut fates: Cow<'_, BTreeMap<String, Fate>> = Cow::Borrowed(input.fates);
-    if !input.cleared.is_empty() || !newly_cleared.is_empty() {
-        let f = fates.to_mut();
-        for (id, fate) in input.cleared {
-            f.insert(id.clone(), fate.clone());
-        }
-        for id in &newly_cleared {
-            f.insert(id.clone(), Fate::Replaced(CLEARED.into()));
-        }
-    }
-    let shown: Vec<Shown<'_>> = budget::apply(&view, &fates);
+    let Trimmed {
+        shown,
+        newly_cleared,
+        reset_edits,
+        pinned,
+    } = trim(input, &view);
     let shown_refs: Vec<&Record> = shown.iter().map(|c| c.as_ref()).collect();
+    let cache_deletes = cache_deletes(&shown_refs, pinned, newly_cleared.is_empty(), mc);
 
-    // Microcompact, cached: only while the cache is warm (time-based did not fire).
-    let reset_edits = !newly_cleared.is_empty() && !input.pinned_edits.is_empty();
-    let pinned: &[PinnedEdit] = if newly_cleared.is_empty() {
-        input.pinned_edits
-    } else {
-        &[]
-    };
-    let deleted: BTreeSet<String> = pinned
-        .iter()
-        .flat_map(|e| e.tool_use_ids.iter().cloned())
-        .collect();
-    let cache_deletes = if newly_cleared.is_empty() {
-        microcompact::cached(&shown_refs, &deleted, mc)
-    } else {
-        Vec::new()
-    };
-
-    let system_inputs = SystemInputs {
-        prompt: s.system,
-        settings: s.settings,
-        cwd: s.cwd,
-        additional_directories: s.additional_directories,
-        git_snapshot: s.git_snapshot,
-        platform: s.platform,
-        section_memo: s.section_memo,
-        now: input.now.with_timezone(&s.utc_offset),
-        // A client that asked for org scope gets what MCP tools force: no global prefix.
-        has_mcp_tools: tools::has_mcp_tools(input.tools)
-            || input.flags.cache_scope.as_deref() == Some(latch::SCOPE_ORG),
-        mcp_instructions: s.mcp_instructions,
-    };
-    let resolved_dynamic = system::resolved_dynamic(&system_inputs);
-    let (system_blocks, layout) = system::build(&system_inputs, &resolved_dynamic);
-    let uncached = super::sections::uncached_report(&resolved_dynamic, s.previous_uncached);
-    let uncached_hashes = super::sections::uncached_hashes(&resolved_dynamic);
-    let mut system_blocks = system_blocks;
+    let SystemSection {
+        blocks: mut system_blocks,
+        layout,
+        uncached,
+        uncached_hashes,
+    } = system_section(input);
     let mut tool_values = tools::build(input.tools);
 
     let context_text = user_context::render(s.claude_md, s.start_date);
@@ -213,48 +161,15 @@ pub fn compile(input: &CompileInput<'_>) -> Result<Compiled, serde_json::Error> 
     if !tool_plan::provider_searches(input.tools) {
         tool_plan::tool_references_as_text(&mut messages);
     }
-    match messages.first_mut() {
-        Some(first) if first.role == Role::User => {
-            first
-                .content
-                .insert(0, Block::new(ContentBlock::text(context_text.clone())));
-        }
-        _ => messages.insert(
-            0,
-            ApiMessage::user(vec![Block::new(ContentBlock::text(context_text.clone()))]),
-        ),
-    }
+    put_user_context(&mut messages, &context_text);
     cache_markers::mark_messages(&mut messages, input.side_request);
 
     let mut new_edit = None;
     let mut edits: BTreeMap<usize, Vec<&str>> = BTreeMap::new();
     if mc.cached {
         cache_markers::mark_cache_references(&mut messages, input.side_request);
-        for e in pinned {
-            let slot = edits.entry(e.message_index as usize).or_default();
-            for id in &e.tool_use_ids {
-                if !slot.contains(&id.as_str()) {
-                    slot.push(id);
-                }
-            }
-        }
-        if !cache_deletes.is_empty()
-            && let Some(idx) = messages.iter().rposition(|m| m.role == Role::User)
-        {
-            new_edit = Some(PinnedEdit {
-                message_index: idx as u32,
-                tool_use_ids: cache_deletes.clone(),
-            });
-        }
-        if let Some(e) = &new_edit {
-            let slot = edits.entry(e.message_index as usize).or_default();
-            for id in &e.tool_use_ids {
-                if !slot.contains(&id.as_str()) {
-                    slot.push(id);
-                }
-            }
-        }
-        edits.retain(|i, _| *i < messages.len());
+        new_edit = new_cache_edit(&messages, &cache_deletes);
+        edits = edits_by_message(pinned, new_edit.as_ref(), messages.len());
     }
 
     if let Some(ttl) = input
@@ -279,98 +194,31 @@ pub fn compile(input: &CompileInput<'_>) -> Result<Compiled, serde_json::Error> 
     let message_count = messages.len() as u32;
     let body = written.body;
     let shape = written.shape;
-    // The same body as the previous request's: its digest and its memo hold as they are
-    // (a memo only maps values to their bytes, so the previous one serves the next
-    // compile as well as a copy would).
-    let (request_sha256, digest, wire_memo) = match (input.previous_digest, input.previous_wire) {
-        (Some(d), Some(w)) if w.shares_body(d) && d.is_of(&body) => {
-            (d.hex().to_string(), d.clone(), w.clone())
-        }
-        _ => {
-            let (hex, digest) =
-                super::digest::sha256_hex(&body, input.previous_digest.map(|d| &**d));
-            let memo = wire::WireMemo::new(
-                &system_blocks,
-                &tool_values,
-                messages,
-                digest.body(),
-                written.spans,
-            );
-            (hex, Arc::new(digest), Arc::new(memo))
-        }
-    };
+    let (request_sha256, digest, wire_memo) = remember(
+        input,
+        &body,
+        &system_blocks,
+        &tool_values,
+        messages,
+        written.spans,
+    );
 
     let system_chars: usize = system_blocks.iter().map(|b| b.text.chars().count()).sum();
     let prefix_chars = system_chars + written.tools_chars + context_text.chars().count();
-    let est = tokens::estimate(
-        &shown_refs,
-        (prefix_chars as u64).div_ceil(4),
-        attachments::render,
-    );
-    let anchor_seq = est
-        .anchor_uuid
-        .as_ref()
-        .and_then(|u| shown_refs.iter().find(|r| &r.uuid == u))
-        .map_or(0, |r| r.seq);
-    let snip_freed = snip::freed_after(after_boundary, anchor_seq);
-    let collapse_freed: u64 = input
-        .collapse_commits
-        .iter()
-        .filter(|(seq, _)| *seq >= anchor_seq && anchor_seq > 0)
-        .map(|(_, saved)| *saved)
-        .fold(0, u64::saturating_add);
-    let context = thresholds::state(
-        s.model,
-        s.settings,
-        est.total
-            .saturating_sub(snip_freed.saturating_add(collapse_freed)),
-    );
+    let Measured {
+        est,
+        snip_freed,
+        context,
+    } = measure(input, &shown_refs, after_boundary, prefix_chars);
 
     let prediction = cache_prefix::predict(input.previous, &shape);
-    let fingerprint = Fingerprint {
-        compiled_at: crate::clock::rfc3339(input.now),
-        last_seq: input.records.last().map_or(0, |r| r.seq),
-        model: s.model.model.clone(),
-        system: system_blocks
-            .iter()
-            .zip(&shape.units)
-            .map(|(b, u)| (u.hash, b.text.chars().count() as u64))
-            .collect(),
-        tools: shape
-            .units
-            .iter()
-            .filter(|u| matches!(u.locus, cache_prefix::Locus::Tool(_)))
-            .zip(&shape.tool_names)
-            .map(|(u, n)| (n.clone(), u.hash))
-            .collect(),
-        scope: system_blocks
-            .first()
-            .and_then(|b| b.cache_control.as_ref())
-            .and_then(|c| c.scope.clone())
-            .unwrap_or_else(|| "org".into()),
-        ttl: input
-            .flags
-            .cache_ttl
-            .clone()
-            .unwrap_or_else(|| latch::TTL_5M.into()),
-        betas: input.flags.betas.clone(),
-        extra: input
-            .flags
-            .extra
-            .iter()
-            .map(|(k, v)| {
-                (
-                    k.clone(),
-                    cache_prefix::hash_bytes(v.to_string().as_bytes()),
-                )
-            })
-            .collect(),
-        flags_hash: shape.flags_hash,
-        predicted_read_tokens: prediction.read_tokens,
-        expected_break: None,
-        side_request: input.side_request,
-        uncached: uncached_hashes,
-    };
+    let fingerprint = fingerprint(
+        input,
+        &shape,
+        &system_blocks,
+        prediction.read_tokens,
+        uncached_hashes,
+    );
     let usage = input.usage_picture.then(|| {
         usage::picture(&UsageInputs {
             system_chars: system_chars as u64,
@@ -450,4 +298,279 @@ pub fn compile(input: &CompileInput<'_>) -> Result<Compiled, serde_json::Error> 
         digest,
         wire: wire_memo,
     })
+}
+
+/// `projection::project(records)`: the caller's, when it keeps one.
+fn projection_of<'r>(input: &CompileInput<'r>) -> Cow<'r, [&'r Record]> {
+    match input.projection {
+        Some(p) => {
+            debug_assert!(
+                {
+                    let own = projection::project(input.records);
+                    own.len() == p.len() && own.iter().zip(p).all(|(a, b)| std::ptr::eq(*a, *b))
+                },
+                "the caller's projection is not the records'"
+            );
+            Cow::Borrowed(p)
+        }
+        None => Cow::Owned(projection::project(input.records)),
+    }
+}
+
+/// The body's digest, and the digest and memo the next compile resumes from. The same
+/// body as the previous request's keeps that request's digest and memo as they are (a
+/// memo only maps values to their bytes, so the previous one serves the next compile as
+/// well as a copy would).
+fn remember(
+    input: &CompileInput<'_>,
+    body: &str,
+    system_blocks: &[system::SystemBlock],
+    tool_values: &[serde_json::Value],
+    messages: Vec<ApiMessage<Block<'_>>>,
+    spans: wire::Spans,
+) -> (String, Arc<BodyDigest>, Arc<wire::WireMemo>) {
+    if let (Some(d), Some(w)) = (input.previous_digest, input.previous_wire)
+        && w.shares_body(d)
+        && d.is_of(body)
+    {
+        return (d.hex().to_string(), d.clone(), w.clone());
+    }
+    let (hex, digest) = super::digest::sha256_hex(body, input.previous_digest.map(|d| &**d));
+    let memo = wire::WireMemo::new(system_blocks, tool_values, messages, digest.body(), spans);
+    (hex, Arc::new(digest), Arc::new(memo))
+}
+
+/// The view as the model sees it: the budget's fates and time-based clearing applied.
+struct Trimmed<'v, 'i> {
+    shown: Vec<Shown<'v>>,
+    /// Cleared by time-based microcompact in this compile (to freeze).
+    newly_cleared: Vec<String>,
+    /// Time-based clearing fired: the cache the pinned edits applied to is gone.
+    reset_edits: bool,
+    /// The cache edits still sent: none once time-based clearing fired.
+    pinned: &'i [PinnedEdit],
+}
+
+fn trim<'v, 'i>(input: &CompileInput<'i>, view: &[&'v Record]) -> Trimmed<'v, 'i> {
+    let mc = &input.session.settings.microcompact;
+    // Microcompact, time-based: decided here, frozen by the engine.
+    let newly_cleared = microcompact::time_based(view, input.cleared, mc, input.now);
+    let mut fates: Cow<'_, BTreeMap<String, Fate>> = Cow::Borrowed(input.fates);
+    if !input.cleared.is_empty() || !newly_cleared.is_empty() {
+        let f = fates.to_mut();
+        for (id, fate) in input.cleared {
+            f.insert(id.clone(), fate.clone());
+        }
+        for id in &newly_cleared {
+            f.insert(id.clone(), Fate::Replaced(CLEARED.into()));
+        }
+    }
+    let shown: Vec<Shown<'v>> = budget::apply(view, &fates);
+    let reset_edits = !newly_cleared.is_empty() && !input.pinned_edits.is_empty();
+    let pinned: &[PinnedEdit] = if newly_cleared.is_empty() {
+        input.pinned_edits
+    } else {
+        &[]
+    };
+    Trimmed {
+        shown,
+        newly_cleared,
+        reset_edits,
+        pinned,
+    }
+}
+
+/// Microcompact, cached: what it deletes now, only while the cache is warm (time-based
+/// clearing did not fire), beyond what the pinned edits already delete.
+fn cache_deletes(
+    shown: &[&Record],
+    pinned: &[PinnedEdit],
+    warm: bool,
+    mc: &ctxd_protocol::MicrocompactSettings,
+) -> Vec<String> {
+    if !warm {
+        return Vec::new();
+    }
+    let deleted: BTreeSet<String> = pinned
+        .iter()
+        .flat_map(|e| e.tool_use_ids.iter().cloned())
+        .collect();
+    microcompact::cached(shown, &deleted, mc)
+}
+
+/// The system prompt's blocks and layout, and its uncached sections (reported against
+/// the previous compile's, and hashed for this one's fingerprint).
+struct SystemSection {
+    blocks: Vec<system::SystemBlock>,
+    layout: Vec<ctxd_protocol::SectionLayout>,
+    uncached: Vec<ctxd_protocol::UncachedSectionReport>,
+    uncached_hashes: BTreeMap<String, u64>,
+}
+
+fn system_section(input: &CompileInput<'_>) -> SystemSection {
+    let s = &input.session;
+    let inputs = SystemInputs {
+        prompt: s.system,
+        settings: s.settings,
+        cwd: s.cwd,
+        additional_directories: s.additional_directories,
+        git_snapshot: s.git_snapshot,
+        platform: s.platform,
+        section_memo: s.section_memo,
+        now: input.now.with_timezone(&s.utc_offset),
+        // A client that asked for org scope gets what MCP tools force: no global prefix.
+        has_mcp_tools: tools::has_mcp_tools(input.tools)
+            || input.flags.cache_scope.as_deref() == Some(latch::SCOPE_ORG),
+        mcp_instructions: s.mcp_instructions,
+    };
+    let resolved = system::resolved_dynamic(&inputs);
+    let (blocks, layout) = system::build(&inputs, &resolved);
+    SystemSection {
+        blocks,
+        layout,
+        uncached: super::sections::uncached_report(&resolved, s.previous_uncached),
+        uncached_hashes: super::sections::uncached_hashes(&resolved),
+    }
+}
+
+/// The user context leads the first user message (a message of its own when the
+/// messages start otherwise).
+fn put_user_context(messages: &mut Vec<ApiMessage<Block<'_>>>, context_text: &str) {
+    let block = Block::new(ContentBlock::text(context_text.to_string()));
+    match messages.first_mut() {
+        Some(first) if first.role == Role::User => first.content.insert(0, block),
+        _ => messages.insert(0, ApiMessage::user(vec![block])),
+    }
+}
+
+/// What keyed the provider's cache in this request, for attributing breaks later.
+fn fingerprint(
+    input: &CompileInput<'_>,
+    shape: &KeyShape,
+    system_blocks: &[system::SystemBlock],
+    predicted_read_tokens: u64,
+    uncached: BTreeMap<String, u64>,
+) -> Fingerprint {
+    let s = &input.session;
+    Fingerprint {
+        compiled_at: crate::clock::rfc3339(input.now),
+        last_seq: input.records.last().map_or(0, |r| r.seq),
+        model: s.model.model.clone(),
+        system: system_blocks
+            .iter()
+            .zip(&shape.units)
+            .map(|(b, u)| (u.hash, b.text.chars().count() as u64))
+            .collect(),
+        tools: shape
+            .units
+            .iter()
+            .filter(|u| matches!(u.locus, cache_prefix::Locus::Tool(_)))
+            .zip(&shape.tool_names)
+            .map(|(u, n)| (n.clone(), u.hash))
+            .collect(),
+        scope: system_blocks
+            .first()
+            .and_then(|b| b.cache_control.as_ref())
+            .and_then(|c| c.scope.clone())
+            .unwrap_or_else(|| "org".into()),
+        ttl: input
+            .flags
+            .cache_ttl
+            .clone()
+            .unwrap_or_else(|| latch::TTL_5M.into()),
+        betas: input.flags.betas.clone(),
+        extra: input
+            .flags
+            .extra
+            .iter()
+            .map(|(k, v)| {
+                (
+                    k.clone(),
+                    cache_prefix::hash_bytes(v.to_string().as_bytes()),
+                )
+            })
+            .collect(),
+        flags_hash: shape.flags_hash,
+        predicted_read_tokens,
+        expected_break: None,
+        side_request: input.side_request,
+        uncached,
+    }
+}
+
+/// The cached-microcompact edit this compile adds: its deletions, pinned to the last user
+/// message.
+fn new_cache_edit(messages: &[ApiMessage<Block<'_>>], deletes: &[String]) -> Option<PinnedEdit> {
+    if deletes.is_empty() {
+        return None;
+    }
+    let idx = messages.iter().rposition(|m| m.role == Role::User)?;
+    Some(PinnedEdit {
+        message_index: idx as u32,
+        tool_use_ids: deletes.to_vec(),
+    })
+}
+
+/// The cache edits to send, by message index: the pinned ones, then this compile's, each
+/// id once per message; edits of messages past the end are dropped.
+fn edits_by_message<'e>(
+    pinned: &'e [PinnedEdit],
+    new_edit: Option<&'e PinnedEdit>,
+    messages: usize,
+) -> BTreeMap<usize, Vec<&'e str>> {
+    let mut edits: BTreeMap<usize, Vec<&str>> = BTreeMap::new();
+    for e in pinned.iter().chain(new_edit) {
+        let slot = edits.entry(e.message_index as usize).or_default();
+        for id in &e.tool_use_ids {
+            if !slot.contains(&id.as_str()) {
+                slot.push(id);
+            }
+        }
+    }
+    edits.retain(|i, _| *i < messages);
+    edits
+}
+
+/// The context's size: the estimate, what snip and committed collapses freed since its
+/// anchor, and the thresholds' verdict on what is left.
+struct Measured {
+    est: tokens::Estimate,
+    snip_freed: u64,
+    context: ctxd_protocol::ContextState,
+}
+
+fn measure(
+    input: &CompileInput<'_>,
+    shown: &[&Record],
+    after_boundary: &[Record],
+    prefix_chars: usize,
+) -> Measured {
+    let est = tokens::estimate(
+        shown,
+        (prefix_chars as u64).div_ceil(4),
+        attachments::render,
+    );
+    let anchor_seq = est
+        .anchor_uuid
+        .as_ref()
+        .and_then(|u| shown.iter().find(|r| &r.uuid == u))
+        .map_or(0, |r| r.seq);
+    let snip_freed = snip::freed_after(after_boundary, anchor_seq);
+    let collapse_freed: u64 = input
+        .collapse_commits
+        .iter()
+        .filter(|(seq, _)| *seq >= anchor_seq && anchor_seq > 0)
+        .map(|(_, saved)| *saved)
+        .fold(0, u64::saturating_add);
+    let context = thresholds::state(
+        input.session.model,
+        input.session.settings,
+        est.total
+            .saturating_sub(snip_freed.saturating_add(collapse_freed)),
+    );
+    Measured {
+        est,
+        snip_freed,
+        context,
+    }
 }
