@@ -37,27 +37,7 @@ pub(super) fn prepare<'a>(
     }
     let role = match record.kind {
         RecordKind::System => return None,
-        RecordKind::Attachment => {
-            let text = attachments::render(record)?;
-            let mut blocks = vec![Block::new(ContentBlock::text(system_reminder(&text)))];
-            // Images queued with input follow its text (unless the provider refused them).
-            for (index, block) in record.content.iter().enumerate() {
-                if !matches!(block, ContentBlock::Image { .. }) {
-                    continue;
-                }
-                let refused = refused(opts, record, index);
-                blocks.push(if refused {
-                    Block::new(strip_rejected(block.clone(), &record.uuid, index, repairs))
-                } else {
-                    Block::Kept(block)
-                });
-            }
-            return Some(Part {
-                kind: PartKind::Attachment,
-                message_id: None,
-                blocks,
-            });
-        }
+        RecordKind::Attachment => return attachment_part(record, opts, repairs),
         RecordKind::User => Role::User,
         RecordKind::Assistant => Role::Assistant,
     };
@@ -79,49 +59,14 @@ pub(super) fn prepare<'a>(
             thinking_dropped += 1;
             continue;
         }
-        let mut block = Block::Kept(block);
-        if block.cache_control().is_some()
-            && let Some(slot) = block.to_mut().cache_control_mut()
-        {
-            *slot = None;
-        }
-        let may_hold_media = matches!(
-            *block,
-            ContentBlock::Image { .. }
-                | ContentBlock::Document { .. }
-                | ContentBlock::ToolResult { .. }
-        );
-        let rejected = may_hold_media && refused(opts, record, index);
-        if rejected {
-            block = Block::new(strip_rejected(
-                block.into_owned(),
-                &record.uuid,
-                index,
-                repairs,
-            ));
-        }
-        match &*block {
-            ContentBlock::Text { text, .. } if text.trim().is_empty() => {
-                blank_dropped += 1;
-                continue;
+        let block = sendable(record, index, block, opts, repairs);
+        match drop_blank(block) {
+            (Some(block), blanks) => {
+                blank_dropped += blanks;
+                blocks.push(block);
             }
-            ContentBlock::ToolResult {
-                content: ToolResultContent::Blocks(inner),
-                ..
-            } if inner.iter().any(is_blank_result_text) => {
-                if let ContentBlock::ToolResult {
-                    content: ToolResultContent::Blocks(inner),
-                    ..
-                } = block.to_mut()
-                {
-                    let before = inner.len();
-                    inner.retain(|b| !is_blank_result_text(b));
-                    blank_dropped += before - inner.len();
-                }
-            }
-            _ => {}
+            (None, blanks) => blank_dropped += blanks,
         }
-        blocks.push(block);
     }
     if thinking_dropped > 0 {
         repairs.push(format!(
@@ -159,6 +104,89 @@ pub(super) fn prepare<'a>(
 }
 
 /// Whether the provider refused the media of block `index` of `record`.
+/// An attachment's part: its rendered text as a reminder, then the images queued with it
+/// (unless the provider refused them).
+fn attachment_part<'a>(
+    record: &'a Record,
+    opts: &NormalizeOptions,
+    repairs: &mut Vec<String>,
+) -> Option<Part<'a>> {
+    let text = attachments::render(record)?;
+    let mut blocks = vec![Block::new(ContentBlock::text(system_reminder(&text)))];
+    for (index, block) in record.content.iter().enumerate() {
+        if !matches!(block, ContentBlock::Image { .. }) {
+            continue;
+        }
+        blocks.push(if refused(opts, record, index) {
+            Block::new(strip_rejected(block.clone(), &record.uuid, index, repairs))
+        } else {
+            Block::Kept(block)
+        });
+    }
+    Some(Part {
+        kind: PartKind::Attachment,
+        message_id: None,
+        blocks,
+    })
+}
+
+/// The block as it may be sent: without the record's own cache marker (the compile
+/// places the markers), refused media replaced by a note.
+fn sendable<'a>(
+    record: &Record,
+    index: usize,
+    block: &'a ContentBlock,
+    opts: &NormalizeOptions,
+    repairs: &mut Vec<String>,
+) -> Block<'a> {
+    let mut block = Block::Kept(block);
+    if block.cache_control().is_some()
+        && let Some(slot) = block.to_mut().cache_control_mut()
+    {
+        *slot = None;
+    }
+    let may_hold_media = matches!(
+        *block,
+        ContentBlock::Image { .. }
+            | ContentBlock::Document { .. }
+            | ContentBlock::ToolResult { .. }
+    );
+    if may_hold_media && refused(opts, record, index) {
+        block = Block::new(strip_rejected(
+            block.into_owned(),
+            &record.uuid,
+            index,
+            repairs,
+        ));
+    }
+    block
+}
+
+/// Blank text dropped: the block itself when it is blank text (`None`), else the blank
+/// text blocks inside a tool result; with how many were dropped.
+fn drop_blank(mut block: Block<'_>) -> (Option<Block<'_>>, usize) {
+    match &*block {
+        ContentBlock::Text { text, .. } if text.trim().is_empty() => (None, 1),
+        ContentBlock::ToolResult {
+            content: ToolResultContent::Blocks(inner),
+            ..
+        } if inner.iter().any(is_blank_result_text) => {
+            let mut dropped = 0;
+            if let ContentBlock::ToolResult {
+                content: ToolResultContent::Blocks(inner),
+                ..
+            } = block.to_mut()
+            {
+                let before = inner.len();
+                inner.retain(|b| !is_blank_result_text(b));
+                dropped = before - inner.len();
+            }
+            (Some(block), dropped)
+        }
+        _ => (Some(block), 0),
+    }
+}
+
 fn refused(opts: &NormalizeOptions, record: &Record, index: usize) -> bool {
     // The set is keyed by owned uuids; most sessions have none refused, so skip the copy.
     !opts.rejected_media.is_empty()
