@@ -374,58 +374,21 @@ impl Engine {
             let ts = crate::clock::rfc3339(now);
             // (summarised, kept, summary chars) of each level tried.
             let mut sizes: Vec<(u64, u64, u64)> = Vec::new();
+            let history = SmHistory {
+                shown: &refs,
+                view: &view,
+                last: &last,
+                document: &mem.document,
+                path: &path,
+                files: &files,
+                pre_tokens,
+                ts: &ts,
+            };
             let best = compact::tightest(budget.target, |level| {
                 let b = budget.tightened(level);
-                let keep = sm::keep_start(&refs, &last, b.keep).unwrap_or(refs.len());
-                let summary = sm::for_summary(&mem.document, b.notes_section_tokens, &path);
-                let tail: Vec<&Record> = refs[keep..]
-                    .iter()
-                    .copied()
-                    .filter(|r| r.kind != RecordKind::System)
-                    .collect();
-                let summarised: Vec<&Record> = refs[..keep]
-                    .iter()
-                    .copied()
-                    .filter(|r| r.kind != RecordKind::System)
-                    .collect();
-                let mut data = autocompact::boundary_data(
-                    Trigger::Auto,
-                    pre_tokens,
-                    &summarised,
-                    "session_memory",
-                    0,
-                );
-                data["kind"] = serde_json::json!("session_memory");
-                data["kept_from_uuid"] = serde_json::json!(tail.first().map(|r| r.uuid.clone()));
-                let mut head = autocompact::head_records(
-                    data,
-                    autocompact::summary_message(&summary, !tail.is_empty(), Trigger::Auto),
-                    &ts,
-                );
-                // The kept tail is re-appended after the boundary (the transcript is
-                // append-only), same content and tool ids, so frozen fates replay the same
-                // bytes. `shown` maps the projection one to one, so the originals sit at
-                // the same indices.
-                head.extend(
-                    view[keep..]
-                        .iter()
-                        .copied()
-                        .filter(|r| r.kind != RecordKind::System)
-                        .map(tail_copy),
-                );
-                let in_tail = autocompact::recently_read(&tail, usize::MAX / 4);
-                let wanted: Vec<compact::ReadFile> = files
-                    .iter()
-                    .filter(|(p, _, _)| !in_tail.contains(p))
-                    .take(autocompact::RESTORE_MAX_FILES)
-                    .cloned()
-                    .collect();
-                sizes.push((
-                    summarised.len() as u64,
-                    tail.len() as u64,
-                    summary.chars().count() as u64,
-                ));
-                compact::Candidate::build(l, head, &wanted, &reannounced, &b, level, &ts, now)
+                let t = history.new_history(&b);
+                sizes.push(t.sizes);
+                compact::Candidate::build(l, t.head, &t.files, &reannounced, &b, level, &ts, now)
             })?;
             let (summarised, kept, chars) =
                 sizes.get(best.level as usize).copied().unwrap_or_default();
@@ -460,6 +423,90 @@ impl Engine {
             tightenings: level,
         }))
     }
+}
+
+/// What a session-memory compaction builds its new history from.
+struct SmHistory<'a> {
+    /// The projection as the model sees it (fates applied), one to one with `view`.
+    shown: &'a [&'a Record],
+    /// The projection's own records.
+    view: &'a [&'a Record],
+    /// The last record the memory summarises.
+    last: &'a str,
+    document: &'a str,
+    /// Where the memory file lives, named in the summary.
+    path: &'a str,
+    /// Files read recently, to restore after the boundary.
+    files: &'a [compact::ReadFile],
+    pre_tokens: u64,
+    ts: &'a str,
+}
+
+/// One try: the new history's head (boundary, summary, kept tail), the files to restore,
+/// and (summarised records, kept records, summary chars).
+struct SmTry {
+    head: Vec<RecordInput>,
+    files: Vec<compact::ReadFile>,
+    sizes: (u64, u64, u64),
+}
+
+impl SmHistory<'_> {
+    /// The new history under `b`'s caps: the memory as the summary, the records after
+    /// the last summarised one kept verbatim (as far as `b.keep` allows).
+    fn new_history(&self, b: &autocompact::RoomBudget) -> SmTry {
+        let refs = self.shown;
+        let keep = sm::keep_start(refs, self.last, b.keep).unwrap_or(refs.len());
+        let summary = sm::for_summary(self.document, b.notes_section_tokens, self.path);
+        let tail = without_system(&refs[keep..]);
+        let summarised = without_system(&refs[..keep]);
+        let mut data = autocompact::boundary_data(
+            Trigger::Auto,
+            self.pre_tokens,
+            &summarised,
+            "session_memory",
+            0,
+        );
+        data["kind"] = serde_json::json!("session_memory");
+        data["kept_from_uuid"] = serde_json::json!(tail.first().map(|r| r.uuid.clone()));
+        let mut head = autocompact::head_records(
+            data,
+            autocompact::summary_message(&summary, !tail.is_empty(), Trigger::Auto),
+            self.ts,
+        );
+        // The kept tail is re-appended after the boundary (the transcript is append-only),
+        // same content and tool ids, so frozen fates replay the same bytes. `shown` maps
+        // the projection one to one, so the originals sit at the same indices.
+        head.extend(
+            without_system(&self.view[keep..])
+                .into_iter()
+                .map(tail_copy),
+        );
+        let in_tail = autocompact::recently_read(&tail, usize::MAX / 4);
+        let files = self
+            .files
+            .iter()
+            .filter(|(p, _, _)| !in_tail.contains(p))
+            .take(autocompact::RESTORE_MAX_FILES)
+            .cloned()
+            .collect();
+        SmTry {
+            head,
+            files,
+            sizes: (
+                summarised.len() as u64,
+                tail.len() as u64,
+                summary.chars().count() as u64,
+            ),
+        }
+    }
+}
+
+fn without_system<'r>(records: &[&'r Record]) -> Vec<&'r Record> {
+    records
+        .iter()
+        .copied()
+        .filter(|r| r.kind != RecordKind::System)
+        .collect()
 }
 
 /// A kept-tail record re-appended after the boundary: same content, kind, ids and
