@@ -315,158 +315,29 @@ pub fn write<B: BlockMut>(p: &RequestParts<'_, B>) -> serde_json::Result<Written
         tools: Vec::with_capacity(p.tools.len()),
         messages: Vec::with_capacity(p.messages.len()),
     };
-    // The spans of the message being written, moved out only when it is new.
-    let mut scratch: Vec<Span<ContentBlock>> = Vec::new();
     w.raw("{\"model\":");
     w.value(p.model)?;
     w.raw(",\"max_tokens\":");
     w.value(&p.max_tokens)?;
     w.raw(",\"system\":[");
-    for (i, b) in p.system.iter().enumerate() {
-        if i > 0 {
-            w.raw(",");
-        }
-        let previous = p.previous.and_then(|m| same(&m.system, &m.body, 0, i, b));
-        let span = w.unit_or_copy(Locus::System(i as u32), b, previous, |w, b| {
-            let key = match &b.cache_control {
-                Some(_) => Some(serde_json::to_vec(&SystemBlock {
-                    cache_control: None,
-                    ..b.clone()
-                })?),
-                None => None,
-            };
-            let chars = b.text.chars().count();
-            w.unit(Locus::System(i as u32), b, key, |_| json_tokens(chars))
-        })?;
-        spans.system.push(span);
-    }
+    write_system(&mut w, p, &mut spans.system)?;
     w.raw("]");
     // `[` `]` and the commas between tools count like `serde_json::to_string(tools)`.
     let mut tools_chars = 2 + p.tools.len().saturating_sub(1);
     if !p.tools.is_empty() {
         w.raw(",\"tools\":[");
-        for (i, t) in p.tools.iter().enumerate() {
-            if i > 0 {
-                w.raw(",");
-            }
-            let previous = p.previous.and_then(|m| {
-                let (kept, chars) = m.tools.get(i)?;
-                if *kept.value != *t {
-                    return None;
-                }
-                Some((kept, m.body.get(kept.range.clone())?, *chars))
-            });
-            let chars = previous.map(|(_, _, chars)| chars);
-            let span = w.unit_or_copy(
-                Locus::Tool(i as u32),
-                t,
-                previous.map(|(kept, bytes, _)| (kept, bytes)),
-                |w, t| {
-                    let key = match t.as_object() {
-                        Some(o) if o.contains_key("cache_control") => {
-                            let mut o = o.clone();
-                            o.remove("cache_control");
-                            Some(serde_json::to_vec(&o)?)
-                        }
-                        _ => None,
-                    };
-                    w.unit(Locus::Tool(i as u32), t, key, json_tokens)
-                },
-            )?;
-            let chars = chars.unwrap_or_else(|| {
-                w.buf
-                    .get(span.range.clone())
-                    .map_or(0, |s| s.chars().count())
-            });
-            tools_chars += chars;
-            spans.tools.push((span, chars));
-        }
+        tools_chars += write_tools(&mut w, p, &mut spans.tools)?;
         w.raw("]");
     }
     w.raw(",\"messages\":[");
+    // The spans of the message being written, moved out only when it is new.
+    let mut scratch: Vec<Span<ContentBlock>> = Vec::new();
     for (i, m) in p.messages.iter().enumerate() {
         if i > 0 {
             w.raw(",");
         }
-        w.raw("{\"role\":");
-        w.value(&m.role)?;
-        w.raw(",\"content\":[");
-        let edits = p.edits.get(&i);
-        let at = edits.map_or(usize::MAX, |_| {
-            m.content
-                .iter()
-                .take_while(|b| matches!(b.block(), ContentBlock::ToolResult { .. }))
-                .count()
-        });
-        let mut block = 0u32;
-        let content_start = w.buf.len();
-        let previous_message = p.previous.and_then(|m| m.message(i));
-        // Whether the message is, block for block and byte for byte, the previous
-        // request's same message: no edits block spliced in, every block copied from its
-        // own place there, at the same offset within the message.
-        let mut unchanged = edits.is_none()
-            && previous_message.is_some_and(|(_, kept)| kept.len() == m.content.len());
-        let locus = |block: u32| Locus::Message {
-            index: i as u32,
-            block,
-        };
-        for (k, b) in m.content.iter().enumerate() {
-            let b = b.block();
-            if k == at
-                && let Some(ids) = edits
-            {
-                if block > 0 {
-                    w.raw(",");
-                }
-                w.unit(locus(block), &edits_block(ids), None, |_| 0)?;
-                block += 1;
-            }
-            if block > 0 {
-                w.raw(",");
-            }
-            let previous = p.previous.and_then(|m| m.same_block(i, k, b));
-            let span = w.unit_or_copy(locus(block), b, previous, |w, b| {
-                let key = match b.cache_control() {
-                    Some(_) => {
-                        let mut plain = b.clone();
-                        if let Some(slot) = plain.cache_control_mut() {
-                            *slot = None;
-                        }
-                        Some(serde_json::to_vec(&plain)?)
-                    }
-                    None => None,
-                };
-                w.unit(locus(block), b, key, |len| block_tokens(b, len))
-            })?;
-            let span = Span {
-                range: span.range.start - content_start..span.range.end - content_start,
-                ..span
-            };
-            unchanged = unchanged
-                && span.kept.is_some()
-                && previous_message
-                    .and_then(|(_, kept)| kept.get(k))
-                    .is_some_and(|kept| kept.range == span.range);
-            scratch.push(span);
-            block += 1;
-        }
-        if at == m.content.len()
-            && let Some(ids) = edits
-        {
-            if block > 0 {
-                w.raw(",");
-            }
-            w.unit(locus(block), &edits_block(ids), None, |_| 0)?;
-        }
-        w.raw("]}");
-        let written = match previous_message {
-            Some((_, kept)) if unchanged => {
-                scratch.clear();
-                MessageSpans::Same(kept.clone())
-            }
-            _ => MessageSpans::Written(std::mem::take(&mut scratch)),
-        };
-        spans.messages.push((content_start, written));
+        let content_start = write_message(&mut w, p, i, m, &mut scratch)?;
+        spans.messages.push(content_start);
     }
     w.raw("]");
     for (k, v) in p.extra {
@@ -498,6 +369,171 @@ pub fn write<B: BlockMut>(p: &RequestParts<'_, B>) -> serde_json::Result<Written
         tools_chars,
         spans,
     })
+}
+
+/// The system blocks, each copied from the previous request when unchanged.
+fn write_system<B>(
+    w: &mut Writer,
+    p: &RequestParts<'_, B>,
+    spans: &mut Vec<Span<SystemBlock>>,
+) -> serde_json::Result<()> {
+    for (i, b) in p.system.iter().enumerate() {
+        if i > 0 {
+            w.raw(",");
+        }
+        let previous = p.previous.and_then(|m| same(&m.system, &m.body, 0, i, b));
+        let span = w.unit_or_copy(Locus::System(i as u32), b, previous, |w, b| {
+            let key = match &b.cache_control {
+                Some(_) => Some(serde_json::to_vec(&SystemBlock {
+                    cache_control: None,
+                    ..b.clone()
+                })?),
+                None => None,
+            };
+            let chars = b.text.chars().count();
+            w.unit(Locus::System(i as u32), b, key, |_| json_tokens(chars))
+        })?;
+        spans.push(span);
+    }
+    Ok(())
+}
+
+/// The tools, each copied from the previous request when unchanged; the characters of
+/// their JSON.
+fn write_tools<B>(
+    w: &mut Writer,
+    p: &RequestParts<'_, B>,
+    spans: &mut Vec<(Span<Value>, usize)>,
+) -> serde_json::Result<usize> {
+    let mut tools_chars = 0;
+    for (i, t) in p.tools.iter().enumerate() {
+        if i > 0 {
+            w.raw(",");
+        }
+        let previous = p.previous.and_then(|m| {
+            let (kept, chars) = m.tools.get(i)?;
+            if *kept.value != *t {
+                return None;
+            }
+            Some((kept, m.body.get(kept.range.clone())?, *chars))
+        });
+        let chars = previous.map(|(_, _, chars)| chars);
+        let span = w.unit_or_copy(
+            Locus::Tool(i as u32),
+            t,
+            previous.map(|(kept, bytes, _)| (kept, bytes)),
+            |w, t| {
+                let key = match t.as_object() {
+                    Some(o) if o.contains_key("cache_control") => {
+                        let mut o = o.clone();
+                        o.remove("cache_control");
+                        Some(serde_json::to_vec(&o)?)
+                    }
+                    _ => None,
+                };
+                w.unit(Locus::Tool(i as u32), t, key, json_tokens)
+            },
+        )?;
+        let chars = chars.unwrap_or_else(|| {
+            w.buf
+                .get(span.range.clone())
+                .map_or(0, |s| s.chars().count())
+        });
+        tools_chars += chars;
+        spans.push((span, chars));
+    }
+    Ok(tools_chars)
+}
+
+/// Message `i`: its blocks, each copied from the previous request when unchanged, with
+/// its `cache_edits` block spliced after its tool results; where its content starts, and
+/// its spans (`scratch` is the spans' buffer, kept between messages).
+fn write_message<B: BlockMut>(
+    w: &mut Writer,
+    p: &RequestParts<'_, B>,
+    i: usize,
+    m: &ApiMessage<B>,
+    scratch: &mut Vec<Span<ContentBlock>>,
+) -> serde_json::Result<(usize, MessageSpans)> {
+    w.raw("{\"role\":");
+    w.value(&m.role)?;
+    w.raw(",\"content\":[");
+    let edits = p.edits.get(&i);
+    let at = edits.map_or(usize::MAX, |_| {
+        m.content
+            .iter()
+            .take_while(|b| matches!(b.block(), ContentBlock::ToolResult { .. }))
+            .count()
+    });
+    let mut block = 0u32;
+    let content_start = w.buf.len();
+    let previous_message = p.previous.and_then(|m| m.message(i));
+    // Whether the message is, block for block and byte for byte, the previous request's
+    // same message: no edits block spliced in, every block copied from its own place
+    // there, at the same offset within the message.
+    let mut unchanged =
+        edits.is_none() && previous_message.is_some_and(|(_, kept)| kept.len() == m.content.len());
+    let locus = |block: u32| Locus::Message {
+        index: i as u32,
+        block,
+    };
+    for (k, b) in m.content.iter().enumerate() {
+        let b = b.block();
+        if k == at
+            && let Some(ids) = edits
+        {
+            if block > 0 {
+                w.raw(",");
+            }
+            w.unit(locus(block), &edits_block(ids), None, |_| 0)?;
+            block += 1;
+        }
+        if block > 0 {
+            w.raw(",");
+        }
+        let previous = p.previous.and_then(|m| m.same_block(i, k, b));
+        let span = w.unit_or_copy(locus(block), b, previous, |w, b| {
+            let key = match b.cache_control() {
+                Some(_) => {
+                    let mut plain = b.clone();
+                    if let Some(slot) = plain.cache_control_mut() {
+                        *slot = None;
+                    }
+                    Some(serde_json::to_vec(&plain)?)
+                }
+                None => None,
+            };
+            w.unit(locus(block), b, key, |len| block_tokens(b, len))
+        })?;
+        let span = Span {
+            range: span.range.start - content_start..span.range.end - content_start,
+            ..span
+        };
+        unchanged = unchanged
+            && span.kept.is_some()
+            && previous_message
+                .and_then(|(_, kept)| kept.get(k))
+                .is_some_and(|kept| kept.range == span.range);
+        scratch.push(span);
+        block += 1;
+    }
+    if at == m.content.len()
+        && let Some(ids) = edits
+    {
+        if block > 0 {
+            w.raw(",");
+        }
+        w.unit(locus(block), &edits_block(ids), None, |_| 0)?;
+    }
+    w.raw("]}");
+    let written = match previous_message {
+        Some((_, kept)) if unchanged => {
+            scratch.clear();
+            MessageSpans::Same(kept.clone())
+        }
+        _ => MessageSpans::Written(std::mem::take(scratch)),
+    };
+    Ok((content_start, written))
 }
 
 fn edits_block<'a>(ids: &'a [&'a str]) -> CacheEditsBlock<'a> {
