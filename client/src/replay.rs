@@ -264,14 +264,7 @@ async fn feed(
     let mut bill = Bill::default();
     let ttl_secs = if opts.cache_ttl_1h { 3_600 } else { 300 };
     summary.cache_ttl = if opts.cache_ttl_1h { "1h" } else { "5m" }.into();
-    // A response split over records carries its final usage on the last of them.
-    let mut final_usage: std::collections::HashMap<String, Usage> =
-        std::collections::HashMap::new();
-    for r in records.iter().filter(|r| !r.is_sidechain) {
-        if let (Some(id), Some(u)) = (&r.message_id, r.usage) {
-            final_usage.insert(id.clone(), u);
-        }
-    }
+    let final_usage = final_usage(&records);
     let mut out = std::io::stdout().lock();
     for (i, record) in records.into_iter().enumerate() {
         let line = source_lines.get(i).copied().unwrap_or(0);
@@ -282,11 +275,7 @@ async fn feed(
             summary.source_compactions += 1;
             let mut step = compile_step(client, sid, record.timestamp.clone(), None, line).await?;
             step.source_compaction = true;
-            summary.compiles += 1;
-            summary.autocompact_points += u64::from(step.autocompact);
-            if let Some(c) = &step.compaction {
-                summary.compactions.push(c.clone());
-            }
+            count_compile(&mut summary, &step);
             if json {
                 serde_json::to_writer(&mut out, &step)?;
                 writeln!(out)?;
@@ -315,10 +304,7 @@ async fn feed(
                 &opts.prices.for_model(model),
                 opts.cache_ttl_1h,
             );
-            summary.compiles += 1;
-            summary.autocompact_points += u64::from(step.autocompact);
-            if let Some(c) = &step.compaction {
-                summary.compactions.push(c.clone());
+            if count_compile(&mut summary, &step) {
                 // The source's later usage numbers measure the original, uncompacted
                 // history; they would re-trigger compaction at once. Until the source
                 // compacts itself, ctxd estimates from its own boundary instead.
@@ -372,26 +358,59 @@ async fn feed(
                 )
             })?;
         if progress && (i % 8 == 0 || i + 1 == total) {
-            let width = 30;
-            let done = (i + 1) * width / total.max(1);
-            eprint!(
-                "\r[{}{}] {}/{} records",
-                "#".repeat(done),
-                " ".repeat(width - done),
-                i + 1,
-                total
-            );
+            show_progress(i + 1, total);
         }
     }
     if progress {
         eprintln!();
     }
+    summarise(&mut summary, &errors, &bill);
+    summary.seconds = started.elapsed().as_secs_f64();
+    Ok(summary)
+}
+
+/// By message id, the usage of a response's last record: a response split over records
+/// carries its final usage there.
+fn final_usage(records: &[RecordInput]) -> std::collections::HashMap<String, Usage> {
+    records
+        .iter()
+        .filter(|r| !r.is_sidechain)
+        .filter_map(|r| Some((r.message_id.clone()?, r.usage?)))
+        .collect()
+}
+
+/// Counts a compile in the summary; whether it compacted.
+fn count_compile(summary: &mut ReplaySummary, step: &ReplayStep) -> bool {
+    summary.compiles += 1;
+    summary.autocompact_points += u64::from(step.autocompact);
+    match &step.compaction {
+        Some(c) => {
+            summary.compactions.push(c.clone());
+            true
+        }
+        None => false,
+    }
+}
+
+fn show_progress(done: usize, total: usize) {
+    let width = 30;
+    let filled = done * width / total.max(1);
+    eprint!(
+        "\r[{}{}] {}/{} records",
+        "#".repeat(filled),
+        " ".repeat(width - filled),
+        done,
+        total
+    );
+}
+
+/// The estimate's error percentiles and the bill's totals, into the summary.
+fn summarise(summary: &mut ReplaySummary, errors: &[f64], bill: &Bill) {
     let mut abs: Vec<f64> = errors.iter().map(|e| e.abs()).collect();
     abs.sort_by(|a, b| a.total_cmp(b));
     summary.error_samples = abs.len() as u64;
     summary.median_abs_error_pct = percentile(&abs, 0.5);
     summary.p90_abs_error_pct = percentile(&abs, 0.9);
-    summary.seconds = started.elapsed().as_secs_f64();
     let share = |read: u64, input: u64| {
         if input == 0 {
             0.0
@@ -405,7 +424,6 @@ async fn feed(
     summary.recorded_cost_total = bill.recorded;
     summary.costed_calls = bill.calls;
     summary.inferred_prefix_tokens = bill.prefix.unwrap_or(0);
-    Ok(summary)
 }
 
 /// Prices one answered compile: what the provider's cache would serve of ctxd's
