@@ -32,6 +32,38 @@ pub(crate) fn live(l: &Loaded) -> Vec<Collapse> {
         .collect()
 }
 
+/// A model's summary of a span to collapse; `None` when the call fails (staging must not
+/// fail a compile: the span summary stands in).
+async fn model_summary(
+    m: &crate::providers::Summariser,
+    l: &Loaded,
+    plan: &collapse::SpanPlan<'_>,
+) -> Option<String> {
+    let messages = normalize(
+        &plan.records,
+        &NormalizeOptions {
+            supports_thinking: l.row.model.supports_thinking,
+            rejected_media: &l.rejected_media,
+            short_ids: false,
+        },
+    )
+    .into_owned_messages();
+    let input = SummaryInput {
+        records: &plan.records,
+        messages: &messages,
+        custom_instructions: Some(SPAN_INSTRUCTIONS),
+        head_truncated: false,
+        max_summary_tokens: (plan.tokens / 10).clamp(50, 600),
+    };
+    match m.summarise(input).await {
+        Ok(text) => Some(text),
+        Err(e) => {
+            tracing::warn!(session = %l.row.id, error = %e, "collapse summary failed; using the span summary");
+            None
+        }
+    }
+}
+
 impl Engine {
     /// Stages and commits collapses for the current estimate (`drain`: commit every
     /// staged one regardless). Returns whether anything was committed.
@@ -66,31 +98,10 @@ impl Engine {
             .filter(|m| m.kind() != "embedded");
         let mut staged: Vec<Collapse> = Vec::with_capacity(plans.len());
         for plan in &plans {
-            let mut summary = None;
-            if let Some(m) = &model {
-                let messages = normalize(
-                    &plan.records,
-                    &NormalizeOptions {
-                        supports_thinking: l.row.model.supports_thinking,
-                        rejected_media: &l.rejected_media,
-                        short_ids: false,
-                    },
-                )
-                .into_owned_messages();
-                let input = SummaryInput {
-                    records: &plan.records,
-                    messages: &messages,
-                    custom_instructions: Some(SPAN_INSTRUCTIONS),
-                    head_truncated: false,
-                    max_summary_tokens: (plan.tokens / 10).clamp(50, 600),
-                };
-                match m.summarise(input).await {
-                    Ok(text) => summary = Some(text),
-                    Err(e) => {
-                        tracing::warn!(session = %l.row.id, error = %e, "collapse summary failed; using the span summary")
-                    }
-                }
-            }
+            let summary = match &model {
+                Some(m) => model_summary(m, l, plan).await,
+                None => None,
+            };
             // Ids derive from the span, so a replay writes the same model-facing bytes.
             staged.push(
                 plan.to_collapse(
@@ -122,41 +133,41 @@ impl Engine {
                 Ok(())
             })
             .await?;
+        self.took_effect(cell, l, staged, &commit, seq);
+        Ok(!commit.is_empty())
+    }
+
+    /// The stored stagings and commits, in memory, then announced (stagings first).
+    fn took_effect(
+        &self,
+        cell: &SessionCell,
+        l: &mut Loaded,
+        staged: Vec<Collapse>,
+        commit: &[String],
+        seq: u64,
+    ) {
+        let event = |collapse_id: &str, status: &str| SessionEvent::CollapseChanged {
+            session_id: l.row.id.clone(),
+            collapse_id: collapse_id.to_string(),
+            status: status.into(),
+        };
+        let events: Vec<SessionEvent> = staged
+            .iter()
+            .map(|c| event(&c.id, "staged"))
+            .chain(commit.iter().map(|id| event(id, "committed")))
+            .collect();
+        l.collapses.extend(staged);
         for c in &mut l.collapses {
             if commit.contains(&c.id) {
                 c.status = CollapseStatus::Committed;
             }
         }
-        for mut c in staged.iter().cloned() {
-            if commit.contains(&c.id) {
-                c.status = CollapseStatus::Committed;
-            }
-            l.collapses.push(c);
-        }
-        for id in &commit {
+        for id in commit {
             l.collapse_commits.insert(id.clone(), seq);
         }
-        for c in &staged {
-            self.emit(
-                cell,
-                SessionEvent::CollapseChanged {
-                    session_id: l.row.id.clone(),
-                    collapse_id: c.id.clone(),
-                    status: "staged".into(),
-                },
-            );
+        for e in events {
+            self.emit(cell, e);
         }
-        for id in &commit {
-            self.emit(
-                cell,
-                SessionEvent::CollapseChanged {
-                    session_id: l.row.id.clone(),
-                    collapse_id: id.clone(),
-                    status: "committed".into(),
-                },
-            );
-        }
-        Ok(!commit.is_empty())
     }
 
     pub async fn collapse_list(&self, sid: &str) -> Result<Vec<CollapseInfo>> {
