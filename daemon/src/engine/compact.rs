@@ -352,28 +352,18 @@ impl Engine {
             if best.estimate > budget.target
                 && crate::pipeline::tokens::scaled(summary_chars.div_ceil(4)) > shortest
             {
-                let shorter = self
-                    .summarise_view(
-                        &summariser,
-                        l,
-                        part,
-                        instructions.as_deref(),
-                        shortest,
-                        dropped > 0,
-                    )
-                    .await;
-                match shorter {
-                    // Only a summary of the same records stands in for the first.
-                    Ok((shorter, 0, _)) => {
-                        let c = build(&shorter, autocompact::TIGHTENINGS)?;
-                        if c.estimate < best.estimate {
-                            best = c;
-                            summary_chars = shorter.chars().count() as u64;
-                        }
-                    }
-                    Ok(_) => {}
-                    Err(e) => {
-                        tracing::info!(session = %l.row.id, error = %e, "a shorter summary failed; keeping the first")
+                let shorter = Shorter {
+                    summariser: &summariser,
+                    part,
+                    instructions: instructions.as_deref(),
+                    max_tokens: shortest,
+                    head_truncated: dropped > 0,
+                };
+                if let Some(shorter) = self.shorter_summary(l, &shorter).await {
+                    let c = build(&shorter, autocompact::TIGHTENINGS)?;
+                    if c.estimate < best.estimate {
+                        best = c;
+                        summary_chars = shorter.chars().count() as u64;
                     }
                 }
             }
@@ -402,6 +392,30 @@ impl Engine {
             target_tokens: budget.target,
             tightenings: level,
         })
+    }
+
+    /// A second summary of the same records, within `max_tokens`; `None` when the
+    /// call fails or had to drop records (only a summary of the same records stands in
+    /// for the first).
+    async fn shorter_summary(&self, l: &Loaded, s: &Shorter<'_>) -> Option<String> {
+        let shorter = self
+            .summarise_view(
+                s.summariser,
+                l,
+                s.part,
+                s.instructions,
+                s.max_tokens,
+                s.head_truncated,
+            )
+            .await;
+        match shorter {
+            Ok((text, 0, _)) => Some(text),
+            Ok(_) => None,
+            Err(e) => {
+                tracing::info!(session = %l.row.id, error = %e, "a shorter summary failed; keeping the first");
+                None
+            }
+        }
     }
 
     /// Appends a new history (`[boundary, summary, …]`) and resets what a new history
@@ -710,6 +724,17 @@ pub(crate) fn room_budget(l: &Loaded) -> RoomBudget {
         thresholds::autocompact_threshold(&l.row.model, &l.row.settings),
         l.row.model.max_output_tokens,
     )
+}
+
+/// What a second, shorter summary is asked of.
+struct Shorter<'a> {
+    summariser: &'a Summariser,
+    /// The records the first summary covered.
+    part: &'a [&'a Record],
+    instructions: Option<&'a str>,
+    max_tokens: u64,
+    /// Whether the first summary had to drop the oldest rounds.
+    head_truncated: bool,
 }
 
 fn is_sendable(r: &Record) -> bool {
