@@ -270,24 +270,44 @@ impl Writer {
         unit
     }
 
-    /// Writes a unit, or copies it from `previous` when equal there: its span.
-    fn unit_or_copy<T: Serialize + PartialEq>(
+    /// Writes a unit, or copies it from `previous` when equal there: where it is, and
+    /// what it was copied from.
+    fn unit_or_copy<'k, T: Serialize + PartialEq>(
         &mut self,
         locus: Locus,
         v: &T,
-        previous: Option<(&Kept<T>, &str)>,
+        previous: Option<(&'k Kept<T>, &str)>,
         write: impl FnOnce(&mut Writer, &T) -> serde_json::Result<Unit>,
-    ) -> serde_json::Result<Span<T>> {
+    ) -> serde_json::Result<Placed<'k, T>> {
         let start = self.buf.len();
         let (unit, kept) = match previous {
-            Some((kept, text)) => (self.copy(locus, kept, text), Some(kept.value.clone())),
+            Some((kept, text)) => (self.copy(locus, kept, text), Some(kept)),
             None => (write(self, v)?, None),
         };
-        Ok(Span {
+        Ok(Placed {
             range: start..self.buf.len(),
             unit,
             kept,
         })
+    }
+}
+
+/// A unit just written: a [`Span`] that still borrows the previous memo's copy, so that
+/// a message found unchanged as a whole shares that memo without taking a share of each
+/// of its blocks first.
+struct Placed<'k, T> {
+    range: std::ops::Range<usize>,
+    unit: Unit,
+    kept: Option<&'k Kept<T>>,
+}
+
+impl<T> Placed<'_, T> {
+    fn into_span(self) -> Span<T> {
+        Span {
+            range: self.range,
+            unit: self.unit,
+            kept: self.kept.map(|k| k.value.clone()),
+        }
     }
 }
 
@@ -330,8 +350,8 @@ pub fn write<B: BlockMut>(p: &RequestParts<'_, B>) -> serde_json::Result<Written
         w.raw("]");
     }
     w.raw(",\"messages\":[");
-    // The spans of the message being written, moved out only when it is new.
-    let mut scratch: Vec<Span<ContentBlock>> = Vec::new();
+    // The blocks of the message being written, made spans only when it is new.
+    let mut scratch: Vec<Placed<'_, ContentBlock>> = Vec::new();
     for (i, m) in p.messages.iter().enumerate() {
         if i > 0 {
             w.raw(",");
@@ -393,7 +413,7 @@ fn write_system<B>(
             let chars = b.text.chars().count();
             w.unit(Locus::System(i as u32), b, key, |_| json_tokens(chars))
         })?;
-        spans.push(span);
+        spans.push(span.into_span());
     }
     Ok(())
 }
@@ -440,7 +460,7 @@ fn write_tools<B>(
                 .map_or(0, |s| s.chars().count())
         });
         tools_chars += chars;
-        spans.push((span, chars));
+        spans.push((span.into_span(), chars));
     }
     Ok(tools_chars)
 }
@@ -448,12 +468,12 @@ fn write_tools<B>(
 /// Message `i`: its blocks, each copied from the previous request when unchanged, with
 /// its `cache_edits` block spliced after its tool results; where its content starts, and
 /// its spans (`scratch` is the spans' buffer, kept between messages).
-fn write_message<B: BlockMut>(
+fn write_message<'p, B: BlockMut>(
     w: &mut Writer,
-    p: &RequestParts<'_, B>,
+    p: &RequestParts<'p, B>,
     i: usize,
     m: &ApiMessage<B>,
-    scratch: &mut Vec<Span<ContentBlock>>,
+    scratch: &mut Vec<Placed<'p, ContentBlock>>,
 ) -> serde_json::Result<(usize, MessageSpans)> {
     w.raw("{\"role\":");
     w.value(&m.role)?;
@@ -505,7 +525,7 @@ fn write_message<B: BlockMut>(
             };
             w.unit(locus(block), b, key, |len| block_tokens(b, len))
         })?;
-        let span = Span {
+        let span = Placed {
             range: span.range.start - content_start..span.range.end - content_start,
             ..span
         };
@@ -531,7 +551,7 @@ fn write_message<B: BlockMut>(
             scratch.clear();
             MessageSpans::Same(kept.clone())
         }
-        _ => MessageSpans::Written(std::mem::take(scratch)),
+        _ => MessageSpans::Written(scratch.drain(..).map(Placed::into_span).collect()),
     };
     Ok((content_start, written))
 }
