@@ -11,7 +11,6 @@ use crate::pipeline::thresholds;
 use crate::store::collapses as store;
 pub(crate) use collapse::savings;
 
-use crate::pipeline::normalize::{NormalizeOptions, normalize};
 use crate::providers::SummaryInput;
 
 /// What a model is asked for when it summarises one collapsed span.
@@ -39,15 +38,7 @@ async fn model_summary(
     l: &Loaded,
     plan: &collapse::SpanPlan<'_>,
 ) -> Option<String> {
-    let messages = normalize(
-        &plan.records,
-        &NormalizeOptions {
-            supports_thinking: l.row.model.supports_thinking,
-            rejected_media: &l.rejected_media,
-            short_ids: false,
-        },
-    )
-    .into_owned_messages();
+    let messages = l.summary_messages(&plan.records);
     let input = SummaryInput {
         records: &plan.records,
         messages: &messages,

@@ -20,7 +20,6 @@ use crate::pipeline::autocompact::{
     self, MAX_CONSECUTIVE_FAILURES, MAX_TRUNCATION_RETRIES, RoomBudget, Trigger,
 };
 use crate::pipeline::compile::Compiled;
-use crate::pipeline::normalize::{NormalizeOptions, normalize};
 use crate::pipeline::{attachments, thresholds};
 use crate::providers::{ModelRunner, ProviderError, Summariser, SummaryInput};
 use crate::store::context_state;
@@ -229,15 +228,7 @@ impl Engine {
         let mut attempt = 0;
         loop {
             let part = &refs[start..];
-            let messages = normalize(
-                part,
-                &NormalizeOptions {
-                    supports_thinking: l.row.model.supports_thinking,
-                    rejected_media: &l.rejected_media,
-                    short_ids: false,
-                },
-            )
-            .into_owned_messages();
+            let messages = l.summary_messages(part);
             let input = SummaryInput {
                 records: part,
                 messages: &messages,

@@ -14,7 +14,6 @@ use super::{Engine, Loaded, SessionCell, compact};
 use crate::error::{Error, Result};
 use crate::pipeline::autocompact::{self, Trigger};
 use crate::pipeline::budget;
-use crate::pipeline::normalize::{NormalizeOptions, normalize};
 use crate::pipeline::session_memory as sm;
 use crate::providers::{Summariser, SummaryInput};
 use crate::store::memory;
@@ -285,15 +284,7 @@ impl Engine {
         let new = new.as_slice();
         let summariser =
             Summariser::new(&cfg, None).map_err(|e| Error::CompactionFailed(e.to_string()))?;
-        let messages = normalize(
-            new,
-            &NormalizeOptions {
-                supports_thinking: row_model.supports_thinking,
-                rejected_media: &rejected,
-                short_ids: false,
-            },
-        )
-        .into_owned_messages();
+        let messages = super::summary_messages(new, &row_model, &rejected);
         let document = summariser
             .extract(
                 &mem.document,

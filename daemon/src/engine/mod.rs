@@ -247,6 +247,33 @@ impl Loaded {
         let view = self.records.view();
         crate::pipeline::budget::apply(&view, &self.shown_fates())
     }
+
+    /// `records` as a summariser reads them: normalised for the session's model, refused
+    /// media out, without short ids.
+    pub(crate) fn summary_messages<R: std::borrow::Borrow<Record>>(
+        &self,
+        records: &[R],
+    ) -> Vec<crate::pipeline::message::ApiMessage> {
+        summary_messages(records, &self.row.model, &self.rejected_media)
+    }
+}
+
+/// [`Loaded::summary_messages`], for a caller holding the session's parts, not the
+/// session.
+pub(crate) fn summary_messages<R: std::borrow::Borrow<Record>>(
+    records: &[R],
+    model: &ctxd_protocol::ModelProfile,
+    rejected_media: &std::collections::BTreeSet<(String, u32)>,
+) -> Vec<crate::pipeline::message::ApiMessage> {
+    crate::pipeline::normalize::normalize(
+        records,
+        &crate::pipeline::normalize::NormalizeOptions {
+            supports_thinking: model.supports_thinking,
+            rejected_media,
+            short_ids: false,
+        },
+    )
+    .into_owned_messages()
 }
 
 /// See [`Loaded::decisions`].
