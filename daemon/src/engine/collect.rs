@@ -82,7 +82,13 @@ pub(crate) enum Effect {
 }
 
 impl Found {
-    fn of(values: impl IntoIterator<Item = Value>, input: &SourceInput, effect: Effect) -> Found {
+    /// What a source found: its attachment values as records stamped with the
+    /// collection's time, and its effect.
+    pub(crate) fn of(
+        values: impl IntoIterator<Item = Value>,
+        input: &SourceInput,
+        effect: Effect,
+    ) -> Found {
         Found {
             records: values
                 .into_iter()

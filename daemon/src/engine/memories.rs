@@ -293,13 +293,7 @@ impl Engine {
         };
         let value = rm::attachment(chosen, &rm::surfaced(view));
         let prompt = newest.uuid.clone();
-        Ok(Found {
-            records: value
-                .into_iter()
-                .map(|v| crate::pipeline::attachments::record(v, input.ts()))
-                .collect(),
-            effect: Effect::Memories(prompt),
-        })
+        Ok(Found::of(value, input, Effect::Memories(prompt)))
     }
 }
 
