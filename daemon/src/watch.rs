@@ -92,7 +92,7 @@ impl FileWatcher {
                 }
             }
         };
-        match Debouncer::new(DEBOUNCE, "ctxd-watch-batch", handler) {
+        match Debouncer::new(DEBOUNCE, handler) {
             Ok(debouncer) => FileWatcher {
                 debouncer: Mutex::new(Some(debouncer)),
                 registry,
