@@ -275,7 +275,7 @@ fn replay_of_every_fixture_runs_to_the_end() {
         let summary: Value =
             serde_json::from_str(String::from_utf8_lossy(&out.stderr).trim()).unwrap();
         assert_eq!(
-            summary["compiles"].as_u64().unwrap() as usize,
+            usize::try_from(summary["compiles"].as_u64().unwrap()).unwrap(),
             text.lines().count()
         );
     }
@@ -564,7 +564,7 @@ fn events_are_quiet_on_a_closed_pipe_and_fail_when_the_daemon_is_lost() {
     drop(lines);
     append("two");
     let out = wait_with_deadline(&mut child);
-    assert!(out.0.success(), "{:?}", out);
+    assert!(out.0.success(), "{out:?}");
     assert_eq!(out.1, "", "no panic or error on a closed pipe");
 
     // A daemon that goes away: a non-zero exit that says so.

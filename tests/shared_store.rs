@@ -81,7 +81,7 @@ fn a_session_appended_through_one_daemon_compiles_the_same_through_another() {
     let Some((a, b)) = two_daemons() else { return };
     let fixture = common::fixture_files()
         .into_iter()
-        .max_by_key(|p| std::fs::metadata(p).map(|m| m.len()).unwrap_or(0))
+        .max_by_key(|p| std::fs::metadata(p).map_or(0, |m| m.len()))
         .unwrap();
     let sid = a.import(&fixture)["session_id"]
         .as_str()

@@ -42,7 +42,10 @@ fn cells(u: &UsageResponse) -> Vec<usize> {
         .iter()
         .map(|c| c.tokens as f64 * total / window)
         .collect();
-    let mut out: Vec<usize> = exact.iter().map(|e| e.floor() as usize).collect();
+    let mut out: Vec<usize> = exact
+        .iter()
+        .map(|e| ctxd::saturate::usize_from_f64(e.floor()))
+        .collect();
     let mut left = (COLUMNS * ROWS).saturating_sub(out.iter().sum());
     let mut order: Vec<usize> = (0..out.len()).collect();
     order.sort_by(|a, b| {

@@ -170,7 +170,7 @@ fn percentile(sorted: &[f64], p: f64) -> f64 {
     if sorted.is_empty() {
         return 0.0;
     }
-    let idx = ((sorted.len() - 1) as f64 * p).round() as usize;
+    let idx = ctxd::saturate::usize_from_f64(((sorted.len() - 1) as f64 * p).round());
     sorted[idx.min(sorted.len() - 1)]
 }
 
@@ -472,7 +472,7 @@ fn simulate(
         } else {
             step.predicted_read_tokens as f64 / step.request_tokens as f64
         };
-        prefix + (own as f64 * share).round() as u64
+        prefix + ctxd::saturate::u64_from_f64((own as f64 * share).round())
     };
     if at.is_some() {
         bill.last_request = at;

@@ -156,7 +156,7 @@ pub async fn run(
         match extract_once(&client, &session_id, &summariser).await {
             Ok(Some(v)) => eprintln!("{session_id}: wrote memory version {v}"),
             Ok(None) => {
-                eprintln!("{session_id}: nothing written (nothing new, or a newer version exists)")
+                eprintln!("{session_id}: nothing written (nothing new, or a newer version exists)");
             }
             Err(e) => eprintln!("{session_id}: {e:#}"),
         }

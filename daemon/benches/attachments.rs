@@ -6,8 +6,10 @@
 //!    latest finishing source of `metadata.attachment_sources` (they run concurrently);
 //! 2. relevant-memory scorer latency: scanning the 200 files (front matter, capped reads)
 //!    and BM25 over them, and BM25 alone (index built from the scanned files + query).
+
 #![allow(clippy::unwrap_used, clippy::expect_used)] // a test panics on what it did not expect
 
+use std::fmt::Write as _;
 use std::path::Path;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -52,7 +54,7 @@ fn memory_dir(dir: &Path) {
             format!("---\nname: {name}\ndescription: What we learned about {topic} ({i})\ntype: project\n---\n{body}"),
         )
         .unwrap();
-        index.push_str(&format!("- [{name}]({name}.md)\n"));
+        let _ = writeln!(index, "- [{name}]({name}.md)");
     }
     std::fs::write(dir.join("MEMORY.md"), index).unwrap();
 }

@@ -240,7 +240,7 @@ async fn bench_mcp_bytes(dir: &Path) {
         println!(
             "mcp      late connect ({} characters of instructions) as {label}: +{} bytes; {} of {} bytes after the first difference (not served by the prefix cache)",
             instructions.len(),
-            after.len() as i64 - before.len() as i64,
+            after.len().cast_signed() - before.len().cast_signed(),
             after.len() - prefix,
             after.len()
         );

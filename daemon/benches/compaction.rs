@@ -89,7 +89,7 @@ async fn main() {
         let median = times[times.len() / 2];
         println!(
             "compact {n:>6} records: median {median:?} ({:?} per 1,000 records)",
-            median / (n as u32 / 1_000)
+            median / u32::try_from(n / 1_000).unwrap()
         );
     }
 }

@@ -81,7 +81,7 @@ fn appends_per_sec(daemons: &[&Daemon]) -> f64 {
 fn largest_fixture() -> std::path::PathBuf {
     common::fixture_files()
         .into_iter()
-        .max_by_key(|p| std::fs::metadata(p).map(|m| m.len()).unwrap_or(0))
+        .max_by_key(|p| std::fs::metadata(p).map_or(0, |m| m.len()))
         .unwrap()
 }
 

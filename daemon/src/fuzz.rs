@@ -159,7 +159,7 @@ fn check_records(records: &mut [RecordInput]) {
     if let Err(e) = crate::engine::validate::validate_batch(records) {
         match e {
             crate::error::Error::Invalid { field, .. } => {
-                assert!(field.starts_with("records["), "{field}")
+                assert!(field.starts_with("records["), "{field}");
             }
             other => panic!("validation failed with {other:?}"),
         }
@@ -182,7 +182,7 @@ fn check_import(jsonl: &str) {
             check_records(&mut records);
         }
         Err(ImportError::Malformed { line, .. }) => {
-            assert!(line >= 1 && line <= jsonl.lines().count().max(1))
+            assert!(line >= 1 && line <= jsonl.lines().count().max(1));
         }
         Err(ImportError::Empty) => {}
     }

@@ -1,6 +1,7 @@
 //! The git snapshot of SPEC §3.1, taken once at session start. The commands run in
 //! parallel with `--no-optional-locks` so a snapshot never contends with the user's git.
 
+use std::fmt::Write as _;
 use std::path::Path;
 use std::time::Duration;
 
@@ -41,9 +42,10 @@ pub async fn snapshot(cwd: &Path) -> Option<String> {
         git(cwd, &["status", "--short"]),
         git(cwd, &["log", "--oneline", "-n", "5"]),
     );
-    let main = main
-        .map(|m| m.trim_start_matches("origin/").to_string())
-        .unwrap_or_else(|| "main".into());
+    let main = main.map_or_else(
+        || "main".into(),
+        |m| m.trim_start_matches("origin/").to_string(),
+    );
     Some(render(
         branch.as_deref().unwrap_or("(unknown)"),
         &main,
@@ -70,18 +72,20 @@ pub fn render(branch: &str, main: &str, user: Option<&str>, status: &str, log: &
     let mut s = String::from(
         "This is the git state when the session started. It is a snapshot: it will not update as the conversation goes on.\n",
     );
-    s.push_str(&format!("Current branch: {branch}\n\n"));
-    s.push_str(&format!(
+    let _ = write!(s, "Current branch: {branch}\n\n");
+    let _ = write!(
+        s,
         "Main branch (usually the target of pull requests): {main}\n\n"
-    ));
+    );
     if let Some(u) = user.filter(|u| !u.is_empty()) {
-        s.push_str(&format!("Git user: {u}\n\n"));
+        let _ = write!(s, "Git user: {u}\n\n");
     }
-    s.push_str(&format!("Status:\n{status_text}\n\n"));
-    s.push_str(&format!(
+    let _ = write!(s, "Status:\n{status_text}\n\n");
+    let _ = write!(
+        s,
         "Recent commits:\n{}",
         if log.is_empty() { "(none)" } else { log }
-    ));
+    );
     s
 }
 

@@ -15,6 +15,7 @@ pub mod pipeline;
 pub mod providers;
 pub mod rpc;
 pub mod safe_read;
+pub mod saturate;
 pub mod store;
 mod sync;
 pub mod watch;

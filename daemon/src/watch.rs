@@ -362,7 +362,7 @@ fn translate(registry: &mut Registry, events: &[Event]) -> Vec<WatchEvent> {
             rescan = true;
             continue;
         }
-        if is_noise(&event.kind) {
+        if is_noise(event.kind) {
             continue;
         }
         for path in &event.paths {
@@ -415,7 +415,7 @@ fn translate(registry: &mut Registry, events: &[Event]) -> Vec<WatchEvent> {
 }
 
 /// Reads and atime updates say nothing about content.
-fn is_noise(kind: &EventKind) -> bool {
+fn is_noise(kind: EventKind) -> bool {
     matches!(
         kind,
         EventKind::Access(_) | EventKind::Modify(ModifyKind::Metadata(MetadataKind::AccessTime))

@@ -143,6 +143,8 @@ pub enum ContentBlock {
     },
 }
 
+// serde's `skip_serializing_if` hands the field by reference.
+#[allow(clippy::trivially_copy_pass_by_ref)]
 fn is_false(b: &bool) -> bool {
     !*b
 }

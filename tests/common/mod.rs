@@ -369,8 +369,7 @@ impl Daemon {
         let last = recs["records"]
             .as_array()
             .and_then(|r| r.last())
-            .map(|r| r["timestamp"].clone())
-            .unwrap_or(Value::Null);
+            .map_or(Value::Null, |r| r["timestamp"].clone());
         self.compile_body_with(serde_json::json!({ "session_id": session, "now": last }))
     }
 

@@ -1,6 +1,8 @@
 //! `ctx hooks SESSION`: the settings files ctxd read for a session and every hook they
 //! configure, with its source file and whether it runs.
 
+use std::fmt::Write as _;
+
 use anyhow::Result;
 use ctx_client::Client;
 use ctxd_protocol::{HOOKS_LIST, HooksListResponse, SessionIdParams};
@@ -33,13 +35,10 @@ fn render(r: &HooksListResponse) -> String {
             (None, "loaded") => format!(" ({} hooks)", f.hooks),
             _ => String::new(),
         };
-        out.push_str(&format!(
-            "  {:<8} {:<9} {}{detail}\n",
-            f.source, f.status, f.file
-        ));
+        let _ = writeln!(out, "  {:<8} {:<9} {}{detail}", f.source, f.status, f.file);
     }
     if let Some(why) = &r.all_disabled {
-        out.push_str(&format!("no hook runs: {why}\n"));
+        let _ = writeln!(out, "no hook runs: {why}");
     }
     if r.hooks.is_empty() {
         out.push_str("no hooks configured\n");
@@ -56,15 +55,16 @@ fn render(r: &HooksListResponse) -> String {
             None => String::new(),
             Some(why) => format!("  [not run: {why}]"),
         };
-        out.push_str(&format!(
-            "  {:<18} {:<16} {:<8} {}  ({} s, {}){state}\n",
+        let _ = writeln!(
+            out,
+            "  {:<18} {:<16} {:<8} {}  ({} s, {}){state}",
             h.event.as_str(),
             matcher,
             h.source,
             h.command,
             h.timeout_secs,
             h.file
-        ));
+        );
     }
     out
 }

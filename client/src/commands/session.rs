@@ -96,7 +96,7 @@ pub async fn run(ctx: &Ctx, client: &Client, cmd: &SessionCmd) -> Result<()> {
             .then(|| {
                 let mut m = ModelProfile::default();
                 if let Some(x) = model {
-                    m.model = x.clone();
+                    m.model.clone_from(x);
                 }
                 if let Some(x) = context_window {
                     m.context_window = *x;

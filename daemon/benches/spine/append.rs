@@ -189,7 +189,7 @@ impl Floors {
             1,
             "the engine's database holds the bench's session"
         );
-        self.session = sessions[0].0.clone();
+        self.session.clone_from(&sessions[0].0);
         for (id, at) in &sessions {
             self.same_db.execute(
                 "INSERT INTO sessions (id, cwd, original_cwd, model_profile, settings, start_date, created_at, updated_at) VALUES (?1, '/tmp', '/tmp', '{}', '{}', '2026-01-01', ?2, ?2)",
@@ -202,13 +202,13 @@ impl Floors {
 
     /// Batch `b` through both floors, right after the engine stored it.
     fn batch(&mut self, b: usize) {
-        let first = (b * BATCH) as i64;
+        let first = i64::try_from(b * BATCH).unwrap();
         let minimal: Vec<_> = (0..BATCH)
             .map(|i| {
                 let body = serde_json::to_string(&record_json(b * BATCH + i)).unwrap();
                 (
                     "s",
-                    first + i as i64 + 1,
+                    first + i64::try_from(i).unwrap() + 1,
                     uuid::Uuid::now_v7().to_string(),
                     body,
                 )
@@ -226,7 +226,7 @@ impl Floors {
         let rows: Vec<RecordRow> = src
             .prepare_cached("SELECT session_id, seq, uuid, parent_uuid, kind, timestamp, message_id, body FROM records WHERE session_id = ?1 AND seq > ?2 AND seq <= ?3 ORDER BY seq")
             .unwrap()
-            .query_map(rusqlite::params![self.session, first, first + BATCH as i64], |r| {
+            .query_map(rusqlite::params![self.session, first, first + i64::try_from(BATCH).unwrap()], |r| {
                 Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?, r.get(4)?, r.get(5)?, r.get(6)?, r.get(7)?))
             })
             .unwrap()

@@ -102,7 +102,7 @@ impl RawWebSocket {
     async fn send(&mut self, opcode: u8, payload: &[u8]) {
         assert!(payload.len() < 126);
         let mask = [0x5a, 0x17, 0xc3, 0x2e];
-        let mut frame = vec![0x80 | opcode, 0x80 | payload.len() as u8];
+        let mut frame = vec![0x80 | opcode, 0x80 | u8::try_from(payload.len()).unwrap()];
         frame.extend_from_slice(&mask);
         frame.extend(payload.iter().enumerate().map(|(i, b)| b ^ mask[i % 4]));
         self.0.write_all(&frame).await.unwrap();

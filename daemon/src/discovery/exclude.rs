@@ -24,7 +24,7 @@ impl Excludes {
                     builder.add(glob);
                 }
                 Err(err) => {
-                    tracing::warn!(%pattern, %err, "ignoring an invalid claudeMdExcludes pattern")
+                    tracing::warn!(%pattern, %err, "ignoring an invalid claudeMdExcludes pattern");
                 }
             }
         }

@@ -48,10 +48,10 @@ impl RuleFilter<'_> {
             (Self::Unconditional, globs) => globs.is_none(),
             (Self::Conditional, globs) => globs.is_some(),
             (Self::UnconditionalOrMatching { .. }, None) => true,
-            (Self::UnconditionalOrMatching { base, touched }, Some(globs))
-            | (Self::Matching { base, touched }, Some(globs)) => {
-                rules::patterns_match(globs, base, touched)
-            }
+            (
+                Self::UnconditionalOrMatching { base, touched } | Self::Matching { base, touched },
+                Some(globs),
+            ) => rules::patterns_match(globs, base, touched),
             (Self::Matching { .. }, None) => false,
         }
     }

@@ -283,7 +283,7 @@ fn walk(
             .modified()
             .ok()
             .and_then(|t| t.duration_since(std::time::UNIX_EPOCH).ok())
-            .map_or(0, |d| d.as_millis() as i64);
+            .map_or(0, crate::saturate::millis_i64);
         out.push((root.to_path_buf(), path, mtime_ms));
     }
 }
@@ -347,7 +347,7 @@ mod tests {
         write(&dir.join(".hidden/x.md"), "hidden");
         let files = scan(&[dir.clone(), dir.clone()]);
         let mut rels: Vec<&str> = files.iter().map(|f| f.rel.as_str()).collect();
-        rels.sort();
+        rels.sort_unstable();
         assert_eq!(rels, ["parser.md", "topics/db.md"]);
         let db = files.iter().find(|f| f.rel == "topics/db.md").unwrap();
         assert_eq!(

@@ -118,7 +118,7 @@ impl Engine {
         }
         // Taken, not copied: the caller reads the request and its metadata only.
         let mut fp = std::mem::take(&mut c.fingerprint);
-        fp.expected_break = cache.expected_break.clone();
+        fp.expected_break.clone_from(&cache.expected_break);
         let id = l.cache.next_id;
         l.cache.next_id += 1;
         // One copy serves as the next compile's `previous` and as the log row below.

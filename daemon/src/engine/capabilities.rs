@@ -280,7 +280,7 @@ impl Engine {
         );
         Ok(CapabilityChangeResponse {
             announced_by: announced_by.into(),
-            tool_count: tool_count as u32,
+            tool_count: crate::saturate::u32_of(tool_count),
         })
     }
 
@@ -351,7 +351,7 @@ impl Engine {
                 .iter_mut()
                 .find(|s| s.name == p.name)
                 .ok_or_else(|| Error::invalid("name", "no MCP server of this name is connected"))?;
-            s.instructions = p.instructions.clone();
+            s.instructions.clone_from(&p.instructions);
             Ok(if st.mcp_memo.is_none() {
                 "system"
             } else {

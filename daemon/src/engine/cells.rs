@@ -309,7 +309,7 @@ mod tests {
     use crate::engine::test_support::session;
     use ctxd_protocol::{AppendParams, ContentBlock, RecordInput, RecordKind};
 
-    async fn engine_with(dir: &std::path::Path, max_loaded: usize) -> Arc<Engine> {
+    fn engine_with(dir: &std::path::Path, max_loaded: usize) -> Arc<Engine> {
         let store = crate::store::Store::open(&dir.join("t.db")).unwrap();
         let limits = crate::limits::Limits {
             max_loaded_sessions: max_loaded,
@@ -323,7 +323,7 @@ mod tests {
     #[tokio::test]
     async fn ended_subscriptions_leave_no_cells_behind() {
         let dir = tempfile::tempdir().unwrap();
-        let engine = engine_with(dir.path(), 2).await;
+        let engine = engine_with(dir.path(), 2);
         let mut ids = Vec::new();
         for _ in 0..20 {
             ids.push(session(&engine, dir.path()).await);

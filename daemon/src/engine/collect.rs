@@ -138,11 +138,11 @@ pub(crate) mod stall {
     pub(crate) static PANICS: Mutex<BTreeSet<String>> = Mutex::new(BTreeSet::new());
 
     pub(crate) fn stalls(sid: &str) -> bool {
-        SESSIONS.lock().map(|s| s.contains(sid)).unwrap_or(false)
+        SESSIONS.lock().is_ok_and(|s| s.contains(sid))
     }
 
     pub(crate) fn panics(sid: &str) -> bool {
-        PANICS.lock().map(|s| s.contains(sid)).unwrap_or(false)
+        PANICS.lock().is_ok_and(|s| s.contains(sid))
     }
 }
 
@@ -223,7 +223,7 @@ impl Engine {
         for (name, took, outcome) in runs {
             let (status, reason, count) = match outcome {
                 Ok(f) => {
-                    let n = f.records.len() as u32;
+                    let n = crate::saturate::u32_of(f.records.len());
                     found.push(f);
                     (SourceStatus::Ok, None, n)
                 }
@@ -235,7 +235,7 @@ impl Engine {
             reports.push(SourceReport {
                 name: name.to_string(),
                 status,
-                micros: took.as_micros() as u64,
+                micros: crate::saturate::micros(took),
                 attachments: count,
                 reason,
             });
@@ -298,7 +298,7 @@ impl Engine {
         }
         let memo = l.memo.clone().map(|mut m| {
             if let Some(d) = &date {
-                m.announced_date = d.clone();
+                m.announced_date.clone_from(d);
             }
             m
         });

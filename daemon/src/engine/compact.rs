@@ -376,7 +376,7 @@ impl Engine {
             summarised_records,
             head_truncated_rounds: dropped as u64,
             restored_files,
-            micros: started.elapsed().as_micros() as u64,
+            micros: crate::saturate::micros(started.elapsed()),
             kind: "full".into(),
             kept_records: 0,
             session_memory_skipped: None,
@@ -450,7 +450,7 @@ impl Engine {
             .await?;
         let boundary_uuid = built.first().map(|r| r.uuid.clone()).unwrap_or_default();
         l.records.extend(built.iter().cloned());
-        l.boundary_uuid = boundary_uuid.clone();
+        l.boundary_uuid.clone_from(&boundary_uuid);
         l.pinned_edits.clear();
         l.no_room = None;
         let post_tokens = compile_loaded(l, false, now)?

@@ -80,7 +80,7 @@ impl Engine {
                     if self.store.shared() && attempt + 1 < COMPILE_ATTEMPTS =>
                 {
                     attempt += 1;
-                    let jitter = uuid::Uuid::new_v4().as_u128() as u64 % 8;
+                    let jitter = u64::from(uuid::Uuid::new_v4().as_bytes()[15] % 8);
                     tokio::time::sleep(std::time::Duration::from_millis(
                         (1 << attempt.min(5)) + jitter,
                     ))

@@ -320,7 +320,7 @@ impl Engine {
             let old_watch = std::mem::replace(&mut c.file_watch, file_changed_paths(&eff, &f.cwd));
             let new_watch = c.file_watch.clone();
             let settings: Vec<PathBuf> = c.paths.iter().map(|(_, p)| p.clone()).collect();
-            c.cwd = f.cwd.clone();
+            c.cwd.clone_from(&f.cwd);
             entry.config = Some(c);
             drop(sessions);
             self.rewatch(&f.id, &settings, &settings, &old_watch, &new_watch);

@@ -406,7 +406,7 @@ impl Engine {
             summarised_records,
             head_truncated_rounds: 0,
             restored_files: restored_paths,
-            micros: started.elapsed().as_micros() as u64,
+            micros: crate::saturate::micros(started.elapsed()),
             kind: "session_memory".into(),
             kept_records,
             session_memory_skipped: None,

@@ -497,7 +497,7 @@ impl Engine {
     }
 
     pub fn uptime_ms(&self) -> u64 {
-        self.started.elapsed().as_millis() as u64
+        crate::saturate::millis(self.started.elapsed())
     }
 
     /// The directory holding a session's files (tool results, notes).

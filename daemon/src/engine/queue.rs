@@ -125,7 +125,7 @@ impl Engine {
                     ));
                 }
                 queued::insert(tx, &sid, &e2)?;
-                Ok(waiting as u32 + 1)
+                Ok(crate::saturate::u32_of(waiting).saturating_add(1))
             })
             .await?;
         Ok(QueueResponse {

@@ -141,7 +141,7 @@ impl Engine {
                 last_seq,
             } => {
                 let (s, after) = (sid.clone(), first_seq.saturating_sub(1));
-                let n = (last_seq.saturating_sub(after)).min(u64::from(u32::MAX)) as u32;
+                let n = u32::try_from(last_seq.saturating_sub(after)).unwrap_or(u32::MAX);
                 let page = self
                     .store
                     .read(move |c| records::page(c, &s, after, n))

@@ -315,8 +315,8 @@ impl Engine {
                 let rejected = sessions::rejected_media(tx, &src)?;
                 row.parent_session_id = Some(src.clone());
                 row.forked_from_uuid = recs.last().map(|r| r.uuid.clone());
-                row.id = nid.clone();
-                row.created_at = now.clone();
+                row.id.clone_from(&nid);
+                row.created_at.clone_from(&now);
                 row.updated_at = now;
                 sessions::insert(tx, &row)?;
                 sessions::set_tools(tx, &nid, &tools)?;
@@ -408,7 +408,7 @@ impl Engine {
                 session_id: p.session_id.clone(),
             },
         );
-        Ok(p.tools.len() as u32)
+        Ok(crate::saturate::u32_of(p.tools.len()))
     }
 
     pub async fn list_tools(&self, id: &str) -> Result<Vec<ToolSpec>> {
@@ -588,7 +588,7 @@ impl Engine {
                 Error::invalid("to_id", e.to_string())
             }
             snip::SnipError::UnknownId(_) => Error::invalid("from_id", e.to_string()),
-            other => Error::invalid("to_id", other.to_string()),
+            other @ snip::SnipError::Backwards { .. } => Error::invalid("to_id", other.to_string()),
         })?;
         let boundary = RecordInput {
             kind: Some(RecordKind::System),

@@ -142,7 +142,7 @@ impl Engine {
                     w.unwatch_dir(d);
                 }
             }
-            st.watched = s.dirs.clone();
+            st.watched.clone_from(&s.dirs);
             st.scan = Some(Arc::new(s));
             st.stamps = stamps;
             st.generation += 1;

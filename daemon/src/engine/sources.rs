@@ -43,8 +43,7 @@ impl Default for DiscoveryDefaults {
         DiscoveryDefaults {
             managed_root: PathBuf::from(discovery::DEFAULT_MANAGED_ROOT),
             user_home: directories::BaseDirs::new()
-                .map(|b| b.home_dir().to_path_buf())
-                .unwrap_or_else(|| PathBuf::from("/")),
+                .map_or_else(|| PathBuf::from("/"), |b| b.home_dir().to_path_buf()),
         }
     }
 }
@@ -65,7 +64,7 @@ fn mtime_ns(meta: &std::fs::Metadata) -> i64 {
     meta.modified()
         .ok()
         .and_then(|t| t.duration_since(std::time::UNIX_EPOCH).ok())
-        .map_or(0, |d| d.as_nanos() as i64)
+        .map_or(0, crate::saturate::nanos_i64)
 }
 
 /// Reads what the model would see of `path` now. `None` when it is not a readable regular
@@ -165,14 +164,13 @@ impl Engine {
         cfg.managed_root = s
             .managed_root
             .as_ref()
-            .map(PathBuf::from)
-            .unwrap_or_else(|| self.discovery.managed_root.clone());
+            .map_or_else(|| self.discovery.managed_root.clone(), PathBuf::from);
         cfg.additional_directories = row
             .additional_directories
             .iter()
             .map(PathBuf::from)
             .collect();
-        cfg.excludes = s.excludes.clone();
+        cfg.excludes.clone_from(&s.excludes);
         cfg.allow_external_includes = s.allow_external_includes;
         cfg.agents_md = s.agents_md.unwrap_or(true);
         cfg

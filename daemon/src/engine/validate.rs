@@ -260,7 +260,7 @@ fn check_block(path: &dyn std::fmt::Display, kind: RecordKind, b: &mut ContentBl
                     match inner {
                         ToolResultBlock::Image { source }
                         | ToolResultBlock::Document { source, .. } => {
-                            check_source(&format!("{path}.content[{j}].source"), source)?
+                            check_source(&format!("{path}.content[{j}].source"), source)?;
                         }
                         ToolResultBlock::Text { .. } => {}
                         ToolResultBlock::ToolReference { tool_name } if tool_name.is_empty() => {
@@ -275,7 +275,7 @@ fn check_block(path: &dyn std::fmt::Display, kind: RecordKind, b: &mut ContentBl
             }
         }
         ContentBlock::Image { source, .. } | ContentBlock::Document { source, .. } => {
-            check_source(&format!("{path}.source"), source)?
+            check_source(&format!("{path}.source"), source)?;
         }
         _ => {}
     }

@@ -107,7 +107,7 @@ impl Layer {
 
     pub fn hook_count(&self) -> u32 {
         match &self.state {
-            FileState::Loaded(s) => s.hooks.len() as u32,
+            FileState::Loaded(s) => crate::saturate::u32_of(s.hooks.len()),
             _ => 0,
         }
     }

@@ -121,7 +121,7 @@ fn empty_result(command: &str, source: &str, raw: &RawRun) -> HookResult {
             source: source.into(),
             exit_code: raw.exit_code,
             timed_out: raw.timed_out,
-            duration_ms: raw.duration.as_millis() as u64,
+            duration_ms: crate::saturate::millis(raw.duration),
             decision: None,
             output_cut: raw.output_cut,
             error: None,
@@ -336,7 +336,7 @@ fn joined(parts: Vec<String>) -> Option<String> {
 /// denied. Other events: any blocking hook blocks, with every blocking reason.
 pub fn merge(event: HookEvent, results: &[HookResult]) -> HookOutcome {
     let mut out = HookOutcome::nothing();
-    out.ran = results.len() as u32;
+    out.ran = crate::saturate::u32_of(results.len());
     if event == HookEvent::PreToolUse {
         let strongest = results
             .iter()
@@ -370,7 +370,7 @@ pub fn merge(event: HookEvent, results: &[HookResult]) -> HookOutcome {
         if !r.continue_ {
             out.continue_ = false;
             if out.stop_reason.is_none() {
-                out.stop_reason = r.stop_reason.clone();
+                out.stop_reason.clone_from(&r.stop_reason);
             }
         }
         out.suppress_output |= r.suppress_output;

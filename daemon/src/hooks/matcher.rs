@@ -20,9 +20,8 @@ pub enum Matcher {
 
 impl Matcher {
     pub fn new(raw: Option<&str>) -> Matcher {
-        let raw = match raw {
-            None => return Matcher::All,
-            Some(r) => r,
+        let Some(raw) = raw else {
+            return Matcher::All;
         };
         if raw.is_empty() || raw == "*" {
             return Matcher::All;

@@ -13,6 +13,7 @@
 //!   child (`notify-send x &`) holding them open is killed with the group, and a process
 //!   that left the group holding them is not waited for beyond [`DRAIN_GRACE`].
 
+use std::fmt::Write as _;
 use std::path::PathBuf;
 use std::process::Stdio;
 use std::time::{Duration, Instant};
@@ -70,9 +71,10 @@ async fn read_capped<R: AsyncRead + Unpin>(
         while text.ends_with('\u{FFFD}') {
             text.pop();
         }
-        text.push_str(&format!(
+        let _ = write!(
+            text,
             "\n[output cut by ctxd at {cap} bytes; the hook wrote {total} bytes]"
-        ));
+        );
     }
     (text, cut)
 }
@@ -156,7 +158,7 @@ pub async fn run(spec: RunSpec) -> RawRun {
     tokio::pin!(drained);
     let ((stdout, out_cut), (stderr, err_cut)) = tokio::select! {
         both = &mut drained => both,
-        _ = tokio::time::sleep(DRAIN_GRACE) => {
+        () = tokio::time::sleep(DRAIN_GRACE) => {
             let _ = stop.send(true);
             drained.await
         }
@@ -241,13 +243,11 @@ mod tests {
     }
 
     fn is_zombie(pid: i32) -> bool {
-        std::fs::read_to_string(format!("/proc/{pid}/stat"))
-            .map(|s| {
-                s.rsplit(')')
-                    .next()
-                    .is_some_and(|rest| rest.trim_start().starts_with('Z'))
-            })
-            .unwrap_or(true)
+        std::fs::read_to_string(format!("/proc/{pid}/stat")).map_or(true, |s| {
+            s.rsplit(')')
+                .next()
+                .is_some_and(|rest| rest.trim_start().starts_with('Z'))
+        })
     }
 
     /// A background child keeps the hook's stdout and stderr open (`notify-send x &`):

@@ -8,6 +8,8 @@
 //! `content` or `text`; only an unknown type with neither falls back to a generic listing
 //! of its fields.
 
+use std::fmt::Write as _;
+
 use ctxd_protocol::{Record, RecordInput, RecordKind};
 use serde_json::{Map, Value};
 
@@ -252,7 +254,7 @@ fn generic(kind: &str, obj: &Map<String, Value>) -> String {
             Value::Null => continue,
             other => value_text(other).unwrap_or_else(|| other.to_string()),
         };
-        out.push_str(&format!("\n- {k}: {text}"));
+        let _ = write!(out, "\n- {k}: {text}");
     }
     out
 }

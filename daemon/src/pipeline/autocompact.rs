@@ -6,6 +6,7 @@
 //! results]`; the raw transcript is never rewritten — the projection starts at the
 //! boundary.
 
+use std::fmt::Write as _;
 use std::ops::Range;
 
 use ctxd_protocol::{ContentBlock, Record, RecordInput, RecordKind};
@@ -198,7 +199,7 @@ pub fn rounds_to_drop(
             }
             n
         }
-        None => ((left as f64) * DROP_SHARE).ceil() as usize,
+        None => crate::saturate::usize_from_f64(((left as f64) * DROP_SHARE).ceil()),
     };
     n.clamp(1, max)
 }
@@ -336,9 +337,10 @@ pub fn restore_attachments(
         }
         let mut text = head + &numbered;
         if cut_lines > 0 {
-            text.push_str(&format!(
-                "... [{cut_lines} more lines not shown; read the file for the rest]\n"
-            ));
+            let _ = writeln!(
+                text,
+                "... [{cut_lines} more lines not shown; read the file for the rest]"
+            );
         }
         total += tokens::scaled((text.chars().count() as u64).div_ceil(4));
         out.push(json!({"type": "compact_file_reference", "filename": path, "content": text}));

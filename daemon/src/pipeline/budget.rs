@@ -174,8 +174,7 @@ pub fn preview(content: &str) -> (&str, bool) {
     let end = content
         .char_indices()
         .nth(PREVIEW_CHARS)
-        .map(|(i, _)| i)
-        .unwrap_or(content.len());
+        .map_or(content.len(), |(i, _)| i);
     if end == content.len() {
         return (content, false);
     }

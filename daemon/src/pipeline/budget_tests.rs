@@ -212,7 +212,7 @@ fn block_array_results_persist_as_json() {
             assert!(content.starts_with("[\n"));
             assert!(replacement.contains("Full output saved to: /d/t.json"));
         }
-        other => panic!("{other:?}"),
+        other @ Decision::Keep => panic!("{other:?}"),
     }
 }
 
@@ -220,7 +220,7 @@ fn block_array_results_persist_as_json() {
 /// turn) and checks that a result once shown keeps its bytes; says whether anything was
 /// persisted.
 fn check_frozen_fates(g: &mut Choices) -> bool {
-    let mut next = |n: u64| g.below(n);
+    let mut next = |n: usize| g.index(n);
     let tools = vec![
         tests::spec("Bash", Some(30_000)),
         tests::spec("Read", None),
@@ -235,16 +235,16 @@ fn check_frozen_fates(g: &mut Choices) -> bool {
         let mut seen: BTreeMap<String, String> = BTreeMap::new();
         let mut seq = 1;
         for t in 0..(3 + next(8)) {
-            let k = 1 + next(5) as usize;
+            let k = 1 + next(5);
             let results: Vec<(String, &str, usize)> = (0..k)
                 .map(|i| {
                     let size = match next(4) {
-                        0 => next(100) as usize,
-                        1 => next(40_000) as usize,
-                        2 => 40_000 + next(80_000) as usize,
-                        _ => next(5_000) as usize,
+                        0 => next(100),
+                        1 => next(40_000),
+                        2 => 40_000 + next(80_000),
+                        _ => next(5_000),
                     };
-                    (format!("t{t}r{i}"), names[next(4) as usize], size)
+                    (format!("t{t}r{i}"), names[next(4)], size)
                 })
                 .collect();
             // Sometimes a response's results arrive over two user records (same message id).
@@ -262,7 +262,7 @@ fn check_frozen_fates(g: &mut Choices) -> bool {
                 seq += 2;
             }
             // Several compiles per turn, as retries and side requests do.
-            for _ in 0..(1 + next(2)) {
+            for _ in 0..=next(2) {
                 persisted_some |= !decide(&records, &mut fates, &limits).is_empty();
                 for (id, bytes) in shown(&records, &fates) {
                     if let Some(prev) = seen.get(&id) {
@@ -273,7 +273,7 @@ fn check_frozen_fates(g: &mut Choices) -> bool {
                 // Applied from any record on, the fates show that tail the same way.
                 let refs: Vec<&Record> = records.iter().collect();
                 let whole = apply(&refs, &fates);
-                let from = next(refs.len() as u64 + 1) as usize;
+                let from = next(refs.len() + 1);
                 assert_eq!(apply_from(&refs, from, &fates), whole[from..]);
             }
         }

@@ -49,7 +49,7 @@ pub struct Fingerprint {
 }
 
 impl Fingerprint {
-    fn ttl_secs(&self) -> i64 {
+    fn ttl_secs(&self) -> u64 {
         if self.ttl == super::latch::TTL_1H {
             3_600
         } else {
@@ -65,7 +65,7 @@ pub fn diff(a: &Fingerprint, b: &Fingerprint) -> Vec<String> {
         out.push(format!("model {} → {}", a.model, b.model));
     }
     if a.system != b.system {
-        let chars = |f: &Fingerprint| f.system.iter().map(|s| s.1 as i64).sum::<i64>();
+        let chars = |f: &Fingerprint| f.system.iter().map(|s| i128::from(s.1)).sum::<i128>();
         let d = chars(b) - chars(a);
         out.push(match d {
             0 => "system changed (same size)".to_string(),
@@ -238,7 +238,7 @@ pub fn analyse(calls: &[Call], boundaries: &[u64], compiles: &[Fingerprint]) -> 
                     Some(e) => row.expected_drop = Some(e),
                     None => {
                         row.cache_break =
-                            Some(attribute(prev, c, compile_of(prev, compiles), compile))
+                            Some(attribute(prev, c, compile_of(prev, compiles), compile));
                     }
                 }
             }
@@ -258,7 +258,8 @@ fn attribute(
         .and_then(|f| parse(&f.compiled_at))
         .or_else(|| parse(&cur.timestamp));
     let gap_secs = match (parse(&prev.timestamp), sent_at) {
-        (Some(a), Some(b)) => Some((b - a).num_seconds().max(0)),
+        // A clock that went back counts as no gap.
+        (Some(a), Some(b)) => Some(u64::try_from((b - a).num_seconds()).unwrap_or(0)),
         _ => None,
     };
     let changes = match (prev_compile, cur_compile) {
@@ -276,7 +277,7 @@ fn attribute(
     CacheBreak {
         cause: cause.into(),
         changes,
-        gap_secs: gap_secs.map(|g| g as u64),
+        gap_secs,
         previous_read_tokens: prev.usage.cache_read_input_tokens,
         read_tokens: cur.usage.cache_read_input_tokens,
     }

@@ -294,7 +294,7 @@ mod tests {
         let prev = shape(base());
         let mut next = base();
         next[5].breakpoint = false;
-        for k in 0..LOOKBACK_BLOCKS as u32 + 1 {
+        for k in 0..=u32::try_from(LOOKBACK_BLOCKS).unwrap() {
             next.push(u(m(3, k), 100 + u64::from(k), 1, false));
         }
         next.last_mut().unwrap().breakpoint = true;

@@ -29,6 +29,13 @@ impl Choices {
         v.checked_rem(n).unwrap_or(0)
     }
 
+    /// A size or position in `0..n` (0 when `n` is 0).
+    pub(crate) fn index(&mut self, n: usize) -> usize {
+        let v = self.below(crate::saturate::u64_of(n));
+        // Below `n`, so it fits.
+        crate::saturate::usize_of(v)
+    }
+
     /// True `percent` times in a hundred; a 0 choice says no.
     pub(crate) fn chance(&mut self, percent: u64) -> bool {
         self.below(100) + percent >= 100

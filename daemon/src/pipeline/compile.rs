@@ -191,7 +191,7 @@ pub fn compile(input: &CompileInput<'_>) -> Result<Compiled, serde_json::Error> 
         flags_hash: latch::cache_key_hash(input.flags),
         previous: input.previous_wire.map(|w| &**w),
     })?;
-    let message_count = messages.len() as u32;
+    let message_count = crate::saturate::u32_of(messages.len());
     let body = written.body;
     let shape = written.shape;
     let (request_sha256, digest, wire_memo) = remember(
@@ -247,8 +247,8 @@ pub fn compile(input: &CompileInput<'_>) -> Result<Compiled, serde_json::Error> 
         },
         message_count,
         system_sections: layout,
-        projected_records: view.len() as u32,
-        last_seq: input.records.last().map(|r| r.seq).unwrap_or(0),
+        projected_records: crate::saturate::u32_of(view.len()),
+        last_seq: input.records.last().map_or(0, |r| r.seq),
         request_sha256,
         request_bytes: body.len() as u64,
         repairs: normalized.repairs,
@@ -270,7 +270,7 @@ pub fn compile(input: &CompileInput<'_>) -> Result<Compiled, serde_json::Error> 
                 .as_ref()
                 .map(|e| e.tool_use_ids.clone())
                 .unwrap_or_default(),
-            cache_edits_pinned: pinned.len() as u32,
+            cache_edits_pinned: crate::saturate::u32_of(pinned.len()),
         },
         cache: CacheMetadata {
             predicted_read_tokens: prediction.read_tokens,
@@ -506,7 +506,7 @@ fn new_cache_edit(messages: &[ApiMessage<Block<'_>>], deletes: &[String]) -> Opt
     }
     let idx = messages.iter().rposition(|m| m.role == Role::User)?;
     Some(PinnedEdit {
-        message_index: idx as u32,
+        message_index: crate::saturate::u32_of(idx),
         tool_use_ids: deletes.to_vec(),
     })
 }

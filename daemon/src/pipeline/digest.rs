@@ -105,7 +105,7 @@ mod tests {
             new_tail in 0usize..20_000,
             fill in any::<u8>(),
         ) {
-            let base: String = (0..shared).map(|i| char::from(b'a' + ((i * 7 + fill as usize) % 26) as u8)).collect();
+            let base: String = (0..shared).map(|i| char::from(b"abcdefghijklmnopqrstuvwxyz"[(i * 7 + usize::from(fill)) % 26])).collect();
             let old = format!("{base}{}", "x".repeat(old_tail));
             let new = format!("{base}{}", "y".repeat(new_tail));
             let (_, previous) = sha256_hex(&old, None);

@@ -19,6 +19,8 @@
 //! Records use Claude Code's field names (`reminderType`, `planFilePath`, `planExists`),
 //! so imported sessions render and count the same way.
 
+use std::fmt::Write as _;
+
 use ctxd_protocol::{Record, RecordKind};
 use serde_json::{Value, json};
 
@@ -252,7 +254,7 @@ fn exit_text(path: Option<&str>, exists: bool) -> String {
                     commands and make the changes the user asked for."
         .to_string();
     if let (Some(p), true) = (path, exists) {
-        text.push_str(&format!(" The plan is at {p} if you need to refer to it."));
+        let _ = write!(text, " The plan is at {p} if you need to refer to it.");
     }
     text
 }

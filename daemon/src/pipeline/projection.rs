@@ -142,7 +142,7 @@ mod tests {
     /// A transcript of plain messages, sub-agent and UI-only records, compact boundaries
     /// (some in a sub-agent) and snip boundaries removing earlier records.
     fn transcript(g: &mut Choices) -> Vec<Record> {
-        let n = g.below(40) as usize;
+        let n = g.index(40);
         let mut out: Vec<Record> = Vec::with_capacity(n);
         for i in 0..n {
             let uuid = format!("u{i}");
@@ -155,7 +155,7 @@ mod tests {
                     v["subtype"] = json!(COMPACT_BOUNDARY);
                 }
                 1 if i > 0 => {
-                    let removed: Vec<String> = (0..1 + g.below(3))
+                    let removed: Vec<String> = (0..=g.below(3))
                         .map(|_| format!("u{}", g.below(i as u64)))
                         .collect();
                     v["type"] = json!("system");
@@ -237,7 +237,7 @@ mod tests {
         let mut stops = Vec::new();
         let mut at = 0;
         while at < records.len() {
-            at = (at + 1 + g.below(4) as usize).min(records.len());
+            at = (at + 1 + g.index(4)).min(records.len());
             stops.push(at);
         }
         (records, stops)

@@ -31,7 +31,7 @@ const CHARS_PER_TOKEN: usize = 4;
 
 /// Characters one listing may take: about 1% of the context window.
 pub fn listing_budget(context_window: u64) -> usize {
-    (context_window as usize).saturating_mul(CHARS_PER_TOKEN) / 100
+    crate::saturate::usize_of(context_window).saturating_mul(CHARS_PER_TOKEN) / 100
 }
 
 /// What the listing needs of one skill.

@@ -161,7 +161,7 @@ pub fn build(
         dynamic_parts.push(format!("gitStatus: {git}"));
     }
     if !dynamic_parts.is_empty() {
-        let idx = blocks.len() as u32;
+        let idx = crate::saturate::u32_of(blocks.len());
         for s in dynamics {
             layout.push(SectionLayout {
                 name: s.name.clone(),

@@ -10,6 +10,7 @@
 //! thread, because the tasks outlive a compaction.
 
 use std::collections::BTreeMap;
+use std::fmt::Write as _;
 
 use ctxd_protocol::{ContentBlock, Record, RecordKind};
 use serde_json::{Value, json};
@@ -267,7 +268,7 @@ pub fn render(kind: &str, obj: &serde_json::Map<String, Value>) -> Option<String
         } else {
             "Current tasks:"
         };
-        text.push_str(&format!("\n\n{heading}\n{}", list.join("\n")));
+        let _ = write!(text, "\n\n{heading}\n{}", list.join("\n"));
     }
     Some(text)
 }

@@ -90,7 +90,7 @@ pub fn estimate<R: std::borrow::Borrow<Record>>(
     match anchor {
         Some(i) => {
             let a = records[i];
-            let anchor_tokens = a.usage.map(|u| u.context_tokens()).unwrap_or(0);
+            let anchor_tokens = a.usage.map_or(0, |u| u.context_tokens());
             let raw: u64 = records[i + 1..]
                 .iter()
                 .copied()

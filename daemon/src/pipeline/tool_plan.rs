@@ -147,7 +147,7 @@ pub fn discovery_order(from_records: &[Stamped], from_rpc: &[Stamped]) -> Vec<St
                 .map(|(i, s)| (s.seq, 1u8, i, s.name.as_str())),
         )
         .collect();
-    all.sort();
+    all.sort_unstable();
     let mut seen = BTreeSet::new();
     all.into_iter()
         .filter(|(_, _, _, n)| seen.insert(*n))

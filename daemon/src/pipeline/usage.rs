@@ -138,7 +138,10 @@ fn scale(raw: &[u64], total: u64) -> Vec<u64> {
         .iter()
         .map(|r| *r as f64 * total as f64 / sum as f64)
         .collect();
-    let mut out: Vec<u64> = exact.iter().map(|e| e.floor() as u64).collect();
+    let mut out: Vec<u64> = exact
+        .iter()
+        .map(|e| crate::saturate::u64_from_f64(e.floor()))
+        .collect();
     let mut left = total.saturating_sub(out.iter().sum());
     let mut order: Vec<usize> = (0..raw.len()).collect();
     order.sort_by(|a, b| {

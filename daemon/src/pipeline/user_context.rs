@@ -1,5 +1,7 @@
 //! `messages[0]`: the user context, one meta user message computed once per session.
 
+use std::fmt::Write as _;
+
 use super::message::system_reminder;
 
 /// Renders the user-context text. `claude_md` is the rendered instruction chain (empty
@@ -15,7 +17,7 @@ pub fn render(claude_md: Option<&str>, date: &str) -> String {
         body.push('\n');
     }
     body.push_str("# currentDate\n");
-    body.push_str(&format!("Today's date is {date}.\n"));
+    let _ = writeln!(body, "Today's date is {date}.");
     body.push_str(
         "\nThis context may or may not be relevant to the task at hand. Do not respond to it unless it bears on the task.",
     );

@@ -24,6 +24,7 @@ use super::cache_prefix::{KeyShape, Locus, Unit, hash_bytes};
 use super::message::{ApiMessage, BlockMut};
 use super::system::SystemBlock;
 use super::tokens;
+use crate::saturate::u32_of;
 
 pub struct RequestParts<'a, B> {
     pub model: &'a str,
@@ -402,7 +403,7 @@ fn write_system<B>(
             w.raw(",");
         }
         let previous = p.previous.and_then(|m| same(&m.system, &m.body, 0, i, b));
-        let span = w.unit_or_copy(Locus::System(i as u32), b, previous, |w, b| {
+        let span = w.unit_or_copy(Locus::System(u32_of(i)), b, previous, |w, b| {
             let key = match &b.cache_control {
                 Some(_) => Some(serde_json::to_vec(&SystemBlock {
                     cache_control: None,
@@ -411,7 +412,7 @@ fn write_system<B>(
                 None => None,
             };
             let chars = b.text.chars().count();
-            w.unit(Locus::System(i as u32), b, key, |_| json_tokens(chars))
+            w.unit(Locus::System(u32_of(i)), b, key, |_| json_tokens(chars))
         })?;
         spans.push(span.into_span());
     }
@@ -439,7 +440,7 @@ fn write_tools<B>(
         });
         let chars = previous.map(|(_, _, chars)| chars);
         let span = w.unit_or_copy(
-            Locus::Tool(i as u32),
+            Locus::Tool(u32_of(i)),
             t,
             previous.map(|(kept, bytes, _)| (kept, bytes)),
             |w, t| {
@@ -451,7 +452,7 @@ fn write_tools<B>(
                     }
                     _ => None,
                 };
-                w.unit(Locus::Tool(i as u32), t, key, json_tokens)
+                w.unit(Locus::Tool(u32_of(i)), t, key, json_tokens)
             },
         )?;
         let chars = chars.unwrap_or_else(|| {
@@ -494,7 +495,7 @@ fn write_message<'p, B: BlockMut>(
     let mut unchanged =
         edits.is_none() && previous_message.is_some_and(|(_, kept)| kept.len() == m.content.len());
     let locus = |block: u32| Locus::Message {
-        index: i as u32,
+        index: u32_of(i),
         block,
     };
     for (k, b) in m.content.iter().enumerate() {

@@ -1,5 +1,7 @@
 //! Tests of the wire writer: byte identity with one serde call, and the memo.
 
+use std::fmt::Write as _;
+
 use super::*;
 use crate::pipeline::message::Role;
 use ctxd_protocol::{CacheControl, ToolResultContent};
@@ -98,7 +100,7 @@ fn reference(p: &RequestParts<'_, ContentBlock>) -> String {
     .unwrap();
     s.pop();
     for (k, v) in p.extra {
-        s.push_str(&format!(",{}:{}", json!(k), v));
+        let _ = write!(s, ",{}:{}", json!(k), v);
     }
     s.push('}');
     s

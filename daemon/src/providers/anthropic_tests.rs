@@ -171,7 +171,7 @@ async fn retries_stop_after_max_retries() {
             assert!(
                 m.contains("500") && m.contains("Internal server error"),
                 "{m}"
-            )
+            );
         }
         other => panic!("expected Failed, got {other:?}"),
     }
@@ -272,7 +272,7 @@ async fn missing_key_names_the_variable() {
     let err = s.summarise(input(&messages)).await.unwrap_err();
     match &err {
         ProviderError::Misconfigured(m) => {
-            assert!(m.contains("CTXD_TEST_ANTHROPIC_UNSET_KEY"), "{m}")
+            assert!(m.contains("CTXD_TEST_ANTHROPIC_UNSET_KEY"), "{m}");
         }
         other => panic!("expected Misconfigured, got {other:?}"),
     }

@@ -10,6 +10,7 @@
 //!   stripped, sections the model left out keep their previous text, and the caps are
 //!   enforced, so a wordy model cannot grow the notes past them.
 
+use std::fmt::Write as _;
 use std::time::Duration;
 
 use super::{Backend, ModelRunner, ProviderError, Summariser, SummaryInput, http, prompt};
@@ -64,11 +65,12 @@ fn extraction_prompt(previous: &str, input: &SummaryInput<'_>) -> String {
         previous.to_string()
     };
     let mut text = String::from(EXTRACTION_PROMPT);
-    text.push_str(&format!(
+    let _ = write!(
+        text,
         "\n- Stay within the limits: each section under about {MAX_SECTION_TOKENS} tokens \
          and the whole document under about {MAX_TOTAL_TOKENS} tokens; condense older \
          details rather than go over (longer sections are cut)."
-    ));
+    );
     if input.head_truncated {
         text.push_str("\n\n");
         text.push_str(TRUNCATED_NOTE);
@@ -167,7 +169,7 @@ async fn run_on_client(
     timeout: Duration,
 ) -> Result<String, ProviderError> {
     tracing::debug!(
-        timeout_ms = timeout.as_millis() as u64,
+        timeout_ms = crate::saturate::millis(timeout),
         "session-memory extraction via the client"
     );
     match tokio::time::timeout(timeout, runner.run(body, timeout)).await {
@@ -242,12 +244,12 @@ mod tests {
             if h == "Learnings" {
                 continue;
             }
-            doc.push_str(&format!("# {h}\n_{d}_\n\n"));
+            let _ = write!(doc, "# {h}\n_{d}_\n\n");
             match h {
                 "Session Title" => doc.push_str("Deterministic parser tests\n\n"),
                 "Worklog" => {
                     for i in 0..400 {
-                        doc.push_str(&format!("- step {i:03}: ran the parser tests again\n"));
+                        let _ = writeln!(doc, "- step {i:03}: ran the parser tests again");
                     }
                 }
                 _ => {}

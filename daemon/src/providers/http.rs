@@ -158,11 +158,10 @@ pub(crate) async fn post_json(
             let text = response.text().await?;
             Ok::<_, reqwest::Error>((status, retry_after, text))
         };
-        let outcome = match tokio::time::timeout(call.timeout, send).await {
-            // Not retried: an attempt that used the whole timeout would likely do so
-            // again, and the caller's circuit breaker is the better judge.
-            Err(_) => return Err(ProviderError::Timeout(call.timeout)),
-            Ok(outcome) => outcome,
+        // Not retried: an attempt that used the whole timeout would likely do so again,
+        // and the caller's circuit breaker is the better judge.
+        let Ok(outcome) = tokio::time::timeout(call.timeout, send).await else {
+            return Err(ProviderError::Timeout(call.timeout));
         };
         let retry = attempt < call.retry.max_retries;
         match outcome {
@@ -173,7 +172,7 @@ pub(crate) async fn post_json(
                     tracing::warn!(
                         provider = call.provider,
                         attempt,
-                        delay_ms = delay.as_millis() as u64,
+                        delay_ms = crate::saturate::millis(delay),
                         error = %message,
                         "summary request failed, retrying"
                     );
@@ -196,13 +195,12 @@ pub(crate) async fn post_json(
                 let message = redact(&error.describe(status), call.secret);
                 if retry && retryable(status) {
                     let delay = retry_after
-                        .map(|d| d.min(MAX_RETRY_AFTER))
-                        .unwrap_or_else(|| call.retry.delay(attempt));
+                        .map_or_else(|| call.retry.delay(attempt), |d| d.min(MAX_RETRY_AFTER));
                     tracing::warn!(
                         provider = call.provider,
                         attempt,
                         status = status.as_u16(),
-                        delay_ms = delay.as_millis() as u64,
+                        delay_ms = crate::saturate::millis(delay),
                         "summary request refused, retrying"
                     );
                     tokio::time::sleep(delay).await;

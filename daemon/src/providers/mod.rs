@@ -186,7 +186,7 @@ impl Summariser {
             Backend::Client { runner, timeout } => {
                 let body = prompt::anthropic_body(None, http::DEFAULT_MAX_OUTPUT_TOKENS, &input);
                 tracing::debug!(
-                    timeout_ms = timeout.as_millis() as u64,
+                    timeout_ms = crate::saturate::millis(*timeout),
                     "summary via the client"
                 );
                 // The runner is told the timeout; this guard holds even if it ignores it.

@@ -3,6 +3,7 @@
 //! OpenAI-compatible provider converts its messages).
 
 use std::collections::HashSet;
+use std::fmt::Write as _;
 
 use ctxd_protocol::{ContentBlock, ToolResultBlock, ToolResultContent};
 use serde_json::{Value, json};
@@ -131,10 +132,11 @@ pub(crate) fn final_prompt(input: &SummaryInput<'_>) -> String {
         text.push_str(TRUNCATED_NOTE);
     }
     if input.max_summary_tokens > 0 {
-        text.push_str(&format!(
+        let _ = write!(
+            text,
             "\n\nKeep the summary (the part inside <summary> tags) under about {} tokens.",
             input.max_summary_tokens
-        ));
+        );
     }
     if let Some(extra) = input.custom_instructions.map(str::trim)
         && !extra.is_empty()

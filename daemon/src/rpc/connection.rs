@@ -133,7 +133,7 @@ where
     tokio::pin!(conn, stopped);
     tokio::select! {
         res = &mut conn => res,
-        _ = &mut stopped => {
+        () = &mut stopped => {
             conn.as_mut().graceful_shutdown();
             conn.await
         }

@@ -115,8 +115,8 @@ pub async fn serve(
                     continue;
                 }
             },
-            _ = &mut shutdown => break,
-            _ = stop_notify.notified() => break,
+            () = &mut shutdown => break,
+            () = stop_notify.notified() => break,
         };
         let refusal = if let Err(why) = peer_allowed(&stream, own) {
             tracing::warn!(reason = %why, "refusing a connection from another user");

@@ -114,7 +114,7 @@ impl Stream {
     async fn run(mut self) -> SubscriptionResult {
         loop {
             let received = tokio::select! {
-                _ = self.sink.closed() => break,
+                () = self.sink.closed() => break,
                 r = self.rx.recv() => r,
             };
             let keep_going = match received {

@@ -29,7 +29,7 @@ pub fn push(
     db.execute(
         "INSERT INTO cache_edits (session_id, position, boundary_uuid, message_index, tool_use_ids, decided_seq)
          VALUES (?1, (SELECT COALESCE(MAX(position), 0) + 1 FROM cache_edits WHERE session_id = ?1), ?2, ?3, ?4, ?5)",
-        params![session, boundary_uuid, edit.message_index, &ids, seq as i64],
+        params![session, boundary_uuid, edit.message_index, &ids, seq],
     )?;
     Ok(())
 }

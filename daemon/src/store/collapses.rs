@@ -29,7 +29,7 @@ pub fn load(db: &mut dyn Db, session: &str) -> Result<Vec<Collapse>> {
                 id: r.text(0)?,
                 first_uuid: r.text(1)?,
                 last_uuid: r.text(2)?,
-                record_count: r.u64(3)? as usize,
+                record_count: crate::saturate::usize_of(r.u64(3)?),
                 tokens: r.u64(4)?,
                 summary: r.text(5)?,
                 status: parse_status(&r.text(6)?),
@@ -42,7 +42,7 @@ pub fn insert(db: &mut dyn Db, session: &str, c: &Collapse) -> Result<()> {
     db.execute(
         "INSERT INTO collapses (session_id, id, position, first_uuid, last_uuid, record_count, tokens, summary, status)
          VALUES (?1, ?2, (SELECT COALESCE(MAX(position), 0) + 1 FROM collapses WHERE session_id = ?1), ?3, ?4, ?5, ?6, ?7, ?8)",
-        params![session, &c.id, &c.first_uuid, &c.last_uuid, c.record_count as i64, c.tokens as i64, &c.summary, status_text(c.status)],
+        params![session, &c.id, &c.first_uuid, &c.last_uuid, c.record_count, c.tokens, &c.summary, status_text(c.status)],
     )?;
     Ok(())
 }
@@ -58,7 +58,7 @@ pub fn set_status(db: &mut dyn Db, session: &str, id: &str, s: CollapseStatus) -
 pub fn commit(db: &mut dyn Db, session: &str, id: &str, seq: u64) -> Result<()> {
     db.execute(
         "UPDATE collapses SET status = 'committed', committed_seq = ?3 WHERE session_id = ?1 AND id = ?2",
-        params![session, id, seq as i64],
+        params![session, id, seq],
     )?;
     Ok(())
 }

@@ -59,7 +59,7 @@ pub fn fingerprints(
     session: &str,
     limit: Option<u64>,
 ) -> Result<Vec<Fingerprint>> {
-    let limit = limit.map_or(i64::MAX, |l| l.min(i64::MAX as u64) as i64);
+    let limit = limit.map_or(i64::MAX, |l| i64::try_from(l).unwrap_or(i64::MAX));
     let mut out = db.query_map(
         "SELECT fingerprint FROM compile_log WHERE session_id = ?1 ORDER BY id DESC LIMIT ?2",
         params![session, limit],
@@ -90,18 +90,18 @@ pub fn insert(
         "INSERT INTO compile_log (session_id, id, boundary_uuid, fingerprint) VALUES (?1, ?2, ?3, ?4)
          ON CONFLICT (session_id, id) DO UPDATE SET boundary_uuid = excluded.boundary_uuid,
            fingerprint = excluded.fingerprint",
-        params![session, id as i64, boundary_uuid, &fp],
+        params![session, id, boundary_uuid, &fp],
     )?;
     db.execute(
         "INSERT INTO compile_units (session_id, id, units, tool_names) VALUES (?1, ?2, ?3, ?4)
          ON CONFLICT (session_id) DO UPDATE SET id = excluded.id, units = excluded.units,
            tool_names = excluded.tool_names",
-        params![session, id as i64, units.as_slice(), &names],
+        params![session, id, units.as_slice(), &names],
     )?;
     if id.is_multiple_of(PRUNE_EVERY) {
         db.execute(
             "DELETE FROM compile_log WHERE session_id = ?1 AND id <= ?2",
-            params![session, id as i64 - KEEP as i64],
+            params![session, id.saturating_sub(KEEP)],
         )?;
     }
     Ok(())

@@ -150,7 +150,7 @@ pub fn put_read_state(db: &mut dyn Db, session: &str, s: &ReadState) -> Result<(
     db.execute(
         "INSERT INTO file_read_state (session_id, path, size, mtime_ns, sha256) VALUES (?1, ?2, ?3, ?4, ?5)
          ON CONFLICT (session_id, path) DO UPDATE SET size = ?3, mtime_ns = ?4, sha256 = ?5",
-        params![session, &s.path, s.size as i64, s.mtime_ns, &s.sha256],
+        params![session, &s.path, s.size, s.mtime_ns, &s.sha256],
     )?;
     match &s.content {
         Some(content) => db.execute(

@@ -23,6 +23,9 @@ pub enum Dialect {
 pub enum Param<'a> {
     Null,
     Int(i64),
+    /// A count, seq or size: stored as a signed 64-bit integer, so binding one past
+    /// `i64::MAX` fails with an error instead of wrapping to a negative number.
+    Uint(u64),
     Text(&'a str),
     Blob(&'a [u8]),
 }
@@ -30,6 +33,18 @@ pub enum Param<'a> {
 impl From<i64> for Param<'_> {
     fn from(v: i64) -> Self {
         Param::Int(v)
+    }
+}
+
+impl From<u64> for Param<'_> {
+    fn from(v: u64) -> Self {
+        Param::Uint(v)
+    }
+}
+
+impl From<usize> for Param<'_> {
+    fn from(v: usize) -> Self {
+        Param::Uint(crate::saturate::u64_of(v))
     }
 }
 

@@ -60,7 +60,7 @@ pub fn insert(
             Fate::Kept => None,
             Fate::Replaced(s) => Some(s.as_str()),
         };
-        rows.extend_from_slice(params![session, stage, id, rep, seq as i64]);
+        rows.extend_from_slice(params![session, stage, id, rep, seq]);
     }
     // A compile of a long session can decide thousands at once: a few statements.
     db.insert_many(

@@ -41,16 +41,16 @@ pub fn put(db: &mut dyn Db, session: &str, expected: u64, row: &MemoryRow) -> Re
         });
     }
     let version = current + 1;
-    let tokens = row.tokens_at_extraction.map(|t| t as i64);
+    let tokens = row.tokens_at_extraction;
     db.execute(
         "INSERT INTO session_memory (session_id, document, version, last_summarized_uuid, tokens_at_extraction, writer, updated_at)
          VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)
          ON CONFLICT (session_id) DO UPDATE SET document = ?2, version = ?3, last_summarized_uuid = ?4, tokens_at_extraction = ?5, writer = ?6, updated_at = ?7",
-        params![session, &row.document, version as i64, row.last_summarized_uuid.as_ref(), tokens, &row.writer, &row.updated_at],
+        params![session, &row.document, version, row.last_summarized_uuid.as_ref(), tokens, &row.writer, &row.updated_at],
     )?;
     db.execute(
         "INSERT INTO session_memory_history (session_id, version, document, last_summarized_uuid, writer, created_at) VALUES (?1, ?2, ?3, ?4, ?5, ?6)",
-        params![session, version as i64, &row.document, row.last_summarized_uuid.as_ref(), &row.writer, &row.updated_at],
+        params![session, version, &row.document, row.last_summarized_uuid.as_ref(), &row.writer, &row.updated_at],
     )?;
     Ok(version)
 }

@@ -56,7 +56,7 @@ impl StoreConfig {
     /// `--store`: absent or `sqlite` → SQLite; a `postgres://` or `postgresql://` URL.
     pub fn parse(store: Option<&str>, pool: usize) -> Result<StoreConfig> {
         match store.map(str::trim) {
-            None | Some("") | Some("sqlite") => Ok(StoreConfig::Sqlite),
+            None | Some("" | "sqlite") => Ok(StoreConfig::Sqlite),
             Some(url) if url.starts_with("postgres://") || url.starts_with("postgresql://") => {
                 Ok(StoreConfig::Postgres(PgOptions {
                     url: url.to_string(),
@@ -489,7 +489,7 @@ mod tests {
             .read(|c| c.query_one("PRAGMA user_version", params![])?.int(0))
             .await
             .unwrap();
-        assert_eq!(v as usize, sqlite_migration_count());
+        assert_eq!(usize::try_from(v).unwrap(), sqlite_migration_count());
     }
 
     #[tokio::test]
@@ -503,7 +503,7 @@ mod tests {
                 let texts: Vec<String> = (0..131).map(|i| format!("row {i}")).collect();
                 let mut flat = Vec::new();
                 for (i, t) in texts.iter().enumerate() {
-                    flat.extend_from_slice(params![i as i64, t]);
+                    flat.extend_from_slice(params![i, t]);
                 }
                 let n = tx.insert_many("INSERT INTO t (a, b)", "", 2, &flat)?;
                 assert!(
@@ -523,7 +523,7 @@ mod tests {
             rows.1
                 .iter()
                 .enumerate()
-                .all(|(i, (a, b))| *a == i as i64 && *b == format!("row {i}"))
+                .all(|(i, (a, b))| usize::try_from(*a) == Ok(i) && *b == format!("row {i}"))
         );
     }
 

@@ -129,7 +129,7 @@ fn insert_columns(db: &mut dyn Db, session: &str, rows: &[Columns<'_>]) -> Resul
     for c in rows {
         flat.extend_from_slice(params![
             session,
-            c.seq as i64,
+            c.seq,
             c.uuid,
             c.parent_uuid,
             c.kind,
@@ -153,7 +153,7 @@ fn insert_columns(db: &mut dyn Db, session: &str, rows: &[Columns<'_>]) -> Resul
 pub fn page(db: &mut dyn Db, session: &str, after: u64, limit: u32) -> Result<Vec<Record>> {
     db.query_map(
         "SELECT body FROM records WHERE session_id = ?1 AND seq > ?2 ORDER BY seq LIMIT ?3",
-        params![session, after as i64, limit],
+        params![session, after, limit],
         |mut r| Ok(serde_json::from_str(&r.take_text(0)?)?),
     )
 }

@@ -186,7 +186,7 @@ pub fn set_tools(db: &mut dyn Db, id: &str, tools: &[ToolSpec]) -> Result<()> {
         let spec = serde_json::to_string(t)?;
         db.execute(
             "INSERT INTO tools (session_id, position, name, spec) VALUES (?1, ?2, ?3, ?4)",
-            params![id, i as i64, &t.name, &spec],
+            params![id, i, &t.name, &spec],
         )?;
     }
     Ok(())

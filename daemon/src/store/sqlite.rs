@@ -155,6 +155,10 @@ impl rusqlite::ToSql for Param<'_> {
         Ok(ToSqlOutput::Borrowed(match *self {
             Param::Null => ValueRef::Null,
             Param::Int(v) => ValueRef::Integer(v),
+            Param::Uint(v) => ValueRef::Integer(
+                i64::try_from(v)
+                    .map_err(|e| rusqlite::Error::ToSqlConversionFailure(Box::new(e)))?,
+            ),
             Param::Text(s) => ValueRef::Text(s.as_bytes()),
             Param::Blob(b) => ValueRef::Blob(b),
         }))

@@ -81,8 +81,7 @@ impl Facts {
                 // Claude Code wraps tool errors in a tag that says nothing itself.
                 let text = text
                     .strip_prefix("<tool_use_error>")
-                    .map(|t| t.strip_suffix("</tool_use_error>").unwrap_or(t))
-                    .unwrap_or(text);
+                    .map_or(text, |t| t.strip_suffix("</tool_use_error>").unwrap_or(t));
                 let line = first_line(text).unwrap_or("(no message)").to_owned();
                 self.errors.push((tool.to_string(), line));
             }

@@ -482,10 +482,7 @@ fn random_view(g: &mut Choices) -> T {
                 json!({"type": "attachment", "attachment": {"type": "date_change", "date": "2026-11-30"}}),
             );
         }
-        t.user(&format!(
-            "turn {turn} {}",
-            "w".repeat(g.below(400) as usize)
-        ));
+        t.user(&format!("turn {turn} {}", "w".repeat(g.index(400))));
         let steps = g.below(4);
         for step in 0..steps {
             let mid = format!("m{turn}-{step}");
@@ -514,7 +511,7 @@ fn random_view(g: &mut Choices) -> T {
             }
             let together = g.chance(50);
             let with_text = g.chance(15);
-            let result = |id: &str, g: &mut Choices| json!({"type": "tool_result", "tool_use_id": id, "content": "o".repeat(g.below(300) as usize), "is_error": g.chance(10)});
+            let result = |id: &str, g: &mut Choices| json!({"type": "tool_result", "tool_use_id": id, "content": "o".repeat(g.index(300)), "is_error": g.chance(10)});
             if together {
                 let mut blocks: Vec<Value> = ids.iter().map(|id| result(id, g)).collect();
                 if with_text {
@@ -576,8 +573,8 @@ fn check_apply(g: &mut Choices) -> bool {
     let t = random_view(g);
     let v = t.view();
     let s = CollapseSettings {
-        span_rounds: 1 + g.below(4) as usize,
-        keep_recent_rounds: g.below(4) as usize,
+        span_rounds: 1 + g.index(4),
+        keep_recent_rounds: g.index(4),
         ..on()
     };
     let total = records_tokens(&v);
@@ -594,8 +591,8 @@ fn check_apply(g: &mut Choices) -> bool {
         .collect();
     // Arbitrary ranges too: apply must refuse the ones that would split a pair.
     for k in 0..g.below(4) {
-        let a = g.below(v.len() as u64) as usize;
-        let b = a + g.below((v.len() - a) as u64) as usize;
+        let a = g.index(v.len());
+        let b = a + g.index(v.len() - a);
         log.push(Collapse {
             id: format!("r{k}"),
             first_uuid: v[a].uuid.clone(),

@@ -1,6 +1,8 @@
 //! Rendering the facts under a token budget: the nine sections, with detail given up
 //! in a fixed order until the text fits.
 
+use std::fmt::Write as _;
+
 use ctxd_protocol::ContentBlock;
 
 use super::facts::{Facts, Step, UserItem};
@@ -160,7 +162,7 @@ fn render(f: &Facts, k: &Knobs) -> String {
         if i > 0 {
             out.push('\n');
         }
-        out.push_str(&format!("{}. {title}:\n", i + 1));
+        let _ = writeln!(out, "{}. {title}:", i + 1);
         out.push_str(&body);
     }
     out.truncate(out.trim_end().len());
@@ -236,10 +238,10 @@ fn files(f: &Facts, k: &Knobs) -> String {
             // The latest two changes say most about the file's current state.
             let skip = file.excerpts.len().saturating_sub(2);
             for (tool, code) in file.excerpts.iter().skip(skip) {
-                s.push_str(&format!("{INDENT}  new code ({tool}):\n"));
+                let _ = writeln!(s, "{INDENT}  new code ({tool}):");
                 for code_line in clip(code, 240).lines().take(6) {
                     let sep = if code_line.is_empty() { "" } else { " " };
-                    s.push_str(&format!("{INDENT}  >{sep}{code_line}\n"));
+                    let _ = writeln!(s, "{INDENT}  >{sep}{code_line}");
                 }
             }
         }
@@ -266,7 +268,7 @@ fn errors(f: &Facts, k: &Knobs) -> String {
     for e in f.errors.iter().skip(skip) {
         item(&mut s, &format!("{}: {}", e.tool, e.message));
         if let Some(then) = &e.then {
-            s.push_str(&format!("{INDENT}  then: {then}\n"));
+            let _ = writeln!(s, "{INDENT}  then: {then}");
         }
     }
     s
@@ -393,7 +395,7 @@ fn item(s: &mut String, text: &str) {
 fn capped(list: &[String], max: usize, sep: &str) -> String {
     let mut out = list.iter().take(max).cloned().collect::<Vec<_>>().join(sep);
     if list.len() > max {
-        out.push_str(&format!(" and {} more", list.len() - max));
+        let _ = write!(out, " and {} more", list.len() - max);
     }
     out
 }

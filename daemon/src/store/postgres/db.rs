@@ -20,11 +20,8 @@ impl ToSql for Param<'_> {
     ) -> std::result::Result<IsNull, Box<dyn StdError + Sync + Send>> {
         match *self {
             Param::Null => Ok(IsNull::Yes),
-            Param::Int(v) => match *ty {
-                Type::INT2 => i16::try_from(v)?.to_sql(ty, out),
-                Type::INT4 => i32::try_from(v)?.to_sql(ty, out),
-                _ => v.to_sql(ty, out),
-            },
+            Param::Int(v) => int_to_sql(v, ty, out),
+            Param::Uint(v) => int_to_sql(i64::try_from(v)?, ty, out),
             Param::Text(s) => s.to_sql(ty, out),
             Param::Blob(b) => b.to_sql(ty, out),
         }
@@ -36,6 +33,18 @@ impl ToSql for Param<'_> {
     }
 
     to_sql_checked!();
+}
+
+fn int_to_sql(
+    v: i64,
+    ty: &Type,
+    out: &mut BytesMut,
+) -> std::result::Result<IsNull, Box<dyn StdError + Sync + Send>> {
+    match *ty {
+        Type::INT2 => i16::try_from(v)?.to_sql(ty, out),
+        Type::INT4 => i32::try_from(v)?.to_sql(ty, out),
+        _ => v.to_sql(ty, out),
+    }
 }
 
 impl From<postgres::Error> for Error {

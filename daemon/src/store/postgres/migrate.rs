@@ -36,7 +36,7 @@ fn steps() -> Result<Vec<(i64, &'static str, &'static str)>> {
     }
     out.sort_by_key(|s| s.0);
     for (i, s) in out.iter().enumerate() {
-        if s.0 != i as i64 + 1 {
+        if usize::try_from(s.0).ok() != Some(i + 1) {
             return Err(Error::Storage(format!(
                 "migrations: {} is out of sequence (expected number {})",
                 s.1,
@@ -49,7 +49,12 @@ fn steps() -> Result<Vec<(i64, &'static str, &'static str)>> {
 
 /// The newest migration this build knows.
 pub(crate) fn latest() -> Result<i64> {
-    Ok(steps()?.len() as i64)
+    Ok(last_number(&steps()?))
+}
+
+/// The number of the last step: numbered from one without gaps, so also their count.
+fn last_number(steps: &[(i64, &str, &str)]) -> i64 {
+    steps.last().map_or(0, |s| s.0)
 }
 
 /// The newest migration applied to the database (0 for a database ctxd never touched).
@@ -80,10 +85,11 @@ pub(crate) fn migrate(client: &mut Client) -> Result<(i64, i64)> {
     let before: i64 = tx
         .query_one("SELECT COALESCE(MAX(version), 0) FROM ctxd_migrations", &[])?
         .get(0);
-    if before > steps.len() as i64 {
-        return Err(newer(before, steps.len() as i64));
+    let latest = last_number(&steps);
+    if before > latest {
+        return Err(newer(before, latest));
     }
-    for (number, name, sql) in steps.iter().skip(before as usize) {
+    for (number, name, sql) in steps.iter().filter(|s| s.0 > before) {
         tx.batch_execute(sql)
             .map_err(|e| Error::Storage(format!("migration {name}: {}", Error::from(e))))?;
         tx.execute(
@@ -92,7 +98,7 @@ pub(crate) fn migrate(client: &mut Client) -> Result<(i64, i64)> {
         )?;
     }
     tx.commit()?;
-    Ok((before, steps.len() as i64))
+    Ok((before, latest))
 }
 
 pub(crate) fn newer(applied: i64, latest: i64) -> Error {
@@ -109,6 +115,6 @@ mod tests {
     fn steps_are_numbered_from_one_without_gaps() {
         let steps = steps().unwrap();
         assert!(!steps.is_empty());
-        assert_eq!(latest().unwrap(), steps.len() as i64);
+        assert_eq!(latest().unwrap(), i64::try_from(steps.len()).unwrap());
     }
 }

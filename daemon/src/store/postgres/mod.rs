@@ -245,18 +245,18 @@ impl Postgres {
         let (jobs_tx, jobs_rx) = std::sync::mpsc::channel::<WriteJob>();
         let (w_config, w_instance, w_own) = (config.clone(), instance.clone(), own.clone());
         spawn("ctxd-pg-writer", move || {
-            writer_loop(w_config, w_instance, w_own, jobs_rx)
+            writer_loop(w_config, w_instance, w_own, jobs_rx);
         })?;
         let (pub_tx, pub_rx) = std::sync::mpsc::sync_channel(notify::PUBLISH_QUEUE);
         let p_config = config.clone();
         spawn("ctxd-pg-publisher", move || {
-            notify::publish(p_config, pub_rx)
+            notify::publish(p_config, pub_rx);
         })?;
         let (remote_tx, remote_rx) = tokio::sync::mpsc::unbounded_channel();
         let stop = Arc::new(AtomicBool::new(false));
         let (l_config, l_instance, l_stop) = (config.clone(), instance.clone(), stop.clone());
         spawn("ctxd-pg-listener", move || {
-            notify::listen(l_config, l_instance, remote_tx, l_stop)
+            notify::listen(l_config, l_instance, remote_tx, l_stop);
         })?;
         Ok(Postgres {
             config,
@@ -358,7 +358,14 @@ impl Backend for Postgres {
             .client
             .query_opt("SELECT revision FROM sessions WHERE id = $1", &[&session])
             .map_err(Error::from)
-            .map(|r| r.map(|r| r.get::<_, i64>(0) as u64));
+            .and_then(|r| {
+                r.map(|r| {
+                    let v = r.get::<_, i64>(0);
+                    u64::try_from(v)
+                        .map_err(|_| Error::Storage(format!("session revision {v} is negative")))
+                })
+                .transpose()
+            });
         self.give_back(conn);
         Ok(stored?.filter(|&now| self.own.cover(session, known, now)))
     }

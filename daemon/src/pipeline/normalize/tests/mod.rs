@@ -156,7 +156,7 @@ fn assert_legal(msgs: &[ApiMessage], thinking: bool) {
         for b in &m.content {
             match b {
                 ContentBlock::Text { text, .. } => {
-                    assert!(!text.trim().is_empty(), "blank text in {i}: {msgs:#?}")
+                    assert!(!text.trim().is_empty(), "blank text in {i}: {msgs:#?}");
                 }
                 ContentBlock::ToolResult {
                     content: ToolResultContent::Blocks(inner),

@@ -8,7 +8,7 @@ use crate::pipeline::choices::{Choices, choices, samples};
 /// Results mostly answer a recent call, so pairing is exercised, not just repaired.
 fn random_id(g: &mut Choices, recent: &[String]) -> String {
     match recent.len() {
-        n if n > 0 && g.chance(75) => recent[g.below(n as u64) as usize].clone(),
+        n if n > 0 && g.chance(75) => recent[g.index(n)].clone(),
         _ => format!("t{}", g.below(12)),
     }
 }
@@ -48,7 +48,7 @@ fn random_block(g: &mut Choices, for_user: bool, recent: &[String]) -> ContentBl
 }
 
 fn random_records(g: &mut Choices) -> (Vec<Record>, BTreeSet<(String, u32)>) {
-    let n = g.below(14) as usize;
+    let n = g.index(14);
     let mut records = Vec::with_capacity(n);
     let mut rejected = BTreeSet::new();
     let mut recent: Vec<String> = Vec::new();
@@ -69,7 +69,7 @@ fn random_records(g: &mut Choices) -> (Vec<Record>, BTreeSet<(String, u32)>) {
                 },
             ),
             2 | 3 => {
-                let k = 1 + g.below(3) as usize;
+                let k = 1 + g.index(3);
                 let blocks = (0..k).map(|_| random_block(g, true, &recent)).collect();
                 user(&uuid, blocks)
             }
@@ -78,7 +78,7 @@ fn random_records(g: &mut Choices) -> (Vec<Record>, BTreeSet<(String, u32)>) {
                 user(&uuid, vec![tr(&id, "res")])
             }
             _ => {
-                let k = 1 + g.below(3) as usize;
+                let k = 1 + g.index(3);
                 let blocks = (0..k).map(|_| random_block(g, false, &recent)).collect();
                 let mut r = asst(&uuid, &format!("m{}", g.below(3)), blocks);
                 if g.chance(15) {
@@ -92,7 +92,7 @@ fn random_records(g: &mut Choices) -> (Vec<Record>, BTreeSet<(String, u32)>) {
         r.is_meta = r.is_meta || g.chance(10);
         for (bi, _) in r.content.iter().enumerate() {
             if g.chance(20) {
-                rejected.insert((uuid.clone(), bi as u32));
+                rejected.insert((uuid.clone(), u32::try_from(bi).unwrap()));
             }
         }
         if r.kind == RecordKind::Assistant {
