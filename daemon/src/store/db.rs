@@ -48,6 +48,16 @@ impl From<usize> for Param<'_> {
     }
 }
 
+/// A [`Param::Uint`] as the signed integer both engines store.
+pub(crate) fn signed(v: u64) -> std::result::Result<i64, String> {
+    i64::try_from(v).map_err(|_| {
+        format!(
+            "the value {v} is past the largest integer the store holds ({})",
+            i64::MAX
+        )
+    })
+}
+
 impl From<u32> for Param<'_> {
     fn from(v: u32) -> Self {
         Param::Int(i64::from(v))

@@ -527,6 +527,40 @@ mod tests {
         );
     }
 
+    /// A u64 past SQL's signed range is refused with an error, not stored wrapped to a
+    /// negative number, and the transaction writes nothing.
+    #[tokio::test]
+    async fn an_unsigned_value_past_the_signed_range_is_refused() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = Store::open(&dir.path().join("t.db")).unwrap();
+        let at_bound = i64::MAX.cast_unsigned();
+        let stored = store
+            .write("a", move |tx| {
+                tx.execute("CREATE TABLE t (a INTEGER)", params![])?;
+                tx.execute("INSERT INTO t (a) VALUES (?1)", params![at_bound])?;
+                tx.query_one("SELECT a FROM t", params![])?.u64(0)
+            })
+            .await
+            .unwrap();
+        assert_eq!(stored, at_bound);
+        let past = store
+            .write("a", move |tx| {
+                tx.execute("INSERT INTO t (a) VALUES (?1)", params![7_u64])?;
+                tx.execute("INSERT INTO t (a) VALUES (?1)", params![at_bound + 1])
+            })
+            .await
+            .unwrap_err();
+        assert!(
+            past.to_string().contains("is past the largest integer"),
+            "{past}"
+        );
+        let rows = store
+            .read(|c| c.query_one("SELECT count(*) FROM t", params![])?.int(0))
+            .await
+            .unwrap();
+        assert_eq!(rows, 1);
+    }
+
     fn sqlite_migration_count() -> usize {
         MIGRATIONS_DIR
             .dirs()

@@ -156,8 +156,8 @@ impl rusqlite::ToSql for Param<'_> {
             Param::Null => ValueRef::Null,
             Param::Int(v) => ValueRef::Integer(v),
             Param::Uint(v) => ValueRef::Integer(
-                i64::try_from(v)
-                    .map_err(|e| rusqlite::Error::ToSqlConversionFailure(Box::new(e)))?,
+                crate::store::db::signed(v)
+                    .map_err(|e| rusqlite::Error::ToSqlConversionFailure(e.into()))?,
             ),
             Param::Text(s) => ValueRef::Text(s.as_bytes()),
             Param::Blob(b) => ValueRef::Blob(b),

@@ -21,7 +21,7 @@ impl ToSql for Param<'_> {
         match *self {
             Param::Null => Ok(IsNull::Yes),
             Param::Int(v) => int_to_sql(v, ty, out),
-            Param::Uint(v) => int_to_sql(i64::try_from(v)?, ty, out),
+            Param::Uint(v) => int_to_sql(crate::store::db::signed(v)?, ty, out),
             Param::Text(s) => s.to_sql(ty, out),
             Param::Blob(b) => b.to_sql(ty, out),
         }
