@@ -371,6 +371,37 @@ pub struct Record {
 }
 
 impl Record {
+    /// A record of `kind` holding `content`, with every optional field empty, every flag
+    /// off and `seq` 0: what a record built in code starts from, naming only what it
+    /// sets (`Record { seq, is_meta: true, ..Record::new(..) }`).
+    pub fn new(
+        kind: RecordKind,
+        uuid: impl Into<String>,
+        timestamp: impl Into<String>,
+        content: Vec<ContentBlock>,
+    ) -> Record {
+        Record {
+            uuid: uuid.into(),
+            seq: 0,
+            parent_uuid: None,
+            kind,
+            timestamp: timestamp.into(),
+            content,
+            message_id: None,
+            model: None,
+            stop_reason: None,
+            usage: None,
+            is_meta: false,
+            is_virtual: false,
+            is_sidechain: false,
+            is_compact_summary: false,
+            subtype: None,
+            attachment: None,
+            data: None,
+            meta: None,
+        }
+    }
+
     /// The `type` of an attachment record, if this is one.
     pub fn attachment_type(&self) -> Option<&str> {
         self.attachment

@@ -67,24 +67,16 @@ mod tests {
 
     fn rec(kind: RecordKind) -> Record {
         Record {
-            uuid: "u2".into(),
             seq: 2,
             parent_uuid: Some("u1".into()),
-            kind,
-            timestamp: "2026-11-29T10:00:00Z".into(),
-            content: vec![ContentBlock::text("hello")],
             message_id: Some("msg_1".into()),
             model: Some("m".into()),
-            stop_reason: None,
-            usage: None,
-            is_meta: false,
-            is_virtual: false,
-            is_sidechain: false,
-            is_compact_summary: false,
-            subtype: None,
-            attachment: None,
-            data: None,
-            meta: None,
+            ..Record::new(
+                kind,
+                "u2",
+                "2026-11-29T10:00:00Z",
+                vec![ContentBlock::text("hello")],
+            )
         }
     }
 

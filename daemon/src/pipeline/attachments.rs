@@ -278,24 +278,10 @@ mod tests {
 
     fn att(v: Value) -> Record {
         Record {
-            uuid: "u1".into(),
             seq: 1,
-            parent_uuid: None,
-            kind: RecordKind::Attachment,
-            timestamp: "2025-01-01T00:00:00Z".into(),
-            content: vec![],
-            message_id: None,
-            model: None,
-            stop_reason: None,
-            usage: None,
             is_meta: true,
-            is_virtual: false,
-            is_sidechain: false,
-            is_compact_summary: false,
-            subtype: None,
             attachment: Some(v),
-            data: None,
-            meta: None,
+            ..Record::new(RecordKind::Attachment, "u1", "2025-01-01T00:00:00Z", vec![])
         }
     }
 

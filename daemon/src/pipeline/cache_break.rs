@@ -423,27 +423,14 @@ mod tests {
     #[test]
     fn calls_merge_split_responses_and_note_boundaries() {
         let rec = |seq: u64, kind: RecordKind, mid: Option<&str>, read: Option<u64>| Record {
-            uuid: format!("r{seq}"),
             seq,
-            parent_uuid: None,
-            kind,
-            timestamp: "2026-01-01T00:00:00Z".into(),
-            content: vec![],
             message_id: mid.map(str::to_string),
-            model: None,
-            stop_reason: None,
             usage: read.map(|r| Usage {
                 cache_read_input_tokens: r,
                 ..Usage::default()
             }),
-            is_meta: false,
-            is_virtual: false,
-            is_sidechain: false,
-            is_compact_summary: false,
             subtype: (kind == RecordKind::System).then(|| COMPACT_BOUNDARY.to_string()),
-            attachment: None,
-            data: None,
-            meta: None,
+            ..Record::new(kind, format!("r{seq}"), "2026-01-01T00:00:00Z", vec![])
         };
         let records = [
             rec(1, RecordKind::User, None, None),

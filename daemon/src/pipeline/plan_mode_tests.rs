@@ -12,24 +12,10 @@ fn record(
     attachment: Option<Value>,
 ) -> Record {
     Record {
-        uuid: format!("u{seq}"),
         seq,
-        parent_uuid: None,
-        kind,
-        timestamp: "2025-01-01T00:00:00Z".into(),
-        content,
-        message_id: None,
-        model: None,
-        stop_reason: None,
-        usage: None,
         is_meta: attachment.is_some(),
-        is_virtual: false,
-        is_sidechain: false,
-        is_compact_summary: false,
-        subtype: None,
         attachment,
-        data: None,
-        meta: None,
+        ..Record::new(kind, format!("u{seq}"), "2025-01-01T00:00:00Z", content)
     }
 }
 

@@ -104,24 +104,10 @@ fn chosen(path: &str, bytes: usize) -> Chosen {
 
 fn as_record(v: serde_json::Value) -> Record {
     Record {
-        uuid: "a".into(),
         seq: 1,
-        parent_uuid: None,
-        kind: RecordKind::Attachment,
-        timestamp: "t".into(),
-        content: vec![],
-        message_id: None,
-        model: None,
-        stop_reason: None,
-        usage: None,
         is_meta: true,
-        is_virtual: false,
-        is_sidechain: false,
-        is_compact_summary: false,
-        subtype: None,
         attachment: Some(v),
-        data: None,
-        meta: None,
+        ..Record::new(RecordKind::Attachment, "a", "t", vec![])
     }
 }
 

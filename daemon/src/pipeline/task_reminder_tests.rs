@@ -7,24 +7,9 @@ use super::*;
 
 fn rec(seq: u64, kind: RecordKind, content: Vec<ContentBlock>) -> Record {
     Record {
-        uuid: format!("u{seq}"),
         seq,
-        parent_uuid: None,
-        kind,
-        timestamp: "2025-01-01T00:00:00Z".into(),
-        content,
         message_id: Some(format!("m{seq}")),
-        model: None,
-        stop_reason: None,
-        usage: None,
-        is_meta: false,
-        is_virtual: false,
-        is_sidechain: false,
-        is_compact_summary: false,
-        subtype: None,
-        attachment: None,
-        data: None,
-        meta: None,
+        ..Record::new(kind, format!("u{seq}"), "2025-01-01T00:00:00Z", content)
     }
 }
 

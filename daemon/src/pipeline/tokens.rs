@@ -189,24 +189,13 @@ mod tests {
 
     fn rec(kind: RecordKind, text: &str, usage: Option<Usage>) -> Record {
         Record {
-            uuid: format!("u-{text}"),
-            seq: 0,
-            parent_uuid: None,
-            kind,
-            timestamp: "2026-01-01T00:00:00Z".into(),
-            content: vec![ContentBlock::text(text)],
-            message_id: None,
-            model: None,
-            stop_reason: None,
             usage,
-            is_meta: false,
-            is_virtual: false,
-            is_sidechain: false,
-            is_compact_summary: false,
-            subtype: None,
-            attachment: None,
-            data: None,
-            meta: None,
+            ..Record::new(
+                kind,
+                format!("u-{text}"),
+                "2026-01-01T00:00:00Z",
+                vec![ContentBlock::text(text)],
+            )
         }
     }
 

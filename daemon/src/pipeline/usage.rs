@@ -171,24 +171,9 @@ mod tests {
         attachment: Option<serde_json::Value>,
     ) -> Record {
         Record {
-            uuid: "u".into(),
             seq: 1,
-            parent_uuid: None,
-            kind,
-            timestamp: "t".into(),
-            content,
-            message_id: None,
-            model: None,
-            stop_reason: None,
-            usage: None,
-            is_meta: false,
-            is_virtual: false,
-            is_sidechain: false,
-            is_compact_summary: false,
-            subtype: None,
             attachment,
-            data: None,
-            meta: None,
+            ..Record::new(kind, "u", "t", content)
         }
     }
 

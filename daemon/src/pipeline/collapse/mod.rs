@@ -489,24 +489,15 @@ pub fn render(c: &Collapse) -> String {
 
 pub(super) fn synthetic(first: &Record, c: &Collapse) -> Record {
     Record {
-        uuid: format!("collapse-{}", c.id),
         seq: first.seq,
         parent_uuid: first.parent_uuid.clone(),
-        kind: RecordKind::User,
-        timestamp: first.timestamp.clone(),
-        content: vec![ContentBlock::text(render(c))],
-        message_id: None,
-        model: None,
-        stop_reason: None,
-        usage: None,
         is_meta: true,
-        is_virtual: false,
-        is_sidechain: false,
-        is_compact_summary: false,
-        subtype: None,
-        attachment: None,
-        data: None,
-        meta: None,
+        ..Record::new(
+            RecordKind::User,
+            format!("collapse-{}", c.id),
+            first.timestamp.clone(),
+            vec![ContentBlock::text(render(c))],
+        )
     }
 }
 

@@ -15,26 +15,7 @@ use serde_json::{Value, json};
 // ---- builders -----------------------------------------------------------------
 
 fn rec(kind: RecordKind, uuid: &str, content: Vec<ContentBlock>) -> Record {
-    Record {
-        uuid: uuid.into(),
-        seq: 0,
-        parent_uuid: None,
-        kind,
-        timestamp: "2025-01-01T00:00:00Z".into(),
-        content,
-        message_id: None,
-        model: None,
-        stop_reason: None,
-        usage: None,
-        is_meta: false,
-        is_virtual: false,
-        is_sidechain: false,
-        is_compact_summary: false,
-        subtype: None,
-        attachment: None,
-        data: None,
-        meta: None,
-    }
+    Record::new(kind, uuid, "2025-01-01T00:00:00Z", content)
 }
 fn user(uuid: &str, content: Vec<ContentBlock>) -> Record {
     rec(RecordKind::User, uuid, content)
