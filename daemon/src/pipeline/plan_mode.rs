@@ -118,24 +118,25 @@ pub fn decide<R: std::borrow::Borrow<Record>>(
     file: &PlanFile<'_>,
 ) -> Vec<Value> {
     // Walk the view once: the last plan record, reminders since the last exit, and
-    // whether a turn began after the last reminder.
+    // where the last reminder is. Whether a turn began after it is asked of the records
+    // after it only, and only when the answer matters: a compile walks the whole view,
+    // and most sessions never enter plan mode.
     let mut last: Option<&str> = None;
     let mut since_entry = 0usize;
-    let mut turn_since_reminder = false;
-    for r in view.iter().map(std::borrow::Borrow::borrow) {
+    let mut last_reminder = 0usize;
+    for (i, r) in view.iter().map(std::borrow::Borrow::borrow).enumerate() {
         match attachment_type(r) {
             Some(t @ (PLAN_MODE | PLAN_MODE_REENTRY)) => {
                 if t == PLAN_MODE {
                     since_entry += 1;
                 }
                 last = Some(PLAN_MODE);
-                turn_since_reminder = false;
+                last_reminder = i;
             }
             Some(PLAN_MODE_EXIT) => {
                 last = Some(PLAN_MODE_EXIT);
                 since_entry = 0;
             }
-            _ if is_turn(r) => turn_since_reminder = true,
             _ => {}
         }
     }
@@ -158,6 +159,10 @@ pub fn decide<R: std::borrow::Borrow<Record>>(
         out.push(reminder(ReminderType::Full, file));
         return out;
     }
+    // In plan mode, so a reminder was seen and `last_reminder` is its place.
+    let turn_since_reminder = view
+        .get(last_reminder + 1..)
+        .is_some_and(|after| after.iter().any(|r| is_turn(r.borrow())));
     if !turn_since_reminder {
         return Vec::new();
     }
