@@ -219,12 +219,12 @@ pub(super) fn is_blank_result_text(b: &ToolResultBlock) -> bool {
 }
 
 fn strip_rejected(
-    block: ContentBlock,
+    mut block: ContentBlock,
     uuid: &str,
     index: usize,
     repairs: &mut Vec<String>,
 ) -> ContentBlock {
-    match block {
+    match &mut block {
         ContentBlock::Image { .. } | ContentBlock::Document { .. } => {
             let kind = block.type_name();
             repairs.push(format!(
@@ -235,43 +235,28 @@ fn strip_rejected(
         ContentBlock::ToolResult {
             tool_use_id,
             content: ToolResultContent::Blocks(inner),
-            is_error,
-            cache_control,
-            cache_reference,
+            ..
         } => {
             let mut removed = 0usize;
-            let inner = inner
-                .into_iter()
-                .map(|b| match b {
-                    ToolResultBlock::Image { .. } => {
-                        removed += 1;
-                        ToolResultBlock::Text {
-                            text: rejected_note("image"),
-                        }
-                    }
-                    ToolResultBlock::Document { .. } => {
-                        removed += 1;
-                        ToolResultBlock::Text {
-                            text: rejected_note("document"),
-                        }
-                    }
-                    other => other,
-                })
-                .collect();
+            for b in inner.iter_mut() {
+                let kind = match b {
+                    ToolResultBlock::Image { .. } => "image",
+                    ToolResultBlock::Document { .. } => "document",
+                    _ => continue,
+                };
+                *b = ToolResultBlock::Text {
+                    text: rejected_note(kind),
+                };
+                removed += 1;
+            }
             if removed > 0 {
                 repairs.push(format!(
                     "removed {removed} rejected media block(s) from tool_result {tool_use_id} (record {uuid}, block {index})"
                 ));
             }
-            ContentBlock::ToolResult {
-                tool_use_id,
-                content: ToolResultContent::Blocks(inner),
-                is_error,
-                cache_control,
-                cache_reference,
-            }
+            block
         }
-        other => other,
+        _ => block,
     }
 }
 
