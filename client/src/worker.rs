@@ -69,6 +69,7 @@ pub async fn extract_once(
             supports_thinking: true,
             rejected_media: &Default::default(),
             short_ids: false,
+            transcript: None,
         },
     )
     .into_owned_messages();

@@ -376,6 +376,7 @@ async fn bench_budget(dir: &Path) {
                 utc_offset: ctxd::clock::utc(),
             },
             records: &records,
+            lineage: None,
             projection: None,
             tools: &[],
             rejected_media: &rejected,

@@ -680,6 +680,7 @@ pub(crate) fn estimate_new_history(
     let records = materialise(history.to_vec(), last, &crate::clock::rfc3339(now));
     let history = History {
         records: &records,
+        lineage: None,
         projection: None,
         boundary_uuid: records.first().map_or("", |r| r.uuid.as_str()),
         pinned_edits: &[],

@@ -423,6 +423,7 @@ pub(crate) fn compile_loaded_with(
     let view = l.records.view();
     let history = History {
         records: &l.records,
+        lineage: Some(l.records.lineage()),
         projection: Some(&view),
         boundary_uuid: &l.boundary_uuid,
         pinned_edits: &l.pinned_edits,
@@ -433,6 +434,8 @@ pub(crate) fn compile_loaded_with(
 /// What a compile shows: the transcript, or a new history a compaction is weighing.
 pub(crate) struct History<'a> {
     pub records: &'a [Record],
+    /// Its lineage, when it is the transcript.
+    pub lineage: Option<crate::pipeline::message::Lineage>,
     /// Its projection, when kept up to date (the transcript's).
     pub projection: Option<&'a [&'a Record]>,
     /// Its last compact boundary: request flags latch per history.
@@ -450,6 +453,7 @@ pub(crate) fn compile_records(
 ) -> Result<Compiled> {
     let History {
         records,
+        lineage,
         projection,
         boundary_uuid,
         pinned_edits,
@@ -480,6 +484,7 @@ pub(crate) fn compile_records(
             previous_uncached: l.cache.recent.last().map(|f| &f.uncached),
         },
         records,
+        lineage,
         projection,
         tools: &tools,
         rejected_media: &l.rejected_media,

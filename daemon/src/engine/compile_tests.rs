@@ -70,3 +70,114 @@ async fn text_turns_keep_the_budget_settled_and_a_later_result_is_still_decided(
     let c = compile(&engine, &sid).await;
     assert_eq!(c.metadata.replaced, ["toolu_1"]);
 }
+
+/// The session's next request compiled without the previous request's memo and digest:
+/// every block serialised and compared afresh.
+async fn compiled_afresh(engine: &crate::engine::Engine, sid: &str) -> String {
+    let cell = engine.cell(sid);
+    let guard = cell.state.lock().await;
+    let mut l = guard.as_ref().unwrap().clone();
+    l.cache.wire = None;
+    l.cache.digest = None;
+    let now = "2026-03-01T10:00:00Z".parse().unwrap();
+    crate::engine::compile::compile_loaded(&l, false, now)
+        .unwrap()
+        .body
+}
+
+/// A compile copies each block that is the transcript's own, at the same place as in the
+/// previous request, without comparing it (its source says it is the same block): on
+/// real sessions, turn after turn (text, tool calls with results the budget replaces,
+/// thinking, a typed prompt after each), the bytes are those of a compile that compares
+/// every block.
+#[tokio::test]
+async fn a_compile_resumed_from_its_memo_writes_the_bytes_of_one_without() {
+    let root =
+        std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../tests/fixtures/claude-code");
+    for fixture in [
+        "spotter/tool_heavy.jsonl",
+        "spotter/short.jsonl",
+        "spotter/subagent.jsonl",
+    ] {
+        let dir = tempfile::tempdir().unwrap();
+        let engine = engine(dir.path());
+        let jsonl = std::fs::read_to_string(root.join(fixture)).unwrap();
+        let (info, _) = engine
+            .import_claude_code(ctxd_protocol::SessionImportParams {
+                jsonl,
+                cwd: None,
+                fallback_cwd: Some(dir.path().display().to_string()),
+                model: None,
+                title: None,
+            })
+            .await
+            .unwrap();
+        let sid = info.session_id;
+        let first = compile(&engine, &sid).await;
+        assert_eq!(
+            first.body,
+            compiled_afresh(&engine, &sid).await,
+            "{fixture}"
+        );
+        for turn in 0..6 {
+            let id = format!("toolu_turn_{turn}");
+            let result = if turn % 2 == 0 {
+                "y".repeat(60_000)
+            } else {
+                format!("line {turn}")
+            };
+            append(
+                &engine,
+                &sid,
+                json!([
+                    {"type": "user", "content": format!("turn {turn}: go on")},
+                    {"type": "assistant", "message_id": format!("m_turn_{turn}"), "content": [
+                        {"type": "thinking", "thinking": "which file next", "signature": "sig"},
+                        {"type": "text", "text": format!("Reading part {turn}.")},
+                        {"type": "tool_use", "id": id, "name": "Read", "input": {"file_path": "/tmp/x"}}]},
+                    {"type": "user", "content": [
+                        {"type": "tool_result", "tool_use_id": id, "content": result}]},
+                ]),
+            )
+            .await;
+            let c = compile(&engine, &sid).await;
+            assert_eq!(
+                c.body,
+                compiled_afresh(&engine, &sid).await,
+                "{fixture}, turn {turn}"
+            );
+            // And the same request again: every block copied.
+            let again = compile(&engine, &sid).await;
+            assert_eq!(again.body, c.body, "{fixture}, turn {turn} again");
+        }
+    }
+}
+
+/// Within one lineage a position always holds the same record: growing alone keeps the
+/// lineage, growing while a copy shares the records takes a new one (the two may now
+/// differ at the same position), and no two transcripts start with the same one.
+#[test]
+fn a_transcript_keeps_its_lineage_only_while_it_alone_grows() {
+    let record = |uuid: &str| {
+        ctxd_protocol::Record::new(
+            ctxd_protocol::RecordKind::User,
+            uuid,
+            "2026-03-01T10:00:00Z",
+            vec![ctxd_protocol::ContentBlock::text(uuid)],
+        )
+    };
+    let mut t = crate::engine::Transcript::new(vec![record("a")]);
+    let first = t.lineage();
+    t.extend([record("b")]);
+    assert_eq!(t.lineage(), first);
+    let copy = t.clone();
+    assert_eq!(copy.lineage(), first);
+    t.extend([record("c")]);
+    assert_ne!(t.lineage(), first);
+    assert_eq!(copy.lineage(), first);
+    assert_eq!(copy.len(), 2);
+    assert_ne!(
+        crate::engine::Transcript::new(Vec::new()).lineage(),
+        crate::engine::Transcript::default().lineage()
+    );
+}

@@ -43,6 +43,7 @@ use ctxd_protocol::{ContentBlock, Record, SessionEvent, ToolSpec};
 use crate::clock::Clock;
 use crate::error::{Error, Result};
 use crate::pipeline::budget::Fate;
+use crate::pipeline::message::Lineage;
 use crate::pipeline::microcompact::PinnedEdit;
 use crate::pipeline::projection::LiveProjection;
 use crate::store::Store;
@@ -54,10 +55,19 @@ use crate::watch::{FileWatcher, WatchEvent};
 /// A session's transcript in memory, shared copy-on-write (the attachment sources and a
 /// long compile read a cheap copy while they run), with its projection kept up to date
 /// as it grows.
-#[derive(Clone, Default)]
+#[derive(Clone)]
 pub(crate) struct Transcript {
     records: Arc<Vec<Record>>,
     live: Arc<LiveProjection>,
+    /// Names this sequence of records: two transcripts of one lineage hold the same
+    /// record at every position both have (see [`Transcript::lineage`]).
+    lineage: Lineage,
+}
+
+impl Default for Transcript {
+    fn default() -> Transcript {
+        Transcript::new(Vec::new())
+    }
 }
 
 impl Transcript {
@@ -66,14 +76,28 @@ impl Transcript {
         Transcript {
             records: Arc::new(records),
             live,
+            lineage: Lineage::fresh(),
         }
     }
 
     /// Appends; copies the records first only while a copy still shares them.
     pub(crate) fn extend(&mut self, more: impl IntoIterator<Item = Record>) {
+        if Arc::get_mut(&mut self.records).is_none() {
+            // A copy shares these records and may grow its own way: from here on the two
+            // are different sequences.
+            self.lineage = Lineage::fresh();
+        }
         let records = Arc::make_mut(&mut self.records);
         records.extend(more);
         Arc::make_mut(&mut self.live).advance(records);
+    }
+
+    /// The records only ever grow at their end, and a transcript that grows while a copy
+    /// shares it takes a new lineage: within one lineage, a position always holds the same
+    /// record. A compile uses it to know a block unchanged since the previous request
+    /// without comparing it ([`crate::pipeline::message::Source`]).
+    pub(crate) fn lineage(&self) -> Lineage {
+        self.lineage
     }
 
     /// The projection (`pipeline::projection::project` of the records), without a scan
@@ -271,6 +295,7 @@ pub(crate) fn summary_messages<R: std::borrow::Borrow<Record>>(
             supports_thinking: model.supports_thinking,
             rejected_media,
             short_ids: false,
+            transcript: None,
         },
     )
     .into_owned_messages()

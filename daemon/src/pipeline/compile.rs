@@ -21,9 +21,9 @@ use super::cache_break::Fingerprint;
 use super::cache_prefix::{self, KeyShape};
 use super::collapse::{self, Collapse};
 use super::digest::BodyDigest;
-use super::message::{ApiMessage, Block, Role};
+use super::message::{ApiMessage, Block, Lineage, Role};
 use super::microcompact::{self, CLEARED, PinnedEdit};
-use super::normalize::{NormalizeOptions, normalize};
+use super::normalize::{NormalizeOptions, TranscriptRef, normalize};
 use super::projection::Shown;
 use super::system::SystemInputs;
 use super::usage::{self, Picture, UsageInputs};
@@ -60,6 +60,9 @@ pub struct SessionView<'a> {
 pub struct CompileInput<'a> {
     pub session: SessionView<'a>,
     pub records: &'a [Record],
+    /// The records' lineage when they are a transcript's (`engine::Transcript`): within
+    /// one, a position always holds the same record.
+    pub lineage: Option<Lineage>,
     /// `projection::project(records)`, when the caller keeps it up to date (a loaded
     /// transcript does); computed from `records` otherwise.
     pub projection: Option<&'a [&'a Record]>,
@@ -155,6 +158,10 @@ pub fn compile(input: &CompileInput<'_>) -> Result<Compiled, serde_json::Error> 
             supports_thinking: s.model.supports_thinking,
             rejected_media: input.rejected_media,
             short_ids: s.settings.snip_enabled,
+            transcript: input.lineage.map(|lineage| TranscriptRef {
+                lineage,
+                records: input.records,
+            }),
         },
     );
     let mut messages = normalized.messages;

@@ -3,6 +3,8 @@
 use ctxd_protocol::ContentBlock;
 use serde::Serialize;
 
+use super::shown::Shown;
+
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "lowercase")]
 pub enum Role {
@@ -21,8 +23,94 @@ pub struct ApiMessage<B = ContentBlock> {
     pub content: Vec<B>,
 }
 
-/// A content block of a compile's messages: the record's own until a stage changes it.
-pub type Block<'a> = super::shown::Shown<'a, ContentBlock>;
+/// A content block of a compile's messages: the record's own until a stage changes it,
+/// and while it is, where it is in the transcript.
+#[derive(Debug, Clone)]
+pub struct Block<'a> {
+    shown: Shown<'a, ContentBlock>,
+    source: Option<Source>,
+}
+
+/// Names a sequence of records that only grows at its end (a session's transcript):
+/// within one lineage, a position always holds the same record.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Lineage(std::num::NonZeroU64);
+
+impl Lineage {
+    /// A lineage no other sequence has had in this process.
+    pub fn fresh() -> Lineage {
+        static NEXT: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(1);
+        let n = NEXT.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        // Counting from one, a u64 does not come round to zero in a process's life.
+        Lineage(std::num::NonZeroU64::new(n).unwrap_or(std::num::NonZeroU64::MIN))
+    }
+}
+
+/// Where a block unchanged from its record is: block `block` of the record at position
+/// `record` of a transcript of `lineage`. Two blocks with the same source are the same
+/// block, so the wire writer knows one unchanged since the previous request without
+/// comparing its bytes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Source {
+    pub lineage: Lineage,
+    pub record: u32,
+    pub block: u32,
+}
+
+impl<'a> Block<'a> {
+    /// A block of the stage's own making.
+    pub fn new(v: ContentBlock) -> Self {
+        Block {
+            shown: Shown::new(v),
+            source: None,
+        }
+    }
+
+    /// A record's block, passed on unchanged; `source` says where it is when the record
+    /// is the transcript's own.
+    pub fn of_record(v: &'a ContentBlock, source: Option<Source>) -> Self {
+        Block {
+            shown: Shown::Kept(v),
+            source,
+        }
+    }
+
+    /// The block to change, copied out of its record first if still borrowed; it is no
+    /// longer the record's.
+    pub fn to_mut(&mut self) -> &mut ContentBlock {
+        self.source = None;
+        self.shown.to_mut()
+    }
+
+    pub fn into_owned(self) -> ContentBlock {
+        self.shown.into_owned()
+    }
+
+    /// Where the block is in the transcript, while it is its record's own.
+    pub fn source(&self) -> Option<Source> {
+        self.source
+    }
+}
+
+impl std::ops::Deref for Block<'_> {
+    type Target = ContentBlock;
+    fn deref(&self) -> &ContentBlock {
+        &self.shown
+    }
+}
+
+impl Serialize for Block<'_> {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        (**self).serialize(s)
+    }
+}
+
+/// Blocks are equal as they would be sent, borrowed or copied, wherever they came from.
+impl PartialEq for Block<'_> {
+    fn eq(&self, other: &Self) -> bool {
+        *self.shown == *other.shown
+    }
+}
 
 /// Read and write access to a message's block, owned or borrowed alike; writing copies
 /// a borrowed block first.
@@ -30,6 +118,10 @@ pub trait BlockMut {
     fn block(&self) -> &ContentBlock;
     fn block_mut(&mut self) -> &mut ContentBlock;
     fn into_block(self) -> ContentBlock;
+    /// Where the block is in the transcript, when it is known to be its record's own.
+    fn source(&self) -> Option<Source> {
+        None
+    }
 }
 
 impl BlockMut for ContentBlock {
@@ -53,6 +145,9 @@ impl BlockMut for Block<'_> {
     }
     fn into_block(self) -> ContentBlock {
         self.into_owned()
+    }
+    fn source(&self) -> Option<Source> {
+        self.source
     }
 }
 

@@ -21,7 +21,7 @@ use serde::Serialize;
 use serde_json::Value;
 
 use super::cache_prefix::{KeyShape, Locus, Unit, hash_bytes};
-use super::message::{ApiMessage, BlockMut};
+use super::message::{ApiMessage, BlockMut, Source};
 use super::system::SystemBlock;
 use super::tokens;
 use crate::saturate::u32_of;
@@ -95,36 +95,41 @@ pub struct WireMemo {
     body: Arc<str>,
 }
 
-/// A unit's value as the request held it, with its bytes in the body and its unit.
+/// A unit's value as the request held it, with its bytes in the body and its unit, and
+/// for a content block its record's own, where it is in the transcript.
 #[derive(Debug)]
 struct Kept<T> {
     value: Arc<T>,
     range: std::ops::Range<usize>,
     unit: Unit,
+    source: Option<Source>,
 }
 
 impl<T> Kept<T> {
     /// A span's value: shared with the previous memo when copied from it, else `owned()`.
-    fn of(span: Span<T>, owned: impl FnOnce() -> T) -> Kept<T> {
+    fn of(span: Span<T>, source: Option<Source>, owned: impl FnOnce() -> T) -> Kept<T> {
         Kept {
             value: span.kept.unwrap_or_else(|| Arc::new(owned())),
             range: span.range,
             unit: span.unit,
+            source,
         }
     }
 }
 
-/// The kept unit `k` of `units` with its bytes, when its value equals `v`; its range is
-/// relative to `at` in `body`.
+/// The kept unit `k` of `units` with its bytes, when its value equals `v`: known without
+/// comparing them when both are the same block of the transcript (`source`). Its range
+/// is relative to `at` in `body`.
 fn same<'m, T: PartialEq>(
     units: &'m [Kept<T>],
     body: &'m str,
     at: usize,
     k: usize,
-    v: &T,
+    (v, source): (&T, Option<Source>),
 ) -> Option<(&'m Kept<T>, &'m str)> {
     let kept = units.get(k)?;
-    if *kept.value != *v {
+    let same_source = source.is_some() && kept.source == source;
+    if !same_source && *kept.value != *v {
         return None;
     }
     Some((kept, body.get(at + kept.range.start..at + kept.range.end)?))
@@ -144,12 +149,12 @@ impl WireMemo {
         let system = system
             .iter()
             .zip(spans.system)
-            .map(|(b, s)| Kept::of(s, || b.clone()))
+            .map(|(b, s)| Kept::of(s, None, || b.clone()))
             .collect();
         let tools = tools
             .iter()
             .zip(spans.tools)
-            .map(|(t, (s, chars))| (Kept::of(s, || t.clone()), chars))
+            .map(|(t, (s, chars))| (Kept::of(s, None, || t.clone()), chars))
             .collect();
         let messages = messages
             .into_iter()
@@ -161,7 +166,10 @@ impl WireMemo {
                     m.content
                         .into_iter()
                         .zip(spans)
-                        .map(|(b, s)| Kept::of(s, || b.into_block()))
+                        .map(|(b, s)| {
+                            let source = b.source();
+                            Kept::of(s, source, || b.into_block())
+                        })
                         .collect(),
                 ),
             })
@@ -189,7 +197,7 @@ impl WireMemo {
         &self,
         i: usize,
         k: usize,
-        b: &ContentBlock,
+        b: (&ContentBlock, Option<Source>),
     ) -> Option<(&Kept<ContentBlock>, &str)> {
         let (at, blocks) = self.message(i)?;
         same(blocks, &self.body, at, k, b)
@@ -402,7 +410,9 @@ fn write_system<B>(
         if i > 0 {
             w.raw(",");
         }
-        let previous = p.previous.and_then(|m| same(&m.system, &m.body, 0, i, b));
+        let previous = p
+            .previous
+            .and_then(|m| same(&m.system, &m.body, 0, i, (b, None)));
         let span = w.unit_or_copy(Locus::System(u32_of(i)), b, previous, |w, b| {
             let key = match &b.cache_control {
                 Some(_) => Some(serde_json::to_vec(&SystemBlock {
@@ -499,6 +509,7 @@ fn write_message<'p, B: BlockMut>(
         block,
     };
     for (k, b) in m.content.iter().enumerate() {
+        let source = b.source();
         let b = b.block();
         if k == at
             && let Some(ids) = edits
@@ -512,7 +523,7 @@ fn write_message<'p, B: BlockMut>(
         if block > 0 {
             w.raw(",");
         }
-        let previous = p.previous.and_then(|m| m.same_block(i, k, b));
+        let previous = p.previous.and_then(|m| m.same_block(i, k, (b, source)));
         let span = w.unit_or_copy(locus(block), b, previous, |w, b| {
             let key = match b.cache_control() {
                 Some(_) => {

@@ -46,8 +46,13 @@ fn push_user<'a>(out: &mut Vec<Msg<'a>>, blocks: Vec<Block<'a>>) {
     }
 }
 
-pub(super) fn assemble<'a>(parts: Vec<Part<'a>>, repairs: &mut Vec<String>) -> Vec<Msg<'a>> {
-    let mut out: Vec<Msg<'a>> = Vec::new();
+/// `records`: how many records the parts come from, the most messages they can make.
+pub(super) fn assemble<'a>(
+    parts: impl Iterator<Item = Part<'a>>,
+    records: usize,
+    repairs: &mut Vec<String>,
+) -> Vec<Msg<'a>> {
+    let mut out: Vec<Msg<'a>> = Vec::with_capacity(records);
     // Attachments that arrived while a response was still open (its tool results, or more
     // of its parts, may follow): emitting them at once could split a tool_use from its
     // result or a response from its own continuation.

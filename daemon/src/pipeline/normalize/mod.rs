@@ -26,6 +26,15 @@ pub struct NormalizeOptions<'a> {
     pub rejected_media: &'a BTreeSet<(String, u32)>,
     /// Append "[id:xxxxxx]" short ids to user messages (snip).
     pub short_ids: bool,
+    /// The transcript the records are borrowed from, when they are: its blocks passed on
+    /// unchanged carry their [`Source`](super::message::Source).
+    pub transcript: Option<TranscriptRef<'a>>,
+}
+
+/// A transcript's records and lineage.
+pub struct TranscriptRef<'a> {
+    pub lineage: super::message::Lineage,
+    pub records: &'a [Record],
 }
 
 /// The messages borrow every block they pass on unchanged from the records.
@@ -72,12 +81,16 @@ pub fn normalize<'a, R: std::borrow::Borrow<Record>>(
     opts: &NormalizeOptions,
 ) -> Normalized<'a> {
     let mut repairs = Vec::new();
-    let parts: Vec<Part> = records
+    // The parts stream into assembly instead of being collected first: a vector of one
+    // part per record would be the compile's largest allocation after the body. The
+    // assembly's repairs still follow every part's, in the order they were made.
+    let mut assembly_repairs = Vec::new();
+    let parts = records
         .iter()
         .map(std::borrow::Borrow::borrow)
-        .filter_map(|r| prepare(r, opts, &mut repairs))
-        .collect();
-    let mut msgs = assemble(parts, &mut repairs);
+        .filter_map(|r| prepare(r, opts, &mut repairs));
+    let mut msgs = assemble(parts, records.len(), &mut assembly_repairs);
+    repairs.append(&mut assembly_repairs);
     drop_duplicate_tool_uses(&mut msgs, &mut repairs);
     drop_hollow_assistants(&mut msgs, &mut repairs);
     coalesce(&mut msgs, &mut repairs);

@@ -6,7 +6,7 @@ use ctxd_protocol::{ContentBlock, RecordKind, ToolResultBlock, ToolResultContent
 
 use super::*;
 use crate::pipeline::attachments;
-use crate::pipeline::message::{REMINDER_OPEN, system_reminder};
+use crate::pipeline::message::{Lineage, REMINDER_OPEN, Source, system_reminder};
 
 pub(super) fn rejected_note(kind: &str) -> String {
     format!("[{kind} removed: the provider rejected it]")
@@ -43,6 +43,7 @@ pub(super) fn prepare<'a>(
     };
 
     let mut blocks = Vec::with_capacity(record.content.len());
+    let at = transcript_position(opts, record);
     let mut thinking_dropped = 0usize;
     let mut blank_dropped = 0usize;
     for (index, block) in record.content.iter().enumerate() {
@@ -59,7 +60,7 @@ pub(super) fn prepare<'a>(
             thinking_dropped += 1;
             continue;
         }
-        let block = sendable(record, index, block, opts, repairs);
+        let block = sendable(record, (index, at), block, opts, repairs);
         match drop_blank(block) {
             (Some(block), blanks) => {
                 blank_dropped += blanks;
@@ -103,7 +104,6 @@ pub(super) fn prepare<'a>(
     })
 }
 
-/// Whether the provider refused the media of block `index` of `record`.
 /// An attachment's part: its rendered text as a reminder, then the images queued with it
 /// (unless the provider refused them).
 fn attachment_part<'a>(
@@ -113,6 +113,7 @@ fn attachment_part<'a>(
 ) -> Option<Part<'a>> {
     let text = attachments::render(record)?;
     let mut blocks = vec![Block::new(ContentBlock::text(system_reminder(&text)))];
+    let at = transcript_position(opts, record);
     for (index, block) in record.content.iter().enumerate() {
         if !matches!(block, ContentBlock::Image { .. }) {
             continue;
@@ -120,7 +121,7 @@ fn attachment_part<'a>(
         blocks.push(if refused(opts, record, index) {
             Block::new(strip_rejected(block.clone(), &record.uuid, index, repairs))
         } else {
-            Block::Kept(block)
+            Block::of_record(block, source(at, index))
         });
     }
     Some(Part {
@@ -134,12 +135,12 @@ fn attachment_part<'a>(
 /// places the markers), refused media replaced by a note.
 fn sendable<'a>(
     record: &Record,
-    index: usize,
+    (index, at): (usize, Option<(Lineage, u32)>),
     block: &'a ContentBlock,
     opts: &NormalizeOptions,
     repairs: &mut Vec<String>,
 ) -> Block<'a> {
-    let mut block = Block::Kept(block);
+    let mut block = Block::of_record(block, source(at, index));
     if block.cache_control().is_some()
         && let Some(slot) = block.to_mut().cache_control_mut()
     {
@@ -166,7 +167,7 @@ fn sendable<'a>(
 /// text blocks inside a tool result; with how many were dropped.
 fn drop_blank(mut block: Block<'_>) -> (Option<Block<'_>>, usize) {
     match &*block {
-        ContentBlock::Text { text, .. } if text.trim().is_empty() => (None, 1),
+        ContentBlock::Text { text, .. } if is_blank(text) => (None, 1),
         ContentBlock::ToolResult {
             content: ToolResultContent::Blocks(inner),
             ..
@@ -187,6 +188,29 @@ fn drop_blank(mut block: Block<'_>) -> (Option<Block<'_>>, usize) {
     }
 }
 
+/// Whether `record` is the transcript's own, and where: its lineage and position.
+fn transcript_position(opts: &NormalizeOptions, record: &Record) -> Option<(Lineage, u32)> {
+    let t = opts.transcript.as_ref()?;
+    // The projection borrows the transcript's records and a stage's copies live
+    // elsewhere, so the address tells which one this is.
+    let offset = std::ptr::from_ref(record)
+        .addr()
+        .checked_sub(t.records.as_ptr().addr())?;
+    let i = offset / std::mem::size_of::<Record>();
+    let own = t.records.get(i).is_some_and(|r| std::ptr::eq(r, record));
+    Some((t.lineage, u32::try_from(i).ok().filter(|_| own)?))
+}
+
+fn source(at: Option<(Lineage, u32)>, index: usize) -> Option<Source> {
+    let (lineage, record) = at?;
+    Some(Source {
+        lineage,
+        record,
+        block: u32::try_from(index).ok()?,
+    })
+}
+
+/// Whether the provider refused the media of block `index` of `record`.
 fn refused(opts: &NormalizeOptions, record: &Record, index: usize) -> bool {
     // The set is keyed by owned uuids; most sessions have none refused, so skip the copy.
     !opts.rejected_media.is_empty()
@@ -215,7 +239,13 @@ pub(super) fn allowed(role: Role, block: &ContentBlock) -> bool {
 }
 
 pub(super) fn is_blank_result_text(b: &ToolResultBlock) -> bool {
-    matches!(b, ToolResultBlock::Text { text } if text.trim().is_empty())
+    matches!(b, ToolResultBlock::Text { text } if is_blank(text))
+}
+
+/// `text.trim().is_empty()`, looking from the start only: every text block of every
+/// compile is asked, and almost all of them answer at their first character.
+fn is_blank(text: &str) -> bool {
+    text.chars().all(char::is_whitespace)
 }
 
 fn strip_rejected(

@@ -1,6 +1,6 @@
 //! Normalising's tests. Here, the builders and the legality check they share; the rules
 //! one by one in `rules`, whole transcripts as Claude Code writes them in `combined`,
-//! random transcripts in `property`.
+//! random transcripts in `property`, where unchanged blocks come from in `sources`.
 
 use std::collections::HashSet;
 
@@ -95,6 +95,7 @@ fn run_with(
             supports_thinking: thinking,
             rejected_media: rejected,
             short_ids,
+            transcript: None,
         },
     );
     let repairs = out.repairs.clone();
@@ -219,3 +220,4 @@ fn assert_legal(msgs: &[ApiMessage], thinking: bool) {
 mod combined;
 mod property;
 mod rules;
+mod sources;

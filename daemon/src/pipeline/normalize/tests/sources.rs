@@ -1,0 +1,70 @@
+//! Where the blocks passed on unchanged are in the transcript.
+
+use super::*;
+use crate::pipeline::message::{Lineage, Source};
+
+fn sources(records: &[&Record], transcript: Option<TranscriptRef<'_>>) -> Vec<Vec<Option<Source>>> {
+    normalize(
+        records,
+        &NormalizeOptions {
+            supports_thinking: true,
+            rejected_media: &BTreeSet::new(),
+            short_ids: false,
+            transcript,
+        },
+    )
+    .messages
+    .iter()
+    .map(|m| m.content.iter().map(Block::source).collect())
+    .collect()
+}
+
+/// A block passed on unchanged from a record of the transcript names its record's
+/// position and its own index there; a block a stage made or changed (a cache marker
+/// taken off, a result with a reminder folded in) and every block of a record that is a stage's copy
+/// name nothing, nor does anything when the records are not a transcript's.
+#[test]
+fn unchanged_blocks_of_the_transcript_name_where_they_are() {
+    let mut marked = text("marked");
+    if let Some(slot) = marked.cache_control_mut() {
+        *slot = Some(CacheControl::ephemeral());
+    }
+    let transcript = vec![
+        user("u1", vec![text("read it")]),
+        asst("a1", "m1", vec![think("plan"), text("reading"), tu("t1")]),
+        user("u2", vec![tr("t1", "contents")]),
+        note("n1", "a file changed"),
+        user("u3", vec![text("thanks"), marked]),
+        asst("a2", "m2", vec![text("done")]),
+    ];
+    // A stage's copy of the last record, in place of the transcript's own.
+    let copy = transcript[5].clone();
+    let view: Vec<&Record> = transcript[..5].iter().chain([&copy]).collect();
+    let lineage = Lineage::fresh();
+    let at = |record: u32, block: u32| {
+        Some(Source {
+            lineage,
+            record,
+            block,
+        })
+    };
+    let got = sources(
+        &view,
+        Some(TranscriptRef {
+            lineage,
+            records: &transcript,
+        }),
+    );
+    assert_eq!(
+        got,
+        vec![
+            vec![at(0, 0)],
+            vec![at(1, 0), at(1, 1), at(1, 2)],
+            // The result with the note's reminder folded in, then the next prompt.
+            vec![None, at(4, 0), None],
+            vec![None],
+        ]
+    );
+    let none = sources(&view, None);
+    assert!(none.iter().flatten().all(Option::is_none), "{none:?}");
+}
