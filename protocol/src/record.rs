@@ -371,6 +371,52 @@ pub struct Record {
 }
 
 impl Record {
+    /// This record with `content` in place of its own: what a stage that rewrites some
+    /// blocks starts from, without copying the blocks it replaces (a tool result of many
+    /// kilobytes whose place a short reference takes).
+    pub fn with_content(&self, content: Vec<ContentBlock>) -> Record {
+        let Record {
+            uuid,
+            seq,
+            parent_uuid,
+            kind,
+            timestamp,
+            content: _,
+            message_id,
+            model,
+            stop_reason,
+            usage,
+            is_meta,
+            is_virtual,
+            is_sidechain,
+            is_compact_summary,
+            subtype,
+            attachment,
+            data,
+            meta,
+        } = self;
+        Record {
+            uuid: uuid.clone(),
+            seq: *seq,
+            parent_uuid: parent_uuid.clone(),
+            kind: *kind,
+            timestamp: timestamp.clone(),
+            content,
+            message_id: message_id.clone(),
+            model: model.clone(),
+            stop_reason: stop_reason.clone(),
+            usage: *usage,
+            is_meta: *is_meta,
+            is_virtual: *is_virtual,
+            is_sidechain: *is_sidechain,
+            is_compact_summary: *is_compact_summary,
+            subtype: subtype.clone(),
+            attachment: attachment.clone(),
+            data: data.clone(),
+            meta: meta.clone(),
+        }
+    }
+
     /// A record of `kind` holding `content`, with every optional field empty, every flag
     /// off and `seq` 0: what a record built in code starts from, naming only what it
     /// sets (`Record { seq, is_meta: true, ..Record::new(..) }`).
@@ -408,5 +454,47 @@ impl Record {
             .as_ref()
             .and_then(|a| a.get("type"))
             .and_then(Value::as_str)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Every field but the content is the record's own.
+    #[test]
+    fn with_content_keeps_every_other_field() {
+        let full = Record {
+            seq: 7,
+            parent_uuid: Some("p".into()),
+            message_id: Some("m".into()),
+            model: Some("model".into()),
+            stop_reason: Some("end_turn".into()),
+            usage: Some(Usage::default()),
+            is_meta: true,
+            is_virtual: true,
+            is_sidechain: true,
+            is_compact_summary: true,
+            subtype: Some("s".into()),
+            attachment: Some(serde_json::json!({"type": "note"})),
+            data: Some(serde_json::json!(1)),
+            meta: Some(serde_json::json!(2)),
+            ..Record::new(
+                RecordKind::User,
+                "u",
+                "2026-03-01T10:00:00Z",
+                vec![ContentBlock::text("long original")],
+            )
+        };
+        let other = vec![ContentBlock::text("short")];
+        let copy = full.with_content(other.clone());
+        assert_eq!(copy.content, other);
+        assert_eq!(
+            Record {
+                content: full.content.clone(),
+                ..copy
+            },
+            full
+        );
     }
 }

@@ -381,27 +381,42 @@ pub fn apply_from<'a>(
             {
                 return Shown::Kept(r);
             }
-            let mut r = r.clone();
-            for b in &mut r.content {
-                if let ContentBlock::ToolResult {
-                    tool_use_id,
-                    content,
-                    ..
-                } = b
-                {
-                    if let Some(Fate::Replaced(s)) = fates.get(tool_use_id.as_str()) {
-                        *content = ToolResultContent::Text(s.clone());
+            // Built block by block: a replaced result's own content is never copied.
+            let content = r
+                .content
+                .iter()
+                .map(|b| {
+                    let ContentBlock::ToolResult {
+                        tool_use_id,
+                        content,
+                        is_error,
+                        cache_control,
+                        cache_reference,
+                    } = b
+                    else {
+                        return b.clone();
+                    };
+                    let shown = if let Some(Fate::Replaced(s)) = fates.get(tool_use_id.as_str()) {
+                        s.clone()
                     } else if is_empty_result(content) {
                         let name = names
                             .get_or_init(|| tool_names(records))
                             .get(tool_use_id.as_str())
                             .map_or("tool", String::as_str);
-                        *content =
-                            ToolResultContent::Text(format!("({name} completed with no output)"));
+                        format!("({name} completed with no output)")
+                    } else {
+                        return b.clone();
+                    };
+                    ContentBlock::ToolResult {
+                        tool_use_id: tool_use_id.clone(),
+                        content: ToolResultContent::Text(shown),
+                        is_error: *is_error,
+                        cache_control: cache_control.clone(),
+                        cache_reference: cache_reference.clone(),
                     }
-                }
-            }
-            Shown::Changed(Box::new(r))
+                })
+                .collect();
+            Shown::Changed(Box::new(r.with_content(content)))
         })
         .collect()
 }

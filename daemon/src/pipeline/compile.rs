@@ -557,10 +557,11 @@ fn measure(
         (prefix_chars as u64).div_ceil(4),
         attachments::render,
     );
+    // The record the estimate anchored at, found as it found it: from the end.
     let anchor_seq = est
         .anchor_uuid
         .as_ref()
-        .and_then(|u| shown.iter().find(|r| &r.uuid == u))
+        .and_then(|_| shown.iter().rev().find(|r| tokens::anchors(r)))
         .map_or(0, |r| r.seq);
     let snip_freed = snip::freed_after(after_boundary, anchor_seq);
     let collapse_freed: u64 = input

@@ -73,6 +73,12 @@ pub struct Estimate {
     pub tail_tokens: u64,
 }
 
+/// Whether `r` anchors an estimate: a main-thread response that reports its usage. The
+/// newest such record anchors it.
+pub fn anchors(r: &Record) -> bool {
+    !r.is_virtual && !r.is_sidechain && r.kind == RecordKind::Assistant && r.usage.is_some()
+}
+
 /// Estimates the context size of `records` (the projection, in order). `unanchored_extra`
 /// is the unscaled estimate of what precedes the messages (system, tools, user context);
 /// it counts only when no usage anchors the estimate, because a usage already covers it.
@@ -82,18 +88,14 @@ pub fn estimate<R: std::borrow::Borrow<Record>>(
     render_attachment: impl Fn(&Record) -> Option<String>,
 ) -> Estimate {
     let sendable = |r: &Record| !r.is_virtual && !r.is_sidechain;
-    let records: Vec<&Record> = records.iter().map(std::borrow::Borrow::borrow).collect();
-    let anchor = records
-        .iter()
-        .copied()
-        .rposition(|r| sendable(r) && r.kind == RecordKind::Assistant && r.usage.is_some());
+    let anchor = records.iter().rposition(|r| anchors(r.borrow()));
     match anchor {
         Some(i) => {
-            let a = records[i];
+            let a = records[i].borrow();
             let anchor_tokens = a.usage.map_or(0, |u| u.context_tokens());
             let raw: u64 = records[i + 1..]
                 .iter()
-                .copied()
+                .map(std::borrow::Borrow::borrow)
                 .filter(|r| sendable(r))
                 // Earlier records of the anchor's own response are covered by its usage.
                 .filter(|r| a.message_id.is_none() || r.message_id != a.message_id)
@@ -111,7 +113,7 @@ pub fn estimate<R: std::borrow::Borrow<Record>>(
         None => {
             let raw: u64 = records
                 .iter()
-                .copied()
+                .map(std::borrow::Borrow::borrow)
                 .filter(|r| sendable(r))
                 .map(|r| record_tokens(r, &render_attachment))
                 .fold(unanchored_extra, u64::saturating_add);
