@@ -4,6 +4,7 @@ use ctxd_protocol::{SessionCreateParams, ToolSpec};
 use serde_json::json;
 
 use crate::engine::test_support::{append, compile, engine};
+use crate::pipeline::cache_prefix::KeyShape;
 
 /// Once the plan has nothing to decide, turns of text keep it settled (the settled
 /// inputs follow the transcript without a plan), and a tool result that arrives after
@@ -71,18 +72,30 @@ async fn text_turns_keep_the_budget_settled_and_a_later_result_is_still_decided(
     assert_eq!(c.metadata.replaced, ["toolu_1"]);
 }
 
-/// The session's next request compiled without the previous request's memo and digest:
-/// every block serialised and compared afresh.
-async fn compiled_afresh(engine: &crate::engine::Engine, sid: &str) -> String {
+/// The session's last request compiled again without the previous request's memo and
+/// digest (every block serialised and compared afresh): its body and cache key, and the
+/// cache key the session kept of the last compile.
+async fn compiled_afresh(
+    engine: &crate::engine::Engine,
+    sid: &str,
+) -> (String, KeyShape, KeyShape) {
     let cell = engine.cell(sid);
     let guard = cell.state.lock().await;
-    let mut l = guard.as_ref().unwrap().clone();
+    let l = guard.as_ref().unwrap();
+    let kept = l.cache.previous.as_deref().unwrap().clone();
+    let mut l = l.clone();
     l.cache.wire = None;
     l.cache.digest = None;
     let now = "2026-03-01T10:00:00Z".parse().unwrap();
-    crate::engine::compile::compile_loaded(&l, false, now)
-        .unwrap()
-        .body
+    let c = crate::engine::compile::compile_loaded(&l, false, now).unwrap();
+    (c.body, c.shape, kept)
+}
+
+/// `compiled_afresh`, checked against the compile that just returned `body`.
+async fn assert_as_afresh(engine: &crate::engine::Engine, sid: &str, body: &str, what: &str) {
+    let (fresh, fresh_shape, kept) = compiled_afresh(engine, sid).await;
+    assert_eq!(body, fresh, "{what}");
+    assert_eq!(kept, fresh_shape, "{what}: cache key");
 }
 
 /// A compile copies each block that is the transcript's own, at the same place as in the
@@ -114,11 +127,7 @@ async fn a_compile_resumed_from_its_memo_writes_the_bytes_of_one_without() {
             .unwrap();
         let sid = info.session_id;
         let first = compile(&engine, &sid).await;
-        assert_eq!(
-            first.body,
-            compiled_afresh(&engine, &sid).await,
-            "{fixture}"
-        );
+        assert_as_afresh(&engine, &sid, &first.body, fixture).await;
         for turn in 0..6 {
             let id = format!("toolu_turn_{turn}");
             let result = if turn % 2 == 0 {
@@ -141,14 +150,12 @@ async fn a_compile_resumed_from_its_memo_writes_the_bytes_of_one_without() {
             )
             .await;
             let c = compile(&engine, &sid).await;
-            assert_eq!(
-                c.body,
-                compiled_afresh(&engine, &sid).await,
-                "{fixture}, turn {turn}"
-            );
+            let what = format!("{fixture}, turn {turn}");
+            assert_as_afresh(&engine, &sid, &c.body, &what).await;
             // And the same request again: every block copied.
             let again = compile(&engine, &sid).await;
-            assert_eq!(again.body, c.body, "{fixture}, turn {turn} again");
+            assert_eq!(again.body, c.body, "{what} again");
+            assert_as_afresh(&engine, &sid, &again.body, &what).await;
         }
     }
 }

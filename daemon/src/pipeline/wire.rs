@@ -337,7 +337,13 @@ pub fn write<B: BlockMut>(p: &RequestParts<'_, B>) -> serde_json::Result<Written
     let mut w = Writer {
         buf: String::with_capacity(p.previous.map_or(64 * 1024, |m| m.body.len() + 4096)),
         scratch: Vec::new(),
-        units: Vec::new(),
+        // One unit per system block, tool, content block and edits block.
+        units: Vec::with_capacity(
+            p.system.len()
+                + p.tools.len()
+                + p.messages.iter().map(|m| m.content.len()).sum::<usize>()
+                + p.edits.len(),
+        ),
     };
     let mut spans = Spans {
         system: Vec::with_capacity(p.system.len()),
@@ -499,6 +505,14 @@ fn write_message<'p, B: BlockMut>(
     let mut block = 0u32;
     let content_start = w.buf.len();
     let previous_message = p.previous.and_then(|m| m.message(i));
+    if edits.is_none()
+        && let Some(kept) = previous_message.and_then(|(at, kept)| {
+            copy_whole(w, p.previous?, at, kept, i, &m.content).then_some(kept)
+        })
+    {
+        w.raw("]}");
+        return Ok((content_start, MessageSpans::Same(kept.clone())));
+    }
     // Whether the message is, block for block and byte for byte, the previous request's
     // same message: no edits block spliced in, every block copied from its own place
     // there, at the same offset within the message.
@@ -566,6 +580,44 @@ fn write_message<'p, B: BlockMut>(
         _ => MessageSpans::Written(scratch.drain(..).map(Placed::into_span).collect()),
     };
     Ok((content_start, written))
+}
+
+/// Copies message `i`'s content whole from the previous request when every block of it
+/// is, in order, the transcript's block that request had there (their sources say so
+/// without comparing them): one copy of its bytes, its units as they were. Whether it
+/// did.
+fn copy_whole<B: BlockMut>(
+    w: &mut Writer,
+    previous: &WireMemo,
+    at: usize,
+    kept: &[Kept<ContentBlock>],
+    i: usize,
+    content: &[B],
+) -> bool {
+    let same = kept.len() == content.len()
+        && kept
+            .iter()
+            .zip(content)
+            .all(|(k, b)| k.source.is_some() && k.source == b.source());
+    let Some(bytes) = same
+        .then(|| {
+            kept.last()
+                .map_or(Some(""), |last| previous.body.get(at..at + last.range.end))
+        })
+        .flatten()
+    else {
+        return false;
+    };
+    w.raw(bytes);
+    w.units
+        .extend(kept.iter().enumerate().map(|(k, kept)| Unit {
+            locus: Locus::Message {
+                index: u32_of(i),
+                block: u32_of(k),
+            },
+            ..kept.unit.clone()
+        }));
+    true
 }
 
 fn edits_block<'a>(ids: &'a [&'a str]) -> CacheEditsBlock<'a> {
