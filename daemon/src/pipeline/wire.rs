@@ -21,7 +21,7 @@ use serde::Serialize;
 use serde_json::Value;
 
 use super::cache_prefix::{KeyShape, Locus, Unit, hash_bytes};
-use super::message::{ApiMessage, BlockMut, Source};
+use super::message::{ApiMessage, BlockMut, Role, Source};
 use super::system::SystemBlock;
 use super::tokens;
 use crate::saturate::u32_of;
@@ -492,9 +492,11 @@ fn write_message<'p, B: BlockMut>(
     m: &ApiMessage<B>,
     scratch: &mut Vec<Placed<'p, ContentBlock>>,
 ) -> serde_json::Result<(usize, MessageSpans)> {
-    w.raw("{\"role\":");
-    w.value(&m.role)?;
-    w.raw(",\"content\":[");
+    // The role's serde form, written as text: two words, once per message.
+    w.raw(match m.role {
+        Role::User => "{\"role\":\"user\",\"content\":[",
+        Role::Assistant => "{\"role\":\"assistant\",\"content\":[",
+    });
     let edits = p.edits.get(&i);
     let at = edits.map_or(usize::MAX, |_| {
         m.content
