@@ -399,25 +399,47 @@ fn run(conn: &mut Connection, job: WriteJob, generation: &AtomicU64) {
     done(result);
 }
 
-/// How long the writer thread keeps looking for the next write before it sleeps.
+/// How long the writer thread keeps looking for the next write before it sleeps, when
+/// writes are seconds apart (an agent's compiles, each queueing its log row).
 const WRITER_SPIN: Duration = Duration::from_micros(200);
 
-/// The next queued write, `None` once the queue is closed and empty. A write queued soon
-/// after the last one is taken while the writer still looks for it: waking a sleeping
-/// writer costs the sender a system call and the writer's core an interrupt, which a
-/// compile (whose log row is queued at its end) would pay every time.
-fn next_job(rx: &std::sync::mpsc::Receiver<WriteJob>) -> Option<WriteJob> {
-    let until = Instant::now() + WRITER_SPIN;
-    loop {
+/// The longest it keeps looking while writes come close together.
+const WRITER_SPIN_MAX: Duration = Duration::from_millis(1);
+
+/// How long to look for the next write, given how long the writer waited for the last
+/// one: twice that while writes come less than [`WRITER_SPIN_MAX`] apart (a burst of
+/// turns or of sessions), so the next one is met awake, within the two bounds; the
+/// shortest look once they are further apart, so a quiet daemon spends no more than
+/// that on a write.
+fn spin_window(waited: Duration) -> Duration {
+    if waited > WRITER_SPIN_MAX {
+        return WRITER_SPIN;
+    }
+    (waited * 2).clamp(WRITER_SPIN, WRITER_SPIN_MAX)
+}
+
+/// The next queued write and how long the writer waited for it, `None` once the queue
+/// is closed and empty. A write queued within `window` of the last one is taken while
+/// the writer still looks for it: waking a sleeping writer costs the sender a system
+/// call and the writer's core an interrupt, which a compile (whose log row is queued at
+/// its end) would pay every time.
+fn next_job(
+    rx: &std::sync::mpsc::Receiver<WriteJob>,
+    window: Duration,
+) -> Option<(WriteJob, Duration)> {
+    let start = Instant::now();
+    let until = start + window;
+    let job = loop {
         match rx.try_recv() {
-            Ok(job) => return Some(job),
+            Ok(job) => break job,
             Err(std::sync::mpsc::TryRecvError::Disconnected) => return None,
             Err(std::sync::mpsc::TryRecvError::Empty) if Instant::now() < until => {
                 std::thread::yield_now();
             }
-            Err(std::sync::mpsc::TryRecvError::Empty) => return rx.recv().ok(),
+            Err(std::sync::mpsc::TryRecvError::Empty) => break rx.recv().ok()?,
         }
-    }
+    };
+    Some((job, start.elapsed()))
 }
 
 /// At most this many queued writes share one transaction.
@@ -516,7 +538,9 @@ impl Sqlite {
         std::thread::Builder::new()
             .name("ctxd-sqlite-writer".into())
             .spawn(move || {
-                while let Some(job) = next_job(&rx) {
+                let mut window = WRITER_SPIN;
+                while let Some((job, waited)) = next_job(&rx, window) {
+                    window = spin_window(waited);
                     let mut jobs = vec![job];
                     jobs.extend(rx.try_iter().take(GROUP_MAX - 1));
                     let n = jobs.len();
