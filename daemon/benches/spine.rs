@@ -378,6 +378,7 @@ async fn bench_budget(dir: &Path) {
             records: &records,
             lineage: None,
             projection: None,
+            boundary: None,
             tools: &[],
             rejected_media: &rejected,
             fates,

@@ -682,6 +682,7 @@ pub(crate) fn estimate_new_history(
         records: &records,
         lineage: None,
         projection: None,
+        boundary: None,
         boundary_uuid: records.first().map_or("", |r| r.uuid.as_str()),
         pinned_edits: &[],
     };

@@ -425,6 +425,7 @@ pub(crate) fn compile_loaded_with(
         records: &l.records,
         lineage: Some(l.records.lineage()),
         projection: Some(&view),
+        boundary: Some(l.records.boundary()),
         boundary_uuid: &l.boundary_uuid,
         pinned_edits: &l.pinned_edits,
     };
@@ -438,6 +439,8 @@ pub(crate) struct History<'a> {
     pub lineage: Option<crate::pipeline::message::Lineage>,
     /// Its projection, when kept up to date (the transcript's).
     pub projection: Option<&'a [&'a Record]>,
+    /// Where its last compact boundary is, when kept up to date (the transcript's).
+    pub boundary: Option<usize>,
     /// Its last compact boundary: request flags latch per history.
     pub boundary_uuid: &'a str,
     pub pinned_edits: &'a [crate::pipeline::microcompact::PinnedEdit],
@@ -455,6 +458,7 @@ pub(crate) fn compile_records(
         records,
         lineage,
         projection,
+        boundary,
         boundary_uuid,
         pinned_edits,
     } = history;
@@ -486,6 +490,7 @@ pub(crate) fn compile_records(
         records,
         lineage,
         projection,
+        boundary,
         tools: &tools,
         rejected_media: &l.rejected_media,
         fates: &l.fates,

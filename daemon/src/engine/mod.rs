@@ -106,6 +106,11 @@ impl Transcript {
         self.live.view(&self.records)
     }
 
+    /// Where the last compact boundary is, without a scan of the history.
+    pub(crate) fn boundary(&self) -> usize {
+        self.live.boundary()
+    }
+
     /// How many records the projection holds.
     pub(crate) fn view_len(&self) -> usize {
         self.live.len()

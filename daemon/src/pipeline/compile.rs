@@ -66,6 +66,9 @@ pub struct CompileInput<'a> {
     /// `projection::project(records)`, when the caller keeps it up to date (a loaded
     /// transcript does); computed from `records` otherwise.
     pub projection: Option<&'a [&'a Record]>,
+    /// Where the records' last compact boundary is, when the caller keeps it (a
+    /// transcript does); found from the end otherwise.
+    pub boundary: Option<usize>,
     /// The tools to send, in order (undiscovered deferred tools already left out).
     pub tools: &'a [ToolSpec],
     pub rejected_media: &'a BTreeSet<(String, u32)>,
@@ -125,7 +128,7 @@ pub struct Compiled {
 pub fn compile(input: &CompileInput<'_>) -> Result<Compiled, serde_json::Error> {
     let s = &input.session;
     let mc = &s.settings.microcompact;
-    let after_boundary = projection::after_last_boundary(input.records);
+    let after_boundary = after_boundary_of(input);
     let projected = projection_of(input);
     let folded: Vec<Shown<'_>> = collapse::apply(&projected, input.collapses);
     let view: Vec<&Record> = folded.iter().map(|c| c.as_ref()).collect();
@@ -305,6 +308,22 @@ pub fn compile(input: &CompileInput<'_>) -> Result<Compiled, serde_json::Error> 
         digest,
         wire: wire_memo,
     })
+}
+
+/// `projection::after_last_boundary(records)`: from the caller's boundary, when it keeps
+/// one.
+fn after_boundary_of<'r>(input: &CompileInput<'r>) -> &'r [Record] {
+    match input.boundary.and_then(|b| input.records.get(b..)) {
+        Some(after) => {
+            debug_assert_eq!(
+                after.len(),
+                projection::after_last_boundary(input.records).len(),
+                "the caller's boundary is not the records'"
+            );
+            after
+        }
+        None => projection::after_last_boundary(input.records),
+    }
 }
 
 /// `projection::project(records)`: the caller's, when it keeps one.

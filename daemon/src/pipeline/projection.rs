@@ -49,6 +49,8 @@ pub struct LiveProjection {
     seen: usize,
     /// Indices of the projected records, in order.
     indices: Vec<usize>,
+    /// Where the last compact boundary is (0 when there is none).
+    boundary: usize,
     /// uuids the snip boundaries after the last compact boundary removed.
     snipped: HashSet<String>,
     tally: Tally,
@@ -71,6 +73,7 @@ impl LiveProjection {
                 && !r.is_sidechain
                 && r.subtype.as_deref() == Some(COMPACT_BOUNDARY)
             {
+                self.boundary = i;
                 self.indices.clear();
                 self.snipped.clear();
                 self.tally = Tally::default();
@@ -101,6 +104,12 @@ impl LiveProjection {
             }
         }
         self.seen = records.len();
+    }
+
+    /// Where the last compact boundary is among the records: `after_last_boundary` of
+    /// them starts there.
+    pub fn boundary(&self) -> usize {
+        self.boundary
     }
 
     /// How many records the projection holds.
@@ -245,7 +254,8 @@ mod tests {
 
     proptest! {
         /// Advanced over the transcript in any chunks, the live projection's view is the
-        /// projection, and its tally the estimate of it, at every length.
+        /// projection, its tally the estimate of it, and its boundary where
+        /// `after_last_boundary` starts, at every length.
         #[test]
         fn the_live_projection_is_the_projection_at_every_length(values in choices(800)) {
             let (records, stops) = live_case(&mut Choices::new(values));
@@ -263,6 +273,7 @@ mod tests {
                     crate::pipeline::tokens::estimate(&expected, 0, crate::pipeline::attachments::render)
                 );
                 prop_assert_eq!(live.surfaced(), &crate::pipeline::relevant_memories::surfaced(&expected));
+                prop_assert_eq!(live.boundary(), at - after_last_boundary(&records[..at]).len());
             }
         }
     }
