@@ -64,7 +64,7 @@ const INLINE_COMPILE_MAX_VIEW: usize = 2_000;
 impl Engine {
     /// Compiles the next request. The steps that read and write the session's stored
     /// state run under its lock; the pure assembly too for a session of ordinary size, and
-    /// on a copy without the lock past [`INLINE_COMPILE_MAX_VIEW`] projected records, so a
+    /// on a copy without the lock past `INLINE_COMPILE_MAX_VIEW` projected records, so a
     /// long compile does not hold up appends to the session. The request describes the
     /// transcript up to `metadata.last_uuid`, whatever was appended meanwhile.
     pub async fn compile(&self, p: CompileParams) -> Result<Compiled> {

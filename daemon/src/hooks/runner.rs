@@ -11,7 +11,7 @@
 //!   drained (not kept) beyond, so a flooding hook neither blocks nor grows memory.
 //! - The hook is done when its process exits, not when its pipes close: a background
 //!   child (`notify-send x &`) holding them open is killed with the group, and a process
-//!   that left the group holding them is not waited for beyond [`DRAIN_GRACE`].
+//!   that left the group holding them is not waited for beyond `DRAIN_GRACE`.
 
 use std::fmt::Write as _;
 use std::path::PathBuf;

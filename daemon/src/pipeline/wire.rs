@@ -11,7 +11,10 @@
 //! unchanged, so a compile writes what is new. The memo shares such a block with the
 //! previous one instead of copying it, and a message whose blocks are all unchanged in
 //! place shares the previous memo of that message whole: a compile after a turn builds
-//! the memo of its new messages only.
+//! the memo of its new messages only. A block that is the transcript's own (its
+//! [`Source`]) is known equal to the previous one with the same source without comparing
+//! them, and a message made only of such blocks, each where the previous request had it,
+//! is copied whole.
 
 use std::collections::BTreeMap;
 use std::sync::Arc;
@@ -492,7 +495,8 @@ fn write_message<'p, B: BlockMut>(
     m: &ApiMessage<B>,
     scratch: &mut Vec<Placed<'p, ContentBlock>>,
 ) -> serde_json::Result<(usize, MessageSpans)> {
-    // The role's serde form, written as text: two words, once per message.
+    // The role as serde writes it (`rename_all = "lowercase"`), with the opening of the
+    // content: text, not a serialisation per message.
     w.raw(match m.role {
         Role::User => "{\"role\":\"user\",\"content\":[",
         Role::Assistant => "{\"role\":\"assistant\",\"content\":[",

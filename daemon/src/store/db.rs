@@ -8,7 +8,7 @@
 
 use crate::error::{Error, Result};
 
-/// The most rows one statement of [`Db::insert_many`] inserts (a power of two).
+/// The most rows one statement of `insert_many` inserts (a power of two).
 pub const INSERT_CHUNK: usize = 64;
 
 /// Which engine a [`Db`] talks to.
@@ -248,7 +248,7 @@ pub trait Db {
 
     /// Notes that what a compile's collection reads (seen files, touched paths, loaded
     /// instruction files, queued input) changed: a backend that keeps a generation of it
-    /// ([`super::Backend::context_generation`]) moves it on when the transaction
+    /// (`Backend::context_generation`) moves it on when the transaction
     /// commits, before the write is reported done.
     fn context_changed(&mut self) {}
 }

@@ -275,7 +275,7 @@ impl Store {
         self.inner.dialect()
     }
 
-    /// See [`Backend::context_generation`].
+    /// See `Backend::context_generation`.
     pub fn context_generation(&self) -> Option<u64> {
         self.inner.context_generation()
     }
@@ -287,7 +287,7 @@ impl Store {
     }
 
     /// Whether a loaded copy of `session` current at revision `known` still is (see
-    /// [`Backend::still_current`]): the revision it is current at now, or `None`.
+    /// `Backend::still_current`): the revision it is current at now, or `None`.
     pub async fn still_current(&self, session: &str, known: u64) -> Result<Option<u64>> {
         let sid = session.to_string();
         self.blocking(move |inner| inner.still_current(&sid, known))

@@ -24,7 +24,7 @@ pub struct NormalizeOptions<'a> {
     pub supports_thinking: bool,
     /// (record uuid, block index) of media the provider refused.
     pub rejected_media: &'a BTreeSet<(String, u32)>,
-    /// Append "[id:xxxxxx]" short ids to user messages (snip).
+    /// Append `[id:xxxxxx]` short ids to user messages (snip).
     pub short_ids: bool,
     /// The transcript the records are borrowed from, when they are: its blocks passed on
     /// unchanged carry their [`Source`](super::message::Source).
