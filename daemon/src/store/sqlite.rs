@@ -407,15 +407,16 @@ const WRITER_SPIN: Duration = Duration::from_micros(200);
 const WRITER_SPIN_MAX: Duration = Duration::from_millis(1);
 
 /// How long to look for the next write, given how long the writer waited for the last
-/// one: twice that while writes come less than [`WRITER_SPIN_MAX`] apart (a burst of
-/// turns or of sessions), so the next one is met awake, within the two bounds; the
-/// shortest look once they are further apart, so a quiet daemon spends no more than
-/// that on a write.
+/// one: the longest look while writes come less than [`WRITER_SPIN_MAX`] apart (a burst
+/// of turns or of sessions), so the next one is met awake even after a short gap; the
+/// shortest once they are further apart, so a quiet daemon spends no more than that on
+/// a write.
 fn spin_window(waited: Duration) -> Duration {
     if waited > WRITER_SPIN_MAX {
-        return WRITER_SPIN;
+        WRITER_SPIN
+    } else {
+        WRITER_SPIN_MAX
     }
-    (waited * 2).clamp(WRITER_SPIN, WRITER_SPIN_MAX)
 }
 
 /// The next queued write and how long the writer waited for it, `None` once the queue
