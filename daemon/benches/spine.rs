@@ -379,6 +379,7 @@ async fn bench_budget(dir: &Path) {
             lineage: None,
             projection: None,
             boundary: None,
+            whole: &[],
             tools: &[],
             rejected_media: &rejected,
             fates,

@@ -111,6 +111,11 @@ impl Transcript {
         self.live.boundary()
     }
 
+    /// Per record, whether normalising passes it on whole.
+    pub(crate) fn whole(&self) -> &[bool] {
+        self.live.whole()
+    }
+
     /// How many records the projection holds.
     pub(crate) fn view_len(&self) -> usize {
         self.live.len()

@@ -69,6 +69,9 @@ pub struct CompileInput<'a> {
     /// Where the records' last compact boundary is, when the caller keeps it (a
     /// transcript does); found from the end otherwise.
     pub boundary: Option<usize>,
+    /// Per record, whether normalising passes it on whole (`normalize::passes_whole`),
+    /// when the caller keeps it (a transcript does); empty otherwise.
+    pub whole: &'a [bool],
     /// The tools to send, in order (undiscovered deferred tools already left out).
     pub tools: &'a [ToolSpec],
     pub rejected_media: &'a BTreeSet<(String, u32)>,
@@ -164,6 +167,7 @@ pub fn compile(input: &CompileInput<'_>) -> Result<Compiled, serde_json::Error> 
             transcript: input.lineage.map(|lineage| TranscriptRef {
                 lineage,
                 records: input.records,
+                whole: input.whole,
             }),
         },
     );

@@ -51,6 +51,9 @@ pub struct LiveProjection {
     indices: Vec<usize>,
     /// Where the last compact boundary is (0 when there is none).
     boundary: usize,
+    /// Per record taken in, whether normalising passes it on whole
+    /// (`normalize::passes_whole`).
+    whole: Vec<bool>,
     /// uuids the snip boundaries after the last compact boundary removed.
     snipped: HashSet<String>,
     tally: Tally,
@@ -69,6 +72,7 @@ impl LiveProjection {
     pub fn advance(&mut self, records: &[Record]) {
         let render = super::attachments::render;
         for (i, r) in records.iter().enumerate().skip(self.seen) {
+            self.whole.push(super::normalize::passes_whole(r));
             if r.kind == RecordKind::System
                 && !r.is_sidechain
                 && r.subtype.as_deref() == Some(COMPACT_BOUNDARY)
@@ -110,6 +114,11 @@ impl LiveProjection {
     /// them starts there.
     pub fn boundary(&self) -> usize {
         self.boundary
+    }
+
+    /// Per record taken in, whether normalising passes it on whole.
+    pub fn whole(&self) -> &[bool] {
+        &self.whole
     }
 
     /// How many records the projection holds.
@@ -254,8 +263,9 @@ mod tests {
 
     proptest! {
         /// Advanced over the transcript in any chunks, the live projection's view is the
-        /// projection, its tally the estimate of it, and its boundary where
-        /// `after_last_boundary` starts, at every length.
+        /// projection, its tally the estimate of it, its boundary where
+        /// `after_last_boundary` starts, and its flags each record's `passes_whole`, at
+        /// every length.
         #[test]
         fn the_live_projection_is_the_projection_at_every_length(values in choices(800)) {
             let (records, stops) = live_case(&mut Choices::new(values));
@@ -274,6 +284,10 @@ mod tests {
                 );
                 prop_assert_eq!(live.surfaced(), &crate::pipeline::relevant_memories::surfaced(&expected));
                 prop_assert_eq!(live.boundary(), at - after_last_boundary(&records[..at]).len());
+                prop_assert_eq!(
+                    live.whole(),
+                    records[..at].iter().map(crate::pipeline::normalize::passes_whole).collect::<Vec<_>>()
+                );
             }
         }
     }

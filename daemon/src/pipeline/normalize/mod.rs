@@ -31,10 +31,22 @@ pub struct NormalizeOptions<'a> {
     pub transcript: Option<TranscriptRef<'a>>,
 }
 
-/// A transcript's records and lineage.
+/// A transcript's records and lineage, and per record whether it passes whole
+/// ([`passes_whole`], kept as the transcript grows; empty when not kept).
 pub struct TranscriptRef<'a> {
     pub lineage: super::message::Lineage,
     pub records: &'a [Record],
+    pub whole: &'a [bool],
+}
+
+impl NormalizeOptions<'_> {
+    /// Whether the transcript's record at `position` is known to pass whole.
+    fn passes_whole(&self, position: u32) -> bool {
+        self.transcript
+            .as_ref()
+            .and_then(|t| t.whole.get(usize::try_from(position).ok()?))
+            .is_some_and(|w| *w)
+    }
 }
 
 /// The messages borrow every block they pass on unchanged from the records.
@@ -129,6 +141,7 @@ mod repairs;
 
 use assembly::*;
 use layout::*;
+pub use parts::passes_whole;
 use parts::*;
 use repairs::*;
 

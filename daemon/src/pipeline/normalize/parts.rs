@@ -42,8 +42,61 @@ pub(super) fn prepare<'a>(
         RecordKind::Assistant => Role::Assistant,
     };
 
-    let mut blocks = Vec::with_capacity(record.content.len());
     let at = transcript_position(opts, record);
+    let blocks = match at {
+        // Known, from when the transcript took the record in, to pass on whole: nothing
+        // to look at in its blocks.
+        Some((_, i)) if opts.rejected_media.is_empty() && opts.passes_whole(i) => record
+            .content
+            .iter()
+            .enumerate()
+            .map(|(index, b)| Block::of_record(b, source(at, index)))
+            .collect(),
+        _ => sendable_blocks(record, role, at, opts, repairs),
+    };
+    if blocks.is_empty() {
+        return None;
+    }
+    Some(part(record, role, blocks, opts))
+}
+
+/// Whether normalising passes every block of `record` on as it is, whatever its options
+/// but refused media: a user or assistant record whose blocks are all allowed there,
+/// carry no cache marker, no thinking and no blank text. Asked once per record, as the
+/// transcript takes it in; `prepare` then skips looking at its blocks.
+pub fn passes_whole(record: &Record) -> bool {
+    let role = match record.kind {
+        RecordKind::User => Role::User,
+        RecordKind::Assistant => Role::Assistant,
+        RecordKind::System | RecordKind::Attachment => return false,
+    };
+    !record.is_virtual
+        && !record.is_sidechain
+        && record.content.iter().all(|b| {
+            allowed(role, b)
+                && b.cache_control().is_none()
+                && !b.is_thinking()
+                && match b {
+                    ContentBlock::Text { text, .. } => !is_blank(text),
+                    ContentBlock::ToolResult {
+                        content: ToolResultContent::Blocks(inner),
+                        ..
+                    } => !inner.iter().any(is_blank_result_text),
+                    _ => true,
+                }
+        })
+}
+
+/// The record's blocks as they may be sent (stage 1, block by block), with a repair
+/// line for each kind of block dropped.
+fn sendable_blocks<'a>(
+    record: &'a Record,
+    role: Role,
+    at: Option<(Lineage, u32)>,
+    opts: &NormalizeOptions,
+    repairs: &mut Vec<String>,
+) -> Vec<Block<'a>> {
+    let mut blocks = Vec::with_capacity(record.content.len());
     let mut thinking_dropped = 0usize;
     let mut blank_dropped = 0usize;
     for (index, block) in record.content.iter().enumerate() {
@@ -81,10 +134,16 @@ pub(super) fn prepare<'a>(
             record.uuid
         ));
     }
-    if blocks.is_empty() {
-        return None;
-    }
+    blocks
+}
 
+/// The record's part, of the blocks it sends.
+fn part<'a>(
+    record: &'a Record,
+    role: Role,
+    mut blocks: Vec<Block<'a>>,
+    opts: &NormalizeOptions,
+) -> Part<'a> {
     let results_only = blocks
         .iter()
         .all(|b| matches!(**b, ContentBlock::ToolResult { .. }));
@@ -97,11 +156,11 @@ pub(super) fn prepare<'a>(
     if opts.short_ids && kind == PartKind::User && !record.is_meta && !record.is_compact_summary {
         append_short_id(&mut blocks, &record.uuid);
     }
-    Some(Part {
+    Part {
         kind,
         message_id: record.message_id.as_deref(),
         blocks,
-    })
+    }
 }
 
 /// An attachment's part: its rendered text as a reminder, then the images queued with it

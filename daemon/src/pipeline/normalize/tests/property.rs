@@ -123,6 +123,76 @@ proptest! {
     }
 }
 
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 400, ..ProptestConfig::default() })]
+
+    /// A record known to pass whole (`passes_whole`, kept by the transcript) is passed on
+    /// without a look at its blocks, and the messages and repairs are those of looking:
+    /// with media refused or not, thinking supported or not, short ids or not.
+    #[test]
+    fn records_known_whole_normalise_as_when_looked_at(
+        values in choices(400),
+        thinking: bool,
+        short: bool,
+        refuse: bool,
+    ) {
+        let (records, mut rejected) = random_records(&mut Choices::new(values));
+        if !refuse {
+            rejected.clear();
+        }
+        let whole: Vec<bool> = records.iter().map(passes_whole).collect();
+        let opts = |transcript| NormalizeOptions {
+            supports_thinking: thinking,
+            rejected_media: &rejected,
+            short_ids: short,
+            transcript,
+        };
+        let looked = normalize(&records, &opts(None));
+        let known = normalize(
+            &records,
+            &opts(Some(TranscriptRef {
+                lineage: crate::pipeline::message::Lineage::fresh(),
+                records: &records,
+                whole: &whole,
+            })),
+        );
+        prop_assert_eq!(&known.repairs, &looked.repairs);
+        prop_assert_eq!(known.into_owned_messages(), looked.into_owned_messages());
+    }
+}
+
+/// Records that pass whole, and each thing that keeps one from it.
+#[test]
+fn a_record_passes_whole_unless_a_block_needs_a_look() {
+    assert!(passes_whole(&user("u", vec![text("hi"), tr("t1", "out")])));
+    assert!(passes_whole(&asst("a", "m", vec![text("ok"), tu("t1")])));
+    assert!(passes_whole(&user("u", vec![image()])));
+    let mut marked = text("hi");
+    if let Some(slot) = marked.cache_control_mut() {
+        *slot = Some(CacheControl::ephemeral());
+    }
+    let blank_inner = ContentBlock::ToolResult {
+        tool_use_id: "t1".into(),
+        content: ToolResultContent::Blocks(vec![ToolResultBlock::Text { text: " ".into() }]),
+        is_error: false,
+        cache_control: None,
+        cache_reference: None,
+    };
+    for looked_at in [
+        user("u", vec![text("hi"), marked]),
+        user("u", vec![text(" \n ")]),
+        user("u", vec![blank_inner]),
+        asst("a", "m", vec![think("plan"), text("ok")]),
+        asst("a", "m", vec![tr("t1", "out")]),
+        note("n", "a note"),
+    ] {
+        assert!(!passes_whole(&looked_at), "{looked_at:?}");
+    }
+    let mut aside = user("u", vec![text("hi")]);
+    aside.is_sidechain = true;
+    assert!(!passes_whole(&aside));
+}
+
 /// The generator keeps reaching the interesting paths, or the property is vacuous.
 #[test]
 fn the_transcript_generator_reaches_pairing_synthesis_orphans_and_folding() {

@@ -53,6 +53,7 @@ fn unchanged_blocks_of_the_transcript_name_where_they_are() {
         Some(TranscriptRef {
             lineage,
             records: &transcript,
+            whole: &[],
         }),
     );
     assert_eq!(
