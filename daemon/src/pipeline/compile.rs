@@ -217,7 +217,12 @@ pub fn compile(input: &CompileInput<'_>) -> Result<Compiled, serde_json::Error> 
         written.spans,
     );
 
-    let system_chars: usize = system_blocks.iter().map(|b| b.text.chars().count()).sum();
+    // Counted once: the estimate takes their sum, the fingerprint each block's.
+    let block_chars: Vec<usize> = system_blocks
+        .iter()
+        .map(|b| b.text.chars().count())
+        .collect();
+    let system_chars: usize = block_chars.iter().sum();
     let prefix_chars = system_chars + written.tools_chars + context_text.chars().count();
     let Measured {
         est,
@@ -229,7 +234,7 @@ pub fn compile(input: &CompileInput<'_>) -> Result<Compiled, serde_json::Error> 
     let fingerprint = fingerprint(
         input,
         &shape,
-        &system_blocks,
+        (&system_blocks, &block_chars),
         prediction.read_tokens,
         uncached_hashes,
     );
@@ -473,11 +478,12 @@ fn put_user_context(messages: &mut Vec<ApiMessage<Block<'_>>>, context_text: &st
     }
 }
 
-/// What keyed the provider's cache in this request, for attributing breaks later.
+/// What keyed the provider's cache in this request, for attributing breaks later; the
+/// system blocks come with each one's characters.
 fn fingerprint(
     input: &CompileInput<'_>,
     shape: &KeyShape,
-    system_blocks: &[system::SystemBlock],
+    (system_blocks, block_chars): (&[system::SystemBlock], &[usize]),
     predicted_read_tokens: u64,
     uncached: BTreeMap<String, u64>,
 ) -> Fingerprint {
@@ -486,10 +492,10 @@ fn fingerprint(
         compiled_at: crate::clock::rfc3339(input.now),
         last_seq: input.records.last().map_or(0, |r| r.seq),
         model: s.model.model.clone(),
-        system: system_blocks
+        system: block_chars
             .iter()
             .zip(&shape.units)
-            .map(|(b, u)| (u.hash, b.text.chars().count() as u64))
+            .map(|(chars, u)| (u.hash, *chars as u64))
             .collect(),
         tools: shape
             .units
