@@ -54,6 +54,14 @@ fn tr(id: &str, s: &str) -> ContentBlock {
         cache_reference: None,
     }
 }
+/// Text carrying a cache marker of its record's own.
+fn marked(s: &str) -> ContentBlock {
+    let mut b = text(s);
+    if let Some(slot) = b.cache_control_mut() {
+        *slot = Some(CacheControl::ephemeral());
+    }
+    b
+}
 fn think(s: &str) -> ContentBlock {
     ContentBlock::Thinking {
         thinking: s.into(),

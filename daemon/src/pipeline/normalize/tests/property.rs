@@ -167,10 +167,6 @@ fn a_record_passes_whole_unless_a_block_needs_a_look() {
     assert!(passes_whole(&user("u", vec![text("hi"), tr("t1", "out")])));
     assert!(passes_whole(&asst("a", "m", vec![text("ok"), tu("t1")])));
     assert!(passes_whole(&user("u", vec![image()])));
-    let mut marked = text("hi");
-    if let Some(slot) = marked.cache_control_mut() {
-        *slot = Some(CacheControl::ephemeral());
-    }
     let blank_inner = ContentBlock::ToolResult {
         tool_use_id: "t1".into(),
         content: ToolResultContent::Blocks(vec![ToolResultBlock::Text { text: " ".into() }]),
@@ -179,7 +175,7 @@ fn a_record_passes_whole_unless_a_block_needs_a_look() {
         cache_reference: None,
     };
     for looked_at in [
-        user("u", vec![text("hi"), marked]),
+        user("u", vec![text("hi"), marked("hi")]),
         user("u", vec![text(" \n ")]),
         user("u", vec![blank_inner]),
         asst("a", "m", vec![think("plan"), text("ok")]),

@@ -25,16 +25,12 @@ fn sources(records: &[&Record], transcript: Option<TranscriptRef<'_>>) -> Vec<Ve
 /// name nothing, nor does anything when the records are not a transcript's.
 #[test]
 fn unchanged_blocks_of_the_transcript_name_where_they_are() {
-    let mut marked = text("marked");
-    if let Some(slot) = marked.cache_control_mut() {
-        *slot = Some(CacheControl::ephemeral());
-    }
     let transcript = vec![
         user("u1", vec![text("read it")]),
         asst("a1", "m1", vec![think("plan"), text("reading"), tu("t1")]),
         user("u2", vec![tr("t1", "contents")]),
         note("n1", "a file changed"),
-        user("u3", vec![text("thanks"), marked]),
+        user("u3", vec![text("thanks"), marked("marked")]),
         asst("a2", "m2", vec![text("done")]),
     ];
     // A stage's copy of the last record, in place of the transcript's own.
