@@ -379,7 +379,7 @@ async fn bench_budget(dir: &Path) {
             lineage: None,
             projection: None,
             boundary: None,
-            whole: &[],
+            facts: &[],
             tools: &[],
             rejected_media: &rejected,
             fates,

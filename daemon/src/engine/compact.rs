@@ -683,7 +683,7 @@ pub(crate) fn estimate_new_history(
         lineage: None,
         projection: None,
         boundary: None,
-        whole: &[],
+        facts: &[],
         boundary_uuid: records.first().map_or("", |r| r.uuid.as_str()),
         pinned_edits: &[],
     };

@@ -426,7 +426,7 @@ pub(crate) fn compile_loaded_with(
         lineage: Some(l.records.lineage()),
         projection: Some(&view),
         boundary: Some(l.records.boundary()),
-        whole: l.records.whole(),
+        facts: l.records.facts(),
         boundary_uuid: &l.boundary_uuid,
         pinned_edits: &l.pinned_edits,
     };
@@ -442,8 +442,8 @@ pub(crate) struct History<'a> {
     pub projection: Option<&'a [&'a Record]>,
     /// Where its last compact boundary is, when kept up to date (the transcript's).
     pub boundary: Option<usize>,
-    /// Per record, whether normalising passes it on whole, when kept (the transcript's).
-    pub whole: &'a [bool],
+    /// Per record, what normalising needs to know of it, when kept (the transcript's).
+    pub facts: &'a [crate::pipeline::normalize::RecordFacts],
     /// Its last compact boundary: request flags latch per history.
     pub boundary_uuid: &'a str,
     pub pinned_edits: &'a [crate::pipeline::microcompact::PinnedEdit],
@@ -462,7 +462,7 @@ pub(crate) fn compile_records(
         lineage,
         projection,
         boundary,
-        whole,
+        facts,
         boundary_uuid,
         pinned_edits,
     } = history;
@@ -495,7 +495,7 @@ pub(crate) fn compile_records(
         lineage,
         projection,
         boundary,
-        whole,
+        facts,
         tools: &tools,
         rejected_media: &l.rejected_media,
         fates: &l.fates,

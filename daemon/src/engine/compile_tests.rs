@@ -100,9 +100,9 @@ async fn assert_as_afresh(engine: &crate::engine::Engine, sid: &str, body: &str,
 
 /// A compile copies each block that is the transcript's own, at the same place as in the
 /// previous request, without comparing it (its source says it is the same block): on
-/// real sessions, turn after turn (text, tool calls with results the budget replaces,
-/// thinking, a typed prompt after each), the bytes are those of a compile that compares
-/// every block.
+/// real sessions, turn after turn (an attachment, text, tool calls with results the
+/// budget replaces, thinking, a typed prompt after each), the bytes are those of a
+/// compile that compares every block.
 #[tokio::test]
 async fn a_compile_resumed_from_its_memo_writes_the_bytes_of_one_without() {
     let root =
@@ -139,6 +139,9 @@ async fn a_compile_resumed_from_its_memo_writes_the_bytes_of_one_without() {
                 &engine,
                 &sid,
                 json!([
+                    {"type": "attachment", "is_meta": true, "attachment": {
+                        "type": "nested_memory", "path": format!("/src/m{turn}/CLAUDE.md"),
+                        "content": format!("rules for module {turn}")}},
                     {"type": "user", "content": format!("turn {turn}: go on")},
                     {"type": "assistant", "message_id": format!("m_turn_{turn}"), "content": [
                         {"type": "thinking", "thinking": "which file next", "signature": "sig"},

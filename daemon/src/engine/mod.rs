@@ -111,9 +111,9 @@ impl Transcript {
         self.live.boundary()
     }
 
-    /// Per record, whether normalising passes it on whole.
-    pub(crate) fn whole(&self) -> &[bool] {
-        self.live.whole()
+    /// Per record, what normalising needs to know of it.
+    pub(crate) fn facts(&self) -> &[crate::pipeline::normalize::RecordFacts] {
+        self.live.facts()
     }
 
     /// How many records the projection holds.

@@ -23,7 +23,7 @@ use super::collapse::{self, Collapse};
 use super::digest::BodyDigest;
 use super::message::{ApiMessage, Block, Lineage, Role};
 use super::microcompact::{self, CLEARED, PinnedEdit};
-use super::normalize::{NormalizeOptions, TranscriptRef, normalize};
+use super::normalize::{NormalizeOptions, RecordFacts, TranscriptRef, normalize};
 use super::projection::Shown;
 use super::system::SystemInputs;
 use super::usage::{self, Picture, UsageInputs};
@@ -69,9 +69,9 @@ pub struct CompileInput<'a> {
     /// Where the records' last compact boundary is, when the caller keeps it (a
     /// transcript does); found from the end otherwise.
     pub boundary: Option<usize>,
-    /// Per record, whether normalising passes it on whole (`normalize::passes_whole`),
-    /// when the caller keeps it (a transcript does); empty otherwise.
-    pub whole: &'a [bool],
+    /// Per record, what normalising needs to know of it (`normalize::RecordFacts`), when
+    /// the caller keeps it (a transcript does); empty otherwise.
+    pub facts: &'a [RecordFacts],
     /// The tools to send, in order (undiscovered deferred tools already left out).
     pub tools: &'a [ToolSpec],
     pub rejected_media: &'a BTreeSet<(String, u32)>,
@@ -167,7 +167,7 @@ pub fn compile(input: &CompileInput<'_>) -> Result<Compiled, serde_json::Error> 
             transcript: input.lineage.map(|lineage| TranscriptRef {
                 lineage,
                 records: input.records,
-                whole: input.whole,
+                facts: input.facts,
             }),
         },
     );

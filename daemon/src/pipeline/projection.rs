@@ -51,9 +51,9 @@ pub struct LiveProjection {
     indices: Vec<usize>,
     /// Where the last compact boundary is (0 when there is none).
     boundary: usize,
-    /// Per record taken in, whether normalising passes it on whole
-    /// (`normalize::passes_whole`).
-    whole: Vec<bool>,
+    /// Per record taken in, what normalising needs to know of it
+    /// (`normalize::RecordFacts`).
+    facts: Vec<super::normalize::RecordFacts>,
     /// uuids the snip boundaries after the last compact boundary removed.
     snipped: HashSet<String>,
     tally: Tally,
@@ -72,7 +72,7 @@ impl LiveProjection {
     pub fn advance(&mut self, records: &[Record]) {
         let render = super::attachments::render;
         for (i, r) in records.iter().enumerate().skip(self.seen) {
-            self.whole.push(super::normalize::passes_whole(r));
+            self.facts.push(super::normalize::RecordFacts::of(r));
             if r.kind == RecordKind::System
                 && !r.is_sidechain
                 && r.subtype.as_deref() == Some(COMPACT_BOUNDARY)
@@ -116,9 +116,9 @@ impl LiveProjection {
         self.boundary
     }
 
-    /// Per record taken in, whether normalising passes it on whole.
-    pub fn whole(&self) -> &[bool] {
-        &self.whole
+    /// Per record taken in, what normalising needs to know of it.
+    pub fn facts(&self) -> &[super::normalize::RecordFacts] {
+        &self.facts
     }
 
     /// How many records the projection holds.
@@ -264,7 +264,7 @@ mod tests {
     proptest! {
         /// Advanced over the transcript in any chunks, the live projection's view is the
         /// projection, its tally the estimate of it, its boundary where
-        /// `after_last_boundary` starts, and its flags each record's `passes_whole`, at
+        /// `after_last_boundary` starts, and its facts each record's `RecordFacts`, at
         /// every length.
         #[test]
         fn the_live_projection_is_the_projection_at_every_length(values in choices(800)) {
@@ -285,8 +285,8 @@ mod tests {
                 prop_assert_eq!(live.surfaced(), &crate::pipeline::relevant_memories::surfaced(&expected));
                 prop_assert_eq!(live.boundary(), at - after_last_boundary(&records[..at]).len());
                 prop_assert_eq!(
-                    live.whole(),
-                    records[..at].iter().map(crate::pipeline::normalize::passes_whole).collect::<Vec<_>>()
+                    live.facts(),
+                    records[..at].iter().map(crate::pipeline::normalize::RecordFacts::of).collect::<Vec<_>>()
                 );
             }
         }

@@ -15,7 +15,7 @@
 
 use std::collections::BTreeSet;
 
-use ctxd_protocol::Record;
+use ctxd_protocol::{ContentBlock, Record};
 use sha2::{Digest, Sha256};
 
 use super::message::{ApiMessage, Block, Role};
@@ -31,21 +31,39 @@ pub struct NormalizeOptions<'a> {
     pub transcript: Option<TranscriptRef<'a>>,
 }
 
-/// A transcript's records and lineage, and per record whether it passes whole
-/// ([`passes_whole`], kept as the transcript grows; empty when not kept).
+/// A transcript's records and lineage, and what normalising knows of each record from
+/// when the transcript took it in ([`RecordFacts`]; empty when not kept).
 pub struct TranscriptRef<'a> {
     pub lineage: super::message::Lineage,
     pub records: &'a [Record],
-    pub whole: &'a [bool],
+    pub facts: &'a [RecordFacts],
 }
 
-impl NormalizeOptions<'_> {
-    /// Whether the transcript's record at `position` is known to pass whole.
-    fn passes_whole(&self, position: u32) -> bool {
-        self.transcript
-            .as_ref()
-            .and_then(|t| t.whole.get(usize::try_from(position).ok()?))
-            .is_some_and(|w| *w)
+/// What normalising needs to know of a record, found once as the transcript takes it in
+/// ([`RecordFacts::of`]): both depend on the record alone.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct RecordFacts {
+    /// Every block passes on as it is ([`passes_whole`]).
+    pub whole: bool,
+    /// An attachment's reminder block, rendered; `None` for other records and for an
+    /// attachment with nothing to say.
+    pub reminder: Option<Box<ContentBlock>>,
+}
+
+impl RecordFacts {
+    pub fn of(record: &Record) -> RecordFacts {
+        RecordFacts {
+            whole: passes_whole(record),
+            reminder: reminder(record).map(Box::new),
+        }
+    }
+}
+
+impl<'a> NormalizeOptions<'a> {
+    /// What is known of the transcript's record at `position`, when it is kept.
+    fn facts(&self, position: u32) -> Option<&'a RecordFacts> {
+        let t = self.transcript.as_ref()?;
+        t.facts.get(usize::try_from(position).ok()?)
     }
 }
 
@@ -90,7 +108,7 @@ pub fn short_id(uuid: &str) -> String {
 /// every record it does not rewrite) is never copied.
 pub fn normalize<'a, R: std::borrow::Borrow<Record>>(
     records: &'a [R],
-    opts: &NormalizeOptions,
+    opts: &NormalizeOptions<'a>,
 ) -> Normalized<'a> {
     let mut repairs = Vec::new();
     // The parts stream into assembly instead of being collected first: a vector of one
@@ -141,8 +159,8 @@ mod repairs;
 
 use assembly::*;
 use layout::*;
-pub use parts::passes_whole;
 use parts::*;
+pub use parts::{passes_whole, reminder};
 use repairs::*;
 
 #[cfg(test)]

@@ -29,7 +29,7 @@ pub(super) struct Part<'a> {
 
 pub(super) fn prepare<'a>(
     record: &'a Record,
-    opts: &NormalizeOptions,
+    opts: &NormalizeOptions<'a>,
     repairs: &mut Vec<String>,
 ) -> Option<Part<'a>> {
     if record.is_virtual || record.is_sidechain {
@@ -46,12 +46,16 @@ pub(super) fn prepare<'a>(
     let blocks = match at {
         // Known, from when the transcript took the record in, to pass on whole: nothing
         // to look at in its blocks.
-        Some((_, i)) if opts.rejected_media.is_empty() && opts.passes_whole(i) => record
-            .content
-            .iter()
-            .enumerate()
-            .map(|(index, b)| Block::of_record(b, source(at, index)))
-            .collect(),
+        Some((_, i))
+            if opts.rejected_media.is_empty() && opts.facts(i).is_some_and(|f| f.whole) =>
+        {
+            record
+                .content
+                .iter()
+                .enumerate()
+                .map(|(index, b)| Block::of_record(b, source(at, index)))
+                .collect()
+        }
         _ => sendable_blocks(record, role, at, opts, repairs),
     };
     if blocks.is_empty() {
@@ -167,12 +171,16 @@ fn part<'a>(
 /// (unless the provider refused them).
 fn attachment_part<'a>(
     record: &'a Record,
-    opts: &NormalizeOptions,
+    opts: &NormalizeOptions<'a>,
     repairs: &mut Vec<String>,
 ) -> Option<Part<'a>> {
-    let text = attachments::render(record)?;
-    let mut blocks = vec![Block::new(ContentBlock::text(system_reminder(&text)))];
     let at = transcript_position(opts, record);
+    // Rendered once, as the transcript took the record in, when it is the transcript's.
+    let shown = match at.and_then(|(_, i)| opts.facts(i)) {
+        Some(facts) => Block::of_record(facts.reminder.as_deref()?, reminder_source(at)),
+        None => Block::new(reminder(record)?),
+    };
+    let mut blocks = vec![shown];
     for (index, block) in record.content.iter().enumerate() {
         if !matches!(block, ContentBlock::Image { .. }) {
             continue;
@@ -258,6 +266,26 @@ fn transcript_position(opts: &NormalizeOptions, record: &Record) -> Option<(Line
     let i = offset / std::mem::size_of::<Record>();
     let own = t.records.get(i).is_some_and(|r| std::ptr::eq(r, record));
     Some((t.lineage, u32::try_from(i).ok().filter(|_| own)?))
+}
+
+/// An attachment's reminder block: its rendered text as a `<system-reminder>`; `None`
+/// when the record is no attachment or has nothing to say.
+pub fn reminder(record: &Record) -> Option<ContentBlock> {
+    if record.kind != RecordKind::Attachment {
+        return None;
+    }
+    let text = attachments::render(record)?;
+    Some(ContentBlock::text(system_reminder(&text)))
+}
+
+/// Where an attachment's rendered reminder is: past every index of the record's blocks.
+fn reminder_source(at: Option<(Lineage, u32)>) -> Option<Source> {
+    let (lineage, record) = at?;
+    Some(Source {
+        lineage,
+        record,
+        block: u32::MAX,
+    })
 }
 
 fn source(at: Option<(Lineage, u32)>, index: usize) -> Option<Source> {

@@ -126,9 +126,10 @@ proptest! {
 proptest! {
     #![proptest_config(ProptestConfig { cases: 400, ..ProptestConfig::default() })]
 
-    /// A record known to pass whole (`passes_whole`, kept by the transcript) is passed on
-    /// without a look at its blocks, and the messages and repairs are those of looking:
-    /// with media refused or not, thinking supported or not, short ids or not.
+    /// What the transcript knows of each record (`RecordFacts`: it passes whole, an
+    /// attachment's rendered reminder) spares normalising a look at its blocks and a
+    /// rendering, and the messages and repairs are those of looking: with media refused
+    /// or not, thinking supported or not, short ids or not.
     #[test]
     fn records_known_whole_normalise_as_when_looked_at(
         values in choices(400),
@@ -140,7 +141,7 @@ proptest! {
         if !refuse {
             rejected.clear();
         }
-        let whole: Vec<bool> = records.iter().map(passes_whole).collect();
+        let facts: Vec<RecordFacts> = records.iter().map(RecordFacts::of).collect();
         let opts = |transcript| NormalizeOptions {
             supports_thinking: thinking,
             rejected_media: &rejected,
@@ -153,7 +154,7 @@ proptest! {
             &opts(Some(TranscriptRef {
                 lineage: crate::pipeline::message::Lineage::fresh(),
                 records: &records,
-                whole: &whole,
+                facts: &facts,
             })),
         );
         prop_assert_eq!(&known.repairs, &looked.repairs);

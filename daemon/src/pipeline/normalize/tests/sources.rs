@@ -21,8 +21,9 @@ fn sources(records: &[&Record], transcript: Option<TranscriptRef<'_>>) -> Vec<Ve
 
 /// A block passed on unchanged from a record of the transcript names its record's
 /// position and its own index there; a block a stage made or changed (a cache marker
-/// taken off, a result with a reminder folded in) and every block of a record that is a stage's copy
-/// name nothing, nor does anything when the records are not a transcript's.
+/// taken off, a result with a reminder folded in, an attachment's reminder rendered now)
+/// and every block of a record that is a stage's copy name nothing, nor does anything
+/// when the records are not a transcript's.
 #[test]
 fn unchanged_blocks_of_the_transcript_name_where_they_are() {
     let transcript = vec![
@@ -49,7 +50,7 @@ fn unchanged_blocks_of_the_transcript_name_where_they_are() {
         Some(TranscriptRef {
             lineage,
             records: &transcript,
-            whole: &[],
+            facts: &[],
         }),
     );
     assert_eq!(
@@ -64,4 +65,43 @@ fn unchanged_blocks_of_the_transcript_name_where_they_are() {
     );
     let none = sources(&view, None);
     assert!(none.iter().flatten().all(Option::is_none), "{none:?}");
+}
+
+/// With what the transcript knows of its records, an attachment's reminder is the one it
+/// rendered when it took the record in, named past the record's own blocks; a record
+/// known whole names its blocks as one looked at does.
+#[test]
+fn a_known_reminder_names_its_attachment() {
+    let transcript = vec![
+        user("u1", vec![text("read it")]),
+        asst("a1", "m1", vec![text("reading")]),
+        note("n1", "a file changed"),
+        note("n2", "another file changed"),
+    ];
+    let view: Vec<&Record> = transcript.iter().collect();
+    let facts: Vec<RecordFacts> = transcript.iter().map(RecordFacts::of).collect();
+    let lineage = Lineage::fresh();
+    let at = |record: u32, block: u32| {
+        Some(Source {
+            lineage,
+            record,
+            block,
+        })
+    };
+    let got = sources(
+        &view,
+        Some(TranscriptRef {
+            lineage,
+            records: &transcript,
+            facts: &facts,
+        }),
+    );
+    assert_eq!(
+        got,
+        vec![
+            vec![at(0, 0)],
+            vec![at(1, 0)],
+            vec![at(2, u32::MAX), at(3, u32::MAX)],
+        ]
+    );
 }
