@@ -16,7 +16,9 @@
 //!
 //! Prints medians and ratios. Set `CTXD_BENCH_ITERS` to change the sample count,
 //! `CTXD_BENCH_ONLY` (comma-separated part names) to run some parts only,
-//! `CTXD_BENCH_TURN_GAP_MS` to pause that long before each of `turn`'s compiles.
+//! `CTXD_BENCH_TURN_GAP_MS` to pause that long before each of `turn`'s compiles,
+//! `CTXD_BENCH_TURN_ATTACHMENT=1` to open each turn with an attachment (a nested
+//! instruction file of about 1.7 KB), as ctxd's own context sources add them.
 #![allow(clippy::unwrap_used, clippy::expect_used)] // a test panics on what it did not expect
 
 use std::path::{Path, PathBuf};
@@ -277,11 +279,12 @@ async fn bench_turn(dir: &Path, path: PathBuf) {
         .ok()
         .and_then(|v| v.parse().ok())
         .map(Duration::from_millis);
+    let attachment = std::env::var("CTXD_BENCH_TURN_ATTACHMENT").is_ok_and(|v| v == "1");
     let mut compile = Vec::with_capacity(n);
     let mut serialise = Vec::with_capacity(n);
     let mut bytes = 0;
     for i in 0..n {
-        let turn: Vec<RecordInput> = serde_json::from_value(serde_json::json!([
+        let mut turn: Vec<RecordInput> = serde_json::from_value(serde_json::json!([
             {"type": "user", "content": format!("turn {i}: and now the lexer's {i}th case")},
             // With its usage, as a provider reports it: the estimate anchors there.
             {"type": "assistant", "message_id": format!("msg_turn_{i}"),
@@ -289,6 +292,12 @@ async fn bench_turn(dir: &Path, path: PathBuf) {
              "content": [{"type": "text", "text": format!("Done with case {i}. {}", "The lexer now takes it. ".repeat(4))}]},
         ]))
         .unwrap();
+        if attachment {
+            let nested = serde_json::json!({"type": "attachment", "is_meta": true, "attachment": {
+                "type": "nested_memory", "path": format!("/src/m{i}/CLAUDE.md"),
+                "content": format!("rules for module {i}: {}", "keep the lexer total. ".repeat(80))}});
+            turn.insert(0, serde_json::from_value(nested).unwrap());
+        }
         e.append(AppendParams {
             session_id: p.session_id.clone(),
             records: turn,
@@ -311,9 +320,14 @@ async fn bench_turn(dir: &Path, path: PathBuf) {
     }
     let (c, s) = (median(compile), median(serialise));
     println!(
-        "turn     {} ({} records, then {n} turns; last request {bytes} bytes): compile after each turn, median {:?}; serde_json::to_string of the same request {:?}; ratio {:.2}x",
+        "turn     {} ({} records, then {n} turns{}; last request {bytes} bytes): compile after each turn, median {:?}; serde_json::to_string of the same request {:?}; ratio {:.2}x",
         path.file_name().unwrap().to_string_lossy(),
         records,
+        if attachment {
+            " with an attachment each"
+        } else {
+            ""
+        },
         c,
         s,
         c.as_secs_f64() / s.as_secs_f64()
