@@ -19,6 +19,32 @@ fn sources(records: &[&Record], transcript: Option<TranscriptRef<'_>>) -> Vec<Ve
     .collect()
 }
 
+/// The sources of `view` normalised as a transcript of a fresh lineage, and the lineage.
+fn sources_in(
+    view: &[&Record],
+    transcript: &[Record],
+    facts: &[RecordFacts],
+) -> (Lineage, Vec<Vec<Option<Source>>>) {
+    let lineage = Lineage::fresh();
+    let got = sources(
+        view,
+        Some(TranscriptRef {
+            lineage,
+            records: transcript,
+            facts,
+        }),
+    );
+    (lineage, got)
+}
+
+fn at(lineage: Lineage, record: u32, block: u32) -> Option<Source> {
+    Some(Source {
+        lineage,
+        record,
+        block,
+    })
+}
+
 /// A block passed on unchanged from a record of the transcript names its record's
 /// position and its own index there; a block a stage made or changed (a cache marker
 /// taken off, a result with a reminder folded in, an attachment's reminder rendered now)
@@ -37,22 +63,8 @@ fn unchanged_blocks_of_the_transcript_name_where_they_are() {
     // A stage's copy of the last record, in place of the transcript's own.
     let copy = transcript[5].clone();
     let view: Vec<&Record> = transcript[..5].iter().chain([&copy]).collect();
-    let lineage = Lineage::fresh();
-    let at = |record: u32, block: u32| {
-        Some(Source {
-            lineage,
-            record,
-            block,
-        })
-    };
-    let got = sources(
-        &view,
-        Some(TranscriptRef {
-            lineage,
-            records: &transcript,
-            facts: &[],
-        }),
-    );
+    let (lineage, got) = sources_in(&view, &transcript, &[]);
+    let at = |record, block| at(lineage, record, block);
     assert_eq!(
         got,
         vec![
@@ -80,22 +92,8 @@ fn a_known_reminder_names_its_attachment() {
     ];
     let view: Vec<&Record> = transcript.iter().collect();
     let facts: Vec<RecordFacts> = transcript.iter().map(RecordFacts::of).collect();
-    let lineage = Lineage::fresh();
-    let at = |record: u32, block: u32| {
-        Some(Source {
-            lineage,
-            record,
-            block,
-        })
-    };
-    let got = sources(
-        &view,
-        Some(TranscriptRef {
-            lineage,
-            records: &transcript,
-            facts: &facts,
-        }),
-    );
+    let (lineage, got) = sources_in(&view, &transcript, &facts);
+    let at = |record, block| at(lineage, record, block);
     assert_eq!(
         got,
         vec![
