@@ -25,9 +25,9 @@ fn claude_code_turn_with_streamed_parts_and_attachments() {
         json!({"type": "date_change", "date": "2025-02-02"}),
     ))
     .unwrap();
-    let b_folded = ContentBlock::ToolResult {
-        tool_use_id: "B".into(),
-        content: ToolResultContent::Blocks(vec![
+    let b_folded = tr_blocks(
+        "B",
+        vec![
             ToolResultBlock::Text {
                 text: "file b".into(),
             },
@@ -37,11 +37,8 @@ fn claude_code_turn_with_streamed_parts_and_attachments() {
             ToolResultBlock::Text {
                 text: reminder("memory"),
             },
-        ]),
-        is_error: false,
-        cache_control: None,
-        cache_reference: None,
-    };
+        ],
+    );
     assert_eq!(
         out.messages,
         vec![

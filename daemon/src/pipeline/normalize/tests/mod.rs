@@ -54,6 +54,16 @@ fn tr(id: &str, s: &str) -> ContentBlock {
         cache_reference: None,
     }
 }
+/// A successful result of several blocks.
+fn tr_blocks(id: &str, blocks: Vec<ToolResultBlock>) -> ContentBlock {
+    ContentBlock::ToolResult {
+        tool_use_id: id.into(),
+        content: ToolResultContent::Blocks(blocks),
+        is_error: false,
+        cache_control: None,
+        cache_reference: None,
+    }
+}
 /// Text carrying a cache marker of its record's own.
 fn marked(s: &str) -> ContentBlock {
     let mut b = text(s);

@@ -168,13 +168,7 @@ fn a_record_passes_whole_unless_a_block_needs_a_look() {
     assert!(passes_whole(&user("u", vec![text("hi"), tr("t1", "out")])));
     assert!(passes_whole(&asst("a", "m", vec![text("ok"), tu("t1")])));
     assert!(passes_whole(&user("u", vec![image()])));
-    let blank_inner = ContentBlock::ToolResult {
-        tool_use_id: "t1".into(),
-        content: ToolResultContent::Blocks(vec![ToolResultBlock::Text { text: " ".into() }]),
-        is_error: false,
-        cache_control: None,
-        cache_reference: None,
-    };
+    let blank_inner = tr_blocks("t1", vec![ToolResultBlock::Text { text: " ".into() }]);
     for looked_at in [
         user("u", vec![text("hi"), marked("hi")]),
         user("u", vec![text(" \n ")]),

@@ -41,18 +41,15 @@ fn attachment_waits_until_after_pending_tool_results() {
         user("r", vec![tr("A", "ok")]),
         user("u2", vec![text("next")]),
     ]);
-    let folded = ContentBlock::ToolResult {
-        tool_use_id: "A".into(),
-        content: ToolResultContent::Blocks(vec![
+    let folded = tr_blocks(
+        "A",
+        vec![
             ToolResultBlock::Text { text: "ok".into() },
             ToolResultBlock::Text {
                 text: reminder("late news"),
             },
-        ]),
-        is_error: false,
-        cache_control: None,
-        cache_reference: None,
-    };
+        ],
+    );
     assert_eq!(
         out.messages,
         vec![
@@ -184,15 +181,12 @@ fn reminder_folds_into_string_result_and_skips_empty_string() {
         asst("a", "m", vec![tu("A")]),
         user("u", vec![tr("A", ""), text(&reminder("r"))]),
     ]);
-    let expected = ContentBlock::ToolResult {
-        tool_use_id: "A".into(),
-        content: ToolResultContent::Blocks(vec![ToolResultBlock::Text {
+    let expected = tr_blocks(
+        "A",
+        vec![ToolResultBlock::Text {
             text: reminder("r"),
-        }]),
-        is_error: false,
-        cache_control: None,
-        cache_reference: None,
-    };
+        }],
+    );
     assert_eq!(out.messages[1], u(vec![expected]));
 }
 
@@ -335,9 +329,9 @@ fn rejected_top_level_media_becomes_a_note() {
 
 #[test]
 fn rejected_tool_result_loses_all_its_media() {
-    let result = ContentBlock::ToolResult {
-        tool_use_id: "A".into(),
-        content: ToolResultContent::Blocks(vec![
+    let result = tr_blocks(
+        "A",
+        vec![
             ToolResultBlock::Text {
                 text: "pages".into(),
             },
@@ -346,11 +340,8 @@ fn rejected_tool_result_loses_all_its_media() {
                 source: source(),
                 title: Some("t".into()),
             },
-        ]),
-        is_error: false,
-        cache_control: None,
-        cache_reference: None,
-    };
+        ],
+    );
     let rejected: BTreeSet<(String, u32)> = [("r".to_string(), 0)].into();
     let out = run_with(
         &[
@@ -362,9 +353,9 @@ fn rejected_tool_result_loses_all_its_media() {
         false,
         &rejected,
     );
-    let expected = ContentBlock::ToolResult {
-        tool_use_id: "A".into(),
-        content: ToolResultContent::Blocks(vec![
+    let expected = tr_blocks(
+        "A",
+        vec![
             ToolResultBlock::Text {
                 text: "pages".into(),
             },
@@ -374,11 +365,8 @@ fn rejected_tool_result_loses_all_its_media() {
             ToolResultBlock::Text {
                 text: rejected_note("document"),
             },
-        ]),
-        is_error: false,
-        cache_control: None,
-        cache_reference: None,
-    };
+        ],
+    );
     assert_eq!(out.messages[1], u(vec![expected, image()]));
 }
 
@@ -441,29 +429,20 @@ fn final_assistant_never_ends_with_thinking() {
 
 #[test]
 fn blank_text_blocks_are_removed() {
-    let result = ContentBlock::ToolResult {
-        tool_use_id: "A".into(),
-        content: ToolResultContent::Blocks(vec![
+    let result = tr_blocks(
+        "A",
+        vec![
             ToolResultBlock::Text { text: " ".into() },
             ToolResultBlock::Text { text: "x".into() },
-        ]),
-        is_error: false,
-        cache_control: None,
-        cache_reference: None,
-    };
+        ],
+    );
     let out = run(&[
         user("u", vec![text(""), text("go"), text(" \n\t")]),
         asst("a", "m", vec![text("  "), tu("A")]),
         user("r", vec![result]),
         user("blank", vec![text("   ")]),
     ]);
-    let expected = ContentBlock::ToolResult {
-        tool_use_id: "A".into(),
-        content: ToolResultContent::Blocks(vec![ToolResultBlock::Text { text: "x".into() }]),
-        is_error: false,
-        cache_control: None,
-        cache_reference: None,
-    };
+    let expected = tr_blocks("A", vec![ToolResultBlock::Text { text: "x".into() }]);
     assert_eq!(
         out.messages,
         vec![u(vec![text("go")]), a(vec![tu("A")]), u(vec![expected])]
@@ -519,9 +498,9 @@ fn short_ids_go_on_typed_user_records_only() {
     assert_eq!(
         out.messages[2],
         u(vec![
-            ContentBlock::ToolResult {
-                tool_use_id: "A".into(),
-                content: ToolResultContent::Blocks(vec![
+            tr_blocks(
+                "A",
+                vec![
                     ToolResultBlock::Text { text: "ok".into() },
                     ToolResultBlock::Text {
                         text: reminder("att")
@@ -529,11 +508,8 @@ fn short_ids_go_on_typed_user_records_only() {
                     ToolResultBlock::Text {
                         text: reminder("r"),
                     },
-                ]),
-                is_error: false,
-                cache_control: None,
-                cache_reference: None,
-            },
+                ]
+            ),
             text("injected"),
             image(),
             text(&format!("[id:{id2}]")),
