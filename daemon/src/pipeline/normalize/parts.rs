@@ -65,30 +65,31 @@ pub(super) fn prepare<'a>(
 }
 
 /// Whether normalising passes every block of `record` on as it is, whatever its options
-/// but refused media: a user or assistant record whose blocks are all allowed there,
-/// carry no cache marker, no thinking and no blank text. Asked once per record, as the
-/// transcript takes it in; `prepare` then skips looking at its blocks.
+/// but refused media: a user or assistant record whose blocks `sendable_blocks` keeps
+/// every one, each the record's own (nothing dropped or changed, so nothing repaired),
+/// even for a model without thinking. Asked once per record, as the transcript takes it
+/// in; `prepare` then skips looking at its blocks.
 pub fn passes_whole(record: &Record) -> bool {
     let role = match record.kind {
         RecordKind::User => Role::User,
         RecordKind::Assistant => Role::Assistant,
         RecordKind::System | RecordKind::Attachment => return false,
     };
-    !record.is_virtual
-        && !record.is_sidechain
-        && record.content.iter().all(|b| {
-            allowed(role, b)
-                && b.cache_control().is_none()
-                && !b.is_thinking()
-                && match b {
-                    ContentBlock::Text { text, .. } => !is_blank(text),
-                    ContentBlock::ToolResult {
-                        content: ToolResultContent::Blocks(inner),
-                        ..
-                    } => !inner.iter().any(is_blank_result_text),
-                    _ => true,
-                }
-        })
+    if record.is_virtual || record.is_sidechain {
+        return false;
+    }
+    let strictest = NormalizeOptions {
+        supports_thinking: false,
+        rejected_media: &BTreeSet::new(),
+        short_ids: false,
+        transcript: None,
+    };
+    let blocks = sendable_blocks(record, role, None, &strictest, &mut Vec::new());
+    blocks.len() == record.content.len()
+        && blocks
+            .iter()
+            .zip(&record.content)
+            .all(|(b, own)| std::ptr::eq(&**b, own))
 }
 
 /// The record's blocks as they may be sent (stage 1, block by block), with a repair
