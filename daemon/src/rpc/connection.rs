@@ -93,10 +93,12 @@ impl Body for DeadlineBody {
 #[error("{0}")]
 pub(crate) struct ServiceError(String);
 
-/// Serves one connection until it closes or `stopped` resolves (then gracefully).
+/// Serves one connection until it closes or `stopped` resolves (then gracefully). A
+/// WebSocket upgrade is served by our own transport (`ws`), anything else by `svc`.
 pub(crate) async fn serve_connection<S>(
     io: Counted,
     svc: S,
+    ws: super::ws::Context,
     timeout: Duration,
     stopped: impl Future<Output = ()>,
 ) -> Result<(), hyper::Error>
@@ -112,12 +114,16 @@ where
 {
     let service = hyper::service::service_fn(move |req: hyper::Request<Incoming>| {
         let mut svc = svc.clone();
+        let upgrade = jsonrpsee::server::ws::is_upgrade_request(&req).then(|| ws.clone());
         let req = req.map(|inner| DeadlineBody {
             inner,
             deadline: Box::pin(tokio::time::sleep(timeout)),
             limit: timeout,
         });
         async move {
+            if let Some(ws) = upgrade {
+                return Ok(super::ws::accept(req, ws));
+            }
             let served = match std::future::poll_fn(|cx| svc.poll_ready(cx)).await {
                 Ok(()) => svc.call(req).await,
                 Err(e) => Err(e),

@@ -3,12 +3,15 @@
 
 mod attachments;
 mod connection;
+mod dispatch;
 mod hooks;
 mod limits;
 mod methods;
 mod server;
 mod subscription;
 mod transport;
+mod ws;
+mod ws_frame;
 
 #[cfg(test)]
 pub(crate) use methods::parse as parse_params;

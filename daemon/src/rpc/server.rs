@@ -12,7 +12,7 @@ use std::time::{Duration, Instant};
 
 use ctxd_protocol::{PEER_REFUSED, TOO_MANY_CONNECTIONS};
 use jsonrpsee::server::middleware::rpc::RpcServiceBuilder;
-use jsonrpsee::server::{BatchRequestConfig, PingConfig, Server, ServerConfig, stop_channel};
+use jsonrpsee::server::{BatchRequestConfig, Server, ServerConfig, stop_channel};
 use serde_json::json;
 use tokio::net::{UnixListener, UnixStream};
 use tokio::sync::Semaphore;
@@ -63,7 +63,7 @@ fn peer_allowed(stream: &UnixStream, own: u32) -> Result<(), String> {
     }
 }
 
-/// Serves JSON-RPC (HTTP POST and WebSocket) on `listener` until `shutdown` resolves or a
+/// Serves JSON-RPC (HTTP POST through jsonrpsee, WebSocket through `ws`) on `listener` until `shutdown` resolves or a
 /// client calls `daemon.shutdown`; then lets in-flight connections finish.
 pub async fn serve(
     listener: UnixListener,
@@ -83,13 +83,8 @@ pub async fn serve(
         // MAX_RPC_BATCH is enforced by `TransportRules` with our code: jsonrpsee's limit
         // answers -32010, our PROMPT_TOO_LONG.
         .set_batch_request_config(BatchRequestConfig::Unlimited)
-        .enable_ws_ping(
-            PingConfig::new()
-                .ping_interval(ping)
-                .inactive_limit(ping * 3)
-                .max_failures(1),
-        )
-        .max_subscriptions_per_connection(MAX_SUBSCRIPTIONS_PER_CONNECTION)
+        // WebSocket upgrades never reach jsonrpsee: `ws` serves them.
+        .http_only()
         .build();
     let svc_builder = Server::builder()
         .set_config(config)
@@ -98,6 +93,14 @@ pub async fn serve(
         .to_service_builder();
     let methods: jsonrpsee::Methods = module.into();
     let (stop_handle, server_handle) = stop_channel();
+    let ws = super::ws::Context {
+        methods: methods.clone(),
+        max_message: limits.max_request_bytes as usize,
+        max_response: MAX_RESPONSE_BYTES as usize,
+        max_subscriptions: MAX_SUBSCRIPTIONS_PER_CONNECTION,
+        ping_interval: ping,
+        stop: stop_handle.clone(),
+    };
     let slots = Arc::new(Semaphore::new(limits.max_connections));
     let refusing = Arc::new(Semaphore::new(MAX_REFUSING));
     let limit_log = LimitLog::default();
@@ -131,12 +134,13 @@ pub async fn serve(
                         .clone()
                         .build(methods.clone(), stop_handle.clone());
                     let stopped = stop_handle.clone().shutdown();
+                    let ws = ws.clone();
                     tokio::spawn(async move {
                         let io = Counted {
                             stream,
                             _slot: slot,
                         };
-                        if let Err(e) = serve_connection(io, svc, timeout, stopped).await {
+                        if let Err(e) = serve_connection(io, svc, ws, timeout, stopped).await {
                             tracing::debug!(error = %e, "connection ended with an error");
                         }
                     });
@@ -167,8 +171,8 @@ pub async fn serve(
             });
         }
     }
-    // Our own copy of the stop handle would keep `stopped()` pending forever.
-    drop(stop_handle);
+    // Our own copies of the stop handle would keep `stopped()` pending forever.
+    drop((stop_handle, ws));
     let _ = server_handle.stop();
     server_handle.stopped().await;
     Ok(())

@@ -1,0 +1,326 @@
+//! Black-box tests of the WebSocket transport, driven frame by frame as a client library
+//! would: a real `ctxd` on a temp socket, a plain Unix socket on this side.
+#![allow(clippy::unwrap_used, clippy::expect_used)] // a test panics on what it did not expect
+
+mod common;
+
+use std::io::{ErrorKind, Read, Write};
+use std::os::unix::net::UnixStream;
+use std::path::Path;
+use std::time::Duration;
+
+use common::Daemon;
+use serde_json::{Value, json};
+
+const TEXT: u8 = 0x1;
+const CONTINUATION: u8 = 0x0;
+const CLOSE: u8 = 0x8;
+const PING: u8 = 0x9;
+const PONG: u8 = 0xA;
+const MASK: [u8; 4] = [0x5a, 0x17, 0xc3, 0x2e];
+
+/// A WebSocket client on a blocking socket, as small as the protocol allows.
+struct Ws(UnixStream);
+
+impl Ws {
+    fn connect(socket: &Path) -> Ws {
+        Ws::connect_sending(socket, &[])
+    }
+
+    /// Connects, writing `early` in the same write as the upgrade request.
+    fn connect_sending(socket: &Path, early: &[u8]) -> Ws {
+        let mut s = UnixStream::connect(socket).unwrap();
+        s.set_read_timeout(Some(Duration::from_secs(20))).unwrap();
+        let mut upgrade =
+            b"GET / HTTP/1.1\r\nHost: localhost\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n\
+              Sec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\nSec-WebSocket-Version: 13\r\n\r\n"
+                .to_vec();
+        upgrade.extend_from_slice(early);
+        s.write_all(&upgrade).unwrap();
+        let mut head = Vec::new();
+        let mut byte = [0u8; 1];
+        while !head.ends_with(b"\r\n\r\n") {
+            s.read_exact(&mut byte).unwrap();
+            head.push(byte[0]);
+        }
+        let head = String::from_utf8(head).unwrap();
+        assert!(head.starts_with("HTTP/1.1 101"), "{head}");
+        // RFC 6455 §1.3's own key and answer.
+        assert!(
+            head.to_ascii_lowercase()
+                .contains("sec-websocket-accept: s3pplmbitxaq9kygzzhzrbk+xoo="),
+            "{head}"
+        );
+        Ws(s)
+    }
+
+    fn frame(fin: bool, opcode: u8, payload: &[u8]) -> Vec<u8> {
+        let mut out = vec![u8::from(fin) << 7 | opcode];
+        match payload.len() {
+            n @ 0..=125 => out.push(0x80 | u8::try_from(n).unwrap()),
+            n @ 126..=0xFFFF => {
+                out.push(0x80 | 126);
+                out.extend_from_slice(&u16::try_from(n).unwrap().to_be_bytes());
+            }
+            n => {
+                out.push(0x80 | 127);
+                out.extend_from_slice(&(n as u64).to_be_bytes());
+            }
+        }
+        out.extend_from_slice(&MASK);
+        out.extend(payload.iter().enumerate().map(|(i, b)| b ^ MASK[i % 4]));
+        out
+    }
+
+    fn send(&mut self, opcode: u8, payload: &[u8]) {
+        self.0.write_all(&Ws::frame(true, opcode, payload)).unwrap();
+    }
+
+    fn text(&mut self, v: &Value) {
+        self.send(TEXT, v.to_string().as_bytes());
+    }
+
+    /// The next frame from the server: opcode and payload. `None` once the socket ends.
+    fn read_frame(&mut self) -> Option<(u8, Vec<u8>)> {
+        let mut head = [0u8; 2];
+        match self.0.read_exact(&mut head) {
+            Ok(()) => {}
+            Err(e) if e.kind() == ErrorKind::UnexpectedEof => return None,
+            Err(e) => panic!("reading a frame: {e}"),
+        }
+        assert_eq!(head[0] & 0xF0, 0x80, "final, no reserved bits");
+        assert_eq!(head[1] & 0x80, 0, "server frames are not masked");
+        let len = match head[1] {
+            126 => {
+                let mut b = [0u8; 2];
+                self.0.read_exact(&mut b).unwrap();
+                u16::from_be_bytes(b) as usize
+            }
+            127 => {
+                let mut b = [0u8; 8];
+                self.0.read_exact(&mut b).unwrap();
+                usize::try_from(u64::from_be_bytes(b)).unwrap()
+            }
+            n => n as usize,
+        };
+        let mut body = vec![0u8; len];
+        self.0.read_exact(&mut body).unwrap();
+        Some((head[0] & 0x0F, body))
+    }
+
+    /// The next JSON-RPC message, answering the server's pings on the way.
+    fn answer(&mut self) -> Value {
+        loop {
+            match self.read_frame() {
+                Some((TEXT, body)) => return serde_json::from_slice(&body).unwrap(),
+                Some((PING, body)) => self.send(PONG, &body),
+                other => panic!("expected a text frame, got {other:?}"),
+            }
+        }
+    }
+
+    fn call(&mut self, v: &Value) -> Value {
+        self.text(v);
+        self.answer()
+    }
+}
+
+/// What a body gets over a plain HTTP POST.
+fn over_http(d: &Daemon, body: &str) -> Value {
+    let (_, text) = d.raw_http(body);
+    serde_json::from_str(&text).unwrap_or_else(|e| panic!("{e}: {text}"))
+}
+
+/// A call gets the same answer over a WebSocket as over HTTP: errors of every kind,
+/// batches, the batch bound, methods that wait on the store.
+#[test]
+fn websocket_answers_are_those_of_http() {
+    let d = Daemon::start();
+    let mut ws = Ws::connect(&d.socket);
+    let too_many: Vec<Value> = (0..1001)
+        .map(|i| json!({"jsonrpc": "2.0", "id": i, "method": "daemon.ping"}))
+        .collect();
+    let bodies = [
+        r#"{"jsonrpc":"2.0","id":1,"method":"daemon.ping"}"#.to_string(),
+        r#"{"jsonrpc":"2.0","id":"a","method":"daemon.ping","params":{"x":1}}"#.to_string(),
+        r#"{"jsonrpc":"2.0","id":1,"method":"daemon.ping""#.to_string(),
+        r#"{"jsonrpc":"2.0","id":2,"method":5}"#.to_string(),
+        r#"{"jsonrpc":"2.0","id":3,"method":"nope.nothing"}"#.to_string(),
+        r#"  [{"jsonrpc":"2.0","id":4,"method":"daemon.ping"},{"jsonrpc":"2.0","id":5,"method":"nope"},7]"#.to_string(),
+        "[]".to_string(),
+        "17".to_string(),
+        r#"{"jsonrpc":"2.0","id":6,"method":"session.get","params":{"session_id":"missing"}}"#
+            .to_string(),
+        r#"{"jsonrpc":"2.0","id":7,"method":"session.list","params":{}}"#.to_string(),
+        serde_json::to_string(&too_many).unwrap(),
+    ];
+    for body in &bodies {
+        ws.send(TEXT, body.as_bytes());
+        let got = ws.answer();
+        assert_eq!(got, over_http(&d, body), "{body}");
+    }
+    // A notification is not answered: the next answer is the call's after it.
+    ws.text(&json!({"jsonrpc": "2.0", "method": "daemon.ping"}));
+    assert_eq!(
+        ws.call(&json!({"jsonrpc": "2.0", "id": 9, "method": "daemon.ping"}))["id"],
+        9
+    );
+}
+
+/// Calls written back to back, some answered at once and some after the store, are all
+/// answered, each once.
+#[test]
+fn pipelined_calls_are_each_answered_once() {
+    let d = Daemon::start();
+    let mut ws = Ws::connect(&d.socket);
+    let mut burst = Vec::new();
+    for i in 0..60 {
+        let call = if i % 3 == 0 {
+            json!({"jsonrpc": "2.0", "id": i, "method": "session.create", "params": {"cwd": "/tmp", "no_git": true}})
+        } else {
+            json!({"jsonrpc": "2.0", "id": i, "method": "daemon.ping"})
+        };
+        burst.extend(Ws::frame(true, TEXT, call.to_string().as_bytes()));
+    }
+    ws.0.write_all(&burst).unwrap();
+    let mut ids: Vec<i64> = (0..60)
+        .map(|_| ws.answer()["id"].as_i64().unwrap())
+        .collect();
+    ids.sort_unstable();
+    assert_eq!(ids, (0..60).collect::<Vec<_>>());
+    assert_eq!(
+        d.call("session.list", json!({}))["sessions"]
+            .as_array()
+            .unwrap()
+            .len(),
+        20
+    );
+}
+
+/// A message in fragments, with the client's ping between them: the ping is answered
+/// with its payload, the message as a whole.
+#[test]
+fn fragments_join_and_a_clients_ping_is_answered() {
+    let d = Daemon::start();
+    let mut ws = Ws::connect(&d.socket);
+    let call = br#"{"jsonrpc":"2.0","id":11,"method":"daemon.ping"}"#;
+    let mut bytes = Ws::frame(false, TEXT, &call[..10]);
+    bytes.extend(Ws::frame(true, PING, b"are you there"));
+    bytes.extend(Ws::frame(false, CONTINUATION, &call[10..30]));
+    bytes.extend(Ws::frame(true, CONTINUATION, &call[30..]));
+    ws.0.write_all(&bytes).unwrap();
+    assert_eq!(ws.read_frame(), Some((PONG, b"are you there".to_vec())));
+    let answer = ws.answer();
+    assert_eq!(answer["id"], 11);
+    assert_eq!(answer["result"]["pong"], true);
+}
+
+/// A call written right behind the upgrade request, before its answer came, is answered.
+#[test]
+fn a_call_sent_with_the_upgrade_request_is_answered() {
+    let d = Daemon::start();
+    let call = br#"{"jsonrpc":"2.0","id":12,"method":"daemon.ping"}"#;
+    let mut ws = Ws::connect_sending(&d.socket, &Ws::frame(true, TEXT, call));
+    assert_eq!(ws.answer()["id"], 12);
+}
+
+/// A message over `max_request_bytes` is refused with REQUEST_TOO_BIG, and the
+/// connection goes on.
+#[test]
+fn a_message_over_the_bound_is_refused_and_the_connection_goes_on() {
+    let d = Daemon::start_with(&["--max-request-bytes", "4096"]);
+    let mut ws = Ws::connect(&d.socket);
+    let big = json!({"jsonrpc": "2.0", "id": 1, "method": "daemon.ping", "params": {"pad": "x".repeat(5000)}});
+    let answer = ws.call(&big);
+    assert_eq!(
+        answer["error"]["code"],
+        ctxd_protocol::REQUEST_TOO_BIG,
+        "{answer}"
+    );
+    assert_eq!(answer["id"], Value::Null);
+    let fits = json!({"jsonrpc": "2.0", "id": 2, "method": "daemon.ping"});
+    assert_eq!(ws.call(&fits)["result"]["pong"], true);
+}
+
+/// A frame the protocol forbids (a client frame without a mask) closes the connection
+/// with status 1002, and the daemon serves on.
+#[test]
+fn a_protocol_error_closes_with_1002() {
+    let d = Daemon::start();
+    let mut ws = Ws::connect(&d.socket);
+    ws.0.write_all(&[0x81, 0x02, b'{', b'}']).unwrap();
+    assert_eq!(
+        ws.read_frame(),
+        Some((CLOSE, 1002u16.to_be_bytes().to_vec()))
+    );
+    assert_eq!(ws.read_frame(), None);
+    assert_eq!(d.call("daemon.ping", json!({}))["pong"], true);
+}
+
+/// The client's close frame is answered with the same code, then the socket ends.
+#[test]
+fn a_clients_close_is_answered() {
+    let d = Daemon::start();
+    let mut ws = Ws::connect(&d.socket);
+    ws.send(CLOSE, &1000u16.to_be_bytes());
+    assert_eq!(
+        ws.read_frame(),
+        Some((CLOSE, 1000u16.to_be_bytes().to_vec()))
+    );
+    assert_eq!(ws.read_frame(), None);
+}
+
+/// A client that answers the daemon's pings stays; one that does not is closed after
+/// three intervals without a word.
+#[test]
+fn a_silent_client_is_closed_and_an_answering_one_stays() {
+    let d = Daemon::start_with(&["--ws-ping-interval-ms", "100"]);
+    let mut answering = Ws::connect(&d.socket);
+    let silent_since = std::time::Instant::now();
+    let mut silent = Ws::connect(&d.socket);
+    // Five pings answered span five intervals, more than the three a silent one gets.
+    for _ in 0..5 {
+        match answering.read_frame() {
+            Some((PING, body)) => answering.send(PONG, &body),
+            other => panic!("expected a ping, got {other:?}"),
+        }
+    }
+    let ping = json!({"jsonrpc": "2.0", "id": 1, "method": "daemon.ping"});
+    assert_eq!(answering.call(&ping)["result"]["pong"], true);
+    let mut pings = 0;
+    let close = loop {
+        match silent.read_frame() {
+            Some((PING, _)) => pings += 1,
+            Some((CLOSE, body)) => break body,
+            other => panic!("expected a ping or a close, got {other:?}"),
+        }
+    };
+    assert_eq!(close, 1001u16.to_be_bytes().to_vec());
+    // Pinged at one and two intervals, closed at the third.
+    assert!(pings >= 2, "closed after {pings} pings");
+    assert!(silent_since.elapsed() >= Duration::from_millis(300));
+    assert_eq!(silent.read_frame(), None);
+}
+
+/// `daemon.shutdown` closes open WebSocket connections with 1001 ("going away") and the
+/// daemon exits.
+#[test]
+fn shutdown_closes_websocket_connections() {
+    let mut d = Daemon::start();
+    let mut ws = Ws::connect(&d.socket);
+    let mut other = Ws::connect(&d.socket);
+    let answer = ws.call(&json!({"jsonrpc": "2.0", "id": 1, "method": "daemon.shutdown"}));
+    assert_eq!(answer["result"]["stopping"], true);
+    for conn in [&mut ws, &mut other] {
+        let close = loop {
+            match conn.read_frame() {
+                Some((CLOSE, body)) => break body,
+                Some((PING, _)) => {}
+                other => panic!("expected a close, got {other:?}"),
+            }
+        };
+        assert_eq!(close, 1001u16.to_be_bytes().to_vec());
+        assert_eq!(conn.read_frame(), None);
+    }
+    assert!(d.terminate().success());
+}
