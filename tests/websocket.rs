@@ -197,6 +197,53 @@ fn pipelined_calls_are_each_answered_once() {
     );
 }
 
+/// A call that waits (here on a hook, which waits on a FIFO until the test writes to it)
+/// does not hold up the calls behind it on the same connection.
+#[test]
+fn a_waiting_call_does_not_hold_up_the_next_one() {
+    let d = Daemon::start();
+    let project = d.dir.path().join("proj");
+    std::fs::create_dir_all(project.join(".claude")).unwrap();
+    let gate = d.dir.path().join("gate");
+    assert!(
+        std::process::Command::new("mkfifo")
+            .arg(&gate)
+            .status()
+            .unwrap()
+            .success()
+    );
+    let hook = format!("cat '{}' > /dev/null", gate.display());
+    std::fs::write(
+        project.join(".claude").join("settings.json"),
+        json!({"hooks": {"Stop": [{"hooks": [{"type": "command", "command": hook, "timeout": 60}]}]}})
+            .to_string(),
+    )
+    .unwrap();
+    let sid =
+        d.call("session.create", json!({"cwd": project, "no_git": true}))["session"]["session_id"]
+            .clone();
+    let mut ws = Ws::connect(&d.socket);
+    let mut both = Ws::frame(
+        true,
+        TEXT,
+        json!({"jsonrpc": "2.0", "id": 1, "method": "hooks.stop", "params": {"session_id": sid}})
+            .to_string()
+            .as_bytes(),
+    );
+    both.extend(Ws::frame(
+        true,
+        TEXT,
+        br#"{"jsonrpc":"2.0","id":2,"method":"daemon.ping"}"#,
+    ));
+    ws.0.write_all(&both).unwrap();
+    assert_eq!(ws.answer()["id"], 2, "the ping waited for the hook");
+    // Opening the FIFO for writing waits for the hook to open it for reading.
+    std::fs::write(&gate, b"go").unwrap();
+    let stop = ws.answer();
+    assert_eq!(stop["id"], 1);
+    assert_eq!(stop["result"]["results"][0]["exit_code"], 0, "{stop}");
+}
+
 /// A message in fragments, with the client's ping between them: the ping is answered
 /// with its payload, the message as a whole.
 #[test]
