@@ -121,6 +121,26 @@ impl RpcServiceT for Dispatch {
     }
 }
 
+/// A service that answers calls, notifications and batches alike with a
+/// `MethodResponse`: `Dispatch`, and the middleware in front of it.
+pub(crate) trait Answers:
+    RpcServiceT<
+        MethodResponse = MethodResponse,
+        BatchResponse = MethodResponse,
+        NotificationResponse = MethodResponse,
+    > + Send
+{
+}
+
+impl<S> Answers for S where
+    S: RpcServiceT<
+            MethodResponse = MethodResponse,
+            BatchResponse = MethodResponse,
+            NotificationResponse = MethodResponse,
+        > + Send
+{
+}
+
 /// Answers one WebSocket message: a call, a notification, or a batch of them. A message
 /// that is neither an object nor an array is a parse error.
 pub(crate) async fn handle_message<S>(
@@ -129,11 +149,7 @@ pub(crate) async fn handle_message<S>(
     extensions: &Extensions,
 ) -> MethodResponse
 where
-    S: RpcServiceT<
-            MethodResponse = MethodResponse,
-            BatchResponse = MethodResponse,
-            NotificationResponse = MethodResponse,
-        > + Send,
+    S: Answers,
 {
     let first = data.iter().take(128).position(|b| !b.is_ascii_whitespace());
     let body = match first {
@@ -149,11 +165,7 @@ where
 
 async fn single<S>(body: &[u8], service: &S, extensions: &Extensions) -> MethodResponse
 where
-    S: RpcServiceT<
-            MethodResponse = MethodResponse,
-            BatchResponse = MethodResponse,
-            NotificationResponse = MethodResponse,
-        > + Send,
+    S: Answers,
 {
     if let Ok(mut req) = serde_json::from_slice::<Request>(body) {
         *req.extensions_mut() = extensions.clone();
@@ -169,11 +181,7 @@ where
 
 async fn batch<S>(body: &[u8], service: &S, extensions: &Extensions) -> MethodResponse
 where
-    S: RpcServiceT<
-            MethodResponse = MethodResponse,
-            BatchResponse = MethodResponse,
-            NotificationResponse = MethodResponse,
-        > + Send,
+    S: Answers,
 {
     let Ok(calls) = serde_json::from_slice::<Vec<&RawValue>>(body) else {
         return MethodResponse::error(Id::Null, ErrorObject::from(ErrorCode::ParseError));
