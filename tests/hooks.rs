@@ -329,7 +329,7 @@ fn session_start_runs_again_after_compaction_with_source_compact() {
 }
 
 async fn wait_for<F: Fn(&SessionEvent) -> bool>(
-    sub: &mut jsonrpsee::core::client::Subscription<SessionEvent>,
+    sub: &mut ctx_client::Subscription<SessionEvent>,
     what: &str,
     want: F,
 ) -> SessionEvent {

@@ -98,9 +98,7 @@ fn subscribing_over_http_says_a_websocket_is_needed() {
     assert_eq!(by_id(2)["error"]["code"], ctxd_protocol::WEBSOCKET_REQUIRED);
 }
 
-async fn next(
-    sub: &mut jsonrpsee::core::client::Subscription<SessionNotification>,
-) -> SessionNotification {
+async fn next(sub: &mut ctx_client::Subscription<SessionNotification>) -> SessionNotification {
     tokio::time::timeout(Duration::from_secs(20), sub.next())
         .await
         .expect("an event in time")

@@ -1,24 +1,22 @@
-//! A small client for ctxd: typed calls over a WebSocket on the daemon's Unix socket,
-//! subscriptions to session events, and starting a daemon on demand.
+//! A small client for ctxd: typed calls over a WebSocket on the daemon's Unix socket
+//! (`transport`), subscriptions to session events (`Subscription`), and starting a
+//! daemon on demand.
 
 mod spawn;
+mod subscription;
 pub mod text;
+mod transport;
 
 use std::path::{Path, PathBuf};
-use std::time::Duration;
 
 use ctxd_protocol::*;
-use jsonrpsee::core::ClientError as RpcClientError;
-use jsonrpsee::core::client::{ClientT, Subscription, SubscriptionClientT};
-use jsonrpsee::core::traits::ToRpcParams;
-use jsonrpsee::ws_client::{WsClient, WsClientBuilder};
 use serde::Serialize;
 use serde::de::DeserializeOwned;
-use serde_json::value::RawValue;
 use thiserror::Error;
 use tokio::net::UnixStream;
 
 pub use spawn::{ensure_daemon, find_ctxd_binary};
+pub use subscription::Subscription;
 
 #[derive(Debug, Error)]
 pub enum ClientError {
@@ -40,28 +38,6 @@ pub enum ClientError {
     Spawn(String),
 }
 
-impl From<RpcClientError> for ClientError {
-    fn from(e: RpcClientError) -> Self {
-        match e {
-            RpcClientError::Call(obj) => ClientError::Rpc {
-                code: obj.code(),
-                message: obj.message().to_string(),
-                data: obj.data().and_then(|d| serde_json::from_str(d.get()).ok()),
-            },
-            other => ClientError::Transport(other.to_string()),
-        }
-    }
-}
-
-/// Params passed by name, as ctxd expects.
-struct Named<T>(T);
-
-impl<T: Serialize> ToRpcParams for Named<T> {
-    fn to_rpc_params(self) -> Result<Option<Box<RawValue>>, serde_json::Error> {
-        serde_json::value::to_raw_value(&self.0).map(Some)
-    }
-}
-
 /// Where clients look for the daemon when no socket is given: the same rules as `ctxd`.
 pub fn resolve_socket(socket: Option<PathBuf>, home: Option<&Path>) -> PathBuf {
     if let Some(s) = socket {
@@ -75,11 +51,9 @@ pub fn resolve_socket(socket: Option<PathBuf>, home: Option<&Path>) -> PathBuf {
 }
 
 pub struct Client {
-    ws: WsClient,
+    connection: transport::Connection,
     socket: PathBuf,
 }
-
-const MAX_MESSAGE: u32 = 256 * 1024 * 1024;
 
 impl Client {
     pub async fn connect(socket: &Path) -> Result<Client, ClientError> {
@@ -89,15 +63,8 @@ impl Client {
                 path: socket.to_path_buf(),
                 source,
             })?;
-        let ws = WsClientBuilder::default()
-            .max_request_size(MAX_MESSAGE)
-            .max_response_size(MAX_MESSAGE)
-            .request_timeout(Duration::from_secs(600))
-            .build_with_stream("ws://localhost", stream)
-            .await
-            .map_err(|e| ClientError::Transport(e.to_string()))?;
         Ok(Client {
-            ws,
+            connection: transport::Connection::open(stream).await?,
             socket: socket.to_path_buf(),
         })
     }
@@ -112,7 +79,9 @@ impl Client {
         method: &str,
         params: P,
     ) -> Result<R, ClientError> {
-        Ok(self.ws.request(method, Named(params)).await?)
+        let result = self.connection.call(method, &params).await?;
+        serde_json::from_str(result.get())
+            .map_err(|e| ClientError::Transport(format!("decoding {method}'s result: {e}")))
     }
 
     pub async fn status(&self) -> Result<DaemonStatus, ClientError> {
@@ -267,19 +236,27 @@ impl Client {
         params: serde_json::Value,
         unsubscribe: &str,
     ) -> Result<Subscription<serde_json::Value>, ClientError> {
-        Ok(self
-            .ws
-            .subscribe(method, Named(params), unsubscribe)
-            .await?)
+        self.subscribe_to(method, &params, unsubscribe).await
     }
 
     async fn subscribe_with<T: DeserializeOwned>(
         &self,
         p: SubscribeParams,
     ) -> Result<Subscription<T>, ClientError> {
-        Ok(self
-            .ws
-            .subscribe(SESSION_SUBSCRIBE, Named(p), SESSION_UNSUBSCRIBE)
-            .await?)
+        self.subscribe_to(SESSION_SUBSCRIBE, &p, SESSION_UNSUBSCRIBE)
+            .await
+    }
+
+    async fn subscribe_to<T, P: Serialize>(
+        &self,
+        method: &str,
+        params: &P,
+        unsubscribe: &str,
+    ) -> Result<Subscription<T>, ClientError> {
+        let (id, items, connection) = self
+            .connection
+            .subscribe(method, params, unsubscribe)
+            .await?;
+        Ok(Subscription::new(id, items, connection))
     }
 }

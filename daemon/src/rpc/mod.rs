@@ -11,7 +11,7 @@ mod server;
 mod subscription;
 mod transport;
 mod ws;
-mod ws_frame;
+pub mod ws_frame;
 
 #[cfg(test)]
 pub(crate) use methods::parse as parse_params;

@@ -38,7 +38,7 @@ use super::connection::Counted;
 use super::dispatch::{Dispatch, handle_message};
 use super::transport::TransportRules;
 use super::ws_frame::{
-    CLOSE_GOING_AWAY, CLOSE_NORMAL, CLOSE_PROTOCOL_ERROR, Event, PING, PONG, Reader, TEXT,
+    CLOSE_GOING_AWAY, CLOSE_NORMAL, CLOSE_PROTOCOL_ERROR, Event, PING, PONG, Reader, Sender, TEXT,
     write_close, write_frame,
 };
 
@@ -204,7 +204,7 @@ async fn serve(io: Counted, early: &[u8], ctx: Context) {
     }));
     let mut wire = Wire {
         io,
-        reader: Reader::new(ctx.max_message),
+        reader: Reader::new(Sender::Client, ctx.max_message),
         out: Vec::new(),
         sent: 0,
     };

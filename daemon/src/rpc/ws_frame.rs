@@ -1,30 +1,32 @@
-//! The WebSocket wire format (RFC 6455 §5) as the server side reads and writes it: no
-//! I/O, so the connection loop stays a loop and this part is tested alone.
+//! The WebSocket wire format (RFC 6455 §5), for both ends: the daemon's connections
+//! (`rpc::ws`) and `ctx-client`. No I/O, so a connection loop stays a loop and this part
+//! is tested alone.
 //!
-//! The reader takes bytes in whatever pieces the socket gives them and hands out whole
+//! A client masks its frames and a server does not; each end's reader refuses the
+//! frames only the other end may send. The reader takes bytes in whatever pieces the socket gives them and hands out whole
 //! events: a data message (its fragments joined, unmasked), a ping, a pong, a close.
 //! A message over the size bound is skipped as it streams in, never buffered, and
 //! reported once as `TooBig`.
 
 /// Opcodes (RFC 6455 §5.2).
-pub(crate) const CONTINUATION: u8 = 0x0;
-pub(crate) const TEXT: u8 = 0x1;
-pub(crate) const BINARY: u8 = 0x2;
-pub(crate) const CLOSE: u8 = 0x8;
-pub(crate) const PING: u8 = 0x9;
-pub(crate) const PONG: u8 = 0xA;
+pub const CONTINUATION: u8 = 0x0;
+pub const TEXT: u8 = 0x1;
+pub const BINARY: u8 = 0x2;
+pub const CLOSE: u8 = 0x8;
+pub const PING: u8 = 0x9;
+pub const PONG: u8 = 0xA;
 
 /// Close status codes (RFC 6455 §7.4.1).
-pub(crate) const CLOSE_NORMAL: u16 = 1000;
-pub(crate) const CLOSE_GOING_AWAY: u16 = 1001;
-pub(crate) const CLOSE_PROTOCOL_ERROR: u16 = 1002;
+pub const CLOSE_NORMAL: u16 = 1000;
+pub const CLOSE_GOING_AWAY: u16 = 1001;
+pub const CLOSE_PROTOCOL_ERROR: u16 = 1002;
 
 /// A control frame's payload is at most this long (RFC 6455 §5.5).
 const MAX_CONTROL_PAYLOAD: u64 = 125;
 
 /// What the peer sent, one whole event at a time.
 #[derive(Debug, PartialEq, Eq)]
-pub(crate) enum Event {
+pub enum Event {
     /// A text or binary message, its fragments joined.
     Message(Vec<u8>),
     Ping(Vec<u8>),
@@ -35,11 +37,13 @@ pub(crate) enum Event {
     TooBig,
 }
 
-/// A frame the server cannot go on from: the connection is closed with status 1002.
+/// A frame the reader cannot go on from: the connection is closed with status 1002.
 #[derive(Debug, PartialEq, Eq, thiserror::Error)]
-pub(crate) enum ProtocolError {
+pub enum ProtocolError {
     #[error("a client frame must be masked")]
     Unmasked,
+    #[error("a server frame must not be masked")]
+    Masked,
     #[error("reserved bits set without an extension that defines them")]
     ReservedBits,
     #[error("unknown opcode {0:#x}")]
@@ -63,17 +67,30 @@ struct Header {
     len: u64,
 }
 
+/// Which end wrote the frames a reader reads.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Sender {
+    /// A client's frames, masked: what the daemon reads.
+    Client,
+    /// A server's frames, unmasked: what a client reads.
+    Server,
+}
+
 /// Reads a header from the front of `buf`: `None` until all of it has arrived, else the
-/// header and its length in bytes.
-fn parse_header(buf: &[u8]) -> Result<Option<(Header, usize)>, ProtocolError> {
+/// header and its length in bytes. An unmasked frame gets the zero mask, which changes
+/// nothing.
+fn parse_header(buf: &[u8], from: Sender) -> Result<Option<(Header, usize)>, ProtocolError> {
     let [b0, b1, ..] = *buf else {
         return Ok(None);
     };
     if b0 & 0x70 != 0 {
         return Err(ProtocolError::ReservedBits);
     }
-    if b1 & 0x80 == 0 {
-        return Err(ProtocolError::Unmasked);
+    let masked = b1 & 0x80 != 0;
+    match (from, masked) {
+        (Sender::Client, false) => return Err(ProtocolError::Unmasked),
+        (Sender::Server, true) => return Err(ProtocolError::Masked),
+        _ => {}
     }
     let (fin, opcode) = (b0 & 0x80 != 0, b0 & 0x0F);
     let (len, at) = match b1 & 0x7F {
@@ -90,11 +107,16 @@ fn parse_header(buf: &[u8]) -> Result<Option<(Header, usize)>, ProtocolError> {
     if len >> 63 != 0 {
         return Err(ProtocolError::BadLength);
     }
-    let Some(mask) = buf
-        .get(at..at + 4)
-        .and_then(|m| <[u8; 4]>::try_from(m).ok())
-    else {
-        return Ok(None);
+    let (mask, header_len) = if masked {
+        match buf
+            .get(at..at + 4)
+            .and_then(|m| <[u8; 4]>::try_from(m).ok())
+        {
+            Some(mask) => (mask, at + 4),
+            None => return Ok(None),
+        }
+    } else {
+        ([0; 4], at)
     };
     match opcode {
         CONTINUATION | TEXT | BINARY => {}
@@ -109,13 +131,17 @@ fn parse_header(buf: &[u8]) -> Result<Option<(Header, usize)>, ProtocolError> {
             mask,
             len,
         },
-        at + 4,
+        header_len,
     )))
 }
 
 /// Appends `payload` to `out`, unmasked; `offset` is where `payload` starts within its
 /// frame's payload (the mask cycles over the whole frame).
 fn unmask_into(payload: &[u8], mask: [u8; 4], offset: u64, out: &mut Vec<u8>) {
+    if mask == [0; 4] {
+        out.extend_from_slice(payload);
+        return;
+    }
     // `offset % 4` is below 4, so the cast loses nothing.
     let shift = (offset % 4) as usize;
     let key: [u8; 4] = std::array::from_fn(|i| mask[(shift + i) % 4]);
@@ -154,9 +180,10 @@ const READ_CHUNK: usize = 16 * 1024;
 /// pieces, and the buffer grows with what really came.
 const MAX_READ_AHEAD: usize = 4 * 1024 * 1024;
 
-/// Turns the bytes a client sends into events.
+/// Turns the bytes the peer sends into events.
 #[derive(Debug)]
-pub(crate) struct Reader {
+pub struct Reader {
+    from: Sender,
     max_message: usize,
     /// Received and not yet taken: `buf[start..end]`. Past `end`, room for the next read.
     buf: Vec<u8>,
@@ -173,8 +200,10 @@ pub(crate) struct Reader {
 }
 
 impl Reader {
-    pub(crate) fn new(max_message: usize) -> Reader {
+    /// A reader of `from`'s frames, refusing messages over `max_message` bytes.
+    pub fn new(from: Sender, max_message: usize) -> Reader {
         Reader {
+            from,
             max_message,
             buf: Vec::new(),
             start: 0,
@@ -187,13 +216,13 @@ impl Reader {
     }
 
     /// The bound on a message's size.
-    pub(crate) fn max_message(&self) -> usize {
+    pub fn max_message(&self) -> usize {
         self.max_message
     }
 
     /// Room for the next read: at least a chunk, more while a frame says more is coming.
     /// Write into it, then say how much with `filled`.
-    pub(crate) fn spare(&mut self) -> &mut [u8] {
+    pub fn spare(&mut self) -> &mut [u8] {
         if self.start == self.end {
             (self.start, self.end) = (0, 0);
             // Between messages, a buffer grown for a large one goes back to a read's size.
@@ -216,12 +245,12 @@ impl Reader {
     }
 
     /// `n` bytes were written at the front of the last `spare`.
-    pub(crate) fn filled(&mut self, n: usize) {
+    pub fn filled(&mut self, n: usize) {
         self.end = (self.end + n).min(self.buf.len());
     }
 
     /// Takes bytes received some other way (what came in behind the upgrade request).
-    pub(crate) fn push(&mut self, mut bytes: &[u8]) {
+    pub fn push(&mut self, mut bytes: &[u8]) {
         while !bytes.is_empty() {
             let room = self.spare();
             let n = room.len().min(bytes.len());
@@ -232,12 +261,14 @@ impl Reader {
     }
 
     /// The next whole event; `None` until more bytes arrive.
-    pub(crate) fn next_event(&mut self) -> Result<Option<Event>, ProtocolError> {
+    pub fn next_event(&mut self) -> Result<Option<Event>, ProtocolError> {
         loop {
             let open = match self.open {
                 Some(open) => open,
                 None => {
-                    let Some((header, at)) = parse_header(&self.buf[self.start..self.end])? else {
+                    let Some((header, at)) =
+                        parse_header(&self.buf[self.start..self.end], self.from)?
+                    else {
                         return Ok(None);
                     };
                     self.start += at;
@@ -333,25 +364,37 @@ fn is_control(opcode: u8) -> bool {
 }
 
 /// Appends a server frame (final, unmasked) carrying `payload`.
-pub(crate) fn write_frame(opcode: u8, payload: &[u8], out: &mut Vec<u8>) {
+pub fn write_frame(opcode: u8, payload: &[u8], out: &mut Vec<u8>) {
     out.reserve(payload.len() + 10);
     out.push(0x80 | opcode);
-    match payload.len() {
-        n @ 0..=125 => out.push(u8::try_from(n).unwrap_or(125)),
-        n @ 126..=0xFFFF => {
-            out.push(126);
-            out.extend_from_slice(&u16::try_from(n).unwrap_or(u16::MAX).to_be_bytes());
-        }
-        n => {
-            out.push(127);
-            out.extend_from_slice(&(n as u64).to_be_bytes());
-        }
-    }
+    push_length(payload.len(), 0, out);
     out.extend_from_slice(payload);
 }
 
+/// Appends a client frame (final, masked with `mask`) carrying `payload`.
+pub fn write_masked_frame(opcode: u8, payload: &[u8], mask: [u8; 4], out: &mut Vec<u8>) {
+    out.reserve(payload.len() + 14);
+    out.push(0x80 | opcode);
+    push_length(payload.len(), 0x80, out);
+    out.extend_from_slice(&mask);
+    unmask_into(payload, mask, 0, out);
+}
+
+/// A frame's length in its shortest form, with `mask_bit` in the first byte.
+fn push_length(len: usize, mask_bit: u8, out: &mut Vec<u8>) {
+    if let Ok(short @ 0..=125) = u8::try_from(len) {
+        out.push(mask_bit | short);
+    } else if let Ok(medium) = u16::try_from(len) {
+        out.push(mask_bit | 126);
+        out.extend_from_slice(&medium.to_be_bytes());
+    } else {
+        out.push(mask_bit | 127);
+        out.extend_from_slice(&(len as u64).to_be_bytes());
+    }
+}
+
 /// Appends a close frame with `code`.
-pub(crate) fn write_close(code: u16, out: &mut Vec<u8>) {
+pub fn write_close(code: u16, out: &mut Vec<u8>) {
     write_frame(CLOSE, &code.to_be_bytes(), out);
 }
 
@@ -360,22 +403,13 @@ mod tests {
     use super::*;
     use proptest::prelude::*;
 
-    /// A client frame, masked as a client must.
+    /// A client frame, masked as a client must; final or not.
     fn client_frame(fin: bool, opcode: u8, mask: [u8; 4], payload: &[u8]) -> Vec<u8> {
-        let mut out = vec![u8::from(fin) << 7 | opcode];
-        match payload.len() {
-            n @ 0..=125 => out.push(0x80 | u8::try_from(n).unwrap()),
-            n @ 126..=0xFFFF => {
-                out.push(0x80 | 126);
-                out.extend_from_slice(&u16::try_from(n).unwrap().to_be_bytes());
-            }
-            n => {
-                out.push(0x80 | 127);
-                out.extend_from_slice(&(n as u64).to_be_bytes());
-            }
+        let mut out = Vec::new();
+        write_masked_frame(opcode, payload, mask, &mut out);
+        if !fin {
+            out[0] &= 0x7F;
         }
-        out.extend_from_slice(&mask);
-        out.extend(payload.iter().enumerate().map(|(i, b)| b ^ mask[i % 4]));
         out
     }
 
@@ -413,7 +447,7 @@ mod tests {
 
     #[test]
     fn a_masked_text_frame_is_one_message() {
-        let mut r = Reader::new(1024);
+        let mut r = Reader::new(Sender::Client, 1024);
         r.push(&client_frame(true, TEXT, MASK, b"Hello"));
         assert_eq!(events(&mut r), Ok(vec![Event::Message(b"Hello".to_vec())]));
         // RFC 6455 §5.7's own example of a masked "Hello".
@@ -455,15 +489,15 @@ mod tests {
             ),
         ];
         for (bytes, want) in cases {
-            let mut r = Reader::new(1024);
+            let mut r = Reader::new(Sender::Client, 1024);
             r.push(&bytes);
             assert_eq!(events(&mut r), Err(want), "{bytes:x?}");
         }
-        let mut r = Reader::new(1024);
+        let mut r = Reader::new(Sender::Client, 1024);
         r.push(&client_frame(false, TEXT, MASK, b"a"));
         r.push(&client_frame(true, TEXT, MASK, b"b"));
         assert_eq!(events(&mut r), Err(ProtocolError::ExpectedContinuation));
-        let mut r = Reader::new(1024);
+        let mut r = Reader::new(Sender::Client, 1024);
         r.push(&[0x82, 0xFF, 0x80, 0, 0, 0, 0, 0, 0, 0, 1, 2, 3, 4]);
         assert_eq!(events(&mut r), Err(ProtocolError::BadLength));
     }
@@ -472,7 +506,7 @@ mod tests {
     /// reader's buffer stays a read's size while its bytes stream past.
     #[test]
     fn a_message_over_the_bound_is_skipped_not_kept() {
-        let mut r = Reader::new(1000);
+        let mut r = Reader::new(Sender::Client, 1000);
         let big = client_frame(true, BINARY, MASK, &vec![7u8; 3 * MAX_READ_AHEAD]);
         let mut got = read_in_pieces(&mut r, &big, READ_CHUNK).unwrap();
         assert!(r.buf.len() <= 2 * READ_CHUNK, "{}", r.buf.len());
@@ -480,7 +514,7 @@ mod tests {
         got.extend(events(&mut r).unwrap());
         assert_eq!(got, vec![Event::TooBig, Event::Message(b"next".to_vec())]);
         // Fragments: the bound is on the message, not the frame.
-        let mut r = Reader::new(10);
+        let mut r = Reader::new(Sender::Client, 10);
         let mut bytes = client_frame(false, TEXT, MASK, b"123456");
         bytes.extend(client_frame(true, PING, MASK, b"p"));
         bytes.extend(client_frame(false, CONTINUATION, MASK, b"789012"));
@@ -496,9 +530,28 @@ mod tests {
         );
     }
 
+    /// A client reads the server's frames, unmasked, and refuses a masked one.
+    #[test]
+    fn a_clients_reader_takes_server_frames() {
+        let mut r = Reader::new(Sender::Server, 1024);
+        let mut bytes = Vec::new();
+        write_frame(TEXT, b"{}", &mut bytes);
+        write_frame(PING, b"", &mut bytes);
+        r.push(&bytes);
+        assert_eq!(
+            events(&mut r),
+            Ok(vec![
+                Event::Message(b"{}".to_vec()),
+                Event::Ping(Vec::new())
+            ])
+        );
+        r.push(&client_frame(true, TEXT, MASK, b"{}"));
+        assert_eq!(events(&mut r), Err(ProtocolError::Masked));
+    }
+
     #[test]
     fn a_close_frame_gives_its_code() {
-        let mut r = Reader::new(10);
+        let mut r = Reader::new(Sender::Client, 10);
         r.push(&client_frame(true, CLOSE, MASK, &1001u16.to_be_bytes()));
         r.push(&client_frame(true, CLOSE, MASK, b""));
         r.push(&client_frame(true, PONG, MASK, b"x"));
@@ -594,7 +647,7 @@ mod tests {
                     }
                 }
             }
-            let mut r = Reader::new(max);
+            let mut r = Reader::new(Sender::Client, max);
             prop_assert_eq!(read_in_pieces(&mut r, &bytes, piece).unwrap(), want);
         }
     }

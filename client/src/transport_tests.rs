@@ -1,0 +1,232 @@
+//! The client's transport against a scripted server on a temp socket: what a real daemon
+//! rarely does on cue (drop a connection mid-call, flood a subscription, ping).
+
+use super::*;
+use crate::{Client, Subscription};
+use ctxd::rpc::ws_frame::{CLOSE, PING, TEXT, write_frame};
+use serde_json::{Value, json};
+use tokio::net::UnixListener;
+
+/// RFC 6455 §1.3's own example.
+#[test]
+fn the_accept_key_is_the_rfcs() {
+    assert_eq!(
+        accept_key("dGhlIHNhbXBsZSBub25jZQ=="),
+        "s3pPLMBiTxaQ9kYGzzhZRbK+xOo="
+    );
+    let head = "HTTP/1.1 101 Switching Protocols\r\nupgrade: websocket\r\n\
+                SEC-WEBSOCKET-ACCEPT:  s3pPLMBiTxaQ9kYGzzhZRbK+xOo= \r\n\r\n";
+    assert!(check_handshake(head, "dGhlIHNhbXBsZSBub25jZQ==").is_ok());
+    assert!(check_handshake(head, "AAAAAAAAAAAAAAAAAAAAAA==").is_err());
+    assert!(check_handshake("HTTP/1.1 400 Bad Request\r\n\r\n", "x").is_err());
+}
+
+#[test]
+fn masks_differ_from_frame_to_frame() {
+    let mut m = Masks::new();
+    let masks: std::collections::HashSet<[u8; 4]> = (0..1000).map(|_| m.next()).collect();
+    assert!(masks.len() > 990, "{}", masks.len());
+}
+
+/// The server's side of one accepted connection.
+struct Peer {
+    stream: UnixStream,
+    reader: Reader,
+}
+
+impl Peer {
+    /// Accepts one connection and answers its upgrade request.
+    async fn accept(listener: &UnixListener) -> Peer {
+        let (mut stream, _) = listener.accept().await.unwrap();
+        let mut head = Vec::new();
+        while !head.ends_with(b"\r\n\r\n") {
+            head.push(stream.read_u8().await.unwrap());
+        }
+        let head = String::from_utf8(head).unwrap();
+        let key = head
+            .lines()
+            .find_map(|l| l.strip_prefix("Sec-WebSocket-Key: "))
+            .unwrap();
+        let answer = format!(
+            "HTTP/1.1 101 Switching Protocols\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n\
+             Sec-WebSocket-Accept: {}\r\n\r\n",
+            accept_key(key)
+        );
+        stream.write_all(answer.as_bytes()).await.unwrap();
+        Peer {
+            stream,
+            reader: Reader::new(Sender::Client, MAX_MESSAGE),
+        }
+    }
+
+    /// The client's next event.
+    async fn next(&mut self) -> Event {
+        loop {
+            if let Some(e) = self.reader.next_event().unwrap() {
+                return e;
+            }
+            let n = self.stream.read(self.reader.spare()).await.unwrap();
+            assert!(n > 0, "the client closed the connection");
+            self.reader.filled(n);
+        }
+    }
+
+    /// The client's next request, as JSON.
+    async fn request(&mut self) -> Value {
+        match self.next().await {
+            Event::Message(m) => serde_json::from_slice(&m).unwrap(),
+            other => panic!("expected a request, got {other:?}"),
+        }
+    }
+
+    async fn send(&mut self, opcode: u8, payload: &[u8]) {
+        let mut frame = Vec::new();
+        write_frame(opcode, payload, &mut frame);
+        self.stream.write_all(&frame).await.unwrap();
+    }
+
+    async fn send_json(&mut self, v: &Value) {
+        self.send(TEXT, v.to_string().as_bytes()).await;
+    }
+}
+
+fn socket() -> (tempfile::TempDir, std::path::PathBuf, UnixListener) {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("s.sock");
+    let listener = UnixListener::bind(&path).unwrap();
+    (dir, path, listener)
+}
+
+/// A call waiting when the connection drops fails at once, naming why; so does the next.
+#[tokio::test]
+async fn a_dropped_connection_fails_the_waiting_call() {
+    let (_dir, path, listener) = socket();
+    let server = tokio::spawn(async move {
+        let mut peer = Peer::accept(&listener).await;
+        let request = peer.request().await;
+        assert_eq!(request["method"], "daemon.ping");
+        assert_eq!(request["params"], json!({}));
+        drop(peer);
+    });
+    let client = Client::connect(&path).await.unwrap();
+    let e = client.ping().await.unwrap_err();
+    assert!(e.to_string().contains("closed the connection"), "{e}");
+    server.await.unwrap();
+    let again = client.ping().await.unwrap_err();
+    assert!(
+        again.to_string().contains("closed the connection"),
+        "{again}"
+    );
+}
+
+/// Answers reach their own calls whatever their order; an error answer is the call's
+/// error; the server's ping is answered.
+#[tokio::test]
+async fn answers_reach_their_calls_in_any_order() {
+    let (_dir, path, listener) = socket();
+    let server = tokio::spawn(async move {
+        let mut peer = Peer::accept(&listener).await;
+        let first = peer.request().await;
+        let second = peer.request().await;
+        peer.send(PING, b"hi").await;
+        assert_eq!(peer.next().await, Event::Pong);
+        peer.send_json(&json!({"jsonrpc": "2.0", "id": second["id"], "error": {"code": -32001, "message": "no such session", "data": {"session_id": "s"}}}))
+            .await;
+        peer.send_json(&json!({"jsonrpc": "2.0", "id": first["id"], "result": {"pong": true}}))
+            .await;
+        peer
+    });
+    let client = Client::connect(&path).await.unwrap();
+    let (ping, status) = tokio::join!(client.ping(), client.get_session("s"));
+    assert!(ping.unwrap().pong);
+    match status.unwrap_err() {
+        ClientError::Rpc { code, data, .. } => {
+            assert_eq!(code, -32001);
+            assert_eq!(data, Some(json!({"session_id": "s"})));
+        }
+        other => panic!("{other}"),
+    }
+    drop(server.await.unwrap());
+}
+
+/// Subscribes on `peer`'s connection: the server answers with id 77 and then writes
+/// `notifications` items at once, before it answers the client's next call.
+async fn subscribed(peer: &mut Peer, notifications: usize) {
+    let subscribe = peer.request().await;
+    assert_eq!(subscribe["method"], "session.subscribe");
+    let mut frames = Vec::new();
+    let answer = json!({"jsonrpc": "2.0", "id": subscribe["id"], "result": 77});
+    write_frame(TEXT, answer.to_string().as_bytes(), &mut frames);
+    for i in 0..notifications {
+        let n = json!({"jsonrpc": "2.0", "method": "session.event", "params": {"subscription": 77, "result": {"n": i}}});
+        write_frame(TEXT, n.to_string().as_bytes(), &mut frames);
+    }
+    peer.stream.write_all(&frames).await.unwrap();
+}
+
+async fn subscribe(client: &Client) -> Subscription<Value> {
+    client
+        .subscribe_raw(
+            "session.subscribe",
+            json!({"session_id": "s"}),
+            "session.unsubscribe",
+        )
+        .await
+        .unwrap()
+}
+
+async fn expect_unsubscribe(peer: &mut Peer) {
+    let unsubscribe = peer.request().await;
+    assert_eq!(unsubscribe["method"], "session.unsubscribe");
+    assert_eq!(unsubscribe["params"], json!({"subscription": 77}));
+}
+
+/// Notifications written right behind the subscription's answer are all kept; a
+/// subscriber more than the buffer behind is ended, and the daemon told.
+#[tokio::test]
+async fn a_subscriber_keeps_up_to_its_buffer_then_is_ended() {
+    let (_dir, path, listener) = socket();
+    let server = tokio::spawn(async move {
+        let mut peer = Peer::accept(&listener).await;
+        subscribed(&mut peer, SUBSCRIPTION_BUFFER + 10).await;
+        // The ping and the unsubscribe the flood causes come in either order. The ping
+        // is answered after the flood: when the call returns, the client has routed all.
+        let mut two = [peer.request().await, peer.request().await];
+        two.sort_by_key(|r| r["method"].as_str().unwrap().to_string());
+        let [ping, unsubscribe] = two;
+        assert_eq!(ping["method"], "daemon.ping");
+        assert_eq!(unsubscribe["method"], "session.unsubscribe");
+        assert_eq!(unsubscribe["params"], json!({"subscription": 77}));
+        peer.send_json(&json!({"jsonrpc": "2.0", "id": ping["id"], "result": {"pong": true}}))
+            .await;
+    });
+    let client = Client::connect(&path).await.unwrap();
+    let mut sub = subscribe(&client).await;
+    assert_eq!(sub.id(), "77");
+    client.ping().await.unwrap();
+    for i in 0..SUBSCRIPTION_BUFFER {
+        assert_eq!(sub.next().await.unwrap().unwrap(), json!({"n": i}));
+    }
+    assert!(sub.next().await.is_none(), "ended once too far behind");
+    server.await.unwrap();
+}
+
+/// Dropping a subscription tells the daemon; its items stop.
+#[tokio::test]
+async fn dropping_a_subscription_unsubscribes() {
+    let (_dir, path, listener) = socket();
+    let server = tokio::spawn(async move {
+        let mut peer = Peer::accept(&listener).await;
+        subscribed(&mut peer, 1).await;
+        expect_unsubscribe(&mut peer).await;
+        peer.send(CLOSE, &1000u16.to_be_bytes()).await;
+        assert_eq!(peer.next().await, Event::Close(Some(1000)));
+    });
+    let client = Client::connect(&path).await.unwrap();
+    let mut sub = subscribe(&client).await;
+    assert_eq!(sub.next().await.unwrap().unwrap(), json!({"n": 0}));
+    drop(sub);
+    server.await.unwrap();
+    let e = client.ping().await.unwrap_err();
+    assert!(e.to_string().contains("code 1000"), "{e}");
+}
