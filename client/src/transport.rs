@@ -71,8 +71,17 @@ struct Writer {
     frame: Vec<u8>,
 }
 
+impl Writer {
+    /// A frame went out: room kept for a large one goes with it.
+    fn done(&mut self) {
+        if self.frame.capacity() > 1024 * 1024 {
+            self.frame = Vec::new();
+        }
+    }
+}
+
 pub(crate) struct Shared {
-    writer: tokio::sync::Mutex<Writer>,
+    writer: Arc<tokio::sync::Mutex<Writer>>,
     routes: Mutex<Routes>,
     next_id: AtomicU64,
 }
@@ -183,11 +192,11 @@ impl Connection {
         check_handshake(&String::from_utf8_lossy(&received[..head_end]), &key)?;
         let (read, write) = stream.into_split();
         let shared = Arc::new(Shared {
-            writer: tokio::sync::Mutex::new(Writer {
+            writer: Arc::new(tokio::sync::Mutex::new(Writer {
                 half: write,
                 masks,
                 frame: Vec::new(),
-            }),
+            })),
             routes: Mutex::new(Routes::default()),
             next_id: AtomicU64::new(1),
         });
@@ -302,7 +311,10 @@ impl Shared {
         transport(why.unwrap_or_else(|| "the connection to ctxd closed".into()))
     }
 
-    /// Writes one frame; callers take turns.
+    /// Writes one frame; callers take turns. A frame, once begun, is always finished:
+    /// what the socket does not take at once is written by a task of its own, which a
+    /// caller that gives up (a timeout around the call, a `select!`) does not cancel. A
+    /// half-written frame would break the connection for every other call on it.
     async fn send(&self, opcode: u8, payload: &[u8]) -> Result<(), ClientError> {
         if payload.len() > MAX_MESSAGE {
             return Err(transport(format!(
@@ -310,15 +322,34 @@ impl Shared {
                 payload.len()
             )));
         }
-        let mut writer = self.writer.lock().await;
+        let mut writer = Arc::clone(&self.writer).lock_owned().await;
         let Writer { half, masks, frame } = &mut *writer;
         frame.clear();
         ws_frame::write_masked_frame(opcode, payload, masks.next(), frame);
-        let written = half.write_all(frame).await;
-        if frame.capacity() > 1024 * 1024 {
-            *frame = Vec::new();
+        let mut sent = 0;
+        while sent < frame.len() {
+            match half.try_write(&frame[sent..]) {
+                Ok(n) => sent += n,
+                Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => break,
+                Err(e) => return Err(transport(format!("writing to ctxd: {e}"))),
+            }
         }
-        written.map_err(|e| transport(format!("writing to ctxd: {e}")))
+        if sent == frame.len() {
+            writer.done();
+            return Ok(());
+        }
+        let rest = tokio::spawn(async move {
+            let written = {
+                let Writer { half, frame, .. } = &mut *writer;
+                half.write_all(&frame[sent..]).await
+            };
+            writer.done();
+            written
+        });
+        match rest.await {
+            Ok(written) => written.map_err(|e| transport(format!("writing to ctxd: {e}"))),
+            Err(e) => Err(transport(format!("writing to ctxd: {e}"))),
+        }
     }
 
     /// Hands one message to whoever waits for it.

@@ -230,3 +230,35 @@ async fn dropping_a_subscription_unsubscribes() {
     let e = client.ping().await.unwrap_err();
     assert!(e.to_string().contains("code 1000"), "{e}");
 }
+
+/// A caller that gives up while its frame is still going out (a timeout around the
+/// call) does not leave half a frame on the connection: the next call goes through.
+#[tokio::test]
+async fn a_call_given_up_mid_frame_still_finishes_its_frame() {
+    const PAD: usize = 8 << 20;
+    let (_dir, path, listener) = socket();
+    let (gave_up_tx, gave_up_rx) = oneshot::channel();
+    let server = tokio::spawn(async move {
+        let mut peer = Peer::accept(&listener).await;
+        // Not reading until the client has given up: its frame cannot all go out.
+        gave_up_rx.await.unwrap();
+        let big = peer.request().await;
+        assert_eq!(big["params"]["pad"].as_str().unwrap().len(), PAD);
+        let ping = peer.request().await;
+        assert_eq!(ping["method"], "daemon.ping");
+        peer.send_json(&json!({"jsonrpc": "2.0", "id": ping["id"], "result": {"pong": true}}))
+            .await;
+    });
+    let client = Client::connect(&path).await.unwrap();
+    let big = client.call::<_, Value>("daemon.ping", json!({"pad": "x".repeat(PAD)}));
+    assert!(
+        tokio::time::timeout(Duration::from_millis(50), big)
+            .await
+            .is_err(),
+        "nothing answers it"
+    );
+    gave_up_tx.send(()).unwrap();
+    let ping = tokio::time::timeout(Duration::from_secs(20), client.ping());
+    assert!(ping.await.expect("answered").unwrap().pong);
+    server.await.unwrap();
+}

@@ -63,8 +63,9 @@ fn peer_allowed(stream: &UnixStream, own: u32) -> Result<(), String> {
     }
 }
 
-/// Serves JSON-RPC (HTTP POST through jsonrpsee, WebSocket through `ws`) on `listener` until `shutdown` resolves or a
-/// client calls `daemon.shutdown`; then lets in-flight connections finish.
+/// Serves JSON-RPC (HTTP POST through jsonrpsee, WebSocket through `ws`) on `listener`
+/// until `shutdown` resolves or a client calls `daemon.shutdown`; then lets in-flight
+/// connections finish.
 pub async fn serve(
     listener: UnixListener,
     ctx: RpcContext,
