@@ -37,6 +37,12 @@ struct Peer {
 impl Peer {
     /// Accepts one connection and answers its upgrade request.
     async fn accept(listener: &UnixListener) -> Peer {
+        Peer::accept_sending(listener, &[]).await
+    }
+
+    /// Accepts one connection and answers its upgrade request, with `early` in the same
+    /// write as the answer.
+    async fn accept_sending(listener: &UnixListener, early: &[u8]) -> Peer {
         let (mut stream, _) = listener.accept().await.unwrap();
         let mut head = Vec::new();
         while !head.ends_with(b"\r\n\r\n") {
@@ -52,7 +58,9 @@ impl Peer {
              Sec-WebSocket-Accept: {}\r\n\r\n",
             accept_key(key)
         );
-        stream.write_all(answer.as_bytes()).await.unwrap();
+        let mut answer = answer.into_bytes();
+        answer.extend_from_slice(early);
+        stream.write_all(&answer).await.unwrap();
         Peer {
             stream,
             reader: Reader::new(Sender::Client, MAX_MESSAGE),
@@ -261,4 +269,20 @@ async fn a_call_given_up_mid_frame_still_finishes_its_frame() {
     let ping = tokio::time::timeout(Duration::from_secs(20), client.ping());
     assert!(ping.await.expect("answered").unwrap().pong);
     server.await.unwrap();
+}
+
+/// A frame that came in the same read as the upgrade's answer is acted on, though no
+/// readiness will announce it: here a ping, answered.
+#[tokio::test]
+async fn a_frame_behind_the_upgrade_answer_is_read() {
+    let (_dir, path, listener) = socket();
+    let server = tokio::spawn(async move {
+        let mut ping = Vec::new();
+        write_frame(PING, b"early", &mut ping);
+        let mut peer = Peer::accept_sending(&listener, &ping).await;
+        peer.next().await
+    });
+    let _client = Client::connect(&path).await.unwrap();
+    let answer = tokio::time::timeout(Duration::from_secs(20), server);
+    assert_eq!(answer.await.expect("answered").unwrap(), Event::Pong);
 }
