@@ -130,13 +130,7 @@ fn a_malformed_line_is_reported_and_nothing_is_imported() {
         .unwrap_err();
     assert_eq!(err["code"], -32602);
     assert!(err["message"].as_str().unwrap().contains("line 6"), "{err}");
-    assert_eq!(
-        d.call("session.list", json!({}))["sessions"]
-            .as_array()
-            .unwrap()
-            .len(),
-        0
-    );
+    assert_eq!(d.session_count(), 0);
 }
 
 /// A record whose JSON would be stored at more than `MAX_RECORD_BYTES` is refused by
@@ -164,11 +158,5 @@ fn an_oversized_record_is_reported_and_nothing_is_imported() {
         message.contains("jsonl: records[") && message.contains("MAX_RECORD_BYTES"),
         "{err}"
     );
-    assert_eq!(
-        d.call("session.list", json!({}))["sessions"]
-            .as_array()
-            .unwrap()
-            .len(),
-        0
-    );
+    assert_eq!(d.session_count(), 0);
 }

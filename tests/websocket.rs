@@ -188,13 +188,7 @@ fn pipelined_calls_are_each_answered_once() {
         .collect();
     ids.sort_unstable();
     assert_eq!(ids, (0..60).collect::<Vec<_>>());
-    assert_eq!(
-        d.call("session.list", json!({}))["sessions"]
-            .as_array()
-            .unwrap()
-            .len(),
-        20
-    );
+    assert_eq!(d.session_count(), 20);
 }
 
 /// A call that waits (here on a hook, which waits on a FIFO until the test writes to it)

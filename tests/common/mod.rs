@@ -349,6 +349,14 @@ impl Daemon {
             .expect("connect")
     }
 
+    /// How many sessions `session.list` reports.
+    pub fn session_count(&self) -> usize {
+        self.call("session.list", serde_json::json!({}))["sessions"]
+            .as_array()
+            .expect("session.list answers with an array of sessions")
+            .len()
+    }
+
     pub fn import(&self, path: &Path) -> Value {
         let jsonl = std::fs::read_to_string(path).expect("fixture");
         self.call("session.import", serde_json::json!({ "jsonl": jsonl }))
