@@ -1,8 +1,8 @@
 //! WebSocket connections, served by one task each.
 //!
 //! jsonrpsee's own WebSocket transport spends three tasks on a call: the reader spawns
-//! the call, which hands its answer over a channel to a writer. On a loaded host each
-//! hand-over is a thread wake-up, and a no-op call cost two to four times a raw echo.
+//! the call, which hands its answer over a channel to a writer. Each hand-over can be a
+//! thread wake-up: a no-op call took 1.6× a raw echo of its bytes, against 1.4× here.
 //!
 //! Here one task reads a message, runs its call until the call first has to wait, and
 //! writes the answer itself. Most calls finish in that first run. A call that has to
@@ -155,15 +155,15 @@ impl Wire {
         let _ = tokio::time::timeout(CLOSE_GRACE, drain).await;
     }
 
-    /// Reads what the socket holds: `Ok(false)` once the client has closed it.
-    fn read(&mut self) -> std::io::Result<bool> {
+    /// Reads what the socket holds.
+    fn read(&mut self) -> std::io::Result<Got> {
         match self.io.stream.try_read(self.reader.spare()) {
-            Ok(0) => Ok(false),
+            Ok(0) => Ok(Got::End),
             Ok(n) => {
                 self.reader.filled(n);
-                Ok(true)
+                Ok(Got::Bytes)
             }
-            Err(e) if e.kind() == ErrorKind::WouldBlock => Ok(true),
+            Err(e) if e.kind() == ErrorKind::WouldBlock => Ok(Got::Nothing),
             Err(e) => Err(e),
         }
     }
@@ -260,15 +260,16 @@ async fn serve(io: Counted, early: &[u8], ctx: Context) {
                 return;
             }
             ready = wire.stream().readable(), if room => {
-                let open = match ready {
+                let got = match ready {
                     Ok(()) if service.is_some() => wire.read(),
                     // Stopping: read only to notice the client leaving.
                     Ok(()) => discard(wire.stream()),
                     Err(e) => Err(e),
                 };
-                match open {
-                    Ok(true) => last_heard = Instant::now(),
-                    Ok(false) => return,
+                match got {
+                    Ok(Got::Bytes) => last_heard = Instant::now(),
+                    Ok(Got::Nothing) => {}
+                    Ok(Got::End) => return,
                     Err(e) => {
                         tracing::debug!(error = %e, "WebSocket read failed");
                         return;
@@ -291,13 +292,22 @@ async fn serve(io: Counted, early: &[u8], ctx: Context) {
     }
 }
 
-/// Reads and drops what the socket holds: `Ok(false)` once the client has closed it.
-fn discard(stream: &UnixStream) -> std::io::Result<bool> {
+/// What a read found.
+enum Got {
+    Bytes,
+    /// The readiness was stale: nothing came.
+    Nothing,
+    /// The client closed its side.
+    End,
+}
+
+/// Reads and drops what the socket holds.
+fn discard(stream: &UnixStream) -> std::io::Result<Got> {
     let mut scratch = [0u8; 4096];
     match stream.try_read(&mut scratch) {
-        Ok(0) => Ok(false),
-        Ok(_) => Ok(true),
-        Err(e) if e.kind() == ErrorKind::WouldBlock => Ok(true),
+        Ok(0) => Ok(Got::End),
+        Ok(_) => Ok(Got::Bytes),
+        Err(e) if e.kind() == ErrorKind::WouldBlock => Ok(Got::Nothing),
         Err(e) => Err(e),
     }
 }
