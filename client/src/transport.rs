@@ -8,7 +8,8 @@
 //! every call to a background task and back, and armed a timer on its own timer thread
 //! per call: a no-op call cost about 50 µs more than the daemon's part of it.
 //!
-//! The framing is the daemon's (`ctxd::rpc::ws_frame`), read from the server's side.
+//! The framing is the protocol crate's (`ctxd_protocol::ws_frame`), read from the
+//! server's side.
 
 use std::collections::HashMap;
 use std::collections::hash_map::RandomState;
@@ -18,7 +19,7 @@ use std::sync::{Arc, Mutex, MutexGuard, Weak};
 use std::time::Duration;
 
 use base64::Engine as _;
-use ctxd::rpc::ws_frame::{self, Event, Reader, Sender};
+use ctxd_protocol::ws_frame::{self, Event, Reader, Sender};
 use serde::{Deserialize, Serialize};
 use serde_json::value::RawValue;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};

@@ -3,7 +3,7 @@
 
 use super::*;
 use crate::{Client, Subscription};
-use ctxd::rpc::ws_frame::{CLOSE, PING, TEXT, write_frame};
+use ctxd_protocol::ws_frame::{CLOSE, PING, TEXT, write_frame};
 use serde_json::{Value, json};
 use tokio::net::UnixListener;
 

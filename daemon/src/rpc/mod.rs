@@ -11,7 +11,6 @@ mod server;
 mod subscription;
 mod transport;
 mod ws;
-pub mod ws_frame;
 
 #[cfg(test)]
 pub(crate) use methods::parse as parse_params;

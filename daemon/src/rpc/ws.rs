@@ -37,7 +37,7 @@ use tokio::time::{Instant, MissedTickBehavior};
 use super::connection::Counted;
 use super::dispatch::{Dispatch, handle_message};
 use super::transport::TransportRules;
-use super::ws_frame::{
+use ctxd_protocol::ws_frame::{
     CLOSE_GOING_AWAY, CLOSE_NORMAL, CLOSE_PROTOCOL_ERROR, Event, PING, PONG, Reader, Sender, TEXT,
     write_close, write_frame,
 };

@@ -1,5 +1,5 @@
 //! The WebSocket wire format (RFC 6455 §5), for both ends: the daemon's connections
-//! (`rpc::ws`) and `ctx-client`. No I/O, so a connection loop stays a loop and this part
+//! (its `rpc::ws`) and `ctx-client`. No I/O, so a connection loop stays a loop and this part
 //! is tested alone.
 //!
 //! A client masks its frames and a server does not; each end's reader refuses the
