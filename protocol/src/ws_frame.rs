@@ -609,6 +609,65 @@ mod tests {
     }
 
     proptest! {
+        /// Whatever bytes a peer sends, in whatever pieces, the reader hands out events
+        /// or stops at a protocol error: it never panics, and never holds more than the
+        /// bound plus a read's worth.
+        #[test]
+        fn any_bytes_are_read_without_a_panic(
+            bytes in prop::collection::vec(any::<u8>(), 0..2000),
+            piece in 1usize..300,
+            from_client in any::<bool>(),
+            max in 0usize..500,
+        ) {
+            let from = if from_client { Sender::Client } else { Sender::Server };
+            let mut r = Reader::new(from, max);
+            'feed: for chunk in bytes.chunks(piece) {
+                r.push(chunk);
+                loop {
+                    match r.next_event() {
+                        Ok(Some(Event::Message(m))) => prop_assert!(m.len() <= max),
+                        Ok(Some(_)) => {}
+                        Ok(None) => break,
+                        Err(_) => break 'feed,
+                    }
+                }
+                prop_assert!(r.message.as_ref().map_or(0, Vec::capacity) <= max.max(MAX_READ_AHEAD));
+            }
+        }
+
+        /// The same for a valid stream with bytes changed here and there: lengths, masks,
+        /// opcodes and payloads that are almost right.
+        #[test]
+        fn damaged_frames_are_read_without_a_panic(
+            payloads in prop::collection::vec(prop::collection::vec(any::<u8>(), 0..200), 1..6),
+            damage in prop::collection::vec((any::<usize>(), 1u8..=255), 1..4),
+            piece in 1usize..300,
+            max in 0usize..300,
+        ) {
+            let mut bytes = Vec::new();
+            for (i, p) in payloads.iter().enumerate() {
+                let opcode = [TEXT, PING, BINARY][i % 3];
+                let p = if opcode == PING { &p[..p.len().min(125)] } else { &p[..] };
+                bytes.extend(client_frame(true, opcode, MASK, p));
+            }
+            for (at, flip) in damage {
+                let at = at % bytes.len();
+                bytes[at] ^= flip;
+            }
+            let mut r = Reader::new(Sender::Client, max);
+            'feed: for chunk in bytes.chunks(piece) {
+                r.push(chunk);
+                loop {
+                    match r.next_event() {
+                        Ok(Some(Event::Message(m))) => prop_assert!(m.len() <= max),
+                        Ok(Some(_)) => {}
+                        Ok(None) => break,
+                        Err(_) => break 'feed,
+                    }
+                }
+            }
+        }
+
         /// Messages cut into fragments at any points, with pings between them, under any
         /// masks, read in pieces of any size: each message comes out whole, or as
         /// `TooBig` when it is over the bound, in the order sent.
