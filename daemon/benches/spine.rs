@@ -18,7 +18,8 @@
 //! `CTXD_BENCH_ONLY` (comma-separated part names) to run some parts only,
 //! `CTXD_BENCH_TURN_GAP_MS` to pause that long before each of `turn`'s compiles,
 //! `CTXD_BENCH_TURN_ATTACHMENT=1` to open each turn with an attachment (a nested
-//! instruction file of about 1.7 KB), as ctxd's own context sources add them.
+//! instruction file of about 1.7 KB), as ctxd's own context sources add them,
+//! `CTXD_BENCH_SNIP=1` to have `turn`'s session show short ids (snip) on typed messages.
 #![allow(clippy::unwrap_used, clippy::expect_used)] // a test panics on what it did not expect
 
 use std::path::{Path, PathBuf};
@@ -272,6 +273,21 @@ async fn bench_compile(dir: &Path, path: PathBuf) {
 /// end and the rest is copied from the previous one.
 async fn bench_turn(dir: &Path, path: PathBuf) {
     let (e, p, records) = imported(dir, std::fs::read_to_string(&path).unwrap()).await;
+    if std::env::var("CTXD_BENCH_SNIP").is_ok_and(|v| v == "1") {
+        let info = e.get_session(&p.session_id).await.unwrap();
+        let mut settings = info.settings;
+        settings.snip_enabled = true;
+        e.update_session(ctxd_protocol::SessionUpdateParams {
+            session_id: p.session_id.clone(),
+            cwd: None,
+            settings: Some(settings),
+            model: None,
+            system: None,
+            title: None,
+        })
+        .await
+        .unwrap();
+    }
     e.compile(p.clone()).await.unwrap();
     let n = iters();
     // The time a model takes to answer, if given: an agent's compiles are seconds apart.

@@ -107,10 +107,12 @@ async fn assert_as_afresh(engine: &crate::engine::Engine, sid: &str, body: &str,
 async fn a_compile_resumed_from_its_memo_writes_the_bytes_of_one_without() {
     let root =
         std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../tests/fixtures/claude-code");
-    for fixture in [
-        "spotter/tool_heavy.jsonl",
-        "spotter/short.jsonl",
-        "spotter/subagent.jsonl",
+    // One session shows short ids (snip): its typed messages carry them, worked out
+    // once as the transcript takes each record in.
+    for (fixture, snip) in [
+        ("spotter/tool_heavy.jsonl", false),
+        ("spotter/short.jsonl", true),
+        ("spotter/subagent.jsonl", false),
     ] {
         let dir = tempfile::tempdir().unwrap();
         let engine = engine(dir.path());
@@ -126,7 +128,23 @@ async fn a_compile_resumed_from_its_memo_writes_the_bytes_of_one_without() {
             .await
             .unwrap();
         let sid = info.session_id;
+        if snip {
+            let mut settings = info.settings;
+            settings.snip_enabled = true;
+            engine
+                .update_session(ctxd_protocol::SessionUpdateParams {
+                    session_id: sid.clone(),
+                    cwd: None,
+                    settings: Some(settings),
+                    model: None,
+                    system: None,
+                    title: None,
+                })
+                .await
+                .unwrap();
+        }
         let first = compile(&engine, &sid).await;
+        assert_eq!(first.body.contains("[id:"), snip, "{fixture}");
         assert_as_afresh(&engine, &sid, &first.body, fixture).await;
         for turn in 0..6 {
             let id = format!("toolu_turn_{turn}");

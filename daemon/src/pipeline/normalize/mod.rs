@@ -48,6 +48,10 @@ pub struct RecordFacts {
     /// An attachment's reminder block, rendered; `None` for other records and for an
     /// attachment with nothing to say.
     pub reminder: Option<Box<ContentBlock>>,
+    /// For a typed user message known whole: its block carrying the short id
+    /// ([`Tagged`]). Worked out by the first compile that shows short ids (snip), not as
+    /// the record comes in: most sessions never show them.
+    pub tagged: std::sync::OnceLock<Option<Box<Tagged>>>,
 }
 
 impl RecordFacts {
@@ -55,6 +59,7 @@ impl RecordFacts {
         RecordFacts {
             whole: passes_whole(record),
             reminder: reminder(record).map(Box::new),
+            tagged: std::sync::OnceLock::new(),
         }
     }
 }
@@ -160,7 +165,7 @@ mod repairs;
 use assembly::*;
 use layout::*;
 use parts::*;
-pub use parts::{passes_whole, reminder};
+pub use parts::{Tagged, passes_whole, reminder, tagged};
 use repairs::*;
 
 #[cfg(test)]

@@ -43,25 +43,83 @@ pub(super) fn prepare<'a>(
     };
 
     let at = transcript_position(opts, record);
-    let blocks = match at {
-        // Known, from when the transcript took the record in, to pass on whole: nothing
-        // to look at in its blocks.
-        Some((_, i))
-            if opts.rejected_media.is_empty() && opts.facts(i).is_some_and(|f| f.whole) =>
-        {
-            record
-                .content
-                .iter()
-                .enumerate()
-                .map(|(index, b)| Block::of_record(b, source(at, index)))
-                .collect()
+    let whole = at
+        .and_then(|(_, i)| opts.facts(i))
+        .filter(|f| f.whole && opts.rejected_media.is_empty());
+    let Some(facts) = whole else {
+        let blocks = sendable_blocks(record, role, at, opts, repairs);
+        if blocks.is_empty() {
+            return None;
         }
-        _ => sendable_blocks(record, role, at, opts, repairs),
+        return Some(part(record, role, blocks, opts, false));
     };
+    // Known, from when the transcript took the record in, to pass on whole: nothing to
+    // look at in its blocks, and the short id, when shown, is already added.
+    let tagged = if opts.short_ids {
+        facts
+            .tagged
+            .get_or_init(|| tagged(record).map(Box::new))
+            .as_deref()
+    } else {
+        None
+    };
+    let mut blocks: Vec<Block<'a>> = record
+        .content
+        .iter()
+        .enumerate()
+        .map(|(index, b)| match tagged {
+            Some(t) if t.at as usize == index => Block::of_record(&t.block, tag_source(at)),
+            _ => Block::of_record(b, source(at, index)),
+        })
+        .collect();
+    if let Some(t) = tagged.filter(|t| t.at as usize == record.content.len()) {
+        blocks.push(Block::of_record(&t.block, tag_source(at)));
+    }
     if blocks.is_empty() {
         return None;
     }
-    Some(part(record, role, blocks, opts))
+    Some(part(record, role, blocks, opts, tagged.is_some()))
+}
+
+/// A typed user message's block that carries its short id (`[id:xxxxxx]`, for snip),
+/// worked out once with the record's other facts: a record known whole is then shown
+/// with its id without a digest and a copy of its text on every compile.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Tagged {
+    /// The index of the record's block the id is added to, or the number of its blocks
+    /// when the id is a block of its own after them.
+    pub at: u32,
+    pub block: ContentBlock,
+}
+
+/// The short id `part` would add to `record`'s blocks, passed on whole: `None` when it
+/// would add none.
+pub fn tagged(record: &Record) -> Option<Tagged> {
+    let blocks: Vec<Block<'_>> = record
+        .content
+        .iter()
+        .map(|b| Block::of_record(b, None))
+        .collect();
+    let opts = NormalizeOptions {
+        supports_thinking: true,
+        rejected_media: &BTreeSet::new(),
+        short_ids: true,
+        transcript: None,
+    };
+    let role = match record.kind {
+        RecordKind::User => Role::User,
+        _ => return None,
+    };
+    let shown = part(record, role, blocks, &opts, false).blocks;
+    let changed = shown
+        .iter()
+        .zip(&record.content)
+        .position(|(b, own)| !std::ptr::eq(&**b, own))
+        .or((shown.len() > record.content.len()).then_some(record.content.len()))?;
+    Some(Tagged {
+        at: u32::try_from(changed).ok()?,
+        block: shown.into_iter().nth(changed)?.into_owned(),
+    })
 }
 
 /// Whether normalising passes every block of `record` on as it is, whatever its options
@@ -143,11 +201,13 @@ fn sendable_blocks<'a>(
 }
 
 /// The record's part, of the blocks it sends.
+/// `tagged`: the blocks already carry the record's short id.
 fn part<'a>(
     record: &'a Record,
     role: Role,
     mut blocks: Vec<Block<'a>>,
     opts: &NormalizeOptions,
+    tagged: bool,
 ) -> Part<'a> {
     let results_only = blocks
         .iter()
@@ -158,7 +218,12 @@ fn part<'a>(
         Role::User => PartKind::User,
     };
     // Only what a person typed gets an id: those are the ranges snip lets the model name.
-    if opts.short_ids && kind == PartKind::User && !record.is_meta && !record.is_compact_summary {
+    if opts.short_ids
+        && !tagged
+        && kind == PartKind::User
+        && !record.is_meta
+        && !record.is_compact_summary
+    {
         append_short_id(&mut blocks, &record.uuid);
     }
     Part {
@@ -286,6 +351,17 @@ fn reminder_source(at: Option<(Lineage, u32)>) -> Option<Source> {
         lineage,
         record,
         block: u32::MAX,
+    })
+}
+
+/// The source of a record's block that carries its short id: below the reminder's, past
+/// any block index.
+fn tag_source(at: Option<(Lineage, u32)>) -> Option<Source> {
+    let (lineage, record) = at?;
+    Some(Source {
+        lineage,
+        record,
+        block: u32::MAX - 1,
     })
 }
 

@@ -4,12 +4,21 @@ use super::*;
 use crate::pipeline::message::{Lineage, Source};
 
 fn sources(records: &[&Record], transcript: Option<TranscriptRef<'_>>) -> Vec<Vec<Option<Source>>> {
+    sources_shown(records, transcript, false)
+}
+
+/// The sources of the blocks of each message, with short ids shown or not.
+fn sources_shown(
+    records: &[&Record],
+    transcript: Option<TranscriptRef<'_>>,
+    short_ids: bool,
+) -> Vec<Vec<Option<Source>>> {
     normalize(
         records,
         &NormalizeOptions {
             supports_thinking: true,
             rejected_media: &BTreeSet::new(),
-            short_ids: false,
+            short_ids,
             transcript,
         },
     )
@@ -100,6 +109,39 @@ fn a_known_reminder_names_its_attachment() {
             vec![at(0, 0)],
             vec![at(1, 0)],
             vec![at(2, u32::MAX), at(3, u32::MAX)],
+        ]
+    );
+}
+
+/// With short ids shown, a typed message known whole names the block that carries its
+/// id past its own blocks (below a reminder's): the text it was added to, or a block of
+/// its own after them. Its other blocks name themselves as before.
+#[test]
+fn a_known_short_id_names_its_message() {
+    let transcript = vec![
+        user("u1", vec![text("read it"), image()]),
+        asst("a1", "m1", vec![text("reading")]),
+        user("u2", vec![image()]),
+    ];
+    let view: Vec<&Record> = transcript.iter().collect();
+    let facts: Vec<RecordFacts> = transcript.iter().map(RecordFacts::of).collect();
+    let lineage = Lineage::fresh();
+    let got = sources_shown(
+        &view,
+        Some(TranscriptRef {
+            lineage,
+            records: &transcript,
+            facts: &facts,
+        }),
+        true,
+    );
+    let at = |record, block| at(lineage, record, block);
+    assert_eq!(
+        got,
+        vec![
+            vec![at(0, u32::MAX - 1), at(0, 1)],
+            vec![at(1, 0)],
+            vec![at(2, 0), at(2, u32::MAX - 1)],
         ]
     );
 }
