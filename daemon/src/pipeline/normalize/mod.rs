@@ -165,7 +165,7 @@ mod repairs;
 use assembly::*;
 use layout::*;
 use parts::*;
-pub use parts::{Tagged, passes_whole, reminder, tagged};
+pub use parts::{Tagged, passes_whole, reminder};
 use repairs::*;
 
 #[cfg(test)]

@@ -58,7 +58,7 @@ pub(super) fn prepare<'a>(
     let tagged = if opts.short_ids {
         facts
             .tagged
-            .get_or_init(|| tagged(record).map(Box::new))
+            .get_or_init(|| short_id_block(record).map(Box::new))
             .as_deref()
     } else {
         None
@@ -82,8 +82,9 @@ pub(super) fn prepare<'a>(
 }
 
 /// A typed user message's block that carries its short id (`[id:xxxxxx]`, for snip),
-/// worked out once with the record's other facts: a record known whole is then shown
-/// with its id without a digest and a copy of its text on every compile.
+/// worked out by the first compile that shows ids and kept with the record's other
+/// facts: a record known whole is then shown with its id without a digest and a copy of
+/// its text on every compile.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Tagged {
     /// The index of the record's block the id is added to, or the number of its blocks
@@ -94,7 +95,7 @@ pub struct Tagged {
 
 /// The short id `part` would add to `record`'s blocks, passed on whole: `None` when it
 /// would add none.
-pub fn tagged(record: &Record) -> Option<Tagged> {
+fn short_id_block(record: &Record) -> Option<Tagged> {
     let blocks: Vec<Block<'_>> = record
         .content
         .iter()
@@ -200,8 +201,8 @@ fn sendable_blocks<'a>(
     blocks
 }
 
-/// The record's part, of the blocks it sends.
-/// `tagged`: the blocks already carry the record's short id.
+/// The record's part, of the blocks it sends (`tagged`: they already carry the record's
+/// short id).
 fn part<'a>(
     record: &'a Record,
     role: Role,
