@@ -277,16 +277,8 @@ async fn bench_turn(dir: &Path, path: PathBuf) {
         let info = e.get_session(&p.session_id).await.unwrap();
         let mut settings = info.settings;
         settings.snip_enabled = true;
-        e.update_session(ctxd_protocol::SessionUpdateParams {
-            session_id: p.session_id.clone(),
-            cwd: None,
-            settings: Some(settings),
-            model: None,
-            system: None,
-            title: None,
-        })
-        .await
-        .unwrap();
+        let update = ctxd_protocol::SessionUpdateParams::settings(&p.session_id, settings);
+        e.update_session(update).await.unwrap();
     }
     e.compile(p.clone()).await.unwrap();
     let n = iters();

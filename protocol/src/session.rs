@@ -521,6 +521,20 @@ pub struct SessionUpdateParams {
     pub title: Option<String>,
 }
 
+impl SessionUpdateParams {
+    /// An update of `session_id`'s settings alone.
+    pub fn settings(session_id: &str, settings: SessionSettings) -> SessionUpdateParams {
+        SessionUpdateParams {
+            session_id: session_id.to_string(),
+            cwd: None,
+            settings: Some(settings),
+            model: None,
+            system: None,
+            title: None,
+        }
+    }
+}
+
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct ToolsSetParams {

@@ -131,17 +131,8 @@ async fn a_compile_resumed_from_its_memo_writes_the_bytes_of_one_without() {
         if snip {
             let mut settings = info.settings;
             settings.snip_enabled = true;
-            engine
-                .update_session(ctxd_protocol::SessionUpdateParams {
-                    session_id: sid.clone(),
-                    cwd: None,
-                    settings: Some(settings),
-                    model: None,
-                    system: None,
-                    title: None,
-                })
-                .await
-                .unwrap();
+            let update = ctxd_protocol::SessionUpdateParams::settings(&sid, settings);
+            engine.update_session(update).await.unwrap();
         }
         let first = compile(&engine, &sid).await;
         assert_eq!(first.body.contains("[id:"), snip, "{fixture}");
