@@ -191,11 +191,9 @@ fn pipelined_calls_are_each_answered_once() {
     assert_eq!(d.session_count(), 20);
 }
 
-/// A call that waits (here on a hook, which waits on a FIFO until the test writes to it)
-/// does not hold up the calls behind it on the same connection.
-#[test]
-fn a_waiting_call_does_not_hold_up_the_next_one() {
-    let d = Daemon::start();
+/// A project whose Stop hook waits until something is written to a FIFO; the session,
+/// and the FIFO. Opening the FIFO for writing waits for the hook to open it for reading.
+fn gated_stop(d: &Daemon) -> (Value, std::path::PathBuf) {
     let project = d.dir.path().join("proj");
     std::fs::create_dir_all(project.join(".claude")).unwrap();
     let gate = d.dir.path().join("gate");
@@ -216,26 +214,66 @@ fn a_waiting_call_does_not_hold_up_the_next_one() {
     let sid =
         d.call("session.create", json!({"cwd": project, "no_git": true}))["session"]["session_id"]
             .clone();
+    (sid, gate)
+}
+
+fn stop_call(id: u64, sid: &Value) -> Value {
+    json!({"jsonrpc": "2.0", "id": id, "method": "hooks.stop", "params": {"session_id": sid}})
+}
+
+fn ping(id: u64) -> Value {
+    json!({"jsonrpc": "2.0", "id": id, "method": "daemon.ping"})
+}
+
+/// The next close frame's code, past any pings.
+fn close_code(ws: &mut Ws) -> Vec<u8> {
+    loop {
+        match ws.read_frame() {
+            Some((CLOSE, body)) => return body,
+            Some((PING, _)) => {}
+            other => panic!("expected a close, got {other:?}"),
+        }
+    }
+}
+
+/// A call that waits (here on a hook, which waits on a FIFO until the test writes to it)
+/// does not hold up the calls behind it on the same connection.
+#[test]
+fn a_waiting_call_does_not_hold_up_the_next_one() {
+    let d = Daemon::start();
+    let (sid, gate) = gated_stop(&d);
     let mut ws = Ws::connect(&d.socket);
-    let mut both = Ws::frame(
-        true,
-        TEXT,
-        json!({"jsonrpc": "2.0", "id": 1, "method": "hooks.stop", "params": {"session_id": sid}})
-            .to_string()
-            .as_bytes(),
-    );
-    both.extend(Ws::frame(
-        true,
-        TEXT,
-        br#"{"jsonrpc":"2.0","id":2,"method":"daemon.ping"}"#,
-    ));
+    let mut both = Ws::frame(true, TEXT, stop_call(1, &sid).to_string().as_bytes());
+    both.extend(Ws::frame(true, TEXT, ping(2).to_string().as_bytes()));
     ws.0.write_all(&both).unwrap();
     assert_eq!(ws.answer()["id"], 2, "the ping waited for the hook");
-    // Opening the FIFO for writing waits for the hook to open it for reading.
     std::fs::write(&gate, b"go").unwrap();
     let stop = ws.answer();
     assert_eq!(stop["id"], 1);
     assert_eq!(stop["result"]["results"][0]["exit_code"], 0, "{stop}");
+}
+
+/// When the daemon stops, a call still running on a WebSocket finishes, and its answer
+/// goes out before the connection's close.
+#[test]
+fn a_call_in_flight_when_the_daemon_stops_answers_before_the_close() {
+    let mut d = Daemon::start();
+    let (sid, gate) = gated_stop(&d);
+    let mut busy = Ws::connect(&d.socket);
+    let mut idle = Ws::connect(&d.socket);
+    busy.text(&stop_call(1, &sid));
+    // Answered after the stop call was read: that call is in flight.
+    assert_eq!(busy.call(&ping(2))["id"], 2);
+    assert_eq!(d.call("daemon.shutdown", json!({}))["stopping"], true);
+    // The idle connection, with nothing in flight, is closed at once: the stop is under way.
+    assert_eq!(close_code(&mut idle), 1001u16.to_be_bytes().to_vec());
+    std::fs::write(&gate, b"go").unwrap();
+    let stop = busy.answer();
+    assert_eq!(stop["id"], 1, "{stop}");
+    assert_eq!(stop["result"]["results"][0]["exit_code"], 0, "{stop}");
+    assert_eq!(close_code(&mut busy), 1001u16.to_be_bytes().to_vec());
+    assert_eq!(busy.read_frame(), None);
+    assert!(d.terminate().success());
 }
 
 /// A message in fragments, with the client's ping between them: the ping is answered

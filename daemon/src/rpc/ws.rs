@@ -209,6 +209,10 @@ async fn serve(io: Counted, early: &[u8], ctx: Context) {
         sent: 0,
     };
     wire.reader.push(early);
+    // A stop handle held to the end: the server waits for every one of them, so it does
+    // not finish stopping (and the daemon exit) while this connection's calls still run.
+    // The one `shutdown` consumes is let go as soon as the stop is signalled.
+    let _serving = ctx.stop.clone();
     let stopped = ctx.stop.shutdown();
     tokio::pin!(stopped);
     let mut ping = tokio::time::interval_at(Instant::now() + ctx.ping_interval, ctx.ping_interval);
