@@ -421,8 +421,8 @@ mod tests {
         Ok(out)
     }
 
-    /// Feeds `bytes` in pieces of `piece` bytes, through `spare`/`filled` as the socket
-    /// does, collecting every event.
+    /// Feeds `bytes` in pieces of `piece` bytes (`push` writes each into `spare` and
+    /// reports it `filled`, as the socket loops do), collecting every event.
     fn read_in_pieces(
         reader: &mut Reader,
         bytes: &[u8],
@@ -430,14 +430,7 @@ mod tests {
     ) -> Result<Vec<Event>, ProtocolError> {
         let mut out = Vec::new();
         for chunk in bytes.chunks(piece.max(1)) {
-            let mut rest = chunk;
-            while !rest.is_empty() {
-                let room = reader.spare();
-                let n = room.len().min(rest.len());
-                room[..n].copy_from_slice(&rest[..n]);
-                reader.filled(n);
-                rest = &rest[n..];
-            }
+            reader.push(chunk);
             out.extend(events(reader)?);
         }
         Ok(out)

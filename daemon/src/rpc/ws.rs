@@ -157,28 +157,35 @@ impl Wire {
 
     /// Reads what the socket holds.
     fn read(&mut self) -> std::io::Result<Got> {
-        match self.io.stream.try_read(self.reader.spare()) {
-            Ok(0) => Ok(Got::End),
-            Ok(n) => {
-                self.reader.filled(n);
-                Ok(Got::Bytes)
-            }
-            Err(e) if e.kind() == ErrorKind::WouldBlock => Ok(Got::Nothing),
-            Err(e) => Err(e),
+        let got = try_read(&self.io.stream, self.reader.spare())?;
+        if let Got::Bytes(n) = got {
+            self.reader.filled(n);
         }
+        Ok(got)
     }
 
     fn queue(&mut self, rp: MethodResponse) {
-        if !(rp.is_method_call() || rp.is_batch()) {
-            return;
+        if let Some((json, sent)) = to_send(rp) {
+            write_frame(TEXT, json.get().as_bytes(), &mut self.out);
+            sent();
         }
-        let success = rp.is_success();
-        let (json, on_sent, _) = rp.into_parts();
-        write_frame(TEXT, json.get().as_bytes(), &mut self.out);
+    }
+}
+
+/// What of an answer goes to the client, and what to do once it is queued. Calls and
+/// batches are answered; a subscription's answer goes through its sink, and a
+/// notification gets none.
+fn to_send(rp: MethodResponse) -> Option<(Box<RawValue>, impl FnOnce())> {
+    if !(rp.is_method_call() || rp.is_batch()) {
+        return None;
+    }
+    let success = rp.is_success();
+    let (json, on_sent, _) = rp.into_parts();
+    Some((json, move || {
         if let Some(n) = on_sent {
             n.notify(success);
         }
-    }
+    }))
 }
 
 /// Serves one upgraded connection until the client leaves, breaks the protocol, goes
@@ -271,7 +278,7 @@ async fn serve(io: Counted, early: &[u8], ctx: Context) {
                     Err(e) => Err(e),
                 };
                 match got {
-                    Ok(Got::Bytes) => last_heard = Instant::now(),
+                    Ok(Got::Bytes(_)) => last_heard = Instant::now(),
                     Ok(Got::Nothing) => {}
                     Ok(Got::End) => return,
                     Err(e) => {
@@ -298,22 +305,26 @@ async fn serve(io: Counted, early: &[u8], ctx: Context) {
 
 /// What a read found.
 enum Got {
-    Bytes,
+    Bytes(usize),
     /// The readiness was stale: nothing came.
     Nothing,
     /// The client closed its side.
     End,
 }
 
-/// Reads and drops what the socket holds.
-fn discard(stream: &UnixStream) -> std::io::Result<Got> {
-    let mut scratch = [0u8; 4096];
-    match stream.try_read(&mut scratch) {
+/// Reads what the socket holds into `buf`, without waiting.
+fn try_read(stream: &UnixStream, buf: &mut [u8]) -> std::io::Result<Got> {
+    match stream.try_read(buf) {
         Ok(0) => Ok(Got::End),
-        Ok(_) => Ok(Got::Bytes),
+        Ok(n) => Ok(Got::Bytes(n)),
         Err(e) if e.kind() == ErrorKind::WouldBlock => Ok(Got::Nothing),
         Err(e) => Err(e),
     }
+}
+
+/// Reads and drops what the socket holds.
+fn discard(stream: &UnixStream) -> std::io::Result<Got> {
+    try_read(stream, &mut [0u8; 4096])
 }
 
 /// What a call needs of its connection.
@@ -361,15 +372,10 @@ async fn call(data: Vec<u8>, wire: &mut Wire, conn: &Conn<'_>) {
             () = sink.closed() => return,
             rp = answer => rp,
         };
-        if !(rp.is_method_call() || rp.is_batch()) {
-            return;
-        }
-        let success = rp.is_success();
-        let (json, on_sent, _) = rp.into_parts();
-        if sink.send(json).await.is_ok()
-            && let Some(n) = on_sent
+        if let Some((json, sent)) = to_send(rp)
+            && sink.send(json).await.is_ok()
         {
-            n.notify(success);
+            sent();
         }
         drop(in_flight);
     });
