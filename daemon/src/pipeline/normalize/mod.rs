@@ -45,6 +45,9 @@ pub struct TranscriptRef<'a> {
 pub struct RecordFacts {
     /// Every block passes on as it is ([`passes_whole`]).
     pub whole: bool,
+    /// Known whole, and a user record of tool results only: the part continues the open
+    /// response. Kept so that a compile need not look at the blocks to know.
+    pub results_only: bool,
     /// An attachment's reminder block, rendered; `None` for other records and for an
     /// attachment with nothing to say.
     pub reminder: Option<Box<ContentBlock>>,
@@ -56,8 +59,12 @@ pub struct RecordFacts {
 
 impl RecordFacts {
     pub fn of(record: &Record) -> RecordFacts {
+        let whole = passes_whole(record);
         RecordFacts {
-            whole: passes_whole(record),
+            whole,
+            results_only: whole
+                && record.kind == ctxd_protocol::RecordKind::User
+                && results_only(&record.content),
             reminder: reminder(record).map(Box::new),
             tagged: std::sync::OnceLock::new(),
         }

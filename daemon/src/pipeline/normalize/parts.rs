@@ -51,7 +51,8 @@ pub(super) fn prepare<'a>(
         if blocks.is_empty() {
             return None;
         }
-        return Some(part(record, role, blocks, opts, false));
+        let kind = kind_of(role, blocks.iter().map(|b| &**b));
+        return Some(part(record, kind, blocks, opts, false));
     };
     // Known, from when the transcript took the record in, to pass on whole: nothing to
     // look at in its blocks, and the short id, when shown, is already added.
@@ -78,7 +79,12 @@ pub(super) fn prepare<'a>(
     if blocks.is_empty() {
         return None;
     }
-    Some(part(record, role, blocks, opts, tagged.is_some()))
+    let kind = match role {
+        Role::Assistant => PartKind::Assistant,
+        Role::User if facts.results_only => PartKind::ToolResults,
+        Role::User => PartKind::User,
+    };
+    Some(part(record, kind, blocks, opts, tagged.is_some()))
 }
 
 /// A typed user message's block that carries its short id (`[id:xxxxxx]`, for snip),
@@ -111,7 +117,8 @@ fn short_id_block(record: &Record) -> Option<Tagged> {
         RecordKind::User => Role::User,
         _ => return None,
     };
-    let shown = part(record, role, blocks, &opts, false).blocks;
+    let kind = kind_of(role, &record.content);
+    let shown = part(record, kind, blocks, &opts, false).blocks;
     let changed = shown
         .iter()
         .zip(&record.content)
@@ -205,19 +212,11 @@ fn sendable_blocks<'a>(
 /// short id).
 fn part<'a>(
     record: &'a Record,
-    role: Role,
+    kind: PartKind,
     mut blocks: Vec<Block<'a>>,
     opts: &NormalizeOptions,
     tagged: bool,
 ) -> Part<'a> {
-    let results_only = blocks
-        .iter()
-        .all(|b| matches!(**b, ContentBlock::ToolResult { .. }));
-    let kind = match role {
-        Role::Assistant => PartKind::Assistant,
-        Role::User if results_only => PartKind::ToolResults,
-        Role::User => PartKind::User,
-    };
     // Only what a person typed gets an id: those are the ranges snip lets the model name.
     if opts.short_ids
         && !tagged
@@ -232,6 +231,26 @@ fn part<'a>(
         message_id: record.message_id.as_deref(),
         blocks,
     }
+}
+
+/// The kind of part a message of `role` with these blocks makes: a user message of
+/// nothing but tool results continues the open response.
+pub(super) fn kind_of<'b>(
+    role: Role,
+    blocks: impl IntoIterator<Item = &'b ContentBlock>,
+) -> PartKind {
+    match role {
+        Role::Assistant => PartKind::Assistant,
+        Role::User if results_only(blocks) => PartKind::ToolResults,
+        Role::User => PartKind::User,
+    }
+}
+
+/// Whether every block is a tool result (true of none).
+pub(super) fn results_only<'b>(blocks: impl IntoIterator<Item = &'b ContentBlock>) -> bool {
+    blocks
+        .into_iter()
+        .all(|b| matches!(b, ContentBlock::ToolResult { .. }))
 }
 
 /// An attachment's part: its rendered text as a reminder, then the images queued with it
