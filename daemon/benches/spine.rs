@@ -19,7 +19,8 @@
 //! `CTXD_BENCH_TURN_GAP_MS` to pause that long before each of `turn`'s compiles,
 //! `CTXD_BENCH_TURN_ATTACHMENT=1` to open each turn with an attachment (a nested
 //! instruction file of about 1.7 KB), as ctxd's own context sources add them,
-//! `CTXD_BENCH_SNIP=1` to have `turn`'s session show short ids (snip) on typed messages.
+//! `CTXD_BENCH_SNIP=1` to have `turn`'s session show short ids (snip) on typed messages,
+//! `CTXD_BENCH_TURN_RUNS` to repeat `turn`'s series that many times (5 unless set).
 #![allow(clippy::unwrap_used, clippy::expect_used)] // a test panics on what it did not expect
 
 use std::path::{Path, PathBuf};
@@ -271,8 +272,64 @@ async fn bench_compile(dir: &Path, path: PathBuf) {
 /// A compile after each turn (a prompt and its answer appended) vs serde_json
 /// serialising that compile's request: the agent's loop, where the request grows at its
 /// end and the rest is copied from the previous one.
+///
+/// One run's median moves by a fifth from run to run of the same build, as the request
+/// grows threefold over the turns and the compile with it: where the median turn falls,
+/// and where a run's allocations land, decide it. So the whole series runs
+/// `CTXD_BENCH_TURN_RUNS` times (5 unless set), each on a fresh engine, and the ratio
+/// printed is the median of the runs' ratios, with their range.
 async fn bench_turn(dir: &Path, path: PathBuf) {
-    let (e, p, records) = imported(dir, std::fs::read_to_string(&path).unwrap()).await;
+    let runs: usize = std::env::var("CTXD_BENCH_TURN_RUNS")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(5)
+        .max(1);
+    let mut each = Vec::with_capacity(runs);
+    for r in 0..runs {
+        each.push(turn_run(&dir.join(format!("turn-{r}")), &path).await);
+    }
+    let (records, bytes) = (each[0].records, each[0].bytes);
+    let mut ratios: Vec<f64> = each.iter().map(TurnRun::ratio).collect();
+    ratios.sort_by(f64::total_cmp);
+    let (c, s) = (
+        median(each.iter().map(|t| t.compile).collect()),
+        median(each.iter().map(|t| t.serialise).collect()),
+    );
+    println!(
+        "turn     {} ({records} records, then {} turns{}; last request {bytes} bytes; {runs} runs): compile after each turn, median {c:?}; serde_json::to_string of the same request {s:?}; ratio {:.2}x (runs {:.2}x to {:.2}x)",
+        path.file_name().unwrap().to_string_lossy(),
+        iters(),
+        if attachment_turns() {
+            " with an attachment each"
+        } else {
+            ""
+        },
+        ratios[ratios.len() / 2],
+        ratios[0],
+        ratios[ratios.len() - 1],
+    );
+}
+
+fn attachment_turns() -> bool {
+    std::env::var("CTXD_BENCH_TURN_ATTACHMENT").is_ok_and(|v| v == "1")
+}
+
+/// One run of `turn`: its medians.
+struct TurnRun {
+    compile: Duration,
+    serialise: Duration,
+    records: u64,
+    bytes: usize,
+}
+
+impl TurnRun {
+    fn ratio(&self) -> f64 {
+        self.compile.as_secs_f64() / self.serialise.as_secs_f64()
+    }
+}
+
+async fn turn_run(dir: &Path, path: &Path) -> TurnRun {
+    let (e, p, records) = imported(dir, std::fs::read_to_string(path).unwrap()).await;
     if std::env::var("CTXD_BENCH_SNIP").is_ok_and(|v| v == "1") {
         let info = e.get_session(&p.session_id).await.unwrap();
         let mut settings = info.settings;
@@ -287,7 +344,6 @@ async fn bench_turn(dir: &Path, path: PathBuf) {
         .ok()
         .and_then(|v| v.parse().ok())
         .map(Duration::from_millis);
-    let attachment = std::env::var("CTXD_BENCH_TURN_ATTACHMENT").is_ok_and(|v| v == "1");
     let mut compile = Vec::with_capacity(n);
     let mut serialise = Vec::with_capacity(n);
     let mut bytes = 0;
@@ -300,7 +356,7 @@ async fn bench_turn(dir: &Path, path: PathBuf) {
              "content": [{"type": "text", "text": format!("Done with case {i}. {}", "The lexer now takes it. ".repeat(4))}]},
         ]))
         .unwrap();
-        if attachment {
+        if attachment_turns() {
             let nested = serde_json::json!({"type": "attachment", "is_meta": true, "attachment": {
                 "type": "nested_memory", "path": format!("/src/m{i}/CLAUDE.md"),
                 "content": format!("rules for module {i}: {}", "keep the lexer total. ".repeat(80))}});
@@ -326,20 +382,12 @@ async fn bench_turn(dir: &Path, path: PathBuf) {
         assert_eq!(s.len(), c.body.len());
         bytes = c.body.len();
     }
-    let (c, s) = (median(compile), median(serialise));
-    println!(
-        "turn     {} ({} records, then {n} turns{}; last request {bytes} bytes): compile after each turn, median {:?}; serde_json::to_string of the same request {:?}; ratio {:.2}x",
-        path.file_name().unwrap().to_string_lossy(),
+    TurnRun {
+        compile: median(compile),
+        serialise: median(serialise),
         records,
-        if attachment {
-            " with an attachment each"
-        } else {
-            ""
-        },
-        c,
-        s,
-        c.as_secs_f64() / s.as_secs_f64()
-    );
+        bytes,
+    }
 }
 
 /// Compile of the largest fixture with the budget (steady state: every fate frozen, so
