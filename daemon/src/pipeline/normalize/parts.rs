@@ -51,7 +51,7 @@ pub(super) fn prepare<'a>(
         if blocks.is_empty() {
             return None;
         }
-        let kind = kind_of(role, blocks.iter().map(|b| &**b));
+        let kind = kind_of(role, results_only(blocks.iter().map(|b| &**b)));
         return Some(part(record, kind, blocks, opts, false));
     };
     // Known, from when the transcript took the record in, to pass on whole: nothing to
@@ -79,11 +79,7 @@ pub(super) fn prepare<'a>(
     if blocks.is_empty() {
         return None;
     }
-    let kind = match role {
-        Role::Assistant => PartKind::Assistant,
-        Role::User if facts.results_only => PartKind::ToolResults,
-        Role::User => PartKind::User,
-    };
+    let kind = kind_of(role, facts.results_only);
     Some(part(record, kind, blocks, opts, tagged.is_some()))
 }
 
@@ -117,7 +113,7 @@ fn short_id_block(record: &Record) -> Option<Tagged> {
         RecordKind::User => Role::User,
         _ => return None,
     };
-    let kind = kind_of(role, &record.content);
+    let kind = kind_of(role, results_only(&record.content));
     let shown = part(record, kind, blocks, &opts, false).blocks;
     let changed = shown
         .iter()
@@ -208,8 +204,8 @@ fn sendable_blocks<'a>(
     blocks
 }
 
-/// The record's part, of the blocks it sends (`tagged`: they already carry the record's
-/// short id).
+/// The record's part of `kind` ([`kind_of`]), of the blocks it sends (`tagged`: they
+/// already carry the record's short id).
 fn part<'a>(
     record: &'a Record,
     kind: PartKind,
@@ -233,15 +229,12 @@ fn part<'a>(
     }
 }
 
-/// The kind of part a message of `role` with these blocks makes: a user message of
-/// nothing but tool results continues the open response.
-pub(super) fn kind_of<'b>(
-    role: Role,
-    blocks: impl IntoIterator<Item = &'b ContentBlock>,
-) -> PartKind {
+/// The kind of part a message of `role` makes: a user message of nothing but tool
+/// results continues the open response.
+fn kind_of(role: Role, results_only: bool) -> PartKind {
     match role {
         Role::Assistant => PartKind::Assistant,
-        Role::User if results_only(blocks) => PartKind::ToolResults,
+        Role::User if results_only => PartKind::ToolResults,
         Role::User => PartKind::User,
     }
 }
