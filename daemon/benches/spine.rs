@@ -449,6 +449,7 @@ async fn bench_budget(dir: &Path) {
             lineage: None,
             projection: None,
             boundary: None,
+            snip_boundaries: None,
             facts: &[],
             tools: &[],
             rejected_media: &rejected,

@@ -683,6 +683,7 @@ pub(crate) fn estimate_new_history(
         lineage: None,
         projection: None,
         boundary: None,
+        snip_boundaries: None,
         facts: &[],
         boundary_uuid: records.first().map_or("", |r| r.uuid.as_str()),
         pinned_edits: &[],

@@ -426,6 +426,7 @@ pub(crate) fn compile_loaded_with(
         lineage: Some(l.records.lineage()),
         projection: Some(&view),
         boundary: Some(l.records.boundary()),
+        snip_boundaries: Some(l.records.snip_boundaries()),
         facts: l.records.facts(),
         boundary_uuid: &l.boundary_uuid,
         pinned_edits: &l.pinned_edits,
@@ -442,6 +443,8 @@ pub(crate) struct History<'a> {
     pub projection: Option<&'a [&'a Record]>,
     /// Where its last compact boundary is, when kept up to date (the transcript's).
     pub boundary: Option<usize>,
+    /// Where the snip boundaries after it are, when kept up to date (the transcript's).
+    pub snip_boundaries: Option<&'a [usize]>,
     /// Per record, what normalising needs to know of it, when kept (the transcript's).
     pub facts: &'a [crate::pipeline::normalize::RecordFacts],
     /// Its last compact boundary: request flags latch per history.
@@ -462,6 +465,7 @@ pub(crate) fn compile_records(
         lineage,
         projection,
         boundary,
+        snip_boundaries,
         facts,
         boundary_uuid,
         pinned_edits,
@@ -495,6 +499,7 @@ pub(crate) fn compile_records(
         lineage,
         projection,
         boundary,
+        snip_boundaries,
         facts,
         tools: &tools,
         rejected_media: &l.rejected_media,

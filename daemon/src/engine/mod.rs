@@ -111,6 +111,12 @@ impl Transcript {
         self.live.boundary()
     }
 
+    /// Where the snip boundaries after the last compact boundary are, without a scan of
+    /// the history.
+    pub(crate) fn snip_boundaries(&self) -> &[usize] {
+        self.live.snip_boundaries()
+    }
+
     /// Per record, what normalising needs to know of it.
     pub(crate) fn facts(&self) -> &[crate::pipeline::normalize::RecordFacts] {
         self.live.facts()

@@ -69,6 +69,9 @@ pub struct CompileInput<'a> {
     /// Where the records' last compact boundary is, when the caller keeps it (a
     /// transcript does); found from the end otherwise.
     pub boundary: Option<usize>,
+    /// Where the snip boundaries after it are, in order, when the caller keeps them (a
+    /// transcript does); looked for among the records after the boundary otherwise.
+    pub snip_boundaries: Option<&'a [usize]>,
     /// Per record, what normalising needs to know of it (`normalize::RecordFacts`), when
     /// the caller keeps it (a transcript does); empty otherwise.
     pub facts: &'a [RecordFacts],
@@ -592,7 +595,10 @@ fn measure(
         .as_ref()
         .and_then(|_| shown.iter().rev().find(|r| tokens::anchors(r)))
         .map_or(0, |r| r.seq);
-    let snip_freed = snip::freed_after(after_boundary, anchor_seq);
+    let snip_freed = match input.snip_boundaries {
+        Some(at) => snip::freed_after(at.iter().filter_map(|&i| input.records.get(i)), anchor_seq),
+        None => snip::freed_after(after_boundary, anchor_seq),
+    };
     let collapse_freed: u64 = input
         .collapse_commits
         .iter()

@@ -56,6 +56,8 @@ pub struct LiveProjection {
     facts: Vec<super::normalize::RecordFacts>,
     /// uuids the snip boundaries after the last compact boundary removed.
     snipped: HashSet<String>,
+    /// Where the snip boundaries after the last compact boundary are.
+    snips: Vec<usize>,
     tally: Tally,
     surfaced: Surfaced,
 }
@@ -80,10 +82,12 @@ impl LiveProjection {
                 self.boundary = i;
                 self.indices.clear();
                 self.snipped.clear();
+                self.snips.clear();
                 self.tally = Tally::default();
                 self.surfaced = Surfaced::default();
             }
             if super::snip::is_snip_boundary(r) {
+                self.snips.push(i);
                 let before = self.snipped.len();
                 self.snipped.extend(
                     super::snip::removed_uuids(std::slice::from_ref(r))
@@ -114,6 +118,12 @@ impl LiveProjection {
     /// them starts there.
     pub fn boundary(&self) -> usize {
         self.boundary
+    }
+
+    /// Where the snip boundaries among `after_last_boundary` of the records are, in
+    /// order: what they freed is counted without a scan of the history.
+    pub fn snip_boundaries(&self) -> &[usize] {
+        &self.snips
     }
 
     /// Per record taken in, what normalising needs to know of it.
@@ -284,6 +294,12 @@ mod tests {
                 );
                 prop_assert_eq!(live.surfaced(), &crate::pipeline::relevant_memories::surfaced(&expected));
                 prop_assert_eq!(live.boundary(), at - after_last_boundary(&records[..at]).len());
+                prop_assert_eq!(
+                    live.snip_boundaries(),
+                    (live.boundary()..at)
+                        .filter(|&i| crate::pipeline::snip::is_snip_boundary(&records[i]))
+                        .collect::<Vec<_>>()
+                );
                 prop_assert_eq!(
                     live.facts(),
                     records[..at].iter().map(crate::pipeline::normalize::RecordFacts::of).collect::<Vec<_>>()

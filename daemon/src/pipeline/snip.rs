@@ -59,9 +59,9 @@ pub fn is_snip_boundary(r: &Record) -> bool {
 
 /// Tokens freed by snip boundaries recorded after `after_seq` (the usage anchor): the
 /// anchor's usage still counts what they removed.
-pub fn freed_after(records: &[Record], after_seq: u64) -> u64 {
+pub fn freed_after<'r>(records: impl IntoIterator<Item = &'r Record>, after_seq: u64) -> u64 {
     records
-        .iter()
+        .into_iter()
         .filter(|r| is_snip_boundary(r) && r.seq > after_seq)
         .filter_map(|r| r.data.as_ref()?.get("tokens_freed")?.as_u64())
         // A client can append a snip boundary with any number in it.
