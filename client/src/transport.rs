@@ -259,13 +259,7 @@ impl Connection {
             shared: &self.shared,
             id,
         };
-        let body = serde_json::to_vec(&Request {
-            jsonrpc: "2.0",
-            id,
-            method,
-            params,
-        })
-        .map_err(transport)?;
+        let body = Request::encode(id, method, params)?;
         self.shared.send(ws_frame::TEXT, &body).await?;
         // The answer is read by whoever reads first: this task, when the socket has
         // something before the reader task runs, so that a lone caller is not handed its
@@ -303,6 +297,19 @@ struct Request<'a, P> {
     id: u64,
     method: &'a str,
     params: &'a P,
+}
+
+impl<P: Serialize> Request<'_, P> {
+    /// Call `id` of `method`, as the text of its frame.
+    fn encode(id: u64, method: &str, params: &P) -> Result<Vec<u8>, ClientError> {
+        let request = Request {
+            jsonrpc: "2.0",
+            id,
+            method,
+            params,
+        };
+        serde_json::to_vec(&request).map_err(transport)
+    }
 }
 
 struct Forget<'a> {
@@ -542,13 +549,8 @@ impl Shared {
     /// Tells the daemon to end subscription `id` (JSON), without waiting for its answer.
     pub(crate) async fn unsubscribe(&self, method: &str, id: &str) -> Result<(), ClientError> {
         let id: &RawValue = serde_json::from_str(id).map_err(transport)?;
-        let body = serde_json::to_vec(&Request {
-            jsonrpc: "2.0",
-            id: self.next_id.fetch_add(1, Ordering::Relaxed),
-            method,
-            params: &serde_json::json!({ "subscription": id }),
-        })
-        .map_err(transport)?;
+        let call = self.next_id.fetch_add(1, Ordering::Relaxed);
+        let body = Request::encode(call, method, &serde_json::json!({ "subscription": id }))?;
         self.send(ws_frame::TEXT, &body).await
     }
 }

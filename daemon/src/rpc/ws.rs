@@ -166,9 +166,14 @@ impl Wire {
 
     fn queue(&mut self, rp: MethodResponse) {
         if let Some((json, sent)) = to_send(rp) {
-            write_frame(TEXT, json.get().as_bytes(), &mut self.out);
+            self.text(&json);
             sent();
         }
+    }
+
+    /// Queues a message (an answer, a notification) as a text frame.
+    fn text(&mut self, json: &RawValue) {
+        write_frame(TEXT, json.get().as_bytes(), &mut self.out);
     }
 }
 
@@ -265,7 +270,7 @@ async fn serve(io: Counted, early: &[u8], ctx: Context) {
             None = all_done.recv(), if service.is_none() => {
                 // The last calls' answers are queued: they leave before the close.
                 while let Ok(message) = outgoing.try_recv() {
-                    write_frame(TEXT, message.get().as_bytes(), &mut wire.out);
+                    wire.text(&message);
                 }
                 wire.close(CLOSE_GOING_AWAY).await;
                 return;
@@ -288,9 +293,7 @@ async fn serve(io: Counted, early: &[u8], ctx: Context) {
                 }
             }
             _ = wire.stream().writable(), if wire.unsent() > 0 => {}
-            Some(message) = outgoing.recv(), if room => {
-                write_frame(TEXT, message.get().as_bytes(), &mut wire.out);
-            }
+            Some(message) = outgoing.recv(), if room => wire.text(&message),
             _ = ping.tick() => {
                 if last_heard.elapsed() > silent_limit {
                     tracing::debug!(?silent_limit, "WebSocket client silent; closing");
