@@ -139,12 +139,12 @@ fn mcp_servers_before_the_first_compile_live_in_system_later_ones_arrive_as_delt
         json!({"session_id": sid, "name": "early"}),
     );
     let c4 = compile(&d, &sid);
-    // Its text stays; only the cache scope follows the MCP tools that are sent (none
-    // now: back to a global prefix).
+    // Its text stays; the default cache scope is the organisation's with or without
+    // MCP tools.
     assert_eq!(texts(&c4), texts(&c1));
     assert_eq!(
-        c4["request"]["system"][0]["cache_control"]["scope"],
-        "global"
+        c4["request"]["system"][0]["cache_control"],
+        json!({"type": "ephemeral"})
     );
     assert!(
         tool_names(&c4["request"]).is_empty(),

@@ -283,6 +283,43 @@ fn replay_of_every_fixture_runs_to_the_end() {
     let _ = ctx(&home).args(["daemon", "stop"]).output();
 }
 
+/// A session whose usage recorded one-hour cache writes is priced at the one-hour rate
+/// without `--cache-ttl`: its recorded cost lies above the five-minute pricing of the same
+/// calls and at most at the all-one-hour pricing.
+#[test]
+fn replay_prices_recorded_one_hour_writes_at_the_one_hour_rate() {
+    let guard = Home::new();
+    let home = guard.home.clone();
+    let short = common::fixtures().join("spotter/short.jsonl");
+    let summary = |ttl: Option<&str>| -> Value {
+        let mut c = ctx(&home);
+        c.args(["replay", "--json"]).arg(&short);
+        if let Some(t) = ttl {
+            c.args(["--cache-ttl", t]);
+        }
+        let out = c.output().unwrap();
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        serde_json::from_str(String::from_utf8_lossy(&out.stderr).trim()).unwrap()
+    };
+    let source = summary(None);
+    assert_eq!(source["cache_ttl"], "source");
+    assert!(
+        source["recorded_cache_write_1h_tokens"].as_u64().unwrap() > 0,
+        "{source}"
+    );
+    let five = summary(Some("5m"));
+    let hour = summary(Some("1h"));
+    assert_eq!(five["recorded_cache_write_1h_tokens"], 0);
+    let cost = |s: &Value| s["recorded_cost_total"].as_f64().unwrap();
+    assert!(cost(&source) > cost(&five), "{source} {five}");
+    assert!(cost(&source) <= cost(&hour) + 1e-9, "{source} {hour}");
+    let _ = ctx(&home).args(["daemon", "stop"]).output();
+}
+
 #[test]
 fn an_external_memory_worker_writes_the_memory_while_appends_continue() {
     let guard = Home::new();

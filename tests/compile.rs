@@ -101,12 +101,16 @@ fn request_layout_rules() {
     );
     let r = d.call("context.compile", json!({"session_id": sid}));
     let req = &r["request"];
-    // System: static prefix at global scope, dynamic suffix uncached, no boundary text.
+    // System: the static prefix and the dynamic suffix each cached (the public API's
+    // organisation scope; Claude Code's global scope is opt-in), no boundary text.
     assert_eq!(
         req["system"][0]["cache_control"],
-        json!({"type": "ephemeral", "scope": "global"})
+        json!({"type": "ephemeral"})
     );
-    assert!(req["system"][1].get("cache_control").is_none());
+    assert_eq!(
+        req["system"][1]["cache_control"],
+        json!({"type": "ephemeral"})
+    );
     assert!(
         !req["system"]
             .to_string()

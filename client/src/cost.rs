@@ -1,6 +1,6 @@
 //! Prices of Claude models and the cost of a request's tokens, for `ctx replay`'s cost
-//! simulation. Prices are US dollars per million tokens; the defaults are Anthropic's
-//! list prices for the current models and can be replaced by a JSON file
+//! simulation. Prices are US dollars per million tokens; the defaults are the model
+//! catalogue's (`ctxd_protocol::models`) and can be replaced by a JSON file
 //! (`ctx replay --prices FILE`) shaped like [`PriceTable`].
 
 use std::collections::BTreeMap;
@@ -9,29 +9,7 @@ use std::path::Path;
 use anyhow::{Context, Result};
 use serde::{Deserialize, Serialize};
 
-#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct Prices {
-    pub input: f64,
-    /// Writing the cache with the default five-minute TTL (1.25× input).
-    pub cache_write_5m: f64,
-    /// Writing the cache with the one-hour TTL (2× input).
-    pub cache_write_1h: f64,
-    pub cache_read: f64,
-    pub output: f64,
-}
-
-impl Prices {
-    const fn list(input: f64, output: f64) -> Prices {
-        Prices {
-            input,
-            cache_write_5m: input * 1.25,
-            cache_write_1h: input * 2.0,
-            cache_read: input * 0.1,
-            output,
-        }
-    }
-}
+pub use ctxd_protocol::models::Prices;
 
 /// Prices by model-name prefix (the longest matching prefix wins) and a default.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -42,19 +20,12 @@ pub struct PriceTable {
 }
 
 impl Default for PriceTable {
+    /// The model catalogue's list prices.
     fn default() -> Self {
-        let models = [
-            ("claude-opus-4-5", Prices::list(5.0, 25.0)),
-            ("claude-opus-4-1", Prices::list(15.0, 75.0)),
-            ("claude-opus-4", Prices::list(15.0, 75.0)),
-            ("claude-sonnet-4", Prices::list(3.0, 15.0)),
-            ("claude-3-7-sonnet", Prices::list(3.0, 15.0)),
-            ("claude-haiku-4-5", Prices::list(1.0, 5.0)),
-            ("claude-3-5-haiku", Prices::list(0.8, 4.0)),
-        ]
-        .into_iter()
-        .map(|(k, v)| (k.to_string(), v))
-        .collect();
+        let models = ctxd_protocol::models::CATALOGUE
+            .iter()
+            .map(|e| (e.id.to_string(), e.prices))
+            .collect();
         PriceTable {
             models,
             default: Prices::list(3.0, 15.0),
@@ -83,28 +54,31 @@ impl PriceTable {
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize)]
 pub struct Billed {
     pub uncached: u64,
-    pub cache_write: u64,
+    /// Cache writes with the five-minute TTL.
+    pub cache_write_5m: u64,
+    /// Cache writes with the one-hour TTL.
+    pub cache_write_1h: u64,
     pub cache_read: u64,
     pub output: u64,
 }
 
 impl Billed {
-    /// Dollars, with cache writes at the one-hour price when `one_hour`.
-    pub fn cost(&self, p: &Prices, one_hour: bool) -> f64 {
-        let write = if one_hour {
-            p.cache_write_1h
-        } else {
-            p.cache_write_5m
-        };
+    /// Dollars, each kind of token at its price.
+    pub fn cost(&self, p: &Prices) -> f64 {
         (self.uncached as f64 * p.input
-            + self.cache_write as f64 * write
+            + self.cache_write_5m as f64 * p.cache_write_5m
+            + self.cache_write_1h as f64 * p.cache_write_1h
             + self.cache_read as f64 * p.cache_read
             + self.output as f64 * p.output)
             / 1e6
     }
 
+    pub fn cache_write(&self) -> u64 {
+        self.cache_write_5m + self.cache_write_1h
+    }
+
     pub fn input_side(&self) -> u64 {
-        self.uncached + self.cache_write + self.cache_read
+        self.uncached + self.cache_write() + self.cache_read
     }
 }
 
@@ -125,12 +99,18 @@ mod tests {
         let p = Prices::list(3.0, 15.0);
         let b = Billed {
             uncached: 1_000_000,
-            cache_write: 1_000_000,
+            cache_write_5m: 1_000_000,
+            cache_write_1h: 0,
             cache_read: 1_000_000,
             output: 1_000_000,
         };
-        assert!((b.cost(&p, false) - (3.0 + 3.75 + 0.3 + 15.0)).abs() < 1e-9);
-        assert!((b.cost(&p, true) - (3.0 + 6.0 + 0.3 + 15.0)).abs() < 1e-9);
+        assert!((b.cost(&p) - (3.0 + 3.75 + 0.3 + 15.0)).abs() < 1e-9);
+        let one_hour = Billed {
+            cache_write_5m: 0,
+            cache_write_1h: 1_000_000,
+            ..b
+        };
+        assert!((one_hour.cost(&p) - (3.0 + 6.0 + 0.3 + 15.0)).abs() < 1e-9);
         assert_eq!(b.input_side(), 3_000_000);
     }
 

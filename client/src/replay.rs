@@ -109,8 +109,9 @@ pub struct ReplayOptions<'a> {
     pub json: bool,
     /// Keep the replay's session afterwards (it is deleted otherwise).
     pub keep: bool,
-    /// The cache TTL of the simulation: 5 minutes, or one hour.
-    pub cache_ttl_1h: bool,
+    /// The cache TTL of every call, over what the source recorded: `Some(true)` one
+    /// hour, `Some(false)` five minutes, `None` each call's own (its usage's split).
+    pub cache_ttl_1h: Option<bool>,
     pub prices: PriceTable,
 }
 
@@ -134,8 +135,12 @@ pub struct ReplaySummary {
     /// Size of the original agent's system prompt and tools, inferred from the first
     /// recorded usage, counted as a constant cached prefix.
     pub inferred_prefix_tokens: u64,
-    /// `5m` or `1h`.
+    /// `5m` or `1h` when given; `source` when each call is priced at the TTL its own
+    /// usage recorded (`5m` for a call that recorded no split).
     pub cache_ttl: String,
+    /// Cache writes of the source at each TTL, as priced.
+    pub recorded_cache_write_5m_tokens: u64,
+    pub recorded_cache_write_1h_tokens: u64,
     /// Over the compiles that answer a source call: predicted cache reads / input.
     pub predicted_cache_read_share: f64,
     /// The same share in the source's recorded usage.
@@ -150,6 +155,10 @@ pub struct ReplaySummary {
 #[derive(Default)]
 struct Bill {
     prefix: Option<u64>,
+    /// The TTL the cache was last written with: what the next gap is measured against.
+    one_hour: bool,
+    recorded_write_5m: u64,
+    recorded_write_1h: u64,
     last_request: Option<DateTime<Utc>>,
     predicted_read: u64,
     predicted_input: u64,
@@ -262,8 +271,12 @@ async fn feed(
     let mut last_response: Option<Option<String>> = None;
     let mut strip_usage = false;
     let mut bill = Bill::default();
-    let ttl_secs = if opts.cache_ttl_1h { 3_600 } else { 300 };
-    summary.cache_ttl = if opts.cache_ttl_1h { "1h" } else { "5m" }.into();
+    summary.cache_ttl = match opts.cache_ttl_1h {
+        Some(true) => "1h",
+        Some(false) => "5m",
+        None => "source",
+    }
+    .into();
     let final_usage = final_usage(&records);
     let mut out = std::io::stdout().lock();
     for (i, record) in records.into_iter().enumerate() {
@@ -291,16 +304,16 @@ async fn feed(
             let usage = record
                 .message_id
                 .as_ref()
-                .and_then(|id| final_usage.get(id).copied())
-                .or(record.usage);
-            let mut step = compile_step(client, sid, record.timestamp.clone(), usage, line).await?;
+                .and_then(|id| final_usage.get(id).cloned())
+                .or_else(|| record.usage.clone());
+            let mut step =
+                compile_step(client, sid, record.timestamp.clone(), usage.as_ref(), line).await?;
             let model = record.model.as_deref().unwrap_or(session_model);
             simulate(
                 &mut bill,
                 &mut step,
-                usage,
+                usage.as_ref(),
                 parse_time(record.timestamp.as_deref()),
-                ttl_secs,
                 &opts.prices.for_model(model),
                 opts.cache_ttl_1h,
             );
@@ -375,7 +388,7 @@ fn final_usage(records: &[RecordInput]) -> std::collections::HashMap<String, Usa
     records
         .iter()
         .filter(|r| !r.is_sidechain)
-        .filter_map(|r| Some((r.message_id.clone()?, r.usage?)))
+        .filter_map(|r| Some((r.message_id.clone()?, r.usage.clone()?)))
         .collect()
 }
 
@@ -423,6 +436,8 @@ fn summarise(summary: &mut ReplaySummary, errors: &[f64], bill: &Bill) {
     summary.simulated_cost_total = bill.simulated;
     summary.recorded_cost_total = bill.recorded;
     summary.costed_calls = bill.calls;
+    summary.recorded_cache_write_5m_tokens = bill.recorded_write_5m;
+    summary.recorded_cache_write_1h_tokens = bill.recorded_write_1h;
     summary.inferred_prefix_tokens = bill.prefix.unwrap_or(0);
 }
 
@@ -440,11 +455,10 @@ fn summarise(summary: &mut ReplaySummary, errors: &[f64], bill: &Bill) {
 fn simulate(
     bill: &mut Bill,
     step: &mut ReplayStep,
-    recorded: Option<Usage>,
+    recorded: Option<&Usage>,
     at: Option<DateTime<Utc>>,
-    ttl_secs: i64,
     prices: &crate::cost::Prices,
-    one_hour: bool,
+    ttl_override: Option<bool>,
 ) {
     if bill.prefix.is_none()
         && step.anchor_tokens == 0
@@ -460,6 +474,8 @@ fn simulate(
         step.estimated_tokens.saturating_sub(prefix)
     };
     let total = own + prefix;
+    // The entry the previous call wrote lives as long as the TTL it was written with.
+    let ttl_secs = if bill.one_hour { 3_600 } else { 300 };
     step.cache_expired = match (bill.last_request, at) {
         (Some(prev), Some(now)) => (now - prev).num_seconds() > ttl_secs,
         _ => false,
@@ -477,33 +493,87 @@ fn simulate(
     if at.is_some() {
         bill.last_request = at;
     }
+    // The source's writes of this call at each TTL; ctxd's writes follow the same split
+    // (the agent chose the TTL), a call that wrote nothing keeps the last one.
+    let recorded_split = recorded.map(|u| recorded_writes(u, ttl_override));
+    let one_hour_share = match recorded_split {
+        Some((w5, w1)) if w5 + w1 > 0 => w1 as f64 / (w5 + w1) as f64,
+        _ => f64::from(u8::from(bill.one_hour)),
+    };
+    bill.one_hour = one_hour_share >= 0.5;
     let output = recorded.map_or(0, |u| u.output_tokens);
+    let write = total - read.min(total);
+    let write_1h = ctxd::saturate::u64_from_f64((write as f64 * one_hour_share).round()).min(write);
     let simulated = Billed {
         uncached: 0,
-        cache_write: total - read.min(total),
+        cache_write_5m: write - write_1h,
+        cache_write_1h: write_1h,
         cache_read: read.min(total),
         output,
     };
     step.predicted_cache_read_tokens = simulated.cache_read;
-    step.predicted_cache_write_tokens = simulated.cache_write;
+    step.predicted_cache_write_tokens = simulated.cache_write();
     step.predicted_uncached_tokens = simulated.uncached;
-    step.simulated_cost = simulated.cost(prices, one_hour);
+    step.simulated_cost = simulated.cost(prices);
     bill.simulated += step.simulated_cost;
     bill.predicted_read += simulated.cache_read;
     bill.predicted_input += simulated.input_side();
     bill.calls += 1;
-    if let Some(u) = recorded {
+    if let (Some(u), Some((w5, w1))) = (recorded, recorded_split) {
         let billed = Billed {
             uncached: u.input_tokens,
-            cache_write: u.cache_creation_input_tokens,
+            cache_write_5m: w5,
+            cache_write_1h: w1,
             cache_read: u.cache_read_input_tokens,
             output: u.output_tokens,
         };
-        let cost = billed.cost(prices, one_hour);
+        let cost = match compaction_iterations(u) {
+            Some(iterations) => iterations
+                .iter()
+                .map(|it| {
+                    let (w5, w1) = recorded_writes(it, ttl_override);
+                    Billed {
+                        uncached: it.input_tokens,
+                        cache_write_5m: w5,
+                        cache_write_1h: w1,
+                        cache_read: it.cache_read_input_tokens,
+                        output: it.output_tokens,
+                    }
+                    .cost(prices)
+                })
+                .sum(),
+            None => billed.cost(prices),
+        };
         step.recorded_cost = Some(cost);
         bill.recorded += cost;
         bill.recorded_read += billed.cache_read;
         bill.recorded_input += billed.input_side();
+        bill.recorded_write_5m += w5;
+        bill.recorded_write_1h += w1;
+    }
+}
+
+/// The sampling iterations of a response that compacted on the server: its top-level
+/// counts are the last iteration's only, and the bill is the sum of all of them.
+fn compaction_iterations(u: &Usage) -> Option<Vec<Usage>> {
+    let items = u.iterations.as_ref()?.as_array()?;
+    let parsed: Vec<Usage> = items
+        .iter()
+        .map(|it| serde_json::from_value(it.clone()))
+        .collect::<Result<_, _>>()
+        .ok()?;
+    (!parsed.is_empty()).then_some(parsed)
+}
+
+/// A recorded call's cache writes as `(five_minute, one_hour)`: all at the TTL given on
+/// the command line, else as the usage split them (all five-minute when it did not).
+fn recorded_writes(u: &Usage, ttl_override: Option<bool>) -> (u64, u64) {
+    let all = u.cache_creation_input_tokens;
+    match (ttl_override, u.cache_write_split()) {
+        (Some(true), _) => (0, all),
+        (Some(false), _) | (None, None) => (all, 0),
+        // The split is the provider's; the total is what was billed.
+        (None, Some((_, w1))) => (all.saturating_sub(w1), w1.min(all)),
     }
 }
 
@@ -511,7 +581,7 @@ async fn compile_step(
     client: &Client,
     sid: &str,
     now: Option<String>,
-    answered: Option<Usage>,
+    answered: Option<&Usage>,
     source_line: u64,
 ) -> Result<ReplayStep> {
     let actual_input_tokens = answered.map(|u| {
@@ -581,5 +651,39 @@ async fn compile_step(
             })
         }
         Err(e) => Err(e.into()),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn usage(v: serde_json::Value) -> Usage {
+        serde_json::from_value(v).unwrap()
+    }
+
+    #[test]
+    fn writes_follow_the_recorded_split_unless_overridden() {
+        let u = usage(json!({"input_tokens": 1, "output_tokens": 1,
+            "cache_creation_input_tokens": 100,
+            "cache_creation": {"ephemeral_5m_input_tokens": 30, "ephemeral_1h_input_tokens": 70}}));
+        assert_eq!(recorded_writes(&u, None), (30, 70));
+        assert_eq!(recorded_writes(&u, Some(false)), (100, 0));
+        assert_eq!(recorded_writes(&u, Some(true)), (0, 100));
+        let unsplit = usage(json!({"cache_creation_input_tokens": 100}));
+        assert_eq!(recorded_writes(&unsplit, None), (100, 0));
+    }
+
+    #[test]
+    fn a_server_compaction_is_billed_for_every_iteration() {
+        let u = usage(json!({"input_tokens": 23000, "output_tokens": 1000,
+            "iterations": [
+                {"type": "compaction", "input_tokens": 180000, "output_tokens": 3500},
+                {"type": "message", "input_tokens": 23000, "output_tokens": 1000}]}));
+        let its = compaction_iterations(&u).unwrap();
+        assert_eq!(its.len(), 2);
+        assert_eq!(its[0].input_tokens, 180_000);
+        assert!(compaction_iterations(&usage(json!({"input_tokens": 1}))).is_none());
     }
 }

@@ -53,6 +53,7 @@ fn write(p: &Path, text: &str) {
 
 fn tool(name: &str, deferred: bool) -> ToolSpec {
     ToolSpec {
+        extra: Default::default(),
         name: name.into(),
         description: Some(format!("{name}: does one particular thing for the agent")),
         input_schema: Some(serde_json::json!({"type": "object", "properties": {

@@ -20,8 +20,10 @@ pub struct RequestFlags {
     /// Prompt-cache TTL of every cache marker: `5m` (the provider's default) or `1h`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub cache_ttl: Option<String>,
-    /// `auto` (the static system prefix is cached with global scope when no MCP tools
-    /// are present) or `org` (never global: for providers without global scope).
+    /// `org` (the default: the public API's organisation-wide cache) or `global`
+    /// (Claude Code's extension, not in the public API: the static system prefix is
+    /// cached with `scope: "global"` when no MCP tools are present, and the compile's
+    /// headers carry the beta it needs). `auto` is accepted as the old name of `global`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub cache_scope: Option<String>,
     /// Extra top-level request parameters (e.g. `thinking`, `temperature`,

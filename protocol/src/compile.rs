@@ -128,6 +128,21 @@ pub struct CompileMetadata {
     pub autocompact_skipped: Option<String>,
     /// What the provider's prompt cache is predicted to serve, and the latched flags.
     pub cache: crate::cache::CacheMetadata,
+    /// Tools the messages call that the session does not define, sent as placeholder
+    /// definitions (the public API refuses a request whose messages call an undefined
+    /// tool): an imported transcript, or a tool since removed.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub placeholder_tools: Vec<String>,
+    /// The official SDK sends this request only streamed: with its `max_tokens` a
+    /// non-streamed call may run past ten minutes (`messages.stream(**body)` or
+    /// `stream=True`).
+    #[serde(default)]
+    pub stream_required: bool,
+    /// Keys of the body the public Messages API does not define, present because the
+    /// session opted in to Claude Code's extensions: `cache_control.scope` (its beta
+    /// header is in `cache.headers`), `cache_reference`, `cache_edits`. Empty by default.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub non_public: Vec<String>,
     /// Compaction cannot make the room it must: this compile's compaction left more than
     /// half the autocompact threshold, or the last attempt could not get below the
     /// threshold at all (the system prompt, tools and instructions alone may be too

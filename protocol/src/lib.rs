@@ -14,6 +14,7 @@ pub mod handshake;
 pub mod hooks;
 pub mod memory;
 pub mod methods;
+pub mod models;
 pub mod openrpc;
 pub mod record;
 pub mod session;

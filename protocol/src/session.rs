@@ -3,22 +3,64 @@
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
-/// What the session's model can hold and produce.
+/// What the session's model can hold and produce. A field left out is taken from the
+/// model catalogue ([`crate::models`]) for a listed model; a model the catalogue does not
+/// list needs at least `context_window`.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
-#[serde(deny_unknown_fields)]
+#[serde(try_from = "ModelProfileInput")]
 pub struct ModelProfile {
     /// Model name put into the compiled request.
-    #[serde(default = "default_model")]
     pub model: String,
     /// Context window in tokens.
-    #[serde(default = "default_context_window")]
     pub context_window: u64,
     /// Maximum output tokens per response (the request's `max_tokens`).
-    #[serde(default = "default_max_output")]
     pub max_output_tokens: u64,
     /// Whether the model accepts thinking blocks in the history.
-    #[serde(default = "yes")]
     pub supports_thinking: bool,
+}
+
+/// A model profile as a client gives it: any field may be left to the catalogue.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct ModelProfileInput {
+    /// `claude-sonnet-4-5` when absent.
+    #[serde(default)]
+    pub model: Option<String>,
+    /// The catalogue's window for a listed model; required otherwise.
+    #[serde(default)]
+    pub context_window: Option<u64>,
+    /// The model's output limit, at most 32,000; 32,000 for a model not listed.
+    #[serde(default)]
+    pub max_output_tokens: Option<u64>,
+    #[serde(default)]
+    pub supports_thinking: Option<bool>,
+}
+
+impl TryFrom<ModelProfileInput> for ModelProfile {
+    type Error = String;
+    fn try_from(i: ModelProfileInput) -> Result<Self, String> {
+        let model = i.model.unwrap_or_else(default_model);
+        let entry = crate::models::lookup(&model);
+        let context_window = match (i.context_window, entry) {
+            (Some(w), _) => w,
+            (None, Some(e)) => e.context_window,
+            (None, None) => {
+                return Err(format!(
+                    "model {model:?} is not in ctxd's model catalogue: give its context_window (and max_output_tokens)"
+                ));
+            }
+        };
+        Ok(ModelProfile {
+            context_window,
+            max_output_tokens: i.max_output_tokens.unwrap_or_else(|| {
+                entry.map_or_else(default_max_output, crate::models::default_max_output)
+            }),
+            supports_thinking: i
+                .supports_thinking
+                .unwrap_or_else(|| entry.is_none_or(|e| e.thinking)),
+            model,
+        })
+    }
 }
 
 fn default_model() -> String {
@@ -29,9 +71,6 @@ fn default_context_window() -> u64 {
 }
 fn default_max_output() -> u64 {
     32_000
-}
-fn yes() -> bool {
-    true
 }
 
 impl Default for ModelProfile {
@@ -384,7 +423,6 @@ pub struct SystemPrompt {
 
 /// A tool schema registered by the client.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
-#[serde(deny_unknown_fields)]
 pub struct ToolSpec {
     pub name: String,
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -404,6 +442,11 @@ pub struct ToolSpec {
     /// Deferred tools are found through tool search instead of being sent in full.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub defer_loading: bool,
+    /// Every other field of the tool definition (`strict`, `input_examples`,
+    /// `allowed_callers`, a server tool's `max_uses`, `allowed_domains`,
+    /// `user_location`, ...): sent in the tool as given.
+    #[serde(flatten)]
+    pub extra: crate::record::Extra,
 }
 
 /// A session as the daemon reports it.

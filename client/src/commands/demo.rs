@@ -35,9 +35,11 @@ pub struct ReplayArgs {
     /// Keep the replay session afterwards (it is deleted otherwise).
     #[arg(long)]
     keep: bool,
-    /// Cache TTL of the cost simulation: `5m` or `1h`.
-    #[arg(long, default_value = "5m", value_parser = ["5m", "1h"])]
-    cache_ttl: String,
+    /// Cache TTL of every call in the cost simulation: `5m` or `1h`. By default each
+    /// call is priced at the TTL its recorded usage shows (the 5-minute / 1-hour split of
+    /// its cache writes).
+    #[arg(long, value_parser = ["5m", "1h"])]
+    cache_ttl: Option<String>,
     /// Price table (JSON, dollars per million tokens) instead of the built-in one.
     #[arg(long)]
     prices: Option<PathBuf>,
@@ -150,7 +152,7 @@ pub async fn replay(ctx: &Ctx, client: &Client, a: &ReplayArgs) -> Result<()> {
             model,
             json: ctx.json,
             keep: a.keep,
-            cache_ttl_1h: a.cache_ttl == "1h",
+            cache_ttl_1h: a.cache_ttl.as_deref().map(|t| t == "1h"),
             prices,
         },
     )

@@ -513,6 +513,8 @@ fn tail_copy(original: &Record) -> RecordInput {
         model: original.model.clone(),
         stop_reason: original.stop_reason.clone(),
         usage: None,
+        message: None,
+        message_extra: original.message_extra.clone(),
         is_meta: original.is_meta,
         is_virtual: false,
         is_sidechain: false,

@@ -48,6 +48,7 @@ pub(crate) fn materialise(
             timestamp: r.timestamp.unwrap_or_else(|| now.to_string()),
             content: r.content,
             message_id: r.message_id,
+            message_extra: r.message_extra,
             model: r.model,
             stop_reason: r.stop_reason,
             usage: r.usage,

@@ -173,7 +173,12 @@ fn check_usage(path: &dyn std::fmt::Display, u: &ctxd_protocol::Usage) -> Result
 
 fn check_source(path: &dyn std::fmt::Display, s: &MediaSource) -> Result<()> {
     match s {
-        MediaSource::Base64 { media_type, data } | MediaSource::Text { media_type, data } => {
+        MediaSource::Base64 {
+            media_type, data, ..
+        }
+        | MediaSource::Text {
+            media_type, data, ..
+        } => {
             if media_type.is_empty() {
                 return Err(bad(format!("{path}.media_type"), "must not be empty"));
             }
@@ -181,10 +186,10 @@ fn check_source(path: &dyn std::fmt::Display, s: &MediaSource) -> Result<()> {
                 return Err(bad(format!("{path}.data"), "must not be empty"));
             }
         }
-        MediaSource::Url { url } if url.is_empty() => {
+        MediaSource::Url { url, .. } if url.is_empty() => {
             return Err(bad(format!("{path}.url"), "must not be empty"));
         }
-        MediaSource::File { file_id } if file_id.is_empty() => {
+        MediaSource::File { file_id, .. } if file_id.is_empty() => {
             return Err(bad(format!("{path}.file_id"), "must not be empty"));
         }
         _ => {}
@@ -193,9 +198,11 @@ fn check_source(path: &dyn std::fmt::Display, s: &MediaSource) -> Result<()> {
 }
 
 fn check_block(path: &dyn std::fmt::Display, kind: RecordKind, b: &mut ContentBlock) -> Result<()> {
-    if let Some(cc) = b.cache_control_mut()
-        && cc.is_some()
-    {
+    let marked = match b {
+        ContentBlock::Other(fields) => fields.get("cache_control").is_some_and(|c| !c.is_null()),
+        _ => b.cache_control().is_some(),
+    };
+    if marked {
         return Err(bad(
             format!("{path}.cache_control"),
             "cache markers are placed by ctxd; do not send them",
@@ -258,18 +265,20 @@ fn check_block(path: &dyn std::fmt::Display, kind: RecordKind, b: &mut ContentBl
             if let ToolResultContent::Blocks(blocks) = content {
                 for (j, inner) in blocks.iter().enumerate() {
                     match inner {
-                        ToolResultBlock::Image { source }
+                        ToolResultBlock::Image { source, .. }
                         | ToolResultBlock::Document { source, .. } => {
                             check_source(&format!("{path}.content[{j}].source"), source)?;
                         }
                         ToolResultBlock::Text { .. } => {}
-                        ToolResultBlock::ToolReference { tool_name } if tool_name.is_empty() => {
+                        ToolResultBlock::ToolReference { tool_name, .. }
+                            if tool_name.is_empty() =>
+                        {
                             return Err(bad(
                                 format!("{path}.content[{j}].tool_name"),
                                 "must not be empty",
                             ));
                         }
-                        ToolResultBlock::ToolReference { .. } => {}
+                        ToolResultBlock::ToolReference { .. } | ToolResultBlock::Other(_) => {}
                     }
                 }
             }
@@ -355,6 +364,8 @@ fn check(records: &mut [RecordInput], first: usize, sized: bool) -> Result<usize
             total = total.saturating_add(size);
             check_size(p, size)?;
         }
+        r.lift_message()
+            .map_err(|msg| Error::invalid(format!("{p}.message"), msg))?;
         let Some(kind) = r.kind else {
             return Err(bad(
                 format!("{p}.type"),

@@ -116,7 +116,7 @@ fn parse_piece(piece: Piece<'_>) -> Result<PieceOut, ImportError> {
             continue;
         }
 
-        let mut converted = convert_line(obj, &mut out.skipped).map_err(malformed)?;
+        let mut converted = convert_line(obj).map_err(malformed)?;
         if let Line::Record(p) = &mut converted {
             p.line = line;
         }

@@ -7,6 +7,7 @@ use std::collections::BTreeMap;
 use ctxd_protocol::{
     ContentBlock, MediaSource, RecordInput, RecordKind, ToolResultBlock, ToolResultContent, Usage,
 };
+use serde::Deserialize;
 use serde_json::{Map, Value};
 
 /// Fields every Claude Code line carries that describe the writer rather than the record
@@ -88,10 +89,7 @@ pub(super) fn bump(map: &mut BTreeMap<String, u64>, key: &str) {
 
 /// Converts a parsed line, taking its values rather than copying them: the text of a
 /// transcript is most of what a line holds, and each of its strings is moved once.
-pub(super) fn convert_line(
-    mut obj: Map<String, Value>,
-    skipped: &mut BTreeMap<String, u64>,
-) -> Result<Line, String> {
+pub(super) fn convert_line(mut obj: Map<String, Value>) -> Result<Line, String> {
     let line_type = match obj.get("type") {
         Some(Value::String(t)) => t.as_str(),
         Some(other) => {
@@ -148,7 +146,7 @@ pub(super) fn convert_line(
                 }
                 None => return Err(format!("{line_type} line has no `message`")),
             };
-            record.content = content(message.remove("content"), kind, skipped, &mut claude_code)?;
+            record.content = content(message.remove("content"), kind)?;
             if record.content.is_empty() {
                 // An empty message is not a valid ctxd record, and it carries nothing to
                 // lose; skip it but keep its uuid so children can be relinked over it.
@@ -174,14 +172,14 @@ pub(super) fn convert_line(
                     "usage",
                 ];
             }
-            // `stop_sequence` (mostly null), `context_management`, ...: kept when they say
-            // something, so a replay can still see them.
+            // `stop_sequence`, `container`, `context_management`, ...: the message's own,
+            // kept as they came.
             let extra: Map<String, Value> = message
                 .into_iter()
-                .filter(|(k, v)| !known.contains(&k.as_str()) && !v.is_null())
+                .filter(|(k, _)| !known.contains(&k.as_str()))
                 .collect();
             if !extra.is_empty() {
-                claude_code.insert("message".into(), Value::Object(extra));
+                record.message_extra = Some(extra);
             }
             keep_extra_fields(obj, &mut claude_code);
         }
@@ -286,36 +284,20 @@ fn timestamp(obj: &Map<String, Value>) -> Result<Option<String>, String> {
     Ok(ts)
 }
 
-fn content(
-    content: Option<Value>,
-    kind: RecordKind,
-    skipped: &mut BTreeMap<String, u64>,
-    claude_code: &mut Map<String, Value>,
-) -> Result<Vec<ContentBlock>, String> {
+fn content(content: Option<Value>, kind: RecordKind) -> Result<Vec<ContentBlock>, String> {
     match content {
         Some(Value::String(s)) if s.is_empty() => Ok(Vec::new()),
         Some(Value::String(s)) => Ok(vec![ContentBlock::text(s)]),
-        Some(Value::Array(blocks)) => {
-            let mut extras = Vec::new();
-            let mut ctx = BlockCtx {
-                skipped,
-                extras: &mut extras,
-            };
-            let out = blocks
-                .into_iter()
-                .enumerate()
-                .map(|(i, b)| {
-                    let path = format!("message.content[{i}]");
-                    let block = convert_block(b, &path, &mut ctx)?;
-                    check_role(&block, kind, &path)?;
-                    Ok(block)
-                })
-                .collect::<Result<Vec<_>, String>>()?;
-            if !extras.is_empty() {
-                claude_code.insert("block_extras".into(), Value::Array(extras));
-            }
-            Ok(out)
-        }
+        Some(Value::Array(blocks)) => blocks
+            .into_iter()
+            .enumerate()
+            .map(|(i, b)| {
+                let path = format!("message.content[{i}]");
+                let block = convert_block(b, &path)?;
+                check_role(&block, kind, &path)?;
+                Ok(block)
+            })
+            .collect::<Result<Vec<_>, String>>(),
         Some(other) => Err(format!(
             "field `message.content` must be a string or an array, found {}",
             json_type(&other)
@@ -324,75 +306,88 @@ fn content(
     }
 }
 
-struct BlockCtx<'a> {
-    skipped: &'a mut BTreeMap<String, u64>,
-    /// `{"path": ..., "fields": {...}}` for fields of known blocks that ctxd's block types
-    /// have no slot for (e.g. `caller` on `tool_use`, `citations` on `text`).
-    extras: &'a mut Vec<Value>,
-}
-
-impl BlockCtx<'_> {
-    /// Keeps what is left of a known block once its mapped fields are taken.
-    fn keep_extras(&mut self, mut rest: Map<String, Value>, path: &str) {
-        // `cache_control` is ctxd's to place; a transcript's markers are stale.
-        rest.remove("type");
-        rest.remove("cache_control");
-        if !rest.is_empty() {
-            let mut entry = Map::new();
-            entry.insert("path".into(), Value::String(path.to_owned()));
-            entry.insert("fields".into(), Value::Object(rest));
-            self.extras.push(Value::Object(entry));
+/// The block types whose fields an import checks beyond what decoding does; every block
+/// is decoded as an append decodes it, so a type ctxd has no variant for is kept whole.
+fn convert_block(block: Value, path: &str) -> Result<ContentBlock, String> {
+    let mut f = block_fields(block, path)?;
+    // `cache_control` is ctxd's to place; a transcript's markers are stale.
+    f.remove("cache_control");
+    // Claude Code writes `null` for a result without content or error flag; the record
+    // model's defaults say the same.
+    for key in ["content", "is_error"] {
+        if f.get(key).is_some_and(Value::is_null) && type_name(&f) == "tool_result" {
+            f.remove(key);
         }
     }
+    let block: ContentBlock = serde_json::from_value(Value::Object(f))
+        .map_err(|e| format!("field `{path}` is not a valid content block: {e}"))?;
+    check_block(&block, path)?;
+    Ok(block)
+}
 
-    /// ctxd has no block for this type; a text block holding its JSON keeps the data and
-    /// keeps it visible, and the count says it happened.
-    fn unknown(&mut self, block_type: &str, block: &Map<String, Value>) -> String {
-        bump(self.skipped, &format!("block:{block_type}"));
-        let block = Value::Object(block.clone());
-        format!(
-            "[imported Claude Code content block of unsupported type `{block_type}`, kept as JSON]\n{block}"
-        )
+/// What the append would refuse without a line number: empty ids, a tool input that is
+/// not an object, a media source with an empty field.
+fn check_block(block: &ContentBlock, path: &str) -> Result<(), String> {
+    match block {
+        ContentBlock::ToolUse {
+            id, name, input, ..
+        } => {
+            if !input.is_object() {
+                return Err(format!(
+                    "field `{path}.input` must be an object, found {}",
+                    json_type(input)
+                ));
+            }
+            nonempty(id, path, "id")?;
+            nonempty(name, path, "name")
+        }
+        ContentBlock::ToolResult {
+            tool_use_id,
+            content,
+            ..
+        } => {
+            nonempty(tool_use_id, path, "tool_use_id")?;
+            if let ToolResultContent::Blocks(blocks) = content {
+                for (i, b) in blocks.iter().enumerate() {
+                    let path = format!("{path}.content[{i}]");
+                    match b {
+                        ToolResultBlock::Image { source, .. }
+                        | ToolResultBlock::Document { source, .. } => {
+                            media_source(source, &path)?;
+                        }
+                        ToolResultBlock::ToolReference { tool_name, .. } => {
+                            nonempty(tool_name, &path, "tool_name")?;
+                        }
+                        ToolResultBlock::Text { .. } | ToolResultBlock::Other(_) => {}
+                    }
+                }
+            }
+            Ok(())
+        }
+        ContentBlock::Image { source, .. } | ContentBlock::Document { source, .. } => {
+            media_source(source, path)
+        }
+        _ => Ok(()),
     }
 }
 
-/// The block types ctxd maps; any other is kept as text by [`BlockCtx::unknown`].
-#[derive(Clone, Copy)]
-enum BlockType {
-    Text,
-    Image,
-    Document,
-    Thinking,
-    RedactedThinking,
-    ToolUse,
-    ToolResult,
-    ToolReference,
-    Other,
-}
-
-fn block_type(name: &str) -> BlockType {
-    match name {
-        "text" => BlockType::Text,
-        "image" => BlockType::Image,
-        "document" => BlockType::Document,
-        "thinking" => BlockType::Thinking,
-        "redacted_thinking" => BlockType::RedactedThinking,
-        "tool_use" => BlockType::ToolUse,
-        "tool_result" => BlockType::ToolResult,
-        "tool_reference" => BlockType::ToolReference,
-        _ => BlockType::Other,
+fn nonempty(value: &str, path: &str, key: &str) -> Result<(), String> {
+    if value.is_empty() {
+        Err(format!("field `{path}.{key}` must not be empty"))
+    } else {
+        Ok(())
     }
 }
 
-fn block_fields(block: Value, path: &str) -> Result<(Map<String, Value>, BlockType), String> {
+fn block_fields(block: Value, path: &str) -> Result<Map<String, Value>, String> {
     let Value::Object(fields) = block else {
         return Err(format!(
             "field `{path}` must be an object, found {}",
             json_type(&block)
         ));
     };
-    let block_type = match fields.get("type") {
-        Some(Value::String(t)) => block_type(t),
+    match fields.get("type") {
+        Some(Value::String(_)) => {}
         Some(other) => {
             return Err(format!(
                 "field `{path}.type` must be a string, found {}",
@@ -400,8 +395,8 @@ fn block_fields(block: Value, path: &str) -> Result<(Map<String, Value>, BlockTy
             ));
         }
         None => return Err(format!("field `{path}.type` is missing")),
-    };
-    Ok((fields, block_type))
+    }
+    Ok(fields)
 }
 
 /// The `type` of a block [`block_fields`] has checked.
@@ -412,138 +407,23 @@ fn type_name(fields: &Map<String, Value>) -> &str {
         .unwrap_or_default()
 }
 
-fn convert_block(block: Value, path: &str, ctx: &mut BlockCtx<'_>) -> Result<ContentBlock, String> {
-    let (mut f, block_type) = block_fields(block, path)?;
-    let path_dot = format!("{path}.");
-    let converted = match block_type {
-        BlockType::Text => ContentBlock::text(take_req_str(&mut f, "text", &path_dot)?),
-        BlockType::Image => ContentBlock::Image {
-            source: media_source(&mut f, &path_dot)?,
-            cache_control: None,
-        },
-        BlockType::Document => ContentBlock::Document {
-            source: media_source(&mut f, &path_dot)?,
-            title: take_str(&mut f, "title", &path_dot)?,
-            cache_control: None,
-        },
-        BlockType::Thinking => ContentBlock::Thinking {
-            thinking: take_req_str(&mut f, "thinking", &path_dot)?,
-            signature: take_str(&mut f, "signature", &path_dot)?.unwrap_or_default(),
-        },
-        BlockType::RedactedThinking => ContentBlock::RedactedThinking {
-            data: take_req_str(&mut f, "data", &path_dot)?,
-        },
-        BlockType::ToolUse => {
-            let input = match f.remove("input") {
-                Some(input @ Value::Object(_)) => input,
-                Some(other) => {
-                    return Err(format!(
-                        "field `{path}.input` must be an object, found {}",
-                        json_type(&other)
-                    ));
-                }
-                None => return Err(format!("field `{path}.input` is missing")),
-            };
-            ContentBlock::ToolUse {
-                id: take_nonempty(&mut f, "id", &path_dot)?,
-                name: take_nonempty(&mut f, "name", &path_dot)?,
-                input,
-                cache_control: None,
-            }
+/// An empty payload is accepted by the type but rejected by the daemon.
+fn media_source(source: &MediaSource, path: &str) -> Result<(), String> {
+    let empty = match source {
+        MediaSource::Base64 {
+            media_type, data, ..
         }
-        BlockType::ToolResult => {
-            let is_error = match f.remove("is_error") {
-                None | Some(Value::Null) => false,
-                Some(Value::Bool(b)) => b,
-                Some(other) => {
-                    return Err(format!(
-                        "field `{path}.is_error` must be a boolean, found {}",
-                        json_type(&other)
-                    ));
-                }
-            };
-            ContentBlock::ToolResult {
-                tool_use_id: take_nonempty(&mut f, "tool_use_id", &path_dot)?,
-                content: tool_result_content(f.remove("content"), path, ctx)?,
-                is_error,
-                cache_control: None,
-                cache_reference: None,
-            }
-        }
-        BlockType::ToolReference | BlockType::Other => {
-            return Ok(ContentBlock::text(ctx.unknown(type_name(&f), &f)));
-        }
-    };
-    ctx.keep_extras(f, path);
-    Ok(converted)
-}
-
-fn tool_result_content(
-    content: Option<Value>,
-    path: &str,
-    ctx: &mut BlockCtx<'_>,
-) -> Result<ToolResultContent, String> {
-    match content {
-        None | Some(Value::Null) => Ok(ToolResultContent::default()),
-        Some(Value::String(s)) => Ok(ToolResultContent::Text(s)),
-        Some(Value::Array(blocks)) => {
-            let mut out = Vec::with_capacity(blocks.len());
-            for (i, block) in blocks.into_iter().enumerate() {
-                let path = format!("{path}.content[{i}]");
-                let path_dot = format!("{path}.");
-                let (mut f, block_type) = block_fields(block, &path)?;
-                let converted = match block_type {
-                    BlockType::Text => ToolResultBlock::Text {
-                        text: take_req_str(&mut f, "text", &path_dot)?,
-                    },
-                    BlockType::Image => ToolResultBlock::Image {
-                        source: media_source(&mut f, &path_dot)?,
-                    },
-                    BlockType::Document => ToolResultBlock::Document {
-                        source: media_source(&mut f, &path_dot)?,
-                        title: take_str(&mut f, "title", &path_dot)?,
-                    },
-                    // Tool search results: the tools they name count as discovered.
-                    BlockType::ToolReference => ToolResultBlock::ToolReference {
-                        tool_name: take_nonempty(&mut f, "tool_name", &path_dot)?,
-                    },
-                    _ => {
-                        out.push(ToolResultBlock::Text {
-                            text: ctx.unknown(type_name(&f), &f),
-                        });
-                        continue;
-                    }
-                };
-                ctx.keep_extras(f, &path);
-                out.push(converted);
-            }
-            Ok(ToolResultContent::Blocks(out))
-        }
-        Some(other) => Err(format!(
-            "field `{path}.content` must be a string or an array, found {}",
-            json_type(&other)
-        )),
-    }
-}
-
-fn media_source(fields: &mut Map<String, Value>, path: &str) -> Result<MediaSource, String> {
-    let source = fields
-        .remove("source")
-        .ok_or_else(|| format!("field `{path}source` is missing"))?;
-    let source: MediaSource = serde_json::from_value(source)
-        .map_err(|e| format!("field `{path}source` is not a valid media source: {e}"))?;
-    // An empty payload is accepted by the type but rejected by the daemon.
-    let empty = match &source {
-        MediaSource::Base64 { media_type, data } | MediaSource::Text { media_type, data } => {
-            media_type.is_empty() || data.is_empty()
-        }
-        MediaSource::Url { url } => url.is_empty(),
-        MediaSource::File { file_id } => file_id.is_empty(),
+        | MediaSource::Text {
+            media_type, data, ..
+        } => media_type.is_empty() || data.is_empty(),
+        MediaSource::Url { url, .. } => url.is_empty(),
+        MediaSource::File { file_id, .. } => file_id.is_empty(),
+        MediaSource::Other(_) => false,
     };
     if empty {
-        return Err(format!("field `{path}source` has an empty field"));
+        return Err(format!("field `{path}.source` has an empty field"));
     }
-    Ok(source)
+    Ok(())
 }
 
 /// The Messages API's roles: users send results and media, assistants call tools and
@@ -589,32 +469,16 @@ fn record_uuid(obj: &Map<String, Value>) -> Result<Option<String>, String> {
 }
 
 fn usage(value: Option<&Value>) -> Result<Option<Usage>, String> {
-    let fields = match value {
-        None | Some(Value::Null) => return Ok(None),
-        Some(Value::Object(fields)) => fields,
-        Some(other) => {
-            return Err(format!(
-                "field `message.usage` must be an object, found {}",
-                json_type(other)
-            ));
-        }
-    };
-    // Only the four token counts; `service_tier`, `cache_creation`, `server_tool_use` ...
-    // describe billing, not context size.
-    let tokens = |key: &str| -> Result<u64, String> {
-        match fields.get(key) {
-            None | Some(Value::Null) => Ok(0),
-            Some(v) => v.as_u64().ok_or_else(|| {
-                format!("field `message.usage.{key}` must be a non-negative integer, found {v}")
-            }),
-        }
-    };
-    Ok(Some(Usage {
-        input_tokens: tokens("input_tokens")?,
-        output_tokens: tokens("output_tokens")?,
-        cache_creation_input_tokens: tokens("cache_creation_input_tokens")?,
-        cache_read_input_tokens: tokens("cache_read_input_tokens")?,
-    }))
+    match value {
+        None | Some(Value::Null) => Ok(None),
+        Some(v @ Value::Object(_)) => Usage::deserialize(v)
+            .map(Some)
+            .map_err(|e| format!("field `message.usage` is not a valid usage: {e}")),
+        Some(other) => Err(format!(
+            "field `message.usage` must be an object, found {}",
+            json_type(other)
+        )),
+    }
 }
 
 /// `path` is the prefix of `key` in messages (`""` or `"message.content[2]."`).
@@ -627,30 +491,6 @@ fn opt_str(obj: &Map<String, Value>, key: &str, path: &str) -> Result<Option<Str
             json_type(other)
         )),
     }
-}
-
-/// [`opt_str`] that moves the string out of the block.
-fn take_str(obj: &mut Map<String, Value>, key: &str, path: &str) -> Result<Option<String>, String> {
-    match obj.remove(key) {
-        None | Some(Value::Null) => Ok(None),
-        Some(Value::String(s)) => Ok(Some(s)),
-        Some(other) => Err(format!(
-            "field `{path}{key}` must be a string, found {}",
-            json_type(&other)
-        )),
-    }
-}
-
-fn take_req_str(obj: &mut Map<String, Value>, key: &str, path: &str) -> Result<String, String> {
-    take_str(obj, key, path)?.ok_or_else(|| format!("field `{path}{key}` is missing"))
-}
-
-fn take_nonempty(obj: &mut Map<String, Value>, key: &str, path: &str) -> Result<String, String> {
-    let s = take_req_str(obj, key, path)?;
-    if s.is_empty() {
-        return Err(format!("field `{path}{key}` must not be empty"));
-    }
-    Ok(s)
 }
 
 fn flag(obj: &Map<String, Value>, key: &str) -> Result<bool, String> {

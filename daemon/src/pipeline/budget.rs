@@ -121,7 +121,7 @@ pub fn result_chars(content: &ToolResultContent) -> u64 {
         ToolResultContent::Blocks(b) => b
             .iter()
             .map(|x| match x {
-                ToolResultBlock::Text { text } => text.chars().count() as u64,
+                ToolResultBlock::Text { text, .. } => text.chars().count() as u64,
                 _ => 0,
             })
             .sum(),
@@ -133,7 +133,7 @@ fn is_empty_result(content: &ToolResultContent) -> bool {
         ToolResultContent::Text(t) => t.trim().is_empty(),
         ToolResultContent::Blocks(b) => b
             .iter()
-            .all(|x| matches!(x, ToolResultBlock::Text { text } if text.trim().is_empty())),
+            .all(|x| matches!(x, ToolResultBlock::Text { text , .. } if text.trim().is_empty())),
     }
 }
 
@@ -392,6 +392,7 @@ pub fn apply_from<'a>(
                         is_error,
                         cache_control,
                         cache_reference,
+                        ..
                     } = b
                     else {
                         return b.clone();
@@ -408,6 +409,7 @@ pub fn apply_from<'a>(
                         return b.clone();
                     };
                     ContentBlock::ToolResult {
+                        extra: Default::default(),
                         tool_use_id: tool_use_id.clone(),
                         content: ToolResultContent::Text(shown),
                         is_error: *is_error,
@@ -482,6 +484,7 @@ mod tests {
 
     pub(crate) fn spec(name: &str, max: Option<u64>) -> ToolSpec {
         ToolSpec {
+            extra: Default::default(),
             name: name.into(),
             description: None,
             input_schema: None,

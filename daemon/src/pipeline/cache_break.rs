@@ -157,7 +157,7 @@ pub fn calls(records: &[Record]) -> (Vec<Call>, Vec<u64>) {
                     _ => r.seq,
                 };
                 open = Some((id, first));
-                if let Some(u) = r.usage {
+                if let Some(u) = &r.usage {
                     // A response split over records carries its final usage last.
                     if out
                         .last()
@@ -170,7 +170,7 @@ pub fn calls(records: &[Record]) -> (Vec<Call>, Vec<u64>) {
                         seq: r.seq,
                         first_seq: first,
                         timestamp: r.timestamp.clone(),
-                        usage: u,
+                        usage: u.clone(),
                     });
                 }
             }

@@ -1,6 +1,7 @@
-//! The message cache breakpoint: the last message's last non-thinking block, or the
-//! second-to-last message for a fire-and-forget side request (so it does not extend the
-//! main conversation's cache chain).
+//! The message cache breakpoint: the last message's last block that may carry a marker
+//! (not thinking, not kept verbatim: [`ContentBlock::takes_marker`]), else the nearest
+//! such block before it; for a fire-and-forget side request the same from the
+//! second-to-last message (so it does not extend the main conversation's cache chain).
 
 use ctxd_protocol::{CacheControl, ContentBlock};
 
@@ -44,9 +45,12 @@ pub fn mark_messages<B: BlockMut>(messages: &mut [ApiMessage<B>], side_request: 
         n.checked_sub(1)
     };
     let Some(target) = target else { return };
-    // Thinking blocks cannot carry a marker; every other kind can.
-    let content = &mut messages[target].content;
-    let Some(b) = content.iter_mut().rev().find(|b| !b.block().is_thinking()) else {
+    let Some(b) = messages[..=target]
+        .iter_mut()
+        .rev()
+        .flat_map(|m| m.content.iter_mut().rev())
+        .find(|b| b.block().takes_marker())
+    else {
         return;
     };
     if let Some(slot) = b.block_mut().cache_control_mut() {
@@ -91,6 +95,7 @@ mod tests {
             ApiMessage::assistant(vec![
                 ContentBlock::text("b"),
                 ContentBlock::Thinking {
+                    extra: Default::default(),
                     thinking: "t".into(),
                     signature: "s".into(),
                 },
@@ -100,6 +105,7 @@ mod tests {
         assert_eq!(
             m[1].content[0],
             ContentBlock::Text {
+                extra: Default::default(),
                 text: "b".into(),
                 cache_control: Some(CacheControl::ephemeral())
             }
@@ -116,6 +122,7 @@ mod tests {
         assert_eq!(
             m2[0].content[0],
             ContentBlock::Text {
+                extra: Default::default(),
                 text: "a".into(),
                 cache_control: Some(CacheControl::ephemeral())
             }

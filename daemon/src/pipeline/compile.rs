@@ -6,6 +6,7 @@
 //! already out of the projection, then microcompact, then the token estimate and the
 //! thresholds. Decisions that must freeze come back as `Effects` for the engine to store.
 
+use crate::pipeline::message::BlockMut;
 use std::borrow::Cow;
 use std::collections::{BTreeMap, BTreeSet};
 use std::sync::Arc;
@@ -180,6 +181,19 @@ pub fn compile(input: &CompileInput<'_>) -> Result<Compiled, serde_json::Error> 
     }
     put_user_context(&mut messages, &context_text);
     cache_markers::mark_messages(&mut messages, input.side_request);
+    // A request whose messages call a tool must define it: the history may call tools
+    // the session never registered (an imported transcript, a tool since removed).
+    let placeholder_tools = tools::missing(
+        &tool_values,
+        messages
+            .iter()
+            .flat_map(|m| m.content.iter())
+            .filter_map(|b| match b.block() {
+                ContentBlock::ToolUse { name, .. } => Some(name.as_str()),
+                _ => None,
+            }),
+    );
+    tool_values.extend(placeholder_tools.iter().map(|n| tools::placeholder(n)));
 
     let mut new_edit = None;
     let mut edits: BTreeMap<usize, Vec<&str>> = BTreeMap::new();
@@ -209,6 +223,19 @@ pub fn compile(input: &CompileInput<'_>) -> Result<Compiled, serde_json::Error> 
         previous: input.previous_wire.map(|w| &**w),
     })?;
     let message_count = crate::saturate::u32_of(messages.len());
+    let global_scope = system_blocks
+        .iter()
+        .any(|b| b.cache_control.as_ref().is_some_and(|c| c.scope.is_some()));
+    let mut non_public = Vec::new();
+    if global_scope {
+        non_public.push("cache_control.scope".to_string());
+    }
+    if mc.cached {
+        non_public.push("cache_reference".to_string());
+        if !edits.is_empty() {
+            non_public.push("cache_edits".to_string());
+        }
+    }
     let body = written.body;
     let shape = written.shape;
     let (request_sha256, digest, wire_memo) = remember(
@@ -301,9 +328,12 @@ pub fn compile(input: &CompileInput<'_>) -> Result<Compiled, serde_json::Error> 
             first_difference: prediction.first_difference,
             expected_break: None,
             flags: input.flags.clone(),
-            headers: latch::headers(input.flags),
+            headers: latch::headers(input.flags, global_scope),
             latch_notes: Vec::new(),
         },
+        placeholder_tools,
+        stream_required: stream_required(&s.model.model, s.model.max_output_tokens),
+        non_public,
     };
     Ok(Compiled {
         body,
@@ -320,6 +350,21 @@ pub fn compile(input: &CompileInput<'_>) -> Result<Compiled, serde_json::Error> 
         digest,
         wire: wire_memo,
     })
+}
+
+/// Whether the official SDK refuses to send this request without streaming: it expects
+/// a non-streamed call to take an hour per 128,000 output tokens and refuses past ten
+/// minutes, and some models have a lower limit of their own.
+fn stream_required(model: &str, max_tokens: u64) -> bool {
+    const NONSTREAMING_8K: [&str; 3] = [
+        "claude-opus-4-20250514",
+        "claude-opus-4-0",
+        "claude-4-opus-20250514",
+    ];
+    let expected_secs = 3_600u128 * u128::from(max_tokens) / 128_000;
+    let over_own = NONSTREAMING_8K.contains(&model)
+        || model.starts_with("claude-opus-4-1") && model.contains("20250805");
+    expected_secs > 600 || (over_own && max_tokens > 8_192)
 }
 
 /// `projection::after_last_boundary(records)`: from the caller's boundary, when it keeps
@@ -456,9 +501,9 @@ fn system_section(input: &CompileInput<'_>) -> SystemSection {
         platform: s.platform,
         section_memo: s.section_memo,
         now: input.now.with_timezone(&s.utc_offset),
-        // A client that asked for org scope gets what MCP tools force: no global prefix.
-        has_mcp_tools: tools::has_mcp_tools(input.tools)
-            || input.flags.cache_scope.as_deref() == Some(latch::SCOPE_ORG),
+        // The global prefix is Claude Code's extension, sent only when the session asked
+        // for it; otherwise (and with MCP tools) the system is cached per organisation.
+        has_mcp_tools: tools::has_mcp_tools(input.tools) || !latch::global_scope(input.flags),
         mcp_instructions: s.mcp_instructions,
     };
     let resolved = system::resolved_dynamic(&inputs);

@@ -12,8 +12,14 @@ use serde::{Deserialize, Serialize};
 
 pub const TTL_5M: &str = "5m";
 pub const TTL_1H: &str = "1h";
+/// Claude Code's global cache scope on the static system prefix (not part of the public
+/// API): sent only when asked for. `auto` is its older name.
+pub const SCOPE_GLOBAL: &str = "global";
 pub const SCOPE_AUTO: &str = "auto";
+/// The public API's only scope: the cache is the organisation's. The default.
 pub const SCOPE_ORG: &str = "org";
+/// The beta header Claude Code sends with a globally scoped marker.
+pub const SCOPE_BETA: &str = "prompt-caching-scope-2026-01-05";
 
 /// Top-level fields of the request that flags may not set: ctxd owns them.
 const RESERVED: [&str; 5] = ["model", "max_tokens", "system", "tools", "messages"];
@@ -44,12 +50,13 @@ pub fn validate(f: &RequestFlags) -> Result<(), (String, String)> {
         return Err(("flags.cache_ttl".into(), "must be \"5m\" or \"1h\"".into()));
     }
     if let Some(s) = &f.cache_scope
+        && s != SCOPE_GLOBAL
         && s != SCOPE_AUTO
         && s != SCOPE_ORG
     {
         return Err((
             "flags.cache_scope".into(),
-            "must be \"auto\" or \"org\"".into(),
+            "must be \"org\" or \"global\"".into(),
         ));
     }
     if let Some(k) = f.extra.keys().find(|k| RESERVED.contains(&k.as_str())) {
@@ -76,7 +83,15 @@ fn ttl(f: &RequestFlags) -> &str {
 }
 
 fn scope(f: &RequestFlags) -> &str {
-    f.cache_scope.as_deref().unwrap_or(SCOPE_AUTO)
+    match f.cache_scope.as_deref() {
+        Some(SCOPE_GLOBAL | SCOPE_AUTO) => SCOPE_GLOBAL,
+        _ => SCOPE_ORG,
+    }
+}
+
+/// The session asked for Claude Code's global scope.
+pub fn global_scope(f: &RequestFlags) -> bool {
+    scope(f) == SCOPE_GLOBAL
 }
 
 /// Normal form: sorted unique betas, explicit TTL and scope.
@@ -178,11 +193,16 @@ pub fn resolve(
     }
 }
 
-/// The HTTP headers the flags ask for.
-pub fn headers(f: &RequestFlags) -> BTreeMap<String, String> {
+/// The HTTP headers the flags ask for, with the scope's beta when the request carries
+/// a globally scoped marker.
+pub fn headers(f: &RequestFlags, global_scope: bool) -> BTreeMap<String, String> {
+    let mut betas: Vec<&str> = f.betas.iter().map(String::as_str).collect();
+    if global_scope && !betas.contains(&SCOPE_BETA) {
+        betas.push(SCOPE_BETA);
+    }
     let mut h = BTreeMap::new();
-    if !f.betas.is_empty() {
-        h.insert("anthropic-beta".to_string(), f.betas.join(","));
+    if !betas.is_empty() {
+        h.insert("anthropic-beta".to_string(), betas.join(","));
     }
     h
 }
@@ -294,7 +314,11 @@ mod tests {
     #[test]
     fn headers_and_key_hash() {
         let f = normal(&flags(&["b", "a"], Some("1h"), &[]));
-        assert_eq!(headers(&f)["anthropic-beta"], "a,b");
+        assert_eq!(headers(&f, false)["anthropic-beta"], "a,b");
+        assert_eq!(
+            headers(&f, true)["anthropic-beta"],
+            format!("a,b,{SCOPE_BETA}")
+        );
         let g = normal(&flags(&["b", "a"], None, &[]));
         assert_ne!(cache_key_hash(&f), cache_key_hash(&g));
         // Defaults spelt out or left out key the same.

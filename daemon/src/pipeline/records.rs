@@ -53,7 +53,7 @@ pub fn result_text(content: &ToolResultContent) -> String {
         ToolResultContent::Blocks(blocks) => blocks
             .iter()
             .filter_map(|b| match b {
-                ToolResultBlock::Text { text } => Some(text.as_str()),
+                ToolResultBlock::Text { text, .. } => Some(text.as_str()),
                 _ => None,
             })
             .collect::<Vec<_>>()

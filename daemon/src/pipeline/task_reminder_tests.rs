@@ -133,6 +133,7 @@ fn tasks_fold_creates_and_updates_and_render_as_a_list() {
     );
     let result = |id: &str, text: &str| -> ContentBlock {
         ContentBlock::ToolResult {
+            extra: Default::default(),
             tool_use_id: id.into(),
             content: ToolResultContent::Text(text.into()),
             is_error: false,

@@ -36,6 +36,21 @@ pub fn cut_middle(text: &str, max: usize) -> String {
     format!("{head}\n[… {} characters omitted …]\n{tail}", n - 2 * half)
 }
 
+/// What a summary or a text-only provider reads of a block ctxd keeps verbatim (a server
+/// tool call, its result, an MCP block, ...): its type and its JSON, cut in the middle
+/// past `max` characters (search results carry long encrypted payloads).
+pub fn verbatim_block_text(
+    fields: &serde_json::Map<String, serde_json::Value>,
+    max: usize,
+) -> String {
+    let kind = fields
+        .get("type")
+        .and_then(serde_json::Value::as_str)
+        .unwrap_or("block");
+    let json = serde_json::Value::Object(fields.clone()).to_string();
+    format!("[{kind}: {}]", cut_middle(&json, max))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

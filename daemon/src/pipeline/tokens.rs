@@ -12,13 +12,19 @@ fn chars_tokens(s: &str) -> u64 {
     (s.chars().count() as u64).div_ceil(4)
 }
 
+/// A block kept verbatim is counted by its JSON: its fields are what the model reads.
+fn json_tokens(fields: &serde_json::Map<String, serde_json::Value>) -> u64 {
+    let json = serde_json::to_string(fields).unwrap_or_default();
+    chars_tokens(&json)
+}
+
 /// Unscaled estimate of one block.
 pub fn block_tokens(block: &ContentBlock) -> u64 {
     match block {
         ContentBlock::Text { text, .. } => chars_tokens(text),
         ContentBlock::Image { .. } | ContentBlock::Document { .. } => MEDIA_TOKENS,
         ContentBlock::Thinking { thinking, .. } => chars_tokens(thinking),
-        ContentBlock::RedactedThinking { data } => chars_tokens(data),
+        ContentBlock::RedactedThinking { data, .. } => chars_tokens(data),
         ContentBlock::ToolUse { name, input, .. } => {
             let json = serde_json::to_string(input).unwrap_or_default();
             (name.chars().count() as u64 + json.chars().count() as u64).div_ceil(4)
@@ -28,14 +34,16 @@ pub fn block_tokens(block: &ContentBlock) -> u64 {
             ToolResultContent::Blocks(blocks) => blocks
                 .iter()
                 .map(|b| match b {
-                    ToolResultBlock::Text { text } => chars_tokens(text),
-                    ToolResultBlock::ToolReference { tool_name } => {
+                    ToolResultBlock::Text { text, .. } => chars_tokens(text),
+                    ToolResultBlock::ToolReference { tool_name, .. } => {
                         chars_tokens(&super::tool_plan::tool_reference_text(tool_name))
                     }
+                    ToolResultBlock::Other(fields) => json_tokens(fields),
                     _ => MEDIA_TOKENS,
                 })
                 .sum(),
         },
+        ContentBlock::Other(fields) => json_tokens(fields),
     }
 }
 
@@ -92,7 +100,10 @@ pub fn estimate<R: std::borrow::Borrow<Record>>(
     match anchor {
         Some(i) => {
             let a = records[i].borrow();
-            let anchor_tokens = a.usage.map_or(0, |u| u.context_tokens());
+            let anchor_tokens = a
+                .usage
+                .as_ref()
+                .map_or(0, ctxd_protocol::Usage::context_tokens);
             let raw: u64 = records[i + 1..]
                 .iter()
                 .map(std::borrow::Borrow::borrow)
@@ -146,7 +157,7 @@ impl Tally {
             return;
         }
         if r.kind == RecordKind::Assistant
-            && let Some(u) = r.usage
+            && let Some(u) = &r.usage
         {
             self.anchor = Some((r.uuid.clone(), u.context_tokens(), r.message_id.clone()));
             self.raw = 0;
@@ -203,12 +214,7 @@ mod tests {
 
     #[test]
     fn anchored_on_last_usage_with_safety_factor() {
-        let u = Usage {
-            input_tokens: 100,
-            output_tokens: 10,
-            cache_creation_input_tokens: 20,
-            cache_read_input_tokens: 1000,
-        };
+        let u = Usage::of_counts(100, 10, 20, 1000);
         let records = vec![
             rec(RecordKind::User, &"a".repeat(400), None),
             rec(RecordKind::Assistant, "ok", Some(u)),
@@ -230,12 +236,7 @@ mod tests {
 
     #[test]
     fn a_client_usage_of_u64_max_saturates_instead_of_wrapping() {
-        let u = Usage {
-            input_tokens: u64::MAX,
-            output_tokens: u64::MAX,
-            cache_creation_input_tokens: u64::MAX,
-            cache_read_input_tokens: u64::MAX,
-        };
+        let u = Usage::of_counts(u64::MAX, u64::MAX, u64::MAX, u64::MAX);
         let records = vec![
             rec(RecordKind::Assistant, "ok", Some(u)),
             rec(RecordKind::User, &"b".repeat(300), None),
@@ -249,7 +250,9 @@ mod tests {
     #[test]
     fn media_is_flat() {
         let b = ContentBlock::Image {
+            extra: Default::default(),
             source: ctxd_protocol::MediaSource::Url {
+                extra: Default::default(),
                 url: "x".repeat(100_000),
             },
             cache_control: None,

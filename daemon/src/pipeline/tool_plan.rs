@@ -168,7 +168,7 @@ pub fn tool_references(r: &Record) -> impl Iterator<Item = &str> {
         })
         .flatten()
         .filter_map(|x| match x {
-            ToolResultBlock::ToolReference { tool_name } => Some(tool_name.as_str()),
+            ToolResultBlock::ToolReference { tool_name, .. } => Some(tool_name.as_str()),
             _ => None,
         })
 }
@@ -195,8 +195,9 @@ pub fn tool_references_as_text<B: BlockMut>(messages: &mut [ApiMessage<B>]) {
                 } = b.block_mut()
             {
                 for x in v.iter_mut() {
-                    if let ToolResultBlock::ToolReference { tool_name } = x {
+                    if let ToolResultBlock::ToolReference { tool_name, .. } = x {
                         *x = ToolResultBlock::Text {
+                            extra: Default::default(),
                             text: tool_reference_text(tool_name),
                         };
                     }
@@ -213,6 +214,7 @@ mod tests {
 
     fn tool(name: &str, deferred: bool) -> ToolSpec {
         ToolSpec {
+            extra: Default::default(),
             name: name.into(),
             description: Some(format!("{name} does things")),
             input_schema: Some(json!({"type": "object"})),

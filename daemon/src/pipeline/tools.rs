@@ -23,6 +23,7 @@ pub fn build(tools: &[ToolSpec]) -> Vec<Value> {
         if t.defer_loading {
             m.insert("defer_loading".into(), json!(true));
         }
+        extend(&mut m, &t.extra);
         if i + 1 == regular.len() {
             m.insert("cache_control".into(), json!(CacheControl::ephemeral()));
         }
@@ -32,9 +33,46 @@ pub fn build(tools: &[ToolSpec]) -> Vec<Value> {
         let mut m = Map::new();
         m.insert("type".into(), json!(t.server_type));
         m.insert("name".into(), json!(t.name));
+        extend(&mut m, &t.extra);
         out.push(Value::Object(m));
     }
     out
+}
+
+/// A tool's own further fields; the ones ctxd writes itself stay ctxd's.
+fn extend(m: &mut Map<String, Value>, extra: &Map<String, Value>) {
+    for (k, v) in extra {
+        if k != "cache_control" && !m.contains_key(k) {
+            m.insert(k.clone(), v.clone());
+        }
+    }
+}
+
+/// Tools the messages call that `tools` does not define, in the order of first use: a
+/// request holding `tool_use` blocks must define every tool they name, and an imported
+/// transcript (or a session whose tools changed) may hold calls to tools it never
+/// registered.
+pub fn missing<'a>(tools: &[Value], called: impl Iterator<Item = &'a str>) -> Vec<String> {
+    let mut out: Vec<String> = Vec::new();
+    for name in called {
+        let defined = tools
+            .iter()
+            .any(|t| t.get("name").and_then(Value::as_str) == Some(name));
+        if !defined && !out.iter().any(|n| n == name) {
+            out.push(name.to_string());
+        }
+    }
+    out
+}
+
+/// The definition sent for a tool the history calls but the session does not define:
+/// enough for the request to be valid; the model is told not to call it.
+pub fn placeholder(name: &str) -> Value {
+    json!({
+        "name": name,
+        "description": "A tool used earlier in this conversation. It is not available now: do not call it.",
+        "input_schema": {"type": "object"},
+    })
 }
 
 pub fn has_mcp_tools(tools: &[ToolSpec]) -> bool {
@@ -47,6 +85,7 @@ mod tests {
 
     fn tool(name: &str, server: Option<&str>) -> ToolSpec {
         ToolSpec {
+            extra: Default::default(),
             name: name.into(),
             description: Some("d".into()),
             input_schema: None,

@@ -188,6 +188,7 @@ mod tests {
             rec(
                 RecordKind::User,
                 vec![ContentBlock::ToolResult {
+                    extra: Default::default(),
                     tool_use_id: "t".into(),
                     content: ToolResultContent::Text("y".repeat(4000)),
                     is_error: false,

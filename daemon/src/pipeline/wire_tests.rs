@@ -108,6 +108,7 @@ fn reference(p: &RequestParts<'_, ContentBlock>) -> String {
 
 fn result(id: &str, text: &str) -> ContentBlock {
     ContentBlock::ToolResult {
+        extra: Default::default(),
         tool_use_id: id.into(),
         content: ToolResultContent::Text(text.into()),
         is_error: false,
@@ -139,6 +140,7 @@ fn bytes_equal_one_serde_call_and_markers_do_not_key() {
     let messages = vec![
         ApiMessage::user(vec![ContentBlock::text("hi")]),
         ApiMessage::assistant(vec![ContentBlock::ToolUse {
+            extra: Default::default(),
             id: "t1".into(),
             name: "Read".into(),
             input: json!({"file_path": "/a"}),
@@ -230,6 +232,7 @@ fn block_strategy() -> impl proptest::strategy::Strategy<Value = ContentBlock> {
             0 => ContentBlock::text(format!("text {n} \"q\"")),
             1 => result(&format!("t{n}"), &format!("out {n}")),
             2 => ContentBlock::ToolUse {
+                extra: Default::default(),
                 id: format!("t{n}"),
                 name: "Read".into(),
                 input: json!({"file_path": format!("/f{n}")}),

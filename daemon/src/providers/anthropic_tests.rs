@@ -40,6 +40,7 @@ fn conversation() -> Vec<ApiMessage> {
         ApiMessage::assistant(vec![
             ContentBlock::text("Reading it first."),
             ContentBlock::ToolUse {
+                extra: Default::default(),
                 id: "toolu_1".into(),
                 name: "Read".into(),
                 input: json!({"file_path": "/src/parser.rs"}),
@@ -47,6 +48,7 @@ fn conversation() -> Vec<ApiMessage> {
             },
         ]),
         ApiMessage::user(vec![ContentBlock::ToolResult {
+            extra: Default::default(),
             tool_use_id: "toolu_1".into(),
             content: ctxd_protocol::ToolResultContent::Text("pub fn parse() {}".into()),
             is_error: false,

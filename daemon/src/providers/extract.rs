@@ -205,12 +205,14 @@ mod tests {
                 "Make the parser tests deterministic.",
             )]),
             ApiMessage::assistant(vec![ContentBlock::ToolUse {
+                extra: Default::default(),
                 id: "toolu_1".into(),
                 name: "Bash".into(),
                 input: json!({"command": "cargo test -p parser"}),
                 cache_control: None,
             }]),
             ApiMessage::user(vec![ContentBlock::ToolResult {
+                extra: Default::default(),
                 tool_use_id: "toolu_1".into(),
                 content: ctxd_protocol::ToolResultContent::Text("42 passed".into()),
                 is_error: false,

@@ -152,6 +152,7 @@ fn block_text(block: &ContentBlock, names: &[(&str, &str)]) -> Option<String> {
         ContentBlock::Image { .. } => "[image]".into(),
         ContentBlock::Document { .. } => "[document]".into(),
         ContentBlock::Thinking { .. } | ContentBlock::RedactedThinking { .. } => return None,
+        ContentBlock::Other(fields) => crate::pipeline::text::verbatim_block_text(fields, 2_000),
         ContentBlock::ToolUse { name, input, .. } => {
             let json = serde_json::to_string(input).unwrap_or_default();
             format!("[called {name} with {json}]")
@@ -172,11 +173,14 @@ fn block_text(block: &ContentBlock, names: &[(&str, &str)]) -> Option<String> {
                 ToolResultContent::Blocks(blocks) => blocks
                     .iter()
                     .map(|b| match b {
-                        ToolResultBlock::Text { text } => text.clone(),
+                        ToolResultBlock::Text { text, .. } => text.clone(),
                         ToolResultBlock::Image { .. } => "[image]".into(),
                         ToolResultBlock::Document { .. } => "[document]".into(),
-                        ToolResultBlock::ToolReference { tool_name } => {
+                        ToolResultBlock::ToolReference { tool_name, .. } => {
                             crate::pipeline::tool_plan::tool_reference_text(tool_name)
+                        }
+                        ToolResultBlock::Other(fields) => {
+                            crate::pipeline::text::verbatim_block_text(fields, 2_000)
                         }
                     })
                     .collect::<Vec<_>>()

@@ -35,12 +35,14 @@ fn conversation() -> Vec<ApiMessage> {
     vec![
         ApiMessage::user(vec![ContentBlock::text("Why does the build fail?")]),
         ApiMessage::assistant(vec![ContentBlock::ToolUse {
+            extra: Default::default(),
             id: "call_1".into(),
             name: "Bash".into(),
             input: json!({"command": "cargo build"}),
             cache_control: None,
         }]),
         ApiMessage::user(vec![ContentBlock::ToolResult {
+            extra: Default::default(),
             tool_use_id: "call_1".into(),
             content: ToolResultContent::Text("error[E0432]: unresolved import".into()),
             is_error: true,

@@ -227,6 +227,7 @@ pub(crate) fn conversation(input: &SummaryInput<'_>, final_text: String) -> Vec<
         for block in &last.content {
             if let ContentBlock::ToolUse { id, .. } = block {
                 stubs.push(ContentBlock::ToolResult {
+                    extra: Default::default(),
                     tool_use_id: id.clone(),
                     content: ToolResultContent::Text(
                         "[The tool call was interrupted by the summary request]".into(),
@@ -261,9 +262,13 @@ fn clean_block(block: &ContentBlock) -> Option<ContentBlock> {
         ContentBlock::Image { .. } => ContentBlock::text("[image]"),
         ContentBlock::Document { .. } => ContentBlock::text("[document]"),
         ContentBlock::Thinking { .. } | ContentBlock::RedactedThinking { .. } => return None,
+        ContentBlock::Other(fields) => {
+            ContentBlock::text(crate::pipeline::text::verbatim_block_text(fields, 2_000))
+        }
         ContentBlock::ToolUse {
             id, name, input, ..
         } => ContentBlock::ToolUse {
+            extra: Default::default(),
             id: id.clone(),
             name: name.clone(),
             input: input.clone(),
@@ -275,6 +280,7 @@ fn clean_block(block: &ContentBlock) -> Option<ContentBlock> {
             is_error,
             ..
         } => ContentBlock::ToolResult {
+            extra: Default::default(),
             tool_use_id: tool_use_id.clone(),
             content: clean_result(content),
             is_error: *is_error,
@@ -291,16 +297,25 @@ fn clean_result(content: &ToolResultContent) -> ToolResultContent {
             blocks
                 .iter()
                 .map(|b| match b {
-                    ToolResultBlock::Text { text } => ToolResultBlock::Text { text: text.clone() },
+                    ToolResultBlock::Text { text, .. } => ToolResultBlock::Text {
+                        extra: Default::default(),
+                        text: text.clone(),
+                    },
                     ToolResultBlock::Image { .. } => ToolResultBlock::Text {
+                        extra: Default::default(),
                         text: "[image]".into(),
                     },
                     ToolResultBlock::Document { .. } => ToolResultBlock::Text {
+                        extra: Default::default(),
                         text: "[document]".into(),
                     },
-                    ToolResultBlock::ToolReference { tool_name } => ToolResultBlock::Text {
+                    ToolResultBlock::ToolReference { tool_name, .. } => ToolResultBlock::Text {
+                        extra: Default::default(),
                         text: crate::pipeline::tool_plan::tool_reference_text(tool_name),
                     },
+                    ToolResultBlock::Other(fields) => ToolResultBlock::text(
+                        crate::pipeline::text::verbatim_block_text(fields, 2_000),
+                    ),
                 })
                 .collect(),
         ),
@@ -391,10 +406,12 @@ mod tests {
             ApiMessage::user(vec![ContentBlock::text("hi")]),
             ApiMessage::assistant(vec![
                 ContentBlock::Thinking {
+                    extra: Default::default(),
                     thinking: "hmm".into(),
                     signature: "sig".into(),
                 },
                 ContentBlock::ToolUse {
+                    extra: Default::default(),
                     id: "t1".into(),
                     name: "Read".into(),
                     input: json!({"file_path": "/a"}),
@@ -418,13 +435,18 @@ mod tests {
             ApiMessage::user(vec![
                 ContentBlock::text("look"),
                 ContentBlock::Image {
+                    extra: Default::default(),
                     source: MediaSource::Url {
+                        extra: Default::default(),
                         url: "http://x/y.png".into(),
                     },
                     cache_control: None,
                 },
             ]),
-            ApiMessage::assistant(vec![ContentBlock::RedactedThinking { data: "x".into() }]),
+            ApiMessage::assistant(vec![ContentBlock::RedactedThinking {
+                extra: Default::default(),
+                data: "x".into(),
+            }]),
             ApiMessage::user(vec![ContentBlock::text("more")]),
         ];
         let out = request_messages(&input(&msgs));
@@ -440,6 +462,7 @@ mod tests {
             ApiMessage::user(vec![
                 ContentBlock::text("and then?"),
                 ContentBlock::ToolResult {
+                    extra: Default::default(),
                     tool_use_id: "gone".into(),
                     content: ToolResultContent::Text("old output".into()),
                     is_error: false,
@@ -448,6 +471,7 @@ mod tests {
                 },
             ]),
             ApiMessage::assistant(vec![ContentBlock::ToolUse {
+                extra: Default::default(),
                 id: "t2".into(),
                 name: "Bash".into(),
                 input: json!({"command": "ls"}),
@@ -456,6 +480,7 @@ mod tests {
             ApiMessage::user(vec![
                 ContentBlock::text("note"),
                 ContentBlock::ToolResult {
+                    extra: Default::default(),
                     tool_use_id: "t2".into(),
                     content: ToolResultContent::Text("a b".into()),
                     is_error: false,

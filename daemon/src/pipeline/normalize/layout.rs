@@ -38,11 +38,17 @@ pub(super) fn layout_user(blocks: &mut Vec<Block<'_>>) {
     {
         let mut inner = match std::mem::take(content) {
             ToolResultContent::Text(s) if s.trim().is_empty() => Vec::new(),
-            ToolResultContent::Text(s) => vec![ToolResultBlock::Text { text: s }],
+            ToolResultContent::Text(s) => vec![ToolResultBlock::Text {
+                extra: Default::default(),
+                text: s,
+            }],
             ToolResultContent::Blocks(v) => v,
         };
         inner.extend(reminders.into_iter().filter_map(|b| match b.into_owned() {
-            ContentBlock::Text { text, .. } => Some(ToolResultBlock::Text { text }),
+            ContentBlock::Text { text, .. } => Some(ToolResultBlock::Text {
+                extra: Default::default(),
+                text,
+            }),
             _ => None,
         }));
         *content = ToolResultContent::Blocks(inner);

@@ -412,11 +412,13 @@ pub(super) fn allowed(role: Role, block: &ContentBlock) -> bool {
         ContentBlock::Thinking { .. }
         | ContentBlock::RedactedThinking { .. }
         | ContentBlock::ToolUse { .. } => role == Role::Assistant,
+        // ctxd does not know which role may send it: the provider decides.
+        ContentBlock::Other(_) => true,
     }
 }
 
 pub(super) fn is_blank_result_text(b: &ToolResultBlock) -> bool {
-    matches!(b, ToolResultBlock::Text { text } if is_blank(text))
+    matches!(b, ToolResultBlock::Text { text , .. } if is_blank(text))
 }
 
 /// `text.trim().is_empty()`, looking from the start only: every text block of every
@@ -452,6 +454,7 @@ fn strip_rejected(
                     _ => continue,
                 };
                 *b = ToolResultBlock::Text {
+                    extra: Default::default(),
                     text: rejected_note(kind),
                 };
                 removed += 1;

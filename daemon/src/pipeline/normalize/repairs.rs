@@ -146,6 +146,7 @@ pub(super) fn pair_tool_results(msgs: &mut Vec<Msg<'_>>, repairs: &mut Vec<Strin
         for (id, _) in expected.iter().zip(&answered).filter(|(_, done)| !**done) {
             repairs.push(format!("synthesised missing tool_result for tool_use {id}"));
             blocks.push(Block::new(ContentBlock::ToolResult {
+                extra: Default::default(),
                 tool_use_id: (*id).to_string(),
                 content: ToolResultContent::Text(MISSING_RESULT.into()),
                 is_error: true,

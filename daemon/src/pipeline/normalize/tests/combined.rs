@@ -29,12 +29,15 @@ fn claude_code_turn_with_streamed_parts_and_attachments() {
         "B",
         vec![
             ToolResultBlock::Text {
+                extra: Default::default(),
                 text: "file b".into(),
             },
             ToolResultBlock::Text {
+                extra: Default::default(),
                 text: reminder("edited elsewhere"),
             },
             ToolResultBlock::Text {
+                extra: Default::default(),
                 text: reminder("memory"),
             },
         ],
@@ -69,12 +72,15 @@ fn crash_resume_mess_is_repaired() {
         &BTreeSet::new(),
     );
     let missing_a_with_note = ContentBlock::ToolResult {
+        extra: Default::default(),
         tool_use_id: "A".into(),
         content: ToolResultContent::Blocks(vec![
             ToolResultBlock::Text {
+                extra: Default::default(),
                 text: MISSING_RESULT.into(),
             },
             ToolResultBlock::Text {
+                extra: Default::default(),
                 text: reminder("held"),
             },
         ]),

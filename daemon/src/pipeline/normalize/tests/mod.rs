@@ -39,6 +39,7 @@ fn text(s: &str) -> ContentBlock {
 }
 fn tu(id: &str) -> ContentBlock {
     ContentBlock::ToolUse {
+        extra: Default::default(),
         id: id.into(),
         name: "Read".into(),
         input: json!({}),
@@ -47,6 +48,7 @@ fn tu(id: &str) -> ContentBlock {
 }
 fn tr(id: &str, s: &str) -> ContentBlock {
     ContentBlock::ToolResult {
+        extra: Default::default(),
         tool_use_id: id.into(),
         content: ToolResultContent::Text(s.into()),
         is_error: false,
@@ -57,6 +59,7 @@ fn tr(id: &str, s: &str) -> ContentBlock {
 /// A successful result of several blocks.
 fn tr_blocks(id: &str, blocks: Vec<ToolResultBlock>) -> ContentBlock {
     ContentBlock::ToolResult {
+        extra: Default::default(),
         tool_use_id: id.into(),
         content: ToolResultContent::Blocks(blocks),
         is_error: false,
@@ -74,18 +77,21 @@ fn marked(s: &str) -> ContentBlock {
 }
 fn think(s: &str) -> ContentBlock {
     ContentBlock::Thinking {
+        extra: Default::default(),
         thinking: s.into(),
         signature: "sig".into(),
     }
 }
 fn source() -> MediaSource {
     MediaSource::Base64 {
+        extra: Default::default(),
         media_type: "image/png".into(),
         data: "AAAA".into(),
     }
 }
 fn image() -> ContentBlock {
     ContentBlock::Image {
+        extra: Default::default(),
         source: source(),
         cache_control: None,
     }
@@ -132,6 +138,7 @@ fn a(content: Vec<ContentBlock>) -> ApiMessage {
 }
 fn missing(id: &str) -> ContentBlock {
     ContentBlock::ToolResult {
+        extra: Default::default(),
         tool_use_id: id.into(),
         content: ToolResultContent::Text(MISSING_RESULT.into()),
         is_error: true,

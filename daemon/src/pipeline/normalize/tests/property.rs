@@ -24,18 +24,26 @@ fn random_block(g: &mut Choices, for_user: bool, recent: &[String]) -> ContentBl
         1 => text(&reminder("r")),
         2 => image(),
         3 => think("th"),
-        4 => ContentBlock::RedactedThinking { data: "d".into() },
+        4 => ContentBlock::RedactedThinking {
+            extra: Default::default(),
+            data: "d".into(),
+        },
         5 if for_user => ContentBlock::ToolResult {
+            extra: Default::default(),
             tool_use_id: id,
             content: ToolResultContent::Blocks(vec![
                 ToolResultBlock::Text {
+                    extra: Default::default(),
                     text: if g.chance(30) {
                         " ".into()
                     } else {
                         "out".into()
                     },
                 },
-                ToolResultBlock::Image { source: source() },
+                ToolResultBlock::Image {
+                    extra: Default::default(),
+                    source: source(),
+                },
             ]),
             is_error: g.chance(20),
             cache_control: Some(CacheControl::ephemeral()),
@@ -168,7 +176,13 @@ fn a_record_passes_whole_unless_a_block_needs_a_look() {
     assert!(passes_whole(&user("u", vec![text("hi"), tr("t1", "out")])));
     assert!(passes_whole(&asst("a", "m", vec![text("ok"), tu("t1")])));
     assert!(passes_whole(&user("u", vec![image()])));
-    let blank_inner = tr_blocks("t1", vec![ToolResultBlock::Text { text: " ".into() }]);
+    let blank_inner = tr_blocks(
+        "t1",
+        vec![ToolResultBlock::Text {
+            extra: Default::default(),
+            text: " ".into(),
+        }],
+    );
     for looked_at in [
         user("u", vec![text("hi"), marked("hi")]),
         user("u", vec![text(" \n ")]),
@@ -208,7 +222,7 @@ fn the_transcript_generator_reaches_pairing_synthesis_orphans_and_folding() {
             .count();
         folded += blocks()
             .filter(|b| matches!(b, ContentBlock::ToolResult { content: ToolResultContent::Blocks(v), .. }
-                if v.iter().any(|t| matches!(t, ToolResultBlock::Text { text } if text.starts_with(REMINDER_OPEN)))))
+                if v.iter().any(|t| matches!(t, ToolResultBlock::Text { text , .. } if text.starts_with(REMINDER_OPEN)))))
             .count();
     }
     assert!(

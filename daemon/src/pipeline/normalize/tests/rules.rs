@@ -44,8 +44,12 @@ fn attachment_waits_until_after_pending_tool_results() {
     let folded = tr_blocks(
         "A",
         vec![
-            ToolResultBlock::Text { text: "ok".into() },
             ToolResultBlock::Text {
+                extra: Default::default(),
+                text: "ok".into(),
+            },
+            ToolResultBlock::Text {
+                extra: Default::default(),
                 text: reminder("late news"),
             },
         ],
@@ -135,8 +139,12 @@ fn tool_results_come_first_in_stable_order() {
 #[test]
 fn reminders_fold_into_last_tool_result() {
     let list_result = ContentBlock::ToolResult {
+        extra: Default::default(),
         tool_use_id: "B".into(),
-        content: ToolResultContent::Blocks(vec![ToolResultBlock::Image { source: source() }]),
+        content: ToolResultContent::Blocks(vec![ToolResultBlock::Image {
+            extra: Default::default(),
+            source: source(),
+        }]),
         is_error: true,
         cache_control: None,
         cache_reference: None,
@@ -155,13 +163,19 @@ fn reminders_fold_into_last_tool_result() {
         ),
     ]);
     let expected_b = ContentBlock::ToolResult {
+        extra: Default::default(),
         tool_use_id: "B".into(),
         content: ToolResultContent::Blocks(vec![
-            ToolResultBlock::Image { source: source() },
+            ToolResultBlock::Image {
+                extra: Default::default(),
+                source: source(),
+            },
             ToolResultBlock::Text {
+                extra: Default::default(),
                 text: reminder("r1"),
             },
             ToolResultBlock::Text {
+                extra: Default::default(),
                 text: reminder("r2"),
             },
         ]),
@@ -184,6 +198,7 @@ fn reminder_folds_into_string_result_and_skips_empty_string() {
     let expected = tr_blocks(
         "A",
         vec![ToolResultBlock::Text {
+            extra: Default::default(),
             text: reminder("r"),
         }],
     );
@@ -300,6 +315,7 @@ fn duplicate_tool_use_within_one_response() {
 #[test]
 fn rejected_top_level_media_becomes_a_note() {
     let doc = ContentBlock::Document {
+        extra: Default::default(),
         source: source(),
         title: None,
         cache_control: None,
@@ -333,10 +349,15 @@ fn rejected_tool_result_loses_all_its_media() {
         "A",
         vec![
             ToolResultBlock::Text {
+                extra: Default::default(),
                 text: "pages".into(),
             },
-            ToolResultBlock::Image { source: source() },
+            ToolResultBlock::Image {
+                extra: Default::default(),
+                source: source(),
+            },
             ToolResultBlock::Document {
+                extra: Default::default(),
                 source: source(),
                 title: Some("t".into()),
             },
@@ -357,12 +378,15 @@ fn rejected_tool_result_loses_all_its_media() {
         "A",
         vec![
             ToolResultBlock::Text {
+                extra: Default::default(),
                 text: "pages".into(),
             },
             ToolResultBlock::Text {
+                extra: Default::default(),
                 text: rejected_note("image"),
             },
             ToolResultBlock::Text {
+                extra: Default::default(),
                 text: rejected_note("document"),
             },
         ],
@@ -374,7 +398,10 @@ fn rejected_tool_result_loses_all_its_media() {
 
 #[test]
 fn thinking_dropped_without_support() {
-    let redacted = ContentBlock::RedactedThinking { data: "x".into() };
+    let redacted = ContentBlock::RedactedThinking {
+        extra: Default::default(),
+        data: "x".into(),
+    };
     let out = run_with(
         &[
             user("u", vec![text("go")]),
@@ -432,8 +459,14 @@ fn blank_text_blocks_are_removed() {
     let result = tr_blocks(
         "A",
         vec![
-            ToolResultBlock::Text { text: " ".into() },
-            ToolResultBlock::Text { text: "x".into() },
+            ToolResultBlock::Text {
+                extra: Default::default(),
+                text: " ".into(),
+            },
+            ToolResultBlock::Text {
+                extra: Default::default(),
+                text: "x".into(),
+            },
         ],
     );
     let out = run(&[
@@ -442,7 +475,13 @@ fn blank_text_blocks_are_removed() {
         user("r", vec![result]),
         user("blank", vec![text("   ")]),
     ]);
-    let expected = tr_blocks("A", vec![ToolResultBlock::Text { text: "x".into() }]);
+    let expected = tr_blocks(
+        "A",
+        vec![ToolResultBlock::Text {
+            extra: Default::default(),
+            text: "x".into(),
+        }],
+    );
     assert_eq!(
         out.messages,
         vec![u(vec![text("go")]), a(vec![tu("A")]), u(vec![expected])]
@@ -501,11 +540,16 @@ fn short_ids_go_on_typed_user_records_only() {
             tr_blocks(
                 "A",
                 vec![
-                    ToolResultBlock::Text { text: "ok".into() },
                     ToolResultBlock::Text {
+                        extra: Default::default(),
+                        text: "ok".into()
+                    },
+                    ToolResultBlock::Text {
+                        extra: Default::default(),
                         text: reminder("att")
                     },
                     ToolResultBlock::Text {
+                        extra: Default::default(),
                         text: reminder("r"),
                     },
                 ]
@@ -546,6 +590,7 @@ fn cache_control_is_cleared() {
         user(
             "u",
             vec![ContentBlock::Text {
+                extra: Default::default(),
                 text: "go".into(),
                 cache_control: cc.clone(),
             }],
@@ -554,6 +599,7 @@ fn cache_control_is_cleared() {
             "a",
             "m",
             vec![ContentBlock::ToolUse {
+                extra: Default::default(),
                 id: "A".into(),
                 name: "Read".into(),
                 input: json!({}),
@@ -563,6 +609,7 @@ fn cache_control_is_cleared() {
         user(
             "r",
             vec![ContentBlock::ToolResult {
+                extra: Default::default(),
                 tool_use_id: "A".into(),
                 content: ToolResultContent::Text("x".into()),
                 is_error: false,

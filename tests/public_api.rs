@@ -1,0 +1,402 @@
+//! The public Messages API as the contract: what the official SDK dumps is appended as
+//! it is and compiled back as the same JSON, blocks and fields ctxd does not know
+//! included, and a default compile holds only what the SDK's request types define.
+#![allow(clippy::unwrap_used, clippy::expect_used)] // a test panics on what it did not expect
+
+mod common;
+
+use std::path::PathBuf;
+
+use common::Daemon;
+use serde_json::{Value, json};
+
+fn sdk_fixtures() -> Vec<PathBuf> {
+    let dir = common::fixtures().parent().unwrap().join("sdk");
+    let mut out: Vec<PathBuf> = std::fs::read_dir(&dir)
+        .unwrap()
+        .flatten()
+        .map(|e| e.path())
+        .filter(|p| p.extension().is_some_and(|x| x == "json"))
+        .collect();
+    out.sort();
+    assert!(out.len() >= 20, "the SDK dumps are missing from {dir:?}");
+    out
+}
+
+/// The JSON schema of `MessageCreateParams` generated from the official SDK's types
+/// (`scripts/public-request-schema.py`): every object closed to keys it does not define.
+fn public_request_validator() -> jsonschema::Validator {
+    let path = concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/../protocol/schema/messages-request.schema.json"
+    );
+    let schema: Value = serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap();
+    jsonschema::draft202012::new(&schema).unwrap()
+}
+
+fn assert_public(v: &jsonschema::Validator, body: &Value, what: &str) {
+    let errors: Vec<String> = v
+        .iter_errors(body)
+        .take(5)
+        .map(|e| format!("{} at {}", e, e.instance_path()))
+        .collect();
+    assert!(
+        errors.is_empty(),
+        "{what}: the body is not a public request: {errors:#?}"
+    );
+}
+
+fn new_session(d: &Daemon, extra: Value) -> String {
+    let mut params = json!({"cwd": "/tmp/public-api", "no_git": true, "start_date": "2026-12-01"});
+    if let (Some(p), Some(e)) = (params.as_object_mut(), extra.as_object()) {
+        p.extend(e.clone());
+    }
+    d.call("session.create", params)["session"]["session_id"]
+        .as_str()
+        .unwrap()
+        .to_string()
+}
+
+fn compile(d: &Daemon, sid: &str) -> Value {
+    d.call(
+        "context.compile",
+        json!({"session_id": sid, "now": "2026-12-01T10:00:00Z"}),
+    )
+}
+
+fn last_assistant(request: &Value) -> Value {
+    request["messages"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .rev()
+        .find(|m| m["role"] == "assistant")
+        .expect("an assistant message")["content"]
+        .clone()
+}
+
+/// The contract: an SDK `Message` dumped as JSON (with and without `exclude_none`) is
+/// appended as it is, and the next compile's last assistant message carries its blocks
+/// equal to what was appended; the record keeps its id, model, stop reason and usage.
+#[test]
+fn every_sdk_message_dump_is_appended_as_it_is_and_compiled_back_equal() {
+    let mut d = Daemon::start();
+    let validator = public_request_validator();
+    let mut bodies = Vec::new();
+    for path in sdk_fixtures() {
+        let name = path.file_name().unwrap().to_string_lossy().to_string();
+        let dump: Value = serde_json::from_str(&std::fs::read_to_string(&path).unwrap()).unwrap();
+        let sid = new_session(&d, json!({}));
+        d.call(
+            "transcript.append",
+            json!({"session_id": sid, "records": [
+                {"type": "user", "content": "look it up", "timestamp": "2026-12-01T09:59:00Z"},
+                {"type": "assistant", "message": dump, "timestamp": "2026-12-01T09:59:30Z"},
+            ]}),
+        );
+        let read = d.call("transcript.read", json!({"session_id": sid}));
+        let rec = read["records"].as_array().unwrap().last().unwrap().clone();
+        assert_eq!(rec["content"], dump["content"], "{name}: stored content");
+        assert_eq!(rec["message_id"], dump["id"], "{name}");
+        assert_eq!(rec["model"], dump["model"], "{name}");
+        assert_eq!(rec["stop_reason"], dump["stop_reason"], "{name}");
+        for key in ["input_tokens", "output_tokens"] {
+            assert_eq!(rec["usage"][key], dump["usage"][key], "{name}: usage.{key}");
+        }
+        if let Some(split) = dump["usage"].get("cache_creation").filter(|c| !c.is_null()) {
+            assert_eq!(&rec["usage"]["cache_creation"], split, "{name}: TTL split");
+        }
+        let compiled = compile(&d, &sid);
+        let request = &compiled["request"];
+        // The request ends with this message, so its last block that may take one carries
+        // ctxd's message breakpoint (a block that holds fields kept verbatim never does).
+        let mut blocks = last_assistant(request);
+        for b in blocks.as_array_mut().unwrap() {
+            if let Some(marker) = b.as_object_mut().unwrap().remove("cache_control") {
+                assert_eq!(marker, json!({"type": "ephemeral"}), "{name}");
+            }
+        }
+        assert_eq!(
+            blocks, dump["content"],
+            "{name}: the compiled blocks are not the appended ones"
+        );
+        // The SDK's non-beta message types are the public API; beta blocks need their
+        // beta.
+        if !name.starts_with("beta_") {
+            assert_public(&validator, request, &name);
+        }
+        let at = json!({"session_id": sid, "now": "2026-12-01T10:00:00Z"});
+        let fork = d.call("session.fork", json!({"session_id": sid}))["session"]["session_id"]
+            .as_str()
+            .unwrap()
+            .to_string();
+        let forked =
+            d.compile_body_with(json!({"session_id": fork, "now": "2026-12-01T10:00:00Z"}));
+        let forked: Value = serde_json::from_str(&forked).unwrap();
+        assert_eq!(forked["messages"], request["messages"], "{name}: fork");
+        bodies.push((name, at.clone(), d.compile_body_with(at)));
+    }
+    d.kill9();
+    d.spawn();
+    for (name, at, body) in bodies {
+        assert_eq!(
+            d.compile_body_with(at),
+            body,
+            "{name}: changed across a restart"
+        );
+    }
+}
+
+#[test]
+fn a_block_of_an_unknown_type_and_an_unknown_field_survive_restart_fork_and_import() {
+    let mut d = Daemon::start();
+    let sid = new_session(&d, json!({}));
+    let blocks = json!([
+        {"type": "text", "text": "here", "x_future_field": {"a": [1, 2]}},
+        {"type": "hologram", "data": {"x": 1}},
+    ]);
+    d.call(
+        "transcript.append",
+        json!({"session_id": sid, "records": [
+            {"type": "user", "content": [{"type": "text", "text": "hi"}, {"type": "hologram_request", "depth": 3}]},
+            {"type": "assistant", "content": blocks, "message_id": "msg_1"},
+        ]}),
+    );
+    let compiled = compile(&d, &sid);
+    assert_eq!(last_assistant(&compiled["request"]), blocks);
+    let user = &compiled["request"]["messages"][0]["content"];
+    assert!(
+        user.as_array()
+            .unwrap()
+            .iter()
+            .any(|b| b == &json!({"type": "hologram_request", "depth": 3})),
+        "{user}"
+    );
+    let body = d.compile_body_with(json!({"session_id": sid, "now": "2026-12-01T10:00:00Z"}));
+
+    let fork = d.call("session.fork", json!({"session_id": sid}))["session"]["session_id"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    let forked = d.compile_body_with(json!({"session_id": fork, "now": "2026-12-01T10:00:00Z"}));
+    assert_eq!(
+        last_assistant(&serde_json::from_str(&forked).unwrap()),
+        blocks
+    );
+
+    d.kill9();
+    d.spawn();
+    assert_eq!(
+        d.compile_body_with(json!({"session_id": sid, "now": "2026-12-01T10:00:00Z"})),
+        body,
+        "the bytes changed across a restart"
+    );
+
+    // A Claude Code transcript holding the same blocks imports them as they are.
+    let lines = [
+        json!({"type": "user", "uuid": "u1", "timestamp": "2026-12-01T09:00:00Z", "message": {"role": "user", "content": "hi"}}),
+        json!({"type": "assistant", "uuid": "a1", "parentUuid": "u1", "timestamp": "2026-12-01T09:00:05Z",
+               "message": {"id": "msg_1", "type": "message", "role": "assistant", "model": "claude-sonnet-4-5", "content": blocks,
+                           "stop_reason": "end_turn", "stop_sequence": null, "usage": {"input_tokens": 3, "output_tokens": 2}}}),
+    ];
+    let jsonl = lines
+        .iter()
+        .map(Value::to_string)
+        .collect::<Vec<_>>()
+        .join("\n");
+    let imported = d.call(
+        "session.import",
+        json!({"jsonl": jsonl, "cwd": "/tmp/public-api"}),
+    );
+    let isid = imported["session_id"].as_str().unwrap();
+    assert_eq!(last_assistant(&compile(&d, isid)["request"]), blocks);
+}
+
+#[test]
+fn a_malformed_known_block_and_a_message_given_twice_are_refused_and_nothing_is_written() {
+    let d = Daemon::start();
+    let sid = new_session(&d, json!({}));
+    for (records, needle) in [
+        (
+            json!([{"type": "assistant", "content": [{"type": "text"}]}]),
+            "text",
+        ),
+        (
+            json!([{"type": "assistant", "content": "a", "message": {"content": "b"}}]),
+            "given twice",
+        ),
+        (
+            json!([{"type": "user", "message": {"role": "assistant", "content": "b"}}]),
+            "message.role",
+        ),
+    ] {
+        let err = d
+            .try_call(
+                "transcript.append",
+                json!({"session_id": sid, "records": records}),
+            )
+            .unwrap_err();
+        assert_eq!(err["code"], -32602, "{err}");
+        assert!(err.to_string().contains(needle), "{needle}: {err}");
+    }
+    let read = d.call("transcript.read", json!({"session_id": sid}));
+    assert_eq!(read["records"].as_array().unwrap().len(), 0);
+}
+
+/// A default compile of every real Claude Code session is a public request, and every
+/// tool its messages call is defined.
+#[test]
+fn the_default_compile_of_every_fixture_is_a_public_request_that_defines_its_tools() {
+    let d = Daemon::start();
+    let validator = public_request_validator();
+    for f in common::fixture_files() {
+        let name = f.display().to_string();
+        let jsonl = std::fs::read_to_string(&f).unwrap();
+        let r = match d.try_call(
+            "session.import",
+            json!({"jsonl": jsonl, "fallback_cwd": "/tmp/public-api"}),
+        ) {
+            Ok(r) => r,
+            // A single line of a kind that is not conversation (a snapshot, a summary).
+            Err(e) if e.to_string().contains("holds no records") => continue,
+            Err(e) => panic!("{name}: {e}"),
+        };
+        let sid = r["session_id"].as_str().unwrap();
+        let compiled = d.call("context.compile", json!({"session_id": sid}));
+        let request = &compiled["request"];
+        assert_public(&validator, request, &name);
+        let defined: Vec<&str> = request["tools"]
+            .as_array()
+            .map(|t| t.iter().filter_map(|t| t["name"].as_str()).collect())
+            .unwrap_or_default();
+        for m in request["messages"].as_array().unwrap() {
+            for b in m["content"].as_array().into_iter().flatten() {
+                if b["type"] == "tool_use" {
+                    let n = b["name"].as_str().unwrap();
+                    assert!(
+                        defined.contains(&n),
+                        "{name}: tool {n} is called but not defined"
+                    );
+                }
+            }
+        }
+        let placeholders = compiled["metadata"]["placeholder_tools"]
+            .as_array()
+            .cloned()
+            .unwrap_or_default();
+        assert_eq!(
+            placeholders.is_empty(),
+            !request["messages"].to_string().contains("\"tool_use\""),
+            "{name}: an import registers no tools, so every called tool is a placeholder"
+        );
+        assert!(compiled["metadata"].get("non_public").is_none(), "{name}");
+    }
+}
+
+#[test]
+fn claude_codes_global_scope_is_opt_in_and_brings_its_beta_header() {
+    let d = Daemon::start();
+    let sid = new_session(&d, json!({}));
+    d.call(
+        "transcript.append",
+        json!({"session_id": sid, "records": [{"type": "user", "content": "hi"}]}),
+    );
+    let plain = compile(&d, &sid);
+    assert!(
+        !plain["request"]["system"].to_string().contains("scope"),
+        "{}",
+        plain["request"]["system"]
+    );
+    assert!(plain["metadata"]["cache"].get("headers").is_none());
+
+    let other = new_session(&d, json!({}));
+    d.call(
+        "transcript.append",
+        json!({"session_id": other, "records": [{"type": "user", "content": "hi"}]}),
+    );
+    let global = d.call(
+        "context.compile",
+        json!({"session_id": other, "flags": {"cache_scope": "global"}}),
+    );
+    assert_eq!(
+        global["request"]["system"][0]["cache_control"],
+        json!({"type": "ephemeral", "scope": "global"})
+    );
+    assert_eq!(
+        global["metadata"]["cache"]["headers"]["anthropic-beta"],
+        "prompt-caching-scope-2026-01-05"
+    );
+    assert_eq!(
+        global["metadata"]["non_public"],
+        json!(["cache_control.scope"])
+    );
+}
+
+#[test]
+fn the_compile_says_when_the_sdk_requires_streaming() {
+    let d = Daemon::start();
+    for (max, required) in [(32_000, true), (21_333, false), (8_000, false)] {
+        let sid = new_session(
+            &d,
+            json!({"model": {"model": "claude-sonnet-4-5", "max_output_tokens": max}}),
+        );
+        d.call(
+            "transcript.append",
+            json!({"session_id": sid, "records": [{"type": "user", "content": "hi"}]}),
+        );
+        assert_eq!(
+            compile(&d, &sid)["metadata"]["stream_required"],
+            required,
+            "max_tokens {max}"
+        );
+    }
+}
+
+#[test]
+fn server_tool_fields_reach_the_tools_array() {
+    let d = Daemon::start();
+    let sid = new_session(
+        &d,
+        json!({"tools": [
+            {"name": "Read", "input_schema": {"type": "object"}, "strict": true, "input_examples": [{"file_path": "/a"}]},
+            {"type": "web_search_20250305", "name": "web_search", "max_uses": 3, "allowed_domains": ["example.com"]},
+        ]}),
+    );
+    d.call(
+        "transcript.append",
+        json!({"session_id": sid, "records": [{"type": "user", "content": "hi"}]}),
+    );
+    let compiled = compile(&d, &sid);
+    let tools = &compiled["request"]["tools"];
+    assert_eq!(tools[0]["strict"], true);
+    assert_eq!(tools[0]["input_examples"], json!([{"file_path": "/a"}]));
+    assert_eq!(
+        tools[1],
+        json!({"type": "web_search_20250305", "name": "web_search", "max_uses": 3, "allowed_domains": ["example.com"]})
+    );
+    assert_public(
+        &public_request_validator(),
+        &compiled["request"],
+        "server tools",
+    );
+}
+
+/// The schema check can fail: it refuses the keys the public request types lack.
+#[test]
+fn the_public_schema_refuses_what_the_sdk_does_not_define() {
+    let v = public_request_validator();
+    let ok = json!({"model": "claude-sonnet-4-5", "max_tokens": 10,
+                    "messages": [{"role": "user", "content": "hi"}]});
+    assert!(v.is_valid(&ok));
+    let mut scoped = ok.clone();
+    scoped["system"] = json!([{"type": "text", "text": "x",
+                               "cache_control": {"type": "ephemeral", "scope": "global"}}]);
+    assert!(!v.is_valid(&scoped));
+    let mut referenced = ok.clone();
+    referenced["messages"][0]["content"] = json!([{"type": "tool_result", "tool_use_id": "t",
+                                                   "content": "r", "cache_reference": "t"}]);
+    assert!(!v.is_valid(&referenced));
+    let mut unknown = ok;
+    unknown["cache_edits"] = json!([]);
+    assert!(!v.is_valid(&unknown));
+}
