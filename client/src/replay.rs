@@ -216,6 +216,7 @@ pub async fn replay(
             start_date,
             no_git: true,
             title: Some(format!("replay of {}", file.display())),
+            tools: source_tools(&parsed.records),
             // A replay must not run the project's hooks, nor add their context.
             settings: Some(SessionSettings {
                 hooks: HookSettings {
@@ -380,6 +381,36 @@ async fn feed(
     summarise(&mut summary, &errors, &bill);
     summary.seconds = started.elapsed().as_secs_f64();
     Ok(summary)
+}
+
+/// The tools the source's main thread called, in the order of first use, as the original
+/// agent had them from its first call on: without them each newly used tool would be
+/// added to the request as a placeholder when its first call appears, changing the tools
+/// (and the cached prefix) mid-session as the source's tools never did.
+fn source_tools(records: &[RecordInput]) -> Vec<ToolSpec> {
+    let mut names: Vec<&str> = Vec::new();
+    for r in records.iter().filter(|r| !r.is_sidechain) {
+        for b in &r.content {
+            if let ContentBlock::ToolUse { name, .. } = b
+                && !names.contains(&name.as_str())
+            {
+                names.push(name);
+            }
+        }
+    }
+    names
+        .into_iter()
+        .map(|name| ToolSpec {
+            name: name.to_string(),
+            description: None,
+            input_schema: Some(serde_json::json!({"type": "object"})),
+            server_type: None,
+            max_result_size_chars: None,
+            mcp_server: None,
+            defer_loading: false,
+            extra: Default::default(),
+        })
+        .collect()
 }
 
 /// By message id, the usage of a response's last record: a response split over records
