@@ -501,3 +501,270 @@ fn duplicate_uuid_lines_are_a_counted_warning() {
     let w = warnings[0].as_str().unwrap();
     assert!(w.starts_with("2 line(s)") && w.contains("line 3"), "{w}");
 }
+
+/// A Read of a file outside the workspace whose result was an error, then a compaction:
+/// the new history restores nothing of it. A successful Read of an outside file is left
+/// out too (ctxd would read it with its own rights) and named, while a file inside the
+/// workspace is restored.
+#[test]
+fn a_refused_or_outside_read_never_reaches_the_prompt_after_a_compaction() {
+    let d = Daemon::start();
+    let work = tempfile::tempdir().unwrap();
+    let outside = tempfile::tempdir().unwrap();
+    let secret = outside.path().join("shadow");
+    std::fs::write(&secret, "root:TOP-SECRET-HASH:19000:0:99999:7:::\n").unwrap();
+    let shown = outside.path().join("shown.txt");
+    std::fs::write(&shown, "OUTSIDE-BUT-SHOWN\n").unwrap();
+    let inside = work.path().join("lib.rs");
+    std::fs::write(&inside, "fn inside_marker() {}\n").unwrap();
+    let sid = new_session(&d, work.path());
+    let read = |id: &str, p: &Path| json!({"type": "assistant", "content": [{"type": "tool_use", "id": id, "name": "Read", "input": {"file_path": p}}]});
+    let result = |id: &str, text: &str, err: bool| json!({"type": "user", "content": [{"type": "tool_result", "tool_use_id": id, "content": text, "is_error": err}]});
+    d.call(
+        "transcript.append",
+        json!({"session_id": sid, "records": [
+            {"type": "user", "content": "look around"},
+            read("t1", &secret), result("t1", "EACCES: permission denied", true),
+            read("t2", &shown), result("t2", "     1\tOUTSIDE-BUT-SHOWN", false),
+            read("t3", &inside), result("t3", "     1\tfn inside_marker() {}", false),
+            {"type": "assistant", "content": "done"},
+            {"type": "user", "content": "go on"},
+        ]}),
+    );
+    let compacted = d.call("context.compact", json!({"session_id": sid}));
+    let skipped = compacted["restore_skipped"].to_string();
+    assert!(
+        skipped.contains("shown.txt") && skipped.contains("outside"),
+        "{compacted}"
+    );
+    let body = d.compile_body(&sid);
+    assert!(
+        !body.contains("TOP-SECRET-HASH"),
+        "the refused file reached the prompt"
+    );
+    assert!(
+        body.contains("inside_marker"),
+        "the inside file was not restored: {compacted}"
+    );
+    let restored = compacted["restored_files"].to_string();
+    assert!(
+        !restored.contains("shadow") && !restored.contains("shown.txt"),
+        "{restored}"
+    );
+}
+
+/// A file outside the workspace that the model read once is not watched: its later
+/// change is not read by ctxd and sent as `edited_text_file`.
+#[test]
+fn a_file_outside_the_workspace_is_not_sent_again_when_it_changes() {
+    let d = Daemon::start();
+    let work = tempfile::tempdir().unwrap();
+    let outside = tempfile::tempdir().unwrap();
+    let f = outside.path().join("notes.txt");
+    std::fs::write(&f, "first\n").unwrap();
+    let sid = new_session(&d, work.path());
+    d.call(
+        "transcript.append",
+        json!({"session_id": sid, "records": [
+            {"type": "user", "content": "read it"},
+            {"type": "assistant", "content": [{"type": "tool_use", "id": "t1", "name": "Read", "input": {"file_path": f}}]},
+            {"type": "user", "content": [{"type": "tool_result", "tool_use_id": "t1", "content": "first"}]},
+        ]}),
+    );
+    d.compile_body(&sid);
+    std::fs::write(&f, "CHANGED-OUTSIDE-SECRET\n").unwrap();
+    d.call(
+        "transcript.append",
+        json!({"session_id": sid, "records": [{"type": "user", "content": "and now?"}]}),
+    );
+    assert!(!d.compile_body(&sid).contains("CHANGED-OUTSIDE-SECRET"));
+    let err = d
+        .try_call("context.report_read", json!({"session_id": sid, "path": f}))
+        .unwrap_err();
+    assert!(err.to_string().contains("outside"), "{err}");
+}
+
+/// The plan file is read by ctxd only inside the workspace or its own session directory.
+#[test]
+fn a_plan_file_outside_the_workspace_is_refused() {
+    let d = Daemon::start();
+    let work = tempfile::tempdir().unwrap();
+    let sid = new_session(&d, work.path());
+    let err = d
+        .try_call(
+            "session.set_plan_mode",
+            json!({"session_id": sid, "enabled": true, "plan_file": "/etc/passwd"}),
+        )
+        .unwrap_err();
+    assert_eq!(err["code"], -32602, "{err}");
+    let ok = d.call(
+        "session.set_plan_mode",
+        json!({"session_id": sid, "enabled": true, "plan_file": "PLAN.md"}),
+    );
+    assert_eq!(ok["plan_mode"], true);
+}
+
+/// Two tool ids that differ only where a file name cannot hold a character get two
+/// persisted-output files: each `<persisted-output>` points at its own result.
+#[test]
+fn two_tool_ids_never_share_a_persisted_output_file() {
+    let d = Daemon::start();
+    let work = tempfile::tempdir().unwrap();
+    let sid = d.call(
+        "session.create",
+        json!({"cwd": work.path(), "no_git": true,
+               "tools": [{"name": "Fetch", "input_schema": {"type": "object"}, "max_result_size_chars": 10000}]}),
+    )["session"]["session_id"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    d.call(
+        "transcript.append",
+        json!({"session_id": sid, "records": [
+            {"type": "user", "content": "fetch two"},
+            {"type": "assistant", "content": [
+                {"type": "tool_use", "id": "toolu_x/1", "name": "Fetch", "input": {"u": 1}},
+                {"type": "tool_use", "id": "toolu_x_1", "name": "Fetch", "input": {"u": 2}}]},
+            {"type": "user", "content": [
+                {"type": "tool_result", "tool_use_id": "toolu_x/1", "content": "S".repeat(20_000)},
+                {"type": "tool_result", "tool_use_id": "toolu_x_1", "content": "U".repeat(20_000)}]},
+        ]}),
+    );
+    let body = d.compile_body(&sid);
+    let paths: Vec<&str> = body
+        .match_indices("Full output saved to: ")
+        .map(|(i, m)| {
+            let rest = &body[i + m.len()..];
+            &rest[..rest.find("\\n").unwrap()]
+        })
+        .collect();
+    assert_eq!(paths.len(), 2, "{body}");
+    assert_ne!(paths[0], paths[1]);
+    let texts: Vec<String> = paths
+        .iter()
+        .map(|p| std::fs::read_to_string(p).unwrap())
+        .collect();
+    assert!(
+        texts[0].starts_with('S') && texts[1].starts_with('U'),
+        "{paths:?}"
+    );
+}
+
+#[test]
+fn a_sequence_number_past_the_store_range_is_a_parameter_error() {
+    let d = Daemon::start();
+    let work = tempfile::tempdir().unwrap();
+    let sid = new_session(&d, work.path());
+    let err = d
+        .try_call(
+            "transcript.read",
+            json!({"session_id": sid, "after_seq": 9_223_372_036_854_775_808u64}),
+        )
+        .unwrap_err();
+    assert_eq!(err["code"], -32602, "{err}");
+    assert_eq!(err["data"]["field"], "after_seq", "{err}");
+}
+
+/// At the most verbose level the log holds no request body: records carry what users
+/// paste, secrets included.
+#[test]
+fn request_bodies_are_never_logged_even_at_trace() {
+    let dir = tempfile::tempdir().unwrap();
+    let (home, socket) = (dir.path().join("home"), dir.path().join("s.sock"));
+    let log = std::fs::File::create(dir.path().join("log")).unwrap();
+    let mut child = ctxd(&home, &socket)
+        .env(
+            "CTXD_LOG",
+            "trace,jsonrpsee-http=trace,jsonrpsee-server=trace",
+        )
+        .stderr(log)
+        .spawn()
+        .unwrap();
+    let deadline = Instant::now() + Duration::from_secs(20);
+    while UnixStream::connect(&socket).is_err() {
+        assert!(Instant::now() < deadline, "ctxd did not come up");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    let call = json!({"jsonrpc": "2.0", "id": 1, "method": "session.create",
+                      "params": {"cwd": dir.path(), "no_git": true, "title": "PASTED-SECRET-a81f"}});
+    let (status, body) = raw_http(&socket, &call.to_string());
+    assert_eq!(status, 200, "{body}");
+    let sid = serde_json::from_str::<Value>(&body).unwrap()["result"]["session"]["session_id"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    let append = json!({"jsonrpc": "2.0", "id": 2, "method": "transcript.append",
+                        "params": {"session_id": sid, "records": [{"type": "user", "content": "sk-ant-PASTED-KEY-77"}]}});
+    raw_http(&socket, &append.to_string());
+    let _ = Command::new("kill").arg(child.id().to_string()).status();
+    let _ = child.wait();
+    let text = std::fs::read_to_string(dir.path().join("log")).unwrap();
+    assert!(text.lines().count() > 10, "trace logging is on: {text}");
+    assert!(
+        !text.contains("PASTED-SECRET-a81f"),
+        "a request body was logged"
+    );
+    assert!(
+        !text.contains("sk-ant-PASTED-KEY-77"),
+        "a record was logged"
+    );
+}
+
+#[test]
+fn a_store_password_on_the_command_line_is_refused() {
+    let dir = tempfile::tempdir().unwrap();
+    let (home, socket) = (dir.path().join("home"), dir.path().join("s.sock"));
+    fails_with(
+        ctxd(&home, &socket)
+            .env_remove("CTXD_STORE")
+            .args(["--store", "postgresql://ctxd:hunter2@127.0.0.1:1/ctxd"]),
+        "CTXD_STORE",
+    );
+    fails_with(
+        ctxd(&home, &socket).env_remove("CTXD_STORE").args([
+            "--store",
+            "postgresql://ctxd@127.0.0.1:1/ctxd?password=hunter2",
+        ]),
+        "--store-file",
+    );
+}
+
+/// Rules far larger than the window (3 MB against 200k tokens) used to make every
+/// compile fail as too long; the instruction bound follows the window, the rest is
+/// skipped, and the session stays usable.
+#[test]
+fn rules_larger_than_the_window_are_cut_to_a_share_of_it() {
+    let d = Daemon::start();
+    let work = tempfile::tempdir().unwrap();
+    let rules = work.path().join(".claude").join("rules");
+    std::fs::create_dir_all(&rules).unwrap();
+    for i in 0..30 {
+        let line = format!("Rule {i}: keep the code tidy and the tests green. ");
+        std::fs::write(
+            rules.join(format!("r{i:02}.md")),
+            line.repeat(100_000 / line.len()),
+        )
+        .unwrap();
+    }
+    let sid = d.call(
+        "session.create",
+        json!({"cwd": work.path(), "no_git": true,
+               "model": {"model": "m", "context_window": 200_000, "max_output_tokens": 8_000}}),
+    )["session"]["session_id"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    d.call(
+        "transcript.append",
+        json!({"session_id": sid, "records": [{"type": "user", "content": "hi"}]}),
+    );
+    let compiled = d.call("context.compile", json!({"session_id": sid}));
+    let est = compiled["metadata"]["tokens"]["estimated_tokens"]
+        .as_u64()
+        .unwrap();
+    assert!(
+        est < 100_000,
+        "instructions fill {est} tokens of a 200k window"
+    );
+    assert!(compiled["request"].to_string().contains("Rule 0:"));
+}

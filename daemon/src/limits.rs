@@ -22,6 +22,17 @@ pub const MAX_INSTRUCTION_FILE_BYTES: u64 = 1024 * 1024;
 /// files past this total are skipped.
 pub const MAX_INSTRUCTION_TOTAL_BYTES: u64 = 4 * 1024 * 1024;
 
+/// The share of the context window (in percent, at four characters a token) that the
+/// instruction files of one walk may fill, below [`MAX_INSTRUCTION_TOTAL_BYTES`]: rules
+/// larger than the window would make every compile fail, and no compaction can help.
+pub const INSTRUCTION_WINDOW_SHARE_PCT: u64 = 25;
+
+/// The instruction bytes one walk may read for a window of `context_window` tokens.
+pub fn instruction_total_bytes(context_window: u64) -> u64 {
+    (context_window.saturating_mul(4) / 100 * INSTRUCTION_WINDOW_SHARE_PCT)
+        .min(MAX_INSTRUCTION_TOTAL_BYTES)
+}
+
 /// Directory entries looked at in one `.claude/rules` folder (with its subfolders).
 pub const MAX_RULE_ENTRIES: usize = 10_000;
 

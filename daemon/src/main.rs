@@ -31,8 +31,13 @@ struct Args {
     /// Where sessions are stored: `sqlite` (the default: `ctxd.db` in the home, no setup)
     /// or a PostgreSQL URL shared by several daemons, e.g. `postgres://user@host/ctxd` or
     /// `postgresql:///ctxd?host=/run/postgresql` (a Unix socket directory).
+    /// A password belongs in `CTXD_STORE` or `--store-file`, never on the command line
+    /// (every user of the machine can read a process's arguments).
     #[arg(long, env = "CTXD_STORE", global = true)]
     store: Option<String>,
+    /// A file holding the store URL (its first line), for a URL with a password.
+    #[arg(long, env = "CTXD_STORE_FILE", global = true, conflicts_with = "store")]
+    store_file: Option<PathBuf>,
     /// PostgreSQL read connections of this daemon (besides one writer, one listener and
     /// one publisher); reads beyond wait for one.
     #[arg(long, env = "CTXD_STORE_POOL", default_value_t = ctxd::store::DEFAULT_POOL, global = true)]
@@ -125,11 +130,52 @@ fn shutdown_signal() -> impl std::future::Future<Output = ()> {
     }
 }
 
+/// The targets that write a request's or response's body whole at trace level (the
+/// HTTP body, a call's params and answer): a body holds records, and records hold what
+/// a user pasted, secrets included. They are capped at debug whatever the filter asks.
+const BODY_LOGGING_TARGETS: [&str; 5] = [
+    "jsonrpsee-http",
+    "jsonrpsee-server",
+    "jsonrpsee-core",
+    "jsonrpsee_core",
+    "jsonrpsee_server",
+];
+
+/// Whether a PostgreSQL URL carries a password: `scheme://user:PASSWORD@host` or a
+/// `password=` parameter.
+fn url_has_password(url: &str) -> bool {
+    let after_scheme = url.split_once("://").map_or(url, |(_, rest)| rest);
+    let authority = after_scheme.split(['/', '?']).next().unwrap_or_default();
+    let in_userinfo = authority
+        .rsplit_once('@')
+        .is_some_and(|(userinfo, _)| userinfo.contains(':'));
+    let in_query = url
+        .split_once('?')
+        .is_some_and(|(_, q)| q.split('&').any(|kv| kv.starts_with("password=")));
+    in_userinfo || in_query
+}
+
+/// The log filter of `--log` / `CTXD_LOG` (EnvFilter syntax, `info` when it does not
+/// parse), with the body-logging targets capped.
+fn log_filter(spec: &str) -> EnvFilter {
+    let mut filter = EnvFilter::try_new(spec).unwrap_or_else(|_| EnvFilter::new("info"));
+    for target in BODY_LOGGING_TARGETS {
+        if let Ok(d) = format!("{target}=debug").parse() {
+            filter = filter.add_directive(d);
+        }
+    }
+    filter
+}
+
 #[tokio::main]
 async fn main() -> anyhow::Result<()> {
-    let args = Args::parse();
+    let matches = <Args as clap::CommandFactory>::command().get_matches();
+    let mut args =
+        <Args as clap::FromArgMatches>::from_arg_matches(&matches).unwrap_or_else(|e| e.exit());
+    let store_on_command_line =
+        matches.value_source("store") == Some(clap::parser::ValueSource::CommandLine);
     let logs = tracing_subscriber::fmt()
-        .with_env_filter(EnvFilter::try_new(&args.log).unwrap_or_else(|_| EnvFilter::new("info")))
+        .with_env_filter(log_filter(&args.log))
         .with_writer(|| LossyStderr);
     match args.log_format {
         LogFormat::Text => logs
@@ -148,6 +194,18 @@ async fn main() -> anyhow::Result<()> {
             tracing::warn!("a write exceeded the file size limit (SIGXFSZ)");
         }
     });
+    if store_on_command_line && args.store.as_deref().is_some_and(url_has_password) {
+        anyhow::bail!(
+            "--store holds a password, which every user of this machine can read in the process's arguments: give the URL in CTXD_STORE or in a file named by --store-file"
+        );
+    }
+    if let Some(file) = &args.store_file {
+        let text = std::fs::read_to_string(file)
+            .with_context(|| format!("reading the store URL from {}", file.display()))?;
+        let url = text.lines().next().unwrap_or_default().trim().to_string();
+        anyhow::ensure!(!url.is_empty(), "{} holds no store URL", file.display());
+        args.store = Some(url);
+    }
     let store = ctxd::store::StoreConfig::parse(args.store.as_deref(), args.store_pool)
         .context("--store / CTXD_STORE")?;
     let paths = ctxd::daemon::Paths::resolve(args.home, args.socket)?;
@@ -188,4 +246,20 @@ async fn main() -> anyhow::Result<()> {
         .await
         .context("ctxd")?;
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::url_has_password;
+
+    #[test]
+    fn passwords_are_found_in_the_userinfo_and_the_query() {
+        assert!(url_has_password("postgresql://u:p@h/db"));
+        assert!(url_has_password("postgres://u:p@h:5432/db?sslmode=require"));
+        assert!(url_has_password("postgresql:///db?host=/run&password=p"));
+        assert!(!url_has_password("postgresql://u@h/db"));
+        assert!(!url_has_password("postgresql:///db?host=/run/postgresql"));
+        assert!(!url_has_password("postgresql://h:5432/db"));
+        assert!(!url_has_password("sqlite"));
+    }
 }

@@ -177,6 +177,10 @@ pub struct CompactionReport {
     pub head_truncated_rounds: u64,
     /// Files re-read from disk into the new history.
     pub restored_files: Vec<String>,
+    /// Recently read files left out, each with why (`PATH: outside the session's
+    /// workspace`, unreadable, too large). Only files whose Read succeeded are candidates.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub restore_skipped: Vec<String>,
     /// Wall time of the compaction in microseconds.
     pub micros: u64,
     /// `full` (summariser) or `session_memory` (the session's notes as the summary).

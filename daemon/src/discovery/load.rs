@@ -10,7 +10,7 @@ use std::path::{Path, PathBuf};
 use super::exclude::Excludes;
 use super::types::{DiscoveryConfig, InstructionFile, MemoryType};
 use super::{front_matter, include, paths, rules};
-use crate::limits::{MAX_INSTRUCTION_FILE_BYTES, MAX_INSTRUCTION_TOTAL_BYTES};
+use crate::limits::MAX_INSTRUCTION_FILE_BYTES;
 use crate::safe_read::ReadError;
 
 /// The directory a discovered file belongs to: the one holding its `.claude` folder
@@ -196,11 +196,11 @@ impl<'a> Loader<'a> {
                 return;
             }
         };
-        if self.total + raw.len() as u64 > MAX_INSTRUCTION_TOTAL_BYTES {
+        if self.total + raw.len() as u64 > self.cfg.total_bytes {
             tracing::warn!(
                 path = %path.display(),
-                limit = MAX_INSTRUCTION_TOTAL_BYTES,
-                "instruction files exceed their total size bound (MAX_INSTRUCTION_TOTAL_BYTES); skipped"
+                limit = self.cfg.total_bytes,
+                "instruction files exceed their share of the window (INSTRUCTION_WINDOW_SHARE_PCT, at most MAX_INSTRUCTION_TOTAL_BYTES); skipped"
             );
             return;
         }

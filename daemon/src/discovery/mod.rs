@@ -66,6 +66,7 @@ mod load;
 pub mod memories;
 mod nested;
 mod paths;
+pub(crate) use paths::{inside_any, workspace_roots};
 mod render;
 mod rules;
 pub mod skills;

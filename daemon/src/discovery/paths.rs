@@ -37,6 +37,23 @@ pub(crate) fn absolutize(path: &Path, base: &Path) -> PathBuf {
     }
 }
 
+/// The canonical roots of a session's workspace: its cwd and additional directories
+/// (each as the lexical form when it does not exist).
+pub(crate) fn workspace_roots(cwd: &str, additional: &[String]) -> Vec<PathBuf> {
+    std::iter::once(cwd)
+        .chain(additional.iter().map(String::as_str))
+        .map(|d| canonicalish(Path::new(d)))
+        .collect()
+}
+
+/// Whether `path`, symlinks resolved, lies inside one of `roots`: what ctxd may read for
+/// the model on its own (a file the model was never shown, read with the daemon's
+/// permissions, must not leave the workspace).
+pub(crate) fn inside_any(path: &Path, roots: &[PathBuf]) -> bool {
+    let p = canonicalish(path);
+    roots.iter().any(|r| p.starts_with(r))
+}
+
 pub(crate) fn canonical(path: &Path) -> Option<PathBuf> {
     std::fs::canonicalize(path).ok()
 }

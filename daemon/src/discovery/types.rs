@@ -33,6 +33,9 @@ pub struct DiscoveryConfig {
     pub memory_entry_points: Vec<PathBuf>,
     /// Read `AGENTS.md` beside every `CLAUDE.md` the chain reads (right after it).
     pub agents_md: bool,
+    /// The bytes all instruction files of one walk may hold together (a share of the
+    /// model's window); files past it are skipped.
+    pub total_bytes: u64,
 }
 
 impl DiscoveryConfig {
@@ -47,6 +50,7 @@ impl DiscoveryConfig {
             allow_external_includes: false,
             memory_entry_points: Vec::new(),
             agents_md: true,
+            total_bytes: crate::limits::MAX_INSTRUCTION_TOTAL_BYTES,
         }
     }
 

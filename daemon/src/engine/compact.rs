@@ -2,7 +2,7 @@
 //! the circuit breaker, and the client summariser's request/reply channel.
 
 use std::collections::HashMap;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
@@ -284,6 +284,7 @@ impl Engine {
         // PreCompact hooks' stdout joins the custom instructions the summariser reads.
         let instructions = self.hooks_pre_compact(l, trigger, instructions).await;
         let reannounced = self.reannounced_after_compaction(l).await;
+        let restore_skipped;
         let (best, summary_chars, summarised_records, dropped) = {
             let shown = l.shown();
             let refs: Vec<&Record> = shown.iter().map(|c| c.as_ref()).collect();
@@ -303,11 +304,12 @@ impl Engine {
                 )
                 .await?;
             // Files to restore: the most recently read, as they are on disk now.
-            let files = read_files(autocompact::recently_read(
-                &refs,
-                autocompact::RESTORE_MAX_FILES,
-            ))
+            let Restorable { files, skipped } = read_files(
+                autocompact::recently_read(&refs, autocompact::RESTORE_MAX_FILES),
+                workspace_roots(&l.row),
+            )
             .await?;
+            restore_skipped = skipped;
             let part = &refs[start..];
             let summarised: Vec<&Record> =
                 part.iter().copied().filter(|r| is_sendable(r)).collect();
@@ -376,6 +378,7 @@ impl Engine {
             summarised_records,
             head_truncated_rounds: dropped as u64,
             restored_files,
+            restore_skipped,
             micros: crate::saturate::micros(started.elapsed()),
             kind: "full".into(),
             kept_records: 0,
@@ -575,21 +578,46 @@ impl Engine {
     }
 }
 
+/// The canonical roots of a session's workspace.
+pub(crate) fn workspace_roots(row: &crate::store::sessions::SessionRow) -> Vec<PathBuf> {
+    crate::discovery::workspace_roots(&row.cwd, &row.additional_directories)
+}
+
 /// A file re-read for restoring: path, content, and its read state.
 pub(crate) type ReadFile = (String, String, context_state::ReadState);
 
-/// Re-reads the wanted files (newest first) from disk; unreadable ones are skipped.
-pub(crate) async fn read_files(wanted: Vec<String>) -> Result<Vec<ReadFile>> {
+/// What a compaction restores of the recently read files: the ones re-read, and the
+/// ones left out with why.
+pub(crate) struct Restorable {
+    pub files: Vec<ReadFile>,
+    pub skipped: Vec<String>,
+}
+
+/// Re-reads the wanted files (newest first) from disk. Only files inside the session's
+/// workspace (`roots`, symlinks resolved) are read: ctxd reads with the daemon's
+/// permissions, and a file outside was read by the client's tool, which the daemon's
+/// rights need not match. Unreadable and outside files are left out and named.
+pub(crate) async fn read_files(wanted: Vec<String>, roots: Vec<PathBuf>) -> Result<Restorable> {
     tokio::task::spawn_blocking(move || {
-        wanted
-            .into_iter()
-            .filter_map(|p| {
-                let state = snapshot(Path::new(&p))?;
-                let text = state.content.clone()?;
-                Some((p, text, state))
-            })
-            .take(autocompact::RESTORE_MAX_FILES)
-            .collect()
+        let mut files = Vec::new();
+        let mut skipped = Vec::new();
+        for p in wanted {
+            if files.len() >= autocompact::RESTORE_MAX_FILES {
+                break;
+            }
+            if !crate::discovery::inside_any(Path::new(&p), &roots) {
+                skipped.push(format!("{p}: outside the session's workspace"));
+                continue;
+            }
+            match snapshot(Path::new(&p)) {
+                Some(state) => match state.content.clone() {
+                    Some(text) => files.push((p, text, state)),
+                    None => skipped.push(format!("{p}: too large or not text")),
+                },
+                None => skipped.push(format!("{p}: not a readable file")),
+            }
+        }
+        Restorable { files, skipped }
     })
     .await
     .map_err(|e| Error::Internal(format!("restore task: {e}")))

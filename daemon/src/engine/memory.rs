@@ -346,6 +346,7 @@ impl Engine {
         }
         let budget = compact::room_budget(l);
         let path = self.memory_path(&sid).display().to_string();
+        let restore_skipped;
         let (best, summarised_records, kept_records, summary_chars) = {
             let view = l.records.view();
             let shown = l.shown();
@@ -356,11 +357,12 @@ impl Engine {
                 )));
             }
             // Files read recently; each try leaves out those its kept tail shows.
-            let files = compact::read_files(autocompact::recently_read(
-                &refs,
-                autocompact::RESTORE_MAX_FILES * 2,
-            ))
+            let compact::Restorable { files, skipped } = compact::read_files(
+                autocompact::recently_read(&refs, autocompact::RESTORE_MAX_FILES * 2),
+                compact::workspace_roots(&l.row),
+            )
             .await?;
+            restore_skipped = skipped;
             let reannounced = self.reannounced_after_compaction(l).await;
             let ts = crate::clock::rfc3339(now);
             // (summarised, kept, summary chars) of each level tried.
@@ -406,6 +408,7 @@ impl Engine {
             summarised_records,
             head_truncated_rounds: 0,
             restored_files: restored_paths,
+            restore_skipped,
             micros: crate::saturate::micros(started.elapsed()),
             kind: "session_memory".into(),
             kept_records,

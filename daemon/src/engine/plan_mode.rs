@@ -14,12 +14,26 @@ impl Engine {
     /// The plan state a new history re-announces (see `plan_mode::after_compaction`).
     pub(crate) fn plan_after_compaction(&self, row: &SessionRow) -> Vec<serde_json::Value> {
         let path = self.plan_file_path(row);
-        let text = crate::safe_read::read_text(&path, MAX_PLAN_BYTES, "MAX_PLAN_BYTES").ok();
+        let text = if self.plan_file_allowed(row, &path) {
+            crate::safe_read::read_text(&path, MAX_PLAN_BYTES, "MAX_PLAN_BYTES").ok()
+        } else {
+            tracing::warn!(session = %row.id, path = %path.display(), "plan file outside the workspace: not read");
+            None
+        };
         crate::pipeline::plan_mode::after_compaction(
             row.settings.plan_mode,
             &path.display().to_string(),
             text.as_deref(),
         )
+    }
+
+    /// ctxd reads the plan file itself, with the daemon's permissions: only inside the
+    /// session's workspace or its own session directory (symlinks resolved).
+    fn plan_file_allowed(&self, row: &SessionRow, path: &std::path::Path) -> bool {
+        let mut roots = super::compact::workspace_roots(row);
+        let own = self.session_dir(&row.id).display().to_string();
+        roots.extend(crate::discovery::workspace_roots(&own, &[]));
+        crate::discovery::inside_any(path, &roots)
     }
 
     pub async fn set_plan_mode(&self, p: PlanModeParams) -> Result<PlanModeResponse> {
@@ -39,6 +53,16 @@ impl Engine {
         row.settings.plan_mode = p.enabled;
         if let Some(f) = p.plan_file {
             row.settings.plan_file = Some(f);
+            let path = self.plan_file_path(&row);
+            if !self.plan_file_allowed(&row, &path) {
+                return Err(Error::invalid(
+                    "plan_file",
+                    format!(
+                        "{} is outside the session's workspace (cwd and additional directories)",
+                        path.display()
+                    ),
+                ));
+            }
         }
         row.updated_at = self.now_text();
         let stored = row.clone();

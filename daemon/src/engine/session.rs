@@ -468,8 +468,14 @@ impl Engine {
             .iter()
             .any(|r| r.kind == RecordKind::Assistant && !r.is_sidechain && !r.is_virtual);
         if let Some(l) = guard.as_mut() {
-            self.observe(&l.row.cwd, &l.row.id, &l.records, &built)
-                .await;
+            self.observe(
+                &l.row.cwd,
+                super::compact::workspace_roots(&l.row),
+                &l.row.id,
+                &l.records,
+                &built,
+            )
+            .await;
             self.start_memory_prefetch(&cell, l, &built);
             let first_seq = built.first().map_or(0, |r| r.seq);
             let reported = built
@@ -510,6 +516,13 @@ impl Engine {
         let limit = p.limit.unwrap_or(DEFAULT_PAGE).clamp(1, MAX_PAGE);
         let sid = p.session_id.clone();
         let after = p.after_seq;
+        // Sequence numbers are stored as signed 64-bit integers.
+        if i64::try_from(after).is_err() {
+            return Err(Error::invalid(
+                "after_seq",
+                format!("must be at most {}", i64::MAX),
+            ));
+        }
         let (recs, last) = self
             .store
             .read(move |c| {

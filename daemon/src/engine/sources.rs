@@ -173,6 +173,7 @@ impl Engine {
         cfg.excludes.clone_from(&s.excludes);
         cfg.allow_external_includes = s.allow_external_includes;
         cfg.agents_md = s.agents_md.unwrap_or(true);
+        cfg.total_bytes = crate::limits::instruction_total_bytes(row.model.context_window);
         cfg
     }
 
@@ -248,6 +249,7 @@ impl Engine {
     pub(crate) async fn observe(
         &self,
         row_cwd: &str,
+        roots: Vec<PathBuf>,
         sid: &str,
         known: &[Record],
         batch: &[Record],
@@ -298,8 +300,13 @@ impl Engine {
         if touched.is_empty() && seen.is_empty() {
             return;
         }
+        // Only files inside the workspace are watched for the model: ctxd reads a changed
+        // file itself (`edited_text_file`), with the daemon's permissions.
         let states = tokio::task::spawn_blocking(move || {
-            seen.iter().filter_map(|p| snapshot(p)).collect::<Vec<_>>()
+            seen.iter()
+                .filter(|p| crate::discovery::inside_any(p, &roots))
+                .filter_map(|p| snapshot(p))
+                .collect::<Vec<_>>()
         })
         .await
         .unwrap_or_default();
@@ -332,12 +339,16 @@ impl Engine {
             Path::new(&row.cwd).join(p)
         };
         let pc = p.clone();
-        let state = tokio::task::spawn_blocking(move || snapshot(&pc))
-            .await
-            .map_err(|e| Error::Internal(e.to_string()))?
-            .ok_or_else(|| {
-                Error::invalid("path", format!("{} is not a readable file", p.display()))
-            })?;
+        let roots = super::compact::workspace_roots(&row);
+        let state = tokio::task::spawn_blocking(move || {
+            crate::discovery::inside_any(&pc, &roots)
+                .then(|| snapshot(&pc))
+                .ok_or("is outside the session's workspace: ctxd does not watch it")
+                .and_then(|s| s.ok_or("is not a readable file"))
+        })
+        .await
+        .map_err(|e| Error::Internal(e.to_string()))?
+        .map_err(|why| Error::invalid("path", format!("{} {why}", p.display())))?;
         self.watch(sid, &p);
         let sid2 = sid.to_string();
         self.store

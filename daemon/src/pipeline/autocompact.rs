@@ -272,8 +272,23 @@ pub fn rebuild_attachments(restored: &[Value], plan: &[Value]) -> Vec<Value> {
     out
 }
 
-/// Files read most recently (Read tool inputs), newest first, unique.
+/// Files read most recently (Read tool inputs whose result the model got without an
+/// error), newest first, unique. A Read the client refused, or one with no result yet,
+/// showed the model nothing of the file, so nothing of it is restored.
 pub fn recently_read(view: &[&Record], limit: usize) -> Vec<String> {
+    let succeeded: std::collections::HashSet<&str> = view
+        .iter()
+        .filter(|r| r.kind == RecordKind::User)
+        .flat_map(|r| r.content.iter())
+        .filter_map(|b| match b {
+            ContentBlock::ToolResult {
+                tool_use_id,
+                is_error: false,
+                ..
+            } => Some(tool_use_id.as_str()),
+            _ => None,
+        })
+        .collect();
     let mut out: Vec<String> = Vec::new();
     for r in view
         .iter()
@@ -281,8 +296,11 @@ pub fn recently_read(view: &[&Record], limit: usize) -> Vec<String> {
         .filter(|r| r.kind == RecordKind::Assistant)
     {
         for b in r.content.iter().rev() {
-            if let ContentBlock::ToolUse { name, input, .. } = b
+            if let ContentBlock::ToolUse {
+                id, name, input, ..
+            } = b
                 && name == "Read"
+                && succeeded.contains(id.as_str())
                 && let Some(p) = input.get("file_path").and_then(Value::as_str)
                 && !out.iter().any(|x| x == p)
             {
@@ -397,6 +415,34 @@ mod tests {
         let c = convo();
         let v: Vec<&Record> = c.iter().collect();
         assert_eq!(recently_read(&v, 5), vec!["/f0", "/f2", "/f1"]);
+    }
+
+    #[test]
+    fn a_read_that_failed_or_has_no_result_is_not_recently_read() {
+        let c = [
+            r(
+                "a1",
+                json!({"type": "assistant", "content": [{"type": "tool_use", "id": "t1", "name": "Read", "input": {"file_path": "/etc/shadow"}}]}),
+            ),
+            r(
+                "u1",
+                json!({"type": "user", "content": [{"type": "tool_result", "tool_use_id": "t1", "content": "Permission denied", "is_error": true}]}),
+            ),
+            r(
+                "a2",
+                json!({"type": "assistant", "content": [{"type": "tool_use", "id": "t2", "name": "Read", "input": {"file_path": "/w/ok.rs"}}]}),
+            ),
+            r(
+                "u2",
+                json!({"type": "user", "content": [{"type": "tool_result", "tool_use_id": "t2", "content": "fn main() {}"}]}),
+            ),
+            r(
+                "a3",
+                json!({"type": "assistant", "content": [{"type": "tool_use", "id": "t3", "name": "Read", "input": {"file_path": "/w/pending.rs"}}]}),
+            ),
+        ];
+        let v: Vec<&Record> = c.iter().collect();
+        assert_eq!(recently_read(&v, 5), vec!["/w/ok.rs"]);
     }
 
     #[test]

@@ -333,16 +333,25 @@ pub fn plan<R: Borrow<Record>>(
 }
 
 /// Tool-use ids come from clients; keep file names inside the directory.
+/// The file name of a tool id's output, one per id: an id of letters, digits, `_` and
+/// `-` (every id a provider issues) is its own name; any other id is its first 40 such
+/// characters, a `.` (which no such id holds) and the SHA-256 of the whole id, so that
+/// `toolu_x/1` and `toolu_x_1` never share a file. The record keeps the id itself.
 fn sanitize(id: &str) -> String {
-    id.chars()
-        .map(|c| {
-            if c.is_ascii_alphanumeric() || c == '_' || c == '-' {
-                c
-            } else {
-                '_'
-            }
-        })
-        .collect()
+    let plain = |c: char| c.is_ascii_alphanumeric() || c == '_' || c == '-';
+    if !id.is_empty() && id.chars().all(plain) {
+        return id.to_string();
+    }
+    use sha2::Digest;
+    let kept: String = id
+        .chars()
+        .map(|c| if plain(c) { c } else { '_' })
+        .take(40)
+        .collect();
+    format!(
+        "{kept}.{}",
+        hex::encode(sha2::Sha256::digest(id.as_bytes()))
+    )
 }
 
 /// The projection as the model sees it: frozen replacements applied, empty results
@@ -425,6 +434,18 @@ pub fn apply_from<'a>(
 
 #[cfg(test)]
 mod tests {
+    #[test]
+    fn output_file_names_are_one_per_id() {
+        use super::sanitize;
+        assert_eq!(sanitize("toolu_01AbC-d"), "toolu_01AbC-d");
+        let (slash, underscore) = (sanitize("toolu_x/1"), sanitize("toolu_x_1"));
+        assert_ne!(slash, underscore);
+        assert!(slash.starts_with("toolu_x_1.") && slash.len() == "toolu_x_1.".len() + 64);
+        assert_ne!(sanitize("../x"), sanitize("__x"));
+        assert!(!sanitize("../../etc/passwd").contains('/'));
+        assert_ne!(sanitize(""), "");
+    }
+
     use super::*;
 
     #[test]
