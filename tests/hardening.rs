@@ -768,3 +768,31 @@ fn rules_larger_than_the_window_are_cut_to_a_share_of_it() {
     );
     assert!(compiled["request"].to_string().contains("Rule 0:"));
 }
+
+/// A chain of nested folders in `.claude/rules` cost cubic time (2,000 deep: 75 s). The
+/// walk stops at a bounded depth: a rule nested deeper is skipped, one near the top read.
+#[test]
+fn a_deep_chain_of_rules_folders_is_walked_to_a_bounded_depth() {
+    let d = Daemon::start();
+    let work = tempfile::tempdir().unwrap();
+    let rules = work.path().join(".claude").join("rules");
+    std::fs::create_dir_all(&rules).unwrap();
+    std::fs::write(rules.join("top.md"), "TOP-RULE-TEXT\n").unwrap();
+    let mut dir = rules.clone();
+    for _ in 0..300 {
+        dir.push("a");
+    }
+    std::fs::create_dir_all(&dir).unwrap();
+    std::fs::write(dir.join("deep.md"), "DEEP-RULE-TEXT\n").unwrap();
+    let sid = new_session(&d, work.path());
+    d.call(
+        "transcript.append",
+        json!({"session_id": sid, "records": [{"type": "user", "content": "hi"}]}),
+    );
+    let body = d.compile_body(&sid);
+    assert!(body.contains("TOP-RULE-TEXT"));
+    assert!(
+        !body.contains("DEEP-RULE-TEXT"),
+        "a rule 300 folders deep was read"
+    );
+}

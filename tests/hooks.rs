@@ -775,3 +775,59 @@ async fn hook_events_of_a_hooks_call_are_marked_own_on_its_connection() {
         }
     }
 }
+
+/// The trust check and the read are of one open file: a settings file swapped for an
+/// untrusted one (writable by everyone) between the two is never the one whose hooks
+/// run. Driven for a bounded time against a swapper that never stops.
+#[test]
+fn a_settings_file_swapped_during_the_trust_check_never_runs_its_hooks() {
+    use std::os::unix::fs::PermissionsExt;
+    use std::sync::atomic::{AtomicBool, Ordering};
+    let d = Daemon::start();
+    let p = project(&d, "swap");
+    let marker = d.dir.path().join("ran-the-untrusted-hook");
+    let settings = project_settings(&p);
+    let trusted = hooks("UserPromptSubmit", None, &["true"]);
+    let untrusted = hooks(
+        "UserPromptSubmit",
+        None,
+        &[&format!("touch {}", sh_quote(&marker))],
+    );
+    write_settings(&settings, &trusted);
+    let sid = new_session(&d, &p);
+    let stop = std::sync::Arc::new(AtomicBool::new(false));
+    let swapper = {
+        let (stop, settings) = (stop.clone(), settings.clone());
+        let dir = settings.parent().unwrap().to_path_buf();
+        let (good, bad) = (trusted.to_string(), untrusted.to_string());
+        std::thread::spawn(move || {
+            let mut swaps = 0u64;
+            while !stop.load(Ordering::Relaxed) {
+                for (text, mode) in [(&good, 0o644), (&bad, 0o666)] {
+                    let tmp = dir.join("next.json");
+                    std::fs::write(&tmp, text).unwrap();
+                    std::fs::set_permissions(&tmp, std::fs::Permissions::from_mode(mode)).unwrap();
+                    std::fs::rename(&tmp, &settings).unwrap();
+                    swaps += 1;
+                }
+            }
+            swaps
+        })
+    };
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(4);
+    let mut events = 0;
+    while std::time::Instant::now() < deadline && events < 2_000 {
+        let _ = d.try_call(
+            "transcript.append",
+            json!({"session_id": sid, "records": [{"type": "user", "content": format!("prompt {events}")}]}),
+        );
+        events += 1;
+    }
+    stop.store(true, Ordering::Relaxed);
+    let swaps = swapper.join().unwrap();
+    assert!(events > 50 && swaps > 100, "{events} events, {swaps} swaps");
+    assert!(
+        !marker.exists(),
+        "the untrusted file's hook ran ({events} events, {swaps} swaps)"
+    );
+}

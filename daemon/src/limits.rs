@@ -36,6 +36,18 @@ pub fn instruction_total_bytes(context_window: u64) -> u64 {
 /// Directory entries looked at in one `.claude/rules` folder (with its subfolders).
 pub const MAX_RULE_ENTRIES: usize = 10_000;
 
+/// Folders below a `.claude/rules` or `.claude/commands` folder that a walk enters: a
+/// chain of nested folders costs each level the length of its path again, so a deep one
+/// cost cubic time. Deeper folders are skipped (and logged).
+pub const MAX_WALK_DEPTH: usize = 32;
+
+/// The time one such walk may take before it stops where it is (and logs it).
+pub const MAX_WALK_TIME: std::time::Duration = std::time::Duration::from_secs(2);
+
+/// The directories above (and including) the cwd that the instruction chain looks at,
+/// nearest first: a cwd thousands of levels deep is not walked to the root.
+pub const MAX_ANCESTOR_DIRS: usize = 64;
+
 /// One skill file (`SKILL.md`, a legacy command): a larger one is skipped and reported.
 pub const MAX_SKILL_FILE_BYTES: u64 = 1024 * 1024;
 

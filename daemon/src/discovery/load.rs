@@ -171,6 +171,12 @@ impl<'a> Loader<'a> {
             tracing::debug!(path = %path.display(), "excluded by claudeMdExcludes");
             return;
         }
+        // Most candidates do not exist. Resolving a path costs a readlink per component,
+        // each walking the path again (quadratic in its depth); a missing file is told
+        // by one lookup.
+        if std::fs::symlink_metadata(path).is_err() {
+            return;
+        }
         let Some(canonical) = paths::canonical(path) else {
             return;
         };

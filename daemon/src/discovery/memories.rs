@@ -86,7 +86,7 @@ pub fn auto_memory_dir(user_home: &Path, cwd: &Path) -> PathBuf {
 
 /// The canonical git root of `cwd` (a linked worktree's main checkout), else `cwd`.
 pub fn project_root(cwd: &Path) -> PathBuf {
-    for dir in cwd.ancestors() {
+    for dir in cwd.ancestors().take(crate::limits::MAX_ANCESTOR_DIRS) {
         let dot_git = dir.join(".git");
         let Ok(meta) = std::fs::symlink_metadata(&dot_git) else {
             continue;

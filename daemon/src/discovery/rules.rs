@@ -8,7 +8,7 @@ use ignore::gitignore::GitignoreBuilder;
 use walkdir::WalkDir;
 
 use super::paths;
-use crate::limits::MAX_RULE_ENTRIES;
+use crate::limits::{MAX_RULE_ENTRIES, MAX_WALK_DEPTH, MAX_WALK_TIME};
 
 /// Every `*.md` file below `rules_dir`, in the documented order: a depth-first walk
 /// whose siblings are sorted by the bytes of their names, files and directories
@@ -21,11 +21,17 @@ pub(crate) fn rule_files(rules_dir: &Path, enter: &dyn Fn(&Path) -> bool) -> Vec
     let mut visited: HashSet<PathBuf> = HashSet::new();
     let mut out = Vec::new();
     let mut budget = MAX_RULE_ENTRIES;
+    let started = std::time::Instant::now();
     let mut walk = WalkDir::new(rules_dir)
         .follow_links(true)
+        .max_depth(MAX_WALK_DEPTH)
         .sort_by_file_name()
         .into_iter();
     while let Some(entry) = walk.next() {
+        if started.elapsed() > MAX_WALK_TIME {
+            tracing::warn!(dir = %rules_dir.display(), "rules folder walk ran out of time (MAX_WALK_TIME); the rest is skipped");
+            break;
+        }
         let entry = match entry {
             Ok(entry) => entry,
             // A symlink loop (walkdir checks the ancestors) or an unreadable entry.
@@ -43,6 +49,9 @@ pub(crate) fn rule_files(rules_dir: &Path, enter: &dyn Fn(&Path) -> bool) -> Vec
             budget -= 1;
         }
         if entry.file_type().is_dir() {
+            if entry.depth() == MAX_WALK_DEPTH {
+                tracing::warn!(dir = %path.display(), limit = MAX_WALK_DEPTH, "rules folder nested too deep (MAX_WALK_DEPTH); its folders are skipped");
+            }
             let Some(canonical) = paths::canonical(path) else {
                 walk.skip_current_dir();
                 continue;

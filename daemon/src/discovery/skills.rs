@@ -83,7 +83,10 @@ pub struct SkillRoots {
 impl SkillRoots {
     pub fn new(cwd: &Path, user_home: &Path) -> SkillRoots {
         let cwd = paths::normalize(cwd);
-        let repo = cwd.ancestors().find(|d| d.join(".git").exists());
+        let repo = cwd
+            .ancestors()
+            .take(crate::limits::MAX_ANCESTOR_DIRS)
+            .find(|d| d.join(".git").exists());
         let project_dirs = match repo {
             Some(root) => cwd
                 .ancestors()
@@ -226,7 +229,16 @@ impl Scanner<'_> {
         let folder = owner.join(".claude").join("commands");
         let mut stack: Vec<(PathBuf, Vec<String>)> = vec![(folder, Vec::new())];
         let mut seen = BTreeSet::new();
+        let started = std::time::Instant::now();
         while let Some((dir, prefix)) = stack.pop() {
+            if started.elapsed() > crate::limits::MAX_WALK_TIME {
+                tracing::warn!(dir = %dir.display(), "commands folder walk ran out of time (MAX_WALK_TIME); the rest is skipped");
+                break;
+            }
+            if prefix.len() > crate::limits::MAX_WALK_DEPTH {
+                tracing::warn!(dir = %dir.display(), limit = crate::limits::MAX_WALK_DEPTH, "commands folder nested too deep (MAX_WALK_DEPTH); skipped");
+                continue;
+            }
             if !paths::canonical(&dir).is_some_and(|c| seen.insert(c)) {
                 continue;
             }

@@ -11,7 +11,12 @@
 //! - the managed root is the daemon's (`--managed-root`), never a session's choice, so
 //!   a client cannot swap the policy that `allowManagedHooksOnly` enforces;
 //! - a file owned by another user (root may own the managed file), or writable by
-//!   everyone, is refused as untrusted: whoever can write it could run commands as us.
+//!   everyone, is refused as untrusted: whoever can write it could run commands as us;
+//! - so is a file in a directory every user may write to without the sticky bit: there
+//!   anyone can put another file in its place;
+//! - the file is opened once, and its owner and mode are those of the open file, whose
+//!   bytes are then read: a file swapped in between the check and the read is never the
+//!   one read.
 
 use std::os::unix::fs::MetadataExt;
 use std::path::{Path, PathBuf};
@@ -79,27 +84,69 @@ fn distrust(source: Source, meta: &std::fs::Metadata) -> Option<String> {
     None
 }
 
+/// Why the directory holding a settings file lets others replace it, if it does.
+fn distrust_dir(path: &Path) -> Option<String> {
+    let dir = path.parent()?;
+    let m = std::fs::metadata(dir).ok()?;
+    let sticky = m.mode() & 0o1000 != 0;
+    (m.mode() & 0o002 != 0 && !sticky).then(|| {
+        format!(
+            "in {}, which every user may write to (no sticky bit)",
+            dir.display()
+        )
+    })
+}
+
+/// Opens, checks and reads one settings file, all through one open file.
+fn read_trusted(source: Source, path: &Path) -> FileState {
+    use std::io::Read;
+    use std::os::unix::fs::OpenOptionsExt;
+    if let Some(why) = distrust_dir(path) {
+        return FileState::Untrusted(why);
+    }
+    // Non-blocking, so a FIFO put in its place cannot hold the open.
+    let file = match std::fs::OpenOptions::new()
+        .read(true)
+        .custom_flags(libc::O_NONBLOCK)
+        .open(path)
+    {
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return FileState::Absent,
+        Err(e) => return FileState::Invalid(format!("cannot read it: {e}")),
+        Ok(f) => f,
+    };
+    let meta = match file.metadata() {
+        Err(e) => return FileState::Invalid(format!("cannot read it: {e}")),
+        Ok(m) => m,
+    };
+    if !meta.is_file() {
+        return FileState::Invalid("not a regular file".into());
+    }
+    if meta.len() > MAX_SETTINGS_BYTES {
+        return FileState::Invalid(format!("larger than {MAX_SETTINGS_BYTES} bytes"));
+    }
+    if let Some(why) = distrust(source, &meta) {
+        return FileState::Untrusted(why);
+    }
+    let mut bytes = Vec::new();
+    if let Err(e) = file.take(MAX_SETTINGS_BYTES + 1).read_to_end(&mut bytes) {
+        return FileState::Invalid(format!("cannot read it: {e}"));
+    }
+    if bytes.len() as u64 > MAX_SETTINGS_BYTES {
+        return FileState::Invalid(format!("larger than {MAX_SETTINGS_BYTES} bytes"));
+    }
+    let Ok(text) = String::from_utf8(bytes) else {
+        return FileState::Invalid("not UTF-8 text".into());
+    };
+    match parse_settings(&text) {
+        Ok(s) => FileState::Loaded(s),
+        Err(e) => FileState::Invalid(e),
+    }
+}
+
 /// Reads one settings file into a layer.
 pub fn load(source: Source, path: &Path) -> Layer {
     let file = path.display().to_string();
-    let state = match std::fs::metadata(path) {
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => FileState::Absent,
-        Err(e) => FileState::Invalid(format!("cannot read it: {e}")),
-        Ok(m) if !m.is_file() => FileState::Invalid("not a regular file".into()),
-        Ok(m) if m.len() > MAX_SETTINGS_BYTES => {
-            FileState::Invalid(format!("larger than {MAX_SETTINGS_BYTES} bytes"))
-        }
-        Ok(m) => match distrust(source, &m) {
-            Some(why) => FileState::Untrusted(why),
-            None => match std::fs::read_to_string(path) {
-                Err(e) => FileState::Invalid(format!("cannot read it: {e}")),
-                Ok(text) => match parse_settings(&text) {
-                    Ok(s) => FileState::Loaded(s),
-                    Err(e) => FileState::Invalid(e),
-                },
-            },
-        },
-    };
+    let state = read_trusted(source, path);
     Layer {
         source,
         file,
@@ -139,6 +186,28 @@ mod tests {
             load(Source::Project, dir.path()).state,
             FileState::Invalid(_)
         ));
+    }
+
+    #[test]
+    fn a_directory_anyone_may_write_to_is_refused_unless_sticky() {
+        let dir = tempfile::tempdir().unwrap();
+        let p = dir.path().join("settings.json");
+        std::fs::write(
+            &p,
+            r#"{"hooks": {"Stop": [{"hooks": [{"type": "command", "command": "x"}]}]}}"#,
+        )
+        .unwrap();
+        std::fs::set_permissions(&p, std::fs::Permissions::from_mode(0o644)).unwrap();
+        std::fs::set_permissions(dir.path(), std::fs::Permissions::from_mode(0o777)).unwrap();
+        let l = load(Source::Project, &p);
+        assert!(
+            matches!(&l.state, FileState::Untrusted(w) if w.contains("sticky")),
+            "{:?}",
+            l.state
+        );
+        std::fs::set_permissions(dir.path(), std::fs::Permissions::from_mode(0o1777)).unwrap();
+        assert_eq!(load(Source::Project, &p).hook_count(), 1);
+        std::fs::set_permissions(dir.path(), std::fs::Permissions::from_mode(0o700)).unwrap();
     }
 
     #[test]

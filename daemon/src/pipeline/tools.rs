@@ -53,13 +53,15 @@ fn extend(m: &mut Map<String, Value>, extra: &Map<String, Value>) {
 /// transcript (or a session whose tools changed) may hold calls to tools it never
 /// registered.
 pub fn missing<'a>(tools: &[Value], called: impl Iterator<Item = &'a str>) -> Vec<String> {
+    let mut known: std::collections::HashSet<&str> = tools
+        .iter()
+        .filter_map(|t| t.get("name").and_then(Value::as_str))
+        .collect();
     let mut out: Vec<String> = Vec::new();
     for name in called {
-        let defined = tools
-            .iter()
-            .any(|t| t.get("name").and_then(Value::as_str) == Some(name));
-        if !defined && !out.iter().any(|n| n == name) {
+        if !known.contains(name) {
             out.push(name.to_string());
+            known.insert(name);
         }
     }
     out
