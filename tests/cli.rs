@@ -170,6 +170,20 @@ fn ctx_hooks_lists_the_configured_hooks_with_their_source_file() {
             .arg(&proj),
     );
     let sid = created["session_id"].as_str().unwrap().to_string();
+    // A project not trusted yet: its file is read but may run nothing.
+    let listed = json_out(ctx(&home).args(["hooks", &sid, "--json"]));
+    let project = listed["files"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|f| f["source"] == "project")
+        .unwrap()
+        .clone();
+    assert_eq!(project["status"], "untrusted", "{listed}");
+    assert!(project["error"].as_str().unwrap().contains("ctx trust"));
+    json_out(ctx(&home).args(["trust", "--json"]).arg(&proj));
+    let trusted = json_out(ctx(&home).args(["trust", "--list", "--json"]));
+    assert_eq!(trusted["trusted"].as_array().unwrap().len(), 1, "{trusted}");
     let out = ctx(&home).args(["hooks", &sid]).output().unwrap();
     assert!(
         out.status.success(),
@@ -192,6 +206,13 @@ fn ctx_hooks_lists_the_configured_hooks_with_their_source_file() {
     let listed = json_out(ctx(&home).args(["hooks", &sid, "--json"]));
     assert_eq!(listed["hooks"][0]["source"], "project");
     assert_eq!(listed["hooks"][0]["active"], true);
+    json_out(ctx(&home).args(["trust", "--remove", "--json"]).arg(&proj));
+    let listed = json_out(ctx(&home).args(["hooks", &sid, "--json"]));
+    assert_eq!(
+        listed["hooks"].as_array().map_or(0, Vec::len),
+        0,
+        "{listed}"
+    );
     json_out(ctx(&home).args(["daemon", "stop", "--json"]));
 }
 

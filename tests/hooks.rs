@@ -45,10 +45,12 @@ fn project_settings(p: &Path) -> PathBuf {
     p.join(".claude").join("settings.json")
 }
 
+/// A session in `cwd`, whose project directory the session trusts (so its hooks run).
 fn new_session(d: &Daemon, cwd: &Path) -> String {
     d.call(
         "session.create",
-        json!({"cwd": cwd, "no_git": true, "start_date": "2026-11-29"}),
+        json!({"cwd": cwd, "no_git": true, "start_date": "2026-11-29",
+               "settings": {"hooks": {"trust_project": true}}}),
     )["session"]["session_id"]
         .as_str()
         .unwrap()
@@ -274,7 +276,8 @@ fn a_flood_of_output_is_capped_with_a_note() {
 }
 
 /// W = 20,000, O = 2,000 → autocompact at 5,000 tokens.
-fn small_session(d: &Daemon, cwd: &Path, settings: Value) -> String {
+fn small_session(d: &Daemon, cwd: &Path, mut settings: Value) -> String {
+    settings["hooks"]["trust_project"] = json!(true);
     d.call(
         "session.create",
         json!({"cwd": cwd, "no_git": true, "start_date": "2026-11-29",
@@ -830,4 +833,78 @@ fn a_settings_file_swapped_during_the_trust_check_never_runs_its_hooks() {
         !marker.exists(),
         "the untrusted file's hook ran ({events} events, {swaps} swaps)"
     );
+}
+
+/// A hook's process gets a documented environment: the shell's basics, the settings'
+/// `env` and `CLAUDE_PROJECT_DIR`, never the daemon's provider keys.
+#[test]
+fn hooks_never_see_the_daemons_provider_keys() {
+    let mut d = Daemon::start();
+    d.kill9();
+    d.env = vec![
+        ("ANTHROPIC_API_KEY".into(), "sk-ant-DAEMON-KEY-1".into()),
+        ("AWS_SECRET_ACCESS_KEY".into(), "AWS-DAEMON-SECRET-2".into()),
+        ("OPENAI_API_KEY".into(), "sk-DAEMON-KEY-3".into()),
+    ];
+    d.spawn();
+    let out = d.dir.path().join("hook-env.txt");
+    let mut settings = hooks(
+        "UserPromptSubmit",
+        None,
+        &[&format!("env > {}", sh_quote(&out))],
+    );
+    settings["env"] = json!({"PROJECT_FLAVOUR": "from-settings"});
+    let p = project_with(&d, &settings);
+    let sid = new_session(&d, &p);
+    d.call(
+        "transcript.append",
+        json!({"session_id": sid, "records": [{"type": "user", "content": "hi"}]}),
+    );
+    let env = std::fs::read_to_string(&out).unwrap();
+    for secret in [
+        "sk-ant-DAEMON-KEY-1",
+        "AWS-DAEMON-SECRET-2",
+        "sk-DAEMON-KEY-3",
+    ] {
+        assert!(!env.contains(secret), "a hook saw {secret}:\n{env}");
+    }
+    assert!(env.contains("PROJECT_FLAVOUR=from-settings"), "{env}");
+    assert!(env.contains("CLAUDE_PROJECT_DIR="), "{env}");
+    assert!(env.lines().any(|l| l.starts_with("PATH=")), "{env}");
+}
+
+/// A project directory's hooks run only once the directory is trusted: naming a
+/// checkout as a session's cwd does not run what its `.claude/settings.json` says.
+#[test]
+fn an_untrusted_project_directory_runs_no_hooks_at_session_create() {
+    let d = Daemon::start();
+    let marker = d.dir.path().join("session-start-ran");
+    let p = project_with(
+        &d,
+        &hooks(
+            "SessionStart",
+            None,
+            &[&format!("touch {}", sh_quote(&marker))],
+        ),
+    );
+    let sid = d.call(
+        "session.create",
+        json!({"cwd": p, "no_git": true, "start_date": "2026-11-29"}),
+    )["session"]["session_id"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    assert!(!marker.exists(), "an untrusted project's hook ran");
+    let listed = d.call("hooks.list", json!({"session_id": sid}));
+    let project = listed["files"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|f| f["source"] == "project")
+        .unwrap()
+        .clone();
+    assert_eq!(project["status"], "untrusted", "{listed}");
+    // Trusted on creation (scripted use): the same directory's hook runs.
+    new_session(&d, &p);
+    assert!(marker.exists(), "a trusted project's hook did not run");
 }

@@ -211,9 +211,11 @@ fn gated_stop(d: &Daemon) -> (Value, std::path::PathBuf) {
             .to_string(),
     )
     .unwrap();
-    let sid =
-        d.call("session.create", json!({"cwd": project, "no_git": true}))["session"]["session_id"]
-            .clone();
+    let sid = d.call(
+        "session.create",
+        json!({"cwd": project, "no_git": true, "settings": {"hooks": {"trust_project": true}}}),
+    )["session"]["session_id"]
+        .clone();
     (sid, gate)
 }
 

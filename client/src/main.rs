@@ -73,6 +73,10 @@ enum Command {
     Events(EventsArgs),
     /// The session's settings files and hooks, with their source file.
     Hooks(SessionArg),
+    /// Trust a project directory, so its `.claude/settings.json` and
+    /// `settings.local.json` may run hooks (also below it); `--remove` takes it back,
+    /// `--list` shows the trust list.
+    Trust(commands::hooks::TrustArgs),
     /// Import the bundled sample Claude Code session, compile it, and show what ctxd did.
     Demo(DemoArgs),
     /// Replay a Claude Code transcript through the pipeline, compiling before every model
@@ -157,6 +161,7 @@ async fn run(cli: Cli) -> Result<()> {
         Command::Compact(a) => commands::context::compact(&ctx, c, a).await,
         Command::Events(a) => commands::events::run(c, a).await,
         Command::Hooks(a) => commands::hooks::show(&ctx, c, a).await,
+        Command::Trust(a) => commands::hooks::trust(&ctx, c, a).await,
         Command::Memory { action } => commands::memory::run(&ctx, c, action).await,
         Command::Collapse { action } => commands::collapse::run(&ctx, c, action).await,
         Command::Demo(a) => commands::demo::demo(&ctx, c, a).await,

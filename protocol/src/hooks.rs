@@ -90,6 +90,12 @@ pub struct HookSettings {
     /// Claude Code JSONL to `HOME/sessions/SID/transcript.jsonl` before a hook runs.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub transcript_path: Option<String>,
+    /// Trust the session's project directory when the session is created, so its
+    /// `.claude/settings.json` and `settings.local.json` may run hooks (for scripted
+    /// use; people run `ctx trust DIR`). A project directory's hooks run only once it
+    /// is in the trust list (`HOME/trusted-projects`).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub trust_project: bool,
 }
 
 impl HookSettings {

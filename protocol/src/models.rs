@@ -194,3 +194,33 @@ mod tests {
         }
     }
 }
+
+#[cfg(test)]
+mod profile_tests {
+    use crate::ModelProfile;
+
+    #[test]
+    fn a_profile_naming_a_listed_model_takes_its_figures() {
+        let p: ModelProfile = serde_json::from_str(r#"{"model": "claude-opus-4-6"}"#).unwrap();
+        assert_eq!((p.context_window, p.max_output_tokens), (1_000_000, 32_000));
+        let p: ModelProfile =
+            serde_json::from_str(r#"{"model": "claude-3-5-haiku-20241022"}"#).unwrap();
+        assert_eq!((p.max_output_tokens, p.supports_thinking), (8_000, false));
+        let given: ModelProfile =
+            serde_json::from_str(r#"{"model": "claude-opus-4-6", "context_window": 200000}"#)
+                .unwrap();
+        assert_eq!(given.context_window, 200_000);
+    }
+
+    #[test]
+    fn an_unlisted_model_needs_its_window() {
+        let err = serde_json::from_str::<ModelProfile>(r#"{"model": "my-local-model"}"#)
+            .unwrap_err()
+            .to_string();
+        assert!(err.contains("context_window"), "{err}");
+        let p: ModelProfile =
+            serde_json::from_str(r#"{"model": "my-local-model", "context_window": 32768}"#)
+                .unwrap();
+        assert_eq!(p.max_output_tokens, 32_000);
+    }
+}

@@ -157,6 +157,8 @@ pub struct Daemon {
     pub child: Option<Child>,
     /// Extra `ctxd` arguments (limits) for every spawn.
     pub args: Vec<String>,
+    /// Extra environment variables of the daemon's process, for every spawn.
+    pub env: Vec<(String, String)>,
     /// Its PostgreSQL store URL (`None`: SQLite in its home).
     pub store: Option<String>,
     /// The test database behind `store` (`CTXD_TEST_PG`), shared with the daemons
@@ -200,6 +202,7 @@ impl Daemon {
             socket,
             child: None,
             args: args.iter().map(|a| a.to_string()).collect(),
+            env: Vec::new(),
             store,
             db,
         };
@@ -237,6 +240,7 @@ impl Daemon {
             .stdin(Stdio::null())
             .stdout(Stdio::null())
             .stderr(Stdio::piped())
+            .envs(self.env.iter().map(|(k, v)| (k.as_str(), v.as_str())))
             .args(&self.args);
         if let Some(url) = self.store_url() {
             c.arg("--store").arg(url);

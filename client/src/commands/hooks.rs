@@ -11,6 +11,67 @@ use super::context::SessionArg;
 use super::{Ctx, session_id};
 use crate::output::{outln, print_json};
 
+#[derive(clap::Args, Debug)]
+pub struct TrustArgs {
+    /// The project directory [default: the current directory].
+    dir: Option<std::path::PathBuf>,
+    /// Take the directory out of the trust list.
+    #[arg(long, conflicts_with = "list")]
+    remove: bool,
+    /// Print the trust list.
+    #[arg(long)]
+    list: bool,
+}
+
+/// Edits the trust list in the daemon's home (the daemon reads it before each hook).
+pub async fn trust(ctx: &Ctx, client: &Client, a: &TrustArgs) -> Result<()> {
+    let home = std::path::PathBuf::from(client.status().await?.home);
+    let list = ctxd::hooks::trust::list_path(&home);
+    if a.list {
+        let entries: Vec<String> = ctxd::hooks::trust::entries(&list)
+            .iter()
+            .map(|p| p.display().to_string())
+            .collect();
+        if ctx.json {
+            return print_json(&serde_json::json!({ "trusted": entries }));
+        }
+        for e in &entries {
+            outln!("{e}");
+        }
+        return Ok(());
+    }
+    let dir = match &a.dir {
+        Some(d) => std::path::absolute(d)?,
+        None => std::env::current_dir()?,
+    };
+    anyhow::ensure!(dir.is_dir(), "{} is not a directory", dir.display());
+    if a.remove {
+        let was = ctxd::hooks::trust::distrust(&list, &dir)?;
+        if ctx.json {
+            return print_json(&serde_json::json!({ "removed": was, "dir": dir }));
+        }
+        outln!(
+            "{} {}",
+            dir.display(),
+            if was {
+                "is no longer trusted"
+            } else {
+                "was not in the trust list"
+            }
+        );
+        return Ok(());
+    }
+    ctxd::hooks::trust::trust(&list, &dir)?;
+    if ctx.json {
+        return print_json(&serde_json::json!({ "trusted": dir }));
+    }
+    outln!(
+        "{} is trusted: its project settings may run hooks",
+        dir.display()
+    );
+    Ok(())
+}
+
 pub async fn show(ctx: &Ctx, client: &Client, a: &SessionArg) -> Result<()> {
     let r: HooksListResponse = client
         .call(

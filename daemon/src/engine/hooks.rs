@@ -300,8 +300,13 @@ impl Engine {
     /// watches in step.
     pub(crate) fn hook_config(&self, f: &Facts) -> Arc<Effective> {
         let paths = self.settings_paths(&f.project);
-        // Stamps before contents: a write racing the read is seen again next time.
-        let stamps: Vec<Option<Stamp>> = paths.iter().map(|(_, p)| files::stamp(p)).collect();
+        // Stamps before contents: a write racing the read is seen again next time. The
+        // trust list's stamp comes last: trusting or distrusting the project changes
+        // what its files may do.
+        let trust_file = crate::hooks::trust::list_path(&self.home);
+        let mut stamps: Vec<Option<Stamp>> = paths.iter().map(|(_, p)| files::stamp(p)).collect();
+        stamps.push(files::stamp(&trust_file));
+        let trusted = crate::hooks::trust::is_trusted(&trust_file, Path::new(&f.project));
         let used = self.hooks.tick.fetch_add(1, Ordering::Relaxed);
         let mut sessions = lock(&self.hooks.sessions);
         let added = !sessions.contains_key(&f.id);
@@ -331,10 +336,21 @@ impl Engine {
             .iter()
             .enumerate()
             .map(|(i, (source, path))| match &previous {
-                Some(c) if same_paths && c.stamps[i] == stamps[i] => c.layers[i].clone(),
+                Some(c)
+                    if same_paths
+                        && c.stamps[i] == stamps[i]
+                        && c.stamps.last() == stamps.last() =>
+                {
+                    c.layers[i].clone()
+                }
                 _ => {
                     changed.push(i);
-                    self.shared_layer(*source, path, stamps[i])
+                    let project = matches!(source, Source::Project | Source::Local);
+                    if project && !trusted && stamps[i].is_some() {
+                        Arc::new(crate::hooks::trust::untrusted_layer(*source, path))
+                    } else {
+                        self.shared_layer(*source, path, stamps[i])
+                    }
                 }
             })
             .collect();
@@ -534,6 +550,7 @@ impl Engine {
         if hooks.is_empty() {
             return HookOutcome::nothing();
         }
+        let effective_env = eff.env.clone();
         let common = input::Common {
             session_id: f.id.clone(),
             transcript_path: self.hook_transcript(f).await,
@@ -549,7 +566,11 @@ impl Engine {
             let spec = runner::RunSpec {
                 command: h.entry.command.clone(),
                 cwd: PathBuf::from(&f.cwd),
-                env: vec![("CLAUDE_PROJECT_DIR".into(), f.project.clone())],
+                env: effective_env
+                    .iter()
+                    .cloned()
+                    .chain([("CLAUDE_PROJECT_DIR".to_string(), f.project.clone())])
+                    .collect(),
                 stdin: stdin.clone(),
                 timeout: h.entry.timeout,
             };

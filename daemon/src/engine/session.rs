@@ -112,6 +112,14 @@ impl Engine {
         let row = self.new_row(&p).await?;
         let tools = p.tools;
         check_tools(&tools)?;
+        if row.settings.hooks.trust_project {
+            let list = crate::hooks::trust::list_path(&self.home);
+            let project = std::path::PathBuf::from(&row.original_cwd);
+            tokio::task::spawn_blocking(move || crate::hooks::trust::trust(&list, &project))
+                .await
+                .map_err(|e| Error::Internal(format!("trust task: {e}")))?
+                .map_err(|e| Error::Storage(format!("writing the trust list: {e}")))?;
+        }
         // SessionStart context is in place before the first request is compiled.
         let (claude_md, loaded) = self.startup_instructions(&row).await?;
         let started = self.hooks_created(&row).await;

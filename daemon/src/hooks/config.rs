@@ -72,6 +72,8 @@ pub struct Settings {
     pub hooks: Vec<HookEntry>,
     pub disable_all_hooks: Option<bool>,
     pub allow_managed_hooks_only: Option<bool>,
+    /// The file's `env`: variables every hook's process gets (string values only).
+    pub env: Vec<(String, String)>,
     /// Parts of the file that were ignored (unknown events, malformed entries).
     pub warnings: Vec<String>,
 }
@@ -131,6 +133,12 @@ fn timeout_of(v: Option<&Value>) -> Result<Duration, String> {
     Ok(Duration::from_secs_f64(secs).min(MAX_TIMEOUT))
 }
 
+fn valid_env_name(k: &str) -> bool {
+    !k.is_empty()
+        && !k.starts_with(|c: char| c.is_ascii_digit())
+        && k.chars().all(|c| c.is_ascii_alphanumeric() || c == '_')
+}
+
 /// Parses a settings file's text. Errors make the whole file invalid; problems of a
 /// single entry only skip that entry (with a warning).
 pub fn parse_settings(text: &str) -> Result<Settings, String> {
@@ -150,6 +158,20 @@ pub fn parse_settings(text: &str) -> Result<Settings, String> {
         allow_managed_hooks_only: flag("allowManagedHooksOnly")?,
         ..Settings::default()
     };
+    match obj.get("env") {
+        None | Some(Value::Null) => {}
+        Some(Value::Object(vars)) => {
+            for (k, v) in vars {
+                match v {
+                    Value::String(s) if valid_env_name(k) => out.env.push((k.clone(), s.clone())),
+                    _ => out.warnings.push(format!(
+                        "env.{k}: must be a string under a variable name; ignored"
+                    )),
+                }
+            }
+        }
+        Some(_) => out.warnings.push("env: must be an object; ignored".into()),
+    }
     let hooks = match obj.get("hooks") {
         None | Some(Value::Null) => return Ok(out),
         Some(Value::Object(h)) => h,
@@ -242,6 +264,9 @@ pub struct Effective {
     pub hooks: Vec<(ActiveHook, Option<String>)>,
     /// Set when policy turns every hook off.
     pub all_disabled: Option<String>,
+    /// The `env` of the loaded files, merged in precedence order (user, project, local,
+    /// managed: a later file's value wins).
+    pub env: Vec<(String, String)>,
 }
 
 /// Applies Claude Code's policy: managed `disableAllHooks` turns every hook off;
@@ -285,6 +310,24 @@ pub fn effective<L: Borrow<Layer>>(layers: &[L]) -> Effective {
     } else if let Some(why) = &managed_broken {
         out.all_disabled = Some(why.clone());
     }
+    let mut env: std::collections::BTreeMap<&str, &str> = std::collections::BTreeMap::new();
+    for layer in layers
+        .iter()
+        .filter(|l| l.source != Source::Managed)
+        .chain(layers.iter().filter(|l| l.source == Source::Managed))
+    {
+        for (k, v) in layer
+            .settings()
+            .map(|s| s.env.as_slice())
+            .unwrap_or_default()
+        {
+            env.insert(k, v);
+        }
+    }
+    out.env = env
+        .into_iter()
+        .map(|(k, v)| (k.to_string(), v.to_string()))
+        .collect();
     for layer in &layers {
         let Some(settings) = layer.settings() else {
             continue;

@@ -15,3 +15,4 @@ pub mod input;
 pub mod matcher;
 pub mod runner;
 pub mod transcript;
+pub mod trust;

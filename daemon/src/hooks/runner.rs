@@ -23,6 +23,38 @@ use tokio::sync::watch;
 
 use super::decide::RawRun;
 
+/// The daemon's own variables a hook gets, besides the settings' `env` and
+/// `CLAUDE_PROJECT_DIR` (and every `LC_*`): what a shell needs to find programs and
+/// speak the user's language. Nothing else of the daemon's environment reaches a hook:
+/// it holds the providers' keys (`ANTHROPIC_API_KEY`, cloud credentials, ...).
+pub const PASSED_ENV: [&str; 15] = [
+    "PATH",
+    "HOME",
+    "USER",
+    "LOGNAME",
+    "SHELL",
+    "LANG",
+    "LANGUAGE",
+    "TERM",
+    "TZ",
+    "TMPDIR",
+    "XDG_RUNTIME_DIR",
+    "XDG_CONFIG_HOME",
+    "XDG_DATA_HOME",
+    "XDG_CACHE_HOME",
+    "XDG_STATE_HOME",
+];
+
+/// The environment of a hook's process: [`PASSED_ENV`] from the daemon's, then `extra`
+/// (the settings' `env`, then ctxd's own variables), a later value winning.
+fn hook_env(extra: &[(String, String)]) -> Vec<(String, String)> {
+    let mut env: Vec<(String, String)> = std::env::vars()
+        .filter(|(k, _)| PASSED_ENV.contains(&k.as_str()) || k.starts_with("LC_"))
+        .collect();
+    env.extend(extra.iter().cloned());
+    env
+}
+
 /// Most bytes kept of a hook's stdout and of its stderr.
 pub const OUTPUT_CAP: usize = 64 * 1024;
 
@@ -113,7 +145,8 @@ pub async fn run(spec: RunSpec) -> RawRun {
     cmd.arg("-c")
         .arg(&spec.command)
         .current_dir(&spec.cwd)
-        .envs(spec.env.iter().map(|(k, v)| (k.as_str(), v.as_str())))
+        .env_clear()
+        .envs(hook_env(&spec.env))
         .stdin(Stdio::piped())
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
