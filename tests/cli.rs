@@ -695,6 +695,25 @@ fn completions_for_each_shell() {
     assert!(!dir.path().join("ctxd.sock").exists());
 }
 
+/// `ctx completions bash | head -1`: the reader goes away after one line; ctx exits 0
+/// without a panic.
+#[test]
+fn completions_into_a_closed_pipe_exit_quietly() {
+    let dir = tempfile::tempdir().unwrap();
+    // The reader is gone before ctx writes its first byte.
+    let (reader, writer) = std::io::pipe().unwrap();
+    drop(reader);
+    let out = ctx(dir.path())
+        .args(["completions", "bash"])
+        .stdout(writer)
+        .stderr(std::process::Stdio::piped())
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{:?}: {err}", out.status);
+    assert!(!err.contains("panicked"), "{err}");
+}
+
 #[test]
 fn ctxd_logs_json_lines_on_request() {
     use std::io::BufRead;

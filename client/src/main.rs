@@ -142,8 +142,11 @@ async fn run(cli: Cli) -> Result<()> {
         Command::Daemon { action } => return commands::daemon::run(&ctx, action).await,
         Command::MemoryWorker(a) => return commands::memory::worker(&ctx, a).await,
         Command::Completions { shell } => {
-            let mut out = std::io::stdout().lock();
-            clap_complete::generate(*shell, &mut Cli::command(), "ctx", &mut out);
+            // clap_complete panics on a failed write; written here, a closed pipe
+            // (`ctx completions bash | head -1`) is the quiet exit every command has.
+            let mut script = Vec::new();
+            clap_complete::generate(*shell, &mut Cli::command(), "ctx", &mut script);
+            std::io::Write::write_all(&mut std::io::stdout().lock(), &script)?;
             return Ok(());
         }
         _ => {}
