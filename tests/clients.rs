@@ -1,6 +1,7 @@
 //! The Python and Node examples and the Neovim plugin, run against a real daemon.
 //!
-//! CI (`.ci/run`) installs what they need (`websockets`, `ws`, `neovim`). A test skips,
+//! `scripts/test` (the README's test command) installs the packages they need into a
+//! cache folder (`websockets` on `PYTHONPATH`, `ws` on `NODE_PATH`). A test skips,
 //! loudly, only when the interpreter or editor itself is absent; a missing package is a
 //! failure that says how to install it.
 #![allow(clippy::unwrap_used, clippy::expect_used)] // a test panics on what it did not expect
@@ -26,7 +27,7 @@ fn have(program: &str) -> bool {
 fn skip(what: &str) {
     eprintln!(
         "\n!!!!!!!! SKIPPED: {what} is not installed on this machine; this test did not run. \
-         `.ci/run` installs it.\n"
+         `scripts/test` installs it when it runs as root with apt-get.\n"
     );
 }
 
@@ -90,7 +91,7 @@ fn the_python_example_runs_against_a_real_daemon() {
         .unwrap();
     assert!(
         probe.status.success(),
-        "the Python example needs `websockets` >= 13: pip install -r examples/python/requirements.txt"
+        "the Python example needs `websockets` >= 13: run scripts/test (it installs it into a cache folder), or pip install -r examples/python/requirements.txt"
     );
     run_example("python3", "examples/python/ctxd_example.py");
 }
@@ -101,9 +102,11 @@ fn the_node_example_runs_against_a_real_daemon() {
         return skip("node");
     }
     let dir = repo().join("examples/node");
+    let on_node_path = std::env::var_os("NODE_PATH")
+        .is_some_and(|p| std::env::split_paths(&p).any(|d| d.join("ws").is_dir()));
     assert!(
-        dir.join("node_modules/ws").is_dir(),
-        "the Node example needs `ws`: (cd examples/node && npm install)"
+        dir.join("node_modules/ws").is_dir() || on_node_path,
+        "the Node example needs `ws`: run scripts/test (it installs it into a cache folder), or (cd examples/node && npm install)"
     );
     let out = run_example("node", "examples/node/example.js");
     assert!(

@@ -908,3 +908,62 @@ fn an_untrusted_project_directory_runs_no_hooks_at_session_create() {
     new_session(&d, &p);
     assert!(marker.exists(), "a trusted project's hook did not run");
 }
+
+/// `session.update {settings}` merges: turning snip on keeps `hooks.disabled`, so the
+/// project's blocking hook still does not run; only an explicit `null` removes a key.
+#[test]
+fn a_settings_update_merges_and_keeps_hooks_disabled() {
+    let d = Daemon::start();
+    let p = project_with(
+        &d,
+        &hooks("UserPromptSubmit", None, &["echo 'blocked' >&2; exit 2"]),
+    );
+    let sid = d.call(
+        "session.create",
+        json!({"cwd": p, "no_git": true, "start_date": "2026-11-29",
+               "settings": {"hooks": {"disabled": true, "trust_project": true}}}),
+    )["session"]["session_id"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    let updated = d.call(
+        "session.update",
+        json!({"session_id": sid, "settings": {"snip_enabled": true}}),
+    );
+    assert_eq!(
+        updated["session"]["settings"]["snip_enabled"], true,
+        "{updated}"
+    );
+    assert_eq!(
+        updated["session"]["settings"]["hooks"]["disabled"], true,
+        "{updated}"
+    );
+    d.call(
+        "transcript.append",
+        json!({"session_id": sid, "records": [{"type": "user", "content": "still allowed"}]}),
+    );
+    let removed = d.call(
+        "session.update",
+        json!({"session_id": sid, "settings": {"hooks": {"disabled": null}}}),
+    );
+    assert!(
+        removed["session"]["settings"]["hooks"]
+            .get("disabled")
+            .is_none(),
+        "{removed}"
+    );
+    let err = d
+        .try_call(
+            "transcript.append",
+            json!({"session_id": sid, "records": [{"type": "user", "content": "now blocked"}]}),
+        )
+        .unwrap_err();
+    assert_eq!(err["code"], ctxd_protocol::HOOK_BLOCKED, "{err}");
+    let typo = d
+        .try_call(
+            "session.update",
+            json!({"session_id": sid, "settings": {"snip_enabld": true}}),
+        )
+        .unwrap_err();
+    assert_eq!(typo["code"], -32602, "{typo}");
+}

@@ -6,8 +6,8 @@
 //! subscribers on one daemon see appends made through the other; a database restarted
 //! under load fails calls with the storage error and then serves again, nothing torn.
 //!
-//! They run in the suite's PostgreSQL pass (`CTXD_TEST_PG` set) and are skipped on
-//! SQLite; the restart test stops and starts a throwaway server of its own, so the
+//! They are ignored (with that reason) on SQLite and run in the PostgreSQL pass of
+//! `scripts/test` (`CTXD_TEST_PG` set, `--include-ignored`); the restart test stops and starts a throwaway server of its own, so the
 //! suite's server never goes away under the other tests.
 
 #![allow(clippy::unwrap_used, clippy::expect_used)] // a test panics on what it did not expect
@@ -23,11 +23,13 @@ use std::time::Duration;
 use common::Daemon;
 use serde_json::{Value, json};
 
+/// Two daemons on the test's PostgreSQL database. The tests that call it are ignored
+/// unless included, and then must not pass without having run.
 fn two_daemons() -> Option<(Daemon, Daemon)> {
-    if common::test_pg().is_none() {
-        eprintln!("skipped: CTXD_TEST_PG names no PostgreSQL server");
-        return None;
-    }
+    assert!(
+        common::test_pg().is_some(),
+        "CTXD_TEST_PG names no PostgreSQL server: this test cannot run"
+    );
     let a = Daemon::start();
     let b = Daemon::start_beside(&a);
     Some((a, b))
@@ -77,6 +79,7 @@ fn with_paths(body: &str, from: (&Daemon, &str), to: (&Daemon, &str)) -> String 
 }
 
 #[test]
+#[ignore = "needs PostgreSQL (CTXD_TEST_PG): scripts/test runs it in its PostgreSQL pass"]
 fn a_session_appended_through_one_daemon_compiles_the_same_through_another() {
     let Some((a, b)) = two_daemons() else { return };
     let fixture = common::fixture_files()
@@ -138,6 +141,7 @@ fn session_with_a_large_output(d: &Daemon) -> String {
 }
 
 #[test]
+#[ignore = "needs PostgreSQL (CTXD_TEST_PG): scripts/test runs it in its PostgreSQL pass"]
 fn persisted_outputs_are_materialised_by_every_daemon_that_loads_the_session() {
     let Some((a, b)) = two_daemons() else { return };
     let sid = session_with_a_large_output(&a);
@@ -171,6 +175,7 @@ fn persisted_outputs_are_materialised_by_every_daemon_that_loads_the_session() {
 }
 
 #[test]
+#[ignore = "needs PostgreSQL (CTXD_TEST_PG): scripts/test runs it in its PostgreSQL pass"]
 fn compiles_racing_on_two_daemons_freeze_one_decision_and_show_the_same_bytes() {
     let Some((a, b)) = two_daemons() else { return };
     for _ in 0..5 {
@@ -194,6 +199,7 @@ fn compiles_racing_on_two_daemons_freeze_one_decision_and_show_the_same_bytes() 
 }
 
 #[test]
+#[ignore = "needs PostgreSQL (CTXD_TEST_PG): scripts/test runs it in its PostgreSQL pass"]
 fn session_memory_written_through_one_daemon_is_read_and_mirrored_by_the_other() {
     let Some((a, b)) = two_daemons() else { return };
     let sid = new_session(&a);
@@ -229,6 +235,7 @@ fn session_memory_written_through_one_daemon_is_read_and_mirrored_by_the_other()
 }
 
 #[test]
+#[ignore = "needs PostgreSQL (CTXD_TEST_PG): scripts/test runs it in its PostgreSQL pass"]
 fn concurrent_appends_through_both_daemons_have_one_winner_per_race() {
     let Some((a, b)) = two_daemons() else { return };
     let sid = new_session(&a);
@@ -268,6 +275,7 @@ fn concurrent_appends_through_both_daemons_have_one_winner_per_race() {
 }
 
 #[test]
+#[ignore = "needs PostgreSQL (CTXD_TEST_PG): scripts/test runs it in its PostgreSQL pass"]
 fn subscribers_on_one_daemon_receive_appends_made_through_the_other() {
     let Some((a, b)) = two_daemons() else { return };
     let sid = new_session(&a);
@@ -411,6 +419,7 @@ fn assert_intact(records: &[Value], acked: &[(String, u64)]) {
 }
 
 #[test]
+#[ignore = "needs PostgreSQL (CTXD_TEST_PG): scripts/test runs it in its PostgreSQL pass"]
 fn killing_one_daemon_mid_load_loses_no_acknowledged_record_and_the_other_serves_on() {
     let Some((mut a, b)) = two_daemons() else {
         return;
@@ -442,14 +451,14 @@ fn killing_one_daemon_mid_load_loses_no_acknowledged_record_and_the_other_serves
 }
 
 #[test]
+#[ignore = "needs PostgreSQL (CTXD_TEST_PG): scripts/test runs it in its PostgreSQL pass"]
 fn a_database_restarted_under_load_fails_calls_then_recovers_nothing_torn() {
-    if common::test_pg().is_none() {
-        eprintln!("skipped: CTXD_TEST_PG is not set (the PostgreSQL pass runs it)");
-        return;
-    }
-    let Some(cluster) = pg_cluster::PgCluster::start() else {
-        return;
-    };
+    assert!(
+        common::test_pg().is_some(),
+        "CTXD_TEST_PG names no PostgreSQL server: this test cannot run"
+    );
+    let cluster = pg_cluster::PgCluster::start()
+        .expect("no PostgreSQL server binaries: this test cannot run");
     let url = cluster.create_db("restart");
     let a = Daemon::start_on(&url);
     let b = Daemon::start_beside(&a);
@@ -495,11 +504,10 @@ fn migrate(url: &str) -> std::process::Output {
 }
 
 #[test]
+#[ignore = "needs PostgreSQL (CTXD_TEST_PG): scripts/test runs it in its PostgreSQL pass"]
 fn ctxd_migrate_brings_a_database_up_to_date_and_daemons_refuse_other_schemas() {
-    let Some(db) = common::TestDb::create() else {
-        eprintln!("skipped: CTXD_TEST_PG names no PostgreSQL server");
-        return;
-    };
+    let db = common::TestDb::create()
+        .expect("CTXD_TEST_PG names no PostgreSQL server: this test cannot run");
     let first = migrate(&db.url);
     let said = String::from_utf8_lossy(&first.stdout).to_string();
     assert!(first.status.success(), "{said}");

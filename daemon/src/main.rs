@@ -130,15 +130,18 @@ fn shutdown_signal() -> impl std::future::Future<Output = ()> {
     }
 }
 
-/// The targets that write a request's or response's body whole at trace level (the
-/// HTTP body, a call's params and answer): a body holds records, and records hold what
-/// a user pasted, secrets included. They are capped at debug whatever the filter asks.
-const BODY_LOGGING_TARGETS: [&str; 5] = [
-    "jsonrpsee-http",
-    "jsonrpsee-server",
-    "jsonrpsee-core",
-    "jsonrpsee_core",
-    "jsonrpsee_server",
+/// The targets that write a request's or response's body whole (the HTTP body, a
+/// call's params and answer, a SQL statement's parameters), with the most verbose level
+/// that does not: a body holds records, and records hold what a user pasted, secrets
+/// included. They are capped so whatever the filter asks.
+const BODY_LOGGING_TARGETS: [(&str, &str); 7] = [
+    ("jsonrpsee-http", "debug"),
+    ("jsonrpsee-server", "debug"),
+    ("jsonrpsee-core", "debug"),
+    ("jsonrpsee_core", "debug"),
+    ("jsonrpsee_server", "debug"),
+    ("tokio_postgres", "info"),
+    ("postgres", "info"),
 ];
 
 /// Whether a PostgreSQL URL carries a password: `scheme://user:PASSWORD@host` or a
@@ -159,8 +162,8 @@ fn url_has_password(url: &str) -> bool {
 /// parse), with the body-logging targets capped.
 fn log_filter(spec: &str) -> EnvFilter {
     let mut filter = EnvFilter::try_new(spec).unwrap_or_else(|_| EnvFilter::new("info"));
-    for target in BODY_LOGGING_TARGETS {
-        if let Ok(d) = format!("{target}=debug").parse() {
+    for (target, level) in BODY_LOGGING_TARGETS {
+        if let Ok(d) = format!("{target}={level}").parse() {
             filter = filter.add_directive(d);
         }
     }

@@ -554,8 +554,12 @@ pub struct SessionUpdateParams {
     /// compaction does; discovery still walks from the original cwd.
     #[serde(default)]
     pub cwd: Option<String>,
+    /// A JSON merge patch (RFC 7396) on the session's settings: objects merge key by
+    /// key, `null` removes a key (it takes its default again), any other value replaces
+    /// what was there. `{"snip_enabled": true}` changes that one setting only.
     #[serde(default)]
-    pub settings: Option<SessionSettings>,
+    #[schemars(with = "Option<SessionSettings>")]
+    pub settings: Option<serde_json::Value>,
     #[serde(default)]
     pub model: Option<ModelProfile>,
     #[serde(default)]
@@ -565,12 +569,13 @@ pub struct SessionUpdateParams {
 }
 
 impl SessionUpdateParams {
-    /// An update of `session_id`'s settings alone.
+    /// An update of `session_id`'s settings alone, to `settings` wherever they set a
+    /// value.
     pub fn settings(session_id: &str, settings: SessionSettings) -> SessionUpdateParams {
         SessionUpdateParams {
             session_id: session_id.to_string(),
             cwd: None,
-            settings: Some(settings),
+            settings: serde_json::to_value(settings).ok(),
             model: None,
             system: None,
             title: None,
@@ -643,4 +648,45 @@ pub struct SessionImportResponse {
     pub session_id: String,
     pub session: SessionInfo,
     pub stats: ImportStats,
+}
+
+/// Applies a JSON merge patch (RFC 7396) to `target`.
+pub fn merge_patch(target: &mut serde_json::Value, patch: serde_json::Value) {
+    use serde_json::Value;
+    match patch {
+        Value::Object(fields) => {
+            if !target.is_object() {
+                *target = Value::Object(serde_json::Map::new());
+            }
+            if let Value::Object(t) = target {
+                for (k, v) in fields {
+                    if v.is_null() {
+                        t.remove(&k);
+                    } else {
+                        merge_patch(t.entry(k).or_insert(Value::Null), v);
+                    }
+                }
+            }
+        }
+        other => *target = other,
+    }
+}
+
+#[cfg(test)]
+mod merge_tests {
+    use super::merge_patch;
+    use serde_json::json;
+
+    #[test]
+    fn rfc_7396_examples() {
+        let mut t = json!({"a": "b", "c": {"d": "e", "f": "g"}});
+        merge_patch(&mut t, json!({"a": "z", "c": {"f": null}}));
+        assert_eq!(t, json!({"a": "z", "c": {"d": "e"}}));
+        let mut t = json!({"a": [1]});
+        merge_patch(&mut t, json!({"a": {"b": 1}}));
+        assert_eq!(t, json!({"a": {"b": 1}}));
+        let mut t = json!({"a": 1});
+        merge_patch(&mut t, json!({"b": null}));
+        assert_eq!(t, json!({"a": 1}));
+    }
 }

@@ -211,16 +211,19 @@ async fn set(
     if edits.is_empty() && set_json.is_none() {
         bail!("nothing to set: give KEY=VALUE pairs or --set-json (see --list for the keys)");
     }
-    let mut v = serde_json::to_value(&s.settings)?;
+    let before = serde_json::to_value(&s.settings)?;
+    let mut v = before.clone();
     if let Some(j) = set_json {
         let patch = serde_json::from_str(j).context("--set-json is not JSON")?;
         settings::merge(&mut v, patch)?;
     }
     settings::apply(&mut v, edits)?;
+    // The daemon merges what it is sent: send what changed, `null` for what went.
+    let patch = settings::diff(&before, &v);
     let updated: SessionGetResponse = client
         .call(
             SESSION_UPDATE,
-            serde_json::json!({ "session_id": s.session_id, "settings": v }),
+            serde_json::json!({ "session_id": s.session_id, "settings": patch }),
         )
         .await?;
     if ctx.json {

@@ -21,6 +21,34 @@ pub fn apply(settings: &mut Value, edits: &[String]) -> Result<()> {
     Ok(())
 }
 
+/// The merge patch (RFC 7396) that turns `before` into `after`: changed members, nested
+/// objects member by member, `null` for a member `after` lacks.
+pub fn diff(before: &Value, after: &Value) -> Value {
+    match (before, after) {
+        (Value::Object(b), Value::Object(a)) => {
+            let mut patch = Map::new();
+            for (k, old) in b {
+                match a.get(k) {
+                    None => {
+                        patch.insert(k.clone(), Value::Null);
+                    }
+                    Some(new) if new != old => {
+                        patch.insert(k.clone(), diff(old, new));
+                    }
+                    Some(_) => {}
+                }
+            }
+            for (k, new) in a {
+                if !b.contains_key(k) {
+                    patch.insert(k.clone(), new.clone());
+                }
+            }
+            Value::Object(patch)
+        }
+        (_, a) => a.clone(),
+    }
+}
+
 /// Merges a JSON object of settings into `settings`, member by member (nested objects
 /// merge, other values replace; `null` removes).
 pub fn merge(settings: &mut Value, patch: Value) -> Result<()> {
@@ -79,6 +107,17 @@ pub fn flatten(prefix: &str, v: &Value, out: &mut Vec<(String, Value)>) {
 
 #[cfg(test)]
 mod tests {
+    #[test]
+    fn a_diff_is_the_patch_that_makes_the_new_settings() {
+        let before = serde_json::json!({"a": 1, "b": {"c": 2, "d": 3}, "e": 4});
+        let after = serde_json::json!({"a": 1, "b": {"c": 5, "d": 3}, "f": 6});
+        let patch = diff(&before, &after);
+        assert_eq!(patch, serde_json::json!({"b": {"c": 5}, "e": null, "f": 6}));
+        let mut applied = before.clone();
+        ctxd_protocol::merge_patch(&mut applied, patch);
+        assert_eq!(applied, after);
+    }
+
     use super::*;
     use serde_json::json;
 

@@ -256,8 +256,11 @@ impl Engine {
                 if let Some(m) = p.model {
                     row.model = m;
                 }
-                if let Some(s) = p.settings {
-                    row.settings = s;
+                if let Some(patch) = p.settings {
+                    let mut merged = serde_json::to_value(&row.settings)?;
+                    ctxd_protocol::merge_patch(&mut merged, patch);
+                    row.settings = serde_json::from_value(merged)
+                        .map_err(|e| Error::invalid("settings", e.to_string()))?;
                 }
                 if let Some(s) = p.system {
                     row.system = Some(s);
