@@ -42,17 +42,45 @@ pub async fn snapshot(cwd: &Path) -> Option<String> {
         git(cwd, &["status", "--short"]),
         git(cwd, &["log", "--oneline", "-n", "5"]),
     );
-    let main = main.map_or_else(
-        || "main".into(),
-        |m| m.trim_start_matches("origin/").to_string(),
-    );
+    let main = match main {
+        Some(m) => m.trim_start_matches("origin/").to_string(),
+        None => main_without_origin_head(cwd).await,
+    };
+    // A detached HEAD has no branch name: say where it is instead of nothing.
+    let branch = match branch.filter(|b| !b.is_empty()) {
+        Some(b) => b,
+        None => match git(cwd, &["rev-parse", "--short", "HEAD"]).await {
+            Some(sha) => format!("(detached HEAD at {sha})"),
+            None => "(no commit yet)".into(),
+        },
+    };
     Some(render(
-        branch.as_deref().unwrap_or("(unknown)"),
+        &branch,
         &main,
         user.as_deref(),
         status.as_deref().unwrap_or(""),
         log.as_deref().unwrap_or(""),
     ))
+}
+
+/// The main branch when `origin/HEAD` is not set (a clone made without it, or a repo
+/// whose remote was added by hand): the first of `main` and `master` that exists on
+/// `origin`, then locally; `main` when neither does.
+async fn main_without_origin_head(cwd: &Path) -> String {
+    for (name, r) in [
+        ("main", "refs/remotes/origin/main"),
+        ("master", "refs/remotes/origin/master"),
+        ("main", "refs/heads/main"),
+        ("master", "refs/heads/master"),
+    ] {
+        if git(cwd, &["rev-parse", "--verify", "--quiet", r])
+            .await
+            .is_some()
+        {
+            return name.to_string();
+        }
+    }
+    "main".into()
 }
 
 pub fn render(branch: &str, main: &str, user: Option<&str>, status: &str, log: &str) -> String {
@@ -98,6 +126,41 @@ mod tests {
         assert!(r.contains("status cut at 2000 characters"));
         assert!(r.contains("Current branch: b"));
         assert!(!r.contains("Git user"));
+    }
+
+    /// A detached HEAD names where it is; without `origin/HEAD` the main branch is the
+    /// one `origin` has (`master` here), not a guessed `main`.
+    #[tokio::test]
+    async fn a_detached_head_and_a_master_only_remote() {
+        let dir = tempfile::tempdir().unwrap();
+        let run = |args: &[&str]| {
+            let ok = std::process::Command::new("git")
+                .args([
+                    "-c",
+                    "user.name=t",
+                    "-c",
+                    "user.email=t@e",
+                    "-c",
+                    "init.defaultBranch=master",
+                ])
+                .args(args)
+                .current_dir(dir.path())
+                .output()
+                .unwrap()
+                .status
+                .success();
+            assert!(ok, "git {args:?}");
+        };
+        run(&["init", "-q"]);
+        run(&["commit", "-q", "--allow-empty", "-m", "first"]);
+        run(&["update-ref", "refs/remotes/origin/master", "HEAD"]);
+        run(&["checkout", "-q", "--detach"]);
+        let s = super::snapshot(dir.path()).await.unwrap();
+        assert!(s.contains("Current branch: (detached HEAD at "), "{s}");
+        assert!(
+            s.contains("Main branch (usually the target of pull requests): master"),
+            "{s}"
+        );
     }
 
     #[tokio::test]
