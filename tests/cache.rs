@@ -205,9 +205,12 @@ fn breaks_from_a_ttl_gap_and_from_nothing_known() {
     append(&d, &sid, call(4, &at(15), 100));
     let report = d.call("context.cache_report", json!({"session_id": sid}));
     let calls = report["calls"].as_array().unwrap();
-    assert_eq!(report["breaks"], 2, "{report}");
-    assert_eq!(calls[1]["cache_break"]["cause"], "ttl_expiry");
-    assert_eq!(calls[1]["cache_break"]["gap_secs"], 720);
+    // The twelve-minute gap was predicted (the compile expired the entry itself): an
+    // expected drop, not a break.
+    assert_eq!(report["breaks"], 1, "{report}");
+    assert_eq!(calls[1]["expected_drop"], "ttl_expiry", "{report}");
+    assert_eq!(calls[1]["predicted_read_tokens"], 0, "{report}");
+    assert!(calls[1].get("cache_break").is_none());
     assert!(calls[2].get("cache_break").is_none());
     assert_eq!(calls[3]["cache_break"]["cause"], "server_eviction");
 }
@@ -326,4 +329,45 @@ fn usage_picture_sums_to_the_window_and_changes_nothing() {
         .try_call("context.usage", json!({"session_id": "nope"}))
         .unwrap_err();
     assert_eq!(e["code"], ctxd_protocol::SESSION_NOT_FOUND);
+}
+
+/// 27 minutes after the last model call the 5-minute entry is gone: the prediction is
+/// 0 with the break named `ttl_expiry`; with the one-hour TTL latched the same gap keeps
+/// the prefix (issue 41, item 8).
+#[test]
+fn the_prediction_expires_with_the_ttl() {
+    let d = Daemon::start();
+    for (ttl, expires) in [(None, true), (Some("1h"), false)] {
+        let sid = session(&d);
+        append(
+            &d,
+            &sid,
+            json!([{"type": "user", "content": "start", "timestamp": T0}]),
+        );
+        let flags = ttl.map(|t| json!({"cache_ttl": t}));
+        d.call(
+            "context.compile",
+            json!({"session_id": sid, "now": T0, "flags": flags}),
+        );
+        append(&d, &sid, call(1, &at(1), 1000));
+        let soon = compile_at(&d, &sid, &at(3));
+        assert!(
+            soon["metadata"]["cache"]["predicted_read_tokens"]
+                .as_u64()
+                .unwrap()
+                > 0,
+            "{}",
+            soon["metadata"]["cache"]
+        );
+        let late = &compile_at(&d, &sid, &at(28))["metadata"]["cache"];
+        if expires {
+            assert_eq!(late["predicted_read_tokens"], 0, "{late}");
+            assert_eq!(late["expected_break"], "ttl_expiry", "{late}");
+        } else {
+            assert!(
+                late["predicted_read_tokens"].as_u64().unwrap() > 0,
+                "{late}"
+            );
+        }
+    }
 }

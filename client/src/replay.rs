@@ -279,6 +279,17 @@ async fn feed(
     }
     .into();
     let final_usage = final_usage(&records);
+    // The replay's requests carry the TTL the source wrote with, so the daemon's own
+    // prediction expires the cache when the source's did.
+    let one_hour = opts.cache_ttl_1h.unwrap_or_else(|| {
+        final_usage
+            .values()
+            .any(|u| u.cache_write_split().is_some_and(|(_, w1)| w1 > 0))
+    });
+    let flags = one_hour.then(|| RequestFlags {
+        cache_ttl: Some("1h".into()),
+        ..RequestFlags::default()
+    });
     let mut out = std::io::stdout().lock();
     for (i, record) in records.into_iter().enumerate() {
         let line = source_lines.get(i).copied().unwrap_or(0);
@@ -287,7 +298,15 @@ async fn feed(
             && record.subtype.as_deref() == Some("compact_boundary");
         if is_source_boundary {
             summary.source_compactions += 1;
-            let mut step = compile_step(client, sid, record.timestamp.clone(), None, line).await?;
+            let mut step = compile_step(
+                client,
+                sid,
+                record.timestamp.clone(),
+                None,
+                line,
+                flags.as_ref(),
+            )
+            .await?;
             step.source_compaction = true;
             count_compile(&mut summary, &step);
             if json {
@@ -307,8 +326,15 @@ async fn feed(
                 .as_ref()
                 .and_then(|id| final_usage.get(id).cloned())
                 .or_else(|| record.usage.clone());
-            let mut step =
-                compile_step(client, sid, record.timestamp.clone(), usage.as_ref(), line).await?;
+            let mut step = compile_step(
+                client,
+                sid,
+                record.timestamp.clone(),
+                usage.as_ref(),
+                line,
+                flags.as_ref(),
+            )
+            .await?;
             let model = record.model.as_deref().unwrap_or(session_model);
             simulate(
                 &mut bill,
@@ -614,6 +640,7 @@ async fn compile_step(
     now: Option<String>,
     answered: Option<&Usage>,
     source_line: u64,
+    flags: Option<&RequestFlags>,
 ) -> Result<ReplayStep> {
     let actual_input_tokens = answered.map(|u| {
         u.input_tokens
@@ -625,7 +652,7 @@ async fn compile_step(
             session_id: sid.to_string(),
             side_request: false,
             now,
-            flags: None,
+            flags: flags.cloned(),
         })
         .await;
     match r {

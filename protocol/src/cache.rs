@@ -53,8 +53,9 @@ pub struct CacheMetadata {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub first_difference: Option<String>,
     /// The difference is expected: `first_compile`, `compaction`, `cache_edit`,
-    /// `time_based_microcompact`, or `uncached_section:NAME` (an uncached system section
-    /// changed; `metadata.uncached_sections` gives its reason).
+    /// `time_based_microcompact`, `ttl_expiry` (the last model call answered longer ago
+    /// than the latched TTL: nothing is predicted read), or `uncached_section:NAME` (an
+    /// uncached system section changed; `metadata.uncached_sections` gives its reason).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub expected_break: Option<String>,
     /// The flags this request carries (what the latch holds).
@@ -107,8 +108,8 @@ pub struct CacheCall {
     /// What ctxd predicted for the request of this call, when ctxd compiled it.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub predicted_read_tokens: Option<u64>,
-    /// The drop in cache reads was expected: `compaction`, `cache_edit` or
-    /// `time_based_microcompact`.
+    /// The drop in cache reads was expected: `compaction`, `cache_edit`,
+    /// `time_based_microcompact` or `ttl_expiry` (the compile saw the TTL run out).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub expected_drop: Option<String>,
     /// Set when the cache read fell below 95% of the previous call's and by at least

@@ -87,10 +87,31 @@ impl Engine {
     /// Takes note of a compile whose request is about to be shown: why its prefix broke
     /// when the break is expected, and (main requests only) its cache key and
     /// fingerprint as the session's newest.
-    pub(crate) fn record_compile(&self, l: &mut Loaded, c: &mut Compiled, side_request: bool) {
+    pub(crate) fn record_compile(
+        &self,
+        l: &mut Loaded,
+        c: &mut Compiled,
+        side_request: bool,
+        now: chrono::DateTime<chrono::Utc>,
+    ) {
         let cache = &mut c.metadata.cache;
+        // The provider keeps a cache entry for its TTL after the last call that wrote or
+        // read it: past that, nothing of the prefix is served, whatever the bytes say.
+        let expired = l.cache.previous.is_some()
+            && last_call_at(&l.records).is_some_and(|at| {
+                let ttl_secs = if cache.flags.cache_ttl.as_deref() == Some(latch::TTL_1H) {
+                    3_600
+                } else {
+                    300
+                };
+                (now - at).num_seconds() > ttl_secs
+            });
+        if expired {
+            cache.predicted_read_tokens = 0;
+        }
         let expected = match &l.cache.previous {
             None => Some("first_compile"),
+            Some(_) if expired => Some("ttl_expiry"),
             Some(_) if cache.first_difference.is_none() => None,
             Some(_) if l.cache.previous_boundary.as_deref() != Some(l.boundary_uuid.as_str()) => {
                 Some("compaction")
@@ -119,6 +140,7 @@ impl Engine {
         // Taken, not copied: the caller reads the request and its metadata only.
         let mut fp = std::mem::take(&mut c.fingerprint);
         fp.expected_break.clone_from(&cache.expected_break);
+        fp.predicted_read_tokens = cache.predicted_read_tokens;
         let id = l.cache.next_id;
         l.cache.next_id += 1;
         // One copy serves as the next compile's `previous` and as the log row below.
@@ -229,6 +251,17 @@ impl Engine {
             messages: u64::from(c.metadata.message_count),
         })
     }
+}
+
+/// When the session's last model call answered: the newest main-thread assistant record
+/// with usage.
+fn last_call_at(records: &[ctxd_protocol::Record]) -> Option<chrono::DateTime<chrono::Utc>> {
+    let r = records.iter().rev().find(|r| {
+        r.kind == ctxd_protocol::RecordKind::Assistant && r.usage.is_some() && !r.is_sidechain
+    })?;
+    chrono::DateTime::parse_from_rfc3339(&r.timestamp)
+        .ok()
+        .map(|t| t.with_timezone(&chrono::Utc))
 }
 
 #[cfg(test)]

@@ -537,7 +537,7 @@ impl Engine {
         // was staged does the reactive compact run.
         if !media && self.run_collapse(&cell, l, pre_tokens, true).await? {
             let compiled = self.compile_steps(&cell, l, false, now, None).await?;
-            return self.finish_compile(&cell, l, compiled, false).await;
+            return self.finish_compile(&cell, l, compiled, false, now).await;
         }
         let report = self
             .compact_locked(&cell, l, Trigger::Reactive, None, now, pre_tokens)
@@ -546,7 +546,7 @@ impl Engine {
         let mut compiled = self.compile_steps(&cell, l, false, now, None).await?;
         compiled.metadata.compaction_shortfall = shortfall_of(&report);
         compiled.metadata.compaction = Some(report);
-        self.finish_compile(&cell, l, compiled, false).await
+        self.finish_compile(&cell, l, compiled, false, now).await
     }
 
     /// `context.provide_summary`: a client's answer to `summary_requested`.

@@ -160,7 +160,7 @@ impl Engine {
                 compiled.metadata.compaction_shortfall = l.no_room.as_ref().map(|(_, s)| s.clone());
             }
         }
-        self.finish_compile(&cell, l, compiled, side).await
+        self.finish_compile(&cell, l, compiled, side, now).await
     }
 
     pub(crate) fn resolve_now(&self, now: Option<&str>) -> Result<chrono::DateTime<chrono::Utc>> {
@@ -220,6 +220,7 @@ impl Engine {
         l: &mut Loaded,
         mut compiled: Compiled,
         side_request: bool,
+        now: chrono::DateTime<chrono::Utc>,
     ) -> Result<Compiled> {
         let state = compiled.metadata.context.clone();
         self.announce_level(cell, l, &state, compiled.metadata.tokens.estimated_tokens);
@@ -230,7 +231,7 @@ impl Engine {
             });
         }
         self.store_effects(l, &compiled.effects).await?;
-        self.record_compile(l, &mut compiled, side_request);
+        self.record_compile(l, &mut compiled, side_request, now);
         let m = &compiled.metadata;
         let attachments = compiled.projected_attachments;
         self.emit(
@@ -470,7 +471,15 @@ pub(crate) fn compile_records(
         boundary_uuid,
         pinned_edits,
     } = history;
-    let flags = l.cache.flags(boundary_uuid);
+    // A real compile has settled its history's flags first. A new history a compaction
+    // weighs has none yet: it is weighed with the flags the client sent last, which a
+    // client that keeps sending them gets again (the cache markers' TTL is in the bytes).
+    let flags = match &l.cache.latch {
+        Some(latched) if latched.boundary_uuid != boundary_uuid => {
+            l.cache.flags(&latched.boundary_uuid)
+        }
+        _ => l.cache.flags(boundary_uuid),
+    };
     let commits: Vec<(u64, u64)> = l
         .collapses
         .iter()

@@ -64,6 +64,8 @@ pub(super) struct Facts {
     /// Steps of the latest turn, oldest first.
     pub(super) current: Vec<Step>,
     pub(super) next: Option<String>,
+    /// The instructions the summary was asked to follow, when given.
+    pub(super) focus: Option<String>,
 }
 
 /// A tool call: (tool_use id, tool name, index into `files` and the action, if it touched
@@ -94,6 +96,24 @@ struct Pass {
 }
 
 impl Facts {
+    /// Takes the summary's instructions: kept for section 1, and the files and errors
+    /// that name one of their words (of four letters or more) moved first, in order.
+    pub(super) fn focus_on(&mut self, focus: &str) {
+        let words: Vec<String> = focus
+            .split(|c: char| !c.is_alphanumeric())
+            .filter(|w| w.chars().count() >= 4)
+            .map(str::to_lowercase)
+            .collect();
+        let named = |text: &str| {
+            let text = text.to_lowercase();
+            words.iter().any(|w| text.contains(w.as_str()))
+        };
+        self.files.sort_by_key(|f| !named(&f.path));
+        self.errors
+            .sort_by_key(|e| !(named(&e.tool) || named(&e.message)));
+        self.focus = Some(focus.to_string());
+    }
+
     pub(super) fn gather(records: &[&Record], head_truncated: bool) -> Facts {
         let mut f = Facts {
             head_truncated,

@@ -8,6 +8,10 @@
 //! messages are elided from the middle only after that, and the first and the last one
 //! always stay.
 //!
+//! Instructions (`/compact Focus on …`, PreCompact hooks) cannot steer an extractive
+//! summary's reading, but they order it: they are stated in section 1, and the files and
+//! errors whose text names one of their words come first, so they are the last to be cut.
+//!
 //! A projection that starts after an earlier compaction holds that summary as its first
 //! user record. Its request, user messages, files and tasks are carried into the new
 //! summary (parsed back by section title), so they survive any number of compactions.
@@ -23,8 +27,18 @@ const INDENT: &str = "   ";
 const NONE: &str = "None recorded.";
 const LEFT_OUT: &str = "(left out for length)";
 
+/// The longest focus instruction kept in a summary, in characters.
+const FOCUS_CHARS: usize = 1_000;
+
 pub(crate) fn summarise(input: &SummaryInput<'_>) -> String {
-    let facts = Facts::gather(input.records, input.head_truncated);
+    let mut facts = Facts::gather(input.records, input.head_truncated);
+    if let Some(focus) = input
+        .custom_instructions
+        .map(str::trim)
+        .filter(|t| !t.is_empty())
+    {
+        facts.focus_on(&crate::pipeline::text::clip(focus, FOCUS_CHARS));
+    }
     render::fit(&facts, input.max_summary_tokens)
 }
 

@@ -182,6 +182,12 @@ fn request(f: &Facts, k: &Knobs) -> String {
             "(The earliest part of the conversation was not available to this summary.)",
         );
     }
+    if let Some(focus) = &f.focus {
+        line(
+            &mut s,
+            &format!("The user asked this summary to focus on: {focus}"),
+        );
+    }
     s
 }
 

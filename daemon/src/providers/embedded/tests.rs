@@ -399,3 +399,45 @@ fn commands_and_user_messages_leave_out_what_the_user_did_not_type_or_run() {
     assert!(!users.contains("interrupted"), "{users}");
     assert!(!users.contains("task-notification"), "{users}");
 }
+
+/// `/compact Focus on …`: the summary states the instructions, and the files they name
+/// come first in section 3.
+#[test]
+fn instructions_are_stated_and_order_what_they_name_first() {
+    let records = realistic();
+    let refs: Vec<&Record> = records.iter().collect();
+    let plain = summarise_records(&records, 20_000);
+    let focused = summarise(&SummaryInput {
+        records: &refs,
+        messages: &[],
+        custom_instructions: Some("Focus on the verbose docs"),
+        head_truncated: false,
+        max_summary_tokens: 20_000,
+    });
+    assert!(!plain.contains("focus on"));
+    assert!(
+        focused.contains("The user asked this summary to focus on: Focus on the verbose docs"),
+        "{focused}"
+    );
+    let files = |text: &str| -> Vec<String> {
+        let start = text.find("3. ").unwrap();
+        let end = text[start..]
+            .find("\n4. ")
+            .map_or(text.len(), |e| start + e);
+        text[start..end]
+            .lines()
+            .filter(|l| l.trim_start().starts_with("- /"))
+            .map(str::to_string)
+            .collect()
+    };
+    let (before, after) = (files(&plain), files(&focused));
+    assert!(
+        after.first().is_some_and(|f| f.contains("verbose.md")),
+        "{after:?}"
+    );
+    assert!(
+        !before.first().is_some_and(|f| f.contains("verbose.md")),
+        "{before:?}"
+    );
+    assert_eq!(before.len(), after.len());
+}
