@@ -742,3 +742,12 @@ fn ctxd_logs_json_lines_on_request() {
     assert_eq!(v["level"], "INFO", "{v}");
     assert!(v["fields"]["message"].is_string(), "{v}");
 }
+
+/// An error is said once: `ctx import /nonexistent` named the OS error twice.
+#[test]
+fn a_missing_file_is_reported_once() {
+    let guard = Home::new();
+    let (ok, _, err) = run(ctx(&guard.home).args(["import", "/nonexistent/session.jsonl"]));
+    assert!(!ok);
+    assert_eq!(err.matches("No such file or directory").count(), 1, "{err}");
+}

@@ -101,9 +101,9 @@ pub fn render_context(u: &UsageResponse, color: bool) -> String {
     }
     legend.push(String::new());
     legend.push(format!(
-        "{} messages, {} attachments; autocompact at {} tokens",
-        u.messages,
-        u.attachments,
+        "{}, {}; autocompact at {} tokens",
+        crate::output::count(u.messages, "message"),
+        crate::output::count(u.attachments, "attachment"),
         tokens_short(u.autocompact_threshold)
     ));
     let mut out = String::from("Context usage\n");

@@ -42,3 +42,41 @@ pub fn is_broken_pipe(e: &anyhow::Error) -> bool {
                 .is_some_and(|j| j.io_error_kind() == Some(ErrorKind::BrokenPipe))
     })
 }
+
+/// `n` and the noun, plural unless `n` is 1: "1 record", "3 records".
+pub fn count(n: impl Into<u64>, noun: &str) -> String {
+    let n = n.into();
+    if n == 1 {
+        format!("1 {noun}")
+    } else {
+        format!("{n} {noun}s")
+    }
+}
+
+/// A duration for people: "850 ms", "42 s", "3 min 5 s", "2 h 14 min", "3 d 4 h".
+pub fn duration_ms(ms: u64) -> String {
+    let s = ms / 1000;
+    match s {
+        0 => format!("{ms} ms"),
+        1..60 => format!("{s} s"),
+        60..3_600 => format!("{} min {} s", s / 60, s % 60),
+        3_600..86_400 => format!("{} h {} min", s / 3_600, s % 3_600 / 60),
+        _ => format!("{} d {} h", s / 86_400, s % 86_400 / 3_600),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn counts_and_durations_read_as_words() {
+        assert_eq!(count(1u64, "message"), "1 message");
+        assert_eq!(count(0u64, "record"), "0 records");
+        assert_eq!(count(12u32, "record"), "12 records");
+        assert_eq!(duration_ms(850), "850 ms");
+        assert_eq!(duration_ms(97_619), "1 min 37 s");
+        assert_eq!(duration_ms(8_040_000), "2 h 14 min");
+        assert_eq!(duration_ms(273_600_000), "3 d 4 h");
+    }
+}

@@ -4,7 +4,7 @@ use std::path::Path;
 
 #[derive(Debug, thiserror::Error)]
 pub enum TextError {
-    #[error("reading {path}: {source}")]
+    #[error("reading {path}")]
     Io {
         path: String,
         source: std::io::Error,

@@ -58,8 +58,8 @@ pub async fn compile(ctx: &Ctx, client: &Client, a: &CompileArgs) -> Result<()> 
     } else {
         out.write_all(r.request.get().as_bytes())?;
         eprintln!(
-            "{} messages, ~{} tokens, {} bytes, sha256 {}",
-            r.metadata.message_count,
+            "{}, ~{} tokens, {} bytes, sha256 {}",
+            crate::output::count(r.metadata.message_count, "message"),
             r.metadata.tokens.estimated_tokens,
             r.metadata.request_bytes,
             r.metadata.request_sha256
@@ -121,8 +121,8 @@ pub async fn snip(ctx: &Ctx, client: &Client, a: &SnipArgs) -> Result<()> {
         print_json(&r)?;
     } else {
         outln!(
-            "snipped {} records (~{} tokens) as {}",
-            r.removed.len(),
+            "snipped {} (~{} tokens) as {}",
+            crate::output::count(r.removed.len() as u64, "record"),
             r.tokens_freed,
             r.boundary_uuid
         );

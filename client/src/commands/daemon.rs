@@ -23,11 +23,11 @@ pub async fn run(ctx: &Ctx, cmd: &DaemonCmd) -> Result<()> {
                 print_json(&s)?;
             } else {
                 outln!(
-                    "ctxd {} (protocol {}) pid {} up {} ms\nsocket {}\nhome   {}\nsessions {}",
+                    "ctxd {} (protocol {}) pid {} up {}\nsocket {}\nhome   {}\nsessions {}",
                     s.daemon_version,
                     s.protocol_version,
                     s.pid,
-                    s.uptime_ms,
+                    crate::output::duration_ms(s.uptime_ms),
                     s.socket,
                     s.home,
                     s.sessions

@@ -103,8 +103,8 @@ pub async fn demo(ctx: &Ctx, client: &Client, a: &DemoArgs) -> Result<()> {
     );
     outln!("compiled the next request:");
     outln!(
-        "  {} messages, {} bytes, ~{} tokens (anchor {} + estimated tail {}), sha256 {}",
-        m.message_count,
+        "  {}, {} bytes, ~{} tokens (anchor {} + estimated tail {}), sha256 {}",
+        crate::output::count(m.message_count, "message"),
         m.request_bytes,
         m.tokens.estimated_tokens,
         m.tokens.anchor_tokens,
@@ -162,8 +162,8 @@ pub async fn replay(ctx: &Ctx, client: &Client, a: &ReplayArgs) -> Result<()> {
         return Ok(());
     }
     outln!(
-        "replayed {} records into {}{}: {} compiles, {} at/above the autocompact threshold, {} blocked",
-        summary.records,
+        "replayed {} into {}{}: {} compiles, {} at/above the autocompact threshold, {} blocked",
+        crate::output::count(summary.records, "record"),
         summary.session_id,
         if a.keep {
             ""

@@ -100,10 +100,10 @@ pub fn feature_off(feature: &str, sid: &str, setting: &str) -> anyhow::Error {
 /// One line per session for `session list`.
 pub fn session_line(s: &SessionInfo) -> String {
     format!(
-        "{}  {}  {} records  {}{}",
+        "{}  {}  {}  {}{}",
         s.session_id,
         s.created_at,
-        s.record_count,
+        crate::output::count(s.record_count, "record"),
         s.cwd,
         s.title
             .as_deref()

@@ -133,8 +133,8 @@ pub async fn import(ctx: &Ctx, client: &Client, a: &ImportArgs) -> Result<()> {
         outln!("{}", r.session_id);
         let s = &r.stats;
         eprintln!(
-            "imported {} records ({} user, {} assistant, {} system, {} attachment; {} tool_use, {} tool_result) from {} lines; skipped {:?}",
-            s.records,
+            "imported {} ({} user, {} assistant, {} system, {} attachment; {} tool_use, {} tool_result) from {} lines; skipped {:?}",
+            crate::output::count(s.records, "record"),
             s.user,
             s.assistant,
             s.system,
