@@ -531,7 +531,9 @@ fn a_compaction_re_announces_the_current_state_and_restores_invoked_skills() {
             .unwrap()
             .contains("Read the diff first.")
     );
-    assert_eq!(after[1]["added_names"], json!(["d_local", "late__query"]));
+    // late__query was discovered: `tools` sends it in full, so it is not announced as
+    // waiting to be found (issue 41, item 10).
+    assert_eq!(after[1]["added_names"], json!(["d_local"]));
     assert_eq!(after[3]["added_names"], json!(["late"]));
     // The manual compact ran on the daemon's clock; so does this compile (a fixed 'now'
     // on another day would add a date_change).

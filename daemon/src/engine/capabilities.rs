@@ -100,6 +100,7 @@ impl Loaded {
         let all = self.all_tools();
         let current = Current {
             deferred: tool_plan::deferred_names(&all),
+            discovered: self.discovery_order(),
             agents: &self.caps.state.agents,
             mcp: self.caps.state.mcp_blocks(),
         };

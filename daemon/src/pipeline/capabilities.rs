@@ -312,6 +312,9 @@ pub fn render_mcp(obj: &Map<String, Value>) -> Option<String> {
 pub struct Current<'a> {
     /// Names of deferred tools, in tool order.
     pub deferred: Vec<&'a str>,
+    /// Deferred tools already discovered, whose definitions `tools` sends in full: never
+    /// announced as waiting to be found (a new history re-announces the others only).
+    pub discovered: Vec<String>,
     pub agents: &'a [AgentType],
     pub mcp: Vec<McpBlock>,
 }
@@ -327,6 +330,7 @@ pub fn deltas(current: &Current<'_>, announced: &Announced, mcp_base: &[McpBlock
         .iter()
         .copied()
         .filter(|n| announced.deferred.get(*n) != Some(&true))
+        .filter(|n| !current.discovered.iter().any(|d| d == n))
         .collect();
     let removed: Vec<&String> = announced
         .deferred

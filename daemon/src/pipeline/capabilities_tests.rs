@@ -22,6 +22,7 @@ fn block(n: &str, text: &str) -> McpBlock {
 fn deltas_announce_only_the_difference_and_fold_back_to_nothing() {
     let agents = vec![agent("explore", "Searches code"), agent("plan", "Plans")];
     let cur = Current {
+        discovered: Vec::new(),
         deferred: vec!["mcp__a__x", "mcp__a__y"],
         agents: &agents,
         mcp: vec![block("a", "Use x first.")],
@@ -43,6 +44,7 @@ fn deltas_announce_only_the_difference_and_fold_back_to_nothing() {
 
     let fewer = vec![agent("explore", "Searches code and docs")];
     let cur2 = Current {
+        discovered: Vec::new(),
         deferred: vec!["mcp__a__y"],
         agents: &fewer,
         mcp: vec![],
@@ -65,6 +67,7 @@ fn deltas_announce_only_the_difference_and_fold_back_to_nothing() {
 fn the_system_section_is_the_base_of_mcp_instructions() {
     let base = vec![block("early", "E")];
     let cur = Current {
+        discovered: Vec::new(),
         deferred: vec![],
         agents: &[],
         mcp: vec![block("early", "E"), block("late", "L")],
@@ -75,6 +78,7 @@ fn the_system_section_is_the_base_of_mcp_instructions() {
     // The early server disconnects: its removal is announced although only system
     // ever held it.
     let cur = Current {
+        discovered: Vec::new(),
         deferred: vec![],
         agents: &[],
         mcp: vec![],
