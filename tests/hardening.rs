@@ -792,3 +792,42 @@ fn a_deep_chain_of_rules_folders_is_walked_to_a_bounded_depth() {
         "a rule 300 folders deep was read"
     );
 }
+
+/// A store URL naming a listener that accepts and never answers: the daemon does not
+/// hang at start-up (it used to, past 150 s) but stops with the storage error once the
+/// connect deadline has passed.
+#[test]
+fn a_database_that_accepts_and_never_answers_stops_the_start_with_an_error() {
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = listener.local_addr().unwrap().port();
+    let held = std::thread::spawn(move || {
+        // Accept and hold every connection, answering nothing.
+        let mut open = Vec::new();
+        for stream in listener.incoming().take(8) {
+            open.push(stream);
+        }
+        open.len()
+    });
+    let dir = tempfile::tempdir().unwrap();
+    let (home, socket) = (dir.path().join("home"), dir.path().join("s.sock"));
+    let child = ctxd(&home, &socket)
+        .env(
+            "CTXD_STORE",
+            format!("postgresql://ctxd@127.0.0.1:{port}/ctxd"),
+        )
+        .spawn()
+        .unwrap();
+    let (tx, rx) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        let _ = tx.send(child.wait_with_output());
+    });
+    // A bound for the test only: the daemon gives up after its 5 s connect deadline.
+    let out = rx
+        .recv_timeout(Duration::from_secs(60))
+        .expect("ctxd still hangs on a silent database")
+        .unwrap();
+    let (status, err) = (out.status, String::from_utf8_lossy(&out.stderr).to_string());
+    assert!(!status.success());
+    assert!(err.contains("did not answer"), "{err}");
+    drop(held);
+}

@@ -42,6 +42,10 @@ struct Args {
     /// one publisher); reads beyond wait for one.
     #[arg(long, env = "CTXD_STORE_POOL", default_value_t = ctxd::store::DEFAULT_POOL, global = true)]
     store_pool: usize,
+    /// How long a call waits for a PostgreSQL store that does not answer before it fails
+    /// with the storage error (-32020), in milliseconds.
+    #[arg(long, env = "CTXD_STORE_TIMEOUT_MS", default_value_t = 40_000, value_parser = clap::value_parser!(u64).range(100..=3_600_000), global = true)]
+    store_timeout_ms: u64,
     /// Managed-policy root for instruction files (CLAUDE.md, .claude/rules).
     #[arg(long, env = "CTXD_MANAGED_ROOT", default_value = "/etc/claude-code")]
     managed_root: PathBuf,
@@ -209,8 +213,11 @@ async fn main() -> anyhow::Result<()> {
         anyhow::ensure!(!url.is_empty(), "{} holds no store URL", file.display());
         args.store = Some(url);
     }
-    let store = ctxd::store::StoreConfig::parse(args.store.as_deref(), args.store_pool)
+    let mut store = ctxd::store::StoreConfig::parse(args.store.as_deref(), args.store_pool)
         .context("--store / CTXD_STORE")?;
+    if let ctxd::store::StoreConfig::Postgres(o) = &mut store {
+        o.deadline = std::time::Duration::from_millis(args.store_timeout_ms);
+    }
     let paths = ctxd::daemon::Paths::resolve(args.home, args.socket)?;
     if let Some(Command::Migrate) = args.command {
         let db = paths.database();

@@ -93,7 +93,12 @@ pub struct DaemonStatus {
     pub socket: String,
     pub home: String,
     pub uptime_ms: u64,
+    /// Sessions in the store; the loaded ones only when `store_error` is set.
     pub sessions: u64,
+    /// Set when the store did not answer the count in time (a database that is down):
+    /// the daemon still answers, and says so.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub store_error: Option<String>,
     /// Sessions whose transcript is held in memory now (at most `ctxd
     /// --max-loaded-sessions`, plus any in use at the moment the bound was applied).
     #[serde(default)]

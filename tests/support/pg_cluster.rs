@@ -103,6 +103,36 @@ impl PgCluster {
         self.dir.path().join("data")
     }
 
+    /// Its server processes: the postmaster and its children.
+    fn processes(&self) -> Vec<String> {
+        let pid = std::fs::read_to_string(self.data().join("postmaster.pid"))
+            .ok()
+            .and_then(|t| t.lines().next().map(str::to_string))
+            .expect("postmaster.pid");
+        let children = Command::new("pgrep")
+            .args(["-P", &pid])
+            .output()
+            .map(|o| String::from_utf8_lossy(&o.stdout).to_string())
+            .unwrap_or_default();
+        std::iter::once(pid)
+            .chain(children.lines().map(str::to_string))
+            .collect()
+    }
+
+    /// Stops every server process (SIGSTOP): the server accepts nothing and answers
+    /// nothing, its sockets stay open, as a hung server's do.
+    pub fn pause(&self) {
+        for p in self.processes() {
+            let _ = Command::new("kill").args(["-STOP", &p]).status();
+        }
+    }
+
+    pub fn resume(&self) {
+        for p in self.processes() {
+            let _ = Command::new("kill").args(["-CONT", &p]).status();
+        }
+    }
+
     /// The directory of its Unix socket.
     pub fn socket_dir(&self) -> &Path {
         self.dir.path()

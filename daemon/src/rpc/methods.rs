@@ -80,6 +80,9 @@ macro_rules! async_method {
 }
 pub(super) use async_method;
 
+/// How long `daemon.status` waits for the store's session count.
+const STATUS_STORE_WAIT: std::time::Duration = std::time::Duration::from_secs(2);
+
 pub fn build_module(
     ctx: RpcContext,
 ) -> Result<RpcModule<RpcContext>, jsonrpsee::core::RegisterMethodError> {
@@ -91,7 +94,19 @@ pub fn build_module(
     })?;
     m.register_async_method(DAEMON_STATUS, |params, ctx, _| async move {
         let _: NoParams = parse(&params)?;
-        let sessions = ctx.engine.session_count().await.map_err(to_rpc_error)?;
+        // The status answers while the store does not, and says so.
+        let (sessions, store_error) =
+            match tokio::time::timeout(STATUS_STORE_WAIT, ctx.engine.session_count()).await {
+                Ok(Ok(n)) => (n, None),
+                Ok(Err(e)) => (ctx.engine.loaded_sessions() as u64, Some(e.to_string())),
+                Err(_) => (
+                    ctx.engine.loaded_sessions() as u64,
+                    Some(format!(
+                        "the store did not answer within {} s",
+                        STATUS_STORE_WAIT.as_secs()
+                    )),
+                ),
+            };
         RpcResult::Ok(DaemonStatus {
             protocol_version: PROTOCOL_VERSION.into(),
             daemon_version: env!("CARGO_PKG_VERSION").into(),
@@ -100,6 +115,7 @@ pub fn build_module(
             home: ctx.engine.home().display().to_string(),
             uptime_ms: ctx.engine.uptime_ms(),
             sessions,
+            store_error,
             loaded_sessions: ctx.engine.loaded_sessions() as u64,
         })
     })?;

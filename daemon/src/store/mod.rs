@@ -33,6 +33,7 @@ pub use sqlite::{PAGE_SIZE, migrate};
 use std::any::Any;
 use std::path::Path;
 use std::sync::{Arc, Mutex};
+use std::time::Duration;
 
 use include_dir::{Dir, include_dir};
 use tokio::sync::oneshot;
@@ -61,6 +62,7 @@ impl StoreConfig {
                 Ok(StoreConfig::Postgres(PgOptions {
                     url: url.to_string(),
                     pool: pool.max(1),
+                    deadline: postgres::DEFAULT_DEADLINE,
                 }))
             }
             Some(_) => Err(Error::invalid(
@@ -195,6 +197,17 @@ pub struct Store {
     inner: Arc<dyn Backend>,
     /// Bounds reads to the backend's pool (PostgreSQL connections).
     read_permits: Option<Arc<tokio::sync::Semaphore>>,
+    /// How long a call waits for a database across the network (PostgreSQL): past it
+    /// the call fails with the storage error instead of hanging with the database.
+    deadline: Option<Duration>,
+}
+
+/// A database that answered nothing within the deadline.
+fn silent(deadline: Duration) -> Error {
+    Error::Storage(format!(
+        "the database did not answer within {} s",
+        deadline.as_secs_f64()
+    ))
 }
 
 /// A job whose body stores what `f` returns for `done` to hand on.
@@ -258,7 +271,9 @@ impl Store {
     /// Connects to a PostgreSQL database (migrating it when it is empty) and starts the
     /// writer, the listener and the publisher. Blocking.
     pub fn open_postgres(options: &PgOptions) -> Result<Store> {
-        Ok(Store::over(Arc::new(postgres::Postgres::open(options)?)))
+        let mut store = Store::over(Arc::new(postgres::Postgres::open(options)?));
+        store.deadline = Some(options.deadline);
+        Ok(store)
     }
 
     fn over(inner: Arc<dyn Backend>) -> Store {
@@ -268,6 +283,7 @@ impl Store {
         Store {
             inner,
             read_permits,
+            deadline: None,
         }
     }
 
@@ -325,9 +341,13 @@ impl Store {
             None => None,
         };
         let inner = self.inner.clone();
-        tokio::task::spawn_blocking(move || f(inner.as_ref()))
-            .await
-            .map_err(|e| Error::Internal(format!("read task: {e}")))?
+        let task = tokio::task::spawn_blocking(move || f(inner.as_ref()));
+        let joined = match self.deadline {
+            // The blocked thread is left to the database; the caller is answered.
+            Some(d) => tokio::time::timeout(d, task).await.map_err(|_| silent(d))?,
+            None => task.await,
+        };
+        joined.map_err(|e| Error::Internal(format!("read task: {e}")))?
     }
 
     /// Where the data lives (a file path or a database URL without its password).
@@ -394,9 +414,22 @@ impl Store {
         F: FnOnce(&mut dyn Db) -> Result<R> + Send + 'static,
     {
         let (reply_tx, reply_rx) = oneshot::channel();
+        // A write whose caller gave up before it began is not run: the caller was told
+        // it failed, so it must write nothing. One that had begun may still commit.
+        let abandoned = Arc::new(std::sync::atomic::AtomicBool::new(false));
+        let give_up = abandoned.clone();
+        let f = move |db: &mut dyn Db| {
+            if abandoned.load(std::sync::atomic::Ordering::Acquire) {
+                return Err(Error::Storage(
+                    "the caller gave up waiting for the database".into(),
+                ));
+            }
+            f(db)
+        };
         let job = job(session, current_at, f, move |r| {
             let _ = reply_tx.send(r);
         });
+        let deadline = self.deadline;
         let submitted = match inline {
             true => self
                 .inner
@@ -409,9 +442,17 @@ impl Store {
             if !submitted {
                 return Err(Error::Storage("store is closed".into()));
             }
-            reply_rx
-                .await
-                .map_err(|_| Error::Storage("writer thread dropped the reply".into()))?
+            let reply = match deadline {
+                Some(d) => match tokio::time::timeout(d, reply_rx).await {
+                    Ok(r) => r,
+                    Err(_) => {
+                        give_up.store(true, std::sync::atomic::Ordering::Release);
+                        return Err(silent(d));
+                    }
+                },
+                None => reply_rx.await,
+            };
+            reply.map_err(|_| Error::Storage("writer thread dropped the reply".into()))?
         }
     }
 

@@ -38,6 +38,11 @@ const LOCK_TIMEOUT: &str = "30s";
 /// Read connections per daemon unless configured.
 pub const DEFAULT_POOL: usize = 8;
 
+/// How long a call waits for the database before it fails with the storage error
+/// (`--store-timeout-ms`): above the lock timeout, so a write that waits for another
+/// daemon's lock gets the lock's own error first.
+pub const DEFAULT_DEADLINE: Duration = Duration::from_secs(40);
+
 /// How a daemon reaches its database.
 #[derive(Debug, Clone)]
 pub struct PgOptions {
@@ -45,6 +50,8 @@ pub struct PgOptions {
     pub url: String,
     /// Read connections open at once; reads beyond wait for one.
     pub pool: usize,
+    /// How long one call waits for the database.
+    pub deadline: Duration,
 }
 
 /// One connection and the statements prepared on it.
@@ -53,10 +60,28 @@ struct Conn {
     statements: Statements,
 }
 
+/// Connects within [`CONNECT_TIMEOUT`], the start-up exchange included: the client's own
+/// timeout covers the TCP connect only, and a listener that accepts and never answers
+/// would hold the connect (and the daemon's start) forever. The attempt runs on a thread
+/// of its own, left behind when the time runs out.
 pub(crate) fn connect(config: &postgres::Config) -> Result<Client> {
-    config
-        .connect(NoTls)
-        .map_err(|e| Error::Storage(format!("postgres: the database is unreachable: {e}")))
+    let (tx, rx) = std::sync::mpsc::sync_channel(1);
+    let config = config.clone();
+    std::thread::Builder::new()
+        .name("ctxd-pg-connect".into())
+        .spawn(move || {
+            let _ = tx.send(config.connect(NoTls));
+        })
+        .map_err(|e| Error::Storage(format!("postgres: cannot start a connect: {e}")))?;
+    match rx.recv_timeout(CONNECT_TIMEOUT) {
+        Ok(r) => {
+            r.map_err(|e| Error::Storage(format!("postgres: the database is unreachable: {e}")))
+        }
+        Err(_) => Err(Error::Storage(format!(
+            "postgres: the database did not answer within {} s of connecting",
+            CONNECT_TIMEOUT.as_secs()
+        ))),
+    }
 }
 
 fn open(config: &postgres::Config) -> Result<Conn> {
