@@ -96,6 +96,30 @@ fn the_python_example_runs_against_a_real_daemon() {
     run_example("python3", "examples/python/ctxd_example.py");
 }
 
+/// With no `--socket`, the example finds the daemon where `ctx` does (here
+/// `$XDG_RUNTIME_DIR/ctxd/ctxd.sock`), as the daemon `ctx demo` started is found.
+#[test]
+fn the_python_example_finds_the_default_socket() {
+    if !have("python3") {
+        return skip("python3");
+    }
+    let d = Daemon::start();
+    let runtime = tempfile::tempdir().unwrap();
+    std::fs::create_dir_all(runtime.path().join("ctxd")).unwrap();
+    std::os::unix::fs::symlink(&d.socket, runtime.path().join("ctxd/ctxd.sock")).unwrap();
+    let out = Command::new("python3")
+        .arg(repo().join("examples/python/ctxd_example.py"))
+        .arg("--cwd")
+        .arg(d.dir.path())
+        .env_remove("CTXD_SOCKET")
+        .env_remove("CTXD_HOME")
+        .env("XDG_RUNTIME_DIR", runtime.path())
+        .output()
+        .unwrap();
+    let out = check(out, "the Python example without --socket");
+    assert_example_output(&out, &d);
+}
+
 #[test]
 fn the_node_example_runs_against_a_real_daemon() {
     if !have("node") {

@@ -10,7 +10,7 @@
 //   npm install            # in this directory: installs `ws`
 //   node example.js [--socket PATH] [--cwd DIR] [--keep]
 //
-// The socket defaults to $CTXD_SOCKET, else $CTXD_HOME/ctxd.sock.
+// The socket defaults to where `ctx` looks (see defaultSocket).
 "use strict";
 
 const path = require("path");
@@ -18,10 +18,19 @@ const WebSocket = require("ws");
 
 const PROTOCOL_VERSION = "1.1";
 
+// Where `ctx` and `ctxd` look: $CTXD_SOCKET, else $CTXD_HOME/ctxd.sock, else
+// $XDG_RUNTIME_DIR/ctxd/ctxd.sock, else /tmp/ctxd-UID/ctxd.sock.
+function defaultSocket() {
+  const env = process.env;
+  if (env.CTXD_SOCKET) return env.CTXD_SOCKET;
+  if (env.CTXD_HOME) return path.join(env.CTXD_HOME, "ctxd.sock");
+  if (env.XDG_RUNTIME_DIR) return path.join(env.XDG_RUNTIME_DIR, "ctxd", "ctxd.sock");
+  return `/tmp/ctxd-${process.getuid()}/ctxd.sock`;
+}
+
 function parseArgs(argv) {
-  const home = process.env.CTXD_HOME;
   const args = {
-    socket: process.env.CTXD_SOCKET || (home ? path.join(home, "ctxd.sock") : null),
+    socket: defaultSocket(),
     cwd: process.cwd(),
     keep: false,
   };
@@ -31,7 +40,9 @@ function parseArgs(argv) {
     else if (argv[i] === "--keep") args.keep = true;
     else throw new Error(`unknown argument ${argv[i]}`);
   }
-  if (!args.socket) throw new Error("no socket: pass --socket or set CTXD_SOCKET");
+  if (!require("fs").existsSync(args.socket)) {
+    throw new Error(`no daemon at ${args.socket}: start one (\`ctx demo\` or \`ctxd\`), or pass --socket`);
+  }
   return args;
 }
 

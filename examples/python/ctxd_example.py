@@ -9,7 +9,7 @@ the next request and prints where the context window stands.
     pip install websockets
     python3 ctxd_example.py [--socket PATH] [--keep]
 
-The socket defaults to $CTXD_SOCKET, else $CTXD_HOME/ctxd.sock (start a daemon with
+The socket defaults to where `ctx` looks: $CTXD_SOCKET, else $CTXD_HOME/ctxd.sock (start a daemon with
 `ctxd` or any `ctx` command first).
 """
 
@@ -107,16 +107,26 @@ def by_category(usage):
     return "\n".join(lines)
 
 
+def default_socket():
+    """Where `ctx` and `ctxd` look: $CTXD_SOCKET, else $CTXD_HOME/ctxd.sock, else
+    $XDG_RUNTIME_DIR/ctxd/ctxd.sock, else /tmp/ctxd-UID/ctxd.sock."""
+    if os.environ.get("CTXD_SOCKET"):
+        return os.environ["CTXD_SOCKET"]
+    if os.environ.get("CTXD_HOME"):
+        return os.path.join(os.environ["CTXD_HOME"], "ctxd.sock")
+    if os.environ.get("XDG_RUNTIME_DIR"):
+        return os.path.join(os.environ["XDG_RUNTIME_DIR"], "ctxd", "ctxd.sock")
+    return f"/tmp/ctxd-{os.getuid()}/ctxd.sock"
+
+
 async def main():
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    home = os.environ.get("CTXD_HOME")
-    default = os.environ.get("CTXD_SOCKET") or (os.path.join(home, "ctxd.sock") if home else None)
-    ap.add_argument("--socket", default=default, help="the daemon's Unix socket")
+    ap.add_argument("--socket", default=default_socket(), help="the daemon's Unix socket")
     ap.add_argument("--cwd", default=os.getcwd(), help="working directory of the session")
     ap.add_argument("--keep", action="store_true", help="keep the session afterwards")
     args = ap.parse_args()
-    if not args.socket:
-        sys.exit("no socket: pass --socket or set CTXD_SOCKET")
+    if not os.path.exists(args.socket):
+        sys.exit(f"no daemon at {args.socket}: start one (`ctx demo` or `ctxd`), or pass --socket")
 
     hello = call(args.socket, "daemon.initialize", {
         "client_info": {"name": "ctxd-example-python", "version": "1.0"},
