@@ -371,3 +371,54 @@ fn the_prediction_expires_with_the_ttl() {
         }
     }
 }
+
+/// `settings.cache_diagnostics`: each compile after a response names it in
+/// `diagnostics`, with its beta header, and the changing id is no part of the cache key
+/// (issue 36, item 3).
+#[test]
+fn cache_diagnostics_name_the_previous_response_without_breaking_the_prefix() {
+    let d = Daemon::start();
+    let sid = d.call(
+        "session.create",
+        json!({"cwd": "/tmp/p", "no_git": true, "start_date": "2026-11-29", "tools": tools(&[]),
+               "settings": {"cache_diagnostics": true}}),
+    )["session"]["session_id"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    append(
+        &d,
+        &sid,
+        json!([{"type": "user", "content": "start", "timestamp": T0}]),
+    );
+    let first = compile_at(&d, &sid, T0);
+    assert!(
+        first["request"].get("diagnostics").is_none(),
+        "no response yet"
+    );
+    append(&d, &sid, call(1, &at(1), 1000));
+    let second = compile_at(&d, &sid, &at(1));
+    assert_eq!(
+        second["request"]["diagnostics"],
+        json!({"previous_message_id": "m1"})
+    );
+    assert!(
+        second["metadata"]["cache"]["headers"]["anthropic-beta"]
+            .as_str()
+            .unwrap()
+            .contains("cache-diagnosis-2026-04-07")
+    );
+    assert_eq!(second["metadata"]["non_public"], json!(["diagnostics"]));
+    append(&d, &sid, call(2, &at(2), 2000));
+    let third = compile_at(&d, &sid, &at(2));
+    assert_eq!(
+        third["request"]["diagnostics"],
+        json!({"previous_message_id": "m2"})
+    );
+    let c = &third["metadata"]["cache"];
+    assert!(c.get("first_difference").is_none(), "{c}");
+    assert_eq!(
+        c["predicted_read_tokens"], second["metadata"]["cache"]["request_tokens"],
+        "{c}"
+    );
+}

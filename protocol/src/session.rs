@@ -118,6 +118,11 @@ pub struct SessionSettings {
     /// Append `[id:xxxxxx]` short ids to user messages so ranges can be snipped.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub snip_enabled: bool,
+    /// Ask the provider why the cache missed: each compile after a model response sends
+    /// `diagnostics: {previous_message_id}` naming that response, with its beta header
+    /// (`cache-diagnosis-2026-04-07`). Not part of the public API; off by default.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub cache_diagnostics: bool,
     /// Per-tool persistence thresholds in characters, by tool name, that replace the
     /// declared `min(max_result_size_chars, 50000)` (like Claude Code's per-tool flag
     /// override). Not clamped.

@@ -211,6 +211,24 @@ pub fn compile(input: &CompileInput<'_>) -> Result<Compiled, serde_json::Error> 
     {
         cache_markers::set_ttl(&mut system_blocks, &mut tool_values, &mut messages, ttl);
     }
+    // Cache diagnostics name the previous response: a value that changes every turn, so
+    // it is sent beside the latched parameters and kept out of the cache key.
+    let previous_response = s
+        .settings
+        .cache_diagnostics
+        .then(|| last_response_id(input.records))
+        .flatten();
+    let extra = match previous_response {
+        Some(id) => {
+            let mut extra = input.flags.extra.clone();
+            extra.insert(
+                "diagnostics".into(),
+                serde_json::json!({ "previous_message_id": id }),
+            );
+            std::borrow::Cow::Owned(extra)
+        }
+        None => std::borrow::Cow::Borrowed(&input.flags.extra),
+    };
     let written = wire::write(&wire::RequestParts {
         model: &s.model.model,
         max_tokens: s.model.max_output_tokens,
@@ -218,7 +236,7 @@ pub fn compile(input: &CompileInput<'_>) -> Result<Compiled, serde_json::Error> 
         tools: &tool_values,
         messages: &messages,
         edits: &edits,
-        extra: &input.flags.extra,
+        extra: &extra,
         flags_hash: latch::cache_key_hash(input.flags),
         previous: input.previous_wire.map(|w| &**w),
     })?;
@@ -229,6 +247,9 @@ pub fn compile(input: &CompileInput<'_>) -> Result<Compiled, serde_json::Error> 
     let mut non_public = Vec::new();
     if global_scope {
         non_public.push("cache_control.scope".to_string());
+    }
+    if previous_response.is_some() {
+        non_public.push("diagnostics".to_string());
     }
     if mc.cached {
         non_public.push("cache_reference".to_string());
@@ -328,7 +349,7 @@ pub fn compile(input: &CompileInput<'_>) -> Result<Compiled, serde_json::Error> 
             first_difference: prediction.first_difference,
             expected_break: None,
             flags: input.flags.clone(),
-            headers: latch::headers(input.flags, global_scope),
+            headers: latch::headers(input.flags, global_scope, previous_response.is_some()),
             latch_notes: Vec::new(),
         },
         placeholder_tools,
@@ -350,6 +371,15 @@ pub fn compile(input: &CompileInput<'_>) -> Result<Compiled, serde_json::Error> 
         digest,
         wire: wire_memo,
     })
+}
+
+/// The provider's id of the newest main-thread response.
+fn last_response_id(records: &[Record]) -> Option<&str> {
+    records
+        .iter()
+        .rev()
+        .filter(|r| r.kind == ctxd_protocol::RecordKind::Assistant && !r.is_sidechain)
+        .find_map(|r| r.message_id.as_deref())
 }
 
 /// Whether the official SDK refuses to send this request without streaming: it expects

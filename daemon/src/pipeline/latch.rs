@@ -20,6 +20,8 @@ pub const SCOPE_AUTO: &str = "auto";
 pub const SCOPE_ORG: &str = "org";
 /// The beta header Claude Code sends with a globally scoped marker.
 pub const SCOPE_BETA: &str = "prompt-caching-scope-2026-01-05";
+/// The beta header of cache diagnostics (`diagnostics: {previous_message_id}`).
+pub const DIAGNOSIS_BETA: &str = "cache-diagnosis-2026-04-07";
 
 /// Top-level fields of the request that flags may not set: ctxd owns them.
 const RESERVED: [&str; 5] = ["model", "max_tokens", "system", "tools", "messages"];
@@ -195,10 +197,16 @@ pub fn resolve(
 
 /// The HTTP headers the flags ask for, with the scope's beta when the request carries
 /// a globally scoped marker.
-pub fn headers(f: &RequestFlags, global_scope: bool) -> BTreeMap<String, String> {
+pub fn headers(
+    f: &RequestFlags,
+    global_scope: bool,
+    diagnostics: bool,
+) -> BTreeMap<String, String> {
     let mut betas: Vec<&str> = f.betas.iter().map(String::as_str).collect();
-    if global_scope && !betas.contains(&SCOPE_BETA) {
-        betas.push(SCOPE_BETA);
+    for (on, beta) in [(global_scope, SCOPE_BETA), (diagnostics, DIAGNOSIS_BETA)] {
+        if on && !betas.contains(&beta) {
+            betas.push(beta);
+        }
     }
     let mut h = BTreeMap::new();
     if !betas.is_empty() {
@@ -314,9 +322,9 @@ mod tests {
     #[test]
     fn headers_and_key_hash() {
         let f = normal(&flags(&["b", "a"], Some("1h"), &[]));
-        assert_eq!(headers(&f, false)["anthropic-beta"], "a,b");
+        assert_eq!(headers(&f, false, false)["anthropic-beta"], "a,b");
         assert_eq!(
-            headers(&f, true)["anthropic-beta"],
+            headers(&f, true, false)["anthropic-beta"],
             format!("a,b,{SCOPE_BETA}")
         );
         let g = normal(&flags(&["b", "a"], None, &[]));
