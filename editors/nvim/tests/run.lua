@@ -68,7 +68,7 @@ local ok, err = pcall(function()
   assert(picture:find("by category:", 1, true), picture)
   assert(picture:find("tool_results", 1, true), picture)
   wait_for("the statusline", function()
-    return ctxd.statusline():match("^ctx: %d+%% · %d+ attachments$") ~= nil
+    return ctxd.statusline():match("^ctx: %d+%% left · %d+ attachments$") ~= nil
   end)
 
   vim.cmd("CtxCompact")

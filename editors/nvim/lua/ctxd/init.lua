@@ -20,7 +20,9 @@ M.config = {
 -- What the statusline and the commands know.
 M.state = {
   session_id = nil,
-  percent_used = nil,
+  -- Of the room before autocompact, what is left (Claude Code's "context left until
+  -- auto-compact"): the compile's percent_left.
+  percent_left = nil,
   attachments = nil,
   events = {}, -- lines of the event stream, newest last
   job = nil,
@@ -48,7 +50,7 @@ local function discover_socket()
 end
 
 local function update_usage(percent_left, attachments)
-  M.state.percent_used = 100 - percent_left
+  M.state.percent_left = percent_left
   M.state.attachments = attachments
   vim.cmd("redrawstatus!")
 end
@@ -181,7 +183,7 @@ local function ensure_attached()
   return M.state.session_id ~= nil or M.attach()
 end
 
--- `ctx: 42% · 3 attachments`; empty until attached.
+-- `ctx: 58% left · 3 attachments` (of the room before autocompact); empty until attached.
 function M.statusline()
   if not M.state.session_id then
     return ""
@@ -189,10 +191,10 @@ function M.statusline()
   if M.state.lost then
     return "ctx: daemon lost"
   end
-  if not M.state.percent_used then
+  if not M.state.percent_left then
     return "ctx: attached"
   end
-  return string.format("ctx: %d%% · %d attachments", M.state.percent_used, M.state.attachments or 0)
+  return string.format("ctx: %d%% left · %d attachments", M.state.percent_left, M.state.attachments or 0)
 end
 
 -- The usage picture (`context.usage`, Claude Code's /context), as lines.
@@ -253,8 +255,10 @@ function M.context()
     notify(err, vim.log.levels.ERROR)
     return
   end
-  local window = math.max(usage.context_window, 1)
-  update_usage(100 - math.floor(100 * usage.used_tokens / window + 0.5), usage.attachments)
+  -- The same measure as the compile's percent_left: the room before autocompact.
+  local threshold = math.max(usage.autocompact_threshold, 1)
+  local left = math.max(0, math.floor(100 * (threshold - usage.used_tokens) / threshold + 0.5))
+  update_usage(left, usage.attachments)
   return scratch_split("ctx://context", M.picture(usage))
 end
 
