@@ -552,6 +552,16 @@ fn session_set_changes_every_kind_of_setting_by_id_prefix_and_features_say_how_t
         out.contains("collapse.enabled = true") && out.contains("plan_mode = false"),
         "{out}"
     );
+    // Every kind of setting is listed, those left at their default too.
+    for key in [
+        "attachments.collect_timeout_ms = 1000",
+        "hooks.disabled = false",
+        "language = null",
+        "output_style = null",
+        "summariser.kind = \"embedded\"",
+    ] {
+        assert!(out.contains(key), "no `{key}` in:\n{out}");
+    }
 
     // Prefixes: unknown and ambiguous ones are explained.
     let (ok, _, err) = run(ctx(&home).args(["session", "show", "zzzz"]));

@@ -181,6 +181,16 @@ fn effective(settings: &SessionSettings) -> Result<serde_json::Value> {
         "memory": MemorySettings::default(),
         "collapse": CollapseConfig::default(),
         "instructions": {"disabled": false, "allow_external_includes": false},
+        "attachments": {
+            "collect_timeout_ms": 1000,
+            "task_reminder": true,
+            "relevant_memories": {"enabled": true, "auto_memory": true, "selector": "offline"},
+        },
+        "hooks": {"disabled": false, "trust_project": false},
+        "summariser": {"kind": "embedded"},
+        "language": null,
+        "output_style": null,
+        "cache_diagnostics": false,
     });
     let mut full = defaults;
     settings::merge(&mut full, std::mem::take(&mut v))?;
