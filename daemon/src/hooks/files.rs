@@ -1,7 +1,7 @@
 //! The filesystem edge of hook configuration: where a session's settings files are,
 //! whether each may supply hooks, and a cheap stamp to notice that one changed.
 //!
-//! What "trusted" means here (SPEC §11: hook commands run only from configured
+//! What "trusted" means here (hook commands run only from configured
 //! sources):
 //! - only four files are ever read: `MANAGED_ROOT/managed-settings.json`,
 //!   `USER_HOME/.claude/settings.json`, and `PROJECT/.claude/settings.json` and
