@@ -671,20 +671,33 @@ fn a_sequence_number_past_the_store_range_is_a_parameter_error() {
 fn request_bodies_are_never_logged_even_at_trace() {
     let dir = tempfile::tempdir().unwrap();
     let (home, socket) = (dir.path().join("home"), dir.path().join("s.sock"));
-    let log = std::fs::File::create(dir.path().join("log")).unwrap();
     let mut child = ctxd(&home, &socket)
         .env(
             "CTXD_LOG",
             "trace,jsonrpsee-http=trace,jsonrpsee-server=trace",
         )
-        .stderr(log)
         .spawn()
         .unwrap();
-    let deadline = Instant::now() + Duration::from_secs(20);
-    while UnixStream::connect(&socket).is_err() {
-        assert!(Instant::now() < deadline, "ctxd did not come up");
-        std::thread::sleep(Duration::from_millis(20));
-    }
+    // Every log line is kept; the one that says the daemon listens is the signal to go on.
+    let (listening, up) = std::sync::mpsc::channel();
+    let stderr = child.stderr.take().unwrap();
+    let log = std::thread::spawn(move || {
+        use std::io::BufRead;
+        let mut text = String::new();
+        for line in std::io::BufReader::new(stderr)
+            .lines()
+            .map_while(Result::ok)
+        {
+            if line.contains("ctxd listening") {
+                let _ = listening.send(());
+            }
+            text.push_str(&line);
+            text.push('\n');
+        }
+        text
+    });
+    up.recv_timeout(Duration::from_secs(20))
+        .expect("ctxd did not come up");
     let call = json!({"jsonrpc": "2.0", "id": 1, "method": "session.create",
                       "params": {"cwd": dir.path(), "no_git": true, "title": "PASTED-SECRET-a81f"}});
     let (status, body) = raw_http(&socket, &call.to_string());
@@ -698,7 +711,7 @@ fn request_bodies_are_never_logged_even_at_trace() {
     raw_http(&socket, &append.to_string());
     let _ = Command::new("kill").arg(child.id().to_string()).status();
     let _ = child.wait();
-    let text = std::fs::read_to_string(dir.path().join("log")).unwrap();
+    let text = log.join().unwrap();
     assert!(text.lines().count() > 10, "trace logging is on: {text}");
     for secret in ["PASTED-SECRET-a81f", "sk-ant-PASTED-KEY-77"] {
         let leaks: Vec<&str> = text.lines().filter(|l| l.contains(secret)).collect();

@@ -576,28 +576,12 @@ fn simulate(
     bill.predicted_read += simulated.cache_read;
     bill.predicted_input += simulated.input_side();
     bill.calls += 1;
-    if let (Some(u), Some((w5, w1))) = (recorded, recorded_split) {
-        let billed = Billed {
-            uncached: u.input_tokens,
-            cache_write_5m: w5,
-            cache_write_1h: w1,
-            cache_read: u.cache_read_input_tokens,
-            output: u.output_tokens,
-        };
+    if let Some(u) = recorded {
+        let billed = recorded_bill(u, ttl_override);
         let cost = match compaction_iterations(u) {
             Some(iterations) => iterations
                 .iter()
-                .map(|it| {
-                    let (w5, w1) = recorded_writes(it, ttl_override);
-                    Billed {
-                        uncached: it.input_tokens,
-                        cache_write_5m: w5,
-                        cache_write_1h: w1,
-                        cache_read: it.cache_read_input_tokens,
-                        output: it.output_tokens,
-                    }
-                    .cost(prices)
-                })
+                .map(|it| recorded_bill(it, ttl_override).cost(prices))
                 .sum(),
             None => billed.cost(prices),
         };
@@ -605,8 +589,20 @@ fn simulate(
         bill.recorded += cost;
         bill.recorded_read += billed.cache_read;
         bill.recorded_input += billed.input_side();
-        bill.recorded_write_5m += w5;
-        bill.recorded_write_1h += w1;
+        bill.recorded_write_5m += billed.cache_write_5m;
+        bill.recorded_write_1h += billed.cache_write_1h;
+    }
+}
+
+/// A recorded call's tokens as the provider billed them, its writes at their TTL.
+fn recorded_bill(u: &Usage, ttl_override: Option<bool>) -> Billed {
+    let (cache_write_5m, cache_write_1h) = recorded_writes(u, ttl_override);
+    Billed {
+        uncached: u.input_tokens,
+        cache_write_5m,
+        cache_write_1h,
+        cache_read: u.cache_read_input_tokens,
+        output: u.output_tokens,
     }
 }
 

@@ -44,6 +44,17 @@ pub fn open_regular(path: &Path) -> Result<(File, Metadata), ReadError> {
 /// the error.
 pub fn read_text(path: &Path, limit: u64, bound: &'static str) -> Result<String, ReadError> {
     let (file, meta) = open_regular(path)?;
+    read_opened(file, &meta, limit, bound)
+}
+
+/// [`read_text`] of a file [`open_regular`] opened, for a caller that checks the open
+/// file's metadata before it reads.
+pub fn read_opened(
+    file: File,
+    meta: &Metadata,
+    limit: u64,
+    bound: &'static str,
+) -> Result<String, ReadError> {
     let too_large = |size| ReadError::TooLarge { size, limit, bound };
     if meta.len() > limit {
         return Err(too_large(meta.len()));

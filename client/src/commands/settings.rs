@@ -52,15 +52,10 @@ pub fn diff(before: &Value, after: &Value) -> Value {
 /// Merges a JSON object of settings into `settings`, member by member (nested objects
 /// merge, other values replace; `null` removes).
 pub fn merge(settings: &mut Value, patch: Value) -> Result<()> {
-    let Value::Object(patch) = patch else {
+    if !patch.is_object() {
         bail!("--set-json takes a JSON object of settings");
-    };
-    for (k, v) in patch {
-        match (settings.get_mut(&k), v) {
-            (Some(existing @ Value::Object(_)), v @ Value::Object(_)) => merge(existing, v)?,
-            (_, v) => set(settings, &[k.as_str()], v)?,
-        }
     }
+    ctxd_protocol::merge_patch(settings, patch);
     Ok(())
 }
 

@@ -66,7 +66,7 @@ mod load;
 pub mod memories;
 mod nested;
 mod paths;
-pub(crate) use paths::{inside_any, workspace_roots};
+pub(crate) use paths::{canonicalish, inside_any, workspace_roots};
 mod render;
 mod rules;
 pub mod skills;

@@ -306,7 +306,8 @@ impl Engine {
         let trust_file = crate::hooks::trust::list_path(&self.home);
         let mut stamps: Vec<Option<Stamp>> = paths.iter().map(|(_, p)| files::stamp(p)).collect();
         stamps.push(files::stamp(&trust_file));
-        let trusted = crate::hooks::trust::is_trusted(&trust_file, Path::new(&f.project));
+        // Read only when a project file is (re)loaded, not on every event.
+        let trusted = std::cell::OnceCell::new();
         let used = self.hooks.tick.fetch_add(1, Ordering::Relaxed);
         let mut sessions = lock(&self.hooks.sessions);
         let added = !sessions.contains_key(&f.id);
@@ -346,7 +347,12 @@ impl Engine {
                 _ => {
                     changed.push(i);
                     let project = matches!(source, Source::Project | Source::Local);
-                    if project && !trusted && stamps[i].is_some() {
+                    let trusted = || {
+                        *trusted.get_or_init(|| {
+                            crate::hooks::trust::is_trusted(&trust_file, Path::new(&f.project))
+                        })
+                    };
+                    if project && stamps[i].is_some() && !trusted() {
                         Arc::new(crate::hooks::trust::untrusted_layer(*source, path))
                     } else {
                         self.shared_layer(*source, path, stamps[i])

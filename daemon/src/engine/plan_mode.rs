@@ -31,8 +31,7 @@ impl Engine {
     /// session's workspace or its own session directory (symlinks resolved).
     fn plan_file_allowed(&self, row: &SessionRow, path: &std::path::Path) -> bool {
         let mut roots = super::compact::workspace_roots(row);
-        let own = self.session_dir(&row.id).display().to_string();
-        roots.extend(crate::discovery::workspace_roots(&own, &[]));
+        roots.push(crate::discovery::canonicalish(&self.session_dir(&row.id)));
         crate::discovery::inside_any(path, &roots)
     }
 

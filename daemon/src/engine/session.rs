@@ -481,7 +481,7 @@ impl Engine {
         if let Some(l) = guard.as_mut() {
             self.observe(
                 &l.row.cwd,
-                super::compact::workspace_roots(&l.row),
+                &l.row.additional_directories,
                 &l.row.id,
                 &l.records,
                 &built,

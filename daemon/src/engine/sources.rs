@@ -249,7 +249,7 @@ impl Engine {
     pub(crate) async fn observe(
         &self,
         row_cwd: &str,
-        roots: Vec<PathBuf>,
+        additional_directories: &[String],
         sid: &str,
         known: &[Record],
         batch: &[Record],
@@ -302,7 +302,9 @@ impl Engine {
         }
         // Only files inside the workspace are watched for the model: ctxd reads a changed
         // file itself (`edited_text_file`), with the daemon's permissions.
+        let (cwd, additional) = (row_cwd.to_string(), additional_directories.to_vec());
         let states = tokio::task::spawn_blocking(move || {
+            let roots = crate::discovery::workspace_roots(&cwd, &additional);
             seen.iter()
                 .filter(|p| crate::discovery::inside_any(p, &roots))
                 .filter_map(|p| snapshot(p))

@@ -197,7 +197,11 @@ fn check_source(path: &dyn std::fmt::Display, s: &MediaSource) -> Result<()> {
     Ok(())
 }
 
-fn check_block(path: &dyn std::fmt::Display, kind: RecordKind, b: &mut ContentBlock) -> Result<()> {
+pub(crate) fn check_block(
+    path: &dyn std::fmt::Display,
+    kind: RecordKind,
+    b: &mut ContentBlock,
+) -> Result<()> {
     let marked = match b {
         ContentBlock::Other(fields) => fields.get("cache_control").is_some_and(|c| !c.is_null()),
         _ => b.cache_control().is_some(),

@@ -99,47 +99,33 @@ fn distrust_dir(path: &Path) -> Option<String> {
 
 /// Opens, checks and reads one settings file, all through one open file.
 fn read_trusted(source: Source, path: &Path) -> FileState {
-    use std::io::Read;
-    use std::os::unix::fs::OpenOptionsExt;
+    use crate::safe_read::{ReadError, open_regular, read_opened};
     if let Some(why) = distrust_dir(path) {
         return FileState::Untrusted(why);
     }
-    // Non-blocking, so a FIFO put in its place cannot hold the open.
-    let file = match std::fs::OpenOptions::new()
-        .read(true)
-        .custom_flags(libc::O_NONBLOCK)
-        .open(path)
-    {
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return FileState::Absent,
+    let too_large = || FileState::Invalid(format!("larger than {MAX_SETTINGS_BYTES} bytes"));
+    let (file, meta) = match open_regular(path) {
+        Err(ReadError::Io(e)) if e.kind() == std::io::ErrorKind::NotFound => {
+            return FileState::Absent;
+        }
+        Err(e @ ReadError::NotRegular) => return FileState::Invalid(e.to_string()),
         Err(e) => return FileState::Invalid(format!("cannot read it: {e}")),
-        Ok(f) => f,
+        Ok(opened) => opened,
     };
-    let meta = match file.metadata() {
-        Err(e) => return FileState::Invalid(format!("cannot read it: {e}")),
-        Ok(m) => m,
-    };
-    if !meta.is_file() {
-        return FileState::Invalid("not a regular file".into());
-    }
     if meta.len() > MAX_SETTINGS_BYTES {
-        return FileState::Invalid(format!("larger than {MAX_SETTINGS_BYTES} bytes"));
+        return too_large();
     }
     if let Some(why) = distrust(source, &meta) {
         return FileState::Untrusted(why);
     }
-    let mut bytes = Vec::new();
-    if let Err(e) = file.take(MAX_SETTINGS_BYTES + 1).read_to_end(&mut bytes) {
-        return FileState::Invalid(format!("cannot read it: {e}"));
-    }
-    if bytes.len() as u64 > MAX_SETTINGS_BYTES {
-        return FileState::Invalid(format!("larger than {MAX_SETTINGS_BYTES} bytes"));
-    }
-    let Ok(text) = String::from_utf8(bytes) else {
-        return FileState::Invalid("not UTF-8 text".into());
-    };
-    match parse_settings(&text) {
-        Ok(s) => FileState::Loaded(s),
-        Err(e) => FileState::Invalid(e),
+    match read_opened(file, &meta, MAX_SETTINGS_BYTES, "MAX_SETTINGS_BYTES") {
+        Ok(text) => match parse_settings(&text) {
+            Ok(s) => FileState::Loaded(s),
+            Err(e) => FileState::Invalid(e),
+        },
+        Err(ReadError::TooLarge { .. }) => too_large(),
+        Err(e @ ReadError::NotText) => FileState::Invalid(e.to_string()),
+        Err(e) => FileState::Invalid(format!("cannot read it: {e}")),
     }
 }
 

@@ -33,25 +33,12 @@ pub fn entries(list: &Path) -> Vec<PathBuf> {
 }
 
 pub fn is_trusted(list: &Path, project: &Path) -> bool {
-    let project = crate::discovery::workspace_roots(&project.display().to_string(), &[]);
-    let entries = entries(list);
-    project
-        .iter()
-        .any(|p| entries.iter().any(|e| p.starts_with(e)))
+    let project = crate::discovery::canonicalish(project);
+    entries(list).iter().any(|e| project.starts_with(e))
 }
 
-/// Adds `project` (canonical) to the list, once; the list is replaced whole, so a
-/// reader never sees half of it.
-pub fn trust(list: &Path, project: &Path) -> std::io::Result<()> {
-    let canonical = crate::discovery::workspace_roots(&project.display().to_string(), &[])
-        .into_iter()
-        .next()
-        .unwrap_or_else(|| project.to_path_buf());
-    let mut all = entries(list);
-    if all.contains(&canonical) {
-        return Ok(());
-    }
-    all.push(canonical);
+/// Replaces the list whole, so a reader never sees half of it.
+fn write(list: &Path, all: &[PathBuf]) -> std::io::Result<()> {
     let text: String = all.iter().map(|p| format!("{}\n", p.display())).collect();
     if let Some(dir) = list.parent() {
         std::fs::create_dir_all(dir)?;
@@ -61,19 +48,27 @@ pub fn trust(list: &Path, project: &Path) -> std::io::Result<()> {
     std::fs::rename(&tmp, list)
 }
 
+/// Adds `project` (canonical) to the list, once.
+pub fn trust(list: &Path, project: &Path) -> std::io::Result<()> {
+    let canonical = crate::discovery::canonicalish(project);
+    let mut all = entries(list);
+    if all.contains(&canonical) {
+        return Ok(());
+    }
+    all.push(canonical);
+    write(list, &all)
+}
+
 /// Removes `project` (as given, or canonical) from the list; whether it was there.
 pub fn distrust(list: &Path, project: &Path) -> std::io::Result<bool> {
-    let canonical = crate::discovery::workspace_roots(&project.display().to_string(), &[]);
+    let canonical = crate::discovery::canonicalish(project);
     let mut all = entries(list);
     let before = all.len();
-    all.retain(|e| e != project && !canonical.contains(e));
+    all.retain(|e| e != project && *e != canonical);
     if all.len() == before {
         return Ok(false);
     }
-    let text: String = all.iter().map(|p| format!("{}\n", p.display())).collect();
-    let tmp = list.with_extension("tmp");
-    std::fs::write(&tmp, text)?;
-    std::fs::rename(&tmp, list)?;
+    write(list, &all)?;
     Ok(true)
 }
 

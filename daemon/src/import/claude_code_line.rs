@@ -4,9 +4,7 @@
 
 use std::collections::BTreeMap;
 
-use ctxd_protocol::{
-    ContentBlock, MediaSource, RecordInput, RecordKind, ToolResultBlock, ToolResultContent, Usage,
-};
+use ctxd_protocol::{ContentBlock, RecordInput, RecordKind, Usage};
 use serde::Deserialize;
 use serde_json::{Map, Value};
 
@@ -293,9 +291,7 @@ fn content(content: Option<Value>, kind: RecordKind) -> Result<Vec<ContentBlock>
             .enumerate()
             .map(|(i, b)| {
                 let path = format!("message.content[{i}]");
-                let block = convert_block(b, &path)?;
-                check_role(&block, kind, &path)?;
-                Ok(block)
+                convert_block(b, kind, &path)
             })
             .collect::<Result<Vec<_>, String>>(),
         Some(other) => Err(format!(
@@ -306,9 +302,9 @@ fn content(content: Option<Value>, kind: RecordKind) -> Result<Vec<ContentBlock>
     }
 }
 
-/// The block types whose fields an import checks beyond what decoding does; every block
-/// is decoded as an append decodes it, so a type ctxd has no variant for is kept whole.
-fn convert_block(block: Value, path: &str) -> Result<ContentBlock, String> {
+/// One block of a line, decoded and checked as an append decodes and checks it, so a type
+/// ctxd has no variant for is kept whole.
+fn convert_block(block: Value, kind: RecordKind, path: &str) -> Result<ContentBlock, String> {
     let mut f = block_fields(block, path)?;
     // `cache_control` is ctxd's to place; a transcript's markers are stale.
     f.remove("cache_control");
@@ -319,64 +315,14 @@ fn convert_block(block: Value, path: &str) -> Result<ContentBlock, String> {
             f.remove(key);
         }
     }
-    let block: ContentBlock = serde_json::from_value(Value::Object(f))
+    let mut block: ContentBlock = serde_json::from_value(Value::Object(f))
         .map_err(|e| format!("field `{path}` is not a valid content block: {e}"))?;
-    check_block(&block, path)?;
+    check_role(&block, kind, path)?;
+    // What the append would refuse (empty ids, a tool input that is not an object, a
+    // media source with an empty field), said here with the line number.
+    crate::engine::validate::check_block(&format_args!("{path}"), kind, &mut block)
+        .map_err(|e| e.to_string())?;
     Ok(block)
-}
-
-/// What the append would refuse without a line number: empty ids, a tool input that is
-/// not an object, a media source with an empty field.
-fn check_block(block: &ContentBlock, path: &str) -> Result<(), String> {
-    match block {
-        ContentBlock::ToolUse {
-            id, name, input, ..
-        } => {
-            if !input.is_object() {
-                return Err(format!(
-                    "field `{path}.input` must be an object, found {}",
-                    json_type(input)
-                ));
-            }
-            nonempty(id, path, "id")?;
-            nonempty(name, path, "name")
-        }
-        ContentBlock::ToolResult {
-            tool_use_id,
-            content,
-            ..
-        } => {
-            nonempty(tool_use_id, path, "tool_use_id")?;
-            if let ToolResultContent::Blocks(blocks) = content {
-                for (i, b) in blocks.iter().enumerate() {
-                    let path = format!("{path}.content[{i}]");
-                    match b {
-                        ToolResultBlock::Image { source, .. }
-                        | ToolResultBlock::Document { source, .. } => {
-                            media_source(source, &path)?;
-                        }
-                        ToolResultBlock::ToolReference { tool_name, .. } => {
-                            nonempty(tool_name, &path, "tool_name")?;
-                        }
-                        ToolResultBlock::Text { .. } | ToolResultBlock::Other(_) => {}
-                    }
-                }
-            }
-            Ok(())
-        }
-        ContentBlock::Image { source, .. } | ContentBlock::Document { source, .. } => {
-            media_source(source, path)
-        }
-        _ => Ok(()),
-    }
-}
-
-fn nonempty(value: &str, path: &str, key: &str) -> Result<(), String> {
-    if value.is_empty() {
-        Err(format!("field `{path}.{key}` must not be empty"))
-    } else {
-        Ok(())
-    }
 }
 
 fn block_fields(block: Value, path: &str) -> Result<Map<String, Value>, String> {
@@ -405,25 +351,6 @@ fn type_name(fields: &Map<String, Value>) -> &str {
         .get("type")
         .and_then(Value::as_str)
         .unwrap_or_default()
-}
-
-/// An empty payload is accepted by the type but rejected by the daemon.
-fn media_source(source: &MediaSource, path: &str) -> Result<(), String> {
-    let empty = match source {
-        MediaSource::Base64 {
-            media_type, data, ..
-        }
-        | MediaSource::Text {
-            media_type, data, ..
-        } => media_type.is_empty() || data.is_empty(),
-        MediaSource::Url { url, .. } => url.is_empty(),
-        MediaSource::File { file_id, .. } => file_id.is_empty(),
-        MediaSource::Other(_) => false,
-    };
-    if empty {
-        return Err(format!("field `{path}.source` has an empty field"));
-    }
-    Ok(())
 }
 
 /// The Messages API's roles: users send results and media, assistants call tools and

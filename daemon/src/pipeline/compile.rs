@@ -6,7 +6,6 @@
 //! already out of the projection, then microcompact, then the token estimate and the
 //! thresholds. Decisions that must freeze come back as `Effects` for the engine to store.
 
-use crate::pipeline::message::BlockMut;
 use std::borrow::Cow;
 use std::collections::{BTreeMap, BTreeSet};
 use std::sync::Arc;
@@ -22,7 +21,7 @@ use super::cache_break::Fingerprint;
 use super::cache_prefix::{self, KeyShape};
 use super::collapse::{self, Collapse};
 use super::digest::BodyDigest;
-use super::message::{ApiMessage, Block, Lineage, Role};
+use super::message::{ApiMessage, Block, BlockMut, Lineage, Role};
 use super::microcompact::{self, CLEARED, PinnedEdit};
 use super::normalize::{NormalizeOptions, RecordFacts, TranscriptRef, normalize};
 use super::projection::Shown;
@@ -386,15 +385,18 @@ fn last_response_id(records: &[Record]) -> Option<&str> {
 /// a non-streamed call to take an hour per 128,000 output tokens and refuses past ten
 /// minutes, and some models have a lower limit of their own.
 fn stream_required(model: &str, max_tokens: u64) -> bool {
-    const NONSTREAMING_8K: [&str; 3] = [
+    // The SDK's own table (`MODEL_NONSTREAMING_TOKENS`), names as it lists them.
+    const NONSTREAMING_8K: [&str; 7] = [
         "claude-opus-4-20250514",
         "claude-opus-4-0",
         "claude-4-opus-20250514",
+        "anthropic.claude-opus-4-20250514-v1:0",
+        "claude-opus-4@20250514",
+        "anthropic.claude-opus-4-1-20250805-v1:0",
+        "claude-opus-4-1@20250805",
     ];
     let expected_secs = 3_600u128 * u128::from(max_tokens) / 128_000;
-    let over_own = NONSTREAMING_8K.contains(&model)
-        || model.starts_with("claude-opus-4-1") && model.contains("20250805");
-    expected_secs > 600 || (over_own && max_tokens > 8_192)
+    expected_secs > 600 || (NONSTREAMING_8K.contains(&model) && max_tokens > 8_192)
 }
 
 /// `projection::after_last_boundary(records)`: from the caller's boundary, when it keeps
