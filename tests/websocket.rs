@@ -405,3 +405,258 @@ fn shutdown_closes_websocket_connections() {
     }
     assert!(d.terminate().success());
 }
+
+/// The first close frame the server sends, skipping pings.
+fn next_close(ws: &mut Ws) -> Vec<u8> {
+    loop {
+        match ws.read_frame() {
+            Some((CLOSE, body)) => return body,
+            Some((PING, _)) => {}
+            other => panic!("expected a close, got {other:?}"),
+        }
+    }
+}
+
+/// RFC 6455 §8.1: a text message that is not UTF-8 closes the connection with 1007,
+/// also when the bad byte sequence is split across fragments; a valid sequence split the
+/// same way is fine.
+#[test]
+fn text_that_is_not_utf8_closes_with_1007() {
+    let d = Daemon::start();
+    let mut ws = Ws::connect(&d.socket);
+    let call = "{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"daemon.ping\",\"params\":{\"é\":1}}";
+    let at = call.find('é').unwrap() + 1;
+    let mut split = Ws::frame(false, TEXT, &call.as_bytes()[..at]);
+    split.extend(Ws::frame(true, CONTINUATION, &call.as_bytes()[at..]));
+    ws.0.write_all(&split).unwrap();
+    assert_eq!(ws.answer()["id"], 1, "a split character is one character");
+    ws.send(
+        TEXT,
+        b"{\"jsonrpc\":\"2.0\",\"id\":2,\"method\":\"\xff\xfe\"}",
+    );
+    assert_eq!(next_close(&mut ws), 1007u16.to_be_bytes().to_vec());
+    assert_eq!(ws.read_frame(), None);
+    assert_eq!(d.call("daemon.ping", json!({}))["pong"], true);
+}
+
+/// A close frame with a one-byte payload is malformed (§5.5.1); a close code no peer may
+/// send (1005, 1006, below 1000) is not echoed back: both are answered with 1002.
+#[test]
+fn a_malformed_close_is_answered_with_1002() {
+    let d = Daemon::start();
+    for payload in [
+        vec![0x03],
+        1005u16.to_be_bytes().to_vec(),
+        999u16.to_be_bytes().to_vec(),
+    ] {
+        let mut ws = Ws::connect(&d.socket);
+        ws.send(CLOSE, &payload);
+        let close = next_close(&mut ws);
+        assert_eq!(close[..2], 1002u16.to_be_bytes(), "after {payload:?}");
+        assert_eq!(ws.read_frame(), None);
+    }
+    // A code a peer may send (an application's own) is echoed.
+    let mut ws = Ws::connect(&d.socket);
+    ws.send(CLOSE, &4000u16.to_be_bytes());
+    assert_eq!(next_close(&mut ws), 4000u16.to_be_bytes().to_vec());
+}
+
+/// Every number and string is an id, and the answer carries it as it came (the same
+/// JSON text); an object or an array is not an id: -32600 with `id: null`. Over both
+/// transports, single and in a batch.
+#[test]
+fn every_json_rpc_id_gets_its_answer() {
+    let d = Daemon::start();
+    let mut ws = Ws::connect(&d.socket);
+    for id in [
+        "-1",
+        "1.5",
+        "1e3",
+        "0",
+        "18446744073709551616",
+        "\"x\"",
+        "null",
+    ] {
+        let body = format!(r#"{{"jsonrpc":"2.0","id":{id},"method":"daemon.ping"}}"#);
+        let want = format!(r#"{{"jsonrpc":"2.0","id":{id},"result":{{"pong":true}}}}"#);
+        let (_, http) = d.raw_http(&body);
+        assert_eq!(http, want, "over HTTP");
+        ws.send(TEXT, body.as_bytes());
+        let (opcode, text) = loop {
+            match ws.read_frame() {
+                Some((PING, b)) => ws.send(PONG, &b),
+                Some(frame) => break frame,
+                None => panic!("no answer to id {id}"),
+            }
+        };
+        assert_eq!(opcode, TEXT);
+        assert_eq!(String::from_utf8(text).unwrap(), want, "over WebSocket");
+    }
+    for id in ["{}", "[1]", "true"] {
+        let body = format!(r#"{{"jsonrpc":"2.0","id":{id},"method":"daemon.ping"}}"#);
+        let answer = over_http(&d, &body);
+        assert_eq!(answer["error"]["code"], -32600, "{id}: {answer}");
+        assert_eq!(answer["id"], Value::Null);
+        ws.send(TEXT, body.as_bytes());
+        assert_eq!(ws.answer(), answer);
+    }
+    let batch = r#"[{"jsonrpc":"2.0","id":-7,"method":"daemon.ping"},{"jsonrpc":"2.0","id":{},"method":"daemon.ping"},{"jsonrpc":"2.0","id":2.5,"method":"nope"}]"#;
+    let answers: Vec<Value> = serde_json::from_str(&d.raw_http(batch).1).unwrap();
+    assert_eq!(answers.len(), 3);
+    assert_eq!(answers[0]["id"], -7);
+    assert_eq!(answers[0]["result"]["pong"], true);
+    assert_eq!(answers[1]["id"], Value::Null);
+    assert_eq!(answers[1]["error"]["code"], -32600);
+    assert_eq!(answers[2]["id"], 2.5);
+    assert_eq!(answers[2]["error"]["code"], -32601);
+    ws.send(TEXT, batch.as_bytes());
+    assert_eq!(ws.answer(), Value::Array(answers));
+}
+
+/// `daemon.status`'s WebSocket figures, read over HTTP.
+fn ws_status(d: &Daemon) -> Value {
+    d.call("daemon.status", json!({}))["websocket"].clone()
+}
+
+/// Waits until `done` holds of the daemon's WebSocket figures (each look is a call).
+fn wait_for_status(d: &Daemon, what: &str, done: impl Fn(&Value) -> bool) -> Value {
+    let deadline = std::time::Instant::now() + Duration::from_secs(60);
+    loop {
+        let status = ws_status(d);
+        if done(&status) {
+            return status;
+        }
+        assert!(
+            std::time::Instant::now() < deadline,
+            "never {what}: {status}"
+        );
+        std::thread::yield_now();
+    }
+}
+
+/// A session of about 10 MB (100 records of 100 KB).
+fn large_session(d: &Daemon) -> String {
+    let sid =
+        d.call("session.create", json!({"cwd": "/tmp", "no_git": true}))["session"]["session_id"]
+            .as_str()
+            .unwrap()
+            .to_string();
+    let text = "x".repeat(100_000);
+    for batch in 0..10 {
+        let records: Vec<Value> = (0..10)
+            .map(|i| {
+                json!({"type": "user", "message": {"role": "user", "content": format!("{batch}/{i} {text}")}})
+            })
+            .collect();
+        d.call(
+            "transcript.append",
+            json!({"session_id": sid, "records": records}),
+        );
+    }
+    sid
+}
+
+/// A client that pipelines 150 reads of a 10 MB session and never reads an answer holds
+/// what one connection may queue (16 MiB) plus the answers of the calls already running
+/// (at most 4), not 150 answers; another client is served meanwhile; and when it goes,
+/// everything it held goes.
+#[test]
+fn a_client_that_never_reads_holds_a_bounded_queue() {
+    let d = Daemon::start();
+    let sid = large_session(&d);
+    let before = d.rss_kib();
+    let mut ws = Ws::connect(&d.socket);
+    let mut burst = Vec::new();
+    for i in 0..150 {
+        let read = json!({"jsonrpc": "2.0", "id": i, "method": "transcript.read", "params": {"session_id": sid, "limit": 5000}});
+        burst.extend(Ws::frame(true, TEXT, read.to_string().as_bytes()));
+    }
+    ws.0.write_all(&burst).unwrap();
+    let full = wait_for_status(&d, "full", |s| {
+        s["queued_bytes"].as_u64().unwrap() >= 16 << 20 && s["calls_running"] == 0
+    });
+    let held = d.rss_kib().saturating_sub(before);
+    assert!(
+        full["answers_waiting"].as_u64().unwrap() <= 4,
+        "at most 4 calls in flight: {full}"
+    );
+    assert!(
+        full["queued_bytes"].as_u64().unwrap() < (16 << 20) + 11_000_000,
+        "16 MiB and one answer at most: {full}"
+    );
+    // 16 MiB queued and at most 4 answers of about 10 MB: far below 150 answers (1.5 GB).
+    assert!(held < 200 * 1024, "the daemon grew by {held} KiB: {full}");
+    assert_eq!(d.call("daemon.ping", json!({}))["pong"], true);
+    drop(ws);
+    wait_for_status(&d, "empty", |s| {
+        s["connections"] == 0 && s["queued_bytes"] == 0 && s["answers_waiting"] == 0
+    });
+}
+
+/// A subscriber with `include_records` that never reads while 40 MB are appended is
+/// ended with `lagged {ended: true}` once its connection stays full: what it would have
+/// queued is not held, and it can resume from `last_seq`.
+#[test]
+fn a_subscriber_too_far_behind_is_ended_with_lagged() {
+    let d = Daemon::start();
+    let sid =
+        d.call("session.create", json!({"cwd": "/tmp", "no_git": true}))["session"]["session_id"]
+            .as_str()
+            .unwrap()
+            .to_string();
+    let mut ws = Ws::connect(&d.socket);
+    let sub = ws.call(&json!({"jsonrpc": "2.0", "id": 1, "method": "session.subscribe", "params": {"session_id": sid, "include_records": true}}));
+    assert!(
+        sub["result"].is_number() || sub["result"].is_string(),
+        "{sub}"
+    );
+    let before = d.rss_kib();
+    let text = "y".repeat(1_000_000);
+    for i in 0..40 {
+        let record =
+            json!({"type": "user", "message": {"role": "user", "content": format!("{i} {text}")}});
+        d.call(
+            "transcript.append",
+            json!({"session_id": sid, "records": [record]}),
+        );
+    }
+    let held = d.rss_kib().saturating_sub(before);
+    assert!(held < 150 * 1024, "the daemon grew by {held} KiB");
+    wait_for_status(&d, "the subscription ended", |s| s["subscriptions"] == 0);
+    // Everything sent arrives in order, then the end.
+    let mut last_seq = 0;
+    let lagged = loop {
+        let note = ws.answer();
+        let event = &note["params"]["result"];
+        match event["kind"].as_str() {
+            Some("records_appended") => {
+                for r in event["full_records"].as_array().unwrap() {
+                    let seq = r["seq"].as_u64().unwrap();
+                    assert_eq!(seq, last_seq + 1, "in order, none twice");
+                    last_seq = seq;
+                }
+            }
+            Some("lagged") => break event.clone(),
+            _ => {}
+        }
+    };
+    assert_eq!(lagged["ended"], true, "{lagged}");
+    assert_eq!(lagged["last_seq"], last_seq);
+    assert!(
+        last_seq < 40,
+        "the subscriber was ended before it had everything"
+    );
+    // Resuming from last_seq delivers the rest.
+    let resumed = ws.call(&json!({"jsonrpc": "2.0", "id": 2, "method": "session.subscribe", "params": {"session_id": sid, "after_seq": last_seq}}));
+    assert!(resumed.get("result").is_some(), "{resumed}");
+    while last_seq < 40 {
+        let note = ws.answer();
+        let event = &note["params"]["result"];
+        if event["kind"] == "records_appended" {
+            for r in event["records"].as_array().unwrap() {
+                assert_eq!(r["seq"].as_u64().unwrap(), last_seq + 1);
+                last_seq += 1;
+            }
+        }
+    }
+}

@@ -1,31 +1,33 @@
-//! The WebSocket connection under `Client`.
+//! The WebSocket connection under `Client`, on tungstenite.
 //!
-//! The calling task writes its own request frame and then reads the socket itself, so a
-//! lone caller gets its answer without a hand-over between tasks. A reader task reads
-//! too, for whatever arrives when no call is waiting: notifications, the daemon's pings,
-//! the end of the connection. Whoever reads routes each answer to the call waiting for it
-//! and each notification to its subscription. The jsonrpsee client this replaces handed
+//! The calling task writes its own request and then reads the socket itself, so a lone
+//! caller gets its answer without a hand-over between tasks. A reader task reads too, for
+//! whatever arrives when no call is waiting: notifications, the daemon's pings, the end
+//! of the connection. Whoever reads routes each answer to the call waiting for it and
+//! each notification to its subscription. The jsonrpsee client this replaces handed
 //! every call to a background task and back, and armed a timer on its own timer thread
 //! per call: a no-op call cost about 50 µs more than the daemon's part of it.
 //!
-//! The framing is the protocol crate's (`ctxd_protocol::ws_frame`), read from the
-//! server's side.
+//! tungstenite runs here as a state machine over a socket that never waits (a read or a
+//! write that would block says so), behind one lock never held across an await; the
+//! waiting is done on the socket's readiness, which any number of tasks may await at
+//! once. (An async wrapper keeps one waker per direction, the last task's, so a caller
+//! and the reader task polling the same socket could each leave the other asleep.)
 
 use std::collections::HashMap;
-use std::collections::hash_map::RandomState;
-use std::hash::BuildHasher;
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::io::ErrorKind;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard, Weak};
 use std::time::Duration;
 
-use base64::Engine as _;
-use ctxd_protocol::ws_frame::{self, Event, Reader, Sender};
 use serde::{Deserialize, Serialize};
 use serde_json::value::RawValue;
-use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::UnixStream;
-use tokio::net::unix::{OwnedReadHalf, OwnedWriteHalf};
-use tokio::sync::{mpsc, oneshot};
+use tokio::sync::{Notify, mpsc, oneshot};
+use tungstenite::handshake::HandshakeError;
+use tungstenite::protocol::frame::coding::CloseCode;
+use tungstenite::protocol::{CloseFrame, WebSocketConfig};
+use tungstenite::{Error as WsError, Message, WebSocket};
 
 use crate::ClientError;
 
@@ -36,12 +38,32 @@ const REQUEST_TIMEOUT: Duration = Duration::from_secs(600);
 /// Notifications a subscription holds before its reader is too far behind and the
 /// subscription is ended (jsonrpsee's default).
 const SUBSCRIPTION_BUFFER: usize = 1024;
-/// Bytes one turn of reading takes at most before it lets another task in.
-const READ_BUDGET: usize = 1024 * 1024;
-/// The longest HTTP answer to the upgrade request.
-const MAX_HANDSHAKE: usize = 16 * 1024;
-/// RFC 6455 §1.3.
-const ACCEPT_GUID: &str = "258EAFA5-E914-47DA-95CA-C5AB0DC85B11";
+/// How long the handshake waits for the daemon's answer before it tries again.
+const HANDSHAKE_RETRY: Duration = Duration::from_millis(50);
+/// Messages one turn of reading routes at most before it lets another task in.
+const READ_BUDGET: usize = 64;
+
+/// The socket as tungstenite sees it: reads and writes that never wait.
+struct Io(Arc<UnixStream>);
+
+impl std::io::Read for Io {
+    fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
+        self.0.try_read(buf)
+    }
+}
+
+impl std::io::Write for Io {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        self.0.try_write(buf)
+    }
+    fn flush(&mut self) -> std::io::Result<()> {
+        Ok(())
+    }
+}
+
+fn would_block(e: &WsError) -> bool {
+    matches!(e, WsError::Io(io) if io.kind() == ErrorKind::WouldBlock)
+}
 
 /// What a waiting call gets.
 type Answer = Result<Box<RawValue>, ClientError>;
@@ -70,30 +92,16 @@ struct Routes {
     subscriptions: HashMap<String, Route>,
 }
 
-struct Writer {
-    half: OwnedWriteHalf,
-    masks: Masks,
-    frame: Vec<u8>,
-}
-
-impl Writer {
-    /// A frame went out: room kept for a large one goes with it.
-    fn done(&mut self) {
-        if self.frame.capacity() > 1024 * 1024 {
-            self.frame = Vec::new();
-        }
-    }
-}
-
 pub(crate) struct Shared {
-    writer: Arc<tokio::sync::Mutex<Writer>>,
+    stream: Arc<UnixStream>,
+    socket: Mutex<WebSocket<Io>>,
+    /// Bytes tungstenite holds that the socket has not taken yet.
+    unflushed: AtomicBool,
+    /// Told when `unflushed` is set: the reader task then waits for the socket to take
+    /// them too, should their caller give up.
+    flush_needed: Notify,
     routes: Mutex<Routes>,
     next_id: AtomicU64,
-    /// The socket's read side. Whoever waits for something reads it: a caller for its
-    /// answer, the reader task for notifications and pings (`read_some`).
-    read_half: OwnedReadHalf,
-    /// What was read and not yet taken; one reader at a time.
-    frames: Mutex<Reader>,
 }
 
 /// One connection; the reader task ends with it.
@@ -108,111 +116,49 @@ impl Drop for Connection {
     }
 }
 
-/// A frame mask per frame, unpredictable as RFC 6455 §5.3 asks (xorshift64*, seeded by
-/// the process's random hasher keys).
-struct Masks(u64);
-
-impl Masks {
-    fn new() -> Masks {
-        let seed = RandomState::new().hash_one(std::time::SystemTime::now());
-        Masks(seed | 1)
-    }
-
-    fn next(&mut self) -> [u8; 4] {
-        self.0 ^= self.0 >> 12;
-        self.0 ^= self.0 << 25;
-        self.0 ^= self.0 >> 27;
-        let [a, b, c, d, ..] = self.0.wrapping_mul(0x2545_F491_4F6C_DD1D).to_be_bytes();
-        [a, b, c, d]
-    }
-}
-
 fn transport(e: impl std::fmt::Display) -> ClientError {
     ClientError::Transport(e.to_string())
 }
 
-/// `key`'s `Sec-WebSocket-Accept` (RFC 6455 §4.2.2).
-fn accept_key(key: &str) -> String {
-    use sha1::Digest as _;
-    let digest = sha1::Sha1::new()
-        .chain_update(key.as_bytes())
-        .chain_update(ACCEPT_GUID.as_bytes())
-        .finalize();
-    base64::engine::general_purpose::STANDARD.encode(digest)
-}
-
-/// Checks the daemon's answer to the upgrade request.
-fn check_handshake(head: &str, key: &str) -> Result<(), ClientError> {
-    let status = head.lines().next().unwrap_or_default();
-    if !status.starts_with("HTTP/1.1 101") {
-        return Err(transport(format!(
-            "the daemon refused the WebSocket upgrade: {status}"
-        )));
-    }
-    let want = accept_key(key);
-    let accepted = head.lines().any(|line| {
-        line.split_once(':').is_some_and(|(name, value)| {
-            name.trim().eq_ignore_ascii_case("sec-websocket-accept") && value.trim() == want
-        })
-    });
-    if accepted {
-        Ok(())
-    } else {
-        Err(transport(
-            "the daemon's WebSocket answer does not carry the accept key for our key",
-        ))
-    }
-}
-
 impl Connection {
     /// Upgrades `stream` to a WebSocket and starts its reader.
-    pub(crate) async fn open(mut stream: UnixStream) -> Result<Connection, ClientError> {
-        let mut masks = Masks::new();
-        let mut nonce = [0u8; 16];
-        for chunk in nonce.chunks_mut(4) {
-            chunk.copy_from_slice(&masks.next());
-        }
-        let key = base64::engine::general_purpose::STANDARD.encode(nonce);
-        let request = format!(
-            "GET / HTTP/1.1\r\nHost: localhost\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n\
-             Sec-WebSocket-Key: {key}\r\nSec-WebSocket-Version: 13\r\n\r\n"
+    pub(crate) async fn open(stream: UnixStream) -> Result<Connection, ClientError> {
+        let stream = Arc::new(stream);
+        let config = WebSocketConfig::default()
+            .max_message_size(Some(MAX_MESSAGE))
+            .max_frame_size(Some(MAX_MESSAGE));
+        let failed = |e: WsError| match e {
+            WsError::Http(response) => transport(format!(
+                "the daemon refused the WebSocket upgrade: {}",
+                response.status()
+            )),
+            e => transport(format!("the WebSocket upgrade failed: {e}")),
+        };
+        let mut step = tungstenite::client::client_with_config(
+            "ws://localhost/",
+            Io(stream.clone()),
+            Some(config),
         );
-        stream
-            .write_all(request.as_bytes())
-            .await
-            .map_err(transport)?;
-        let mut received = Vec::new();
-        let head_end = loop {
-            if let Some(at) = received.windows(4).position(|w| w == b"\r\n\r\n") {
-                break at + 4;
-            }
-            if received.len() > MAX_HANDSHAKE {
-                return Err(transport("the daemon's WebSocket answer is too long"));
-            }
-            let mut chunk = [0u8; 1024];
-            match stream.read(&mut chunk).await.map_err(transport)? {
-                0 => {
-                    return Err(transport(
-                        "the daemon closed the connection during the upgrade",
-                    ));
+        let socket = loop {
+            match step {
+                Ok((socket, _)) => break socket,
+                Err(HandshakeError::Failure(e)) => return Err(failed(e)),
+                Err(HandshakeError::Interrupted(mid)) => {
+                    // The request (a few hundred bytes) is written at once on a new
+                    // socket, so the handshake waits for the answer; should the write
+                    // have been cut short instead, the timeout tries it again.
+                    let _ = tokio::time::timeout(HANDSHAKE_RETRY, stream.readable()).await;
+                    step = mid.handshake();
                 }
-                n => received.extend_from_slice(&chunk[..n]),
             }
         };
-        check_handshake(&String::from_utf8_lossy(&received[..head_end]), &key)?;
-        let (read, write) = stream.into_split();
-        let mut frames = Reader::new(Sender::Server, MAX_MESSAGE);
-        frames.push(&received[head_end..]);
         let shared = Arc::new(Shared {
-            writer: Arc::new(tokio::sync::Mutex::new(Writer {
-                half: write,
-                masks,
-                frame: Vec::new(),
-            })),
+            stream,
+            socket: Mutex::new(socket),
+            unflushed: AtomicBool::new(false),
+            flush_needed: Notify::new(),
             routes: Mutex::new(Routes::default()),
             next_id: AtomicU64::new(1),
-            read_half: read,
-            frames: Mutex::new(frames),
         });
         let reader = tokio::spawn(read_loop(Arc::downgrade(&shared)));
         Ok(Connection { shared, reader })
@@ -260,7 +206,7 @@ impl Connection {
             id,
         };
         let body = Request::encode(id, method, params)?;
-        self.shared.send(ws_frame::TEXT, &body).await?;
+        self.shared.send(body).await?;
         // The answer is read by whoever reads first: this task, when the socket has
         // something before the reader task runs, so that a lone caller is not handed its
         // answer by another task.
@@ -271,10 +217,16 @@ impl Connection {
                 tokio::select! {
                     biased;
                     answer = &mut answer => return answer,
-                    ready = shared.read_half.readable() => match ready {
+                    ready = shared.stream.readable() => match ready {
                         Ok(()) => shared.read_some().await,
                         Err(e) => shared.close(format!("reading from ctxd: {e}")),
                     },
+                    ready = shared.stream.writable(), if shared.unflushed.load(Ordering::Acquire) => {
+                        match ready {
+                            Ok(()) => shared.flush(),
+                            Err(e) => shared.close(format!("writing to ctxd: {e}")),
+                        }
+                    }
                 }
             }
         };
@@ -300,15 +252,15 @@ struct Request<'a, P> {
 }
 
 impl<P: Serialize> Request<'_, P> {
-    /// Call `id` of `method`, as the text of its frame.
-    fn encode(id: u64, method: &str, params: &P) -> Result<Vec<u8>, ClientError> {
+    /// Call `id` of `method`, as the text of its message.
+    fn encode(id: u64, method: &str, params: &P) -> Result<String, ClientError> {
         let request = Request {
             jsonrpc: "2.0",
             id,
             method,
             params,
         };
-        serde_json::to_vec(&request).map_err(transport)
+        serde_json::to_string(&request).map_err(transport)
     }
 }
 
@@ -345,112 +297,135 @@ impl Shared {
         transport(why.unwrap_or_else(|| "the connection to ctxd closed".into()))
     }
 
-    /// Writes one frame; callers take turns. A frame, once begun, is always finished:
-    /// what the socket does not take at once is written by a task of its own, which a
-    /// caller that gives up (a timeout around the call, a `select!`) does not cancel. A
-    /// half-written frame would break the connection for every other call on it.
-    async fn send(&self, opcode: u8, payload: &[u8]) -> Result<(), ClientError> {
-        if payload.len() > MAX_MESSAGE {
+    fn socket(&self) -> MutexGuard<'_, WebSocket<Io>> {
+        // tungstenite's state stays whole between calls, so a poisoned lock is usable.
+        self.socket
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+    }
+
+    /// Queues one message and waits until the socket has taken it. A message, once
+    /// queued, is always written whole: should its caller give up (a timeout around the
+    /// call, a `select!`), the reader task writes the rest, so no half frame is left
+    /// behind for the next message.
+    async fn send(&self, text: String) -> Result<(), ClientError> {
+        if text.len() > MAX_MESSAGE {
             return Err(transport(format!(
                 "a request of {} bytes is over the {MAX_MESSAGE}-byte message bound",
-                payload.len()
+                text.len()
             )));
         }
-        let mut writer = Arc::clone(&self.writer).lock_owned().await;
-        let Writer { half, masks, frame } = &mut *writer;
-        frame.clear();
-        ws_frame::write_masked_frame(opcode, payload, masks.next(), frame);
-        let mut sent = 0;
-        while sent < frame.len() {
-            match half.try_write(&frame[sent..]) {
-                Ok(n) => sent += n,
-                Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => break,
-                Err(e) => return Err(transport(format!("writing to ctxd: {e}"))),
-            }
+        if let Some(why) = self.routes().closed.clone() {
+            return Err(transport(why));
         }
-        if sent == frame.len() {
-            writer.done();
-            return Ok(());
-        }
-        let rest = tokio::spawn(async move {
-            let written = {
-                let Writer { half, frame, .. } = &mut *writer;
-                half.write_all(&frame[sent..]).await
-            };
-            writer.done();
-            written
-        });
-        match rest.await {
-            Ok(written) => written.map_err(|e| transport(format!("writing to ctxd: {e}"))),
-            Err(e) => Err(transport(format!("writing to ctxd: {e}"))),
-        }
-    }
-
-    /// Reads what the socket holds now, without waiting on it, and hands out every whole
-    /// message; answers the daemon's pings and its close.
-    async fn read_some(self: &Arc<Self>) {
-        let (replies, ended) = self.take_frames();
-        for (opcode, payload) in replies {
-            if let Err(e) = self.send(opcode, &payload).await {
+        let queued = self.socket().write(Message::text(text));
+        match queued {
+            Ok(()) => {}
+            Err(e) if would_block(&e) => {}
+            Err(e) => {
+                let e = transport(format!("writing to ctxd: {e}"));
                 self.close(e.to_string());
-                return;
+                return Err(e);
             }
         }
-        if let Some(why) = ended {
-            self.close(why);
+        self.flush();
+        while self.unflushed.load(Ordering::Acquire) {
+            if let Err(e) = self.stream.writable().await {
+                self.close(format!("writing to ctxd: {e}"));
+            }
+            self.flush();
+        }
+        match self.routes().closed.clone() {
+            Some(why) => Err(transport(why)),
+            None => Ok(()),
         }
     }
 
-    /// The synchronous part of `read_some`, under the frames' lock: the frames to send
-    /// back, and why the connection ended, if it did. Takes at most `READ_BUDGET` bytes:
-    /// the rest is read on the next turn (the socket stays readable, so that comes at
-    /// once), and the lock is never held long.
-    fn take_frames(self: &Arc<Self>) -> (Vec<(u8, Vec<u8>)>, Option<String>) {
-        let mut frames = self
-            .frames
-            .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner);
-        let mut replies = Vec::new();
-        let mut taken = 0;
-        let mut ended = None;
-        loop {
-            // Every whole event read so far, those before the end included.
-            loop {
-                match frames.next_event() {
-                    Ok(Some(Event::Message(m))) => self.route(&m),
-                    Ok(Some(Event::Ping(payload))) => replies.push((ws_frame::PONG, payload)),
-                    Ok(Some(Event::Pong)) => {}
-                    Ok(Some(Event::Close(code))) => {
-                        let code = code.unwrap_or(ws_frame::CLOSE_NORMAL);
-                        replies.push((ws_frame::CLOSE, code.to_be_bytes().to_vec()));
-                        let why = format!("ctxd closed the connection (code {code})");
-                        return (replies, Some(why));
-                    }
-                    Ok(Some(Event::TooBig)) => {
-                        let why =
-                            format!("a message from ctxd is over the {MAX_MESSAGE}-byte bound");
-                        return (replies, Some(why));
-                    }
-                    Ok(None) => break,
-                    Err(e) => {
-                        let why = format!("ctxd broke the WebSocket protocol: {e}");
-                        return (replies, Some(why));
-                    }
+    /// Writes what tungstenite holds, as far as the socket takes it now.
+    fn flush(&self) {
+        let flushed = self.socket().flush();
+        match flushed {
+            Ok(()) => self.unflushed.store(false, Ordering::Release),
+            Err(e) if would_block(&e) => {
+                if !self.unflushed.swap(true, Ordering::AcqRel) {
+                    self.flush_needed.notify_one();
                 }
             }
-            if ended.is_some() || taken >= READ_BUDGET {
-                return (replies, ended);
-            }
-            match self.read_half.try_read(frames.spare()) {
-                Ok(0) => ended = Some("ctxd closed the connection".to_string()),
-                Ok(n) => {
-                    frames.filled(n);
-                    taken += n;
-                }
-                Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => return (replies, None),
-                Err(e) => ended = Some(format!("reading from ctxd: {e}")),
+            Err(e) => {
+                self.unflushed.store(false, Ordering::Release);
+                self.close(format!("writing to ctxd: {e}"));
             }
         }
+    }
+
+    /// Routes every message that has come, a turn of at most `READ_BUDGET` at a time
+    /// (letting other tasks in between); answers the daemon's pings and its close.
+    async fn read_some(self: &Arc<Self>) {
+        while self.read_turn() {
+            tokio::task::yield_now().await;
+        }
+    }
+
+    /// One turn of `read_some`, under the socket's lock; `true` when messages are left.
+    fn read_turn(self: &Arc<Self>) -> bool {
+        let mut socket = self.socket();
+        for _ in 0..READ_BUDGET {
+            let why = match socket.read() {
+                Ok(Message::Text(text)) => {
+                    self.route(text.as_bytes());
+                    continue;
+                }
+                Ok(Message::Binary(bytes)) => {
+                    self.route(&bytes);
+                    continue;
+                }
+                // Pings are answered by tungstenite, on its next read or flush.
+                Ok(Message::Ping(_) | Message::Pong(_) | Message::Frame(_)) => continue,
+                Ok(Message::Close(frame)) => {
+                    // tungstenite queued the answer to the close: it leaves now.
+                    let _ = socket.flush();
+                    let code = frame.map_or(1005, |f| u16::from(f.code));
+                    format!("ctxd closed the connection (code {code})")
+                }
+                Err(e) if would_block(&e) => return false,
+                Err(WsError::ConnectionClosed | WsError::AlreadyClosed) => {
+                    "ctxd closed the connection".to_string()
+                }
+                Err(WsError::Protocol(
+                    tungstenite::error::ProtocolError::ResetWithoutClosingHandshake,
+                )) => "ctxd closed the connection without a close frame".to_string(),
+                Err(e) => {
+                    let (code, why) = match &e {
+                        WsError::Capacity(_) => (
+                            CloseCode::Size,
+                            format!("a message from ctxd is over the {MAX_MESSAGE}-byte bound"),
+                        ),
+                        WsError::Utf8(_) => (
+                            CloseCode::Invalid,
+                            format!("ctxd broke the WebSocket protocol: {e}"),
+                        ),
+                        WsError::Protocol(_) => (
+                            CloseCode::Protocol,
+                            format!("ctxd broke the WebSocket protocol: {e}"),
+                        ),
+                        _ => (CloseCode::Error, format!("reading from ctxd: {e}")),
+                    };
+                    let frame = CloseFrame {
+                        code,
+                        reason: "".into(),
+                    };
+                    let _ = socket.close(Some(frame));
+                    let _ = socket.flush();
+                    why
+                }
+            };
+            drop(socket);
+            self.close(why);
+            return false;
+        }
+        // The budget cut the turn short: what is left may be in tungstenite's buffer,
+        // which no readiness announces.
+        true
     }
 
     /// Hands one message to whoever waits for it.
@@ -551,7 +526,7 @@ impl Shared {
         let id: &RawValue = serde_json::from_str(id).map_err(transport)?;
         let call = self.next_id.fetch_add(1, Ordering::Relaxed);
         let body = Request::encode(call, method, &serde_json::json!({ "subscription": id }))?;
-        self.send(ws_frame::TEXT, &body).await
+        self.send(body).await
     }
 }
 
@@ -581,7 +556,7 @@ struct NotificationParams<'a> {
 }
 
 /// Reads whatever the daemon sends while no call is there to read it: notifications,
-/// pings, the end of the connection.
+/// pings, the end of the connection; and writes what a caller that gave up left unsent.
 async fn read_loop(shared: Weak<Shared>) {
     // What came in behind the upgrade's answer is already read: no readiness announces it.
     if let Some(live) = shared.upgrade() {
@@ -594,9 +569,17 @@ async fn read_loop(shared: Weak<Shared>) {
         if live.routes().closed.is_some() {
             return;
         }
-        match live.read_half.readable().await {
-            Ok(()) => live.read_some().await,
-            Err(e) => live.close(format!("reading from ctxd: {e}")),
+        let unflushed = live.unflushed.load(Ordering::Acquire);
+        tokio::select! {
+            ready = live.stream.readable() => match ready {
+                Ok(()) => live.read_some().await,
+                Err(e) => live.close(format!("reading from ctxd: {e}")),
+            },
+            ready = live.stream.writable(), if unflushed => match ready {
+                Ok(()) => live.flush(),
+                Err(e) => live.close(format!("writing to ctxd: {e}")),
+            },
+            () = live.flush_needed.notified() => {}
         }
     }
 }

@@ -3,35 +3,17 @@
 
 use super::*;
 use crate::{Client, Subscription};
-use ctxd_protocol::ws_frame::{CLOSE, PING, TEXT, write_frame};
+use futures::{SinkExt, StreamExt};
 use serde_json::{Value, json};
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::UnixListener;
-
-/// RFC 6455 §1.3's own example.
-#[test]
-fn the_accept_key_is_the_rfcs() {
-    assert_eq!(
-        accept_key("dGhlIHNhbXBsZSBub25jZQ=="),
-        "s3pPLMBiTxaQ9kYGzzhZRbK+xOo="
-    );
-    let head = "HTTP/1.1 101 Switching Protocols\r\nupgrade: websocket\r\n\
-                SEC-WEBSOCKET-ACCEPT:  s3pPLMBiTxaQ9kYGzzhZRbK+xOo= \r\n\r\n";
-    assert!(check_handshake(head, "dGhlIHNhbXBsZSBub25jZQ==").is_ok());
-    assert!(check_handshake(head, "AAAAAAAAAAAAAAAAAAAAAA==").is_err());
-    assert!(check_handshake("HTTP/1.1 400 Bad Request\r\n\r\n", "x").is_err());
-}
-
-#[test]
-fn masks_differ_from_frame_to_frame() {
-    let mut m = Masks::new();
-    let masks: std::collections::HashSet<[u8; 4]> = (0..1000).map(|_| m.next()).collect();
-    assert!(masks.len() > 990, "{}", masks.len());
-}
+use tokio_tungstenite::WebSocketStream;
+use tokio_tungstenite::tungstenite::handshake::derive_accept_key;
+use tokio_tungstenite::tungstenite::protocol::Role;
 
 /// The server's side of one accepted connection.
 struct Peer {
-    stream: UnixStream,
-    reader: Reader,
+    ws: WebSocketStream<UnixStream>,
 }
 
 impl Peer {
@@ -40,8 +22,8 @@ impl Peer {
         Peer::accept_sending(listener, &[]).await
     }
 
-    /// Accepts one connection and answers its upgrade request, with `early` in the same
-    /// write as the answer.
+    /// Accepts one connection and answers its upgrade request, with `early` (raw frame
+    /// bytes) in the same write as the answer.
     async fn accept_sending(listener: &UnixListener, early: &[u8]) -> Peer {
         let (mut stream, _) = listener.accept().await.unwrap();
         let mut head = Vec::new();
@@ -51,50 +33,44 @@ impl Peer {
         let head = String::from_utf8(head).unwrap();
         let key = head
             .lines()
-            .find_map(|l| l.strip_prefix("Sec-WebSocket-Key: "))
+            .find_map(|l| {
+                let (name, value) = l.split_once(':')?;
+                name.eq_ignore_ascii_case("sec-websocket-key")
+                    .then(|| value.trim().to_string())
+            })
             .unwrap();
         let answer = format!(
             "HTTP/1.1 101 Switching Protocols\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n\
              Sec-WebSocket-Accept: {}\r\n\r\n",
-            accept_key(key)
+            derive_accept_key(key.as_bytes())
         );
         let mut answer = answer.into_bytes();
         answer.extend_from_slice(early);
         stream.write_all(&answer).await.unwrap();
         Peer {
-            stream,
-            reader: Reader::new(Sender::Client, MAX_MESSAGE),
+            ws: WebSocketStream::from_raw_socket(stream, Role::Server, None).await,
         }
     }
 
-    /// The client's next event.
-    async fn next(&mut self) -> Event {
-        loop {
-            if let Some(e) = self.reader.next_event().unwrap() {
-                return e;
-            }
-            let n = self.stream.read(self.reader.spare()).await.unwrap();
-            assert!(n > 0, "the client closed the connection");
-            self.reader.filled(n);
-        }
+    /// The client's next message (its pings are answered on the way, by tungstenite).
+    async fn next(&mut self) -> Message {
+        self.ws
+            .next()
+            .await
+            .expect("the client closed the connection")
+            .unwrap()
     }
 
     /// The client's next request, as JSON.
     async fn request(&mut self) -> Value {
         match self.next().await {
-            Event::Message(m) => serde_json::from_slice(&m).unwrap(),
+            Message::Text(t) => serde_json::from_str(&t).unwrap(),
             other => panic!("expected a request, got {other:?}"),
         }
     }
 
-    async fn send(&mut self, opcode: u8, payload: &[u8]) {
-        let mut frame = Vec::new();
-        write_frame(opcode, payload, &mut frame);
-        self.stream.write_all(&frame).await.unwrap();
-    }
-
     async fn send_json(&mut self, v: &Value) {
-        self.send(TEXT, v.to_string().as_bytes()).await;
+        self.ws.send(Message::text(v.to_string())).await.unwrap();
     }
 }
 
@@ -136,8 +112,8 @@ async fn answers_reach_their_calls_in_any_order() {
         let mut peer = Peer::accept(&listener).await;
         let first = peer.request().await;
         let second = peer.request().await;
-        peer.send(PING, b"hi").await;
-        assert_eq!(peer.next().await, Event::Pong);
+        peer.ws.send(Message::Ping("hi".into())).await.unwrap();
+        assert_eq!(peer.next().await, Message::Pong("hi".into()));
         peer.send_json(&json!({"jsonrpc": "2.0", "id": second["id"], "error": {"code": -32001, "message": "no such session", "data": {"session_id": "s"}}}))
             .await;
         peer.send_json(&json!({"jsonrpc": "2.0", "id": first["id"], "result": {"pong": true}}))
@@ -162,14 +138,16 @@ async fn answers_reach_their_calls_in_any_order() {
 async fn subscribed(peer: &mut Peer, notifications: usize) {
     let subscribe = peer.request().await;
     assert_eq!(subscribe["method"], "session.subscribe");
-    let mut frames = Vec::new();
     let answer = json!({"jsonrpc": "2.0", "id": subscribe["id"], "result": 77});
-    write_frame(TEXT, answer.to_string().as_bytes(), &mut frames);
+    peer.ws
+        .feed(Message::text(answer.to_string()))
+        .await
+        .unwrap();
     for i in 0..notifications {
         let n = json!({"jsonrpc": "2.0", "method": "session.event", "params": {"subscription": 77, "result": {"n": i}}});
-        write_frame(TEXT, n.to_string().as_bytes(), &mut frames);
+        peer.ws.feed(Message::text(n.to_string())).await.unwrap();
     }
-    peer.stream.write_all(&frames).await.unwrap();
+    peer.ws.flush().await.unwrap();
 }
 
 async fn subscribe(client: &Client) -> Subscription<Value> {
@@ -227,8 +205,15 @@ async fn dropping_a_subscription_unsubscribes() {
         let mut peer = Peer::accept(&listener).await;
         subscribed(&mut peer, 1).await;
         expect_unsubscribe(&mut peer).await;
-        peer.send(CLOSE, &1000u16.to_be_bytes()).await;
-        assert_eq!(peer.next().await, Event::Close(Some(1000)));
+        let normal = CloseFrame {
+            code: CloseCode::Normal,
+            reason: "".into(),
+        };
+        peer.ws.close(Some(normal)).await.unwrap();
+        match peer.next().await {
+            Message::Close(Some(frame)) => assert_eq!(frame.code, CloseCode::Normal),
+            other => panic!("expected the close's answer, got {other:?}"),
+        }
     });
     let client = Client::connect(&path).await.unwrap();
     let mut sub = subscribe(&client).await;
@@ -277,12 +262,40 @@ async fn a_call_given_up_mid_frame_still_finishes_its_frame() {
 async fn a_frame_behind_the_upgrade_answer_is_read() {
     let (_dir, path, listener) = socket();
     let server = tokio::spawn(async move {
-        let mut ping = Vec::new();
-        write_frame(PING, b"early", &mut ping);
+        // A final, unmasked ping frame with a five-byte payload.
+        let mut ping = vec![0x89, 5];
+        ping.extend_from_slice(b"early");
         let mut peer = Peer::accept_sending(&listener, &ping).await;
         peer.next().await
     });
     let _client = Client::connect(&path).await.unwrap();
     let answer = tokio::time::timeout(Duration::from_secs(20), server);
-    assert_eq!(answer.await.expect("answered").unwrap(), Event::Pong);
+    assert_eq!(
+        answer.await.expect("answered").unwrap(),
+        Message::Pong("early".into())
+    );
+}
+
+/// A text message from the daemon that is not UTF-8 ends the connection, naming the
+/// protocol; it is never handed on as text.
+#[tokio::test]
+async fn text_that_is_not_utf8_ends_the_connection() {
+    let (_dir, path, listener) = socket();
+    let server = tokio::spawn(async move {
+        let mut bad = vec![0x81, 2];
+        bad.extend_from_slice(b"\xff\xfe");
+        let mut peer = Peer::accept(&listener).await;
+        let _ = peer.request().await;
+        peer.ws.get_mut().write_all(&bad).await.unwrap();
+        // The client closes with 1007.
+        match peer.ws.next().await {
+            Some(Ok(Message::Close(Some(frame)))) => frame.code,
+            other => panic!("expected a close, got {other:?}"),
+        }
+    });
+    let client = Client::connect(&path).await.unwrap();
+    let e = client.ping().await.unwrap_err();
+    assert!(e.to_string().contains("protocol"), "{e}");
+    let code = tokio::time::timeout(Duration::from_secs(20), server);
+    assert_eq!(code.await.expect("closed").unwrap(), CloseCode::Invalid);
 }

@@ -55,10 +55,16 @@ pub enum SessionEvent {
     /// The subscriber fell behind and this many events were dropped. Records are not
     /// lost: the next `records_appended` replays them from the store, after `last_seq`
     /// (the last seq delivered before the gap). Other dropped events are gone.
+    ///
+    /// `ended: true`: the connection had more unread than the daemon queues for it for
+    /// too long, so this subscription stops here; subscribe again with `after_seq:
+    /// last_seq` to have the missed records replayed.
     Lagged {
         session_id: String,
         missed: u64,
         last_seq: u64,
+        #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+        ended: bool,
     },
     /// A compile finished: where the window stands (what a statusline shows).
     Compiled {

@@ -19,7 +19,6 @@ pub mod openrpc;
 pub mod record;
 pub mod session;
 pub mod transcript;
-pub mod ws_frame;
 
 /// Version of the wire contract, `MAJOR.MINOR`. An incompatible change bumps the major;
 /// an additive one (a method, an optional param, a result field, an event kind) bumps the

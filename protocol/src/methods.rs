@@ -103,6 +103,25 @@ pub struct DaemonStatus {
     /// --max-loaded-sessions`, plus any in use at the moment the bound was applied).
     #[serde(default)]
     pub loaded_sessions: u64,
+    /// What the daemon holds for its WebSocket clients now.
+    #[serde(default)]
+    pub websocket: WebSocketStatus,
+}
+
+/// What the daemon holds for its WebSocket clients, summed over connections.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+pub struct WebSocketStatus {
+    /// Open WebSocket connections.
+    pub connections: u64,
+    /// Open subscriptions on them.
+    pub subscriptions: u64,
+    /// Bytes of answers and notifications taken for clients and not yet written to their
+    /// sockets (each connection stops being read past 16 MiB of its own).
+    pub queued_bytes: u64,
+    /// Calls running in tasks of their own (at most 4 per connection).
+    pub calls_running: u64,
+    /// Calls that have their answer and wait for room in their connection's queue.
+    pub answers_waiting: u64,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]

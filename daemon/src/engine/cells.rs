@@ -101,6 +101,11 @@ impl Subscription {
         }
     }
 
+    /// Events waiting to be received.
+    pub fn waiting(&self) -> usize {
+        self.rx.as_ref().map_or(0, broadcast::Receiver::len)
+    }
+
     /// An event if one is waiting, as `broadcast::Receiver::try_recv`.
     pub fn try_recv(&mut self) -> Result<Emitted, broadcast::error::TryRecvError> {
         match self.rx.as_mut() {

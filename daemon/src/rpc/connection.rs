@@ -8,11 +8,14 @@ use std::pin::Pin;
 use std::task::{Context, Poll};
 use std::time::Duration;
 
+use http_body_util::{BodyExt, Full, LengthLimitError, Limited};
 use hyper::body::{Body, Bytes, Frame, Incoming};
 use hyper_util::rt::{TokioIo, TokioTimer};
 use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt, ReadBuf};
 use tokio::net::UnixStream;
 use tokio::sync::OwnedSemaphorePermit;
+
+use super::ids::{Ids, Swaps, examine};
 
 type BoxError = Box<dyn std::error::Error + Send + Sync>;
 
@@ -94,7 +97,9 @@ impl Body for DeadlineBody {
 pub(crate) struct ServiceError(String);
 
 /// Serves one connection until it closes or `stopped` resolves (then gracefully). A
-/// WebSocket upgrade is served by our own transport (`ws`), anything else by `svc`.
+/// WebSocket upgrade is served by our own loop (`ws`), anything else by `svc`, with the
+/// body read here first: a call whose id jsonrpsee cannot hold (`ids`) has it swapped
+/// before `svc` decodes it, and back in the answer.
 pub(crate) async fn serve_connection<S>(
     io: Counted,
     svc: S,
@@ -104,7 +109,7 @@ pub(crate) async fn serve_connection<S>(
 ) -> Result<(), hyper::Error>
 where
     S: tower_service::Service<
-            hyper::Request<DeadlineBody>,
+            hyper::Request<Full<Bytes>>,
             Response = hyper::Response<jsonrpsee::server::HttpBody>,
             Error = BoxError,
         > + Clone
@@ -112,6 +117,7 @@ where
         + 'static,
     S::Future: Send,
 {
+    let max_request = u32::try_from(ws.max_message).unwrap_or(u32::MAX);
     let service = hyper::service::service_fn(move |req: hyper::Request<Incoming>| {
         let mut svc = svc.clone();
         let upgrade = jsonrpsee::server::ws::is_upgrade_request(&req).then(|| ws.clone());
@@ -122,13 +128,21 @@ where
         });
         async move {
             if let Some(ws) = upgrade {
-                return Ok(super::ws::accept(req, ws));
+                return Ok::<_, ServiceError>(super::ws::accept(req, ws));
             }
+            let (req, swaps) = match read_call(req, max_request).await {
+                Ok(read) => read,
+                Err(answer) => return Ok(answer),
+            };
             let served = match std::future::poll_fn(|cx| svc.poll_ready(cx)).await {
                 Ok(()) => svc.call(req).await,
                 Err(e) => Err(e),
             };
-            served.map_err(|e| ServiceError(e.to_string()))
+            let response = served.map_err(|e| ServiceError(e.to_string()))?;
+            match swaps {
+                Some(swaps) => Ok(restore_ids(response, &swaps).await),
+                None => Ok(response),
+            }
         }
     });
     let conn = hyper::server::conn::http1::Builder::new()
@@ -144,6 +158,59 @@ where
             conn.await
         }
     }
+}
+
+type HttpResponse = hyper::Response<jsonrpsee::server::HttpBody>;
+
+/// A POST's whole body, with its ids made ones jsonrpsee holds; other requests pass with
+/// an empty body (jsonrpsee refuses them without reading one). `Err` is the answer to a
+/// body that cannot be read, as jsonrpsee gives it.
+async fn read_call(
+    req: hyper::Request<DeadlineBody>,
+    max: u32,
+) -> Result<(hyper::Request<Full<Bytes>>, Option<Swaps>), HttpResponse> {
+    use jsonrpsee::server::http::response;
+    let (parts, body) = req.into_parts();
+    if parts.method != hyper::Method::POST {
+        return Ok((hyper::Request::from_parts(parts, Full::default()), None));
+    }
+    let declared = parts
+        .headers
+        .get(hyper::header::CONTENT_LENGTH)
+        .and_then(|v| v.to_str().ok()?.parse::<u64>().ok());
+    if declared.is_some_and(|n| n > u64::from(max)) {
+        return Err(response::too_large(max));
+    }
+    let bytes = match Limited::new(body, max as usize).collect().await {
+        Ok(collected) => collected.to_bytes(),
+        Err(e) if e.is::<LengthLimitError>() => return Err(response::too_large(max)),
+        Err(e) => {
+            tracing::warn!(error = %e, "reading a request body failed");
+            return Err(response::internal_error());
+        }
+    };
+    let (bytes, swaps) = match examine(&bytes) {
+        Ids::AsTheyAre => (bytes, None),
+        Ids::Swapped { body, swaps } => (Bytes::from(body), Some(swaps)),
+        Ids::Refused(answer) => return Err(response::ok_response(answer)),
+    };
+    Ok((hyper::Request::from_parts(parts, Full::new(bytes)), swaps))
+}
+
+/// `response` with the client's own ids back in place of ours.
+async fn restore_ids(response: HttpResponse, swaps: &Swaps) -> HttpResponse {
+    let (parts, body) = response.into_parts();
+    let text = match body.collect().await {
+        Ok(collected) => collected.to_bytes(),
+        Err(e) => {
+            tracing::warn!(error = %e, "reading an answer back failed");
+            return jsonrpsee::server::http::response::internal_error();
+        }
+    };
+    let restored = swaps.restore(&String::from_utf8_lossy(&text));
+    let mut parts = parts;
+    parts.headers.remove(hyper::header::CONTENT_LENGTH);
+    hyper::Response::from_parts(parts, jsonrpsee::server::HttpBody::from(restored))
 }
 
 /// Answers a connection that will not be served with a JSON-RPC error in an HTTP response

@@ -117,6 +117,7 @@ pub fn build_module(
             sessions,
             store_error,
             loaded_sessions: ctx.engine.loaded_sessions() as u64,
+            websocket: super::outbox::status(),
         })
     })?;
     m.register_method(DAEMON_PING, |params, _, _| {

@@ -15,6 +15,7 @@ use serde_json::json;
 use tokio::sync::broadcast;
 
 use super::methods::{caller_of, parse};
+use super::outbox::{LAG_GRACE, Outbox};
 use super::{RpcContext, to_rpc_error};
 use crate::engine::{Emitted, Engine, Subscription};
 
@@ -37,7 +38,8 @@ pub(super) fn register(
                 }
             };
             let caller = caller_of(&ext);
-            let Some(stream) = Stream::open(&ctx.engine, p, caller, pending).await? else {
+            let outbox = ext.get::<Arc<Outbox>>().cloned();
+            let Some(stream) = Stream::open(&ctx.engine, p, caller, outbox, pending).await? else {
                 return Ok(());
             };
             stream.run().await
@@ -55,6 +57,9 @@ struct Stream {
     caller: Option<u64>,
     rx: Subscription,
     sink: SubscriptionSink,
+    /// What the connection has queued for its client (none over plain HTTP).
+    outbox: Option<Arc<Outbox>>,
+    _open: super::outbox::Counted,
     /// The last transcript seq delivered (or, before any, the starting point).
     delivered: u64,
 }
@@ -65,6 +70,7 @@ impl Stream {
         engine: &Arc<Engine>,
         p: SubscribeParams,
         caller: Option<u64>,
+        outbox: Option<Arc<Outbox>>,
         pending: PendingSubscriptionSink,
     ) -> Result<Option<Stream>, jsonrpsee::core::SubscriptionError> {
         let rx = match engine.subscribe(&p.session_id).await {
@@ -103,6 +109,8 @@ impl Stream {
             caller,
             rx,
             sink,
+            outbox,
+            _open: super::outbox::Counted::subscription(),
             delivered: p.after_seq.unwrap_or(last),
         };
         if p.after_seq.is_some() && !stream.catch_up(None, false).await? {
@@ -117,6 +125,9 @@ impl Stream {
                 () = self.sink.closed() => break,
                 r = self.rx.recv() => r,
             };
+            if !self.room_or_end(1).await? {
+                break;
+            }
             let keep_going = match received {
                 Ok(Emitted { event, caller }) => {
                     let own = caller.is_some() && caller == self.caller;
@@ -127,6 +138,7 @@ impl Stream {
                         session_id: self.session_id.clone(),
                         missed,
                         last_seq: self.delivered,
+                        ended: false,
                     };
                     self.send(event, false).await?
                 }
@@ -176,6 +188,9 @@ impl Stream {
     /// session is gone or the subscriber left.
     async fn catch_up(&mut self, upto: Option<u64>, own: bool) -> Result<bool, serde_json::Error> {
         loop {
+            if !self.room_or_end(0).await? {
+                return Ok(false);
+            }
             let page = self
                 .engine
                 .read(ReadParams {
@@ -218,6 +233,29 @@ impl Stream {
                 return Ok(true);
             }
         }
+    }
+
+    /// Waits for the connection to have room for another event. A subscriber whose
+    /// connection stays full past `LAG_GRACE` is too far behind: it is told `lagged`
+    /// with `ended: true` (before anything it has not been sent), and `false` ends the
+    /// subscription, so what it would have queued is never held for it.
+    async fn room_or_end(&self, in_hand: u64) -> Result<bool, serde_json::Error> {
+        let Some(outbox) = &self.outbox else {
+            return Ok(true);
+        };
+        if outbox.room(Some(LAG_GRACE)).await {
+            return Ok(true);
+        }
+        tracing::debug!(session = %self.session_id, "a subscriber fell too far behind; ending it");
+        let missed = self.rx.waiting() as u64 + in_hand;
+        let event = SessionEvent::Lagged {
+            session_id: self.session_id.clone(),
+            missed,
+            last_seq: self.delivered,
+            ended: true,
+        };
+        self.send(event, false).await?;
+        Ok(false)
     }
 
     /// `false` when the subscriber is gone.
