@@ -1,4 +1,4 @@
-//! Hooks through a real daemon (SPEC §7): settings files in Claude Code's format, the
+//! Hooks through a real daemon: settings files in Claude Code's format, the
 //! events ctxd fires itself and those the client asks for, decisions, bounds, and the
 //! context hooks add to the compiled request.
 #![allow(clippy::unwrap_used, clippy::expect_used)] // a test panics on what it did not expect

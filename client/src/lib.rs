@@ -39,16 +39,7 @@ pub enum ClientError {
 }
 
 /// Where clients look for the daemon when no socket is given: the same rules as `ctxd`.
-pub fn resolve_socket(socket: Option<PathBuf>, home: Option<&Path>) -> PathBuf {
-    if let Some(s) = socket {
-        return s;
-    }
-    if let Some(h) = home {
-        return h.join("ctxd.sock");
-    }
-    let dirs = directories::ProjectDirs::from("dev", "ctxd", "ctxd");
-    ctxd::daemon::default_socket(dirs.as_ref())
-}
+pub use ctxd_protocol::socket::resolve_socket;
 
 pub struct Client {
     connection: transport::Connection,

@@ -65,7 +65,7 @@ impl Paths {
         let socket = match socket {
             Some(s) => s,
             None if explicit_home => home.join("ctxd.sock"),
-            None => default_socket(dirs.as_ref()),
+            None => ctxd_protocol::socket::default_socket(),
         };
         Ok(Paths { home, socket })
     }
@@ -73,15 +73,6 @@ impl Paths {
     pub fn database(&self) -> PathBuf {
         self.home.join("ctxd.db")
     }
-}
-
-/// The runtime directory when the platform has one, else a per-user directory in /tmp.
-pub fn default_socket(dirs: Option<&directories::ProjectDirs>) -> PathBuf {
-    if let Some(rt) = dirs.and_then(|d| d.runtime_dir()) {
-        return rt.join("ctxd.sock");
-    }
-    let uid = own_uid();
-    PathBuf::from(format!("/tmp/ctxd-{uid}")).join("ctxd.sock")
 }
 
 fn io<'a>(what: &'static str, path: &'a Path) -> impl FnOnce(std::io::Error) -> StartError + 'a {
@@ -137,7 +128,7 @@ fn prepare_socket_dir(dir: &Path) -> Result<(), StartError> {
             ),
         });
     }
-    let own = own_uid();
+    let own = ctxd_protocol::socket::own_uid();
     if meta.uid() != own && meta.uid() != 0 {
         return Err(StartError::UnsafeSocketDir {
             dir: dir.to_path_buf(),
@@ -152,11 +143,6 @@ fn prepare_socket_dir(dir: &Path) -> Result<(), StartError> {
 
 /// The daemon's effective uid: the socket directory's owner and every peer must match it
 /// (or be root).
-pub(crate) fn own_uid() -> u32 {
-    // SAFETY: geteuid has no preconditions and cannot fail.
-    unsafe { libc::geteuid() }
-}
-
 /// Takes an exclusive `flock` on `path` (created if missing) without waiting.
 fn try_lock_file(
     path: &Path,

@@ -1,4 +1,4 @@
-//! The git snapshot of SPEC §3.1, taken once at session start. The commands run in
+//! The git snapshot, taken once at session start. The commands run in
 //! parallel with `--no-optional-locks` so a snapshot never contends with the user's git.
 
 use std::fmt::Write as _;

@@ -1,5 +1,5 @@
 //! The file-watching edge: tells the engine when a file the agent has read changes on
-//! disk, so the next compile can attach a `changed_files` snippet (SPEC §5).
+//! disk, so the next compile can attach a `changed_files` snippet.
 //!
 //! Parent directories are watched, never the files: an editor's atomic save renames a
 //! new inode over the file, which silently ends a watch on the file itself. Events are

@@ -1,4 +1,4 @@
-//! The attachments ctxd produces itself (SPEC §5): their settings, the compile report of
+//! The attachments ctxd produces itself: their settings, the compile report of
 //! their collection, plan mode, queued input and client-registered system sections.
 
 use schemars::JsonSchema;
@@ -7,7 +7,7 @@ use serde::{Deserialize, Serialize};
 use crate::record::{ContentBlock, Record};
 use crate::session::SystemSection;
 
-/// Attachment collection (SPEC §5). Every field is optional; absent means the default.
+/// Attachment collection. Every field is optional; absent means the default.
 #[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct AttachmentSettings {

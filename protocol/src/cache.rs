@@ -1,4 +1,4 @@
-//! Prompt-cache care (SPEC §9): request flags and their latches, the predicted cache
+//! Prompt-cache care: request flags and their latches, the predicted cache
 //! prefix of every compile, cache breaks seen in reported usage, and the usage picture
 //! of the context window (`context.usage`, Claude Code's `/context`).
 

@@ -1,4 +1,4 @@
-//! The capability surface (SPEC §6): MCP servers, agent types, deferred tools and their
+//! The capability surface: MCP servers, agent types, deferred tools and their
 //! discovery, skills. Changes are announced to the model as replayable delta
 //! attachments, never by rewriting `system` or the tool schemas already sent.
 

@@ -21,7 +21,7 @@ pub struct CompileParams {
     pub flags: Option<crate::cache::RequestFlags>,
 }
 
-/// Where the context stands against the session's limits (SPEC §8 "Thresholds").
+/// Where the context stands against the session's limits.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 pub struct ContextState {
     /// `W - min(O, 20000)`.

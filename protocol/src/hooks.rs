@@ -1,4 +1,4 @@
-//! Hooks (SPEC §7): Claude Code's `settings.json` hooks, run by the daemon. The daemon
+//! Hooks: Claude Code's `settings.json` hooks, run by the daemon. The daemon
 //! fires the events it sees itself (`SessionStart`, `UserPromptSubmit` on appends of a
 //! typed prompt, `PreCompact`, `PostCompact`, `InstructionsLoaded`, `CwdChanged`,
 //! `FileChanged`); the client asks over `hooks.*` for the events of its own loop (tool

@@ -1,8 +1,10 @@
 //! The ctxd wire contract: every JSON-RPC method name, its params and result types,
 //! the session event stream, error codes, and the OpenRPC document generated from them.
 //!
-//! This crate depends on serde, serde_json and schemars only, so any client can embed it
-//! without pulling in the daemon.
+//! It also holds where the daemon's socket is (`socket`), the one rule clients and the
+//! daemon must agree on outside the wire. This crate depends on serde, serde_json,
+//! schemars, thiserror and libc only, so any client can embed it without pulling in the
+//! daemon.
 
 pub mod attachments;
 pub mod cache;
@@ -18,6 +20,7 @@ pub mod models;
 pub mod openrpc;
 pub mod record;
 pub mod session;
+pub mod socket;
 pub mod transcript;
 
 /// Version of the wire contract, `MAJOR.MINOR`. An incompatible change bumps the major;

@@ -1,4 +1,4 @@
-//! The transcript record model (SPEC §2): what a client appends and what the daemon stores.
+//! The transcript record model: what a client appends and what the daemon stores.
 
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};

@@ -109,7 +109,7 @@ pub struct SessionSettings {
     /// own when absent.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub platform: Option<String>,
-    /// The attachments ctxd collects itself (SPEC §5).
+    /// The attachments ctxd collects itself.
     #[serde(
         default,
         skip_serializing_if = "crate::attachments::AttachmentSettings::is_default"
@@ -132,10 +132,10 @@ pub struct SessionSettings {
     /// `effective window - this` instead of `effective window - 3000`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub blocking_limit_margin: Option<u64>,
-    /// Microcompact: clearing old tool results (SPEC §8 step 3).
+    /// Microcompact: clearing old tool results.
     #[serde(default, skip_serializing_if = "MicrocompactSettings::is_default")]
     pub microcompact: MicrocompactSettings,
-    /// Instruction files (CLAUDE.md chain, SPEC §4).
+    /// Instruction files (the CLAUDE.md chain).
     #[serde(default, skip_serializing_if = "InstructionSettings::is_default")]
     pub instructions: InstructionSettings,
     /// Who writes compaction summaries; the daemon's default (embedded) when absent.
@@ -151,7 +151,7 @@ pub struct SessionSettings {
     /// Context collapse (off unless enabled).
     #[serde(default, skip_serializing_if = "CollapseConfig::is_default")]
     pub collapse: CollapseConfig,
-    /// Hooks from Claude Code's settings files (SPEC §7).
+    /// Hooks from Claude Code's settings files.
     #[serde(
         default,
         skip_serializing_if = "crate::hooks::HookSettings::is_default"
@@ -246,7 +246,7 @@ impl CollapseConfig {
     }
 }
 
-/// A summariser back end (SPEC §8 "Summariser and extractor providers").
+/// A summariser back end.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 #[serde(tag = "kind", rename_all = "snake_case", deny_unknown_fields)]
 pub enum SummariserConfig {

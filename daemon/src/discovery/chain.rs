@@ -1,4 +1,4 @@
-//! The start-up chain (SPEC §4), loaded once per session into `messages[0]`.
+//! The start-up chain, loaded once per session into `messages[0]`.
 
 use std::path::{Path, PathBuf};
 

@@ -1,4 +1,4 @@
-//! Memory directories for `relevant_memories` (SPEC §5): Claude Code's auto-memory
+//! Memory directories for `relevant_memories`: Claude Code's auto-memory
 //! directory of a project and any directories the session names, scanned for topic files.
 //!
 //! * **Auto memory** lives in `~/.claude/projects/<slug>/memory/`, where `<slug>` is the

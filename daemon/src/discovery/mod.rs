@@ -1,4 +1,4 @@
-//! Instruction-file discovery (CLAUDE.md chain), SPEC §3.3 and §4.
+//! Instruction-file discovery: the CLAUDE.md chain and the files nested below the cwd.
 //!
 //! Pure logic over filesystem reads: no watching, no async, no database. The caller
 //! decides when to run it and remembers what was already shown to the model.

@@ -1,5 +1,5 @@
-//! Nested memory: instruction files that become relevant when the agent touches a path
-//! (SPEC §4), delivered as a `nested_memory` attachment at the tail.
+//! Nested memory: instruction files that become relevant when the agent touches a path,
+//! delivered as a `nested_memory` attachment at the tail.
 
 use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};

@@ -1,4 +1,4 @@
-//! Skill discovery (SPEC §6): Claude Code's places, read from disk.
+//! Skill discovery: Claude Code's places, read from disk.
 //!
 //! * `~/.claude/skills/<name>/SKILL.md` (user);
 //! * `<dir>/.claude/skills/<name>/SKILL.md` for every directory from the cwd up to the

@@ -1,4 +1,4 @@
-//! The capability surface at the engine (SPEC §5, §6): what the agent reports (MCP
+//! The capability surface at the engine: what the agent reports (MCP
 //! servers, agent types, discovered tools, skill invocations), the per-compile delta
 //! attachments, the MCP system memo of the first compile, and the re-announcement of the
 //! current state in a new history after a compaction.

@@ -1,4 +1,4 @@
-//! Attachment collection (SPEC §5): every compile asks each attachment source what this
+//! Attachment collection: every compile asks each attachment source what this
 //! turn adds, then appends the answers as records, in one transaction with the state they
 //! consume, so every later compile, restart and fork replays the same bytes.
 //!

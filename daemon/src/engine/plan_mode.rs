@@ -1,4 +1,4 @@
-//! `session.set_plan_mode`: the plan-mode switch (SPEC §5 `plan_mode`). The reminders
+//! `session.set_plan_mode`: the plan-mode switch. The reminders
 //! themselves are decided at each compile from the transcript (pipeline/plan_mode.rs).
 
 use ctxd_protocol::{PlanModeParams, PlanModeResponse, SessionEvent};

@@ -1,4 +1,4 @@
-//! Queued input (SPEC §5 `queued_commands`): what the user types while a turn runs waits
+//! Queued input: what the user types while a turn runs waits
 //! in the store until its agent's next compile, and is delivered as one `queued_command`
 //! attachment per entry once the current batch of tool results is in — never between a
 //! `tool_use` and its `tool_result`. Entries belong to an agent: the main thread's

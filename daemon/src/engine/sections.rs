@@ -1,4 +1,4 @@
-//! System sections for real (SPEC §3.1): the memo of memoized sections (frozen before
+//! System sections for real: the memo of memoized sections (frozen before
 //! the compile that first shows them, reset by a compaction, a cwd change or
 //! `context.reset_sections`) and the `context.*_section` methods a client registers
 //! sections with. Which uncached sections changed is judged against the previous

@@ -70,7 +70,7 @@ pub fn stamp(path: &Path) -> Option<Stamp> {
 
 /// Why a file may not supply hooks, if it may not.
 fn distrust(source: Source, meta: &std::fs::Metadata) -> Option<String> {
-    let me = crate::daemon::own_uid();
+    let me = ctxd_protocol::socket::own_uid();
     let owner_ok = meta.uid() == me || (source == Source::Managed && meta.uid() == 0);
     if !owner_ok {
         return Some(format!(

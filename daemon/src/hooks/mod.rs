@@ -1,4 +1,4 @@
-//! Hooks from Claude Code's settings files (SPEC §7, seed 000 §六).
+//! Hooks from Claude Code's settings files.
 //!
 //! The decisions are pure and tested here: what a settings file configures
 //! ([`config`]), which hooks match an event ([`matcher`], [`config::Effective`]), what a

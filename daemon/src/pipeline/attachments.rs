@@ -1,7 +1,7 @@
-//! Model-facing text of attachment records (SPEC §5). The caller wraps the text in
+//! Model-facing text of attachment records. The caller wraps the text in
 //! `<system-reminder>`; this module only decides the words.
 //!
-//! Every type of SPEC §5 has a renderer of its own (several live beside the stage that
+//! Every attachment type has a renderer of its own (several live beside the stage that
 //! makes the attachment: `plan_mode`, `task_reminder`, `relevant_memories`, the capability
 //! deltas and skills); Claude Code's own field names are understood too, so imported
 //! records read the same. A client's attachment of a type ctxd does not know shows its

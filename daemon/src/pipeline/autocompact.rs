@@ -1,4 +1,4 @@
-//! Compaction's pure parts (SPEC §8 step 5; seed 001 "第三层压缩"): which rounds to drop
+//! Compaction's pure parts: which rounds to drop
 //! when the summary request itself is too long, the texts of the new history, and the
 //! post-compact file restores. The engine runs the summariser and stores the result.
 //!

@@ -1,4 +1,4 @@
-//! Tool-result budget (SPEC §8 step 1; seed 001 "第一层压缩").
+//! Tool-result budget.
 //!
 //! Two limits decide whether the model sees a tool result whole or as a
 //! `<persisted-output>` block pointing at a file that holds it:

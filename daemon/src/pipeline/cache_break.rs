@@ -1,4 +1,4 @@
-//! Cache-break detection from reported usage (SPEC §9; seed 002 §3.6 "缓存断裂检测"):
+//! Cache-break detection from reported usage:
 //! a call whose cache reads fall below 95% of the previous call's, and by at least
 //! 2,000 tokens, is a break unless a compaction or a cache edit explains it. A break is
 //! attributed, in this order, to what changed between the two compiled requests, to the

@@ -1,4 +1,4 @@
-//! The predicted cache prefix (SPEC §9): how much of a request the provider's prompt
+//! The predicted cache prefix: how much of a request the provider's prompt
 //! cache will serve, told before the request is sent, by comparing it with the previous
 //! request of the session.
 //!

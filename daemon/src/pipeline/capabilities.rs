@@ -1,6 +1,5 @@
-//! The capability surface as the model sees it (SPEC §5, §6; seed 001 "Delta 注入解决缓存
-//! 破坏"): the MCP system section, and the delta attachments that
-//! announce changes — `deferred_tools_delta`, `agent_listing_delta`,
+//! The capability surface as the model sees it: the MCP system section, and the delta
+//! attachments that announce changes — `deferred_tools_delta`, `agent_listing_delta`,
 //! `mcp_instructions_delta` — instead of rewriting `system` or the tool schemas.
 //!
 //! Deltas are replayable: what the model has been told is the fold of the delta records it

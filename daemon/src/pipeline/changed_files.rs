@@ -1,4 +1,4 @@
-//! The `changed_files` (`edited_text_file`) attachment (SPEC §5): when a file the agent has
+//! The `changed_files` (`edited_text_file`) attachment: when a file the agent has
 //! read changes on disk, the model gets the changed regions of the new content, numbered
 //! like the Read tool's output, so it can keep editing against what is really there.
 //!

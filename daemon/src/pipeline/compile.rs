@@ -1,7 +1,7 @@
 //! Assembles one request: `system + tools + messages`, then serialises it once. The bytes
 //! produced here are the product: the same inputs always give the same bytes.
 //!
-//! Order of the long-context stages (SPEC §8): the budget's fates are applied (decided by
+//! Order of the long-context stages: the budget's fates are applied (decided by
 //! the engine just before, because persisting needs the filesystem), snipped records are
 //! already out of the projection, then microcompact, then the token estimate and the
 //! thresholds. Decisions that must freeze come back as `Effects` for the engine to store.

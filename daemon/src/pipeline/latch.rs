@@ -1,4 +1,4 @@
-//! Latched request flags (SPEC §9; seed 002 §3.6 "粘性锁存"): beta headers, the cache
+//! Latched request flags: beta headers, the cache
 //! TTL and scope, and extra request parameters key the provider's cache, so once a
 //! session has sent them they stay as sent until a compaction starts a new history.
 //! A flag turned on later is added (it breaks the cache once, deliberately); a flag
@@ -216,8 +216,7 @@ pub fn headers(
 }
 
 /// The flags' share of the provider's cache key besides the request's units: beta
-/// headers, extra parameters, and the TTL and scope (seed 002 §3.6: a TTL downgrade
-/// invalidates the cache, though where the markers sit does not).
+/// headers, extra parameters, and the TTL and scope.
 pub fn cache_key_hash(f: &RequestFlags) -> u64 {
     let f = normal(f);
     let text = serde_json::to_string(&f).unwrap_or_default();

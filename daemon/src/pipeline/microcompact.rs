@@ -1,4 +1,4 @@
-//! Microcompact (SPEC §8 step 3): clearing old tool results before anything is
+//! Microcompact: clearing old tool results before anything is
 //! summarised. Two paths, chosen by the state of the provider's cache:
 //!
 //! - **time-based** (cache cold): after a pause longer than the gap since the last

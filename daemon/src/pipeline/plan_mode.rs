@@ -1,4 +1,4 @@
-//! Plan mode reminders (SPEC §5 `plan_mode`): what the model is told while the session is
+//! Plan mode reminders: what the model is told while the session is
 //! in plan mode, when it enters again after leaving, and when it leaves.
 //!
 //! Everything is decided from the projection, so a restart, a fork or a replay reaches

@@ -1,4 +1,4 @@
-//! Relevant memories (SPEC §5 `relevant_memories`): which memory files to show for the
+//! Relevant memories: which memory files to show for the
 //! newest prompt, how much of each, and how they read. Pure: the engine scans the
 //! directories and reads the files (prefetch), this module scores, cuts and renders.
 //!

@@ -1,5 +1,5 @@
-//! Dynamic system sections and their caching class (SPEC §3.1; Claude Code's
-//! `systemPromptSection` and `DANGEROUS_uncachedSystemPromptSection`).
+//! Dynamic system sections and their caching class (Claude Code's `systemPromptSection`
+//! and `DANGEROUS_uncachedSystemPromptSection`).
 //!
 //! * **Memoized** sections (the default, and ctxd's own: environment, language, output
 //!   style) are computed once per history: the text a section had at the first compile

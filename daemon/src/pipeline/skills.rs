@@ -1,7 +1,6 @@
-//! Skills as the model sees them (SPEC §5 `skill_listing`, §8 invoked skills; seed 000
-//! §五): the listing of skills not announced before, its character budget, the sent-set
-//! folded from earlier listings, invocations read from `Skill` tool_uses, and the
-//! restore of invoked skills after a compaction.
+//! Skills as the model sees them: the listing of skills not announced before, its
+//! character budget, the sent-set folded from earlier listings, invocations read from
+//! `Skill` tool_uses, and the restore of invoked skills after a compaction.
 //!
 //! The sent-set is the fold of every `skill_listing` record of the main thread — across
 //! compact boundaries: like Claude Code, a compaction does not re-list skills (the model

@@ -1,4 +1,4 @@
-//! Snip (SPEC §8 step 2): removing a referenced range of messages. The model (or the
+//! Snip: removing a referenced range of messages. The model (or the
 //! user) names the range by the short ids `[id:xxxxxx]` ctxd appends to user messages;
 //! the removal is a `snip_boundary` system record holding the removed uuids, so the raw
 //! transcript is never rewritten and every later projection — after a restart too —

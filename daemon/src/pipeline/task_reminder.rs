@@ -1,4 +1,4 @@
-//! Task reminders (SPEC §5 `task_reminder`): when the session has task tools and none was
+//! Task reminders: when the session has task tools and none was
 //! used for [`SILENT_TURNS`] assistant turns, a gentle reminder with the current tasks, at
 //! most once every [`SILENT_TURNS`] turns.
 //!

@@ -1,4 +1,4 @@
-//! Thresholds and warning state (SPEC §8 "Thresholds"), from the model profile.
+//! Thresholds and warning state, from the model profile.
 //!
 //! `E = W − min(O, 20,000)`; autocompact at `E − 13,000` (a percentage override may
 //! lower it, never raise it); warning and error at `threshold − 20,000`; blocking at

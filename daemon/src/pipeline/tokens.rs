@@ -1,4 +1,4 @@
-//! Token accounting (SPEC §8): the last provider usage is the anchor; only what follows it
+//! Token accounting: the last provider usage is the anchor; only what follows it
 //! is estimated, at characters / 4 per block, with a 4/3 safety factor on the estimated
 //! sum. This is the one place the rule lives: autocompact decisions are sensitive to a
 //! few tokens, so every caller goes through `estimate`.

@@ -1,4 +1,4 @@
-//! The `tools` array's source (SPEC §3.2): which of the session's and its MCP servers'
+//! The `tools` array's source: which of the session's and its MCP servers'
 //! tools are sent, in which order. Undiscovered deferred tools are not sent (their names
 //! are announced); a discovered one is sent with its full schema, appended after the
 //! tools already sent in discovery order, so what was sent never moves. A session that

@@ -1,6 +1,6 @@
-//! Session-memory extraction through the summariser's back end (SPEC §8 "Summariser and
-//! extractor providers"): the same providers that write compact summaries also keep the
-//! session notes (`pipeline::session_memory`) up to date.
+//! Session-memory extraction through the summariser's back end: the same providers that
+//! write compact summaries also keep the session notes (`pipeline::session_memory`) up
+//! to date.
 //!
 //! - `embedded`: the deterministic extractor, over the records the caller passes (only
 //!   the new ones, so the notes are extended, not rebuilt);

@@ -1,4 +1,4 @@
-//! Summariser providers (SPEC §8 "Summariser and extractor providers"): what turns a
+//! Summariser providers: what turns a
 //! conversation into the nine-section compact summary.
 //!
 //! - `embedded`: offline and deterministic, no model (the default);

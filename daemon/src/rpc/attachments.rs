@@ -1,5 +1,5 @@
 //! Registration of the methods of the attachments ctxd produces itself — plan mode and
-//! queued input (SPEC §5) — and of client-registered system sections (SPEC §3.1).
+//! queued input — and of client-registered system sections.
 
 use ctxd_protocol::*;
 use jsonrpsee::RpcModule;

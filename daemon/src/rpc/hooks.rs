@@ -1,4 +1,4 @@
-//! Registration of the `hooks.*` methods (SPEC §10).
+//! Registration of the `hooks.*` methods.
 
 use ctxd_protocol::*;
 use jsonrpsee::RpcModule;

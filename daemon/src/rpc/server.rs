@@ -105,7 +105,7 @@ pub async fn serve(
     let slots = Arc::new(Semaphore::new(limits.max_connections));
     let refusing = Arc::new(Semaphore::new(MAX_REFUSING));
     let limit_log = LimitLog::default();
-    let own = crate::daemon::own_uid();
+    let own = ctxd_protocol::socket::own_uid();
     let timeout = limits.request_timeout;
     tokio::pin!(shutdown);
     loop {

@@ -1,4 +1,4 @@
-//! Events the client reports over `hooks.*` (SPEC §10), and what each outcome appends
+//! Events the client reports over `hooks.*`, and what each outcome appends
 //! for the model:
 //!
 //! | event | matcher value | appended |

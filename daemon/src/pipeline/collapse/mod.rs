@@ -1,4 +1,4 @@
-//! Context collapse (SPEC §2 "Collapse store + commit log", §8 step 4 and "Recovery").
+//! Context collapse.
 //! Claude Code did not publish its algorithm; this design is ours.
 //!
 //! Collapse is a *projection*. Older spans of the conversation are folded into short

@@ -1,4 +1,4 @@
-//! Turns the projection into a legal Messages API `messages` array (SPEC §3.4).
+//! Turns the projection into a legal Messages API `messages` array.
 //!
 //! Stages, in order:
 //! 1. per record: drop what is never sent, strip blocks the role may not carry, replace

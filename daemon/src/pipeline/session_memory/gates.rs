@@ -1,4 +1,4 @@
-//! When an extraction is due (SPEC §8 "Session memory").
+//! When an extraction is due.
 
 use ctxd_protocol::{ContentBlock, Record, RecordKind};
 
@@ -6,7 +6,7 @@ pub const FIRST_EXTRACTION_TOKENS: u64 = 10_000;
 pub const EXTRACTION_GROWTH_TOKENS: u64 = 5_000;
 pub const EXTRACTION_MIN_TOOL_CALLS: u32 = 3;
 
-/// Whether an extraction should run after a model response (SPEC §8). The first waits
+/// Whether an extraction should run after a model response. The first waits
 /// until the context is worth noting down; later ones wait for real growth *and* a
 /// natural pause: a few tool calls done, or a turn that ended in text.
 ///

@@ -15,7 +15,7 @@ pub struct KeepLimits {
 }
 
 impl KeepLimits {
-    /// SPEC §8's numbers, made for a 200k window; smaller windows scale them
+    /// Claude Code's numbers, made for a 200k window; smaller windows scale them
     /// (`autocompact::RoomBudget`).
     pub const REFERENCE: KeepLimits = KeepLimits {
         min_tokens: 10_000,
@@ -32,7 +32,7 @@ pub(super) fn is_text_message(r: &Record) -> bool {
 }
 
 /// Index into `view` (starting at the last compact boundary) of the first record a
-/// session-memory compact keeps verbatim (SPEC §8 step 5), or None when
+/// session-memory compact keeps verbatim, or None when
 /// `last_summarized_uuid` is not in `view`.
 ///
 /// The tail starts right after the last summarised record and is widened backwards, one

@@ -1,4 +1,4 @@
-//! Session memory (SPEC §2 and §8; seed 000 "七", seed 001 "Session memory compact"): a
+//! Session memory: a
 //! structured notes document kept up to date in the background, so that a later compaction
 //! can use the notes as its summary instead of re-reading the whole history.
 //!
