@@ -1,7 +1,8 @@
-//! The Python and Node examples and the Neovim plugin, run against a real daemon.
+//! The Python package, the README's agent loop, the Python and Node examples and the
+//! Neovim plugin, run against a real daemon.
 //!
 //! `scripts/test` (the README's test command) installs the packages they need into a
-//! cache folder (`websockets` on `PYTHONPATH`, `ws` on `NODE_PATH`). A test skips,
+//! cache folder (`websockets` and `anthropic` on `PYTHONPATH`, `ws` on `NODE_PATH`). A test skips,
 //! loudly, only when the interpreter or editor itself is absent; a missing package is a
 //! failure that says how to install it.
 #![allow(clippy::unwrap_used, clippy::expect_used)] // a test panics on what it did not expect
@@ -184,4 +185,190 @@ fn the_neovim_plugin_works_headless_against_a_real_daemon() {
         out.contains("statusline: ctx: ") || out.is_empty(),
         "unexpected output: {out}"
     );
+}
+
+/// Fails with how to get `module` when Python cannot import it.
+fn python_has(module: &str) {
+    let probe = Command::new("python3")
+        .args(["-c", &format!("import {module}")])
+        .output()
+        .unwrap();
+    assert!(
+        probe.status.success(),
+        "Python cannot import `{module}`: run scripts/test (it installs what the tests need \
+         into a cache folder), or pip install -r clients/python/requirements-test.txt"
+    );
+}
+
+/// `PYTHONPATH` with `first` in front of what the environment gives.
+fn python_path(first: &Path) -> std::ffi::OsString {
+    let mut paths = vec![first.to_path_buf()];
+    if let Some(rest) = std::env::var_os("PYTHONPATH") {
+        paths.extend(std::env::split_paths(&rest));
+    }
+    std::env::join_paths(paths).unwrap()
+}
+
+/// `pip install ./clients/python` gives `ctxd_client`, whose own tests pass against a
+/// daemon it starts itself.
+#[test]
+fn the_python_package_installs_and_passes_its_tests() {
+    if !have("python3") {
+        return skip("python3");
+    }
+    python_has("websockets.sync.client");
+    let target = tempfile::tempdir().unwrap();
+    // Built from a copy: setuptools writes its build folders beside the sources.
+    let source = tempfile::tempdir().unwrap();
+    let package = repo().join("clients/python");
+    std::fs::copy(
+        package.join("pyproject.toml"),
+        source.path().join("pyproject.toml"),
+    )
+    .unwrap();
+    std::fs::create_dir(source.path().join("ctxd_client")).unwrap();
+    std::fs::copy(
+        package.join("ctxd_client/__init__.py"),
+        source.path().join("ctxd_client/__init__.py"),
+    )
+    .unwrap();
+    let install = Command::new("python3")
+        .args([
+            "-m",
+            "pip",
+            "install",
+            "-q",
+            "--disable-pip-version-check",
+            "--no-deps",
+        ])
+        .arg("--target")
+        .arg(target.path())
+        .arg(source.path())
+        .output()
+        .unwrap();
+    check(install, "pip install ./clients/python");
+    let tests = Command::new("python3")
+        .args(["-m", "unittest", "discover", "-v", "-s"])
+        .arg(repo().join("clients/python/tests"))
+        .env("PYTHONPATH", python_path(target.path()))
+        .env("CTXD_BIN", common::ctxd_bin())
+        .current_dir(target.path())
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&tests.stderr).to_string();
+    assert!(
+        tests.status.success(),
+        "the package's tests failed:\n{stderr}"
+    );
+    let ran = stderr.lines().filter(|l| l.ends_with("... ok")).count();
+    assert!(ran >= 6, "only {ran} of the package's tests ran:\n{stderr}");
+    // Imported from the install, not from the source tree.
+    let from = Command::new("python3")
+        .args(["-c", "import ctxd_client; print(ctxd_client.__file__)"])
+        .env("PYTHONPATH", python_path(target.path()))
+        .current_dir(target.path())
+        .output()
+        .unwrap();
+    let from = check(from, "import ctxd_client");
+    assert!(
+        from.trim().starts_with(&*target.path().to_string_lossy()),
+        "{from}"
+    );
+}
+
+/// The Python block under "A first agent loop" in the README.
+fn readme_loop() -> String {
+    let readme = std::fs::read_to_string(repo().join("README.md")).unwrap();
+    let section = &readme[readme.find("## A first agent loop").expect("the section")..];
+    let start = section.find("```python\n").expect("a python block") + "```python\n".len();
+    let end = start + section[start..].find("```").unwrap();
+    section[start..end].to_string()
+}
+
+/// The README's agent loop, as written, against a scripted Messages API: it streams the
+/// first answer (a tool call), reads the file, sends its result back, and prints the
+/// second answer; the second request holds the first answer as the model sent it and
+/// the file's text as the tool's result.
+#[test]
+fn the_readme_agent_loop_runs_against_a_scripted_model() {
+    if !have("python3") {
+        return skip("python3");
+    }
+    python_has("anthropic");
+    python_has("websockets");
+    let code = readme_loop();
+    let lines = code.lines().filter(|l| !l.trim().is_empty()).count();
+    assert!(lines <= 45, "the loop grew to {lines} lines");
+    let d = Daemon::start();
+    let work = tempfile::tempdir().unwrap();
+    std::fs::write(
+        work.path().join("README.md"),
+        "# hello from the project\nmore\n",
+    )
+    .unwrap();
+    std::fs::write(work.path().join("agent.py"), &code).unwrap();
+    let log = work.path().join("requests.jsonl");
+    let mut server = Command::new("python3")
+        .arg(repo().join("tests/support/scripted_anthropic.py"))
+        .arg(&log)
+        .stdout(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut port = String::new();
+    std::io::BufRead::read_line(
+        &mut std::io::BufReader::new(server.stdout.take().unwrap()),
+        &mut port,
+    )
+    .unwrap();
+    let out = Command::new("python3")
+        .arg("agent.py")
+        .current_dir(work.path())
+        .env("PYTHONPATH", python_path(&repo().join("clients/python")))
+        .env("CTXD_SOCKET", &d.socket)
+        .env(
+            "ANTHROPIC_BASE_URL",
+            format!("http://127.0.0.1:{}", port.trim()),
+        )
+        .env("ANTHROPIC_API_KEY", "sk-test")
+        .output()
+        .unwrap();
+    let _ = server.kill();
+    let _ = server.wait();
+    let printed = check(out, "the README's agent loop");
+    assert!(printed.contains("Let me read it."), "{printed}");
+    assert!(
+        printed.contains("It begins: # hello from the project"),
+        "{printed}"
+    );
+    let requests: Vec<serde_json::Value> = std::fs::read_to_string(&log)
+        .unwrap()
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    assert_eq!(requests.len(), 2, "one request per model call");
+    let second = &requests[1]["body"]["messages"];
+    let answer = &second[1];
+    assert_eq!(answer["role"], "assistant");
+    assert_eq!(answer["content"][1]["type"], "tool_use");
+    assert_eq!(answer["content"][1]["input"]["file_path"], "README.md");
+    let result = &second[2]["content"][0];
+    assert_eq!(result["type"], "tool_result");
+    assert!(
+        result["content"]
+            .to_string()
+            .contains("hello from the project"),
+        "{result}"
+    );
+    // The session holds both answers as they came, usage included.
+    let sessions = d.call("session.list", serde_json::json!({}));
+    let sid = sessions["sessions"][0]["session_id"].as_str().unwrap();
+    let page = d.call("transcript.read", serde_json::json!({"session_id": sid}));
+    let answers: Vec<&serde_json::Value> = page["records"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|r| r["type"] == "assistant")
+        .collect();
+    assert_eq!(answers.len(), 2);
+    assert_eq!(answers[1]["message_id"], "msg_scripted_2");
 }

@@ -314,12 +314,29 @@ fn the_served_document_is_the_checked_in_one() {
     assert_eq!(served, on_disk);
 }
 
-/// Every JSON-RPC request written in the README (curl bodies, WebSocket sends) and every
-/// record of the record-shape example: checked against the document, then run.
+/// The README and every page of `docs/`, one after another.
+fn docs_text() -> String {
+    let root = concat!(env!("CARGO_MANIFEST_DIR"), "/..");
+    let mut pages: Vec<std::path::PathBuf> = std::fs::read_dir(format!("{root}/docs"))
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .filter(|p| p.extension().is_some_and(|x| x == "md"))
+        .collect();
+    pages.sort();
+    let mut text = std::fs::read_to_string(format!("{root}/README.md")).unwrap();
+    for page in pages {
+        text.push_str("\n\n");
+        text.push_str(&std::fs::read_to_string(page).unwrap());
+    }
+    text
+}
+
+/// Every JSON-RPC request written in the README and the docs (curl bodies, WebSocket
+/// sends) and every record of the record-shape example: checked against the document,
+/// then run.
 #[test]
 fn the_readme_examples_follow_the_document() {
-    let readme =
-        std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/../README.md")).unwrap();
+    let readme = docs_text();
     let d = Daemon::start();
     let doc = Document::new(d.call("rpc.discover", json!({})));
     let calls = readme_calls(&readme);
@@ -371,9 +388,9 @@ fn readme_calls(readme: &str) -> Vec<Value> {
     out
 }
 
-/// The records of the README's ```json block under "The record shape".
+/// The records of the ```json block under "The record shape" (docs/records.md).
 fn readme_records(readme: &str) -> Vec<Value> {
-    let section = &readme[readme.find("## The record shape").expect("section")..];
+    let section = &readme[readme.find("# The record shape").expect("section")..];
     let start = section.find("```json").expect("json block") + "```json".len();
     let end = start + section[start..].find("```").unwrap();
     serde_json::Deserializer::from_str(&section[start..end])

@@ -6,7 +6,7 @@
 //! is the hardening one: no panic, no hang, and errors that name something.
 //!
 //! Short run (CI): the default 256 cases per target. Long run:
-//! `CTXD_FUZZ_CASES=200000 cargo test -p ctxd --release --lib fuzz` (README, "Fuzzing").
+//! `CTXD_FUZZ_CASES=200000 cargo test -p ctxd --release --lib fuzz` (docs/development.md, "Fuzzing").
 //! A failing case is minimised by proptest and printed; add it to the corpus.
 
 use std::path::{Path, PathBuf};

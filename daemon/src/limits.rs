@@ -1,5 +1,5 @@
 //! Every bound the daemon enforces on what clients and files can make it hold or do, in
-//! one place. README.md documents them in one table ("Limits"); keep the two in step.
+//! one place. docs/running.md documents them in one table ("Limits"); keep the two in step.
 //!
 //! The configurable ones come from `ctxd` flags (see `main.rs`); the others are constants
 //! because a client could not sensibly need more.

@@ -10,7 +10,7 @@ use tracing_subscriber::EnvFilter;
 
 /// A compile, an import and an append allocate and free many small blocks (records,
 /// content blocks, JSON values); mimalloc does that markedly faster than the system's
-/// allocator (see README, Benchmarks).
+/// allocator (see docs/benchmarks.md).
 #[global_allocator]
 static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
 

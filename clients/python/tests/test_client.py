@@ -1,0 +1,127 @@
+"""ctxd_client against a real daemon: `CTXD_BIN` names the binary (the Rust suite sets it)."""
+
+import json
+import os
+import tempfile
+import threading
+import unittest
+from pathlib import Path
+
+import ctxd_client
+
+SDK_DUMPS = Path(__file__).resolve().parents[3] / "tests" / "fixtures" / "sdk"
+
+
+class FakeMessage:
+    """What the SDK's pydantic `Message` offers ctxd_client: `model_dump(mode=...)`."""
+
+    def __init__(self, dump):
+        self._dump = dump
+
+    def model_dump(self, mode="python"):
+        assert mode == "json"
+        return self._dump
+
+
+def message(text, tool=None, msg_id="msg_1"):
+    content = [{"type": "text", "text": text, "citations": None}]
+    if tool:
+        content.append({"type": "tool_use", "id": tool, "name": "Read", "input": {"file_path": "/tmp/x"}, "caller": {"type": "direct"}})
+    return {
+        "id": msg_id,
+        "type": "message",
+        "role": "assistant",
+        "model": "claude-sonnet-4-5",
+        "content": content,
+        "stop_reason": "tool_use" if tool else "end_turn",
+        "stop_sequence": None,
+        "usage": {"input_tokens": 120, "output_tokens": 30, "cache_creation_input_tokens": 0,
+                  "cache_read_input_tokens": 0, "cache_creation": {"ephemeral_5m_input_tokens": 0, "ephemeral_1h_input_tokens": 0},
+                  "service_tier": "standard", "server_tool_use": None},
+    }
+
+
+class ClientTest(unittest.TestCase):
+    @classmethod
+    def setUpClass(cls):
+        cls.dir = tempfile.TemporaryDirectory()
+        cls.home = cls.dir.name
+        cls.ctx = ctxd_client.connect(home=cls.home)
+
+    @classmethod
+    def tearDownClass(cls):
+        try:
+            cls.ctx.call("daemon.shutdown")
+        finally:
+            cls.dir.cleanup()
+
+    def session(self):
+        return self.ctx.call("session.create", cwd=self.home, no_git=True)["session"]["session_id"]
+
+    def test_connect_finds_the_daemon_it_started(self):
+        again = ctxd_client.connect(home=self.home, start=False)
+        self.assertEqual(again.call("daemon.ping"), {"pong": True})
+        self.assertEqual(again.socket, os.path.join(self.home, "ctxd.sock"))
+
+    def test_connect_without_a_daemon_and_without_start_says_so(self):
+        with tempfile.TemporaryDirectory() as empty:
+            with self.assertRaises(ctxd_client.ConnectError):
+                ctxd_client.connect(home=empty, start=False)
+
+    def test_an_error_answer_is_an_rpc_error_naming_the_field(self):
+        with self.assertRaises(ctxd_client.RpcError) as caught:
+            self.ctx.call("session.create", cwd=self.home, model={"context_window": "big"})
+        self.assertEqual(caught.exception.code, -32602)
+        self.assertIn("field", caught.exception.data)
+
+    def test_a_turn_with_a_tool_compiles_and_the_responses_go_in_as_they_came(self):
+        sid = self.session()
+        self.ctx.append(sid, [{"type": "user", "content": "Read /tmp/x"}])
+        compiled = self.ctx.compile(sid)
+        self.assertEqual(compiled.body["messages"][-1]["role"], "user")
+        self.assertIsInstance(compiled.headers, dict)
+        self.ctx.append_response(sid, FakeMessage(message("Reading.", tool="toolu_1")))
+        self.ctx.append_tool_results(sid, [{"tool_use_id": "toolu_1", "content": "hello"}])
+        # The dump itself (as `model_dump()` gives it) is taken too.
+        self.ctx.append_response(sid, message("It says hello.", msg_id="msg_2"))
+        body = self.ctx.compile(sid).body
+        roles = [m["role"] for m in body["messages"]]
+        self.assertEqual(roles, ["user", "assistant", "user", "assistant"])
+        tool_use = body["messages"][1]["content"][-1]
+        self.assertEqual(tool_use["caller"], {"type": "direct"}, "fields ctxd has no slot for pass through")
+        self.assertEqual(body["messages"][2]["content"][0]["type"], "tool_result")
+
+    def test_every_sdk_dump_is_taken_as_it_is(self):
+        dumps = sorted(SDK_DUMPS.glob("*.json"))
+        self.assertTrue(dumps, f"no SDK dumps in {SDK_DUMPS}")
+        for path in dumps:
+            dump = json.loads(path.read_text())
+            if dump.get("type") != "message":
+                continue
+            sid = self.session()
+            self.ctx.append(sid, [{"type": "user", "content": "go"}])
+            self.ctx.append_response(sid, dump)
+
+    def test_events_resume_after_a_seq_in_order_without_gaps(self):
+        sid = self.session()
+        self.ctx.append(sid, [{"type": "user", "content": f"m{i}"} for i in range(5)])
+        seen = []
+        done = threading.Event()
+
+        def follow():
+            for event in self.ctx.events(sid, after_seq=2):
+                if event["kind"] == "records_appended":
+                    seen.extend(r["seq"] for r in event["records"])
+                if len(seen) >= 6:
+                    done.set()
+                    return
+
+        reader = threading.Thread(target=follow, daemon=True)
+        reader.start()
+        self.ctx.append(sid, [{"type": "user", "content": f"n{i}"} for i in range(3)])
+        self.assertTrue(done.wait(20), f"saw {seen}")
+        self.assertEqual(seen, [3, 4, 5, 6, 7, 8])
+
+
+if __name__ == "__main__":
+    unittest.main()
