@@ -372,3 +372,89 @@ fn the_readme_agent_loop_runs_against_a_scripted_model() {
     assert_eq!(answers.len(), 2);
     assert_eq!(answers[1]["message_id"], "msg_scripted_2");
 }
+
+/// `npm install ./clients/typescript` gives `ctxd-client`: its types are what the
+/// OpenRPC document says (regenerated, compared), they type-check with TypeScript's
+/// strictest settings, and its tests pass against a daemon it starts itself.
+#[test]
+fn the_typescript_package_installs_type_checks_and_passes_its_tests() {
+    if !have("node") || !have("npm") {
+        return skip("node and npm");
+    }
+    let package = repo().join("clients/typescript");
+    let current = Command::new("python3")
+        .arg(repo().join("scripts/openrpc-ts-types.py"))
+        .arg("--check")
+        .output()
+        .unwrap();
+    check(
+        current,
+        "clients/typescript/types.d.ts is what the document gives",
+    );
+    let work = tempfile::tempdir().unwrap();
+    std::fs::write(
+        work.path().join("package.json"),
+        r#"{"name": "ctxd-client-check", "version": "1.0.0", "private": true, "type": "module"}"#,
+    )
+    .unwrap();
+    // `--install-links` installs a copy with its dependencies, as from a registry.
+    let install = Command::new("npm")
+        .args([
+            "install",
+            "--install-links",
+            "--no-audit",
+            "--no-fund",
+            "--loglevel=error",
+        ])
+        .arg(&package)
+        .arg("typescript@5")
+        .current_dir(work.path())
+        .output()
+        .unwrap();
+    check(install, "npm install ./clients/typescript");
+    std::fs::copy(
+        package.join("test/client.test.js"),
+        work.path().join("client.test.js"),
+    )
+    .unwrap();
+    let tests = Command::new("node")
+        .args(["--test", "client.test.js"])
+        .current_dir(work.path())
+        .env("CTXD_BIN", common::ctxd_bin())
+        .env("CTXD_SDK_DUMPS", repo().join("tests/fixtures/sdk"))
+        .env_remove("NODE_PATH")
+        .output()
+        .unwrap();
+    let out = check(tests, "the package's tests");
+    assert!(
+        out.contains("# pass 5") && out.contains("# fail 0"),
+        "{out}"
+    );
+    // A caller's code type-checks, and a param the method does not take does not.
+    std::fs::write(
+        work.path().join("check.mts"),
+        r#"import { connect, type ResultOf } from "ctxd-client";
+const ctx = await connect();
+const created: ResultOf<"session.create"> = await ctx.call("session.create", { cwd: "/tmp" });
+const sid: string = created.session.session_id;
+const compiled = await ctx.compile(sid);
+const window: number = compiled.metadata.context.effective_window;
+for await (const e of ctx.events(sid, { afterSeq: 0 })) { console.log(e.seq, window); }
+// @ts-expect-error: a param the method does not take
+await ctx.call("session.create", { cwd: "/tmp", nope: 1 });
+"#,
+    )
+    .unwrap();
+    std::fs::write(
+        work.path().join("tsconfig.json"),
+        r#"{"compilerOptions": {"strict": true, "noEmit": true, "module": "nodenext",
+            "moduleResolution": "nodenext", "target": "es2022"}, "files": ["check.mts"]}"#,
+    )
+    .unwrap();
+    let tsc = Command::new("node")
+        .args(["node_modules/typescript/bin/tsc", "-p", "."])
+        .current_dir(work.path())
+        .output()
+        .unwrap();
+    check(tsc, "tsc on the package's types");
+}
