@@ -500,6 +500,12 @@ fn session_set_changes_every_kind_of_setting_by_id_prefix_and_features_say_how_t
     };
     let sid = new(&home);
     let prefix = &sid[..sid.len() - 4];
+    // `last` and the end of an id name the session too.
+    let (ok, out, err) = run(ctx(&home).args(["read", "last", "--json"]));
+    assert!(ok, "{err}");
+    assert!(out.contains("records"), "{out}");
+    let (ok, _, err) = run(ctx(&home).args(["read", &sid[sid.len() - 6..], "--json"]));
+    assert!(ok, "the end of the id: {err}");
 
     let (ok, _, err) = run(ctx(&home).args(["snip", prefix, "aaaaaa", "bbbbbb"]));
     assert!(!ok);
@@ -566,7 +572,7 @@ fn session_set_changes_every_kind_of_setting_by_id_prefix_and_features_say_how_t
     // Prefixes: unknown and ambiguous ones are explained.
     let (ok, _, err) = run(ctx(&home).args(["session", "show", "zzzz"]));
     assert!(
-        !ok && err.contains("no session has the id or id prefix `zzzz`"),
+        !ok && err.contains("no session has the id `zzzz`, or an id that starts or ends with it"),
         "{err}"
     );
     let other = new(&home);
@@ -677,10 +683,22 @@ fn demo_and_replay_remove_their_sessions_unless_kept() {
     assert_eq!(count(), 0);
     json_out(ctx(&home).args(["demo", "--keep", "--json"]));
     assert_eq!(count(), 1);
+    // In plain words: no internal names, and how to stop what keeps running.
+    let (ok, out, err) = run(ctx(&home).arg("demo"));
+    assert!(ok, "{err}");
+    for internal in ["anchor", "__SYSTEM_PROMPT_DYNAMIC_BOUNDARY__", "{\""] {
+        assert!(!out.contains(internal), "`{internal}` in:\n{out}");
+    }
+    assert!(out.contains("stop it with `ctx daemon stop`"), "{out}");
+    assert_eq!(count(), 1);
     let short = common::fixtures().join("spotter/short.jsonl");
     let (ok, out, err) = run(ctx(&home).arg("replay").arg(&short));
     assert!(ok, "{err}");
     assert!(out.contains("(removed; --keep keeps it)"), "{out}");
+    assert!(
+        out.contains("priced as a cache write"),
+        "the figures are explained: {out}"
+    );
     assert_eq!(count(), 1);
     let (ok, _, err) = run(ctx(&home).arg("replay").arg(&short).arg("--keep"));
     assert!(ok, "{err}");

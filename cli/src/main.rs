@@ -29,7 +29,7 @@ use commands::transcript::{AppendArgs, ImportArgs, ReadArgs};
     name = "ctx",
     version,
     about = "Command-line client of the ctxd context engine",
-    after_help = "Sessions may be named by a unique prefix of their id."
+    after_help = "A session may be named by its id, by `last` (the one updated most recently), or by the start or the end of its id when only one id starts or ends so (the end is random, so a few characters usually suffice)."
 )]
 struct Cli {
     /// The daemon's Unix socket [default: as ctxd resolves it].

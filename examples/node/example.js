@@ -113,8 +113,8 @@ function picture(meta) {
   const filled = Math.min(width, Math.round((width * c.effective_tokens) / Math.max(c.effective_window, 1)));
   const n = (x) => x.toLocaleString("en-US");
   const lines = [
-    `context: [${"#".repeat(filled)}${".".repeat(width - filled)}] ${n(c.effective_tokens)} / ${n(c.effective_window)} tokens ` +
-      `(${100 - c.percent_left}% used, ${c.percent_left}% left)`,
+    `context: [${"#".repeat(filled)}${".".repeat(width - filled)}] ${n(c.effective_tokens)} / ${n(c.effective_window)} usable tokens ` +
+      `(${100 - c.percent_left}% used, ${c.percent_left}% left; usable: the model's window less what is kept for the answer)`,
     `  autocompact at ${n(c.autocompact_threshold)}, warning at ${n(c.warning_threshold)}, blocking at ${n(c.blocking_limit)}`,
     `  messages: ${meta.message_count}, request: ${n(meta.request_bytes)} bytes, sha256 ${meta.request_sha256.slice(0, 16)}`,
     "  system sections:",

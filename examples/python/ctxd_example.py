@@ -87,7 +87,8 @@ def picture(meta):
     filled = min(width, round(width * used / max(window, 1)))
     lines = [
         f"context: [{'#' * filled}{'.' * (width - filled)}] "
-        f"{used:,} / {window:,} tokens ({100 - ctx['percent_left']}% used, {ctx['percent_left']}% left)",
+        f"{used:,} / {window:,} usable tokens ({100 - ctx['percent_left']}% used, {ctx['percent_left']}% left; "
+        f"usable: the model's window less what is kept for the answer)",
         f"  autocompact at {ctx['autocompact_threshold']:,}, warning at {ctx['warning_threshold']:,}, "
         f"blocking at {ctx['blocking_limit']:,}",
         f"  messages: {meta['message_count']}, request: {meta['request_bytes']:,} bytes, "

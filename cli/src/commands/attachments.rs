@@ -23,7 +23,7 @@ pub enum OnOff {
 
 #[derive(Args, Debug)]
 pub struct PlanArgs {
-    /// Session id, or a unique prefix of one.
+    /// Session: its id, `last` (the one updated most recently), or the unique start or end of its id.
     session: String,
     /// Switch plan mode on or off.
     state: OnOff,
@@ -34,7 +34,7 @@ pub struct PlanArgs {
 
 #[derive(Args, Debug)]
 pub struct QueueArgs {
-    /// Session id, or a unique prefix of one.
+    /// Session: its id, `last` (the one updated most recently), or the unique start or end of its id.
     session: String,
     /// The text to queue; omitted with --list.
     text: Option<String>,

@@ -12,12 +12,12 @@ use crate::output::{outln, print_json};
 pub enum CollapseCmd {
     /// List the session's collapses.
     List {
-        /// Session id, or a unique prefix of one.
+        /// Session: its id, `last` (the one updated most recently), or the unique start or end of its id.
         session: String,
     },
     /// Undo a collapse: its span reappears.
     Undo {
-        /// Session id, or a unique prefix of one.
+        /// Session: its id, `last` (the one updated most recently), or the unique start or end of its id.
         session: String,
         /// The collapse id (from `collapse list`).
         id: String,

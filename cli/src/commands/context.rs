@@ -12,7 +12,7 @@ use crate::output::{outln, print_json};
 
 #[derive(Args, Debug)]
 pub struct CompileArgs {
-    /// Session id, or a unique prefix of one.
+    /// Session: its id, `last` (the one updated most recently), or the unique start or end of its id.
     session: String,
     /// A side request: the cache breakpoint goes on the second-to-last message.
     #[arg(long)]
@@ -21,13 +21,13 @@ pub struct CompileArgs {
 
 #[derive(Args, Debug)]
 pub struct SessionArg {
-    /// Session id, or a unique prefix of one.
+    /// Session: its id, `last` (the one updated most recently), or the unique start or end of its id.
     pub session: String,
 }
 
 #[derive(Args, Debug)]
 pub struct SnipArgs {
-    /// Session id, or a unique prefix of one.
+    /// Session: its id, `last` (the one updated most recently), or the unique start or end of its id.
     session: String,
     /// Short id (`[id:xxxxxx]` in the compiled request) of the first message to remove.
     from_id: String,
@@ -37,7 +37,7 @@ pub struct SnipArgs {
 
 #[derive(Args, Debug)]
 pub struct CompactArgs {
-    /// Session id, or a unique prefix of one.
+    /// Session: its id, `last` (the one updated most recently), or the unique start or end of its id.
     session: String,
     /// Extra instructions for the summary.
     #[arg(long)]

@@ -9,6 +9,7 @@ use ctx_client::Client;
 use ctxd_protocol::*;
 
 use super::Ctx;
+use crate::output::count;
 use crate::output::{outln, print_json};
 use crate::replay;
 
@@ -85,48 +86,82 @@ pub async fn demo(ctx: &Ctx, client: &Client, a: &DemoArgs) -> Result<()> {
     let s = &imported.stats;
     let m = &compiled.metadata;
     outln!(
-        "ctxd {} (protocol {}) on {}",
+        "ctxd {} is running on {} (protocol {}).",
         status.daemon_version,
-        status.protocol_version,
-        status.socket
+        status.socket,
+        status.protocol_version
     );
-    outln!("imported the bundled session as {sid}");
     outln!(
-        "  {} lines -> {} records ({} user, {} assistant, {} system); {} tool calls; skipped {:?}",
-        s.lines,
-        s.records,
+        "Imported a real Claude Code session: {} of JSONL became {} ({} from the user, {} \
+         from the model, {} system notes); the model called {}.",
+        count(s.lines, "line"),
+        count(s.records, "record"),
         s.user,
         s.assistant,
         s.system,
-        s.tool_use,
-        s.skipped
+        count(s.tool_use, "tool")
     );
-    outln!("compiled the next request:");
+    if !s.skipped.is_empty() {
+        let left_out: Vec<String> = s
+            .skipped
+            .iter()
+            .map(|(kind, n)| format!("{n} {kind}"))
+            .collect();
+        outln!(
+            "  Left out as Claude Code's own bookkeeping, not conversation: {} lines.",
+            left_out.join(", ")
+        );
+    }
+    outln!("The next request ctxd would send the model:");
     outln!(
-        "  {}, {} bytes, ~{} tokens (anchor {} + estimated tail {}), sha256 {}",
-        crate::output::count(m.message_count, "message"),
+        "  {}, {} bytes, about {} tokens ({} as the last response reported, plus about {} \
+         for what came after it).",
+        count(m.message_count, "message"),
         m.request_bytes,
         m.tokens.estimated_tokens,
         m.tokens.anchor_tokens,
         m.tokens.estimated_tail_tokens,
-        &m.request_sha256[..16]
     );
-    outln!("  system sections:");
+    outln!("  Its system prompt, in the order sent:");
     for sec in &m.system_sections {
-        outln!("    {:<36} {:<14} {} chars", sec.name, sec.class, sec.chars);
+        match sec.class.as_str() {
+            "boundary" => {
+                outln!("    ---- above: the same in every session; below: this session's own ----");
+            }
+            class => outln!(
+                "    {:<24} {:>6} chars  {}",
+                sec.name,
+                sec.chars,
+                section_kind(class)
+            ),
+        }
     }
     if !m.repairs.is_empty() {
-        outln!("  normalisation repairs:");
+        outln!("  What ctxd fixed so that the API accepts the history:");
         for r in &m.repairs {
             outln!("    {r}");
         }
     }
     if a.keep {
-        outln!("see the whole request with: ctx compile {sid}");
+        outln!("See the whole request with: ctx compile {sid}");
     } else {
-        outln!("the demo session was removed (run `ctx demo --keep` to keep it)");
+        outln!("The demo session was removed again (`ctx demo --keep` keeps it).");
     }
+    outln!(
+        "The daemon keeps running in the background for your agents; stop it with `ctx daemon stop`."
+    );
     Ok(())
+}
+
+/// A system section's caching class, for people.
+fn section_kind(class: &str) -> &'static str {
+    match class {
+        "static" => "fixed text",
+        "memoized" => "worked out once per session, then frozen",
+        "uncached" => "worked out again for every request",
+        "system_context" => "the client's system context",
+        _ => "",
+    }
 }
 
 pub async fn replay(ctx: &Ctx, client: &Client, a: &ReplayArgs) -> Result<()> {
@@ -202,6 +237,13 @@ pub async fn replay(ctx: &Ctx, client: &Client, a: &ReplayArgs) -> Result<()> {
         summary.costed_calls,
         summary.source_compactions,
         summary.compactions.len()
+    );
+    outln!(
+        "  (predicted: what ctxd expects the provider's cache to serve of its own compiles, \
+         prefix by prefix; recorded: what the source's responses reported. A transcript's \
+         first call finds nothing cached, so it is priced as a cache write. The simulated \
+         cost prices ctxd's predicted reads and writes at the model's list prices, the \
+         recorded one the source's reported usage.)"
     );
     outln!(
         "{:.2} s for {:.2} MB ({:.2} s/MB)",

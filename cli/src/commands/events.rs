@@ -10,7 +10,7 @@ use crate::output::print_json_line;
 
 #[derive(Args, Debug)]
 pub struct EventsArgs {
-    /// Session id, or a unique prefix of one.
+    /// Session: its id, `last` (the one updated most recently), or the unique start or end of its id.
     session: String,
     /// Resume: first replay the records after this seq (the `seq` of the last event
     /// seen), then follow.

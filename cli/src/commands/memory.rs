@@ -12,17 +12,17 @@ use crate::output::{outln, print_json};
 pub enum MemoryCmd {
     /// Print the memory document.
     Show {
-        /// Session id, or a unique prefix of one.
+        /// Session: its id, `last` (the one updated most recently), or the unique start or end of its id.
         session: String,
     },
     /// Edit the document in $EDITOR and write it back (refused if it changed meanwhile).
     Edit {
-        /// Session id, or a unique prefix of one.
+        /// Session: its id, `last` (the one updated most recently), or the unique start or end of its id.
         session: String,
     },
     /// Extract now with the session's summariser.
     Extract {
-        /// Session id, or a unique prefix of one.
+        /// Session: its id, `last` (the one updated most recently), or the unique start or end of its id.
         session: String,
     },
 }

@@ -57,7 +57,10 @@ impl Ctx {
     }
 }
 
-/// A session argument: a whole id, or a prefix that names exactly one session.
+/// A session argument: a whole id; `last`, the session updated most recently; or the
+/// start or the end of an id that names exactly one session. Ids are UUIDv7s, whose
+/// start is a timestamp shared by sessions made close together and whose end is random,
+/// so a few characters of the end usually suffice.
 pub async fn resolve_session(client: &Client, arg: &str) -> Result<SessionInfo> {
     match client.get_session(arg).await {
         Ok(s) => return Ok(s),
@@ -66,21 +69,38 @@ pub async fn resolve_session(client: &Client, arg: &str) -> Result<SessionInfo> 
         Err(e) => return Err(e.into()),
     }
     let all = client.list_sessions(Some(10_000)).await?;
-    let matching: Vec<&SessionInfo> = all
+    if arg == "last" {
+        return all
+            .iter()
+            .max_by(|a, b| a.updated_at.cmp(&b.updated_at))
+            .cloned()
+            .ok_or_else(|| anyhow::anyhow!("there is no session yet (see `ctx session list`)"));
+    }
+    let pick = |matching: Vec<&SessionInfo>, how: &str| -> Option<Result<SessionInfo>> {
+        match matching.as_slice() {
+            [] => None,
+            [one] => Some(Ok((*one).clone())),
+            many => Some(Err(anyhow::anyhow!(
+                "`{arg}` is the {how} of {} session ids: {}; give more of it",
+                many.len(),
+                many.iter()
+                    .take(5)
+                    .map(|s| s.session_id.as_str())
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            ))),
+        }
+    };
+    let by_start = all
         .iter()
         .filter(|s| s.session_id.starts_with(arg))
         .collect();
-    match matching.as_slice() {
-        [one] => Ok((*one).clone()),
-        [] => bail!("no session has the id or id prefix `{arg}` (see `ctx session list`)"),
-        many => bail!(
-            "`{arg}` is the start of {} session ids: {}; give more of it",
-            many.len(),
-            many.iter()
-                .take(5)
-                .map(|s| s.session_id.as_str())
-                .collect::<Vec<_>>()
-                .join(", ")
+    let by_end = all.iter().filter(|s| s.session_id.ends_with(arg)).collect();
+    match (pick(by_start, "start"), pick(by_end, "end")) {
+        (Some(Ok(one)), _) | (None | Some(Err(_)), Some(Ok(one))) => Ok(one),
+        (Some(Err(e)), _) | (None, Some(Err(e))) => Err(e),
+        (None, None) => bail!(
+            "no session has the id `{arg}`, or an id that starts or ends with it (see `ctx session list`)"
         ),
     }
 }

@@ -41,12 +41,12 @@ pub enum SessionCmd {
     },
     /// Show one session (as JSON).
     Show {
-        /// Session id, or a unique prefix of one.
+        /// Session: its id, `last` (the one updated most recently), or the unique start or end of its id.
         session: String,
     },
     /// Copy a session's transcript (up to a record) into a new session.
     Fork {
-        /// Session id, or a unique prefix of one.
+        /// Session: its id, `last` (the one updated most recently), or the unique start or end of its id.
         session: String,
         /// Copy up to and including this record uuid [default: all].
         #[arg(long)]
@@ -54,14 +54,14 @@ pub enum SessionCmd {
     },
     /// Delete a session, its transcript and its files.
     Rm {
-        /// Session id, or a unique prefix of one.
+        /// Session: its id, `last` (the one updated most recently), or the unique start or end of its id.
         session: String,
     },
     /// Change settings: `ctx session set SID snip_enabled=true collapse.enabled=true`.
     /// Keys are dotted paths into the settings (see `ctx session set SID --list`); values
     /// are JSON when they parse, else text; `KEY=null` restores the default.
     Set {
-        /// Session id, or a unique prefix of one.
+        /// Session: its id, `last` (the one updated most recently), or the unique start or end of its id.
         session: String,
         /// Settings to change, e.g. `snip_enabled=true`, `microcompact.time_based=true`,
         /// `memory.extractor=external`, `summariser={"kind":"embedded"}`.

@@ -13,7 +13,7 @@ use crate::output::{outln, print_json};
 
 #[derive(Args, Debug)]
 pub struct AppendArgs {
-    /// Session id, or a unique prefix of one.
+    /// Session: its id, `last` (the one updated most recently), or the unique start or end of its id.
     session: String,
     /// File of JSON lines, one record each; `-` or absent reads stdin.
     file: Option<PathBuf>,
@@ -24,7 +24,7 @@ pub struct AppendArgs {
 
 #[derive(Args, Debug)]
 pub struct ReadArgs {
-    /// Session id, or a unique prefix of one.
+    /// Session: its id, `last` (the one updated most recently), or the unique start or end of its id.
     session: String,
     /// Records with a seq after this one [default: from the start].
     #[arg(long, default_value_t = 0)]
