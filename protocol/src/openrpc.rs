@@ -31,9 +31,17 @@ pub fn document() -> Value {
         "summary": "This document.",
         "paramStructure": "by-name",
         "params": [],
-        "result": { "name": "OpenRPC document", "schema": { "type": "object" } },
+        "result": { "name": "OpenRPC document", "schema": { "type": "object", "title": "OpenRpcDocument" } },
+        "x-identifier": identifier(RPC_DISCOVER),
     }));
-    let schemas: Map<String, Value> = generator.take_definitions(true).into_iter().collect();
+    let schemas: Map<String, Value> = generator
+        .take_definitions(true)
+        .into_iter()
+        .map(|(name, mut schema)| {
+            titled(&mut schema, &name);
+            (name, schema)
+        })
+        .collect();
     let errors: Map<String, Value> = ERROR_CODES
         .iter()
         .map(|(name, code, message)| {
@@ -55,16 +63,65 @@ pub fn document() -> Value {
     })
 }
 
+/// A name code generators can use for `method` as it is: `session.create` →
+/// `sessionCreate` (dotted names are not identifiers in most languages).
+pub fn identifier(method: &str) -> String {
+    let mut out = String::with_capacity(method.len());
+    let mut upper = false;
+    for c in method.chars() {
+        if c == '.' || c == '_' {
+            upper = true;
+        } else if upper {
+            out.extend(c.to_uppercase());
+            upper = false;
+        } else {
+            out.push(c);
+        }
+    }
+    out
+}
+
+/// `name` with its first letter upper-cased: a type name part.
+fn pascal(name: &str) -> String {
+    let id = identifier(name);
+    let mut chars = id.chars();
+    chars
+        .next()
+        .map(|first| first.to_uppercase().chain(chars).collect())
+        .unwrap_or_default()
+}
+
+/// Gives a schema object a `title` (generators name their types after it), unless it has
+/// one or is only a reference to a named schema.
+fn titled(schema: &mut Value, title: &str) {
+    if let Some(object) = schema.as_object_mut()
+        && !object.contains_key("title")
+        && !(object.len() == 1 && object.contains_key("$ref"))
+    {
+        object.insert("title".into(), Value::String(title.to_string()));
+    }
+}
+
 fn method_entry(m: &MethodSpec, g: &mut schemars::SchemaGenerator) -> Value {
-    let params = by_name_params(Value::from((m.params)(g)));
+    let mut params = by_name_params(Value::from((m.params)(g)));
+    for p in &mut params {
+        let title = format!(
+            "{}{}",
+            pascal(m.name),
+            pascal(p["name"].as_str().unwrap_or(""))
+        );
+        titled(&mut p["schema"], &title);
+    }
     // A subscription's id has the schema of the subscribe method's result.
-    let result = Value::from((m.result)(g));
+    let mut result = Value::from((m.result)(g));
+    titled(&mut result, &format!("{}Result", pascal(m.name)));
     let mut entry = json!({
         "name": m.name,
         "summary": m.summary,
         "paramStructure": "by-name",
         "params": params,
         "result": { "name": "result", "schema": result },
+        "x-identifier": identifier(m.name),
     });
     if let Some(sub) = &m.subscription {
         let item = (sub.item)(g);
@@ -126,6 +183,47 @@ pub fn document_text() -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Every schema a generator would name has a title, and every method an identifier
+    /// of its own: generators need not invent names (`StringDoaGddGA`) or turn
+    /// `session.create` into something a language accepts.
+    #[test]
+    fn every_schema_has_a_title_and_every_method_an_identifier() {
+        let doc = document();
+        for (name, schema) in doc["components"]["schemas"].as_object().unwrap() {
+            if schema.is_object() {
+                assert_eq!(schema["title"], name.as_str(), "{name}");
+            }
+        }
+        let mut seen = std::collections::BTreeSet::new();
+        for m in doc["methods"].as_array().unwrap() {
+            let id = m["x-identifier"].as_str().unwrap();
+            assert!(
+                id.chars().all(|c| c.is_ascii_alphanumeric()) && id.starts_with(char::is_lowercase),
+                "{id}"
+            );
+            assert!(seen.insert(id.to_string()), "{id} twice");
+            let inline = |s: &Value| {
+                s.as_object()
+                    .is_some_and(|o| !(o.len() == 1 && o.contains_key("$ref")))
+            };
+            for p in m["params"].as_array().unwrap() {
+                if inline(&p["schema"]) {
+                    assert!(
+                        p["schema"]["title"].is_string(),
+                        "{}: {}",
+                        m["name"],
+                        p["name"]
+                    );
+                }
+            }
+            if inline(&m["result"]["schema"]) {
+                assert!(m["result"]["schema"]["title"].is_string(), "{}", m["name"]);
+            }
+        }
+        assert_eq!(identifier("session.create"), "sessionCreate");
+        assert_eq!(identifier("context.set_section"), "contextSetSection");
+    }
 
     /// Every params object a method decodes is listed field by field, and nothing is
     /// lost on the way: the listed names are exactly the type's properties.
