@@ -458,3 +458,115 @@ await ctx.call("session.create", { cwd: "/tmp", nope: 1 });
         .unwrap();
     check(tsc, "tsc on the package's types");
 }
+
+/// A public generator (`@open-rpc/typings`, from npm) turns the document into TypeScript
+/// types that compile under `tsc --strict`, names them after the document's titles (no
+/// hashed names like `StringDoaGddGA`), and keeps method types apart from schema types.
+#[test]
+fn a_public_generator_types_the_document() {
+    if !have("node") || !have("npm") {
+        return skip("node and npm");
+    }
+    let work = tempfile::tempdir().unwrap();
+    std::fs::write(
+        work.path().join("package.json"),
+        r#"{"name": "ctxd-openrpc-check", "version": "1.0.0", "private": true}"#,
+    )
+    .unwrap();
+    let install = Command::new("npm")
+        .args(["install", "--no-audit", "--no-fund", "--loglevel=error"])
+        .args(["@open-rpc/typings@1.13", "typescript@5"])
+        .current_dir(work.path())
+        .output()
+        .unwrap();
+    check(install, "npm install @open-rpc/typings");
+    let generate = Command::new("node")
+        .arg("node_modules/@open-rpc/typings/build/cli.js")
+        .arg("-d")
+        .arg(repo().join("protocol/openrpc.json"))
+        .args(["--output-ts", "out"])
+        .current_dir(work.path())
+        .output()
+        .unwrap();
+    check(generate, "open-rpc-typings");
+    let typings = std::fs::read_to_string(work.path().join("out/index.ts")).unwrap();
+    std::fs::write(
+        work.path().join("tsconfig.json"),
+        r#"{"compilerOptions": {"strict": true, "noEmit": true, "target": "es2022",
+            "module": "es2022", "moduleResolution": "bundler"}, "files": ["out/index.ts"]}"#,
+    )
+    .unwrap();
+    let tsc = Command::new("node")
+        .args(["node_modules/typescript/bin/tsc", "-p", "."])
+        .current_dir(work.path())
+        .output()
+        .unwrap();
+    check(tsc, "tsc on the generated typings");
+    let names: Vec<&str> = typings
+        .lines()
+        .filter_map(|l| {
+            l.strip_prefix("export type ")
+                .or_else(|| l.strip_prefix("export interface "))
+        })
+        .filter_map(|l| l.split([' ', '<']).next())
+        .collect();
+    for wanted in [
+        "SessionCreateCwd",
+        "SessionCreateResponse",
+        "DaemonStatusResult",
+        "Record",
+    ] {
+        assert!(names.contains(&wanted), "no type {wanted}");
+    }
+    // Every name comes from the document: a title, a method's (`SessionCreate`), a
+    // title split by type (`...AsString`), or the generator's union of them all (`AnyOf...`).
+    let doc: serde_json::Value = serde_json::from_str(
+        &std::fs::read_to_string(repo().join("protocol/openrpc.json")).unwrap(),
+    )
+    .unwrap();
+    let mut titles = std::collections::BTreeSet::new();
+    fn collect(v: &serde_json::Value, out: &mut std::collections::BTreeSet<String>) {
+        match v {
+            serde_json::Value::Object(o) => {
+                if let Some(t) = o.get("title").and_then(|t| t.as_str()) {
+                    out.insert(t.to_lowercase());
+                }
+                o.values().for_each(|v| collect(v, out));
+            }
+            serde_json::Value::Array(a) => a.iter().for_each(|v| collect(v, out)),
+            _ => {}
+        }
+    }
+    collect(&doc, &mut titles);
+    for m in doc["methods"].as_array().unwrap() {
+        titles.insert(
+            m["name"]
+                .as_str()
+                .unwrap()
+                .replace(['.', '_'], "")
+                .to_lowercase(),
+        );
+    }
+    let from_document = |name: &str| {
+        let lower = name.to_lowercase();
+        titles.contains(&lower)
+            || name.starts_with("AnyOf")
+            || [
+                "asstring",
+                "asnull",
+                "asnumber",
+                "asinteger",
+                "asboolean",
+                "asobject",
+                "asarray",
+            ]
+            .iter()
+            .any(|t| {
+                lower
+                    .strip_suffix(t)
+                    .is_some_and(|base| titles.contains(base))
+            })
+    };
+    let hashed: Vec<&&str> = names.iter().filter(|n| !from_document(n)).collect();
+    assert!(hashed.is_empty(), "hashed names: {hashed:?}");
+}

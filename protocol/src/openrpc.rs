@@ -34,11 +34,20 @@ pub fn document() -> Value {
         "result": { "name": "OpenRPC document", "schema": { "type": "object", "title": "OpenRpcDocument" } },
         "x-identifier": identifier(RPC_DISCOVER),
     }));
+    // Generators also name a type after each method (`daemon.status` → `DaemonStatus`):
+    // a schema of the same name takes another title, so the two do not collide.
+    let method_types: std::collections::BTreeSet<String> =
+        method_table().iter().map(|m| pascal(m.name)).collect();
     let schemas: Map<String, Value> = generator
         .take_definitions(true)
         .into_iter()
         .map(|(name, mut schema)| {
-            titled(&mut schema, &name);
+            let title = if method_types.contains(&name) {
+                format!("{name}Result")
+            } else {
+                name.clone()
+            };
+            titled(&mut schema, &title);
             (name, schema)
         })
         .collect();
@@ -91,14 +100,41 @@ fn pascal(name: &str) -> String {
         .unwrap_or_default()
 }
 
-/// Gives a schema object a `title` (generators name their types after it), unless it has
-/// one or is only a reference to a named schema.
+/// Gives a schema object and each schema inside it a `title` (generators name their
+/// types after it, and invent hashed names otherwise): the inner ones are named after
+/// their place (a property's name, `Item`, `Option1`, ...). A title already there is
+/// kept; a bare reference to a named schema gets none.
 fn titled(schema: &mut Value, title: &str) {
-    if let Some(object) = schema.as_object_mut()
-        && !object.contains_key("title")
-        && !(object.len() == 1 && object.contains_key("$ref"))
-    {
-        object.insert("title".into(), Value::String(title.to_string()));
+    let Some(object) = schema.as_object_mut() else {
+        return;
+    };
+    if object.len() == 1 && object.contains_key("$ref") {
+        return;
+    }
+    let own = match object.get("title").and_then(Value::as_str) {
+        Some(existing) => existing.to_string(),
+        None => {
+            object.insert("title".into(), Value::String(title.to_string()));
+            title.to_string()
+        }
+    };
+    if let Some(Value::Object(props)) = object.get_mut("properties") {
+        for (name, sub) in props.iter_mut() {
+            titled(sub, &format!("{own}{}", pascal(name)));
+        }
+    }
+    if let Some(items) = object.get_mut("items") {
+        titled(items, &format!("{own}Item"));
+    }
+    if let Some(extra @ Value::Object(_)) = object.get_mut("additionalProperties") {
+        titled(extra, &format!("{own}Value"));
+    }
+    for combo in ["anyOf", "oneOf", "allOf"] {
+        if let Some(Value::Array(options)) = object.get_mut(combo) {
+            for (i, sub) in options.iter_mut().enumerate() {
+                titled(sub, &format!("{own}Option{}", i + 1));
+            }
+        }
     }
 }
 
@@ -192,7 +228,11 @@ mod tests {
         let doc = document();
         for (name, schema) in doc["components"]["schemas"].as_object().unwrap() {
             if schema.is_object() {
-                assert_eq!(schema["title"], name.as_str(), "{name}");
+                let title = schema["title"].as_str().unwrap();
+                assert!(
+                    title == name || title == format!("{name}Result"),
+                    "{name}: {title}"
+                );
             }
         }
         let mut seen = std::collections::BTreeSet::new();
