@@ -209,14 +209,24 @@ fn python_path(first: &Path) -> std::ffi::OsString {
     std::env::join_paths(paths).unwrap()
 }
 
-/// `pip install ./clients/python` gives `ctxd_client`, whose own tests pass against a
-/// daemon it starts itself.
+/// `pip install ./clients/python` gives `ctxd_client`, whose typed methods and models are
+/// what the OpenRPC document gives (regenerated, compared) and whose own tests pass
+/// against a daemon it starts itself.
 #[test]
 fn the_python_package_installs_and_passes_its_tests() {
     if !have("python3") {
         return skip("python3");
     }
     python_has("websockets.sync.client");
+    let current = Command::new("python3")
+        .arg(repo().join("scripts/openrpc-py-types.py"))
+        .arg("--check")
+        .output()
+        .unwrap();
+    check(
+        current,
+        "clients/python/ctxd_client/types.py is what the document gives",
+    );
     let target = tempfile::tempdir().unwrap();
     // Built from a copy: setuptools writes its build folders beside the sources.
     let source = tempfile::tempdir().unwrap();
@@ -227,11 +237,13 @@ fn the_python_package_installs_and_passes_its_tests() {
     )
     .unwrap();
     std::fs::create_dir(source.path().join("ctxd_client")).unwrap();
-    std::fs::copy(
-        package.join("ctxd_client/__init__.py"),
-        source.path().join("ctxd_client/__init__.py"),
-    )
-    .unwrap();
+    for module in ["__init__.py", "types.py"] {
+        std::fs::copy(
+            package.join("ctxd_client").join(module),
+            source.path().join("ctxd_client").join(module),
+        )
+        .unwrap();
+    }
     let install = Command::new("python3")
         .args([
             "-m",
@@ -261,7 +273,7 @@ fn the_python_package_installs_and_passes_its_tests() {
         "the package's tests failed:\n{stderr}"
     );
     let ran = stderr.lines().filter(|l| l.ends_with("... ok")).count();
-    assert!(ran >= 6, "only {ran} of the package's tests ran:\n{stderr}");
+    assert!(ran >= 9, "only {ran} of the package's tests ran:\n{stderr}");
     // Imported from the install, not from the source tree.
     let from = Command::new("python3")
         .args(["-c", "import ctxd_client; print(ctxd_client.__file__)"])

@@ -9,6 +9,10 @@
     for event in ctx.events(sid, after_seq=0):
         ...
 
+Every RPC method also has a typed method of its own (`ctx.session_create(cwd=...)`),
+and every schema a TypedDict, both generated from protocol/openrpc.json (`types`).
+`connect_async()` gives the same client for asyncio (`AsyncClient`).
+
 Calls go over HTTP on the daemon's Unix socket (one connection per call, standard
 library only); `events` uses a WebSocket (the `websockets` package), the only transport
 that carries subscriptions.
@@ -16,6 +20,7 @@ that carries subscriptions.
 
 from __future__ import annotations
 
+import asyncio
 import http.client
 import json
 import os
@@ -25,15 +30,21 @@ import subprocess
 import time
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Iterator, Mapping, Optional, Sequence
+from typing import Any, AsyncIterator, Iterator, Mapping, Optional, Sequence
+
+from . import types
+from .types import AsyncMethods, Methods
 
 __all__ = [
+    "AsyncClient",
     "Client",
     "Compiled",
     "RpcError",
     "connect",
+    "connect_async",
     "default_socket",
     "find_ctxd",
+    "types",
 ]
 
 PROTOCOL_VERSION = "1.2"
@@ -115,7 +126,43 @@ def _dump(message: Any) -> dict:
     raise TypeError(f"expected an Anthropic Message or its model_dump(), not {type(message).__name__}")
 
 
-class Client:
+def _subscribe_params(session_id: str, after_seq: Optional[int], include_records: bool) -> dict:
+    params: dict = {"session_id": session_id, "include_records": include_records}
+    if after_seq is not None:
+        params["after_seq"] = after_seq
+    return {"jsonrpc": "2.0", "id": 1, "method": "session.subscribe", "params": params}
+
+
+class _Resume:
+    """Where a stream of events stands: what to resume from, and whether to."""
+
+    def __init__(self, after_seq: Optional[int]):
+        self.last = after_seq
+        self.resume = False
+
+    def take(self, text: str) -> Optional[dict]:
+        """The event a message carries, if any. Raises `RpcError` for a refused
+        subscription; sets `resume` (and returns None) for a `lagged` end."""
+        note = json.loads(text)
+        if note.get("id") == 1:
+            if "error" in note:
+                raise RpcError("session.subscribe", note["error"])
+            return None
+        event = note.get("params", {}).get("result")
+        if event is None:
+            return None
+        if event.get("kind") == "lagged" and event.get("ended"):
+            self.last = event["last_seq"]
+            self.resume = True
+            return None
+        if event.get("kind") == "records_appended":
+            seqs = [r["seq"] for r in event.get("records", [])]
+            if seqs:
+                self.last = max(seqs)
+        return event
+
+
+class Client(Methods):
     """A connection to one daemon. Cheap to keep: every call opens its own HTTP request."""
 
     def __init__(self, socket: str, timeout: float = 600.0):
@@ -171,38 +218,76 @@ class Client:
         from websockets.exceptions import ConnectionClosed
         from websockets.sync.client import unix_connect
 
-        last = after_seq
+        state = _Resume(after_seq)
         while True:
-            params: dict = {"session_id": session_id, "include_records": include_records}
-            if last is not None:
-                params["after_seq"] = last
-            resume = False
+            state.resume = False
             with unix_connect(self.socket, uri="ws://localhost/", max_size=None) as ws:
-                ws.send(json.dumps({"jsonrpc": "2.0", "id": 1, "method": "session.subscribe", "params": params}))
+                ws.send(json.dumps(_subscribe_params(session_id, state.last, include_records)))
                 try:
                     for text in ws:
-                        note = json.loads(text)
-                        if note.get("id") == 1:
-                            if "error" in note:
-                                raise RpcError("session.subscribe", note["error"])
-                            continue
-                        event = note.get("params", {}).get("result")
+                        event = state.take(text)
+                        if state.resume:
+                            break
                         if event is None:
                             continue
-                        if event.get("kind") == "lagged" and event.get("ended"):
-                            last = event["last_seq"]
-                            resume = True
-                            break
-                        if event.get("kind") == "records_appended":
-                            seqs = [r["seq"] for r in event.get("records", [])]
-                            if seqs:
-                                last = max(seqs)
                         yield event
                         if event.get("kind") == "session_deleted":
                             return
                 except ConnectionClosed:
-                    resume = True
-            if not resume:
+                    state.resume = True
+            if not state.resume:
+                return
+
+
+class AsyncClient(AsyncMethods):
+    """`Client` for asyncio: the same calls, awaited (each runs on a worker thread, so the
+    event loop never waits on the socket), and `events` as an async iterator."""
+
+    def __init__(self, socket: str, timeout: float = 600.0):
+        self._client = Client(socket, timeout)
+
+    @property
+    def socket(self) -> str:
+        return self._client.socket
+
+    async def call(self, method: str, **params: Any) -> Any:
+        return await asyncio.to_thread(self._client.call, method, **params)
+
+    async def append(self, session_id: str, records: Sequence[Mapping[str, Any]], **params: Any) -> dict:
+        return await asyncio.to_thread(self._client.append, session_id, records, **params)
+
+    async def append_response(self, session_id: str, message: Any) -> dict:
+        return await asyncio.to_thread(self._client.append_response, session_id, message)
+
+    async def append_tool_results(self, session_id: str, results: Sequence[Mapping[str, Any]]) -> dict:
+        return await asyncio.to_thread(self._client.append_tool_results, session_id, results)
+
+    async def compile(self, session_id: str, **params: Any) -> Compiled:
+        return await asyncio.to_thread(self._client.compile, session_id, **params)
+
+    async def events(self, session_id: str, after_seq: Optional[int] = None, include_records: bool = False) -> AsyncIterator[dict]:
+        """As `Client.events`."""
+        from websockets.asyncio.client import unix_connect
+        from websockets.exceptions import ConnectionClosed
+
+        state = _Resume(after_seq)
+        while True:
+            state.resume = False
+            async with unix_connect(self.socket, uri="ws://localhost/", max_size=None) as ws:
+                await ws.send(json.dumps(_subscribe_params(session_id, state.last, include_records)))
+                try:
+                    async for text in ws:
+                        event = state.take(text)
+                        if state.resume:
+                            break
+                        if event is None:
+                            continue
+                        yield event
+                        if event.get("kind") == "session_deleted":
+                            return
+                except ConnectionClosed:
+                    state.resume = True
+            if not state.resume:
                 return
 
 
@@ -243,3 +328,9 @@ def connect(socket: Optional[str] = None, home: Optional[str] = None, start: boo
             raise ConnectError(f"ctxd exited with {child.returncode}; see {directory / 'ctxd.log'}")
         time.sleep(0.025)
     raise ConnectError(f"ctxd did not answer on {path} within {START_TIMEOUT_S:.0f} s; see {directory / 'ctxd.log'}")
+
+
+async def connect_async(socket: Optional[str] = None, home: Optional[str] = None, start: bool = True) -> AsyncClient:
+    """`connect` for asyncio."""
+    client = await asyncio.to_thread(connect, socket, home, start)
+    return AsyncClient(client.socket, client.timeout)

@@ -122,6 +122,49 @@ class ClientTest(unittest.TestCase):
         self.assertTrue(done.wait(20), f"saw {seen}")
         self.assertEqual(seen, [3, 4, 5, 6, 7, 8])
 
+    def test_typed_methods_call_the_method_of_their_name(self):
+        created = self.ctx.session_create(cwd=self.home, no_git=True, title="typed")
+        sid = created["session"]["session_id"]
+        self.assertEqual(self.ctx.session_get(session_id=sid)["session"]["title"], "typed")
+        appended = self.ctx.transcript_append(session_id=sid, records=[{"type": "user", "content": "hi"}])
+        self.assertEqual(appended["appended"][0]["seq"], 1)
+        self.assertEqual(self.ctx.daemon_ping(), {"pong": True})
+
+    def test_every_method_of_the_document_has_its_typed_method(self):
+        import typing
+
+        doc = self.ctx.call("rpc.discover")
+        for m in doc["methods"]:
+            name = m["name"].replace(".", "_")
+            fn = getattr(ctxd_client.Client, name, None)
+            self.assertIsNotNone(fn, f"no method {name}")
+            typing.get_type_hints(fn)
+            want = {p["name"] for p in m["params"]}
+            import inspect
+
+            got = {p.rstrip("_") for p in inspect.signature(fn).parameters if p != "self"}
+            self.assertEqual(got, want, name)
+
+    def test_the_asyncio_client_calls_and_follows_events(self):
+        import asyncio
+
+        async def main():
+            actx = await ctxd_client.connect_async(home=self.home, start=False)
+            sid = (await actx.session_create(cwd=self.home, no_git=True))["session"]["session_id"]
+            await actx.append(sid, [{"type": "user", "content": f"a{i}"} for i in range(3)])
+            seqs = []
+            async for event in actx.events(sid, after_seq=0):
+                if event["kind"] == "records_appended":
+                    seqs += [r["seq"] for r in event["records"]]
+                if len(seqs) >= 3:
+                    break
+            compiled = await actx.compile(sid)
+            return seqs, compiled
+
+        seqs, compiled = asyncio.run(main())
+        self.assertEqual(seqs, [1, 2, 3])
+        self.assertEqual(compiled.body["messages"][0]["role"], "user")
+
 
 if __name__ == "__main__":
     unittest.main()
