@@ -19,6 +19,7 @@ pub mod methods;
 pub mod models;
 pub mod openrpc;
 pub mod record;
+pub mod reference;
 pub mod session;
 pub mod socket;
 pub mod transcript;
