@@ -779,3 +779,57 @@ fn a_missing_file_is_reported_once() {
     assert!(!ok);
     assert_eq!(err.matches("No such file or directory").count(), 1, "{err}");
 }
+
+/// `ctx send SID PROMPT` appends the prompt, runs one turn through the session's provider
+/// (here a scripted Messages API) and prints the answer: text as text, the tool call on
+/// a line of its own, then the usage.
+#[test]
+fn ctx_send_appends_the_prompt_and_prints_the_answer() {
+    let guard = Home::new();
+    let (dir, home) = (&guard.dir, guard.home.clone());
+    let log = dir.path().join("requests.jsonl");
+    let mut server = Command::new("python3")
+        .arg(concat!(
+            env!("CARGO_MANIFEST_DIR"),
+            "/../tests/support/scripted_anthropic.py"
+        ))
+        .arg(&log)
+        .stdout(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut port = String::new();
+    std::io::BufRead::read_line(
+        &mut std::io::BufReader::new(server.stdout.take().unwrap()),
+        &mut port,
+    )
+    .unwrap();
+    let provider = format!(
+        r#"provider={{"kind": "anthropic", "base_url": "http://127.0.0.1:{}", "api_key_env": "CTXD_CLI_TEST_KEY"}}"#,
+        port.trim()
+    );
+    // The daemon ctx starts gets the key from ctx's environment.
+    let sid = json_out(
+        ctx(&home)
+            .env("CTXD_CLI_TEST_KEY", "sk-cli-test")
+            .args(["session", "new", "--json", "--cwd"])
+            .arg(dir.path()),
+    )["session_id"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    let (ok, _, err) = run(ctx(&home).args(["session", "set", &sid, &provider]));
+    assert!(ok, "{err}");
+    let (ok, out, err) = run(ctx(&home).args(["send", &sid, "What does README.md say?"]));
+    let _ = server.kill();
+    let _ = server.wait();
+    assert!(ok, "{err}");
+    assert!(out.contains("Let me read it."), "{out}");
+    assert!(out.contains("[tool call Read toolu_scripted_1:"), "{out}");
+    assert!(out.contains("tool_use; 100 tokens in"), "{out}");
+    let sent = std::fs::read_to_string(&log).unwrap();
+    assert!(
+        sent.contains("What does README.md say?"),
+        "the prompt went out: {sent}"
+    );
+    assert!(sent.contains(r#""x-api-key": "sk-cli-test""#), "{sent}");
+}

@@ -34,9 +34,36 @@ struct World {
     jsonl: String,
     /// A session with a deferred tool (capability reports).
     caps: String,
+    /// A session whose provider is a scripted Messages API (`context.send`).
+    send: String,
 }
 
-fn build_world(d: &Daemon) -> World {
+/// The key variable of the world's provider, and its value in the daemon's environment.
+const SEND_KEY: (&str, &str) = ("CTXD_CONFORMANCE_KEY", "sk-conformance");
+
+/// A scripted Messages API answering every request with one streamed text message.
+async fn scripted_provider() -> wiremock::MockServer {
+    let server = wiremock::MockServer::start().await;
+    let events = [
+        json!({"type": "message_start", "message": {"id": "msg_c", "type": "message", "role": "assistant", "model": "claude-sonnet-4-5", "content": [], "stop_reason": null, "stop_sequence": null, "usage": {"input_tokens": 10, "output_tokens": 1}}}),
+        json!({"type": "content_block_start", "index": 0, "content_block": {"type": "text", "text": ""}}),
+        json!({"type": "content_block_delta", "index": 0, "delta": {"type": "text_delta", "text": "Done."}}),
+        json!({"type": "content_block_stop", "index": 0}),
+        json!({"type": "message_delta", "delta": {"stop_reason": "end_turn"}, "usage": {"output_tokens": 3}}),
+        json!({"type": "message_stop"}),
+    ];
+    let body: String = events
+        .iter()
+        .map(|e| format!("event: {}\ndata: {e}\n\n", e["type"].as_str().unwrap()))
+        .collect();
+    wiremock::Mock::given(wiremock::matchers::method("POST"))
+        .respond_with(wiremock::ResponseTemplate::new(200).set_body_raw(body, "text/event-stream"))
+        .mount(&server)
+        .await;
+    server
+}
+
+fn build_world(d: &Daemon, provider: &str) -> World {
     let cwd = d.dir.path().join("project");
     std::fs::create_dir_all(&cwd).unwrap();
     std::fs::write(cwd.join("notes.txt"), "notes\n").unwrap();
@@ -138,8 +165,18 @@ fn build_world(d: &Daemon) -> World {
                "input_schema": {"type": "object"}}]}),
     );
 
+    let send = create(
+        json!({"provider": {"kind": "anthropic", "base_url": provider, "api_key_env": SEND_KEY.0}}),
+        json!(null),
+    );
+    d.call(
+        "transcript.append",
+        json!({"session_id": send, "records": [{"type": "user", "content": "say done"}]}),
+    );
+
     World {
         caps,
+        send,
         main,
         image_uuid,
         snip: (snip_sid, short),
@@ -173,6 +210,7 @@ fn realistic(doc: &Document, w: &World, method: &str) -> Value {
             json!({ "session_id": w.collapse.0, "collapse_id": w.collapse.1 })
         }
         "context.report_error" => json!({ "session_id": w.main, "kind": "prompt_too_long" }),
+        "context.send" => json!({ "session_id": w.send }),
         "context.report_read" => json!({ "session_id": w.main, "path": w.cwd.join("notes.txt") }),
         // In document order: connect, change, disconnect.
         "capabilities.mcp_connect" => json!({
@@ -196,12 +234,13 @@ fn realistic(doc: &Document, w: &World, method: &str) -> Value {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn every_method_accepts_calls_generated_from_the_document_alone() {
-    let d = Daemon::start();
+    let d = Daemon::start_with_env(&[SEND_KEY]);
+    let provider = scripted_provider().await;
     let doc = Document::new(d.call("rpc.discover", json!({})));
     // The checker itself can say no.
     let info = json!({"$ref": "#/components/schemas/SessionInfo"});
     assert!(!doc.errors(&info, &json!({"session_id": 5})).is_empty());
-    let w = build_world(&d);
+    let w = build_world(&d, &provider.uri());
     let mut covered = BTreeSet::new();
     // Over HTTP, in document order; the WebSocket-only and the stopping ones after.
     let later = [

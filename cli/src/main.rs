@@ -66,6 +66,9 @@ enum Command {
     Read(ReadArgs),
     /// Print the compiled request body for the next model call.
     Compile(CompileArgs),
+    /// Send the next request to the session's provider (`settings.provider`) and print
+    /// the answer; with PROMPT, append it first.
+    Send(commands::context::SendArgs),
     /// The frozen fates of a session's tool results (what the model saw instead).
     Replacements(SessionArg),
     /// Follow a session's events, one JSON object per line (exits non-zero if the
@@ -159,6 +162,7 @@ async fn run(cli: Cli) -> Result<()> {
         Command::Read(a) => commands::transcript::read(&ctx, c, a).await,
         Command::Import(a) => commands::transcript::import(&ctx, c, a).await,
         Command::Compile(a) => commands::context::compile(&ctx, c, a).await,
+        Command::Send(a) => commands::context::send(&ctx, c, a).await,
         Command::Replacements(a) => commands::context::replacements(&ctx, c, a).await,
         Command::Snip(a) => commands::context::snip(&ctx, c, a).await,
         Command::Compact(a) => commands::context::compact(&ctx, c, a).await,

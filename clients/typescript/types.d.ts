@@ -1114,6 +1114,40 @@ export type PlanModeResponse = {
   plan_mode: boolean;
 };
 
+/**
+ * The model provider `context.send` calls for a session. The key is read from the
+ * named environment variable of the daemon at each call: never stored, logged or
+ * shown in an event.
+ */
+export type ProviderConfig = ({
+  /**
+   * Name of the environment variable (of the daemon) holding the API key.
+   */
+  api_key_env: string;
+  /**
+   * Default `https://api.anthropic.com`.
+   */
+  base_url?: string | null;
+  /**
+   * More HTTP headers to send (not the key; `anthropic-beta` values are added to
+   * those the compile needs).
+   */
+  headers?: {
+    [key: string]: unknown;
+  };
+  kind: "anthropic";
+  /**
+   * Retries on 408, 429, 5xx and 529, and on an `overloaded_error` event before
+   * any content (default 2); `retry-after` is honoured.
+   */
+  max_retries?: number | null;
+  /**
+   * The whole call's bound, from the first byte sent to the last received
+   * (default 600).
+   */
+  timeout_secs?: number | null;
+});
+
 export type QueueResponse = {
   /**
    * Entries now waiting for the same agent, this one included.
@@ -1370,6 +1404,31 @@ export type SectionLayout = {
  * A section text ctxd computes itself.
  */
 export type SectionSource = "current_time";
+
+/**
+ * What a turn sent and got back.
+ */
+export type SendResponse = {
+  /**
+   * The message as the provider streamed it (every block and field), as appended.
+   */
+  message: unknown;
+  /**
+   * The compile's request hash: the bytes that were sent, less `stream`.
+   */
+  request_sha256: string;
+  /**
+   * Attempts beyond the first (429, 529, 5xx, overloaded).
+   */
+  retries: number;
+  seq: number;
+  stop_reason?: string | null;
+  usage?: Usage | null;
+  /**
+   * The appended record.
+   */
+  uuid: string;
+};
 
 export type SessionCreateResponse = {
   session: SessionInfo;
@@ -1650,6 +1709,11 @@ export type SessionSettings = {
    * own when absent.
    */
   platform?: string | null;
+  /**
+   * The model provider `context.send` calls (none: `context.send` is refused and
+   * the client sends the compiled request itself).
+   */
+  provider?: ProviderConfig | null;
   /**
    * Append `[id:xxxxxx]` short ids to user messages so ranges can be snipped.
    */
@@ -2468,6 +2532,15 @@ export interface Methods {
       instructions?: string | null;
     };
     result: CompactionReport;
+  };
+  /**
+   * Compile, send to the session's provider (settings.provider), and append the answer as it came; one turn at a time per session.
+   */
+  "context.send": {
+    params: {
+      session_id: string;
+    };
+    result: SendResponse;
   };
   /**
    * The session's memory document, its version and last summarised record.

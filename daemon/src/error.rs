@@ -28,6 +28,15 @@ pub enum Error {
     HookBlocked { event: String, reason: String },
     #[error("compaction failed: {0}")]
     CompactionFailed(String),
+    #[error("session {0} has a turn running: wait for it")]
+    TurnInProgress(String),
+    /// The model provider failed or refused; nothing was appended.
+    #[error("the provider failed: {message}")]
+    Provider {
+        status: Option<u16>,
+        kind: Option<String>,
+        message: String,
+    },
     #[error("storage: {0}")]
     Storage(String),
     #[error("internal: {0}")]

@@ -35,6 +35,11 @@ pub const WEBSOCKET_REQUIRED: i32 = -32031;
 /// nothing was written. The message carries the hook's reason; `data` has
 /// `hook_event_name` and `reason`.
 pub const HOOK_BLOCKED: i32 = -32050;
+/// `context.send` while another turn of the same session runs.
+pub const TURN_IN_PROGRESS: i32 = -32060;
+/// The model provider failed or refused the turn (after its retries); nothing was
+/// appended. `data.status` is the provider's HTTP status when it answered with one.
+pub const PROVIDER_FAILED: i32 = -32061;
 /// Storage failed; nothing was written.
 pub const STORAGE: i32 = -32020;
 /// An internal error; nothing was written.
@@ -155,6 +160,16 @@ pub const ERROR_CODES: &[(&str, i32, &str)] = &[
         "HookBlocked",
         HOOK_BLOCKED,
         "A hook refused the operation (data.hook_event_name, data.reason). Nothing was written.",
+    ),
+    (
+        "TurnInProgress",
+        TURN_IN_PROGRESS,
+        "context.send while another turn of the same session runs: wait for it.",
+    ),
+    (
+        "ProviderFailed",
+        PROVIDER_FAILED,
+        "The model provider failed or refused the turn after its retries (data.status, data.kind); nothing was appended.",
     ),
     (
         "Internal",

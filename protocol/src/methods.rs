@@ -15,6 +15,7 @@ use crate::event::{SessionNotification, SubscribeParams};
 use crate::handshake::{InitializeParams, InitializeResult, SubscriptionId, UnsubscribeParams};
 use crate::hooks::*;
 use crate::memory::*;
+use crate::send::{SendParams, SendResponse};
 use crate::session::*;
 use crate::transcript::*;
 
@@ -52,6 +53,7 @@ pub const CONTEXT_SNIP: &str = "context.snip";
 pub const CONTEXT_TOUCH_PATHS: &str = "context.touch_paths";
 pub const CONTEXT_REPORT_READ: &str = "context.report_read";
 pub const CONTEXT_COMPACT: &str = "context.compact";
+pub const CONTEXT_SEND: &str = "context.send";
 pub const MEMORY_GET: &str = "memory.get";
 pub const MEMORY_UPDATE: &str = "memory.update";
 pub const MEMORY_EXTRACT: &str = "memory.extract";
@@ -355,6 +357,12 @@ pub fn method_table() -> Vec<MethodSpec> {
             "Compact the session now (manual), with optional extra instructions.",
             CompactParams,
             CompactionReport
+        ),
+        method!(
+            CONTEXT_SEND,
+            "Compile, send to the session's provider (settings.provider), and append the answer as it came; one turn at a time per session.",
+            SendParams,
+            SendResponse
         ),
         method!(
             MEMORY_GET,

@@ -157,6 +157,10 @@ pub struct SessionSettings {
         skip_serializing_if = "crate::hooks::HookSettings::is_default"
     )]
     pub hooks: crate::hooks::HookSettings,
+    /// The model provider `context.send` calls (none: `context.send` is refused and
+    /// the client sends the compiled request itself).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub provider: Option<crate::send::ProviderConfig>,
 }
 
 /// Who keeps the session's memory document up to date.

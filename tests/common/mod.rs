@@ -177,6 +177,27 @@ impl Daemon {
         Daemon::start_full(args, db.as_ref().map(|d| d.url.clone()), db)
     }
 
+    /// A daemon whose process also gets `env` (provider keys, log filters).
+    pub fn start_with_env(env: &[(&str, &str)]) -> Daemon {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let db = TestDb::create().map(std::sync::Arc::new);
+        let mut d = Daemon {
+            home: dir.path().join("home"),
+            socket: dir.path().join("run").join("ctxd.sock"),
+            dir,
+            child: None,
+            args: Vec::new(),
+            env: env
+                .iter()
+                .map(|(k, v)| (k.to_string(), v.to_string()))
+                .collect(),
+            store: db.as_ref().map(|d| d.url.clone()),
+            db,
+        };
+        d.spawn();
+        d
+    }
+
     /// A daemon on the PostgreSQL database `url`.
     pub fn start_on(url: &str) -> Daemon {
         Daemon::start_full(&[], Some(url.to_string()), None)

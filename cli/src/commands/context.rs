@@ -20,6 +20,14 @@ pub struct CompileArgs {
 }
 
 #[derive(Args, Debug)]
+pub struct SendArgs {
+    /// Session: its id, `last` (the one updated most recently), or the unique start or end of its id.
+    session: String,
+    /// A prompt to append first, as the user's message.
+    prompt: Option<String>,
+}
+
+#[derive(Args, Debug)]
 pub struct SessionArg {
     /// Session: its id, `last` (the one updated most recently), or the unique start or end of its id.
     pub session: String,
@@ -66,6 +74,55 @@ pub async fn compile(ctx: &Ctx, client: &Client, a: &CompileArgs) -> Result<()> 
         );
     }
     writeln!(out)?;
+    Ok(())
+}
+
+/// `ctx send`: the prompt (when given) appended, one turn through the session's
+/// provider, and what the model answered: text as text, each tool call on a line.
+pub async fn send(ctx: &Ctx, client: &Client, a: &SendArgs) -> Result<()> {
+    let sid = session_id(client, &a.session).await?;
+    if let Some(prompt) = &a.prompt {
+        client
+            .append_values(
+                &sid,
+                vec![serde_json::json!({"type": "user", "content": prompt})],
+                None,
+            )
+            .await?;
+    }
+    let sent: SendResponse = client
+        .call(CONTEXT_SEND, SendParams { session_id: sid })
+        .await?;
+    if ctx.json {
+        return print_json(&sent);
+    }
+    for block in sent.message["content"].as_array().into_iter().flatten() {
+        match block["type"].as_str().unwrap_or("") {
+            "text" => outln!("{}", block["text"].as_str().unwrap_or("")),
+            "tool_use" => outln!(
+                "[tool call {} {}: {}]",
+                block["name"].as_str().unwrap_or("?"),
+                block["id"].as_str().unwrap_or("?"),
+                block["input"]
+            ),
+            "thinking" | "redacted_thinking" => {}
+            other => outln!("[{other} block]"),
+        }
+    }
+    let usage = sent.usage.unwrap_or_default();
+    outln!(
+        "({}; {} tokens in, {} read from the cache, {} written to it; {} out{})",
+        sent.stop_reason.as_deref().unwrap_or("no stop reason"),
+        usage.input_tokens,
+        usage.cache_read_input_tokens,
+        usage.cache_creation_input_tokens,
+        usage.output_tokens,
+        match sent.retries {
+            0 => String::new(),
+            1 => "; retried once".to_string(),
+            n => format!("; retried {n} times"),
+        }
+    );
     Ok(())
 }
 

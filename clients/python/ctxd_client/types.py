@@ -405,6 +405,9 @@ class PlanModeResponse(_PlanModeResponseRequired, _PlanModeResponseOptional):
     pass
 
 
+ProviderConfig = "Dict[str, Any]"
+
+
 _QueueResponseRequired = TypedDict("_QueueResponseRequired", {"pending": "int", "queue_id": "str"})
 _QueueResponseOptional = TypedDict("_QueueResponseOptional", {}, total=False)
 
@@ -513,6 +516,14 @@ class SectionLayout(_SectionLayoutRequired, _SectionLayoutOptional):
 SectionSource = "Literal[\"current_time\"]"
 
 
+_SendResponseRequired = TypedDict("_SendResponseRequired", {"message": "Dict[str, Any]", "request_sha256": "str", "retries": "int", "seq": "int", "uuid": "str"})
+_SendResponseOptional = TypedDict("_SendResponseOptional", {"stop_reason": "Optional[str]", "usage": "Optional[Usage]"}, total=False)
+
+
+class SendResponse(_SendResponseRequired, _SendResponseOptional):
+    """What a turn sent and got back."""
+
+
 _SessionCreateResponseRequired = TypedDict("_SessionCreateResponseRequired", {"session": "SessionInfo"})
 _SessionCreateResponseOptional = TypedDict("_SessionCreateResponseOptional", {}, total=False)
 
@@ -573,7 +584,7 @@ SessionNotification = "Dict[str, Any]"
 
 
 _SessionSettingsRequired = TypedDict("_SessionSettingsRequired", {})
-_SessionSettingsOptional = TypedDict("_SessionSettingsOptional", {"attachments": "AttachmentSettings", "autocompact": "Optional[bool]", "autocompact_pct_override": "Optional[int]", "blocking_limit_margin": "Optional[int]", "cache_diagnostics": "bool", "collapse": "CollapseConfig", "hooks": "HookSettings", "instructions": "InstructionSettings", "language": "Optional[str]", "memory": "MemorySettings", "microcompact": "MicrocompactSettings", "output_style": "Optional[str]", "plan_file": "Optional[str]", "plan_mode": "bool", "platform": "Optional[str]", "snip_enabled": "bool", "summariser": "Optional[SummariserConfig]", "tool_result_size_overrides": "Dict[str, Any]"}, total=False)
+_SessionSettingsOptional = TypedDict("_SessionSettingsOptional", {"attachments": "AttachmentSettings", "autocompact": "Optional[bool]", "autocompact_pct_override": "Optional[int]", "blocking_limit_margin": "Optional[int]", "cache_diagnostics": "bool", "collapse": "CollapseConfig", "hooks": "HookSettings", "instructions": "InstructionSettings", "language": "Optional[str]", "memory": "MemorySettings", "microcompact": "MicrocompactSettings", "output_style": "Optional[str]", "plan_file": "Optional[str]", "plan_mode": "bool", "platform": "Optional[str]", "provider": "Optional[ProviderConfig]", "snip_enabled": "bool", "summariser": "Optional[SummariserConfig]", "tool_result_size_overrides": "Dict[str, Any]"}, total=False)
 
 
 class SessionSettings(_SessionSettingsRequired, _SessionSettingsOptional):
@@ -924,6 +935,11 @@ class Methods:
         params = {k: v for k, v in [("session_id", session_id), ("instructions", instructions)] if v is not None}
         return self.call("context.compact", **params)
 
+    def context_send(self, *, session_id: str) -> SendResponse:
+        """Compile, send to the session's provider (settings.provider), and append the answer as it came; one turn at a time per session."""
+        params = {k: v for k, v in [("session_id", session_id)] if v is not None}
+        return self.call("context.send", **params)
+
     def memory_get(self, *, session_id: str) -> MemoryGetResponse:
         """The session's memory document, its version and last summarised record."""
         params = {k: v for k, v in [("session_id", session_id)] if v is not None}
@@ -1230,6 +1246,11 @@ class AsyncMethods:
         """Compact the session now (manual), with optional extra instructions."""
         params = {k: v for k, v in [("session_id", session_id), ("instructions", instructions)] if v is not None}
         return await self.call("context.compact", **params)
+
+    async def context_send(self, *, session_id: str) -> SendResponse:
+        """Compile, send to the session's provider (settings.provider), and append the answer as it came; one turn at a time per session."""
+        params = {k: v for k, v in [("session_id", session_id)] if v is not None}
+        return await self.call("context.send", **params)
 
     async def memory_get(self, *, session_id: str) -> MemoryGetResponse:
         """The session's memory document, its version and last summarised record."""

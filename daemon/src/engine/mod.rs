@@ -19,6 +19,7 @@ mod plan_mode;
 mod queue;
 mod remote;
 mod sections;
+mod send;
 mod session;
 mod skills;
 mod sources;
@@ -374,6 +375,10 @@ pub struct Engine {
     pub(crate) memories: memories::Prefetches,
     /// The platform named in the environment section of sessions that name none.
     pub(crate) platform: String,
+    /// Sessions with a `context.send` turn running.
+    pub(crate) turns: send::Turns,
+    /// How provider keys are looked up (the process environment; tests inject theirs).
+    pub(crate) env: crate::providers::EnvLookup,
 }
 
 /// `records_appended` for stored records (their uuids and seqs).
@@ -412,6 +417,8 @@ impl Engine {
             hooks: Default::default(),
             memories: Default::default(),
             platform: std::env::consts::OS.to_string(),
+            turns: Default::default(),
+            env: crate::providers::process_env(),
         }
     }
 

@@ -57,7 +57,7 @@ pub(crate) const DEFAULT_TIMEOUT: Duration = Duration::from_secs(120);
 pub(crate) const DEFAULT_MAX_OUTPUT_TOKENS: u64 = 20_000;
 /// A `retry-after` longer than this is not honoured as such: the caller's own budget
 /// (and circuit breaker) matters more than one provider's pacing.
-const MAX_RETRY_AFTER: Duration = Duration::from_secs(30);
+pub(crate) const MAX_RETRY_AFTER: Duration = Duration::from_secs(30);
 
 impl RetryPolicy {
     pub fn new(max_retries: Option<u32>) -> RetryPolicy {
@@ -70,7 +70,7 @@ impl RetryPolicy {
 
     /// `base × 2^attempt`, capped. No jitter: one daemon sends few summary requests, and
     /// fixed delays keep the behaviour reproducible.
-    fn delay(&self, attempt: u32) -> Duration {
+    pub(crate) fn delay(&self, attempt: u32) -> Duration {
         let factor = 1u32.checked_shl(attempt.min(16)).unwrap_or(u32::MAX);
         self.base_delay.saturating_mul(factor).min(self.max_delay)
     }
@@ -214,14 +214,14 @@ pub(crate) async fn post_json(
 }
 
 /// 408, 429, every 5xx (Anthropic's 529 "overloaded" included).
-fn retryable(status: StatusCode) -> bool {
+pub(crate) fn retryable(status: StatusCode) -> bool {
     matches!(status.as_u16(), 408 | 429) || status.is_server_error() || status.as_u16() == 529
 }
 
 /// `Retry-After` in either form of RFC 9110: seconds, or an HTTP date (a date already
 /// past means now). Values no `Duration` can hold, negative or unreadable ones are
 /// ignored (the caller's backoff applies); the caller caps the rest.
-fn retry_after(headers: &HeaderMap, now: std::time::SystemTime) -> Option<Duration> {
+pub(crate) fn retry_after(headers: &HeaderMap, now: std::time::SystemTime) -> Option<Duration> {
     let v = headers.get(HeaderName::from_static("retry-after"))?;
     let v = v.to_str().ok()?.trim();
     if let Ok(secs) = v.parse::<f64>() {
@@ -231,7 +231,7 @@ fn retry_after(headers: &HeaderMap, now: std::time::SystemTime) -> Option<Durati
     Some(at.duration_since(now).unwrap_or(Duration::ZERO))
 }
 
-fn error_chain(e: &(dyn std::error::Error + 'static)) -> String {
+pub(crate) fn error_chain(e: &(dyn std::error::Error + 'static)) -> String {
     let mut out = e.to_string();
     let mut source = e.source();
     while let Some(s) = source {
@@ -254,7 +254,7 @@ pub(crate) fn redact(message: &str, secret: Option<&str>) -> String {
 /// "code"}}`, llama.cpp's extra `n_prompt_tokens`/`n_ctx`, or a bare string.
 #[derive(Debug, Default)]
 pub(crate) struct ErrorBody {
-    kind: Option<String>,
+    pub(crate) kind: Option<String>,
     code: Option<String>,
     message: String,
     /// (prompt tokens, context size) when the server reports them as numbers.
@@ -294,7 +294,7 @@ impl ErrorBody {
         }
     }
 
-    fn describe(&self, status: StatusCode) -> String {
+    pub(crate) fn describe(&self, status: StatusCode) -> String {
         match &self.kind {
             Some(kind) if !kind.is_empty() => {
                 format!("HTTP {} {kind}: {}", status.as_u16(), self.message)

@@ -23,6 +23,9 @@ mod http;
 mod openai;
 mod prompt;
 mod select;
+pub(crate) mod stream;
+
+pub(crate) use http::{EnvLookup, process_env};
 
 use std::sync::Arc;
 use std::time::Duration;

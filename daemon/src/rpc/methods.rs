@@ -256,6 +256,10 @@ pub fn build_module(
         .engine
         .snip(p)
         .await)?;
+    async_method!(m, CONTEXT_SEND, |ctx, p: SendParams| ctx
+        .engine
+        .send(p)
+        .await)?;
     async_method!(m, CONTEXT_COMPACT, |ctx, p: CompactParams| ctx
         .engine
         .compact(p)

@@ -68,6 +68,16 @@ pub fn to_rpc_error(e: Error) -> ErrorObjectOwned {
         Error::CompactionFailed(_) => {
             ErrorObjectOwned::owned(proto::COMPACTION_FAILED, msg, None::<()>)
         }
+        Error::TurnInProgress(id) => ErrorObjectOwned::owned(
+            proto::TURN_IN_PROGRESS,
+            msg,
+            Some(json!({ "session_id": id })),
+        ),
+        Error::Provider { status, kind, .. } => ErrorObjectOwned::owned(
+            proto::PROVIDER_FAILED,
+            msg,
+            Some(json!({ "status": status, "kind": kind })),
+        ),
         Error::Storage(_) => {
             tracing::error!(error = %msg, "storage error");
             ErrorObjectOwned::owned(proto::STORAGE, msg, None::<()>)
@@ -105,6 +115,12 @@ mod tests {
                 reason: "no".into(),
             },
             Error::CompactionFailed("x".into()),
+            Error::TurnInProgress("s".into()),
+            Error::Provider {
+                status: Some(529),
+                kind: None,
+                message: "x".into(),
+            },
             Error::Storage("x".into()),
             Error::Internal("x".into()),
         ];
@@ -119,6 +135,8 @@ mod tests {
                 | Error::PromptTooLong { .. }
                 | Error::HookBlocked { .. }
                 | Error::CompactionFailed(_)
+                | Error::TurnInProgress(_)
+                | Error::Provider { .. }
                 | Error::Storage(_)
                 | Error::Internal(_) => {}
             }

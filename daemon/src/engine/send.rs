@@ -1,0 +1,135 @@
+//! `context.send`: one turn through the session's provider. Compile as
+//! `context.compile` does, send the body streamed with the headers the compile names,
+//! fold the stream into the message, append it as the provider returned it. One turn
+//! at a time per session; nothing is appended when the provider fails.
+
+use std::collections::HashSet;
+use std::sync::Mutex;
+
+use ctxd_protocol::*;
+
+use super::Engine;
+use crate::error::{Error, Result};
+use crate::providers::stream::{self, StreamError};
+
+/// The sessions with a turn running.
+#[derive(Default)]
+pub(crate) struct Turns(Mutex<HashSet<String>>);
+
+/// A running turn; the session is free again when it goes.
+struct Turn<'a> {
+    turns: &'a Turns,
+    session_id: String,
+}
+
+impl Drop for Turn<'_> {
+    fn drop(&mut self) {
+        if let Ok(mut running) = self.turns.0.lock() {
+            running.remove(&self.session_id);
+        }
+    }
+}
+
+impl Turns {
+    fn begin(&self, session_id: &str) -> Result<Turn<'_>> {
+        let mut running = self
+            .0
+            .lock()
+            .map_err(|_| Error::Internal("the turn table's lock is poisoned".into()))?;
+        if !running.insert(session_id.to_string()) {
+            return Err(Error::TurnInProgress(session_id.to_string()));
+        }
+        Ok(Turn {
+            turns: self,
+            session_id: session_id.to_string(),
+        })
+    }
+}
+
+impl Engine {
+    pub async fn send(&self, p: SendParams) -> Result<SendResponse> {
+        let _turn = self.turns.begin(&p.session_id)?;
+        let session = self.get_session(&p.session_id).await?;
+        let Some(provider) = session.settings.provider.clone() else {
+            return Err(Error::invalid(
+                "settings.provider",
+                "this session has no provider: set settings.provider (e.g. {\"kind\": \
+                 \"anthropic\", \"api_key_env\": \"ANTHROPIC_API_KEY\"}), or send the \
+                 compiled request yourself",
+            ));
+        };
+        let compiled = self
+            .compile(CompileParams {
+                session_id: p.session_id.clone(),
+                ..Default::default()
+            })
+            .await?;
+        let headers = compiled.metadata.cache.headers.clone();
+        let (message, retries) = stream::turn(&provider, &compiled.body, &headers, &self.env)
+            .await
+            .map_err(provider_error)?;
+        let record: RecordInput = serde_json::from_value(serde_json::json!({
+            "type": "assistant",
+            "message": message,
+        }))
+        .map_err(|e| Error::Provider {
+            status: None,
+            kind: Some("unreadable_message".into()),
+            message: format!("the provider's message is not a Messages API message: {e}"),
+        })?;
+        let appended = self
+            .append(AppendParams {
+                session_id: p.session_id.clone(),
+                records: vec![record],
+                // Unconditional: an answer the provider gave (and billed) is never lost
+                // because another client appended meanwhile; it goes at the end.
+                expected_last_uuid: None,
+            })
+            .await?;
+        let Some(last) = appended.appended.last() else {
+            return Err(Error::Internal("the turn's record was not appended".into()));
+        };
+        let usage = message
+            .get("usage")
+            .and_then(|u| serde_json::from_value(u.clone()).ok());
+        Ok(SendResponse {
+            stop_reason: message
+                .get("stop_reason")
+                .and_then(|s| s.as_str())
+                .map(str::to_string),
+            usage,
+            uuid: last.uuid.clone(),
+            seq: last.seq,
+            retries,
+            request_sha256: compiled.metadata.request_sha256.clone(),
+            message,
+        })
+    }
+}
+
+fn provider_error(e: StreamError) -> Error {
+    match e {
+        StreamError::Misconfigured(why) => Error::invalid("settings.provider", why),
+        StreamError::Provider {
+            status,
+            kind,
+            message,
+        } => Error::Provider {
+            status,
+            kind,
+            message,
+        },
+        other => Error::Provider {
+            status: None,
+            kind: Some(
+                match other {
+                    StreamError::Malformed(_) => "malformed_stream",
+                    StreamError::TooBig(_) => "answer_too_big",
+                    _ => "timeout",
+                }
+                .into(),
+            ),
+            message: other.to_string(),
+        },
+    }
+}

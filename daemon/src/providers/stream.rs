@@ -1,0 +1,519 @@
+//! A streamed Messages API call, for `context.send`: the compiled request goes out with
+//! `"stream": true`, and the server-sent events are folded into the message they
+//! describe, as the provider streamed it (every block and field kept, unknown ones too).
+//! The SSE framing is eventsource-stream's; the event grammar is the Messages API's.
+
+use std::collections::BTreeMap;
+use std::time::Duration;
+
+use eventsource_stream::Eventsource;
+use futures::StreamExt;
+use reqwest::header::HeaderMap;
+use serde_json::{Map, Value};
+
+use ctxd_protocol::ProviderConfig;
+use reqwest::header::{CONTENT_TYPE, HeaderName, HeaderValue};
+
+use super::http::{self, ErrorBody, RetryPolicy};
+
+const API_VERSION: &str = "2023-06-01";
+/// The whole call's bound when the session's provider names none.
+const DEFAULT_TURN_TIMEOUT: Duration = Duration::from_secs(600);
+/// Event bytes one answer may take: what one record may hold.
+const MAX_ANSWER_BYTES: usize = crate::limits::MAX_RECORD_BYTES;
+
+/// `body` (a compiled request) asking to be streamed: `"stream": true` in front of its
+/// members, so the rest goes out byte for byte as compiled.
+pub(crate) fn streamed(body: &str) -> String {
+    match body.trim_start().strip_prefix('{') {
+        Some(rest) if rest.trim_start().starts_with('}') => "{\"stream\":true}".to_string(),
+        Some(rest) => format!("{{\"stream\":true,{rest}"),
+        None => body.to_string(),
+    }
+}
+
+/// One turn through the session's provider: `body` is the compiled request, `headers`
+/// what the compile says it needs (`anthropic-beta`). The key is read from the
+/// environment now, sent in a sensitive header, and scrubbed from every error.
+pub(crate) async fn turn(
+    cfg: &ProviderConfig,
+    body: &str,
+    headers: &BTreeMap<String, String>,
+    env: &http::EnvLookup,
+) -> Result<(Value, u32), StreamError> {
+    let ProviderConfig::Anthropic {
+        base_url,
+        api_key_env,
+        headers: extra,
+        timeout_secs,
+        max_retries,
+    } = cfg;
+    let misconfigured = |e: super::ProviderError| StreamError::Misconfigured(e.to_string());
+    let url = http::join_url(
+        base_url
+            .as_deref()
+            .unwrap_or(super::anthropic::DEFAULT_BASE_URL),
+        "/v1/messages",
+    )
+    .map_err(misconfigured)?;
+    let key = http::api_key(env, api_key_env, "Anthropic").map_err(misconfigured)?;
+    let mut map = HeaderMap::new();
+    let mut betas: Vec<String> = Vec::new();
+    for (name, value) in extra.iter().chain(headers) {
+        if name.eq_ignore_ascii_case("anthropic-beta") {
+            betas.extend(
+                value
+                    .split(',')
+                    .map(|b| b.trim().to_string())
+                    .filter(|b| !b.is_empty()),
+            );
+            continue;
+        }
+        if name.eq_ignore_ascii_case("x-api-key") || name.eq_ignore_ascii_case("authorization") {
+            return Err(StreamError::Misconfigured(format!(
+                "headers must not carry the key ({name}): name its variable in api_key_env"
+            )));
+        }
+        let (Ok(n), Ok(v)) = (
+            HeaderName::try_from(name.as_str()),
+            HeaderValue::from_str(value),
+        ) else {
+            return Err(StreamError::Misconfigured(format!(
+                "header {name:?} is not a valid HTTP header"
+            )));
+        };
+        map.insert(n, v);
+    }
+    betas.dedup();
+    if !betas.is_empty() {
+        let joined = betas.join(",");
+        let v = HeaderValue::from_str(&joined).map_err(|_| {
+            StreamError::Misconfigured(format!("anthropic-beta {joined:?} is not a header value"))
+        })?;
+        map.insert(HeaderName::from_static("anthropic-beta"), v);
+    }
+    map.insert(
+        HeaderName::from_static("x-api-key"),
+        http::secret_header(api_key_env, &key).map_err(misconfigured)?,
+    );
+    map.insert(
+        HeaderName::from_static("anthropic-version"),
+        HeaderValue::from_static(API_VERSION),
+    );
+    map.insert(CONTENT_TYPE, HeaderValue::from_static("application/json"));
+    let timeout = match timeout_secs {
+        Some(0) => {
+            return Err(StreamError::Misconfigured(
+                "timeout_secs must be at least 1".into(),
+            ));
+        }
+        Some(s) => Duration::from_secs(*s),
+        None => DEFAULT_TURN_TIMEOUT,
+    };
+    let client = http::client().map_err(misconfigured)?;
+    let call = Call {
+        url: &url,
+        headers: map,
+        body: streamed(body),
+        timeout,
+        retry: RetryPolicy::new(*max_retries),
+        max_bytes: MAX_ANSWER_BYTES,
+        secret: Some(&key),
+    };
+    send(&client, &call).await
+}
+
+/// Why a streamed call failed.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum StreamError {
+    /// The provider refused or failed: its HTTP status when it answered with one, the
+    /// error's type (`overloaded_error`, `invalid_request_error`, ...) and message.
+    #[error("{message}")]
+    Provider {
+        status: Option<u16>,
+        kind: Option<String>,
+        message: String,
+    },
+    /// The stream broke the event grammar or ended early.
+    #[error("the provider's stream is malformed: {0}")]
+    Malformed(String),
+    #[error("the provider's answer is over {0} bytes")]
+    TooBig(usize),
+    #[error("the provider did not finish within {0:?}")]
+    Timeout(Duration),
+    /// Names what is wrong (an unset key variable, a bad URL or header), never a secret.
+    #[error("settings.provider: {0}")]
+    Misconfigured(String),
+}
+
+/// Folds the events of one streamed message into the message.
+#[derive(Debug, Default)]
+pub struct Assembler {
+    message: Option<Value>,
+    /// `input_json_delta` pieces by block index, parsed at the block's stop.
+    partial_json: BTreeMap<usize, String>,
+    done: bool,
+}
+
+fn malformed(what: impl Into<String>) -> StreamError {
+    StreamError::Malformed(what.into())
+}
+
+/// `target[key]` as a string, with `more` appended (created when absent).
+fn append_str(target: &mut Value, key: &str, more: &str) {
+    let old = target
+        .get(key)
+        .and_then(Value::as_str)
+        .unwrap_or("")
+        .to_string();
+    target[key] = Value::String(old + more);
+}
+
+impl Assembler {
+    /// Takes one event's data (its `type` says what it is).
+    pub fn apply(&mut self, data: &Value) -> Result<(), StreamError> {
+        let kind = data.get("type").and_then(Value::as_str).unwrap_or("");
+        if kind == "message_start" {
+            let mut message = data
+                .get("message")
+                .cloned()
+                .ok_or_else(|| malformed("message_start without a message"))?;
+            if !message.get("content").is_some_and(Value::is_array) {
+                message["content"] = Value::Array(Vec::new());
+            }
+            self.message = Some(message);
+            return Ok(());
+        }
+        if kind == "ping" {
+            return Ok(());
+        }
+        if kind == "error" {
+            let error = data.get("error").unwrap_or(data);
+            return Err(StreamError::Provider {
+                status: None,
+                kind: error
+                    .get("type")
+                    .and_then(Value::as_str)
+                    .map(str::to_string),
+                message: error
+                    .get("message")
+                    .and_then(Value::as_str)
+                    .unwrap_or("an error event")
+                    .to_string(),
+            });
+        }
+        let message = self
+            .message
+            .as_mut()
+            .ok_or_else(|| malformed(format!("{kind} before message_start")))?;
+        let index = data
+            .get("index")
+            .and_then(Value::as_u64)
+            .and_then(|i| usize::try_from(i).ok());
+        match kind {
+            "content_block_start" => {
+                let index = index.ok_or_else(|| malformed("content_block_start without index"))?;
+                let block = data
+                    .get("content_block")
+                    .cloned()
+                    .ok_or_else(|| malformed("content_block_start without a block"))?;
+                let content = message["content"]
+                    .as_array_mut()
+                    .ok_or_else(|| malformed("content is not an array"))?;
+                if index != content.len() {
+                    return Err(malformed(format!(
+                        "block {index} started after {} blocks",
+                        content.len()
+                    )));
+                }
+                content.push(block);
+            }
+            "content_block_delta" => {
+                let index = index.ok_or_else(|| malformed("content_block_delta without index"))?;
+                let delta = data
+                    .get("delta")
+                    .ok_or_else(|| malformed("a delta without delta"))?;
+                let block = message["content"]
+                    .get_mut(index)
+                    .ok_or_else(|| malformed(format!("a delta for block {index}, not started")))?;
+                let piece = |key: &str| delta.get(key).and_then(Value::as_str).unwrap_or("");
+                match delta.get("type").and_then(Value::as_str).unwrap_or("") {
+                    "text_delta" => append_str(block, "text", piece("text")),
+                    "thinking_delta" => append_str(block, "thinking", piece("thinking")),
+                    "signature_delta" => append_str(block, "signature", piece("signature")),
+                    "input_json_delta" => self
+                        .partial_json
+                        .entry(index)
+                        .or_default()
+                        .push_str(piece("partial_json")),
+                    "citations_delta" => {
+                        let citation = delta.get("citation").cloned().unwrap_or(Value::Null);
+                        match block.get_mut("citations") {
+                            Some(Value::Array(all)) => all.push(citation),
+                            _ => block["citations"] = Value::Array(vec![citation]),
+                        }
+                    }
+                    other => {
+                        tracing::debug!(delta = other, "a delta type ctxd does not fold; skipped");
+                    }
+                }
+            }
+            "content_block_stop" => {
+                let index = index.ok_or_else(|| malformed("content_block_stop without index"))?;
+                if let Some(json) = self.partial_json.remove(&index)
+                    && !json.trim().is_empty()
+                {
+                    let input: Value = serde_json::from_str(&json).map_err(|e| {
+                        malformed(format!("block {index}'s input is not JSON: {e}"))
+                    })?;
+                    message["content"][index]["input"] = input;
+                }
+            }
+            "message_delta" => {
+                if let Some(Value::Object(delta)) = data.get("delta") {
+                    for (k, v) in delta {
+                        message[k.as_str()] = v.clone();
+                    }
+                }
+                if let Some(Value::Object(usage)) = data.get("usage") {
+                    if !message.get("usage").is_some_and(Value::is_object) {
+                        message["usage"] = Value::Object(Map::new());
+                    }
+                    for (k, v) in usage {
+                        message["usage"][k.as_str()] = v.clone();
+                    }
+                }
+            }
+            "message_stop" => self.done = true,
+            other => tracing::debug!(event = other, "an event type ctxd does not fold; skipped"),
+        }
+        Ok(())
+    }
+
+    /// Whether any content block has begun (a retry would then repeat what was seen).
+    pub fn has_content(&self) -> bool {
+        self.message
+            .as_ref()
+            .and_then(|m| m["content"].as_array())
+            .is_some_and(|c| !c.is_empty())
+    }
+
+    /// The message, once `message_stop` came.
+    pub fn finish(self) -> Result<Value, StreamError> {
+        match (self.message, self.done) {
+            (Some(m), true) => Ok(m),
+            (None, _) => Err(malformed("the stream ended before message_start")),
+            (Some(_), false) => Err(malformed("the stream ended before message_stop")),
+        }
+    }
+}
+
+/// One streamed call.
+pub struct Call<'a> {
+    pub url: &'a str,
+    pub headers: HeaderMap,
+    /// The request body, already carrying `"stream": true`.
+    pub body: String,
+    pub timeout: Duration,
+    pub retry: RetryPolicy,
+    /// Bytes of events accepted at most.
+    pub max_bytes: usize,
+    pub secret: Option<&'a str>,
+}
+
+/// Sends `call` and folds its stream into the message; retries a refusal the provider
+/// says may pass (408, 429, 5xx, 529, and an `overloaded_error` event before any
+/// content), honouring `retry-after`. Returns the message and the retries it took.
+pub async fn send(client: &reqwest::Client, call: &Call<'_>) -> Result<(Value, u32), StreamError> {
+    let mut attempt: u32 = 0;
+    loop {
+        let outcome = tokio::time::timeout(call.timeout, once(client, call)).await;
+        let outcome = outcome.unwrap_or(Err((StreamError::Timeout(call.timeout), None, false)));
+        let (error, retry_after, content_seen) = match outcome {
+            Ok(message) => return Ok((message, attempt)),
+            Err(failed) => failed,
+        };
+        let retryable = match &error {
+            StreamError::Provider {
+                status: Some(status),
+                ..
+            } => reqwest::StatusCode::from_u16(*status).is_ok_and(http::retryable),
+            StreamError::Provider { kind, .. } => {
+                !content_seen && matches!(kind.as_deref(), Some("overloaded_error" | "api_error"))
+            }
+            _ => false,
+        };
+        if !retryable || attempt >= call.retry.max_retries {
+            return Err(error);
+        }
+        let delay = retry_after.map_or_else(
+            || call.retry.delay(attempt),
+            |d| d.min(http::MAX_RETRY_AFTER),
+        );
+        tracing::warn!(
+            attempt,
+            delay_ms = crate::saturate::millis(delay),
+            error = %error,
+            "the provider refused the turn; retrying"
+        );
+        tokio::time::sleep(delay).await;
+        attempt += 1;
+    }
+}
+
+type Failed = (StreamError, Option<Duration>, bool);
+
+async fn once(client: &reqwest::Client, call: &Call<'_>) -> Result<Value, Failed> {
+    let response = client
+        .post(call.url)
+        .headers(call.headers.clone())
+        .body(call.body.clone())
+        .send()
+        .await
+        .map_err(|e| {
+            let message = http::redact(&http::error_chain(&e), call.secret);
+            // A connection that failed is worth another try, as a 5xx is.
+            let error = StreamError::Provider {
+                status: Some(503),
+                kind: Some("connection_error".into()),
+                message: format!("request failed: {message}"),
+            };
+            (error, None, false)
+        })?;
+    let status = response.status();
+    if !status.is_success() {
+        let retry_after = http::retry_after(response.headers(), std::time::SystemTime::now());
+        let text = response.text().await.unwrap_or_default();
+        let body = ErrorBody::parse(&text);
+        let error = StreamError::Provider {
+            status: Some(status.as_u16()),
+            kind: body.kind.clone(),
+            message: http::redact(&body.describe(status), call.secret),
+        };
+        return Err((error, retry_after, false));
+    }
+    let mut assembler = Assembler::default();
+    let mut seen = 0usize;
+    let mut events = response.bytes_stream().eventsource();
+    while let Some(event) = events.next().await {
+        let event = event.map_err(|e| {
+            let message = http::redact(&e.to_string(), call.secret);
+            (malformed(message), None, assembler.has_content())
+        })?;
+        seen = seen.saturating_add(event.data.len());
+        if seen > call.max_bytes {
+            return Err((StreamError::TooBig(call.max_bytes), None, true));
+        }
+        if event.data.trim().is_empty() {
+            continue;
+        }
+        let data: Value = serde_json::from_str(&event.data).map_err(|e| {
+            (
+                malformed(format!("an event that is not JSON: {e}")),
+                None,
+                assembler.has_content(),
+            )
+        })?;
+        let content_seen = assembler.has_content();
+        assembler
+            .apply(&data)
+            .map_err(|e| (e, None, content_seen))?;
+        if data.get("type").and_then(Value::as_str) == Some("message_stop") {
+            break;
+        }
+    }
+    let content_seen = assembler.has_content();
+    assembler.finish().map_err(|e| (e, None, content_seen))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn fold(events: &[Value]) -> Result<Value, StreamError> {
+        let mut a = Assembler::default();
+        for e in events {
+            a.apply(e)?;
+        }
+        a.finish()
+    }
+
+    #[test]
+    fn a_stream_folds_into_the_message_it_describes() {
+        let message = fold(&[
+            json!({"type": "message_start", "message": {"id": "msg_1", "type": "message", "role": "assistant", "model": "m", "content": [], "stop_reason": null, "usage": {"input_tokens": 10, "output_tokens": 1, "cache_read_input_tokens": 7}}}),
+            json!({"type": "content_block_start", "index": 0, "content_block": {"type": "thinking", "thinking": "", "signature": ""}}),
+            json!({"type": "content_block_delta", "index": 0, "delta": {"type": "thinking_delta", "thinking": "Let me "}}),
+            json!({"type": "content_block_delta", "index": 0, "delta": {"type": "thinking_delta", "thinking": "think."}}),
+            json!({"type": "content_block_delta", "index": 0, "delta": {"type": "signature_delta", "signature": "sig=="}}),
+            json!({"type": "content_block_stop", "index": 0}),
+            json!({"type": "ping"}),
+            json!({"type": "content_block_start", "index": 1, "content_block": {"type": "text", "text": "", "citations": null}}),
+            json!({"type": "content_block_delta", "index": 1, "delta": {"type": "text_delta", "text": "Hi"}}),
+            json!({"type": "content_block_delta", "index": 1, "delta": {"type": "citations_delta", "citation": {"type": "char_location", "cited_text": "x"}}}),
+            json!({"type": "content_block_stop", "index": 1}),
+            json!({"type": "content_block_start", "index": 2, "content_block": {"type": "tool_use", "id": "toolu_1", "name": "Read", "input": {}, "caller": {"type": "direct"}}}),
+            json!({"type": "content_block_delta", "index": 2, "delta": {"type": "input_json_delta", "partial_json": "{\"file_"}}),
+            json!({"type": "content_block_delta", "index": 2, "delta": {"type": "input_json_delta", "partial_json": "path\": \"/a\"}"}}),
+            json!({"type": "content_block_stop", "index": 2}),
+            json!({"type": "message_delta", "delta": {"stop_reason": "tool_use", "stop_sequence": null}, "usage": {"output_tokens": 42}}),
+            json!({"type": "message_stop"}),
+        ])
+        .unwrap();
+        assert_eq!(
+            message["content"],
+            json!([
+                {"type": "thinking", "thinking": "Let me think.", "signature": "sig=="},
+                {"type": "text", "text": "Hi", "citations": [{"type": "char_location", "cited_text": "x"}]},
+                {"type": "tool_use", "id": "toolu_1", "name": "Read", "input": {"file_path": "/a"}, "caller": {"type": "direct"}},
+            ])
+        );
+        assert_eq!(message["stop_reason"], "tool_use");
+        assert_eq!(
+            message["usage"],
+            json!({"input_tokens": 10, "output_tokens": 42, "cache_read_input_tokens": 7})
+        );
+    }
+
+    #[test]
+    fn the_stream_flag_goes_in_front_and_the_rest_is_untouched() {
+        assert_eq!(
+            streamed(r#"{"model":"m","messages":[]}"#),
+            r#"{"stream":true,"model":"m","messages":[]}"#
+        );
+        assert_eq!(streamed("{}"), r#"{"stream":true}"#);
+        let body = r#"{"a":1}"#;
+        let v: Value = serde_json::from_str(&streamed(body)).unwrap();
+        assert_eq!(v, json!({"stream": true, "a": 1}));
+    }
+
+    #[test]
+    fn broken_streams_are_refused_by_name() {
+        let start = json!({"type": "message_start", "message": {"id": "m", "content": []}});
+        let err = fold(std::slice::from_ref(&start)).unwrap_err();
+        assert!(err.to_string().contains("before message_stop"), "{err}");
+        let err = fold(&[json!({"type": "content_block_start", "index": 0, "content_block": {}})])
+            .unwrap_err();
+        assert!(err.to_string().contains("before message_start"), "{err}");
+        let err = fold(&[
+            start.clone(),
+            json!({"type": "content_block_start", "index": 1, "content_block": {"type": "text"}}),
+        ])
+        .unwrap_err();
+        assert!(err.to_string().contains("block 1 started after 0"), "{err}");
+        let err = fold(&[
+            start,
+            json!({"type": "error", "error": {"type": "overloaded_error", "message": "Overloaded"}}),
+        ])
+        .unwrap_err();
+        assert_eq!(
+            err,
+            StreamError::Provider {
+                status: None,
+                kind: Some("overloaded_error".into()),
+                message: "Overloaded".into()
+            }
+        );
+    }
+}

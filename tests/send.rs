@@ -1,0 +1,328 @@
+//! `context.send` through a real daemon against a scripted Messages API on 127.0.0.1:
+//! the streamed answer recorded as it came, retries, refusals, one turn at a time, and
+//! the key kept out of logs, events and the store.
+#![allow(clippy::unwrap_used, clippy::expect_used)] // a test panics on what it did not expect
+
+mod common;
+
+use common::Daemon;
+use serde_json::{Value, json};
+use wiremock::matchers::{header, method, path};
+use wiremock::{Mock, MockServer, ResponseTemplate};
+
+const KEY_VAR: &str = "CTXD_TEST_ANTHROPIC_KEY";
+const KEY: &str = "sk-ant-test-0123456789-secret";
+
+/// A Messages API stream of `events` (their data; each names its own type).
+fn sse(events: &[Value]) -> ResponseTemplate {
+    let body: String = events
+        .iter()
+        .map(|e| format!("event: {}\ndata: {e}\n\n", e["type"].as_str().unwrap()))
+        .collect();
+    ResponseTemplate::new(200)
+        .insert_header("content-type", "text/event-stream")
+        .set_body_raw(body, "text/event-stream")
+}
+
+/// A streamed answer with thinking, text with a citation, and a tool call.
+fn turn_events() -> Vec<Value> {
+    vec![
+        json!({"type": "message_start", "message": {"id": "msg_stream_1", "type": "message", "role": "assistant", "model": "claude-sonnet-4-5", "content": [], "stop_reason": null, "stop_sequence": null, "usage": {"input_tokens": 1234, "output_tokens": 1, "cache_creation_input_tokens": 100, "cache_read_input_tokens": 1000, "cache_creation": {"ephemeral_5m_input_tokens": 100, "ephemeral_1h_input_tokens": 0}, "service_tier": "standard"}}}),
+        json!({"type": "content_block_start", "index": 0, "content_block": {"type": "thinking", "thinking": "", "signature": ""}}),
+        json!({"type": "content_block_delta", "index": 0, "delta": {"type": "thinking_delta", "thinking": "The user wants "}}),
+        json!({"type": "content_block_delta", "index": 0, "delta": {"type": "thinking_delta", "thinking": "a file read."}}),
+        json!({"type": "content_block_delta", "index": 0, "delta": {"type": "signature_delta", "signature": "EqQBCgIYAhIM"}}),
+        json!({"type": "content_block_stop", "index": 0}),
+        json!({"type": "ping"}),
+        json!({"type": "content_block_start", "index": 1, "content_block": {"type": "text", "text": ""}}),
+        json!({"type": "content_block_delta", "index": 1, "delta": {"type": "text_delta", "text": "Reading it "}}),
+        json!({"type": "content_block_delta", "index": 1, "delta": {"type": "text_delta", "text": "now."}}),
+        json!({"type": "content_block_stop", "index": 1}),
+        json!({"type": "content_block_start", "index": 2, "content_block": {"type": "tool_use", "id": "toolu_stream_1", "name": "Read", "input": {}}}),
+        json!({"type": "content_block_delta", "index": 2, "delta": {"type": "input_json_delta", "partial_json": "{\"file_path\": "}}),
+        json!({"type": "content_block_delta", "index": 2, "delta": {"type": "input_json_delta", "partial_json": "\"/tmp/a.txt\"}"}}),
+        json!({"type": "content_block_stop", "index": 2}),
+        json!({"type": "message_delta", "delta": {"stop_reason": "tool_use", "stop_sequence": null}, "usage": {"output_tokens": 87}}),
+        json!({"type": "message_stop"}),
+    ]
+}
+
+fn streamed_content() -> Value {
+    json!([
+        {"type": "thinking", "thinking": "The user wants a file read.", "signature": "EqQBCgIYAhIM"},
+        {"type": "text", "text": "Reading it now."},
+        {"type": "tool_use", "id": "toolu_stream_1", "name": "Read", "input": {"file_path": "/tmp/a.txt"}},
+    ])
+}
+
+/// A session on `server` with a prompt appended.
+fn session(d: &Daemon, server: &MockServer) -> String {
+    let tools = json!([{"name": "Read", "description": "Read a file", "input_schema": {"type": "object", "properties": {"file_path": {"type": "string"}}}}]);
+    let s = d.call(
+        "session.create",
+        json!({"cwd": d.dir.path(), "no_git": true, "tools": tools, "settings": {"provider": {
+            "kind": "anthropic", "base_url": server.uri(), "api_key_env": KEY_VAR, "max_retries": 2
+        }}}),
+    );
+    let sid = s["session"]["session_id"].as_str().unwrap().to_string();
+    d.call(
+        "transcript.append",
+        json!({"session_id": sid, "records": [{"type": "user", "content": "Read /tmp/a.txt"}]}),
+    );
+    sid
+}
+
+fn last_record(d: &Daemon, sid: &str) -> Value {
+    let page = d.call("transcript.read", json!({"session_id": sid}));
+    page["records"].as_array().unwrap().last().unwrap().clone()
+}
+
+fn runtime() -> tokio::runtime::Runtime {
+    tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap()
+}
+
+/// The compiled body goes out streamed with the key and the API version; the answer is
+/// appended with exactly the streamed blocks and the server's usage, and returned.
+#[test]
+fn a_streamed_turn_is_recorded_as_it_came() {
+    let rt = runtime();
+    let server = rt.block_on(MockServer::start());
+    rt.block_on(
+        Mock::given(method("POST"))
+            .and(path("/v1/messages"))
+            .and(header("x-api-key", KEY))
+            .and(header("anthropic-version", "2023-06-01"))
+            .respond_with(sse(&turn_events()))
+            .expect(1)
+            .mount(&server),
+    );
+    let d = Daemon::start_with_env(&[(KEY_VAR, KEY)]);
+    let sid = session(&d, &server);
+    let compiled = d.call("context.compile", json!({"session_id": sid}));
+    let sent = d.call("context.send", json!({"session_id": sid}));
+    assert_eq!(sent["stop_reason"], "tool_use");
+    assert_eq!(sent["retries"], 0);
+    assert_eq!(sent["message"]["content"], streamed_content());
+    assert_eq!(sent["usage"]["output_tokens"], 87);
+    let record = last_record(&d, &sid);
+    assert_eq!(record["type"], "assistant");
+    assert_eq!(
+        record["content"],
+        streamed_content(),
+        "as JSON, the blocks streamed"
+    );
+    assert_eq!(record["message_id"], "msg_stream_1");
+    assert_eq!(record["usage"]["input_tokens"], 1234);
+    assert_eq!(record["usage"]["cache_read_input_tokens"], 1000);
+    assert_eq!(record["usage"]["output_tokens"], 87);
+    assert_eq!(
+        record["usage"]["cache_creation"]["ephemeral_5m_input_tokens"],
+        100
+    );
+    assert_eq!(sent["seq"], record["seq"]);
+    // What went out: the compiled body (the same messages) asking for a stream.
+    let requests = rt.block_on(server.received_requests()).unwrap();
+    let body: Value = serde_json::from_slice(&requests[0].body).unwrap();
+    assert_eq!(body["stream"], true);
+    assert_eq!(body["messages"], compiled["request"]["messages"]);
+    assert_eq!(body["tools"][0]["name"], "Read");
+    // The next compile carries the answer as it came.
+    let next = d.call("context.compile", json!({"session_id": sid}));
+    let answer = &next["request"]["messages"][1];
+    assert_eq!(answer["role"], "assistant");
+    assert_eq!(answer["content"][2]["input"]["file_path"], "/tmp/a.txt");
+}
+
+/// 529 with `retry-after`, then a stream: retried once, recorded once.
+#[test]
+fn an_overloaded_answer_is_retried_after_what_the_provider_says() {
+    let rt = runtime();
+    let server = rt.block_on(MockServer::start());
+    rt.block_on(async {
+        Mock::given(method("POST"))
+            .respond_with(
+                ResponseTemplate::new(529)
+                    .insert_header("retry-after", "0")
+                    .set_body_string(r#"{"type":"error","error":{"type":"overloaded_error","message":"Overloaded"}}"#),
+            )
+            .up_to_n_times(1)
+            .with_priority(1)
+            .mount(&server)
+            .await;
+        Mock::given(method("POST"))
+            .respond_with(sse(&turn_events()))
+            .with_priority(2)
+            .mount(&server)
+            .await;
+    });
+    let d = Daemon::start_with_env(&[(KEY_VAR, KEY)]);
+    let sid = session(&d, &server);
+    let sent = d.call("context.send", json!({"session_id": sid}));
+    assert_eq!(sent["retries"], 1);
+    assert_eq!(last_record(&d, &sid)["content"], streamed_content());
+    assert_eq!(rt.block_on(server.received_requests()).unwrap().len(), 2);
+}
+
+/// An error event, or a refusal that no retry helps, fails the turn with the
+/// provider's kind and appends nothing.
+#[test]
+fn a_refused_turn_appends_nothing() {
+    let rt = runtime();
+    let server = rt.block_on(MockServer::start());
+    let mut events = turn_events();
+    events.truncate(3);
+    events.push(json!({"type": "error", "error": {"type": "invalid_request_error", "message": "prompt is too long: 210000 tokens > 200000 maximum"}}));
+    rt.block_on(
+        Mock::given(method("POST"))
+            .respond_with(sse(&events))
+            .mount(&server),
+    );
+    let d = Daemon::start_with_env(&[(KEY_VAR, KEY)]);
+    let sid = session(&d, &server);
+    let before =
+        d.call("session.get", json!({"session_id": sid}))["session"]["record_count"].clone();
+    let err = d
+        .try_call("context.send", json!({"session_id": sid}))
+        .unwrap_err();
+    assert_eq!(err["code"], ctxd_protocol::PROVIDER_FAILED, "{err}");
+    assert_eq!(err["data"]["kind"], "invalid_request_error");
+    assert!(
+        err["message"]
+            .as_str()
+            .unwrap()
+            .contains("prompt is too long"),
+        "{err}"
+    );
+    let after =
+        d.call("session.get", json!({"session_id": sid}))["session"]["record_count"].clone();
+    assert_eq!(before, after);
+    // Nor is a session without a provider sent anywhere.
+    let bare = d.call(
+        "session.create",
+        json!({"cwd": d.dir.path(), "no_git": true}),
+    );
+    let bare = bare["session"]["session_id"].as_str().unwrap();
+    let err = d
+        .try_call("context.send", json!({"session_id": bare}))
+        .unwrap_err();
+    assert_eq!(err["code"], ctxd_protocol::INVALID_PARAMS);
+    assert_eq!(err["data"]["field"], "settings.provider");
+}
+
+/// While a turn runs, a second `context.send` of the same session is refused at once.
+#[test]
+fn one_turn_at_a_time_per_session() {
+    let rt = runtime();
+    let server = rt.block_on(MockServer::start());
+    rt.block_on(
+        Mock::given(method("POST"))
+            .respond_with(sse(&turn_events()).set_delay(std::time::Duration::from_secs(3)))
+            .mount(&server),
+    );
+    let d = std::sync::Arc::new(Daemon::start_with_env(&[(KEY_VAR, KEY)]));
+    let sid = session(&d, &server);
+    let first = {
+        let (d, sid) = (d.clone(), sid.clone());
+        std::thread::spawn(move || d.call("context.send", json!({"session_id": sid})))
+    };
+    // The first turn is running once its request reached the provider.
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(20);
+    while rt.block_on(server.received_requests()).unwrap().is_empty() {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "the first turn never reached the provider"
+        );
+        std::thread::yield_now();
+    }
+    let err = d
+        .try_call("context.send", json!({"session_id": sid}))
+        .unwrap_err();
+    assert_eq!(err["code"], ctxd_protocol::TURN_IN_PROGRESS, "{err}");
+    assert_eq!(first.join().unwrap()["stop_reason"], "tool_use");
+}
+
+/// The key is in no log line (at trace level), no answer, no event and nowhere in the
+/// store, also when the provider echoes it in an error.
+#[test]
+fn the_key_appears_nowhere() {
+    let rt = runtime();
+    let server = rt.block_on(MockServer::start());
+    rt.block_on(async {
+        Mock::given(method("POST"))
+            .respond_with(ResponseTemplate::new(401).set_body_string(format!(
+                r#"{{"type":"error","error":{{"type":"authentication_error","message":"invalid x-api-key {KEY}"}}}}"#
+            )))
+            .up_to_n_times(1)
+            .with_priority(1)
+            .mount(&server)
+            .await;
+        Mock::given(method("POST"))
+            .respond_with(sse(&turn_events()))
+            .with_priority(2)
+            .mount(&server)
+            .await;
+    });
+    let mut d = Daemon::start_with_env(&[(KEY_VAR, KEY), ("CTXD_LOG", "trace")]);
+    let log = d.dir.path().join("daemon.log");
+    // Respawned with its whole log in a file.
+    d.kill9();
+    let mut cmd = d.command();
+    cmd.stderr(std::fs::File::create(&log).unwrap());
+    d.child = Some(cmd.spawn().unwrap());
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(20);
+    while std::os::unix::net::UnixStream::connect(&d.socket).is_err()
+        || d.try_call("daemon.ping", json!({})).is_err()
+    {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "the daemon did not come back"
+        );
+        std::thread::yield_now();
+    }
+    let sid = session(&d, &server);
+    let refused = d
+        .try_call("context.send", json!({"session_id": sid}))
+        .unwrap_err();
+    assert!(!refused.to_string().contains(KEY), "{refused}");
+    assert!(refused.to_string().contains("[redacted]"), "{refused}");
+    let sent = d.call("context.send", json!({"session_id": sid}));
+    assert!(!sent.to_string().contains(KEY));
+    let read = d.call("transcript.read", json!({"session_id": sid}));
+    assert!(!read.to_string().contains(KEY));
+    let status = d.call("session.get", json!({"session_id": sid}));
+    assert!(!status.to_string().contains(KEY));
+    d.terminate();
+    let logged = std::fs::read(&log).unwrap();
+    assert!(!logged.is_empty(), "the log is empty: nothing was checked");
+    assert!(
+        !String::from_utf8_lossy(&logged).contains(KEY),
+        "the key is in the log"
+    );
+    for entry in walkdir(&d.home) {
+        let bytes = std::fs::read(&entry).unwrap_or_default();
+        assert!(
+            !bytes.windows(KEY.len()).any(|w| w == KEY.as_bytes()),
+            "the key is in {}",
+            entry.display()
+        );
+    }
+}
+
+fn walkdir(dir: &std::path::Path) -> Vec<std::path::PathBuf> {
+    let mut out = Vec::new();
+    let mut stack = vec![dir.to_path_buf()];
+    while let Some(d) = stack.pop() {
+        for e in std::fs::read_dir(&d).into_iter().flatten().flatten() {
+            let p = e.path();
+            if p.is_dir() {
+                stack.push(p);
+            } else {
+                out.push(p);
+            }
+        }
+    }
+    out
+}
