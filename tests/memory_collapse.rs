@@ -193,6 +193,108 @@ fn collapse_undo_leaves_the_accounting_as_a_restart_would_see_it() {
     assert_eq!(before["request"], after["request"]);
 }
 
+/// Rounds of 8,000 characters, each answered with the compile's own estimate as usage,
+/// until a collapse commits; the compile that committed it.
+fn rounds_until_a_commit(d: &Daemon, sid: &str) -> Value {
+    for i in 0..40 {
+        d.call(
+            "transcript.append",
+            json!({"session_id": sid, "records": [
+                {"type": "user", "content": format!("round {i}: {}", "w".repeat(8_000)), "timestamp": T0}
+            ]}),
+        );
+        let c = d.call("context.compile", json!({"session_id": sid, "now": T0}));
+        if collapses(d, sid).iter().any(|c| c["status"] == "committed") {
+            return c;
+        }
+        let used = c["metadata"]["context"]["effective_tokens"]
+            .as_u64()
+            .unwrap();
+        d.call(
+            "transcript.append",
+            json!({"session_id": sid, "records": [
+                {"type": "assistant", "content": format!("reply {i}"), "timestamp": T0,
+                 "usage": {"input_tokens": used, "output_tokens": 10}}
+            ]}),
+        );
+    }
+    panic!("no collapse was committed");
+}
+
+/// A usage anchor that came after a commit counted the view without the collapsed
+/// span. When the collapse is undone the span is back in the request, so the estimate
+/// counts it again (also after a restart) until a newer anchor counts it itself.
+#[test]
+fn an_undone_collapse_is_counted_again_until_a_newer_anchor_counts_it() {
+    let mut d = Daemon::start();
+    let sid = collapse_session(&d);
+    let committed = rounds_until_a_commit(&d, &sid);
+    // The answer to the collapsed request: its usage is the collapsed view's size.
+    let used = committed["metadata"]["context"]["effective_tokens"]
+        .as_u64()
+        .unwrap();
+    d.call(
+        "transcript.append",
+        json!({"session_id": sid, "records": [
+            {"type": "assistant", "content": "noted", "timestamp": T0,
+             "usage": {"input_tokens": used, "output_tokens": 10}}
+        ]}),
+    );
+    // Collapse and autocompact off, so no compile below changes the history.
+    d.call(
+        "session.update",
+        json!({"session_id": sid, "settings": {"collapse": {"enabled": false}, "autocompact": false}}),
+    );
+    let collapsed = d.call("context.compile", json!({"session_id": sid, "now": T0}));
+    let collapsed_tokens = collapsed["metadata"]["context"]["effective_tokens"]
+        .as_u64()
+        .unwrap();
+    let collapsed_messages = collapsed["metadata"]["message_count"].as_u64().unwrap();
+    for c in collapses(&d, &sid) {
+        if c["status"] == "committed" {
+            d.call(
+                "context.collapse_undo",
+                json!({"session_id": sid, "collapse_id": c["id"]}),
+            );
+        }
+    }
+    let undone = d.call("context.compile", json!({"session_id": sid, "now": T0}));
+    let m = &undone["metadata"];
+    assert!(
+        m["message_count"].as_u64().unwrap() > collapsed_messages,
+        "the span is back: {m}"
+    );
+    let undone_tokens = m["context"]["effective_tokens"].as_u64().unwrap();
+    assert!(
+        undone_tokens > collapsed_tokens + 2_000,
+        "the span is counted again: {collapsed_tokens} -> {undone_tokens}"
+    );
+    assert!(
+        undone_tokens > m["tokens"]["estimated_tokens"].as_u64().unwrap(),
+        "{m}"
+    );
+    d.kill9();
+    d.spawn();
+    let restarted = d.call("context.compile", json!({"session_id": sid, "now": T0}));
+    assert_eq!(
+        restarted["metadata"]["context"],
+        undone["metadata"]["context"]
+    );
+    // A newer anchor counts the whole view itself: nothing is added any more.
+    d.call(
+        "transcript.append",
+        json!({"session_id": sid, "records": [
+            {"type": "assistant", "content": "again", "timestamp": T0,
+             "usage": {"input_tokens": undone_tokens, "output_tokens": 10}}
+        ]}),
+    );
+    let later = d.call("context.compile", json!({"session_id": sid, "now": T0}));
+    assert_eq!(
+        later["metadata"]["context"]["effective_tokens"],
+        later["metadata"]["tokens"]["estimated_tokens"]
+    );
+}
+
 #[test]
 fn a_reported_overflow_drains_staged_collapses_before_compacting() {
     let d = Daemon::start();

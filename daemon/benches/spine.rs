@@ -458,6 +458,7 @@ async fn bench_budget(dir: &Path) {
             pinned_edits: &[],
             collapses: &[],
             collapse_commits: &[],
+            collapse_undos: &[],
             now: chrono::Utc::now(),
             side_request: false,
             flags: &flags,

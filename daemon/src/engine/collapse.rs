@@ -192,9 +192,11 @@ impl Engine {
             ));
         }
         let (sid, id, now) = (p.session_id.clone(), p.collapse_id.clone(), self.now_text());
+        // Seqs are gap-free from 1: the count is the last seq.
+        let at = l.records.len() as u64;
         self.store
             .write(&p.session_id, move |tx| {
-                store::set_status(tx, &sid, &id, CollapseStatus::Undone)?;
+                store::undo(tx, &sid, &id, at)?;
                 store::log(tx, &sid, &id, "undo", &now)
             })
             .await?;
@@ -205,7 +207,12 @@ impl Engine {
         }
         // An undone collapse saves nothing any more; a restart loads only committed
         // ones, so the in-memory accounting must drop it too.
-        l.collapse_commits.remove(&p.collapse_id);
+        // A usage anchor between the commit and now counted the view without the span,
+        // which is back: the estimate adds it again until a newer anchor counts it.
+        if let Some(committed) = l.collapse_commits.remove(&p.collapse_id) {
+            l.collapse_undos
+                .insert(p.collapse_id.clone(), (committed, at));
+        }
         self.emit(
             &cell,
             SessionEvent::CollapseChanged {

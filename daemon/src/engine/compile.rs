@@ -485,6 +485,14 @@ pub(crate) fn compile_records(
         .iter()
         .filter_map(|c| Some((*l.collapse_commits.get(&c.id)?, super::collapse::savings(c))))
         .collect();
+    let undos: Vec<(u64, u64, u64)> = l
+        .collapses
+        .iter()
+        .filter_map(|c| {
+            let (committed, undone) = *l.collapse_undos.get(&c.id)?;
+            Some((committed, undone, super::collapse::savings(c)))
+        })
+        .collect();
     let row = &l.row;
     let tools = l.tools_to_send();
     let mcp_instructions = l.mcp_system_section();
@@ -517,6 +525,7 @@ pub(crate) fn compile_records(
         pinned_edits,
         collapses: &l.collapses,
         collapse_commits: &commits,
+        collapse_undos: &undos,
         now,
         side_request,
         flags: &flags,

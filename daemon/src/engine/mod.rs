@@ -174,6 +174,8 @@ pub(crate) struct Loaded {
     pub collapses: Vec<crate::pipeline::collapse::Collapse>,
     /// Transcript seq at which each committed collapse was committed.
     pub collapse_commits: HashMap<String, u64>,
+    /// Collapses undone after their commit: (seq at commit, seq at undo).
+    pub collapse_undos: HashMap<String, (u64, u64)>,
     /// The memoized `claudeMd` and announced date; `None` until first computed.
     pub memo: Option<InstructionMemo>,
     /// The last autocompact that could not get below the threshold, and the seq of the
@@ -588,6 +590,10 @@ impl Engine {
                 let collapse_commits = crate::store::collapses::commit_seqs(c, &sid)?
                     .into_iter()
                     .collect();
+                let collapse_undos = crate::store::collapses::undo_seqs(c, &sid)?
+                    .into_iter()
+                    .map(|(id, committed, undone)| (id, (committed, undone)))
+                    .collect();
                 let caps = capabilities::Caps::new(crate::store::capabilities::load(c, &sid)?);
                 let revision = crate::store::sessions::revision(c, &sid)?;
                 Ok(Loaded {
@@ -602,6 +608,7 @@ impl Engine {
                     memo,
                     collapses,
                     collapse_commits,
+                    collapse_undos,
                     no_room: None,
                     level: "ok",
                     caps,

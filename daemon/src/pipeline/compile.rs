@@ -89,6 +89,9 @@ pub struct CompileInput<'a> {
     /// `(seq at commit, tokens saved)` of committed collapses: usage anchors older than
     /// the commit still count the folded tokens.
     pub collapse_commits: &'a [(u64, u64)],
+    /// `(seq at commit, seq at undo, tokens it had saved)` of collapses undone after a
+    /// commit: a usage anchor between the two counted the view without the span.
+    pub collapse_undos: &'a [(u64, u64, u64)],
     pub now: DateTime<Utc>,
     pub side_request: bool,
     /// The request flags this compile carries (already resolved against the latch).
@@ -682,10 +685,17 @@ fn measure(
         .filter(|(seq, _)| *seq >= anchor_seq && anchor_seq > 0)
         .map(|(_, saved)| *saved)
         .fold(0, u64::saturating_add);
+    let collapse_restored: u64 = input
+        .collapse_undos
+        .iter()
+        .filter(|(committed, undone, _)| *committed < anchor_seq && anchor_seq <= *undone)
+        .map(|(_, _, saved)| *saved)
+        .fold(0, u64::saturating_add);
     let context = thresholds::state(
         input.session.model,
         input.session.settings,
         est.total
+            .saturating_add(collapse_restored)
             .saturating_sub(snip_freed.saturating_add(collapse_freed)),
     );
     Measured {

@@ -63,6 +63,24 @@ pub fn commit(db: &mut dyn Db, session: &str, id: &str, seq: u64) -> Result<()> 
     Ok(())
 }
 
+/// Marks a collapse undone, with the transcript's last seq at that moment.
+pub fn undo(db: &mut dyn Db, session: &str, id: &str, seq: u64) -> Result<()> {
+    db.execute(
+        "UPDATE collapses SET status = 'undone', undone_seq = ?3 WHERE session_id = ?1 AND id = ?2",
+        params![session, id, seq],
+    )?;
+    Ok(())
+}
+
+/// `(collapse id, seq at commit, seq at undo)` of collapses undone after a commit.
+pub fn undo_seqs(db: &mut dyn Db, session: &str) -> Result<Vec<(String, u64, u64)>> {
+    db.query_map(
+        "SELECT id, committed_seq, undone_seq FROM collapses WHERE session_id = ?1 AND status = 'undone' AND committed_seq IS NOT NULL AND undone_seq IS NOT NULL",
+        params![session],
+        |r| Ok((r.text(0)?, r.u64(1)?, r.u64(2)?)),
+    )
+}
+
 /// `(collapse id, seq at commit)` of committed collapses.
 pub fn commit_seqs(db: &mut dyn Db, session: &str) -> Result<Vec<(String, u64)>> {
     db.query_map(

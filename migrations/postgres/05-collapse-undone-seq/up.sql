@@ -1,0 +1,2 @@
+-- As SQLite's 13-collapse-undone-seq.
+ALTER TABLE collapses ADD COLUMN undone_seq BIGINT;
