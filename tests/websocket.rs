@@ -584,8 +584,9 @@ fn a_client_that_never_reads_holds_a_bounded_queue() {
         full["queued_bytes"].as_u64().unwrap() < (16 << 20) + 11_000_000,
         "16 MiB and one answer at most: {full}"
     );
-    // 16 MiB queued and at most 4 answers of about 10 MB: far below 150 answers (1.5 GB).
-    assert!(held < 200 * 1024, "the daemon grew by {held} KiB: {full}");
+    // 16 MiB queued and at most 4 answers of about 10 MB, plus what building each
+    // answer takes and the allocator keeps: far below 150 answers (1.5 GB and more).
+    assert!(held < 400 * 1024, "the daemon grew by {held} KiB: {full}");
     assert_eq!(d.call("daemon.ping", json!({}))["pong"], true);
     drop(ws);
     wait_for_status(&d, "empty", |s| {
