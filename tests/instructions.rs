@@ -405,3 +405,59 @@ async fn subscribers_see_file_changes_and_instruction_loads() {
         }
     }
 }
+
+/// `settings.output_style` names a style of the project's `.claude/output-styles`, the
+/// user's, or ctxd's own: its prompt goes into the system prompt (memoized), and a style
+/// that does not keep the coding instructions takes their place.
+#[test]
+fn the_selected_output_style_is_in_the_system_prompt() {
+    let d = Daemon::start();
+    let project = d.dir.path().join("styled");
+    let styles = project.join(".claude/output-styles");
+    std::fs::create_dir_all(&styles).unwrap();
+    std::fs::write(
+        styles.join("terse.md"),
+        "---\nname: Terse\ndescription: Few words\n---\nAnswer in one line, no lists.\n",
+    )
+    .unwrap();
+    let system_of = |style: &str| {
+        let s = d.call(
+            "session.create",
+            serde_json::json!({"cwd": project, "no_git": true, "settings": {"output_style": style}}),
+        );
+        let sid = s["session"]["session_id"].as_str().unwrap().to_string();
+        d.call(
+            "transcript.append",
+            serde_json::json!({"session_id": sid, "records": [{"type": "user", "content": "hi"}]}),
+        );
+        let c = d.call("context.compile", serde_json::json!({"session_id": sid}));
+        let text: String = c["request"]["system"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|b| b["text"].as_str().unwrap().to_string())
+            .collect();
+        let names: Vec<String> = c["metadata"]["system_sections"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|s| s["name"].as_str().unwrap().to_string())
+            .collect();
+        (text, names)
+    };
+    let (text, names) = system_of("terse");
+    assert!(
+        text.contains("# Output style: Terse\nAnswer in one line, no lists."),
+        "{text}"
+    );
+    assert!(!names.contains(&"doing_tasks".to_string()), "{names:?}");
+    let (text, names) = system_of("Explanatory");
+    assert!(text.contains("# Output style: Explanatory\n"), "{text}");
+    assert!(
+        names.contains(&"doing_tasks".to_string()),
+        "the built-ins keep them"
+    );
+    let (text, names) = system_of("default");
+    assert!(!text.contains("Output style"), "{text}");
+    assert!(names.contains(&"doing_tasks".to_string()));
+}

@@ -1692,7 +1692,11 @@ export type SessionSettings = {
    */
   microcompact?: MicrocompactSettings;
   /**
-   * Name of an output style, rendered as a dynamic system section.
+   * Name of an output style: the project's `.claude/output-styles/*.md`, else the
+   * user's (`~/.claude/output-styles`), else a built-in one (`explanatory`,
+   * `learning`; `default` is none). Its prompt becomes a memoized system section; a
+   * style without `keep-coding-instructions` replaces the default coding
+   * instructions. A name found nowhere is named to the model alone.
    */
   output_style?: string | null;
   /**

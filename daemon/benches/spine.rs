@@ -444,6 +444,7 @@ async fn bench_budget(dir: &Path) {
                 section_memo: None,
                 previous_uncached: None,
                 utc_offset: ctxd::clock::utc(),
+                output_style: None,
             },
             records: &records,
             lineage: None,

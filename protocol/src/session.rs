@@ -95,7 +95,11 @@ pub struct SessionSettings {
     /// Response language, rendered as a dynamic system section.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub language: Option<String>,
-    /// Name of an output style, rendered as a dynamic system section.
+    /// Name of an output style: the project's `.claude/output-styles/*.md`, else the
+    /// user's (`~/.claude/output-styles`), else a built-in one (`explanatory`,
+    /// `learning`; `default` is none). Its prompt becomes a memoized system section; a
+    /// style without `keep-coding-instructions` replaces the default coding
+    /// instructions. A name found nowhere is named to the model alone.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub output_style: Option<String>,
     /// Plan mode: the model plans and changes nothing (see `session.set_plan_mode`).

@@ -65,6 +65,7 @@ mod include;
 mod load;
 pub mod memories;
 mod nested;
+pub mod output_styles;
 mod paths;
 pub(crate) use paths::{canonicalish, inside_any, workspace_roots};
 mod render;

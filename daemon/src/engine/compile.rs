@@ -511,6 +511,7 @@ pub(crate) fn compile_records(
             section_memo: l.sections.texts_for(boundary_uuid),
             utc_offset: l.utc_offset,
             previous_uncached: l.cache.recent.last().map(|f| &f.uncached),
+            output_style: l.selected_output_style(),
         },
         records,
         lineage,

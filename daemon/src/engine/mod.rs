@@ -176,6 +176,9 @@ pub(crate) struct Loaded {
     pub collapse_commits: HashMap<String, u64>,
     /// Collapses undone after their commit: (seq at commit, seq at undo).
     pub collapse_undos: HashMap<String, (u64, u64)>,
+    /// The selected output style as last found, with the name it was looked up by
+    /// (looked up again when the setting names another).
+    pub output_style: Option<(String, Option<crate::pipeline::system::OutputStyle>)>,
     /// The memoized `claudeMd` and announced date; `None` until first computed.
     pub memo: Option<InstructionMemo>,
     /// The last autocompact that could not get below the threshold, and the seq of the
@@ -609,6 +612,7 @@ impl Engine {
                     collapses,
                     collapse_commits,
                     collapse_undos,
+                    output_style: None,
                     no_room: None,
                     level: "ok",
                     caps,

@@ -50,6 +50,7 @@ fn inputs<'a>(l: &'a Loaded, now: chrono::DateTime<chrono::FixedOffset>) -> Syst
         has_mcp_tools: false,
         // Frozen by the capability state (its memo of the first compile), not here.
         mcp_instructions: None,
+        output_style: l.selected_output_style(),
     }
 }
 
@@ -76,7 +77,36 @@ pub(crate) fn check_section(s: &ctxd_protocol::SystemSection, field: &str) -> Re
     Ok(())
 }
 
+impl Loaded {
+    /// The output style the session selected, when one was found.
+    pub(crate) fn selected_output_style(&self) -> Option<&crate::pipeline::system::OutputStyle> {
+        self.output_style.as_ref().and_then(|(_, s)| s.as_ref())
+    }
+}
+
 impl Engine {
+    /// Looks the selected output style up (the project's, the user's, ctxd's own) when
+    /// the setting names one not looked up yet.
+    fn find_output_style(&self, l: &mut Loaded) {
+        let wanted = l.row.settings.output_style.clone();
+        let known = l.output_style.as_ref().map(|(name, _)| name.clone());
+        match wanted {
+            None => l.output_style = None,
+            Some(name) if known.as_deref() != Some(name.as_str()) => {
+                let found = crate::discovery::output_styles::find(
+                    &name,
+                    std::path::Path::new(&l.row.cwd),
+                    &self.discovery.user_home,
+                );
+                if found.is_none() && !name.eq_ignore_ascii_case("default") {
+                    tracing::warn!(session = %l.row.id, style = %name, "no output style of this name; the model is told the name only");
+                }
+                l.output_style = Some((name, found));
+            }
+            Some(_) => {}
+        }
+    }
+
     /// Freezes the memoized sections this compile is the first to show (a new history
     /// starts a new memo).
     pub(crate) async fn refresh_sections(
@@ -84,6 +114,7 @@ impl Engine {
         l: &mut Loaded,
         now: chrono::DateTime<chrono::Utc>,
     ) -> Result<()> {
+        self.find_output_style(l);
         let current = l.sections.texts_for(&l.boundary_uuid).cloned();
         let fresh = current.is_none();
         let texts = current.unwrap_or_default();

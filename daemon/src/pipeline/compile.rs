@@ -55,6 +55,8 @@ pub struct SessionView<'a> {
     pub previous_uncached: Option<&'a BTreeMap<String, u64>>,
     /// The user's UTC offset: local times in sections are shown in it.
     pub utc_offset: chrono::FixedOffset,
+    /// The selected output style, when one of that name was found.
+    pub output_style: Option<&'a super::system::OutputStyle>,
 }
 
 pub struct CompileInput<'a> {
@@ -540,6 +542,7 @@ fn system_section(input: &CompileInput<'_>) -> SystemSection {
         // for it; otherwise (and with MCP tools) the system is cached per organisation.
         has_mcp_tools: tools::has_mcp_tools(input.tools) || !latch::global_scope(input.flags),
         mcp_instructions: s.mcp_instructions,
+        output_style: s.output_style,
     };
     let resolved = system::resolved_dynamic(&inputs);
     let (blocks, layout) = system::build(&inputs, &resolved);

@@ -21,6 +21,20 @@ pub struct SystemBlock {
     pub cache_control: Option<CacheControl>,
 }
 
+/// The output style the session selected, as found on disk or among ctxd's own.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct OutputStyle {
+    pub name: String,
+    pub description: Option<String>,
+    /// What the model is told, in the system prompt.
+    pub prompt: String,
+    /// Keep the default coding instructions (`doing_tasks`) beside the style's prompt.
+    pub keep_coding_instructions: bool,
+}
+
+/// The default static section a style without `keep-coding-instructions` replaces.
+const CODING_INSTRUCTIONS: &str = "doing_tasks";
+
 /// Inputs of the system prompt that come from the session.
 pub struct SystemInputs<'a> {
     pub prompt: Option<&'a SystemPrompt>,
@@ -39,6 +53,8 @@ pub struct SystemInputs<'a> {
     pub has_mcp_tools: bool,
     /// Instructions of the MCP servers connected before the first compile (memoized).
     pub mcp_instructions: Option<&'a str>,
+    /// The selected output style, when one of that name was found.
+    pub output_style: Option<&'a OutputStyle>,
 }
 
 /// Every dynamic section, as registered (ctxd's own first, then the client's), before
@@ -75,11 +91,17 @@ fn builtin_dynamic(inputs: &SystemInputs<'_>) -> Vec<SystemSection> {
             ),
         ));
     }
-    if let Some(style) = &inputs.settings.output_style {
-        out.push(section(
+    match (inputs.output_style, &inputs.settings.output_style) {
+        (Some(style), _) => out.push(section(
             "output_style",
-            format!("# Output style\nThe user selected the \"{style}\" output style; follow it."),
-        ));
+            format!("# Output style: {}\n{}", style.name, style.prompt),
+        )),
+        // A name no file or built-in style has: the model is told the name alone.
+        (None, Some(name)) if !name.eq_ignore_ascii_case("default") => out.push(section(
+            "output_style",
+            format!("# Output style\nThe user selected the \"{name}\" output style; follow it."),
+        )),
+        _ => {}
     }
     if let Some(mcp) = inputs.mcp_instructions {
         out.push(section("mcp_instructions", mcp.to_string()));
@@ -111,9 +133,17 @@ pub fn build(
     inputs: &SystemInputs<'_>,
     dynamics: &[SystemSection],
 ) -> (Vec<SystemBlock>, Vec<SectionLayout>) {
-    let statics: &[SystemSection] = match inputs.prompt {
-        Some(p) if !p.static_sections.is_empty() => &p.static_sections,
-        _ => default_static_sections(),
+    let replaced = inputs
+        .output_style
+        .is_some_and(|s| !s.keep_coding_instructions);
+    let statics: Vec<&SystemSection> = match inputs.prompt {
+        Some(p) if !p.static_sections.is_empty() => p.static_sections.iter().collect(),
+        // A style that does not keep the coding instructions takes their place, as in
+        // Claude Code; a client's own static sections are its own.
+        _ => default_static_sections()
+            .iter()
+            .filter(|s| !(replaced && s.name == CODING_INSTRUCTIONS))
+            .collect(),
     };
     let mut layout = Vec::new();
     let mut blocks = Vec::new();
@@ -205,7 +235,49 @@ mod tests {
             now: chrono::DateTime::UNIX_EPOCH.fixed_offset(),
             has_mcp_tools: mcp,
             mcp_instructions: None,
+            output_style: None,
         }
+    }
+
+    /// A style without `keep-coding-instructions` takes the coding instructions' place
+    /// and its prompt is a dynamic section; one that keeps them adds its prompt only; a
+    /// name found nowhere is named to the model alone.
+    #[test]
+    fn an_output_style_goes_where_claude_code_puts_it() {
+        let s = SessionSettings {
+            output_style: Some("Terse".into()),
+            ..Default::default()
+        };
+        let mut style = OutputStyle {
+            name: "Terse".into(),
+            description: None,
+            prompt: "Answer in one line.".into(),
+            keep_coding_instructions: false,
+        };
+        let texts = |style: Option<&OutputStyle>| {
+            let mut i = inputs(&s, false);
+            i.output_style = style;
+            let (blocks, layout) = build(&i, &resolved_dynamic(&i));
+            let names: Vec<String> = layout.iter().map(|l| l.name.clone()).collect();
+            let text: String = blocks.iter().map(|b| b.text.clone()).collect();
+            (names, text)
+        };
+        let (names, text) = texts(Some(&style));
+        assert!(!names.contains(&"doing_tasks".to_string()), "{names:?}");
+        assert!(
+            text.contains("# Output style: Terse\nAnswer in one line."),
+            "{text}"
+        );
+        style.keep_coding_instructions = true;
+        let (names, text) = texts(Some(&style));
+        assert!(names.contains(&"doing_tasks".to_string()));
+        assert!(text.contains("Answer in one line."));
+        let (names, text) = texts(None);
+        assert!(names.contains(&"doing_tasks".to_string()));
+        assert!(
+            text.contains("The user selected the \"Terse\" output style"),
+            "{text}"
+        );
     }
 
     #[test]
