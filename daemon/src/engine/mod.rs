@@ -13,7 +13,7 @@ mod compile;
 mod events;
 mod hooks;
 mod import;
-mod memories;
+mod memory_prefetch;
 mod memory;
 mod plan_mode;
 mod queue;
@@ -376,8 +376,8 @@ pub struct Engine {
     pub(crate) skills: skills::SkillCatalogs,
     /// Hook configuration, watches and transcript exports (engine/hooks.rs).
     pub(crate) hooks: hooks::HookState,
-    /// Relevant-memory prefetches, one per session (engine/memories.rs).
-    pub(crate) memories: memories::Prefetches,
+    /// Relevant-memory prefetches, one per session (engine/memory_prefetch.rs).
+    pub(crate) memories: memory_prefetch::Prefetches,
     /// The platform named in the environment section of sessions that name none.
     pub(crate) platform: String,
     /// Sessions with a `context.send` turn running.

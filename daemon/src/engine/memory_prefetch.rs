@@ -1,4 +1,4 @@
-//! Relevant-memory prefetch: when a prompt
+//! Relevant-memory prefetch (beside `memory.rs`, which is session memory): when a prompt
 //! the user typed is appended, the memory directories are scanned and scored for it in
 //! the background, while the client goes on (and the model runs); the next compile of the
 //! session waits for the result within its collection bound and consumes it once. If it
