@@ -326,3 +326,52 @@ fn walkdir(dir: &std::path::Path) -> Vec<std::path::PathBuf> {
     }
     out
 }
+
+/// `context.cancel` stops a running turn: its provider call ends, the turn answers
+/// `-32061` with kind `cancelled`, and nothing is appended. With no turn running it
+/// answers `ok: false`.
+#[test]
+fn a_cancelled_turn_appends_nothing() {
+    let rt = runtime();
+    let server = rt.block_on(MockServer::start());
+    rt.block_on(
+        Mock::given(method("POST"))
+            .respond_with(sse(&turn_events()).set_delay(std::time::Duration::from_secs(30)))
+            .mount(&server),
+    );
+    let d = std::sync::Arc::new(Daemon::start_with_env(&[(KEY_VAR, KEY)]));
+    let sid = session(&d, &server);
+    let before =
+        d.call("session.get", json!({"session_id": sid}))["session"]["record_count"].clone();
+    let turn = {
+        let (d, sid) = (d.clone(), sid.clone());
+        std::thread::spawn(move || d.try_call("context.send", json!({"session_id": sid})))
+    };
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(20);
+    while rt.block_on(server.received_requests()).unwrap().is_empty() {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "the turn never reached the provider"
+        );
+        std::thread::yield_now();
+    }
+    let started = std::time::Instant::now();
+    assert_eq!(
+        d.call("context.cancel", json!({"session_id": sid})),
+        json!({"ok": true})
+    );
+    let err = turn.join().unwrap().unwrap_err();
+    assert!(
+        started.elapsed() < std::time::Duration::from_secs(20),
+        "the call did not stop"
+    );
+    assert_eq!(err["code"], ctxd_protocol::PROVIDER_FAILED, "{err}");
+    assert_eq!(err["data"]["kind"], "cancelled");
+    let after =
+        d.call("session.get", json!({"session_id": sid}))["session"]["record_count"].clone();
+    assert_eq!(before, after);
+    assert_eq!(
+        d.call("context.cancel", json!({"session_id": sid})),
+        json!({"ok": false})
+    );
+}

@@ -2547,6 +2547,15 @@ export interface Methods {
     result: SendResponse;
   };
   /**
+   * Cancel the session's running context.send turn: the provider call stops and nothing is appended. ok is false when no turn runs.
+   */
+  "context.cancel": {
+    params: {
+      session_id: string;
+    };
+    result: AckResponse;
+  };
+  /**
    * The session's memory document, its version and last summarised record.
    */
   "memory.get": {

@@ -54,6 +54,7 @@ pub const CONTEXT_TOUCH_PATHS: &str = "context.touch_paths";
 pub const CONTEXT_REPORT_READ: &str = "context.report_read";
 pub const CONTEXT_COMPACT: &str = "context.compact";
 pub const CONTEXT_SEND: &str = "context.send";
+pub const CONTEXT_CANCEL: &str = "context.cancel";
 pub const MEMORY_GET: &str = "memory.get";
 pub const MEMORY_UPDATE: &str = "memory.update";
 pub const MEMORY_EXTRACT: &str = "memory.extract";
@@ -363,6 +364,12 @@ pub fn method_table() -> Vec<MethodSpec> {
             "Compile, send to the session's provider (settings.provider), and append the answer as it came; one turn at a time per session.",
             SendParams,
             SendResponse
+        ),
+        method!(
+            CONTEXT_CANCEL,
+            "Cancel the session's running context.send turn: the provider call stops and nothing is appended. ok is false when no turn runs.",
+            SessionIdParams,
+            AckResponse
         ),
         method!(
             MEMORY_GET,

@@ -940,6 +940,11 @@ class Methods:
         params = {k: v for k, v in [("session_id", session_id)] if v is not None}
         return self.call("context.send", **params)
 
+    def context_cancel(self, *, session_id: str) -> AckResponse:
+        """Cancel the session's running context.send turn: the provider call stops and nothing is appended. ok is false when no turn runs."""
+        params = {k: v for k, v in [("session_id", session_id)] if v is not None}
+        return self.call("context.cancel", **params)
+
     def memory_get(self, *, session_id: str) -> MemoryGetResponse:
         """The session's memory document, its version and last summarised record."""
         params = {k: v for k, v in [("session_id", session_id)] if v is not None}
@@ -1251,6 +1256,11 @@ class AsyncMethods:
         """Compile, send to the session's provider (settings.provider), and append the answer as it came; one turn at a time per session."""
         params = {k: v for k, v in [("session_id", session_id)] if v is not None}
         return await self.call("context.send", **params)
+
+    async def context_cancel(self, *, session_id: str) -> AckResponse:
+        """Cancel the session's running context.send turn: the provider call stops and nothing is appended. ok is false when no turn runs."""
+        params = {k: v for k, v in [("session_id", session_id)] if v is not None}
+        return await self.call("context.cancel", **params)
 
     async def memory_get(self, *, session_id: str) -> MemoryGetResponse:
         """The session's memory document, its version and last summarised record."""

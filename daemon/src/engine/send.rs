@@ -3,8 +3,10 @@
 //! fold the stream into the message, append it as the provider returned it. One turn
 //! at a time per session; nothing is appended when the provider fails.
 
-use std::collections::HashSet;
-use std::sync::Mutex;
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex};
+
+use tokio::sync::Notify;
 
 use ctxd_protocol::*;
 
@@ -12,14 +14,15 @@ use super::Engine;
 use crate::error::{Error, Result};
 use crate::providers::stream::{self, StreamError};
 
-/// The sessions with a turn running.
+/// The sessions with a turn running, each with what cancels it.
 #[derive(Default)]
-pub(crate) struct Turns(Mutex<HashSet<String>>);
+pub(crate) struct Turns(Mutex<HashMap<String, Arc<Notify>>>);
 
 /// A running turn; the session is free again when it goes.
 struct Turn<'a> {
     turns: &'a Turns,
     session_id: String,
+    cancel: Arc<Notify>,
 }
 
 impl Drop for Turn<'_> {
@@ -36,19 +39,45 @@ impl Turns {
             .0
             .lock()
             .map_err(|_| Error::Internal("the turn table's lock is poisoned".into()))?;
-        if !running.insert(session_id.to_string()) {
+        if running.contains_key(session_id) {
             return Err(Error::TurnInProgress(session_id.to_string()));
         }
+        let cancel = Arc::new(Notify::new());
+        running.insert(session_id.to_string(), cancel.clone());
         Ok(Turn {
             turns: self,
             session_id: session_id.to_string(),
+            cancel,
         })
+    }
+
+    /// Cancels the session's running turn; `false` when none runs.
+    fn cancel(&self, session_id: &str) -> bool {
+        let Ok(running) = self.0.lock() else {
+            return false;
+        };
+        match running.get(session_id) {
+            Some(cancel) => {
+                // A stored permit: the turn sees it even if it is not waiting yet.
+                cancel.notify_one();
+                true
+            }
+            None => false,
+        }
     }
 }
 
 impl Engine {
+    /// `context.cancel`: the running turn's provider call stops; nothing is appended.
+    pub async fn cancel_turn(&self, p: SessionIdParams) -> Result<AckResponse> {
+        self.get_session(&p.session_id).await?;
+        Ok(AckResponse {
+            ok: self.turns.cancel(&p.session_id),
+        })
+    }
+
     pub async fn send(&self, p: SendParams) -> Result<SendResponse> {
-        let _turn = self.turns.begin(&p.session_id)?;
+        let turn = self.turns.begin(&p.session_id)?;
         let session = self.get_session(&p.session_id).await?;
         let Some(provider) = session.settings.provider.clone() else {
             return Err(Error::invalid(
@@ -65,9 +94,17 @@ impl Engine {
             })
             .await?;
         let headers = compiled.metadata.cache.headers.clone();
-        let (message, retries) = stream::turn(&provider, &compiled.body, &headers, &self.env)
-            .await
-            .map_err(provider_error)?;
+        let call = stream::turn(&provider, &compiled.body, &headers, &self.env);
+        let (message, retries) = tokio::select! {
+            answered = call => answered.map_err(provider_error)?,
+            () = turn.cancel.notified() => {
+                return Err(Error::Provider {
+                    status: None,
+                    kind: Some("cancelled".into()),
+                    message: "the turn was cancelled (context.cancel); nothing was appended".into(),
+                });
+            }
+        };
         let record: RecordInput = serde_json::from_value(serde_json::json!({
             "type": "assistant",
             "message": message,

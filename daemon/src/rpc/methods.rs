@@ -260,6 +260,10 @@ pub fn build_module(
         .engine
         .send(p)
         .await)?;
+    async_method!(m, CONTEXT_CANCEL, |ctx, p: SessionIdParams| ctx
+        .engine
+        .cancel_turn(p)
+        .await)?;
     async_method!(m, CONTEXT_COMPACT, |ctx, p: CompactParams| ctx
         .engine
         .compact(p)
