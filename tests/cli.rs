@@ -833,3 +833,83 @@ fn ctx_send_appends_the_prompt_and_prints_the_answer() {
     );
     assert!(sent.contains(r#""x-api-key": "sk-cli-test""#), "{sent}");
 }
+
+/// Ctrl-C during `ctx send` cancels the turn in the daemon: ctx says so, and no answer
+/// is appended afterwards.
+#[test]
+fn ctrl_c_during_ctx_send_cancels_the_turn() {
+    let guard = Home::new();
+    let (dir, home) = (&guard.dir, guard.home.clone());
+    let log = dir.path().join("requests.jsonl");
+    let mut server = Command::new("python3")
+        .arg(concat!(
+            env!("CARGO_MANIFEST_DIR"),
+            "/../tests/support/scripted_anthropic.py"
+        ))
+        .arg(&log)
+        .env("SCRIPTED_DELAY_S", "30")
+        .stdout(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut port = String::new();
+    std::io::BufRead::read_line(
+        &mut std::io::BufReader::new(server.stdout.take().unwrap()),
+        &mut port,
+    )
+    .unwrap();
+    let provider = format!(
+        r#"provider={{"kind": "anthropic", "base_url": "http://127.0.0.1:{}", "api_key_env": "CTXD_CLI_TEST_KEY"}}"#,
+        port.trim()
+    );
+    let sid = json_out(
+        ctx(&home)
+            .env("CTXD_CLI_TEST_KEY", "sk-cli-test")
+            .args(["session", "new", "--json", "--cwd"])
+            .arg(dir.path()),
+    )["session_id"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    let (ok, _, err) = run(ctx(&home).args(["session", "set", &sid, &provider]));
+    assert!(ok, "{err}");
+    let send = ctx(&home)
+        .args(["send", &sid, "hello"])
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    // The turn is running once its request reached the provider.
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(20);
+    while std::fs::read_to_string(&log).unwrap_or_default().is_empty() {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "the turn never reached the provider"
+        );
+        std::thread::yield_now();
+    }
+    let pid = send.id().to_string();
+    assert!(
+        Command::new("kill")
+            .args(["-INT", &pid])
+            .status()
+            .unwrap()
+            .success()
+    );
+    let out = send.wait_with_output().unwrap();
+    let _ = server.kill();
+    let _ = server.wait();
+    assert!(!out.status.success());
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("cancelled"), "{err}");
+    let read = json_out(ctx(&home).args(["read", &sid, "--json"]));
+    let kinds: Vec<&str> = read["records"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| r["type"].as_str().unwrap())
+        .collect();
+    assert!(
+        !kinds.contains(&"assistant"),
+        "nothing was appended: {kinds:?}"
+    );
+}

@@ -7,11 +7,14 @@ Prints its port on the first line of stdout, then answers `POST /v1/messages` wi
 streamed response (server-sent events, the event grammar of the Messages API): while
 the last message holds no tool result, a text and a `Read` of README.md; then a text
 that quotes the tool result's first line, and `end_turn`. Every request (headers and
-body) is appended to LOG as one JSON line.
+body) is appended to LOG as one JSON line. With `SCRIPTED_DELAY_S` set, each answer
+waits that long after the request is logged (for cancelling a turn).
 """
 
 import json
+import os
 import sys
+import time
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 LOG = sys.argv[1]
@@ -54,6 +57,7 @@ class Handler(BaseHTTPRequestHandler):
         with open(LOG, "a") as log:
             log.write(json.dumps({"path": self.path, "headers": dict(self.headers), "body": body}) + "\n")
         n = sum(1 for _ in open(LOG))
+        time.sleep(float(os.environ.get("SCRIPTED_DELAY_S", "0")))
         message = {
             "id": f"msg_scripted_{n}",
             "type": "message",

@@ -90,9 +90,23 @@ pub async fn send(ctx: &Ctx, client: &Client, a: &SendArgs) -> Result<()> {
             )
             .await?;
     }
-    let sent: SendResponse = client
-        .call(CONTEXT_SEND, SendParams { session_id: sid })
-        .await?;
+    let turn = client.call::<_, SendResponse>(
+        CONTEXT_SEND,
+        SendParams {
+            session_id: sid.clone(),
+        },
+    );
+    // Ctrl-C stops the turn in the daemon too: otherwise the provider call would run on
+    // and its answer be appended after ctx had gone.
+    let sent = tokio::select! {
+        sent = turn => sent?,
+        _ = tokio::signal::ctrl_c() => {
+            let _: AckResponse = client
+                .call(CONTEXT_CANCEL, SessionIdParams { session_id: sid })
+                .await?;
+            anyhow::bail!("cancelled: the turn was stopped and nothing was appended");
+        }
+    };
     if ctx.json {
         return print_json(&sent);
     }
