@@ -54,18 +54,14 @@ impl Paths {
     /// socket puts the socket inside that home so one variable isolates a whole daemon.
     pub fn resolve(home: Option<PathBuf>, socket: Option<PathBuf>) -> Result<Paths, StartError> {
         let dirs = directories::ProjectDirs::from("dev", "ctxd", "ctxd");
-        let explicit_home = home.is_some();
+        // The clients' rule, so that they find the daemon where it listens.
+        let socket = ctxd_protocol::socket::resolve_socket(socket, home.as_deref());
         let home = match home {
             Some(h) => h,
             None => dirs
                 .as_ref()
                 .map(|d| d.data_dir().to_path_buf())
                 .ok_or(StartError::NoHome)?,
-        };
-        let socket = match socket {
-            Some(s) => s,
-            None if explicit_home => home.join("ctxd.sock"),
-            None => ctxd_protocol::socket::default_socket(),
         };
         Ok(Paths { home, socket })
     }

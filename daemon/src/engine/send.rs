@@ -145,6 +145,11 @@ impl Engine {
 }
 
 fn provider_error(e: StreamError) -> Error {
+    let local = |kind: &str, e: &StreamError| Error::Provider {
+        status: None,
+        kind: Some(kind.into()),
+        message: e.to_string(),
+    };
     match e {
         StreamError::Misconfigured(why) => Error::invalid("settings.provider", why),
         StreamError::Provider {
@@ -156,17 +161,8 @@ fn provider_error(e: StreamError) -> Error {
             kind,
             message,
         },
-        other => Error::Provider {
-            status: None,
-            kind: Some(
-                match other {
-                    StreamError::Malformed(_) => "malformed_stream",
-                    StreamError::TooBig(_) => "answer_too_big",
-                    _ => "timeout",
-                }
-                .into(),
-            ),
-            message: other.to_string(),
-        },
+        StreamError::Malformed(_) => local("malformed_stream", &e),
+        StreamError::TooBig(_) => local("answer_too_big", &e),
+        StreamError::Timeout(_) => local("timeout", &e),
     }
 }

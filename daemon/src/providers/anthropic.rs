@@ -79,16 +79,7 @@ impl Anthropic {
         // Read per call, so a key rotated in the daemon's environment is picked up and a
         // missing one is reported when it matters.
         let key = http::api_key(env, &self.api_key_env, "Anthropic")?;
-        let mut headers = HeaderMap::new();
-        headers.insert(
-            HeaderName::from_static("x-api-key"),
-            http::secret_header(&self.api_key_env, &key)?,
-        );
-        headers.insert(
-            HeaderName::from_static("anthropic-version"),
-            HeaderValue::from_static(API_VERSION),
-        );
-        headers.insert(CONTENT_TYPE, HeaderValue::from_static("application/json"));
+        let headers = headers(&self.api_key_env, &key)?;
         let body = prompt::messages_body(Some(&self.model), self.max_tokens, system, messages);
         let call = Call {
             provider: "anthropic",
@@ -101,6 +92,22 @@ impl Anthropic {
         let answer = http::post_json(&self.client, &call, &body).await?;
         response_text(&answer)
     }
+}
+
+/// What every Messages API request carries: the key (in a header marked sensitive,
+/// named after `key_env` in errors), the API version and the body's type.
+pub(crate) fn headers(key_env: &str, key: &str) -> Result<HeaderMap, ProviderError> {
+    let mut headers = HeaderMap::new();
+    headers.insert(
+        HeaderName::from_static("x-api-key"),
+        http::secret_header(key_env, key)?,
+    );
+    headers.insert(
+        HeaderName::from_static("anthropic-version"),
+        HeaderValue::from_static(API_VERSION),
+    );
+    headers.insert(CONTENT_TYPE, HeaderValue::from_static("application/json"));
+    Ok(headers)
 }
 
 pub(crate) fn max_tokens(configured: Option<u64>) -> Result<u64, ProviderError> {

@@ -12,11 +12,10 @@ use reqwest::header::HeaderMap;
 use serde_json::{Map, Value};
 
 use ctxd_protocol::ProviderConfig;
-use reqwest::header::{CONTENT_TYPE, HeaderName, HeaderValue};
+use reqwest::header::{HeaderName, HeaderValue};
 
 use super::http::{self, ErrorBody, RetryPolicy};
 
-const API_VERSION: &str = "2023-06-01";
 /// The whole call's bound when the session's provider names none.
 const DEFAULT_TURN_TIMEOUT: Duration = Duration::from_secs(600);
 /// Event bytes one answer may take: what one record may hold.
@@ -84,7 +83,9 @@ pub(crate) async fn turn(
         };
         map.insert(n, v);
     }
-    betas.dedup();
+    // Each beta once, in the order first named (the configured ones, then the compile's).
+    let mut seen = std::collections::BTreeSet::new();
+    betas.retain(|b| seen.insert(b.clone()));
     if !betas.is_empty() {
         let joined = betas.join(",");
         let v = HeaderValue::from_str(&joined).map_err(|_| {
@@ -92,15 +93,8 @@ pub(crate) async fn turn(
         })?;
         map.insert(HeaderName::from_static("anthropic-beta"), v);
     }
-    map.insert(
-        HeaderName::from_static("x-api-key"),
-        http::secret_header(api_key_env, &key).map_err(misconfigured)?,
-    );
-    map.insert(
-        HeaderName::from_static("anthropic-version"),
-        HeaderValue::from_static(API_VERSION),
-    );
-    map.insert(CONTENT_TYPE, HeaderValue::from_static("application/json"));
+    // Last, so that no configured header replaces the key, the version or the type.
+    map.extend(super::anthropic::headers(api_key_env, &key).map_err(misconfigured)?);
     let timeout = match timeout_secs {
         Some(0) => {
             return Err(StreamError::Misconfigured(

@@ -136,11 +136,17 @@ impl Outbox {
     /// Waits until the queue is below its bound and counts `bytes` in, in one step, so
     /// that any number of waiters take the room one at a time.
     pub(crate) async fn reserve(&self, bytes: usize) {
+        self.until(|| self.try_reserve(bytes)).await;
+    }
+
+    /// Waits until `ready` holds, asked again each time room is made.
+    async fn until(&self, mut ready: impl FnMut() -> bool) {
         loop {
             let notified = self.room.notified();
             tokio::pin!(notified);
+            // Registered before asking, so room made in between is not missed.
             notified.as_mut().enable();
-            if self.try_reserve(bytes) {
+            if ready() {
                 return;
             }
             notified.await;
@@ -149,17 +155,7 @@ impl Outbox {
 
     /// Waits until the queue is below its bound; `false` when `within` passed first.
     pub(crate) async fn room(&self, within: Option<Duration>) -> bool {
-        let wait = async {
-            loop {
-                let notified = self.room.notified();
-                tokio::pin!(notified);
-                notified.as_mut().enable();
-                if self.has_room() {
-                    return;
-                }
-                notified.await;
-            }
-        };
+        let wait = self.until(|| self.has_room());
         match within {
             Some(limit) => tokio::time::timeout(limit, wait).await.is_ok(),
             None => {
