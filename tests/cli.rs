@@ -780,6 +780,31 @@ fn a_missing_file_is_reported_once() {
     assert_eq!(err.matches("No such file or directory").count(), 1, "{err}");
 }
 
+/// A session in `cwd` whose provider is `model`; the daemon `ctx` starts for it gets the
+/// provider's key from `ctx`'s environment.
+fn session_with_provider(
+    home: &std::path::Path,
+    cwd: &std::path::Path,
+    model: &common::ScriptedModel,
+) -> String {
+    let sid = json_out(
+        ctx(home)
+            .env("CTXD_CLI_TEST_KEY", "sk-cli-test")
+            .args(["session", "new", "--json", "--cwd"])
+            .arg(cwd),
+    )["session_id"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    let provider = format!(
+        r#"provider={{"kind": "anthropic", "base_url": "{}", "api_key_env": "CTXD_CLI_TEST_KEY"}}"#,
+        model.url
+    );
+    let (ok, _, err) = run(ctx(home).args(["session", "set", &sid, &provider]));
+    assert!(ok, "{err}");
+    sid
+}
+
 /// `ctx send SID PROMPT` appends the prompt, runs one turn through the session's provider
 /// (here a scripted Messages API) and prints the answer: text as text, the tool call on
 /// a line of its own, then the usage.
@@ -788,40 +813,10 @@ fn ctx_send_appends_the_prompt_and_prints_the_answer() {
     let guard = Home::new();
     let (dir, home) = (&guard.dir, guard.home.clone());
     let log = dir.path().join("requests.jsonl");
-    let mut server = Command::new("python3")
-        .arg(concat!(
-            env!("CARGO_MANIFEST_DIR"),
-            "/../tests/support/scripted_anthropic.py"
-        ))
-        .arg(&log)
-        .stdout(std::process::Stdio::piped())
-        .spawn()
-        .unwrap();
-    let mut port = String::new();
-    std::io::BufRead::read_line(
-        &mut std::io::BufReader::new(server.stdout.take().unwrap()),
-        &mut port,
-    )
-    .unwrap();
-    let provider = format!(
-        r#"provider={{"kind": "anthropic", "base_url": "http://127.0.0.1:{}", "api_key_env": "CTXD_CLI_TEST_KEY"}}"#,
-        port.trim()
-    );
-    // The daemon ctx starts gets the key from ctx's environment.
-    let sid = json_out(
-        ctx(&home)
-            .env("CTXD_CLI_TEST_KEY", "sk-cli-test")
-            .args(["session", "new", "--json", "--cwd"])
-            .arg(dir.path()),
-    )["session_id"]
-        .as_str()
-        .unwrap()
-        .to_string();
-    let (ok, _, err) = run(ctx(&home).args(["session", "set", &sid, &provider]));
-    assert!(ok, "{err}");
+    let model = common::ScriptedModel::start(&log, None);
+    let sid = session_with_provider(&home, dir.path(), &model);
     let (ok, out, err) = run(ctx(&home).args(["send", &sid, "What does README.md say?"]));
-    let _ = server.kill();
-    let _ = server.wait();
+    drop(model);
     assert!(ok, "{err}");
     assert!(out.contains("Let me read it."), "{out}");
     assert!(out.contains("[tool call Read toolu_scripted_1:"), "{out}");
@@ -841,37 +836,8 @@ fn ctrl_c_during_ctx_send_cancels_the_turn() {
     let guard = Home::new();
     let (dir, home) = (&guard.dir, guard.home.clone());
     let log = dir.path().join("requests.jsonl");
-    let mut server = Command::new("python3")
-        .arg(concat!(
-            env!("CARGO_MANIFEST_DIR"),
-            "/../tests/support/scripted_anthropic.py"
-        ))
-        .arg(&log)
-        .env("SCRIPTED_DELAY_S", "30")
-        .stdout(std::process::Stdio::piped())
-        .spawn()
-        .unwrap();
-    let mut port = String::new();
-    std::io::BufRead::read_line(
-        &mut std::io::BufReader::new(server.stdout.take().unwrap()),
-        &mut port,
-    )
-    .unwrap();
-    let provider = format!(
-        r#"provider={{"kind": "anthropic", "base_url": "http://127.0.0.1:{}", "api_key_env": "CTXD_CLI_TEST_KEY"}}"#,
-        port.trim()
-    );
-    let sid = json_out(
-        ctx(&home)
-            .env("CTXD_CLI_TEST_KEY", "sk-cli-test")
-            .args(["session", "new", "--json", "--cwd"])
-            .arg(dir.path()),
-    )["session_id"]
-        .as_str()
-        .unwrap()
-        .to_string();
-    let (ok, _, err) = run(ctx(&home).args(["session", "set", &sid, &provider]));
-    assert!(ok, "{err}");
+    let model = common::ScriptedModel::start(&log, Some(30));
+    let sid = session_with_provider(&home, dir.path(), &model);
     let send = ctx(&home)
         .args(["send", &sid, "hello"])
         .stdout(std::process::Stdio::piped())
@@ -896,8 +862,7 @@ fn ctrl_c_during_ctx_send_cancels_the_turn() {
             .success()
     );
     let out = send.wait_with_output().unwrap();
-    let _ = server.kill();
-    let _ = server.wait();
+    drop(model);
     assert!(!out.status.success());
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(err.contains("cancelled"), "{err}");

@@ -320,32 +320,17 @@ fn the_readme_agent_loop_runs_against_a_scripted_model() {
     .unwrap();
     std::fs::write(work.path().join("agent.py"), &code).unwrap();
     let log = work.path().join("requests.jsonl");
-    let mut server = Command::new("python3")
-        .arg(repo().join("tests/support/scripted_anthropic.py"))
-        .arg(&log)
-        .stdout(std::process::Stdio::piped())
-        .spawn()
-        .unwrap();
-    let mut port = String::new();
-    std::io::BufRead::read_line(
-        &mut std::io::BufReader::new(server.stdout.take().unwrap()),
-        &mut port,
-    )
-    .unwrap();
+    let model = common::ScriptedModel::start(&log, None);
     let out = Command::new("python3")
         .arg("agent.py")
         .current_dir(work.path())
         .env("PYTHONPATH", python_path(&repo().join("clients/python")))
         .env("CTXD_SOCKET", &d.socket)
-        .env(
-            "ANTHROPIC_BASE_URL",
-            format!("http://127.0.0.1:{}", port.trim()),
-        )
+        .env("ANTHROPIC_BASE_URL", &model.url)
         .env("ANTHROPIC_API_KEY", "sk-test")
         .output()
         .unwrap();
-    let _ = server.kill();
-    let _ = server.wait();
+    drop(model);
     let printed = check(out, "the README's agent loop");
     assert!(printed.contains("Let me read it."), "{printed}");
     assert!(
@@ -403,27 +388,15 @@ fn the_typescript_package_installs_type_checks_and_passes_its_tests() {
         current,
         "clients/typescript/types.d.ts is what the document gives",
     );
-    let work = tempfile::tempdir().unwrap();
-    std::fs::write(
-        work.path().join("package.json"),
-        r#"{"name": "ctxd-client-check", "version": "1.0.0", "private": true, "type": "module"}"#,
-    )
-    .unwrap();
     // `--install-links` installs a copy with its dependencies, as from a registry.
-    let install = Command::new("npm")
-        .args([
-            "install",
-            "--install-links",
-            "--no-audit",
-            "--no-fund",
-            "--loglevel=error",
-        ])
-        .arg(&package)
-        .arg("typescript@5")
-        .current_dir(work.path())
-        .output()
-        .unwrap();
-    check(install, "npm install ./clients/typescript");
+    let work = npm_project(
+        r#"{"name": "ctxd-client-check", "version": "1.0.0", "private": true, "type": "module"}"#,
+        &[
+            "--install-links".as_ref(),
+            package.as_os_str(),
+            "typescript@5".as_ref(),
+        ],
+    );
     std::fs::copy(
         package.join("test/client.test.js"),
         work.path().join("client.test.js"),
@@ -457,18 +430,37 @@ await ctx.call("session.create", { cwd: "/tmp", nope: 1 });
 "#,
     )
     .unwrap();
-    std::fs::write(
-        work.path().join("tsconfig.json"),
+    tsc(
+        work.path(),
         r#"{"compilerOptions": {"strict": true, "noEmit": true, "module": "nodenext",
             "moduleResolution": "nodenext", "target": "es2022"}, "files": ["check.mts"]}"#,
-    )
-    .unwrap();
-    let tsc = Command::new("node")
-        .args(["node_modules/typescript/bin/tsc", "-p", "."])
+        "tsc on the package's types",
+    );
+}
+
+/// A temporary npm project with `package_json`, after `npm install ARGS`.
+fn npm_project(package_json: &str, args: &[&std::ffi::OsStr]) -> tempfile::TempDir {
+    let work = tempfile::tempdir().unwrap();
+    std::fs::write(work.path().join("package.json"), package_json).unwrap();
+    let install = Command::new("npm")
+        .args(["install", "--no-audit", "--no-fund", "--loglevel=error"])
+        .args(args)
         .current_dir(work.path())
         .output()
         .unwrap();
-    check(tsc, "tsc on the package's types");
+    check(install, &format!("npm install {args:?}"));
+    work
+}
+
+/// Runs the TypeScript compiler `dir` installed, with `tsconfig`; fails on any error.
+fn tsc(dir: &Path, tsconfig: &str, what: &str) {
+    std::fs::write(dir.join("tsconfig.json"), tsconfig).unwrap();
+    let out = Command::new("node")
+        .args(["node_modules/typescript/bin/tsc", "-p", "."])
+        .current_dir(dir)
+        .output()
+        .unwrap();
+    check(out, what);
 }
 
 /// A public generator (`@open-rpc/typings`, from npm) turns the document into TypeScript
@@ -479,19 +471,10 @@ fn a_public_generator_types_the_document() {
     if !have("node") || !have("npm") {
         return skip("node and npm");
     }
-    let work = tempfile::tempdir().unwrap();
-    std::fs::write(
-        work.path().join("package.json"),
+    let work = npm_project(
         r#"{"name": "ctxd-openrpc-check", "version": "1.0.0", "private": true}"#,
-    )
-    .unwrap();
-    let install = Command::new("npm")
-        .args(["install", "--no-audit", "--no-fund", "--loglevel=error"])
-        .args(["@open-rpc/typings@1.13", "typescript@5"])
-        .current_dir(work.path())
-        .output()
-        .unwrap();
-    check(install, "npm install @open-rpc/typings");
+        &["@open-rpc/typings@1.13".as_ref(), "typescript@5".as_ref()],
+    );
     let generate = Command::new("node")
         .arg("node_modules/@open-rpc/typings/build/cli.js")
         .arg("-d")
@@ -502,18 +485,12 @@ fn a_public_generator_types_the_document() {
         .unwrap();
     check(generate, "open-rpc-typings");
     let typings = std::fs::read_to_string(work.path().join("out/index.ts")).unwrap();
-    std::fs::write(
-        work.path().join("tsconfig.json"),
+    tsc(
+        work.path(),
         r#"{"compilerOptions": {"strict": true, "noEmit": true, "target": "es2022",
             "module": "es2022", "moduleResolution": "bundler"}, "files": ["out/index.ts"]}"#,
-    )
-    .unwrap();
-    let tsc = Command::new("node")
-        .args(["node_modules/typescript/bin/tsc", "-p", "."])
-        .current_dir(work.path())
-        .output()
-        .unwrap();
-    check(tsc, "tsc on the generated typings");
+        "tsc on the generated typings",
+    );
     let names: Vec<&str> = typings
         .lines()
         .filter_map(|l| {

@@ -228,15 +228,7 @@ fn one_turn_at_a_time_per_session() {
         let (d, sid) = (d.clone(), sid.clone());
         std::thread::spawn(move || d.call("context.send", json!({"session_id": sid})))
     };
-    // The first turn is running once its request reached the provider.
-    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(20);
-    while rt.block_on(server.received_requests()).unwrap().is_empty() {
-        assert!(
-            std::time::Instant::now() < deadline,
-            "the first turn never reached the provider"
-        );
-        std::thread::yield_now();
-    }
+    wait_for_a_request(&rt, &server);
     let err = d
         .try_call("context.send", json!({"session_id": sid}))
         .unwrap_err();
@@ -301,30 +293,26 @@ fn the_key_appears_nowhere() {
         !String::from_utf8_lossy(&logged).contains(KEY),
         "the key is in the log"
     );
-    for entry in walkdir(&d.home) {
-        let bytes = std::fs::read(&entry).unwrap_or_default();
+    for entry in walkdir::WalkDir::new(&d.home).into_iter().flatten() {
+        let bytes = std::fs::read(entry.path()).unwrap_or_default();
         assert!(
             !bytes.windows(KEY.len()).any(|w| w == KEY.as_bytes()),
             "the key is in {}",
-            entry.display()
+            entry.path().display()
         );
     }
 }
 
-fn walkdir(dir: &std::path::Path) -> Vec<std::path::PathBuf> {
-    let mut out = Vec::new();
-    let mut stack = vec![dir.to_path_buf()];
-    while let Some(d) = stack.pop() {
-        for e in std::fs::read_dir(&d).into_iter().flatten().flatten() {
-            let p = e.path();
-            if p.is_dir() {
-                stack.push(p);
-            } else {
-                out.push(p);
-            }
-        }
+/// Returns once `server` has received a request: the turn sending it is running.
+fn wait_for_a_request(rt: &tokio::runtime::Runtime, server: &MockServer) {
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(20);
+    while rt.block_on(server.received_requests()).unwrap().is_empty() {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "the turn never reached the provider"
+        );
+        std::thread::yield_now();
     }
-    out
 }
 
 /// `context.cancel` stops a running turn: its provider call ends, the turn answers
@@ -347,14 +335,7 @@ fn a_cancelled_turn_appends_nothing() {
         let (d, sid) = (d.clone(), sid.clone());
         std::thread::spawn(move || d.try_call("context.send", json!({"session_id": sid})))
     };
-    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(20);
-    while rt.block_on(server.received_requests()).unwrap().is_empty() {
-        assert!(
-            std::time::Instant::now() < deadline,
-            "the turn never reached the provider"
-        );
-        std::thread::yield_now();
-    }
+    wait_for_a_request(&rt, &server);
     let started = std::time::Instant::now();
     assert_eq!(
         d.call("context.cancel", json!({"session_id": sid})),

@@ -406,17 +406,6 @@ fn shutdown_closes_websocket_connections() {
     assert!(d.terminate().success());
 }
 
-/// The first close frame the server sends, skipping pings.
-fn next_close(ws: &mut Ws) -> Vec<u8> {
-    loop {
-        match ws.read_frame() {
-            Some((CLOSE, body)) => return body,
-            Some((PING, _)) => {}
-            other => panic!("expected a close, got {other:?}"),
-        }
-    }
-}
-
 /// RFC 6455 §8.1: a text message that is not UTF-8 closes the connection with 1007,
 /// also when the bad byte sequence is split across fragments; a valid sequence split the
 /// same way is fine.
@@ -434,7 +423,7 @@ fn text_that_is_not_utf8_closes_with_1007() {
         TEXT,
         b"{\"jsonrpc\":\"2.0\",\"id\":2,\"method\":\"\xff\xfe\"}",
     );
-    assert_eq!(next_close(&mut ws), 1007u16.to_be_bytes().to_vec());
+    assert_eq!(close_code(&mut ws), 1007u16.to_be_bytes().to_vec());
     assert_eq!(ws.read_frame(), None);
     assert_eq!(d.call("daemon.ping", json!({}))["pong"], true);
 }
@@ -451,14 +440,14 @@ fn a_malformed_close_is_answered_with_1002() {
     ] {
         let mut ws = Ws::connect(&d.socket);
         ws.send(CLOSE, &payload);
-        let close = next_close(&mut ws);
+        let close = close_code(&mut ws);
         assert_eq!(close[..2], 1002u16.to_be_bytes(), "after {payload:?}");
         assert_eq!(ws.read_frame(), None);
     }
     // A code a peer may send (an application's own) is echoed.
     let mut ws = Ws::connect(&d.socket);
     ws.send(CLOSE, &4000u16.to_be_bytes());
-    assert_eq!(next_close(&mut ws), 4000u16.to_be_bytes().to_vec());
+    assert_eq!(close_code(&mut ws), 4000u16.to_be_bytes().to_vec());
 }
 
 /// Every number and string is an id, and the answer carries it as it came (the same

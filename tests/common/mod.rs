@@ -526,3 +526,46 @@ pub fn pretty_preserving(json: &str) -> String {
     out.push('\n');
     out
 }
+
+/// The scripted Messages API of `tests/support/scripted_anthropic.py` on 127.0.0.1,
+/// each request logged to a file as a JSON line; stopped when dropped.
+pub struct ScriptedModel {
+    child: Child,
+    /// Its base URL (`http://127.0.0.1:PORT`).
+    pub url: String,
+}
+
+impl ScriptedModel {
+    /// Starts it logging to `log`; with `delay_s`, each answer waits that long.
+    pub fn start(log: &Path, delay_s: Option<u32>) -> ScriptedModel {
+        let mut cmd = Command::new("python3");
+        cmd.arg(concat!(
+            env!("CARGO_MANIFEST_DIR"),
+            "/../tests/support/scripted_anthropic.py"
+        ))
+        .arg(log)
+        .stdout(Stdio::piped());
+        if let Some(s) = delay_s {
+            cmd.env("SCRIPTED_DELAY_S", s.to_string());
+        }
+        let mut child = cmd.spawn().expect("start the scripted model");
+        // Its first line is the port it listens on.
+        let mut port = String::new();
+        std::io::BufRead::read_line(
+            &mut std::io::BufReader::new(child.stdout.take().expect("stdout")),
+            &mut port,
+        )
+        .expect("the scripted model's port");
+        ScriptedModel {
+            child,
+            url: format!("http://127.0.0.1:{}", port.trim()),
+        }
+    }
+}
+
+impl Drop for ScriptedModel {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
