@@ -816,11 +816,29 @@ fn ctx_send_appends_the_prompt_and_prints_the_answer() {
     let model = common::ScriptedModel::start(&log, None);
     let sid = session_with_provider(&home, dir.path(), &model);
     let (ok, out, err) = run(ctx(&home).args(["send", &sid, "What does README.md say?"]));
-    drop(model);
     assert!(ok, "{err}");
     assert!(out.contains("Let me read it."), "{out}");
     assert!(out.contains("[tool call Read toolu_scripted_1:"), "{out}");
     assert!(out.contains("tool_use; 100 tokens in"), "{out}");
+    // --json: the turn's events, a line each, from started to finished.
+    let (ok, out, err) = run(ctx(&home).args(["send", &sid, "And now?", "--json"]));
+    drop(model);
+    assert!(ok, "{err}");
+    let kinds: Vec<String> = out
+        .lines()
+        .map(|l| serde_json::from_str::<serde_json::Value>(l).unwrap()["kind"].to_string())
+        .collect();
+    assert_eq!(
+        kinds.first().map(String::as_str),
+        Some("\"started\""),
+        "{out}"
+    );
+    assert_eq!(
+        kinds.last().map(String::as_str),
+        Some("\"finished\""),
+        "{out}"
+    );
+    assert!(kinds.len() > 4, "{out}");
     let sent = std::fs::read_to_string(&log).unwrap();
     assert!(
         sent.contains("What does README.md say?"),

@@ -246,6 +246,8 @@ async fn every_method_accepts_calls_generated_from_the_document_alone() {
     let later = [
         "session.subscribe",
         "session.unsubscribe",
+        "context.send_stream",
+        "context.send_unsubscribe",
         "context.provide_summary",
         "daemon.shutdown",
     ];
@@ -296,6 +298,39 @@ async fn every_method_accepts_calls_generated_from_the_document_alone() {
     covered.extend([
         "session.subscribe".to_string(),
         "session.unsubscribe".to_string(),
+    ]);
+
+    // A streamed turn: every event of the turn against the document, to `finished`.
+    let stream_doc = &doc.method("context.send_stream")["x-subscription"];
+    let params = doc.params("context.send_stream", &json!({ "session_id": w.send }));
+    let mut turn = ws
+        .subscribe_raw("context.send_stream", params, "context.send_unsubscribe")
+        .await
+        .expect("a streamed turn");
+    let id: Value = serde_json::from_str(turn.id()).unwrap();
+    doc.check_result("context.send_stream", &id);
+    let mut kinds = Vec::new();
+    while kinds.last().map(String::as_str) != Some("finished") {
+        let event = tokio::time::timeout(Duration::from_secs(20), turn.next())
+            .await
+            .expect("a turn event in time")
+            .expect("open")
+            .expect("decodes");
+        let errors = doc.errors(&stream_doc["params"][1]["schema"], &event);
+        assert!(errors.is_empty(), "turn event {event}: {errors:#?}");
+        kinds.push(event["kind"].as_str().unwrap().to_string());
+    }
+    assert_eq!(kinds.first().map(String::as_str), Some("started"));
+    assert!(kinds.iter().any(|k| k == "event"), "{kinds:?}");
+    let params = doc.params("context.send_unsubscribe", &json!({ "subscription": id }));
+    let r: Value = ws
+        .call("context.send_unsubscribe", params)
+        .await
+        .expect("unsubscribe by name");
+    doc.check_result("context.send_unsubscribe", &r);
+    covered.extend([
+        "context.send_stream".to_string(),
+        "context.send_unsubscribe".to_string(),
     ]);
 
     // The client summariser: compact, answer the summary request it streams.

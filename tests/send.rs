@@ -356,3 +356,298 @@ fn a_cancelled_turn_appends_nothing() {
         json!({"ok": false})
     );
 }
+
+/// The next item of `sub`, within 20 s.
+async fn next<T>(sub: &mut ctx_client::Subscription<T>) -> T
+where
+    T: serde::de::DeserializeOwned,
+{
+    tokio::time::timeout(std::time::Duration::from_secs(20), sub.next())
+        .await
+        .expect("an event in time")
+        .expect("the stream is open")
+        .expect("the event decodes")
+}
+
+/// `context.send_stream` hands the caller every event the provider streamed, as it
+/// sent it, between `started` and `finished`; another subscriber of the session sees
+/// `turn_started`, the appended record and `turn_finished`.
+#[test]
+fn a_streamed_turn_reaches_the_caller_event_by_event() {
+    use ctxd_protocol::{SessionEvent, TurnEvent};
+    let rt = runtime();
+    let server = rt.block_on(MockServer::start());
+    rt.block_on(
+        Mock::given(method("POST"))
+            .and(path("/v1/messages"))
+            .respond_with(sse(&turn_events()))
+            .mount(&server),
+    );
+    let d = Daemon::start_with_env(&[(KEY_VAR, KEY)]);
+    let sid = session(&d, &server);
+    rt.block_on(async {
+        let watcher = d.client().await;
+        let mut session_events = watcher.subscribe(&sid).await.unwrap();
+        let client = d.client().await;
+        let mut turn = client.send_stream(&sid).await.unwrap();
+        let TurnEvent::Started { request_sha256, .. } = next(&mut turn).await else {
+            panic!("the turn did not start with started");
+        };
+        for sent in turn_events() {
+            match next(&mut turn).await {
+                TurnEvent::Event { event } => assert_eq!(event, sent),
+                other => panic!("expected {sent}, got {other:?}"),
+            }
+        }
+        let TurnEvent::Finished { response } = next(&mut turn).await else {
+            panic!("the turn did not finish");
+        };
+        assert_eq!(response.message["content"], streamed_content());
+        assert_eq!(response.request_sha256, request_sha256);
+        let mut kinds = Vec::new();
+        while kinds.last().map(String::as_str) != Some("turn_finished") {
+            let e = next(&mut session_events).await;
+            let kind = serde_json::to_value(&e).unwrap()["kind"]
+                .as_str()
+                .unwrap()
+                .to_string();
+            if let SessionEvent::TurnFinished { ok, uuid, .. } = &e {
+                assert!(ok);
+                assert_eq!(uuid.as_deref(), Some(response.uuid.as_str()));
+            }
+            if kind != "compiled" && kind != "warning_state_changed" {
+                kinds.push(kind);
+            }
+        }
+        assert_eq!(kinds, ["turn_started", "records_appended", "turn_finished"]);
+    });
+}
+
+/// An `error` event after content began: the caller sees it, then `failed`; nothing is
+/// appended and the turn is not retried.
+#[test]
+fn a_streamed_error_event_fails_the_turn() {
+    use ctxd_protocol::TurnEvent;
+    let rt = runtime();
+    let server = rt.block_on(MockServer::start());
+    let events = vec![
+        turn_events()[0].clone(),
+        json!({"type": "content_block_start", "index": 0, "content_block": {"type": "text", "text": ""}}),
+        json!({"type": "error", "error": {"type": "overloaded_error", "message": "Overloaded"}}),
+    ];
+    rt.block_on(
+        Mock::given(method("POST"))
+            .respond_with(sse(&events))
+            .expect(1)
+            .mount(&server),
+    );
+    let d = Daemon::start_with_env(&[(KEY_VAR, KEY)]);
+    let sid = session(&d, &server);
+    let before = last_record(&d, &sid);
+    rt.block_on(async {
+        let client = d.client().await;
+        let mut turn = client.send_stream(&sid).await.unwrap();
+        let mut seen = Vec::new();
+        let failed = loop {
+            match next(&mut turn).await {
+                TurnEvent::Event { event } => seen.push(event),
+                TurnEvent::Failed { code, data, .. } => break (code, data),
+                TurnEvent::Finished { .. } => panic!("the turn did not fail"),
+                _ => {}
+            }
+        };
+        assert_eq!(seen, events, "every event, the error too");
+        assert_eq!(failed.0, ctxd_protocol::PROVIDER_FAILED);
+        assert_eq!(failed.1.unwrap()["kind"], "overloaded_error");
+    });
+    assert_eq!(last_record(&d, &sid), before, "nothing was appended");
+}
+
+/// `prompt_too_long`: the daemon makes room (a reactive compaction: no collapse is
+/// staged), sends the smaller request once more and records the answer; the turn says
+/// how it recovered.
+#[test]
+fn a_too_long_request_is_recovered_and_sent_again() {
+    let rt = runtime();
+    let server = rt.block_on(MockServer::start());
+    rt.block_on(async {
+        Mock::given(method("POST"))
+            .respond_with(ResponseTemplate::new(400).set_body_json(
+                json!({"type": "error", "error": {
+                "type": "invalid_request_error",
+                "message": "prompt is too long: 210000 tokens > 200000 maximum"}}),
+            ))
+            .up_to_n_times(1)
+            .with_priority(1)
+            .mount(&server)
+            .await;
+        Mock::given(method("POST"))
+            .respond_with(sse(&turn_events()))
+            .with_priority(2)
+            .mount(&server)
+            .await;
+    });
+    let d = Daemon::start_with_env(&[(KEY_VAR, KEY)]);
+    let sid = session(&d, &server);
+    for i in 0..6 {
+        d.call(
+            "transcript.append",
+            json!({"session_id": sid, "records": [
+                {"type": "assistant", "content": [{"type": "text", "text": format!("Answer {i}: {}", "words ".repeat(400))}]},
+                {"type": "user", "content": format!("Question {i}")}]}),
+        );
+    }
+    let sent = d.call("context.send", json!({"session_id": sid}));
+    let recovery = &sent["recovery"];
+    assert_eq!(recovery["by"], "compaction", "{sent}");
+    assert_eq!(recovery["token_gap"], 10_000);
+    assert!(
+        recovery["error"]
+            .as_str()
+            .unwrap()
+            .contains("prompt is too long")
+    );
+    assert_ne!(recovery["refused_request_sha256"], sent["request_sha256"]);
+    let requests = rt.block_on(server.received_requests()).unwrap();
+    assert_eq!(requests.len(), 2, "sent once more, once");
+    let size = |i: usize| requests[i].body.len();
+    assert!(size(1) < size(0), "the retried request is smaller");
+    assert_eq!(last_record(&d, &sid)["content"], streamed_content());
+}
+
+/// Leaving the stream cancels the turn: the provider call stops and nothing is
+/// appended. While it runs, a second stream of the session is refused.
+#[test]
+fn leaving_the_stream_cancels_the_turn() {
+    use ctxd_protocol::SessionEvent;
+    let rt = runtime();
+    let server = rt.block_on(MockServer::start());
+    rt.block_on(
+        Mock::given(method("POST"))
+            .respond_with(sse(&turn_events()).set_delay(std::time::Duration::from_secs(30)))
+            .mount(&server),
+    );
+    let d = Daemon::start_with_env(&[(KEY_VAR, KEY)]);
+    let sid = session(&d, &server);
+    let before = last_record(&d, &sid);
+    let started = std::time::Instant::now();
+    rt.block_on(async {
+        let watcher = d.client().await;
+        let mut events = watcher.subscribe(&sid).await.unwrap();
+        let client = d.client().await;
+        let turn = client.send_stream(&sid).await.unwrap();
+        while server.received_requests().await.unwrap().is_empty() {
+            assert!(started.elapsed() < std::time::Duration::from_secs(20));
+            tokio::task::yield_now().await;
+        }
+        let Err(second) = client.send_stream(&sid).await else {
+            panic!("a second stream of the session was accepted");
+        };
+        assert!(second.to_string().contains("turn"), "{second}");
+        turn.unsubscribe().await.unwrap();
+        loop {
+            if let SessionEvent::TurnFinished { ok, error, .. } = next(&mut events).await {
+                assert!(!ok);
+                assert!(error.unwrap().contains("cancelled"));
+                break;
+            }
+        }
+    });
+    assert!(started.elapsed() < std::time::Duration::from_secs(20));
+    assert_eq!(last_record(&d, &sid), before, "nothing was appended");
+}
+
+/// An OpenAI-compatible provider: the Chat Completions body goes to `base_url` +
+/// `/chat/completions` with the key as a bearer token; the streamed `tool_calls` are
+/// recorded as `tool_use` blocks of the same ids, names and inputs, the cached prompt
+/// tokens as the cache read, and the next compile (either format) carries them back.
+#[test]
+fn an_openai_compatible_turn_records_tool_calls_and_compiles_them_back() {
+    let rt = runtime();
+    let server = rt.block_on(MockServer::start());
+    let chunk = |delta: Value, finish: Value| {
+        json!({"id": "chatcmpl-9", "object": "chat.completion.chunk", "created": 1, "model": "qwen3-coder",
+               "choices": [{"index": 0, "delta": delta, "finish_reason": finish}]})
+    };
+    let chunks = [
+        chunk(json!({"role": "assistant", "content": ""}), Value::Null),
+        chunk(json!({"content": "Reading both."}), Value::Null),
+        chunk(
+            json!({"tool_calls": [{"index": 0, "id": "call_a1", "type": "function", "function": {"name": "Read", "arguments": "{\"file_path\":"}}]}),
+            Value::Null,
+        ),
+        chunk(
+            json!({"tool_calls": [{"index": 0, "function": {"arguments": " \"/tmp/a.txt\"}"}}]}),
+            Value::Null,
+        ),
+        chunk(
+            json!({"tool_calls": [{"index": 1, "id": "call_b2", "type": "function", "function": {"name": "Read", "arguments": "{\"file_path\": \"/tmp/b.txt\"}"}}]}),
+            Value::Null,
+        ),
+        chunk(json!({}), json!("tool_calls")),
+        json!({"id": "chatcmpl-9", "object": "chat.completion.chunk", "created": 1, "model": "qwen3-coder", "choices": [],
+               "usage": {"prompt_tokens": 1500, "completion_tokens": 40, "total_tokens": 1540, "prompt_tokens_details": {"cached_tokens": 1024}}}),
+    ];
+    let mut body: String = chunks.iter().map(|c| format!("data: {c}\n\n")).collect();
+    body.push_str("data: [DONE]\n\n");
+    rt.block_on(
+        Mock::given(method("POST"))
+            .and(path("/v1/chat/completions"))
+            .and(header("authorization", format!("Bearer {KEY}").as_str()))
+            .respond_with(ResponseTemplate::new(200).set_body_raw(body, "text/event-stream"))
+            .expect(1)
+            .mount(&server),
+    );
+    let d = Daemon::start_with_env(&[(KEY_VAR, KEY)]);
+    let sid = session(&d, &server);
+    d.call(
+        "session.update",
+        json!({"session_id": sid, "settings": {"provider": {"kind": "openai_compatible",
+            "base_url": format!("{}/v1", server.uri()), "api_key_env": KEY_VAR}}}),
+    );
+    let sent = d.call("context.send", json!({"session_id": sid}));
+    let calls = json!([
+        {"type": "text", "text": "Reading both."},
+        {"type": "tool_use", "id": "call_a1", "name": "Read", "input": {"file_path": "/tmp/a.txt"}},
+        {"type": "tool_use", "id": "call_b2", "name": "Read", "input": {"file_path": "/tmp/b.txt"}},
+    ]);
+    let record = last_record(&d, &sid);
+    assert_eq!(record["content"], calls);
+    assert_eq!(record["message_id"], "chatcmpl-9");
+    assert_eq!(sent["stop_reason"], "tool_use");
+    assert_eq!(record["usage"]["input_tokens"], 476);
+    assert_eq!(record["usage"]["cache_read_input_tokens"], 1024);
+    assert_eq!(record["usage"]["output_tokens"], 40);
+    let requests = rt.block_on(server.received_requests()).unwrap();
+    let posted: Value = serde_json::from_slice(&requests[0].body).unwrap();
+    assert_eq!(posted["stream"], true);
+    assert_eq!(posted["stream_options"], json!({"include_usage": true}));
+    assert_eq!(posted["messages"][0]["role"], "system");
+    assert_eq!(posted["tools"][0]["function"]["name"], "Read");
+    assert!(requests[0].headers.get("x-api-key").is_none());
+    d.call(
+        "transcript.append",
+        json!({"session_id": sid, "records": [{"type": "user", "content": [
+            {"type": "tool_result", "tool_use_id": "call_a1", "content": "alpha"},
+            {"type": "tool_result", "tool_use_id": "call_b2", "content": "beta"}]}]}),
+    );
+    let chat = d.call(
+        "context.compile",
+        json!({"session_id": sid, "format": "openai_chat"}),
+    );
+    let messages = chat["request"]["messages"].as_array().unwrap();
+    let n = messages.len();
+    assert_eq!(
+        messages[n - 3]["tool_calls"][1],
+        json!({"id": "call_b2", "type": "function", "function": {"name": "Read", "arguments": "{\"file_path\":\"/tmp/b.txt\"}"}})
+    );
+    assert_eq!(
+        messages[n - 2],
+        json!({"role": "tool", "tool_call_id": "call_a1", "content": "alpha"})
+    );
+    assert_eq!(messages[n - 1]["tool_call_id"], "call_b2");
+    // The estimate is anchored on the answer's usage: the prompt and the answer.
+    let tokens = &chat["metadata"]["tokens"];
+    assert_eq!(tokens["anchor_uuid"], record["uuid"]);
+    assert_eq!(tokens["anchor_tokens"], 1540);
+}

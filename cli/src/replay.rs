@@ -649,6 +649,7 @@ async fn compile_step(
             side_request: false,
             now,
             flags: flags.cloned(),
+            ..Default::default()
         })
         .await;
     match r {

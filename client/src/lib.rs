@@ -220,6 +220,20 @@ impl Client {
         .await
     }
 
+    /// Runs a `context.send` turn and streams it: `started`, the provider's events, then
+    /// `finished` (the appended message) or `failed`. Dropping or unsubscribing cancels
+    /// the turn.
+    pub async fn send_stream(
+        &self,
+        session_id: &str,
+    ) -> Result<Subscription<TurnEvent>, ClientError> {
+        let p = SendParams {
+            session_id: session_id.into(),
+        };
+        self.subscribe_to(CONTEXT_SEND_STREAM, &p, CONTEXT_SEND_UNSUBSCRIBE)
+            .await
+    }
+
     /// Any subscription method, by name, with by-name params; items as raw JSON.
     pub async fn subscribe_raw(
         &self,

@@ -54,6 +54,26 @@ export type AttachmentSettings = {
 };
 
 /**
+ * A piece of a content block.
+ */
+export type BlockDelta = {
+  text: string;
+  type: "text_delta";
+} | {
+  thinking: string;
+  type: "thinking_delta";
+} | {
+  signature: string;
+  type: "signature_delta";
+} | {
+  partial_json: string;
+  type: "input_json_delta";
+} | {
+  citation: unknown;
+  type: "citations_delta";
+};
+
+/**
  * Why the cache read dropped.
  */
 export type CacheBreak = {
@@ -365,6 +385,11 @@ export type CompactionShortfall = {
    */
   target_tokens: number;
 };
+
+/**
+ * The API a compiled request is written for.
+ */
+export type CompileFormat = "anthropic" | "openai_chat";
 
 export type CompileMetadata = {
   /**
@@ -1146,6 +1171,32 @@ export type ProviderConfig = ({
    * (default 600).
    */
   timeout_secs?: number | null;
+}) | ({
+  /**
+   * Name of the environment variable holding the key, sent as `Authorization:
+   * Bearer`. Absent: no key is sent (local servers need none).
+   */
+  api_key_env?: string | null;
+  /**
+   * The API root, with its version path: `http://127.0.0.1:8080/v1`,
+   * `https://api.openai.com/v1`.
+   */
+  base_url: string;
+  /**
+   * More HTTP headers to send (not the key).
+   */
+  headers?: {
+    [key: string]: unknown;
+  };
+  kind: "openai_compatible";
+  /**
+   * Retries on 408, 429 and 5xx (default 2); `retry-after` is honoured.
+   */
+  max_retries?: number | null;
+  /**
+   * The whole call's bound (default 600).
+   */
+  timeout_secs?: number | null;
 });
 
 export type QueueResponse = {
@@ -1414,7 +1465,12 @@ export type SendResponse = {
    */
   message: unknown;
   /**
-   * The compile's request hash: the bytes that were sent, less `stream`.
+   * The provider said the request was too long, ctxd made room and sent it again.
+   */
+  recovery?: TurnRecovery | null;
+  /**
+   * The compile's request hash: the bytes that were sent, less `stream` (after a
+   * recovery, those of the retried request).
    */
   request_sha256: string;
   /**
@@ -1628,6 +1684,22 @@ export type SessionNotification = {
    */
   status: string;
 }) | {
+  kind: "turn_started";
+  request_sha256: string;
+  session_id: string;
+} | ({
+  error?: string | null;
+  kind: "turn_finished";
+  ok: boolean;
+  /**
+   * A recovery from a too-long request ran (`collapse` or `compaction`).
+   */
+  recovered_by?: string | null;
+  retries: number;
+  session_id: string;
+  stop_reason?: string | null;
+  uuid?: string | null;
+}) | {
   break: CacheBreak;
   kind: "cache_break";
   record_seq: number;
@@ -1836,6 +1908,37 @@ export type SourceReport = {
  */
 export type SourceStatus = "ok" | "skipped" | "failed";
 
+/**
+ * The Messages API's stream events, as `TurnEvent::Event` carries them (documentation
+ * of the grammar; the daemon forwards each event's JSON as the provider sent it).
+ */
+export type StreamEvent = {
+  message: unknown;
+  type: "message_start";
+} | {
+  content_block: unknown;
+  index: number;
+  type: "content_block_start";
+} | {
+  delta: BlockDelta;
+  index: number;
+  type: "content_block_delta";
+} | {
+  index: number;
+  type: "content_block_stop";
+} | {
+  delta: unknown;
+  type: "message_delta";
+  usage?: unknown;
+} | {
+  type: "message_stop";
+} | {
+  type: "ping";
+} | {
+  error: unknown;
+  type: "error";
+};
+
 export type SubscriptionCapabilities = {
   /**
    * Events buffered per session before a slow subscriber gets `lagged`.
@@ -2033,6 +2136,62 @@ export type ToolsListResponse = {
 
 export type ToolsSetResponse = {
   count: number;
+};
+
+/**
+ * One `context.send_event` notification of a `context.send_stream` turn. The events
+ * come in this order: `started`, the provider's `event`s, then `finished` or `failed`
+ * (the last one; the subscription ends after it). `retrying` and `recovering` mean the
+ * events so far are void: the next attempt streams again from `message_start`.
+ */
+export type TurnEvent = {
+  kind: "started";
+  request_sha256: string;
+  session_id: string;
+} | {
+  event: StreamEvent;
+  kind: "event";
+} | ({
+  attempt: number;
+  delay_ms: number;
+  kind: "retrying";
+  message: string;
+  status?: number | null;
+}) | ({
+  kind: "recovering";
+  message: string;
+  token_gap?: number | null;
+}) | {
+  kind: "finished";
+  response: SendResponse;
+} | {
+  code: number;
+  data?: unknown;
+  kind: "failed";
+  message: string;
+};
+
+/**
+ * How a turn recovered from a request the provider found too long.
+ */
+export type TurnRecovery = {
+  /**
+   * `collapse` (the staged collapses were committed) or `compaction` (a reactive
+   * compaction ran).
+   */
+  by: string;
+  /**
+   * The provider's refusal, as it said it.
+   */
+  error: string;
+  /**
+   * The refused request's hash.
+   */
+  refused_request_sha256: string;
+  /**
+   * How many tokens over the limit the request was, when the provider said.
+   */
+  token_gap?: number | null;
 };
 
 /**
@@ -2501,6 +2660,11 @@ export interface Methods {
        */
       flags?: RequestFlags | null;
       /**
+       * The wire format of `request`: the Messages API (default), or a Chat Completions
+       * body translated from it for OpenAI-compatible servers.
+       */
+      format?: CompileFormat;
+      /**
        * The instant (RFC 3339) at which time-based decisions are taken; the daemon's clock
        * when absent. Replays pass the original time.
        */
@@ -2545,6 +2709,24 @@ export interface Methods {
       session_id: string;
     };
     result: SendResponse;
+  };
+  /**
+   * Run a context.send turn and stream it (WebSocket only): started, the provider's events as they come, then finished (the appended message) or failed. Ending the subscription cancels the turn.
+   */
+  "context.send_stream": {
+    params: {
+      session_id: string;
+    };
+    result: SubscriptionId;
+  };
+  /**
+   * End a context.send_stream subscription, cancelling its turn if it still runs (nothing is appended). false when it was not active.
+   */
+  "context.send_unsubscribe": {
+    params: {
+      subscription: SubscriptionId;
+    };
+    result: boolean;
   };
   /**
    * Cancel the session's running context.send turn: the provider call stops and nothing is appended. ok is false when no turn runs.

@@ -19,6 +19,29 @@ pub struct CompileParams {
     /// per session once sent: see `metadata.cache`.
     #[serde(default)]
     pub flags: Option<crate::cache::RequestFlags>,
+    /// The wire format of `request`: the Messages API (default), or a Chat Completions
+    /// body translated from it for OpenAI-compatible servers.
+    #[serde(default, skip_serializing_if = "CompileFormat::is_default")]
+    pub format: CompileFormat,
+}
+
+/// The API a compiled request is written for.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum CompileFormat {
+    /// The Anthropic Messages API (`POST /v1/messages`).
+    #[default]
+    Anthropic,
+    /// OpenAI Chat Completions (`POST /chat/completions`): system as a system message,
+    /// `tool_use` as `tool_calls`, `tool_result` as `tool` messages, images as data
+    /// URLs; thinking and cache markers dropped.
+    OpenaiChat,
+}
+
+impl CompileFormat {
+    pub fn is_default(&self) -> bool {
+        *self == CompileFormat::Anthropic
+    }
 }
 
 /// Where the context stands against the session's limits.

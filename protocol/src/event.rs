@@ -188,6 +188,28 @@ pub enum SessionEvent {
         #[serde(default, skip_serializing_if = "Option::is_none")]
         error: Option<String>,
     },
+    /// A `context.send` turn began: the compiled request (`request_sha256`) is being
+    /// sent to the session's provider.
+    TurnStarted {
+        session_id: String,
+        request_sha256: String,
+    },
+    /// The turn ended: `ok` with the appended record (which also arrives as
+    /// `records_appended`), or failed with `error` and nothing appended.
+    TurnFinished {
+        session_id: String,
+        ok: bool,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        uuid: Option<String>,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        stop_reason: Option<String>,
+        retries: u32,
+        /// A recovery from a too-long request ran (`collapse` or `compaction`).
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        recovered_by: Option<String>,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        error: Option<String>,
+    },
     /// A model call's cache reads fell below 95% of the previous call's, by at least
     /// 2,000 tokens, with no compaction or cache edit in between.
     CacheBreak {

@@ -15,7 +15,7 @@ use crate::event::{SessionNotification, SubscribeParams};
 use crate::handshake::{InitializeParams, InitializeResult, SubscriptionId, UnsubscribeParams};
 use crate::hooks::*;
 use crate::memory::*;
-use crate::send::{SendParams, SendResponse};
+use crate::send::{SendParams, SendResponse, TurnEvent};
 use crate::session::*;
 use crate::transcript::*;
 
@@ -55,6 +55,10 @@ pub const CONTEXT_REPORT_READ: &str = "context.report_read";
 pub const CONTEXT_COMPACT: &str = "context.compact";
 pub const CONTEXT_SEND: &str = "context.send";
 pub const CONTEXT_CANCEL: &str = "context.cancel";
+pub const CONTEXT_SEND_STREAM: &str = "context.send_stream";
+/// Notification method of `context.send_stream`.
+pub const CONTEXT_SEND_EVENT: &str = "context.send_event";
+pub const CONTEXT_SEND_UNSUBSCRIBE: &str = "context.send_unsubscribe";
 pub const MEMORY_GET: &str = "memory.get";
 pub const MEMORY_UPDATE: &str = "memory.update";
 pub const MEMORY_EXTRACT: &str = "memory.extract";
@@ -364,6 +368,23 @@ pub fn method_table() -> Vec<MethodSpec> {
             "Compile, send to the session's provider (settings.provider), and append the answer as it came; one turn at a time per session.",
             SendParams,
             SendResponse
+        ),
+        MethodSpec {
+            name: CONTEXT_SEND_STREAM,
+            summary: "Run a context.send turn and stream it (WebSocket only): started, the provider's events as they come, then finished (the appended message) or failed. Ending the subscription cancels the turn.",
+            params: inline::<SendParams>,
+            result: schema::<SubscriptionId>,
+            subscription: Some(SubscriptionSpec {
+                notification: CONTEXT_SEND_EVENT,
+                unsubscribe: CONTEXT_SEND_UNSUBSCRIBE,
+                item: schema::<TurnEvent>,
+            }),
+        },
+        method!(
+            CONTEXT_SEND_UNSUBSCRIBE,
+            "End a context.send_stream subscription, cancelling its turn if it still runs (nothing is appended). false when it was not active.",
+            UnsubscribeParams,
+            bool
         ),
         method!(
             CONTEXT_CANCEL,

@@ -90,42 +90,55 @@ pub async fn send(ctx: &Ctx, client: &Client, a: &SendArgs) -> Result<()> {
             )
             .await?;
     }
-    let turn = client.call::<_, SendResponse>(
-        CONTEXT_SEND,
-        SendParams {
-            session_id: sid.clone(),
-        },
-    );
-    // Ctrl-C stops the turn in the daemon too: otherwise the provider call would run on
-    // and its answer be appended after ctx had gone.
-    let sent = tokio::select! {
-        sent = turn => sent?,
-        _ = tokio::signal::ctrl_c() => {
-            let _: AckResponse = client
-                .call(CONTEXT_CANCEL, SessionIdParams { session_id: sid })
-                .await?;
-            anyhow::bail!("cancelled: the turn was stopped and nothing was appended");
+    let mut stream = client.send_stream(&sid).await?;
+    let mut shown = Shown::default();
+    let finished = loop {
+        // Ctrl-C stops the turn in the daemon too: otherwise the provider call would run
+        // on and its answer be appended after ctx had gone.
+        let event = tokio::select! {
+            event = stream.next() => event,
+            _ = tokio::signal::ctrl_c() => {
+                let _: AckResponse = client
+                    .call(CONTEXT_CANCEL, SessionIdParams { session_id: sid })
+                    .await?;
+                anyhow::bail!("cancelled: the turn was stopped and nothing was appended");
+            }
+        };
+        let Some(event) = event else {
+            anyhow::bail!("the daemon ended the turn's stream before its end");
+        };
+        let event = event?;
+        if ctx.json {
+            outln!("{}", serde_json::to_string(&event)?);
+        }
+        match event {
+            TurnEvent::Finished { response } => break response,
+            TurnEvent::Failed { code, message, .. } => {
+                shown.end_line()?;
+                anyhow::bail!("the turn failed ({code}): {message}");
+            }
+            TurnEvent::Event { event } if !ctx.json => shown.event(&event)?,
+            TurnEvent::Retrying {
+                delay_ms, message, ..
+            } if !ctx.json => {
+                shown.end_line()?;
+                outln!("[retrying in {delay_ms} ms: {message}]");
+            }
+            TurnEvent::Recovering { message, .. } if !ctx.json => {
+                shown.end_line()?;
+                outln!("[the request was too long ({message}); making room and sending again]");
+            }
+            _ => {}
         }
     };
     if ctx.json {
-        return print_json(&sent);
+        return Ok(());
     }
-    for block in sent.message["content"].as_array().into_iter().flatten() {
-        match block["type"].as_str().unwrap_or("") {
-            "text" => outln!("{}", block["text"].as_str().unwrap_or("")),
-            "tool_use" => outln!(
-                "[tool call {} {}: {}]",
-                block["name"].as_str().unwrap_or("?"),
-                block["id"].as_str().unwrap_or("?"),
-                block["input"]
-            ),
-            "thinking" | "redacted_thinking" => {}
-            other => outln!("[{other} block]"),
-        }
-    }
+    shown.end_line()?;
+    let sent = finished;
     let usage = sent.usage.unwrap_or_default();
     outln!(
-        "({}; {} tokens in, {} read from the cache, {} written to it; {} out{})",
+        "({}; {} tokens in, {} read from the cache, {} written to it; {} out{}{})",
         sent.stop_reason.as_deref().unwrap_or("no stop reason"),
         usage.input_tokens,
         usage.cache_read_input_tokens,
@@ -135,9 +148,95 @@ pub async fn send(ctx: &Ctx, client: &Client, a: &SendArgs) -> Result<()> {
             0 => String::new(),
             1 => "; retried once".to_string(),
             n => format!("; retried {n} times"),
+        },
+        match &sent.recovery {
+            Some(r) => format!("; recovered from a too-long request by {}", r.by),
+            None => String::new(),
         }
     );
     Ok(())
+}
+
+/// What `ctx send` has printed of the streamed answer: text as it comes, a tool call as
+/// one line once its input is whole.
+#[derive(Default)]
+struct Shown {
+    /// The open tool call's name, id and input so far, by block index.
+    tool: Option<(u64, String, String, String)>,
+    /// Text printed without its line's end yet.
+    mid_line: bool,
+}
+
+impl Shown {
+    fn event(&mut self, event: &serde_json::Value) -> Result<()> {
+        use std::io::Write as _;
+        let index = event["index"].as_u64().unwrap_or(0);
+        match event["type"].as_str().unwrap_or("") {
+            "content_block_start" => {
+                let block = &event["content_block"];
+                match block["type"].as_str().unwrap_or("") {
+                    "tool_use" => {
+                        self.tool = Some((
+                            index,
+                            block["name"].as_str().unwrap_or("?").to_string(),
+                            block["id"].as_str().unwrap_or("?").to_string(),
+                            String::new(),
+                        ));
+                    }
+                    "text" | "thinking" | "redacted_thinking" => {}
+                    other => {
+                        self.end_line()?;
+                        outln!("[{other} block]");
+                    }
+                }
+            }
+            "content_block_delta" => {
+                let delta = &event["delta"];
+                match delta["type"].as_str().unwrap_or("") {
+                    "text_delta" => {
+                        let text = delta["text"].as_str().unwrap_or("");
+                        let mut out = std::io::stdout().lock();
+                        write!(out, "{text}")?;
+                        out.flush()?;
+                        if !text.is_empty() {
+                            self.mid_line = !text.ends_with('\n');
+                        }
+                    }
+                    "input_json_delta" => {
+                        if let Some((i, _, _, input)) = &mut self.tool
+                            && *i == index
+                        {
+                            input.push_str(delta["partial_json"].as_str().unwrap_or(""));
+                        }
+                    }
+                    _ => {}
+                }
+            }
+            "content_block_stop" => {
+                if let Some((i, name, id, input)) = self.tool.take() {
+                    if i == index {
+                        self.end_line()?;
+                        // Compact, as the recorded input prints.
+                        let input: serde_json::Value =
+                            serde_json::from_str(&input).unwrap_or_else(|_| serde_json::json!({}));
+                        outln!("[tool call {name} {id}: {input}]");
+                    } else {
+                        self.tool = Some((i, name, id, input));
+                    }
+                }
+            }
+            _ => {}
+        }
+        Ok(())
+    }
+
+    fn end_line(&mut self) -> Result<()> {
+        if self.mid_line {
+            outln!();
+            self.mid_line = false;
+        }
+        Ok(())
+    }
 }
 
 pub async fn replacements(ctx: &Ctx, client: &Client, a: &SessionArg) -> Result<()> {

@@ -49,6 +49,9 @@ class AttachmentSettings(_AttachmentSettingsRequired, _AttachmentSettingsOptiona
     """Attachment collection. Every field is optional; absent means the default."""
 
 
+BlockDelta = "Dict[str, Any]"
+
+
 _CacheBreakRequired = TypedDict("_CacheBreakRequired", {"cause": "str", "previous_read_tokens": "int", "read_tokens": "int"})
 _CacheBreakOptional = TypedDict("_CacheBreakOptional", {"changes": "List[str]", "gap_secs": "Optional[int]"}, total=False)
 
@@ -165,6 +168,9 @@ _CompactionShortfallOptional = TypedDict("_CompactionShortfallOptional", {}, tot
 
 class CompactionShortfall(_CompactionShortfallRequired, _CompactionShortfallOptional):
     """How far a compaction stayed from its target."""
+
+
+CompileFormat = "Union[Literal[\"anthropic\"], Literal[\"openai_chat\"]]"
 
 
 _CompileMetadataRequired = TypedDict("_CompileMetadataRequired", {"attachments_added": "List[str]", "cache": "CacheMetadata", "context": "ContextState", "kept": "List[str]", "last_seq": "int", "message_count": "int", "microcompact": "MicrocompactReport", "projected_records": "int", "repairs": "List[str]", "replaced": "List[str]", "request_bytes": "int", "request_sha256": "str", "snip_tokens_freed": "int", "system_sections": "List[SectionLayout]", "tokens": "TokenEstimate"})
@@ -517,7 +523,7 @@ SectionSource = "Literal[\"current_time\"]"
 
 
 _SendResponseRequired = TypedDict("_SendResponseRequired", {"message": "Dict[str, Any]", "request_sha256": "str", "retries": "int", "seq": "int", "uuid": "str"})
-_SendResponseOptional = TypedDict("_SendResponseOptional", {"stop_reason": "Optional[str]", "usage": "Optional[Usage]"}, total=False)
+_SendResponseOptional = TypedDict("_SendResponseOptional", {"recovery": "Optional[TurnRecovery]", "stop_reason": "Optional[str]", "usage": "Optional[Usage]"}, total=False)
 
 
 class SendResponse(_SendResponseRequired, _SendResponseOptional):
@@ -644,6 +650,9 @@ class SourceReport(_SourceReportRequired, _SourceReportOptional):
 SourceStatus = "Union[Literal[\"ok\"], Literal[\"skipped\"], Literal[\"failed\"]]"
 
 
+StreamEvent = "Dict[str, Any]"
+
+
 _SubscriptionCapabilitiesRequired = TypedDict("_SubscriptionCapabilitiesRequired", {"buffer_events": "int", "include_records": "bool", "resumable": "bool"})
 _SubscriptionCapabilitiesOptional = TypedDict("_SubscriptionCapabilitiesOptional", {}, total=False)
 
@@ -736,6 +745,17 @@ _ToolsSetResponseOptional = TypedDict("_ToolsSetResponseOptional", {}, total=Fal
 
 class ToolsSetResponse(_ToolsSetResponseRequired, _ToolsSetResponseOptional):
     pass
+
+
+TurnEvent = "Dict[str, Any]"
+
+
+_TurnRecoveryRequired = TypedDict("_TurnRecoveryRequired", {"by": "str", "error": "str", "refused_request_sha256": "str"})
+_TurnRecoveryOptional = TypedDict("_TurnRecoveryOptional", {"token_gap": "Optional[int]"}, total=False)
+
+
+class TurnRecovery(_TurnRecoveryRequired, _TurnRecoveryOptional):
+    """How a turn recovered from a request the provider found too long."""
 
 
 _UncachedSectionReportRequired = TypedDict("_UncachedSectionReportRequired", {"changed": "bool", "name": "str", "reason": "str"})
@@ -920,9 +940,9 @@ class Methods:
         params = {k: v for k, v in [("session_id", session_id)] if v is not None}
         return self.call("capabilities.get", **params)
 
-    def context_compile(self, *, session_id: str, flags: Optional[RequestFlags] = None, now: Optional[str] = None, side_request: Optional[bool] = None) -> CompileResponse:
+    def context_compile(self, *, session_id: str, flags: Optional[RequestFlags] = None, format: Optional[CompileFormat] = None, now: Optional[str] = None, side_request: Optional[bool] = None) -> CompileResponse:
         """Compile the exact Messages API request for the next model call."""
-        params = {k: v for k, v in [("session_id", session_id), ("flags", flags), ("now", now), ("side_request", side_request)] if v is not None}
+        params = {k: v for k, v in [("session_id", session_id), ("flags", flags), ("format", format), ("now", now), ("side_request", side_request)] if v is not None}
         return self.call("context.compile", **params)
 
     def context_snip(self, *, from_id: str, session_id: str, to_id: str) -> SnipResponse:
@@ -939,6 +959,16 @@ class Methods:
         """Compile, send to the session's provider (settings.provider), and append the answer as it came; one turn at a time per session."""
         params = {k: v for k, v in [("session_id", session_id)] if v is not None}
         return self.call("context.send", **params)
+
+    def context_send_stream(self, *, session_id: str) -> SubscriptionId:
+        """Run a context.send turn and stream it (WebSocket only): started, the provider's events as they come, then finished (the appended message) or failed. Ending the subscription cancels the turn."""
+        params = {k: v for k, v in [("session_id", session_id)] if v is not None}
+        return self.call("context.send_stream", **params)
+
+    def context_send_unsubscribe(self, *, subscription: SubscriptionId) -> bool:
+        """End a context.send_stream subscription, cancelling its turn if it still runs (nothing is appended). false when it was not active."""
+        params = {k: v for k, v in [("subscription", subscription)] if v is not None}
+        return self.call("context.send_unsubscribe", **params)
 
     def context_cancel(self, *, session_id: str) -> AckResponse:
         """Cancel the session's running context.send turn: the provider call stops and nothing is appended. ok is false when no turn runs."""
@@ -1237,9 +1267,9 @@ class AsyncMethods:
         params = {k: v for k, v in [("session_id", session_id)] if v is not None}
         return await self.call("capabilities.get", **params)
 
-    async def context_compile(self, *, session_id: str, flags: Optional[RequestFlags] = None, now: Optional[str] = None, side_request: Optional[bool] = None) -> CompileResponse:
+    async def context_compile(self, *, session_id: str, flags: Optional[RequestFlags] = None, format: Optional[CompileFormat] = None, now: Optional[str] = None, side_request: Optional[bool] = None) -> CompileResponse:
         """Compile the exact Messages API request for the next model call."""
-        params = {k: v for k, v in [("session_id", session_id), ("flags", flags), ("now", now), ("side_request", side_request)] if v is not None}
+        params = {k: v for k, v in [("session_id", session_id), ("flags", flags), ("format", format), ("now", now), ("side_request", side_request)] if v is not None}
         return await self.call("context.compile", **params)
 
     async def context_snip(self, *, from_id: str, session_id: str, to_id: str) -> SnipResponse:
@@ -1256,6 +1286,16 @@ class AsyncMethods:
         """Compile, send to the session's provider (settings.provider), and append the answer as it came; one turn at a time per session."""
         params = {k: v for k, v in [("session_id", session_id)] if v is not None}
         return await self.call("context.send", **params)
+
+    async def context_send_stream(self, *, session_id: str) -> SubscriptionId:
+        """Run a context.send turn and stream it (WebSocket only): started, the provider's events as they come, then finished (the appended message) or failed. Ending the subscription cancels the turn."""
+        params = {k: v for k, v in [("session_id", session_id)] if v is not None}
+        return await self.call("context.send_stream", **params)
+
+    async def context_send_unsubscribe(self, *, subscription: SubscriptionId) -> bool:
+        """End a context.send_stream subscription, cancelling its turn if it still runs (nothing is appended). false when it was not active."""
+        params = {k: v for k, v in [("subscription", subscription)] if v is not None}
+        return await self.call("context.send_unsubscribe", **params)
 
     async def context_cancel(self, *, session_id: str) -> AckResponse:
         """Cancel the session's running context.send turn: the provider call stops and nothing is appended. ok is false when no turn runs."""

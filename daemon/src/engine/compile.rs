@@ -68,9 +68,17 @@ impl Engine {
     /// long compile does not hold up appends to the session. The request describes the
     /// transcript up to `metadata.last_uuid`, whatever was appended meanwhile.
     pub async fn compile(&self, p: CompileParams) -> Result<Compiled> {
+        let mut compiled = self.compile_messages(&p).await?;
+        if p.format == CompileFormat::OpenaiChat {
+            compiled.body = openai_body(&compiled.body)?;
+        }
+        Ok(compiled)
+    }
+
+    async fn compile_messages(&self, p: &CompileParams) -> Result<Compiled> {
         let mut attempt = 0;
         loop {
-            match self.compile_once(&p).await {
+            match self.compile_once(p).await {
                 // A shared store: another daemon wrote the session between this one's
                 // check of its copy and a write of what the compile decided from it
                 // (attachments, fates, memos). Nothing was stored; the copy reloads and
@@ -541,3 +549,11 @@ pub(crate) fn compile_records(
 #[cfg(test)]
 #[path = "compile_tests.rs"]
 mod tests;
+
+/// The Chat Completions form of a compiled Messages API body.
+pub(crate) fn openai_body(body: &str) -> Result<String> {
+    let v: serde_json::Value = serde_json::from_str(body)
+        .map_err(|e| Error::Internal(format!("the compiled body is not JSON: {e}")))?;
+    serde_json::to_string(&crate::pipeline::openai_chat::translate(&v))
+        .map_err(|e| Error::Internal(e.to_string()))
+}

@@ -51,6 +51,12 @@ impl Turns {
         })
     }
 
+    fn running(&self, session_id: &str) -> bool {
+        self.0
+            .lock()
+            .is_ok_and(|running| running.contains_key(session_id))
+    }
+
     /// Cancels the session's running turn; `false` when none runs.
     fn cancel(&self, session_id: &str) -> bool {
         let Ok(running) = self.0.lock() else {
@@ -76,7 +82,35 @@ impl Engine {
         })
     }
 
+    /// Cancels the session's running turn, if one runs (its stream's subscriber left).
+    pub fn cancel_turn_of(&self, session_id: &str) {
+        self.turns.cancel(session_id);
+    }
+
+    /// Whether a `context.send` turn of the session runs now.
+    pub fn turn_running(&self, session_id: &str) -> bool {
+        self.turns.running(session_id)
+    }
+
+    /// `context.send`.
     pub async fn send(&self, p: SendParams) -> Result<SendResponse> {
+        self.run_turn(p, None).await
+    }
+
+    /// `context.send_stream`: the same turn, its progress sent to `progress` as it comes.
+    pub async fn send_streamed(
+        &self,
+        p: SendParams,
+        progress: &stream::Progress,
+    ) -> Result<SendResponse> {
+        self.run_turn(p, Some(progress)).await
+    }
+
+    async fn run_turn(
+        &self,
+        p: SendParams,
+        progress: Option<&stream::Progress>,
+    ) -> Result<SendResponse> {
         let turn = self.turns.begin(&p.session_id)?;
         let session = self.get_session(&p.session_id).await?;
         let Some(provider) = session.settings.provider.clone() else {
@@ -93,16 +127,114 @@ impl Engine {
                 ..Default::default()
             })
             .await?;
-        let headers = compiled.metadata.cache.headers.clone();
-        let call = stream::turn(&provider, &compiled.body, &headers, &self.env);
-        let (message, retries) = tokio::select! {
-            answered = call => answered.map_err(provider_error)?,
-            () = turn.cancel.notified() => {
-                return Err(Error::Provider {
-                    status: None,
-                    kind: Some("cancelled".into()),
-                    message: "the turn was cancelled (context.cancel); nothing was appended".into(),
-                });
+        let cell = self.cell(&p.session_id);
+        let request_sha256 = compiled.metadata.request_sha256.clone();
+        self.emit(
+            &cell,
+            SessionEvent::TurnStarted {
+                session_id: p.session_id.clone(),
+                request_sha256: request_sha256.clone(),
+            },
+        );
+        if let Some(tx) = progress {
+            let _ = tx.send(TurnEvent::Started {
+                session_id: p.session_id.clone(),
+                request_sha256,
+            });
+        }
+        let result = self
+            .call_and_record(&p.session_id, &provider, compiled, &turn, progress)
+            .await;
+        let finished = match &result {
+            Ok(r) => SessionEvent::TurnFinished {
+                session_id: p.session_id.clone(),
+                ok: true,
+                uuid: Some(r.uuid.clone()),
+                stop_reason: r.stop_reason.clone(),
+                retries: r.retries,
+                recovered_by: r.recovery.as_ref().map(|r| r.by.clone()),
+                error: None,
+            },
+            Err(e) => SessionEvent::TurnFinished {
+                session_id: p.session_id.clone(),
+                ok: false,
+                uuid: None,
+                stop_reason: None,
+                retries: 0,
+                recovered_by: None,
+                error: Some(e.to_string()),
+            },
+        };
+        self.emit(&cell, finished);
+        result
+    }
+
+    /// Sends `compiled` (once more after a recovery when the provider finds it too
+    /// long) and appends the answer.
+    async fn call_and_record(
+        &self,
+        session_id: &str,
+        provider: &ProviderConfig,
+        mut compiled: crate::pipeline::compile::Compiled,
+        turn: &Turn<'_>,
+        progress: Option<&stream::Progress>,
+    ) -> Result<SendResponse> {
+        let mut recovery: Option<TurnRecovery> = None;
+        let (message, retries) = loop {
+            let headers = compiled.metadata.cache.headers.clone();
+            let call = stream::turn(provider, &compiled.body, &headers, &self.env, progress);
+            let answered = tokio::select! {
+                answered = call => answered,
+                () = turn.cancel.notified() => {
+                    return Err(Error::Provider {
+                        status: None,
+                        kind: Some("cancelled".into()),
+                        message: "the turn was cancelled (context.cancel); nothing was appended"
+                            .into(),
+                    });
+                }
+            };
+            match answered {
+                Ok(answer) => break answer,
+                Err(StreamError::TooLong {
+                    token_gap, message, ..
+                }) if recovery.is_none() => {
+                    tracing::info!(
+                        session_id,
+                        ?token_gap,
+                        "the request is too long; recovering"
+                    );
+                    if let Some(tx) = progress {
+                        let _ = tx.send(TurnEvent::Recovering {
+                            message: message.clone(),
+                            token_gap,
+                        });
+                    }
+                    let refused = compiled.metadata.request_sha256.clone();
+                    // Collapses first, then a reactive compaction: what
+                    // `context.report_error` does for a client's own call.
+                    compiled = self
+                        .report_error(ReportErrorParams {
+                            session_id: session_id.to_string(),
+                            kind: "prompt_too_long".into(),
+                            token_gap,
+                            record_uuid: None,
+                            block_index: None,
+                        })
+                        .await?;
+                    let by = if compiled.metadata.compaction.is_some() {
+                        "compaction"
+                    } else {
+                        "collapse"
+                    };
+                    recovery = Some(TurnRecovery {
+                        error: message,
+                        token_gap,
+                        by: by.into(),
+                        refused_request_sha256: refused,
+                    });
+                }
+                Err(e) => return Err(provider_error(e)),
             }
         };
         let record: RecordInput = serde_json::from_value(serde_json::json!({
@@ -116,7 +248,7 @@ impl Engine {
         })?;
         let appended = self
             .append(AppendParams {
-                session_id: p.session_id.clone(),
+                session_id: session_id.to_string(),
                 records: vec![record],
                 // Unconditional: an answer the provider gave (and billed) is never lost
                 // because another client appended meanwhile; it goes at the end.
@@ -139,6 +271,7 @@ impl Engine {
             seq: last.seq,
             retries,
             request_sha256: compiled.metadata.request_sha256.clone(),
+            recovery,
             message,
         })
     }
@@ -159,6 +292,16 @@ fn provider_error(e: StreamError) -> Error {
         } => Error::Provider {
             status,
             kind,
+            message,
+        },
+        StreamError::TooLong {
+            status,
+            kind,
+            message,
+            ..
+        } => Error::Provider {
+            status: Some(status),
+            kind: Some(kind.unwrap_or_else(|| "prompt_too_long".into())),
             message,
         },
         StreamError::Malformed(_) => local("malformed_stream", &e),

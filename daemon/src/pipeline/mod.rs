@@ -19,6 +19,7 @@ pub mod latch;
 pub mod message;
 pub mod microcompact;
 pub mod normalize;
+pub mod openai_chat;
 pub mod plan_mode;
 pub mod projection;
 pub mod records;

@@ -304,7 +304,7 @@ impl ErrorBody {
     }
 
     /// `Some(gap)` when the answer says the prompt does not fit the model.
-    fn prompt_too_long(&self, status: StatusCode) -> Option<Option<u64>> {
+    pub(crate) fn prompt_too_long(&self, status: StatusCode) -> Option<Option<u64>> {
         if !matches!(status.as_u16(), 400 | 413) {
             return None;
         }

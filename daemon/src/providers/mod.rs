@@ -16,6 +16,7 @@
 //! [`ProviderError::PromptTooLong`].
 
 mod anthropic;
+mod chat_stream;
 mod commands;
 mod embedded;
 mod extract;

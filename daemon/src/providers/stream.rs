@@ -11,7 +11,7 @@ use futures::StreamExt;
 use reqwest::header::HeaderMap;
 use serde_json::{Map, Value};
 
-use ctxd_protocol::ProviderConfig;
+use ctxd_protocol::{ProviderConfig, TurnEvent};
 use reqwest::header::{HeaderName, HeaderValue};
 
 use super::http::{self, ErrorBody, RetryPolicy};
@@ -31,34 +31,143 @@ pub(crate) fn streamed(body: &str) -> String {
     }
 }
 
-/// One turn through the session's provider: `body` is the compiled request, `headers`
-/// what the compile says it needs (`anthropic-beta`). The key is read from the
+/// Where a streamed turn reports what it receives (a `context.send_stream` caller). An
+/// unbounded channel, so a slow reader never stalls the provider's stream; what it can
+/// hold is bounded by the answer's bound per attempt.
+pub(crate) type Progress = tokio::sync::mpsc::UnboundedSender<TurnEvent>;
+
+/// The wire form a provider streams.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Dialect {
+    /// Messages API events.
+    Messages,
+    /// Chat Completions chunks, translated into Messages API events.
+    Chat,
+}
+
+/// One turn through the session's provider: `body` is the compiled Messages API request,
+/// `headers` what the compile says it needs (`anthropic-beta`). The key is read from the
 /// environment now, sent in a sensitive header, and scrubbed from every error.
 pub(crate) async fn turn(
     cfg: &ProviderConfig,
     body: &str,
     headers: &BTreeMap<String, String>,
     env: &http::EnvLookup,
+    progress: Option<&Progress>,
 ) -> Result<(Value, u32), StreamError> {
-    let ProviderConfig::Anthropic {
-        base_url,
-        api_key_env,
-        headers: extra,
-        timeout_secs,
-        max_retries,
-    } = cfg;
     let misconfigured = |e: super::ProviderError| StreamError::Misconfigured(e.to_string());
-    let url = http::join_url(
-        base_url
-            .as_deref()
-            .unwrap_or(super::anthropic::DEFAULT_BASE_URL),
-        "/v1/messages",
-    )
-    .map_err(misconfigured)?;
-    let key = http::api_key(env, api_key_env, "Anthropic").map_err(misconfigured)?;
+    let (url, map, key, body, dialect, timeout_secs, max_retries) = match cfg {
+        ProviderConfig::Anthropic {
+            base_url,
+            api_key_env,
+            headers: extra,
+            timeout_secs,
+            max_retries,
+        } => {
+            let url = http::join_url(
+                base_url
+                    .as_deref()
+                    .unwrap_or(super::anthropic::DEFAULT_BASE_URL),
+                "/v1/messages",
+            )
+            .map_err(misconfigured)?;
+            let key = http::api_key(env, api_key_env, "Anthropic").map_err(misconfigured)?;
+            let mut map = configured_headers(extra, headers)?;
+            // Last, so that no configured header replaces the key, the version or the type.
+            map.extend(super::anthropic::headers(api_key_env, &key).map_err(misconfigured)?);
+            let body = streamed(body);
+            (
+                url,
+                map,
+                Some(key),
+                body,
+                Dialect::Messages,
+                timeout_secs,
+                max_retries,
+            )
+        }
+        ProviderConfig::OpenaiCompatible {
+            base_url,
+            api_key_env,
+            headers: extra,
+            timeout_secs,
+            max_retries,
+        } => {
+            let url = http::join_url(base_url, "/chat/completions").map_err(misconfigured)?;
+            // The compile's anthropic-beta headers mean nothing to this server.
+            let mut map = configured_headers(extra, &BTreeMap::new())?;
+            map.insert(
+                reqwest::header::CONTENT_TYPE,
+                HeaderValue::from_static("application/json"),
+            );
+            let key = match api_key_env {
+                Some(var) => {
+                    let key =
+                        http::api_key(env, var, "OpenAI-compatible").map_err(misconfigured)?;
+                    map.insert(
+                        reqwest::header::AUTHORIZATION,
+                        http::secret_header(var, &format!("Bearer {key}"))
+                            .map_err(misconfigured)?,
+                    );
+                    Some(key)
+                }
+                None => None,
+            };
+            let body = chat_streamed(body)?;
+            (
+                url,
+                map,
+                key,
+                body,
+                Dialect::Chat,
+                timeout_secs,
+                max_retries,
+            )
+        }
+    };
+    let timeout = match timeout_secs {
+        Some(0) => {
+            return Err(StreamError::Misconfigured(
+                "timeout_secs must be at least 1".into(),
+            ));
+        }
+        Some(s) => Duration::from_secs(*s),
+        None => DEFAULT_TURN_TIMEOUT,
+    };
+    let client = http::client().map_err(misconfigured)?;
+    let call = Call {
+        url: &url,
+        headers: map,
+        body,
+        dialect,
+        timeout,
+        retry: RetryPolicy::new(*max_retries),
+        max_bytes: MAX_ANSWER_BYTES,
+        secret: key.as_deref(),
+        progress,
+    };
+    send(&client, &call).await
+}
+
+/// The Chat Completions body of a compiled request, asking for a stream with its usage.
+fn chat_streamed(body: &str) -> Result<String, StreamError> {
+    let v: Value = serde_json::from_str(body)
+        .map_err(|e| StreamError::Misconfigured(format!("the compiled body is not JSON: {e}")))?;
+    let mut chat = crate::pipeline::openai_chat::translate(&v);
+    chat["stream"] = Value::Bool(true);
+    chat["stream_options"] = serde_json::json!({"include_usage": true});
+    Ok(chat.to_string())
+}
+
+/// The provider's configured headers, with the compile's `anthropic-beta` values joined
+/// to any configured ones. The key may not be given here.
+fn configured_headers(
+    extra: &BTreeMap<String, String>,
+    compiled: &BTreeMap<String, String>,
+) -> Result<HeaderMap, StreamError> {
     let mut map = HeaderMap::new();
     let mut betas: Vec<String> = Vec::new();
-    for (name, value) in extra.iter().chain(headers) {
+    for (name, value) in extra.iter().chain(compiled) {
         if name.eq_ignore_ascii_case("anthropic-beta") {
             betas.extend(
                 value
@@ -93,28 +202,7 @@ pub(crate) async fn turn(
         })?;
         map.insert(HeaderName::from_static("anthropic-beta"), v);
     }
-    // Last, so that no configured header replaces the key, the version or the type.
-    map.extend(super::anthropic::headers(api_key_env, &key).map_err(misconfigured)?);
-    let timeout = match timeout_secs {
-        Some(0) => {
-            return Err(StreamError::Misconfigured(
-                "timeout_secs must be at least 1".into(),
-            ));
-        }
-        Some(s) => Duration::from_secs(*s),
-        None => DEFAULT_TURN_TIMEOUT,
-    };
-    let client = http::client().map_err(misconfigured)?;
-    let call = Call {
-        url: &url,
-        headers: map,
-        body: streamed(body),
-        timeout,
-        retry: RetryPolicy::new(*max_retries),
-        max_bytes: MAX_ANSWER_BYTES,
-        secret: Some(&key),
-    };
-    send(&client, &call).await
+    Ok(map)
 }
 
 /// Why a streamed call failed.
@@ -138,6 +226,14 @@ pub enum StreamError {
     /// Names what is wrong (an unset key variable, a bad URL or header), never a secret.
     #[error("settings.provider: {0}")]
     Misconfigured(String),
+    /// The provider said the request does not fit its window (or is too large).
+    #[error("{message}")]
+    TooLong {
+        status: u16,
+        kind: Option<String>,
+        token_gap: Option<u64>,
+        message: String,
+    },
 }
 
 /// Folds the events of one streamed message into the message.
@@ -146,7 +242,7 @@ pub struct Assembler {
     message: Option<Value>,
     /// `input_json_delta` pieces by block index, parsed at the block's stop.
     partial_json: BTreeMap<usize, String>,
-    done: bool,
+    pub(crate) done: bool,
 }
 
 fn malformed(what: impl Into<String>) -> StreamError {
@@ -306,13 +402,15 @@ impl Assembler {
 pub struct Call<'a> {
     pub url: &'a str,
     pub headers: HeaderMap,
-    /// The request body, already carrying `"stream": true`.
+    /// The request body, already asking to be streamed.
     pub body: String,
+    pub dialect: Dialect,
     pub timeout: Duration,
     pub retry: RetryPolicy,
     /// Bytes of events accepted at most.
     pub max_bytes: usize,
     pub secret: Option<&'a str>,
+    pub progress: Option<&'a Progress>,
 }
 
 /// Sends `call` and folds its stream into the message; retries a refusal the provider
@@ -350,6 +448,18 @@ pub async fn send(client: &reqwest::Client, call: &Call<'_>) -> Result<(Value, u
             error = %error,
             "the provider refused the turn; retrying"
         );
+        if let Some(tx) = call.progress {
+            let status = match &error {
+                StreamError::Provider { status, .. } => *status,
+                _ => None,
+            };
+            let _ = tx.send(TurnEvent::Retrying {
+                attempt: attempt + 1,
+                delay_ms: crate::saturate::millis(delay),
+                status,
+                message: error.to_string(),
+            });
+        }
         tokio::time::sleep(delay).await;
         attempt += 1;
     }
@@ -379,45 +489,85 @@ async fn once(client: &reqwest::Client, call: &Call<'_>) -> Result<Value, Failed
         let retry_after = http::retry_after(response.headers(), std::time::SystemTime::now());
         let text = response.text().await.unwrap_or_default();
         let body = ErrorBody::parse(&text);
-        let error = StreamError::Provider {
-            status: Some(status.as_u16()),
-            kind: body.kind.clone(),
-            message: http::redact(&body.describe(status), call.secret),
+        let message = http::redact(&body.describe(status), call.secret);
+        let error = match body.prompt_too_long(status) {
+            Some(token_gap) => StreamError::TooLong {
+                status: status.as_u16(),
+                kind: body.kind.clone(),
+                token_gap,
+                message,
+            },
+            None => StreamError::Provider {
+                status: Some(status.as_u16()),
+                kind: body.kind.clone(),
+                message,
+            },
         };
         return Err((error, retry_after, false));
     }
     let mut assembler = Assembler::default();
+    let mut chat = super::chat_stream::ChatStream::default();
     let mut seen = 0usize;
     let mut events = response.bytes_stream().eventsource();
+    let fail = |e: StreamError, a: &Assembler| (e, None, a.has_content());
     while let Some(event) = events.next().await {
         let event = event.map_err(|e| {
             let message = http::redact(&e.to_string(), call.secret);
-            (malformed(message), None, assembler.has_content())
+            fail(malformed(message), &assembler)
         })?;
         seen = seen.saturating_add(event.data.len());
         if seen > call.max_bytes {
             return Err((StreamError::TooBig(call.max_bytes), None, true));
         }
-        if event.data.trim().is_empty() {
+        let data = event.data.trim();
+        if data.is_empty() {
             continue;
         }
-        let data: Value = serde_json::from_str(&event.data).map_err(|e| {
-            (
-                malformed(format!("an event that is not JSON: {e}")),
-                None,
-                assembler.has_content(),
-            )
-        })?;
-        let content_seen = assembler.has_content();
-        assembler
-            .apply(&data)
-            .map_err(|e| (e, None, content_seen))?;
-        if data.get("type").and_then(Value::as_str) == Some("message_stop") {
+        let translated = match call.dialect {
+            Dialect::Chat if data == "[DONE]" => chat.finish(),
+            _ => {
+                let v: Value = serde_json::from_str(data).map_err(|e| {
+                    fail(
+                        malformed(format!("an event that is not JSON: {e}")),
+                        &assembler,
+                    )
+                })?;
+                match call.dialect {
+                    Dialect::Messages => Ok(vec![v]),
+                    Dialect::Chat => chat.chunk(&v),
+                }
+            }
+        };
+        for data in translated.map_err(|e| fail(e, &assembler))? {
+            take(&mut assembler, &data, call.progress).map_err(|e| fail(e, &assembler))?;
+        }
+        if assembler.done {
             break;
+        }
+    }
+    // Some servers end a Chat Completions stream without `[DONE]`.
+    if call.dialect == Dialect::Chat && !assembler.done {
+        for data in chat.finish().map_err(|e| fail(e, &assembler))? {
+            take(&mut assembler, &data, call.progress).map_err(|e| fail(e, &assembler))?;
         }
     }
     let content_seen = assembler.has_content();
     assembler.finish().map_err(|e| (e, None, content_seen))
+}
+
+/// Folds one event, then hands it to the caller that streams the turn.
+fn take(
+    assembler: &mut Assembler,
+    data: &Value,
+    progress: Option<&Progress>,
+) -> Result<(), StreamError> {
+    // First, so that a subscriber sees the provider's `error` event too.
+    if let Some(tx) = progress {
+        let _ = tx.send(TurnEvent::Event {
+            event: data.clone(),
+        });
+    }
+    assembler.apply(data)
 }
 
 #[cfg(test)]

@@ -323,6 +323,7 @@ pub fn build_module(
     })?;
 
     super::subscription::register(&mut m)?;
+    super::send_stream::register(&mut m)?;
     super::hooks::register(&mut m)?;
     super::attachments::register(&mut m)?;
     Ok(m)

@@ -9,6 +9,7 @@ mod ids;
 mod limits;
 mod methods;
 mod outbox;
+mod send_stream;
 mod server;
 mod subscription;
 mod transport;

@@ -4,10 +4,7 @@
 
 use std::borrow::Cow;
 
-use ctxd_protocol::{
-    RESPONSE_TOO_BIG, SESSION_SUBSCRIBE, SESSION_UNSUBSCRIBE, TOO_MANY_CALLS_IN_BATCH,
-    WEBSOCKET_REQUIRED,
-};
+use ctxd_protocol::{RESPONSE_TOO_BIG, TOO_MANY_CALLS_IN_BATCH, WEBSOCKET_REQUIRED};
 use jsonrpsee::MethodResponse;
 use jsonrpsee::core::middleware::{Batch, BatchEntry, BatchEntryErr, Notification, RpcServiceT};
 use jsonrpsee::server::HttpRequest;
@@ -135,16 +132,26 @@ fn own_codes(rp: MethodResponse) -> MethodResponse {
     .with_extensions(extensions)
 }
 
-/// The transport rules for one call: refuse subscriptions over plain HTTP, take
-/// `session.unsubscribe`'s id by name.
+/// The subscribe and unsubscribe methods of every subscription, as the method table
+/// names them.
+static SUBSCRIPTION_METHODS: std::sync::LazyLock<Vec<(&'static str, &'static str)>> =
+    std::sync::LazyLock::new(|| {
+        ctxd_protocol::method_table()
+            .iter()
+            .filter_map(|m| m.subscription.as_ref().map(|s| (m.name, s.unsubscribe)))
+            .collect()
+    });
+
+/// The transport rules for one call: refuse subscriptions over plain HTTP, take an
+/// unsubscribe's id by name.
 fn apply_rules(req: &mut Request<'_>) -> Result<(), ErrorObjectOwned> {
-    let subscription_method = req.method == SESSION_SUBSCRIBE || req.method == SESSION_UNSUBSCRIBE;
+    let method: &str = &req.method;
+    let unsubscribe = SUBSCRIPTION_METHODS.iter().any(|(_, u)| *u == method);
+    let subscription_method = unsubscribe || SUBSCRIPTION_METHODS.iter().any(|(s, _)| *s == method);
     if subscription_method && req.extensions.get::<PlainHttp>().is_some() {
         return Err(websocket_required(&req.method));
     }
-    if req.method == SESSION_UNSUBSCRIBE
-        && let Some(positional) = unsubscribe_params(req.params.as_deref())?
-    {
+    if unsubscribe && let Some(positional) = unsubscribe_params(req.params.as_deref())? {
         req.params = Some(Cow::Owned(positional));
     }
     Ok(())

@@ -1,0 +1,100 @@
+//! `context.send_stream`: a `context.send` turn whose progress reaches the caller as it
+//! comes. The turn runs to its end even when the subscriber goes; leaving only cancels
+//! it (as `context.cancel` does), so an answer already being appended is not torn.
+
+use std::pin::pin;
+
+use ctxd_protocol::*;
+use jsonrpsee::{RpcModule, SubscriptionMessage, SubscriptionSink};
+
+use super::methods::{caller_of, parse};
+use super::{RpcContext, to_rpc_error};
+
+pub(super) fn register(
+    m: &mut RpcModule<RpcContext>,
+) -> Result<(), jsonrpsee::core::RegisterMethodError> {
+    m.register_subscription(
+        CONTEXT_SEND_STREAM,
+        CONTEXT_SEND_EVENT,
+        CONTEXT_SEND_UNSUBSCRIBE,
+        |params, pending, ctx, ext| async move {
+            let p: SendParams = match parse(&params) {
+                Ok(p) => p,
+                Err(e) => {
+                    pending.reject(e).await;
+                    return Ok(());
+                }
+            };
+            let engine = ctx.engine.clone();
+            // Refused before the stream opens, as `context.send` would be; the turn
+            // itself checks again (two callers may pass this at once).
+            let precheck = match engine.get_session(&p.session_id).await {
+                Err(e) => Some(e),
+                Ok(_) if engine.turn_running(&p.session_id) => {
+                    Some(crate::error::Error::TurnInProgress(p.session_id.clone()))
+                }
+                Ok(_) => None,
+            };
+            if let Some(e) = precheck {
+                pending.reject(to_rpc_error(e)).await;
+                return Ok(());
+            }
+            let sink = pending.accept().await?;
+            let session_id = p.session_id.clone();
+            let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel();
+            // Subscriptions run on WebSocket connections only, which always have an id;
+            // no connection has the fallback's.
+            let caller = caller_of(&ext).unwrap_or(u64::MAX);
+            let mut turn = pin!(crate::engine::as_caller(
+                caller,
+                engine.send_streamed(p, &tx)
+            ));
+            let mut listening = true;
+            let result = loop {
+                tokio::select! {
+                    result = &mut turn => break result,
+                    Some(event) = rx.recv(), if listening => {
+                        if !deliver(&sink, &event).await? {
+                            listening = false;
+                            engine.cancel_turn_of(&session_id);
+                        }
+                    }
+                    () = sink.closed(), if listening => {
+                        listening = false;
+                        engine.cancel_turn_of(&session_id);
+                    }
+                }
+            };
+            if !listening {
+                return Ok(());
+            }
+            while let Ok(event) = rx.try_recv() {
+                if !deliver(&sink, &event).await? {
+                    return Ok(());
+                }
+            }
+            let last = match result {
+                Ok(response) => TurnEvent::Finished {
+                    response: Box::new(response),
+                },
+                Err(e) => {
+                    let e = to_rpc_error(e);
+                    TurnEvent::Failed {
+                        code: e.code(),
+                        message: e.message().to_string(),
+                        data: e.data().and_then(|d| serde_json::from_str(d.get()).ok()),
+                    }
+                }
+            };
+            deliver(&sink, &last).await?;
+            Ok(())
+        },
+    )?;
+    Ok(())
+}
+
+/// `false` when the subscriber is gone.
+async fn deliver(sink: &SubscriptionSink, event: &TurnEvent) -> Result<bool, serde_json::Error> {
+    let msg: SubscriptionMessage = serde_json::value::to_raw_value(event)?.into();
+    Ok(sink.send(msg).await.is_ok())
+}
