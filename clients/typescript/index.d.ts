@@ -1,6 +1,6 @@
 // The client's types; every method's params and result come from types.d.ts, generated
 // from protocol/openrpc.json.
-import type { Methods, SessionNotification } from "./types.js";
+import type { Methods, SessionNotification, TurnEvent } from "./types.js";
 
 export * from "./types.js";
 
@@ -39,6 +39,7 @@ export declare class Client {
   appendToolResults(sessionId: string, results: ToolResult[]): Promise<ResultOf<"transcript.append">>;
   compile(sessionId: string, params?: Partial<ParamsOf<"context.compile">>): Promise<Compiled>;
   events(sessionId: string, options?: { afterSeq?: number; includeRecords?: boolean }): AsyncGenerator<SessionNotification, void, undefined>;
+  sendStream(sessionId: string): AsyncGenerator<TurnEvent, void, undefined>;
 }
 
 export declare function defaultSocket(env?: Record<string, string | undefined>): string;

@@ -156,7 +156,25 @@ export class Client {
     }
   }
 
+  /** `context.send_stream`: ctxd compiles, calls the session's provider and appends its
+   * answer; this yields the turn's events as they come (`started`, each provider
+   * `event`, `retrying`, `recovering`), and last `finished` (its `response` is what
+   * `context.send` answers) or `failed` (nothing was appended). A turn refused before
+   * it starts throws an RpcError. Leaving the loop early cancels the turn. */
+  async *sendStream(sessionId) {
+    for await (const event of this.#stream("context.send_stream", { session_id: sessionId })) {
+      yield event;
+      if (event.kind === "finished" || event.kind === "failed") return;
+    }
+  }
+
   async *#subscribe(sessionId, afterSeq, includeRecords) {
+    const params = { session_id: sessionId, include_records: includeRecords };
+    if (afterSeq !== undefined && afterSeq !== null) params.after_seq = afterSeq;
+    yield* this.#stream("session.subscribe", params);
+  }
+
+  async *#stream(method, params) {
     const ws = new WebSocket(`ws+unix://${this.socket}:/`, { maxPayload: 256 * 1024 * 1024 });
     const queue = [];
     let wake = null;
@@ -171,9 +189,7 @@ export class Client {
       ws.once("open", resolve);
       ws.once("error", reject);
     });
-    const params = { session_id: sessionId, include_records: includeRecords };
-    if (afterSeq !== undefined && afterSeq !== null) params.after_seq = afterSeq;
-    ws.send(JSON.stringify({ jsonrpc: "2.0", id: 1, method: "session.subscribe", params }));
+    ws.send(JSON.stringify({ jsonrpc: "2.0", id: 1, method, params }));
     try {
       for (;;) {
         if (queue.length === 0) {
@@ -186,7 +202,7 @@ export class Client {
         if (item.closed) return;
         const note = JSON.parse(item.data.toString("utf8"));
         if (note.id === 1) {
-          if (note.error) throw new RpcError("session.subscribe", note.error);
+          if (note.error) throw new RpcError(method, note.error);
           continue;
         }
         if (note.params?.result) yield note.params.result;

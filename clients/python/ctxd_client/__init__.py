@@ -133,6 +133,20 @@ def _subscribe_params(session_id: str, after_seq: Optional[int], include_records
     return {"jsonrpc": "2.0", "id": 1, "method": "session.subscribe", "params": params}
 
 
+def _turn_event(text: str) -> Optional[dict]:
+    """The turn event a `context.send_stream` message carries, if any. Raises `RpcError`
+    when the turn was refused before its stream opened."""
+    note = json.loads(text)
+    if note.get("id") == 1:
+        if "error" in note:
+            raise RpcError("context.send_stream", note["error"])
+        return None
+    return note.get("params", {}).get("result")
+
+
+_TURN_ENDS = ("finished", "failed")
+
+
 class _Resume:
     """Where a stream of events stands: what to resume from, and whether to."""
 
@@ -239,6 +253,26 @@ class Client(Methods):
                 return
 
 
+    def send_stream(self, session_id: str) -> Iterator[dict]:
+        """`context.send_stream`: ctxd compiles, calls the session's provider and appends
+        its answer; this yields the turn's events as they come (`started`, each provider
+        `event`, `retrying`, `recovering`), and last `finished` (its `response` is what
+        `context.send` answers) or `failed` (`code`, `message`, `data`: nothing was
+        appended). Leaving the loop early cancels the turn."""
+        from websockets.sync.client import unix_connect
+
+        request = {"jsonrpc": "2.0", "id": 1, "method": "context.send_stream", "params": {"session_id": session_id}}
+        with unix_connect(self.socket, uri="ws://localhost/", max_size=None) as ws:
+            ws.send(json.dumps(request))
+            for text in ws:
+                event = _turn_event(text)
+                if event is None:
+                    continue
+                yield event
+                if event.get("kind") in _TURN_ENDS:
+                    return
+
+
 class AsyncClient(AsyncMethods):
     """`Client` for asyncio: the same calls, awaited (each runs on a worker thread, so the
     event loop never waits on the socket), and `events` as an async iterator."""
@@ -289,6 +323,22 @@ class AsyncClient(AsyncMethods):
                     state.resume = True
             if not state.resume:
                 return
+
+
+    async def send_stream(self, session_id: str) -> AsyncIterator[dict]:
+        """As `Client.send_stream`."""
+        from websockets.asyncio.client import unix_connect
+
+        request = {"jsonrpc": "2.0", "id": 1, "method": "context.send_stream", "params": {"session_id": session_id}}
+        async with unix_connect(self.socket, uri="ws://localhost/", max_size=None) as ws:
+            await ws.send(json.dumps(request))
+            async for text in ws:
+                event = _turn_event(text)
+                if event is None:
+                    continue
+                yield event
+                if event.get("kind") in _TURN_ENDS:
+                    return
 
 
 def _answers(path: str) -> bool:

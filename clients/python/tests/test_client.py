@@ -41,9 +41,49 @@ def message(text, tool=None, msg_id="msg_1"):
     }
 
 
+STREAM_KEY_VAR = "CTXD_PY_TEST_KEY"
+
+
+def scripted_messages_api(events):
+    """A Messages API on 127.0.0.1 that streams `events` to every POST; its base URL."""
+    from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+    body = "".join(f"event: {e['type']}\ndata: {json.dumps(e)}\n\n" for e in events).encode()
+
+    class Handler(BaseHTTPRequestHandler):
+        def do_POST(self):
+            self.rfile.read(int(self.headers.get("content-length", 0)))
+            self.send_response(200)
+            self.send_header("content-type", "text/event-stream")
+            self.send_header("content-length", str(len(body)))
+            self.end_headers()
+            self.wfile.write(body)
+
+        def log_message(self, *args):
+            pass
+
+    server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    return server, f"http://127.0.0.1:{server.server_address[1]}"
+
+
+TURN_EVENTS = [
+    {"type": "message_start", "message": {"id": "msg_py", "type": "message", "role": "assistant", "model": "m", "content": [],
+                                          "stop_reason": None, "stop_sequence": None, "usage": {"input_tokens": 50, "output_tokens": 1}}},
+    {"type": "content_block_start", "index": 0, "content_block": {"type": "text", "text": ""}},
+    {"type": "content_block_delta", "index": 0, "delta": {"type": "text_delta", "text": "Hello "}},
+    {"type": "content_block_delta", "index": 0, "delta": {"type": "text_delta", "text": "there."}},
+    {"type": "content_block_stop", "index": 0},
+    {"type": "message_delta", "delta": {"stop_reason": "end_turn", "stop_sequence": None}, "usage": {"output_tokens": 4}},
+    {"type": "message_stop"},
+]
+
+
 class ClientTest(unittest.TestCase):
     @classmethod
     def setUpClass(cls):
+        # The daemon connect() starts inherits it: the provider's key.
+        os.environ[STREAM_KEY_VAR] = "sk-py-test"
         cls.dir = tempfile.TemporaryDirectory()
         cls.home = cls.dir.name
         cls.ctx = ctxd_client.connect(home=cls.home)
@@ -144,6 +184,36 @@ class ClientTest(unittest.TestCase):
 
             got = {p.rstrip("_") for p in inspect.signature(fn).parameters if p != "self"}
             self.assertEqual(got, want, name)
+
+    def test_send_stream_yields_the_turn_as_it_comes_and_records_the_answer(self):
+        import asyncio
+
+        server, url = scripted_messages_api(TURN_EVENTS)
+        self.addCleanup(server.server_close)
+        self.addCleanup(server.shutdown)
+        sid = self.session()
+        provider = {"kind": "anthropic", "base_url": url, "api_key_env": STREAM_KEY_VAR}
+        self.ctx.session_update(session_id=sid, settings={"provider": provider})
+        self.ctx.append(sid, [{"type": "user", "content": "hi"}])
+        events = list(self.ctx.send_stream(sid))
+        self.assertEqual(events[0]["kind"], "started")
+        self.assertEqual([e["event"] for e in events if e["kind"] == "event"], TURN_EVENTS)
+        self.assertEqual(events[-1]["kind"], "finished")
+        answer = events[-1]["response"]["message"]
+        self.assertEqual(answer["content"], [{"type": "text", "text": "Hello there."}])
+        last = self.ctx.call("transcript.read", session_id=sid)["records"][-1]
+        self.assertEqual(last["content"], answer["content"])
+
+        async def second_turn():
+            actx = await ctxd_client.connect_async(home=self.home, start=False)
+            await actx.append(sid, [{"type": "user", "content": "again"}])
+            return [e["kind"] async for e in actx.send_stream(sid)]
+
+        kinds = asyncio.run(second_turn())
+        self.assertEqual((kinds[0], kinds[-1]), ("started", "finished"))
+        # A refused turn is an RpcError before any event: this session has no provider.
+        with self.assertRaises(ctxd_client.RpcError):
+            list(self.ctx.send_stream(self.session()))
 
     def test_the_asyncio_client_calls_and_follows_events(self):
         import asyncio

@@ -4,6 +4,7 @@ import assert from "node:assert/strict";
 import { mkdtempSync, rmSync, readdirSync, readFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
+import { createServer } from "node:http";
 
 import { connect, ConnectError, RpcError } from "ctxd-client";
 
@@ -13,6 +14,8 @@ const sdkDumps = process.env.CTXD_SDK_DUMPS;
 let ctx;
 
 before(async () => {
+  // The daemon connect() starts inherits it: the scripted provider's key.
+  process.env.CTXD_TS_TEST_KEY = "sk-ts-test";
   ctx = await connect({ home });
 });
 
@@ -80,6 +83,49 @@ test("every SDK dump is taken as it is", async () => {
     const sid = await session();
     await ctx.append(sid, [{ type: "user", content: "go" }]);
     await ctx.appendResponse(sid, dump);
+  }
+});
+
+test("sendStream yields the turn as it comes and the answer is recorded", async () => {
+  const events = [
+    { type: "message_start", message: { id: "msg_ts", type: "message", role: "assistant", model: "m", content: [], stop_reason: null, stop_sequence: null, usage: { input_tokens: 50, output_tokens: 1 } } },
+    { type: "content_block_start", index: 0, content_block: { type: "text", text: "" } },
+    { type: "content_block_delta", index: 0, delta: { type: "text_delta", text: "Hi from " } },
+    { type: "content_block_delta", index: 0, delta: { type: "text_delta", text: "the stream." } },
+    { type: "content_block_stop", index: 0 },
+    { type: "message_delta", delta: { stop_reason: "end_turn", stop_sequence: null }, usage: { output_tokens: 5 } },
+    { type: "message_stop" },
+  ];
+  const body = events.map((e) => `event: ${e.type}\ndata: ${JSON.stringify(e)}\n\n`).join("");
+  const server = createServer((req, res) => {
+    req.resume();
+    req.on("end", () => {
+      res.writeHead(200, { "content-type": "text/event-stream" });
+      res.end(body);
+    });
+  });
+  await new Promise((resolve) => server.listen(0, "127.0.0.1", resolve));
+  try {
+    const sid = await session();
+    const provider = { kind: "anthropic", base_url: `http://127.0.0.1:${server.address().port}`, api_key_env: "CTXD_TS_TEST_KEY" };
+    await ctx.call("session.update", { session_id: sid, settings: { provider } });
+    await ctx.append(sid, [{ type: "user", content: "hi" }]);
+    const seen = [];
+    for await (const e of ctx.sendStream(sid)) seen.push(e);
+    assert.equal(seen[0].kind, "started");
+    assert.deepEqual(seen.filter((e) => e.kind === "event").map((e) => e.event), events);
+    const last = seen.at(-1);
+    assert.equal(last.kind, "finished");
+    assert.deepEqual(last.response.message.content, [{ type: "text", text: "Hi from the stream." }]);
+    const records = (await ctx.call("transcript.read", { session_id: sid })).records;
+    assert.deepEqual(records.at(-1).content, last.response.message.content);
+    // Refused before it starts: this session has no provider.
+    const bare = await session();
+    await assert.rejects(async () => {
+      for await (const _ of ctx.sendStream(bare)) break;
+    }, RpcError);
+  } finally {
+    server.close();
   }
 });
 

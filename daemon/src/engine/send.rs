@@ -87,9 +87,26 @@ impl Engine {
         self.turns.cancel(session_id);
     }
 
-    /// Whether a `context.send` turn of the session runs now.
-    pub fn turn_running(&self, session_id: &str) -> bool {
-        self.turns.running(session_id)
+    /// What refuses a turn of the session before it starts: no such session, no
+    /// provider, a turn running.
+    pub async fn check_turn(&self, session_id: &str) -> Result<()> {
+        self.provider_of(session_id).await?;
+        if self.turns.running(session_id) {
+            return Err(Error::TurnInProgress(session_id.to_string()));
+        }
+        Ok(())
+    }
+
+    async fn provider_of(&self, session_id: &str) -> Result<ProviderConfig> {
+        let session = self.get_session(session_id).await?;
+        session.settings.provider.clone().ok_or_else(|| {
+            Error::invalid(
+                "settings.provider",
+                "this session has no provider: set settings.provider (e.g. {\"kind\": \
+                 \"anthropic\", \"api_key_env\": \"ANTHROPIC_API_KEY\"}), or send the \
+                 compiled request yourself",
+            )
+        })
     }
 
     /// `context.send`.
@@ -112,15 +129,7 @@ impl Engine {
         progress: Option<&stream::Progress>,
     ) -> Result<SendResponse> {
         let turn = self.turns.begin(&p.session_id)?;
-        let session = self.get_session(&p.session_id).await?;
-        let Some(provider) = session.settings.provider.clone() else {
-            return Err(Error::invalid(
-                "settings.provider",
-                "this session has no provider: set settings.provider (e.g. {\"kind\": \
-                 \"anthropic\", \"api_key_env\": \"ANTHROPIC_API_KEY\"}), or send the \
-                 compiled request yourself",
-            ));
-        };
+        let provider = self.provider_of(&p.session_id).await?;
         let compiled = self
             .compile(CompileParams {
                 session_id: p.session_id.clone(),

@@ -28,14 +28,7 @@ pub(super) fn register(
             let engine = ctx.engine.clone();
             // Refused before the stream opens, as `context.send` would be; the turn
             // itself checks again (two callers may pass this at once).
-            let precheck = match engine.get_session(&p.session_id).await {
-                Err(e) => Some(e),
-                Ok(_) if engine.turn_running(&p.session_id) => {
-                    Some(crate::error::Error::TurnInProgress(p.session_id.clone()))
-                }
-                Ok(_) => None,
-            };
-            if let Some(e) = precheck {
+            if let Err(e) = engine.check_turn(&p.session_id).await {
                 pending.reject(to_rpc_error(e)).await;
                 return Ok(());
             }
