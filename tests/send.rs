@@ -651,3 +651,52 @@ fn an_openai_compatible_turn_records_tool_calls_and_compiles_them_back() {
     assert_eq!(tokens["anchor_uuid"], record["uuid"]);
     assert_eq!(tokens["anchor_tokens"], 1540);
 }
+
+/// The summariser kind `provider` summarises through the session's own provider, with
+/// its key and the session's model.
+#[test]
+fn the_summariser_can_share_the_sessions_provider() {
+    let rt = runtime();
+    let server = rt.block_on(MockServer::start());
+    let summary = json!({"id": "msg_sum", "type": "message", "role": "assistant", "model": "claude-sonnet-4-5",
+        "content": [{"type": "text", "text": "<analysis>a</analysis>\n<summary>1. Primary Request and Intent: read /tmp/a.txt</summary>"}],
+        "stop_reason": "end_turn", "stop_sequence": null, "usage": {"input_tokens": 900, "output_tokens": 40}});
+    rt.block_on(
+        Mock::given(method("POST"))
+            .and(path("/v1/messages"))
+            .and(header("x-api-key", KEY))
+            .respond_with(ResponseTemplate::new(200).set_body_json(summary))
+            .expect(1)
+            .mount(&server),
+    );
+    let d = Daemon::start_with_env(&[(KEY_VAR, KEY)]);
+    let sid = session(&d, &server);
+    d.call(
+        "session.update",
+        json!({"session_id": sid, "settings": {"summariser": {"kind": "provider"}}}),
+    );
+    let report = d.call("context.compact", json!({"session_id": sid}));
+    assert!(report["boundary_uuid"].is_string(), "{report}");
+    let requests = rt.block_on(server.received_requests()).unwrap();
+    let body: Value = serde_json::from_slice(&requests[0].body).unwrap();
+    let model =
+        d.call("session.get", json!({"session_id": sid}))["session"]["model"]["model"].clone();
+    assert_eq!(body["model"], model);
+    // Without a provider the kind is refused by name, and nothing is compacted.
+    let bare = d.call(
+        "session.create",
+        json!({"cwd": d.dir.path(), "no_git": true,
+        "settings": {"summariser": {"kind": "provider"}}}),
+    )["session"]["session_id"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    d.call(
+        "transcript.append",
+        json!({"session_id": bare, "records": [{"type": "user", "content": "hi"}]}),
+    );
+    let err = d
+        .try_call("context.compact", json!({"session_id": bare}))
+        .unwrap_err();
+    assert!(err.to_string().contains("settings.provider"), "{err}");
+}

@@ -1984,6 +1984,10 @@ export type SummariserConfig = {
   model: string;
   timeout_secs?: number | null;
 }) | ({
+  kind: "provider";
+  max_output_tokens?: number | null;
+  model?: string | null;
+}) | ({
   kind: "client";
   timeout_secs?: number | null;
 });

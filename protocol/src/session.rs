@@ -290,6 +290,14 @@ pub enum SummariserConfig {
         #[serde(default, skip_serializing_if = "Option::is_none")]
         max_output_tokens: Option<u64>,
     },
+    /// The session's own `settings.provider` (its URL, key variable, timeout and
+    /// retries), with the session's model unless `model` names another.
+    Provider {
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        model: Option<String>,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        max_output_tokens: Option<u64>,
+    },
     /// Ask an attached client to run the model (`summary_requested` event, answered by
     /// `context.provide_summary`).
     Client {

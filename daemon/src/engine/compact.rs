@@ -93,6 +93,7 @@ impl Engine {
             .summariser
             .clone()
             .unwrap_or_else(|| self.default_summariser.clone());
+        let cfg = super::send::resolve_summariser(cfg, &l.row.settings, &l.row.model.model)?;
         let runner: Arc<dyn ModelRunner> = Arc::new(ClientRunner {
             session_id: l.row.id.clone(),
             events: cell.sender(),

@@ -271,11 +271,15 @@ impl Engine {
                 // like with like.
                 l.records.estimate().total,
                 sm::safe_last_summarized(&view),
-                l.row
-                    .settings
-                    .summariser
-                    .clone()
-                    .unwrap_or_else(|| self.default_summariser.clone()),
+                super::send::resolve_summariser(
+                    l.row
+                        .settings
+                        .summariser
+                        .clone()
+                        .unwrap_or_else(|| self.default_summariser.clone()),
+                    &l.row.settings,
+                    &l.row.model.model,
+                )?,
                 l.row.model.clone(),
                 l.rejected_media.clone(),
             )

@@ -318,3 +318,54 @@ fn provider_error(e: StreamError) -> Error {
         StreamError::Timeout(_) => local("timeout", &e),
     }
 }
+
+/// The summariser a session's settings name, with `provider` resolved to the session's
+/// own provider (and model).
+pub(crate) fn resolve_summariser(
+    cfg: SummariserConfig,
+    settings: &SessionSettings,
+    session_model: &str,
+) -> Result<SummariserConfig> {
+    let SummariserConfig::Provider {
+        model,
+        max_output_tokens,
+    } = cfg
+    else {
+        return Ok(cfg);
+    };
+    let model = model.unwrap_or_else(|| session_model.to_string());
+    match &settings.provider {
+        None => Err(Error::invalid(
+            "settings.summariser",
+            "the summariser kind provider uses settings.provider, which this session lacks",
+        )),
+        Some(ProviderConfig::Anthropic {
+            base_url,
+            api_key_env,
+            timeout_secs,
+            max_retries,
+            ..
+        }) => Ok(SummariserConfig::Anthropic {
+            base_url: base_url.clone(),
+            api_key_env: api_key_env.clone(),
+            model,
+            timeout_secs: *timeout_secs,
+            max_retries: *max_retries,
+            max_output_tokens,
+        }),
+        Some(ProviderConfig::OpenaiCompatible {
+            base_url,
+            api_key_env,
+            timeout_secs,
+            max_retries,
+            ..
+        }) => Ok(SummariserConfig::OpenAi {
+            base_url: base_url.clone(),
+            api_key_env: api_key_env.clone(),
+            model,
+            timeout_secs: *timeout_secs,
+            max_retries: *max_retries,
+            max_output_tokens,
+        }),
+    }
+}

@@ -158,6 +158,13 @@ impl Summariser {
                 max_retries: *max_retries,
                 max_output_tokens: *max_output_tokens,
             })?),
+            SummariserConfig::Provider { .. } => {
+                return Err(ProviderError::Misconfigured(
+                    "the summariser kind provider is resolved against the session's \
+                     settings.provider before it is built"
+                        .into(),
+                ));
+            }
             SummariserConfig::Client { timeout_secs } => {
                 let runner = runner.ok_or_else(|| {
                     ProviderError::Misconfigured(
