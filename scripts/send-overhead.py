@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """ctxd's own share of a `context.send` turn, and its memory while an answer streams.
 
-    scripts/send-overhead.py SOCKET [--session FILE.jsonl] [--turns 20] [--answer-mb 1]
+    scripts/send-overhead.py SOCKET [--session FILE.jsonl] [--turns 20] [--answer-mb 1] [--stream]
 
 Imports FILE (default: the largest bundled Claude Code fixture) into a running daemon,
 points the session at a local scripted Messages API, and runs TURNS turns. For each it
@@ -9,7 +9,10 @@ takes four instants: the client's call, the first request byte at the provider, 
 provider's last answer byte, the client's answer. It prints the medians of ctxd's part
 before the provider (call -> request) and after it (last byte -> answer). Then one turn
 whose answer is ANSWER_MB megabytes of streamed text, with the daemon's peak resident
-memory during it (sampled from /proc every millisecond). Standard library only.
+memory during it (sampled from /proc every millisecond). Standard library only, but
+with --stream, which runs every turn through `context.send_stream` over a WebSocket
+with the repository's Python package (it needs `websockets`): the answer instant is
+then the `finished` event's arrival.
 """
 
 import argparse
@@ -50,6 +53,23 @@ def call(sock, method, **params):
 
 
 STATE = {"answer_chars": 20, "received": [], "sent": []}
+
+
+def turn(sock, sid, stream):
+    """One turn; with `stream`, through context.send_stream, reading every event."""
+    if not stream:
+        return call(sock, "context.send", session_id=sid)
+    import sys
+
+    sys.path.insert(0, str(ROOT / "clients" / "python"))
+    import ctxd_client
+
+    last = None
+    for last in ctxd_client.Client(sock).send_stream(sid):
+        pass
+    if last is None or last["kind"] != "finished":
+        raise SystemExit(f"the streamed turn did not finish: {last}")
+    return last["response"]
 
 
 def events(text):
@@ -96,6 +116,7 @@ def main():
     ap.add_argument("--session", default=str(FIXTURE))
     ap.add_argument("--turns", type=int, default=20)
     ap.add_argument("--answer-mb", type=float, default=1.0)
+    ap.add_argument("--stream", action="store_true", help="turns through context.send_stream")
     a = ap.parse_args()
     status = call(a.socket, "daemon.status")
     if os.environ.get(KEY_VAR) is None:
@@ -111,12 +132,13 @@ def main():
     for i in range(a.turns):
         call(a.socket, "transcript.append", session_id=sid, records=[{"type": "user", "content": f"turn {i}"}])
         t0 = time.time()
-        call(a.socket, "context.send", session_id=sid)
+        turn(a.socket, sid, a.stream)
         t1 = time.time()
         before.append(STATE["received"][-1] - t0)
         after.append(t1 - STATE["sent"][-1])
     ms = lambda xs: f"{statistics.median(xs) * 1000:.2f} ms (min {min(xs) * 1000:.2f}, max {max(xs) * 1000:.2f})"
-    print(f"session {Path(a.session).name}: {imported.get('stats', {}).get('records', '?')} records, {a.turns} turns")
+    how = "context.send_stream" if a.stream else "context.send"
+    print(f"session {Path(a.session).name}: {imported.get('stats', {}).get('records', '?')} records, {a.turns} turns ({how})")
     print(f"  ctxd before the provider (call -> first request byte): {ms(before)}")
     print(f"  ctxd after the provider (last answer byte -> answer):  {ms(after)}")
     STATE["answer_chars"] = int(a.answer_mb * 1_000_000)
@@ -130,7 +152,7 @@ def main():
 
     sampler = threading.Thread(target=sample)
     sampler.start()
-    call(a.socket, "context.send", session_id=sid)
+    turn(a.socket, sid, a.stream)
     done.set()
     sampler.join()
     print(f"  a {a.answer_mb:g} MB streamed answer: RSS {base / 1024:.0f} MiB before, peak {peak[0] / 1024:.0f} MiB during")

@@ -286,6 +286,38 @@ fn the_key_appears_nowhere() {
     assert!(!read.to_string().contains(KEY));
     let status = d.call("session.get", json!({"session_id": sid}));
     assert!(!status.to_string().contains(KEY));
+    // An OpenAI-compatible server that echoes the bearer token: not in the events of a
+    // streamed turn either.
+    rt.block_on(
+        Mock::given(method("POST"))
+            .and(path("/v1/chat/completions"))
+            .respond_with(ResponseTemplate::new(401).set_body_string(format!(
+                r#"{{"error":{{"message":"Incorrect API key provided: Bearer {KEY}","type":"invalid_request_error"}}}}"#
+            )))
+            .with_priority(1)
+            .mount(&server),
+    );
+    d.call(
+        "session.update",
+        json!({"session_id": sid, "settings": {"provider": {"kind": "openai_compatible",
+            "base_url": format!("{}/v1", server.uri()), "api_key_env": KEY_VAR}}}),
+    );
+    let events: Vec<ctxd_protocol::TurnEvent> = rt.block_on(async {
+        let client = d.client().await;
+        let mut turn = client.send_stream(&sid).await.unwrap();
+        let mut all = Vec::new();
+        loop {
+            let e = next(&mut turn).await;
+            let last = matches!(e, ctxd_protocol::TurnEvent::Failed { .. });
+            all.push(e);
+            if last {
+                return all;
+            }
+        }
+    });
+    let events = serde_json::to_string(&events).unwrap();
+    assert!(events.contains("[redacted]"), "{events}");
+    assert!(!events.contains(KEY), "{events}");
     d.terminate();
     let logged = std::fs::read(&log).unwrap();
     assert!(!logged.is_empty(), "the log is empty: nothing was checked");
