@@ -144,11 +144,26 @@ pub fn render_cache(r: &CacheReportResponse) -> String {
         "seq", "time", "predicted", "read", "written", "input", "note"
     );
     for c in &r.calls {
-        let note = match (&c.cache_break, &c.expected_drop) {
+        let mut note = match (&c.cache_break, &c.expected_drop) {
             (Some(b), _) => format!("BREAK: {}", b.cause),
             (None, Some(e)) => format!("expected drop ({e})"),
             (None, None) => String::new(),
         };
+        if let Some(cleared) = c.server_cleared_tokens {
+            note = join_note(note, format!("provider cleared {cleared} tokens"));
+        }
+        if let Some(reason) = &c.provider_miss_reason {
+            let said = match reason.get("type").and_then(|t| t.as_str()) {
+                Some(kind) => format!("provider: {kind}"),
+                None => "provider: no miss".to_string(),
+            };
+            let verdict = match c.agrees {
+                Some(true) => ", agrees",
+                Some(false) => ", DISAGREES",
+                None => "",
+            };
+            note = join_note(note, format!("{said}{verdict}"));
+        }
         let _ = writeln!(
             out,
             "{:>6}  {:<20}  {:>10}  {:>10}  {:>9}  {:>8}  {}",
@@ -163,6 +178,15 @@ pub fn render_cache(r: &CacheReportResponse) -> String {
         );
     }
     let _ = writeln!(out, "\n{} calls, {} cache breaks", r.calls.len(), r.breaks);
+    if r.diagnosed > 0 {
+        let _ = writeln!(
+            out,
+            "the provider diagnosed {} calls; ctxd's reading agreed on {} ({:.0}%)",
+            r.diagnosed,
+            r.agreed,
+            100.0 * r.agreed as f64 / r.diagnosed as f64
+        );
+    }
     for c in r.calls.iter().filter(|c| c.cache_break.is_some()) {
         let Some(b) = &c.cache_break else { continue };
         let _ = write!(
@@ -179,6 +203,10 @@ pub fn render_cache(r: &CacheReportResponse) -> String {
         }
     }
     out
+}
+
+fn join_note(a: String, b: String) -> String {
+    if a.is_empty() { b } else { format!("{a}; {b}") }
 }
 
 #[cfg(test)]
@@ -252,10 +280,25 @@ mod tests {
                     previous_read_tokens: 50_000,
                     read_tokens: 0,
                 }),
+                server_cleared_tokens: Some(9_000),
+                provider_miss_reason: Some(
+                    serde_json::json!({"type": "messages_changed", "cache_missed_input_tokens": 47_000}),
+                ),
+                agrees: Some(true),
             }],
             breaks: 1,
+            diagnosed: 1,
+            agreed: 1,
         };
         let t = render_cache(&r);
+        assert!(
+            t.contains("provider cleared 9000 tokens; provider: messages_changed, agrees"),
+            "{t}"
+        );
+        assert!(
+            t.contains("the provider diagnosed 1 calls; ctxd's reading agreed on 1 (100%)"),
+            "{t}"
+        );
         assert!(t.contains("BREAK: ttl_expiry"));
         assert!(t.contains("seq 12: 50000 → 0 read tokens: ttl_expiry (720 s after"));
         assert!(t.contains("1 calls, 1 cache breaks"));

@@ -103,6 +103,12 @@ export type CacheBreak = {
  */
 export type CacheCall = {
   /**
+   * Whether ctxd and the provider agree on this call: both saw the cache miss (ctxd:
+   * an expected drop or a break) or neither did. Absent when the provider gave no
+   * verdict (no diagnosis, still pending, previous message not found, unavailable).
+   */
+  agrees?: boolean | null;
+  /**
    * Set when the cache read fell below 95% of the previous call's and by at least
    * 2,000 tokens, without an expected cause.
    */
@@ -110,8 +116,10 @@ export type CacheCall = {
   cache_creation_tokens: number;
   cache_read_tokens: number;
   /**
-   * The drop in cache reads was expected: `compaction`, `cache_edit`,
-   * `time_based_microcompact` or `ttl_expiry` (the compile saw the TTL run out).
+   * The drop in cache reads was expected: `compaction` (ctxd's or the provider's),
+   * `cache_edit`, `time_based_microcompact`, `ttl_expiry` (the compile saw the TTL
+   * run out) or `server_context_edit` (the provider's context editing cleared part
+   * of this call's request).
    */
   expected_drop?: string | null;
   input_tokens: number;
@@ -120,7 +128,18 @@ export type CacheCall = {
    * What ctxd predicted for the request of this call, when ctxd compiled it.
    */
   predicted_read_tokens?: number | null;
+  /**
+   * The provider's own diagnosis (`diagnostics.cache_miss_reason` of the response,
+   * as it came; `null` when the provider had none yet), when the request asked for
+   * it (`settings.cache_diagnostics`).
+   */
+  provider_miss_reason?: unknown;
   seq: number;
+  /**
+   * Input tokens the provider's context editing cleared from this call's request
+   * (`context_management.applied_edits[].cleared_input_tokens`, summed).
+   */
+  server_cleared_tokens?: number | null;
   timestamp: string;
   /**
    * uuid and sequence number of the record carrying the usage.
@@ -159,8 +178,10 @@ export type CacheMetadata = {
   /**
    * The difference is expected: `first_compile`, `compaction`, `cache_edit`,
    * `time_based_microcompact`, `ttl_expiry` (the last model call answered longer ago
-   * than the latched TTL: nothing is predicted read), or `uncached_section:NAME` (an
-   * uncached system section changed; `metadata.uncached_sections` gives its reason).
+   * than the latched TTL: nothing is predicted read), `server_context_edit` (the
+   * provider's context editing cleared part of the last request: it rewrites the
+   * prefix from the first cleared result), or `uncached_section:NAME` (an uncached
+   * system section changed; `metadata.uncached_sections` gives its reason).
    */
   expected_break?: string | null;
   /**
@@ -202,11 +223,17 @@ export type CacheMetadata = {
 };
 
 export type CacheReportResponse = {
+  agreed?: number;
   /**
    * Unexpected breaks among `calls`.
    */
   breaks: number;
   calls: Array<CacheCall>;
+  /**
+   * Calls the provider gave a verdict on (`agrees` set), and those where ctxd's
+   * reading agreed with it.
+   */
+  diagnosed?: number;
 };
 
 /**
@@ -1199,6 +1226,18 @@ export type ProviderConfig = ({
   timeout_secs?: number | null;
 });
 
+/**
+ * `settings.provider_context_management`.
+ */
+export type ProviderContextManagement = {
+  /**
+   * The edits, each an object with its `type` and that edit's options, sent as given.
+   */
+  edits: Array<{
+    [key: string]: unknown;
+  }>;
+};
+
 export type QueueResponse = {
   /**
    * Entries now waiting for the same agent, this one included.
@@ -1790,6 +1829,15 @@ export type SessionSettings = {
    * the client sends the compiled request itself).
    */
   provider?: ProviderConfig | null;
+  /**
+   * The provider's context editing: the Messages API's `context_management`
+   * (`{edits: [...]}`: `clear_tool_uses_20250919`, `clear_thinking_20251015`, with
+   * their documented options), sent as given with the beta header
+   * `context-management-2025-06-27`, latched per history like the request flags.
+   * While a `clear_tool_uses_20250919` edit is set, the provider owns the clearing of
+   * tool results: ctxd's microcompact clears nothing.
+   */
+  provider_context_management?: ProviderContextManagement | null;
   /**
    * Append `[id:xxxxxx]` short ids to user messages so ranges can be snipped.
    */

@@ -54,8 +54,10 @@ pub struct CacheMetadata {
     pub first_difference: Option<String>,
     /// The difference is expected: `first_compile`, `compaction`, `cache_edit`,
     /// `time_based_microcompact`, `ttl_expiry` (the last model call answered longer ago
-    /// than the latched TTL: nothing is predicted read), or `uncached_section:NAME` (an
-    /// uncached system section changed; `metadata.uncached_sections` gives its reason).
+    /// than the latched TTL: nothing is predicted read), `server_context_edit` (the
+    /// provider's context editing cleared part of the last request: it rewrites the
+    /// prefix from the first cleared result), or `uncached_section:NAME` (an uncached
+    /// system section changed; `metadata.uncached_sections` gives its reason).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub expected_break: Option<String>,
     /// The flags this request carries (what the latch holds).
@@ -108,14 +110,30 @@ pub struct CacheCall {
     /// What ctxd predicted for the request of this call, when ctxd compiled it.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub predicted_read_tokens: Option<u64>,
-    /// The drop in cache reads was expected: `compaction`, `cache_edit`,
-    /// `time_based_microcompact` or `ttl_expiry` (the compile saw the TTL run out).
+    /// The drop in cache reads was expected: `compaction` (ctxd's or the provider's),
+    /// `cache_edit`, `time_based_microcompact`, `ttl_expiry` (the compile saw the TTL
+    /// run out) or `server_context_edit` (the provider's context editing cleared part
+    /// of this call's request).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub expected_drop: Option<String>,
     /// Set when the cache read fell below 95% of the previous call's and by at least
     /// 2,000 tokens, without an expected cause.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub cache_break: Option<CacheBreak>,
+    /// Input tokens the provider's context editing cleared from this call's request
+    /// (`context_management.applied_edits[].cleared_input_tokens`, summed).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub server_cleared_tokens: Option<u64>,
+    /// The provider's own diagnosis (`diagnostics.cache_miss_reason` of the response,
+    /// as it came; `null` when the provider had none yet), when the request asked for
+    /// it (`settings.cache_diagnostics`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub provider_miss_reason: Option<serde_json::Value>,
+    /// Whether ctxd and the provider agree on this call: both saw the cache miss (ctxd:
+    /// an expected drop or a break) or neither did. Absent when the provider gave no
+    /// verdict (no diagnosis, still pending, previous message not found, unavailable).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub agrees: Option<bool>,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
@@ -123,6 +141,12 @@ pub struct CacheReportResponse {
     pub calls: Vec<CacheCall>,
     /// Unexpected breaks among `calls`.
     pub breaks: u64,
+    /// Calls the provider gave a verdict on (`agrees` set), and those where ctxd's
+    /// reading agreed with it.
+    #[serde(default)]
+    pub diagnosed: u64,
+    #[serde(default)]
+    pub agreed: u64,
 }
 
 /// `context.usage`: what fills the window now.

@@ -127,6 +127,14 @@ pub struct SessionSettings {
     /// (`cache-diagnosis-2026-04-07`). Not part of the public API; off by default.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub cache_diagnostics: bool,
+    /// The provider's context editing: the Messages API's `context_management`
+    /// (`{edits: [...]}`: `clear_tool_uses_20250919`, `clear_thinking_20251015`, with
+    /// their documented options), sent as given with the beta header
+    /// `context-management-2025-06-27`, latched per history like the request flags.
+    /// While a `clear_tool_uses_20250919` edit is set, the provider owns the clearing of
+    /// tool results: ctxd's microcompact clears nothing.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub provider_context_management: Option<ProviderContextManagement>,
     /// Per-tool persistence thresholds in characters, by tool name, that replace the
     /// declared `min(max_result_size_chars, 50000)` (like Claude Code's per-tool flag
     /// override). Not clamped.
@@ -165,6 +173,14 @@ pub struct SessionSettings {
     /// the client sends the compiled request itself).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub provider: Option<crate::send::ProviderConfig>,
+}
+
+/// `settings.provider_context_management`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct ProviderContextManagement {
+    /// The edits, each an object with its `type` and that edit's options, sent as given.
+    pub edits: Vec<serde_json::Map<String, serde_json::Value>>,
 }
 
 /// Who keeps the session's memory document up to date.

@@ -61,7 +61,7 @@ class CacheBreak(_CacheBreakRequired, _CacheBreakOptional):
 
 
 _CacheCallRequired = TypedDict("_CacheCallRequired", {"cache_creation_tokens": "int", "cache_read_tokens": "int", "input_tokens": "int", "output_tokens": "int", "seq": "int", "timestamp": "str", "uuid": "str"})
-_CacheCallOptional = TypedDict("_CacheCallOptional", {"cache_break": "Optional[CacheBreak]", "expected_drop": "Optional[str]", "predicted_read_tokens": "Optional[int]"}, total=False)
+_CacheCallOptional = TypedDict("_CacheCallOptional", {"agrees": "Optional[bool]", "cache_break": "Optional[CacheBreak]", "expected_drop": "Optional[str]", "predicted_read_tokens": "Optional[int]", "provider_miss_reason": "Dict[str, Any]", "server_cleared_tokens": "Optional[int]"}, total=False)
 
 
 class CacheCall(_CacheCallRequired, _CacheCallOptional):
@@ -96,7 +96,7 @@ class CacheMetadata(_CacheMetadataRequired, _CacheMetadataOptional):
 
 
 _CacheReportResponseRequired = TypedDict("_CacheReportResponseRequired", {"breaks": "int", "calls": "List[CacheCall]"})
-_CacheReportResponseOptional = TypedDict("_CacheReportResponseOptional", {}, total=False)
+_CacheReportResponseOptional = TypedDict("_CacheReportResponseOptional", {"agreed": "int", "diagnosed": "int"}, total=False)
 
 
 class CacheReportResponse(_CacheReportResponseRequired, _CacheReportResponseOptional):
@@ -414,6 +414,14 @@ class PlanModeResponse(_PlanModeResponseRequired, _PlanModeResponseOptional):
 ProviderConfig = "Dict[str, Any]"
 
 
+_ProviderContextManagementRequired = TypedDict("_ProviderContextManagementRequired", {"edits": "List[Dict[str, Any]]"})
+_ProviderContextManagementOptional = TypedDict("_ProviderContextManagementOptional", {}, total=False)
+
+
+class ProviderContextManagement(_ProviderContextManagementRequired, _ProviderContextManagementOptional):
+    """`settings.provider_context_management`."""
+
+
 _QueueResponseRequired = TypedDict("_QueueResponseRequired", {"pending": "int", "queue_id": "str"})
 _QueueResponseOptional = TypedDict("_QueueResponseOptional", {}, total=False)
 
@@ -590,7 +598,7 @@ SessionNotification = "Dict[str, Any]"
 
 
 _SessionSettingsRequired = TypedDict("_SessionSettingsRequired", {})
-_SessionSettingsOptional = TypedDict("_SessionSettingsOptional", {"attachments": "AttachmentSettings", "autocompact": "Optional[bool]", "autocompact_pct_override": "Optional[int]", "blocking_limit_margin": "Optional[int]", "cache_diagnostics": "bool", "collapse": "CollapseConfig", "hooks": "HookSettings", "instructions": "InstructionSettings", "language": "Optional[str]", "memory": "MemorySettings", "microcompact": "MicrocompactSettings", "output_style": "Optional[str]", "plan_file": "Optional[str]", "plan_mode": "bool", "platform": "Optional[str]", "provider": "Optional[ProviderConfig]", "snip_enabled": "bool", "summariser": "Optional[SummariserConfig]", "tool_result_size_overrides": "Dict[str, Any]"}, total=False)
+_SessionSettingsOptional = TypedDict("_SessionSettingsOptional", {"attachments": "AttachmentSettings", "autocompact": "Optional[bool]", "autocompact_pct_override": "Optional[int]", "blocking_limit_margin": "Optional[int]", "cache_diagnostics": "bool", "collapse": "CollapseConfig", "hooks": "HookSettings", "instructions": "InstructionSettings", "language": "Optional[str]", "memory": "MemorySettings", "microcompact": "MicrocompactSettings", "output_style": "Optional[str]", "plan_file": "Optional[str]", "plan_mode": "bool", "platform": "Optional[str]", "provider": "Optional[ProviderConfig]", "provider_context_management": "Optional[ProviderContextManagement]", "snip_enabled": "bool", "summariser": "Optional[SummariserConfig]", "tool_result_size_overrides": "Dict[str, Any]"}, total=False)
 
 
 class SessionSettings(_SessionSettingsRequired, _SessionSettingsOptional):

@@ -67,6 +67,15 @@ impl Engine {
         if let Some(r) = requested {
             latch::validate(r).map_err(|(field, why)| Error::invalid(&field, why))?;
         }
+        let session = l
+            .row
+            .settings
+            .provider_context_management
+            .as_ref()
+            .and_then(|c| latch::session_flags(&c.edits));
+        let merged = session
+            .map(|s| latch::with_session_flags(requested, l.cache.flags(&l.boundary_uuid), &s));
+        let requested = merged.as_ref().or(requested);
         let res = latch::resolve(l.cache.latch.as_ref(), &l.boundary_uuid, requested);
         if res.changed {
             let latched = Latched {
@@ -109,9 +118,15 @@ impl Engine {
         if expired {
             cache.predicted_read_tokens = 0;
         }
+        // The provider's context editing cleared part of the last request: the entry it
+        // cached is the cleared request, which this one rewrites from the first result
+        // it clears anew, whatever ctxd's own bytes say.
+        let server_edited = last_call(&l.records)
+            .is_some_and(|r| cache_break::ServerReport::of(r).cleared_input_tokens > 0);
         let expected = match &l.cache.previous {
             None => Some("first_compile"),
             Some(_) if expired => Some("ttl_expiry"),
+            Some(_) if server_edited => Some(cache_break::SERVER_CONTEXT_EDIT),
             Some(_) if cache.first_difference.is_none() => None,
             Some(_) if l.cache.previous_boundary.as_deref() != Some(l.boundary_uuid.as_str()) => {
                 Some("compaction")
@@ -226,7 +241,14 @@ impl Engine {
         let (calls, boundaries) = cache_break::calls(&l.records);
         let calls = cache_break::analyse(&calls, &boundaries, &all);
         let breaks = calls.iter().filter(|c| c.cache_break.is_some()).count() as u64;
-        Ok(CacheReportResponse { calls, breaks })
+        let diagnosed = calls.iter().filter(|c| c.agrees.is_some()).count() as u64;
+        let agreed = calls.iter().filter(|c| c.agrees == Some(true)).count() as u64;
+        Ok(CacheReportResponse {
+            calls,
+            breaks,
+            diagnosed,
+            agreed,
+        })
     }
 
     /// `context.usage`: the picture of what the next request would hold, computed without
@@ -255,10 +277,14 @@ impl Engine {
 
 /// When the session's last model call answered: the newest main-thread assistant record
 /// with usage.
-fn last_call_at(records: &[ctxd_protocol::Record]) -> Option<chrono::DateTime<chrono::Utc>> {
-    let r = records.iter().rev().find(|r| {
+fn last_call(records: &[ctxd_protocol::Record]) -> Option<&ctxd_protocol::Record> {
+    records.iter().rev().find(|r| {
         r.kind == ctxd_protocol::RecordKind::Assistant && r.usage.is_some() && !r.is_sidechain
-    })?;
+    })
+}
+
+fn last_call_at(records: &[ctxd_protocol::Record]) -> Option<chrono::DateTime<chrono::Utc>> {
+    let r = last_call(records)?;
     chrono::DateTime::parse_from_rfc3339(&r.timestamp)
         .ok()
         .map(|t| t.with_timezone(&chrono::Utc))

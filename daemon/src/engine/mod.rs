@@ -343,11 +343,7 @@ pub(crate) fn last_boundary_uuid(records: &[Record]) -> String {
     records
         .iter()
         .rev()
-        .find(|r| {
-            r.kind == ctxd_protocol::RecordKind::System
-                && !r.is_sidechain
-                && r.subtype.as_deref() == Some(crate::pipeline::projection::COMPACT_BOUNDARY)
-        })
+        .find(|r| crate::pipeline::projection::is_compact_boundary(r))
         .map(|r| r.uuid.clone())
         .unwrap_or_default()
 }

@@ -478,6 +478,12 @@ impl Engine {
         let responded = built
             .iter()
             .any(|r| r.kind == RecordKind::Assistant && !r.is_sidechain && !r.is_virtual);
+        // The provider's compaction: a summary resets the breaker, a null one is a failed
+        // compaction it counts.
+        let server_compactions: Vec<bool> = built
+            .iter()
+            .filter_map(crate::pipeline::projection::server_compaction)
+            .collect();
         if let Some(l) = guard.as_mut() {
             self.observe(
                 &l.row.cwd,
@@ -494,6 +500,7 @@ impl Engine {
                 .any(|r| r.kind == RecordKind::Assistant && !r.is_sidechain && r.usage.is_some());
             // Only a boundary in this batch can move the last one.
             let boundary = super::last_boundary_uuid(&built);
+
             l.records.extend(built);
             if reported {
                 self.check_cache_break(&cell, l, first_seq);
@@ -509,6 +516,9 @@ impl Engine {
             }
         }
         drop(guard);
+        for ok in server_compactions {
+            self.record_server_compaction(&p.session_id, ok).await;
+        }
         self.emit(
             &cell,
             SessionEvent::RecordsAppended {

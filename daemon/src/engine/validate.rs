@@ -35,6 +35,16 @@ pub(crate) fn check_model(m: &ModelProfile) -> Result<()> {
 /// Settings are checked against the model they run with: the blocking margin must leave
 /// some of the effective window usable.
 pub(crate) fn check_settings(s: &SessionSettings, m: &ModelProfile) -> Result<()> {
+    if let Some(cm) = &s.provider_context_management {
+        for (i, e) in cm.edits.iter().enumerate() {
+            if !e.get("type").is_some_and(serde_json::Value::is_string) {
+                return Err(Error::invalid(
+                    format!("settings.provider_context_management.edits[{i}].type"),
+                    "every edit names its type (clear_tool_uses_20250919, clear_thinking_20251015, ...)",
+                ));
+            }
+        }
+    }
     if let Some(p) = s.autocompact_pct_override
         && !(1..=100).contains(&p)
     {

@@ -105,12 +105,11 @@ impl RoomBudget {
 /// attachments) does not count, so a compaction never follows another without new
 /// messages in between. A view without a boundary has never been compacted.
 pub fn new_messages_since_boundary(view: &[&Record]) -> bool {
-    let compacted = view.first().is_some_and(|r| {
-        r.kind == RecordKind::System
-            && r.subtype.as_deref() == Some(super::projection::COMPACT_BOUNDARY)
-    });
+    let compacted = view
+        .first()
+        .is_some_and(|r| super::projection::is_compact_boundary(r));
     !compacted
-        || view.iter().any(|r| {
+        || view.iter().skip(1).any(|r| {
             matches!(r.kind, RecordKind::User | RecordKind::Assistant)
                 && !r.is_compact_summary
                 && r.meta.as_ref().and_then(|m| m.get(COPIED_FROM)).is_none()

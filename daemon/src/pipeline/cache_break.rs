@@ -42,6 +42,9 @@ pub struct Fingerprint {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub expected_break: Option<String>,
     pub side_request: bool,
+    /// The request asked the provider why its cache missed (`diagnostics`).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub diagnostics: bool,
     /// Per uncached system section: name → hash of the text shown. The next compile
     /// reports which of them changed; kept here so that survives a reload or restart.
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
@@ -140,6 +143,67 @@ pub struct Call {
     pub first_seq: u64,
     pub timestamp: String,
     pub usage: ctxd_protocol::Usage,
+    /// What the provider said of the call beside its usage.
+    pub server: ServerReport,
+}
+
+/// What a response reports of the provider's own context management.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct ServerReport {
+    /// `context_management.applied_edits[].cleared_input_tokens`, summed.
+    pub cleared_input_tokens: u64,
+    /// The response's `diagnostics`, as it came (`null` or absent: no divergence
+    /// detected, when the request asked).
+    pub diagnostics: Option<serde_json::Value>,
+}
+
+impl ServerReport {
+    pub fn of(r: &Record) -> ServerReport {
+        let Some(extra) = &r.message_extra else {
+            return ServerReport::default();
+        };
+        let cleared_input_tokens = extra
+            .get("context_management")
+            .and_then(|c| c.get("applied_edits"))
+            .and_then(serde_json::Value::as_array)
+            .into_iter()
+            .flatten()
+            .filter_map(|e| {
+                e.get("cleared_input_tokens")
+                    .and_then(serde_json::Value::as_u64)
+            })
+            .sum();
+        ServerReport {
+            cleared_input_tokens,
+            diagnostics: extra.get("diagnostics").cloned(),
+        }
+    }
+
+    /// The provider's `cache_miss_reason` (`null` while its diagnosis is pending).
+    fn miss_reason(&self) -> serde_json::Value {
+        self.diagnostics
+            .as_ref()
+            .and_then(|d| d.get("cache_miss_reason"))
+            .cloned()
+            .unwrap_or(serde_json::Value::Null)
+    }
+
+    /// The provider's verdict on a request that asked for diagnostics: `Some(true)` it
+    /// missed, `Some(false)` it found no divergence (`diagnostics` null), `None` when
+    /// it gave none (pending, previous message not found, unavailable).
+    fn verdict(&self) -> Option<bool> {
+        match &self.diagnostics {
+            None | Some(serde_json::Value::Null) => Some(false),
+            Some(d) => match d
+                .get("cache_miss_reason")
+                .and_then(|r| r.get("type"))
+                .and_then(serde_json::Value::as_str)
+            {
+                None | Some("previous_message_not_found" | "unavailable") => None,
+                Some(_) => Some(true),
+            },
+        }
+    }
 }
 
 /// The calls of a transcript, oldest first, with the compact boundaries between them.
@@ -171,7 +235,12 @@ pub fn calls(records: &[Record]) -> (Vec<Call>, Vec<u64>) {
                         first_seq: first,
                         timestamp: r.timestamp.clone(),
                         usage: u.clone(),
+                        server: ServerReport::of(r),
                     });
+                }
+                // The provider's compaction starts a new history with this response.
+                if super::projection::server_compaction(r) == Some(true) {
+                    boundaries.push(r.seq);
                 }
             }
             RecordKind::System if r.subtype.as_deref() == Some(COMPACT_BOUNDARY) => {
@@ -210,6 +279,7 @@ pub fn analyse(calls: &[Call], boundaries: &[u64], compiles: &[Fingerprint]) -> 
     let mut out = Vec::with_capacity(calls.len());
     for (i, c) in calls.iter().enumerate() {
         let compile = compile_of(c, compiles);
+        let asked = compile.is_some_and(|f| f.diagnostics);
         let mut row = CacheCall {
             uuid: c.uuid.clone(),
             seq: c.seq,
@@ -221,6 +291,10 @@ pub fn analyse(calls: &[Call], boundaries: &[u64], compiles: &[Fingerprint]) -> 
             predicted_read_tokens: compile.map(|f| f.predicted_read_tokens),
             expected_drop: None,
             cache_break: None,
+            server_cleared_tokens: (c.server.cleared_input_tokens > 0)
+                .then_some(c.server.cleared_input_tokens),
+            provider_miss_reason: asked.then(|| c.server.miss_reason()),
+            agrees: None,
         };
         if let Some(prev) = i.checked_sub(1).map(|k| &calls[k]) {
             let (pr, cr) = (
@@ -228,9 +302,14 @@ pub fn analyse(calls: &[Call], boundaries: &[u64], compiles: &[Fingerprint]) -> 
                 c.usage.cache_read_input_tokens,
             );
             if dropped(pr, cr) {
-                let compacted = boundaries.iter().any(|b| *b > prev.seq && *b < c.first_seq);
+                // `>=`: the provider's compaction is the previous call itself.
+                let compacted = boundaries
+                    .iter()
+                    .any(|b| *b >= prev.seq && *b < c.first_seq);
                 let expected = if compacted {
                     Some("compaction".to_string())
+                } else if c.server.cleared_input_tokens > 0 {
+                    Some(SERVER_CONTEXT_EDIT.to_string())
                 } else {
                     compile.and_then(|f| f.expected_break.clone())
                 };
@@ -243,10 +322,19 @@ pub fn analyse(calls: &[Call], boundaries: &[u64], compiles: &[Fingerprint]) -> 
                 }
             }
         }
+        // Against a call ctxd has no previous call for, its reading is "no drop".
+        let ctxd_missed = row.expected_drop.is_some() || row.cache_break.is_some();
+        if asked {
+            row.agrees = c.server.verdict().map(|missed| missed == ctxd_missed);
+        }
         out.push(row);
     }
     out
 }
+
+/// The expected break of a request whose previous one the provider's context editing
+/// cleared: the cleared results are rewritten from the first one on.
+pub const SERVER_CONTEXT_EDIT: &str = "server_context_edit";
 
 fn attribute(
     prev: &Call,
@@ -311,6 +399,7 @@ mod tests {
                 cache_read_input_tokens: read,
                 ..Usage::default()
             },
+            server: ServerReport::default(),
         }
     }
 

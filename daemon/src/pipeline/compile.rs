@@ -138,7 +138,7 @@ pub struct Compiled {
 
 pub fn compile(input: &CompileInput<'_>) -> Result<Compiled, serde_json::Error> {
     let s = &input.session;
-    let mc = &s.settings.microcompact;
+    let mc = &microcompact_settings(input);
     let after_boundary = after_boundary_of(input);
     let projected = projection_of(input);
     let folded: Vec<Shown<'_>> = collapse::apply(&projected, input.collapses);
@@ -254,6 +254,10 @@ pub fn compile(input: &CompileInput<'_>) -> Result<Compiled, serde_json::Error> 
     }
     if previous_response.is_some() {
         non_public.push("diagnostics".to_string());
+    }
+    // A beta parameter: the compile's headers carry its beta.
+    if input.flags.extra.contains_key("context_management") {
+        non_public.push("context_management".to_string());
     }
     if mc.cached {
         non_public.push("cache_reference".to_string());
@@ -471,8 +475,20 @@ struct Trimmed<'v, 'i> {
     pinned: &'i [PinnedEdit],
 }
 
+/// The session's microcompact, off while the provider's context editing clears tool
+/// results: one owner per lever, so no result is cleared twice and the cache is not
+/// rewritten by both.
+fn microcompact_settings(input: &CompileInput<'_>) -> ctxd_protocol::MicrocompactSettings {
+    let mut mc = input.session.settings.microcompact.clone();
+    if latch::provider_clears_tool_results(input.flags) {
+        mc.time_based = false;
+        mc.cached = false;
+    }
+    mc
+}
+
 fn trim<'v, 'i>(input: &CompileInput<'i>, view: &[&'v Record]) -> Trimmed<'v, 'i> {
-    let mc = &input.session.settings.microcompact;
+    let mc = &microcompact_settings(input);
     // Microcompact, time-based: decided here, frozen by the engine.
     let newly_cleared = microcompact::time_based(view, input.cleared, mc, input.now);
     let mut fates: Cow<'_, BTreeMap<String, Fate>> = Cow::Borrowed(input.fates);
@@ -555,12 +571,24 @@ fn system_section(input: &CompileInput<'_>) -> SystemSection {
 }
 
 /// The user context leads the first user message (a message of its own when the
-/// messages start otherwise).
+/// messages start otherwise). After the provider's compaction the messages must begin
+/// with its block, so the context leads the user message after it.
 fn put_user_context(messages: &mut Vec<ApiMessage<Block<'_>>>, context_text: &str) {
     let block = Block::new(ContentBlock::text(context_text.to_string()));
-    match messages.first_mut() {
-        Some(first) if first.role == Role::User => first.content.insert(0, block),
-        _ => messages.insert(0, ApiMessage::user(vec![block])),
+    let compacted = messages.first().is_some_and(|m| {
+        m.role == Role::Assistant
+            && m.content.first().is_some_and(|b| match b.block() {
+                ContentBlock::Other(fields) => {
+                    fields.get("type").and_then(serde_json::Value::as_str)
+                        == Some(super::projection::SERVER_COMPACTION)
+                }
+                _ => false,
+            })
+    });
+    let at = usize::from(compacted);
+    match messages.get_mut(at) {
+        Some(m) if m.role == Role::User => m.content.insert(0, block),
+        _ => messages.insert(at, ApiMessage::user(vec![block])),
     }
 }
 
@@ -616,6 +644,8 @@ fn fingerprint(
         predicted_read_tokens,
         expected_break: None,
         side_request: input.side_request,
+        // Only when a previous response exists is `diagnostics` sent (see the body).
+        diagnostics: s.settings.cache_diagnostics && last_response_id(input.records).is_some(),
         uncached,
     }
 }

@@ -23,6 +23,73 @@ pub const SCOPE_BETA: &str = "prompt-caching-scope-2026-01-05";
 /// The beta header of cache diagnostics (`diagnostics: {previous_message_id}`).
 pub const DIAGNOSIS_BETA: &str = "cache-diagnosis-2026-04-07";
 
+/// The beta header of the provider's context editing (`context_management`).
+pub const CONTEXT_MANAGEMENT_BETA: &str = "context-management-2025-06-27";
+/// The beta header of the provider's threshold compaction (`compact_20260112`).
+pub const COMPACT_BETA: &str = "compact-2026-01-12";
+/// The context editing edits ctxd knows, and the one that clears tool results.
+pub const CLEAR_TOOL_USES: &str = "clear_tool_uses_20250919";
+pub const CLEAR_THINKING: &str = "clear_thinking_20251015";
+pub const COMPACT_EDIT: &str = "compact_20260112";
+
+/// The flags a session's settings add to what its client asks for: the provider's
+/// context management, with the betas it needs. `None` when the settings add nothing.
+pub fn session_flags(edits: &[serde_json::Map<String, serde_json::Value>]) -> Option<RequestFlags> {
+    if edits.is_empty() {
+        return None;
+    }
+    let mut f = RequestFlags {
+        betas: vec![CONTEXT_MANAGEMENT_BETA.to_string()],
+        ..RequestFlags::default()
+    };
+    if edits.iter().any(|e| edit_type(e) == Some(COMPACT_EDIT)) {
+        f.betas.push(COMPACT_BETA.to_string());
+    }
+    f.extra.insert(
+        "context_management".into(),
+        serde_json::json!({ "edits": edits }),
+    );
+    Some(f)
+}
+
+fn edit_type(e: &serde_json::Map<String, serde_json::Value>) -> Option<&str> {
+    e.get("type").and_then(serde_json::Value::as_str)
+}
+
+/// `requested` with the session's flags added (a client's own value of a parameter the
+/// session sets gives way to the session's). With nothing requested, the history's
+/// latched flags are the base, so a client that sends no flags does not appear to
+/// drop the ones it sent before.
+pub fn with_session_flags(
+    requested: Option<&RequestFlags>,
+    latched: RequestFlags,
+    session: &RequestFlags,
+) -> RequestFlags {
+    let mut f = requested.cloned().unwrap_or(latched);
+    for b in &session.betas {
+        if !f.betas.contains(b) {
+            f.betas.push(b.clone());
+        }
+    }
+    for (k, v) in &session.extra {
+        f.extra.insert(k.clone(), v.clone());
+    }
+    f
+}
+
+/// Whether the flags hand the clearing of tool results to the provider.
+pub fn provider_clears_tool_results(f: &RequestFlags) -> bool {
+    f.extra
+        .get("context_management")
+        .and_then(|c| c.get("edits"))
+        .and_then(serde_json::Value::as_array)
+        .is_some_and(|edits| {
+            edits
+                .iter()
+                .any(|e| e.get("type").and_then(serde_json::Value::as_str) == Some(CLEAR_TOOL_USES))
+        })
+}
+
 /// Top-level fields of the request that flags may not set: ctxd owns them.
 const RESERVED: [&str; 5] = ["model", "max_tokens", "system", "tools", "messages"];
 

@@ -1,5 +1,12 @@
 //! The model-facing view of the raw transcript: it starts at the last compact boundary.
 //! Snipped records are filtered out; collapse views join this projection when they land.
+//!
+//! Two records are compact boundaries: ctxd's own (a system record, never rendered,
+//! followed by the summary it wrote), and an assistant response whose content begins
+//! with the provider's `compaction` block. That record is rendered, and the view starts
+//! with it: the Messages API requires the block first, in place of the messages it
+//! summarises. A `compaction` block whose `content` is null is a failed compaction
+//! (the server treats it as a no-op), so it is no boundary.
 
 use std::collections::HashSet;
 
@@ -9,22 +16,49 @@ use super::relevant_memories::Surfaced;
 use super::tokens::Tally;
 
 pub const COMPACT_BOUNDARY: &str = "compact_boundary";
+/// The provider's server-side compaction block (`compaction`).
+pub const SERVER_COMPACTION: &str = "compaction";
+
+/// The provider's `compaction` block at the start of a main-thread assistant record:
+/// `Some(true)` when it holds a summary, `Some(false)` when its content is null (the
+/// compaction failed).
+pub fn server_compaction(r: &Record) -> Option<bool> {
+    if r.kind != RecordKind::Assistant || r.is_sidechain {
+        return None;
+    }
+    match r.content.first() {
+        Some(ctxd_protocol::ContentBlock::Other(fields))
+            if fields.get("type").and_then(serde_json::Value::as_str)
+                == Some(SERVER_COMPACTION) =>
+        {
+            Some(
+                fields
+                    .get("content")
+                    .is_some_and(serde_json::Value::is_string),
+            )
+        }
+        _ => None,
+    }
+}
+
+/// Whether `r` starts a new history: ctxd's boundary record, or a response that begins
+/// with the provider's compaction block.
+pub fn is_compact_boundary(r: &Record) -> bool {
+    (r.kind == RecordKind::System
+        && !r.is_sidechain
+        && r.subtype.as_deref() == Some(COMPACT_BOUNDARY))
+        || server_compaction(r) == Some(true)
+}
 
 /// A record of the view as a stage passes it on: the transcript's own, or a copy the
 /// stage changed (a fate applied, a span folded).
 pub type Shown<'a> = super::shown::Shown<'a, Record>;
 
-/// Records from the last main-thread compact boundary on (the boundary included: it is a
-/// system record and never rendered, but it marks where the view begins).
+/// Records from the last main-thread compact boundary on (the boundary included: ctxd's
+/// is a system record, never rendered, that marks where the view begins; the
+/// provider's is the response the view begins with).
 pub fn after_last_boundary(records: &[Record]) -> &[Record] {
-    let start = records
-        .iter()
-        .rposition(|r| {
-            r.kind == RecordKind::System
-                && !r.is_sidechain
-                && r.subtype.as_deref() == Some(COMPACT_BOUNDARY)
-        })
-        .unwrap_or(0);
+    let start = records.iter().rposition(is_compact_boundary).unwrap_or(0);
     &records[start..]
 }
 
@@ -75,10 +109,7 @@ impl LiveProjection {
         let render = super::attachments::render;
         for (i, r) in records.iter().enumerate().skip(self.seen) {
             self.facts.push(super::normalize::RecordFacts::of(r));
-            if r.kind == RecordKind::System
-                && !r.is_sidechain
-                && r.subtype.as_deref() == Some(COMPACT_BOUNDARY)
-            {
+            if is_compact_boundary(r) {
                 self.boundary = i;
                 self.indices.clear();
                 self.snipped.clear();

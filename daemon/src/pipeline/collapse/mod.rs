@@ -286,6 +286,7 @@ pub(super) fn span_range(pos: &HashMap<&str, usize>, c: &Collapse) -> Option<(us
 pub(super) fn is_compaction_record(r: &Record) -> bool {
     r.is_compact_summary
         || (r.kind == RecordKind::System && r.subtype.as_deref() == Some(COMPACT_BOUNDARY))
+        || super::projection::server_compaction(r).is_some()
 }
 
 pub(super) struct Candidate {

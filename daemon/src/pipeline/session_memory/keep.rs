@@ -53,7 +53,8 @@ pub fn keep_start(
 ) -> Option<usize> {
     let last = view.iter().position(|r| r.uuid == last_summarized_uuid)?;
     let floor = usize::from(view.first().is_some_and(|r| {
-        r.kind == RecordKind::System && r.subtype.as_deref() == Some(COMPACT_BOUNDARY)
+        (r.kind == RecordKind::System && r.subtype.as_deref() == Some(COMPACT_BOUNDARY))
+            || crate::pipeline::projection::server_compaction(r) == Some(true)
     }));
     let mut start = (last + 1).max(floor);
     let size = |r: &Record| tokens::record_tokens(r, attachments::render);

@@ -1,0 +1,285 @@
+//! The provider's own context management as levers ctxd owns: its compaction block
+//! starts the next history, its context editing is a session setting with its beta and
+//! one owner, and its cache diagnostics stand beside ctxd's own reading.
+#![allow(clippy::unwrap_used, clippy::expect_used)] // a test panics on what it did not expect
+
+mod common;
+
+use common::Daemon;
+use serde_json::{Value, json};
+
+fn sdk_dump(name: &str) -> Value {
+    let path = common::fixtures().parent().unwrap().join("sdk").join(name);
+    serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap()
+}
+
+fn session(d: &Daemon, settings: Value) -> String {
+    d.call(
+        "session.create",
+        json!({"cwd": d.dir.path(), "no_git": true, "start_date": "2026-12-01", "settings": settings}),
+    )["session"]["session_id"]
+        .as_str()
+        .unwrap()
+        .to_string()
+}
+
+fn append(d: &Daemon, sid: &str, records: Value) -> Value {
+    d.call(
+        "transcript.append",
+        json!({"session_id": sid, "records": records}),
+    )
+}
+
+fn compile(d: &Daemon, sid: &str) -> Value {
+    d.call(
+        "context.compile",
+        json!({"session_id": sid, "now": "2026-12-01T10:00:00Z"}),
+    )
+}
+
+fn answer(id: &str, text: &str, usage: Value, extra: Value) -> Value {
+    let mut m = json!({"id": id, "type": "message", "role": "assistant", "model": "claude-sonnet-4-5",
+        "content": [{"type": "text", "text": text}], "stop_reason": "end_turn", "stop_sequence": null,
+        "usage": usage});
+    if let (Some(m), Some(e)) = (m.as_object_mut(), extra.as_object()) {
+        m.extend(e.clone());
+    }
+    json!({"type": "assistant", "message": m})
+}
+
+/// The contract: after a response whose content starts with the provider's `compaction`
+/// block (an SDK `BetaMessage` dump), the next compile's messages begin with that block,
+/// equal as JSON, and hold nothing from before it; the records before stay readable.
+#[test]
+fn a_compaction_block_starts_the_next_compile_and_nothing_before_it_is_sent() {
+    let mut d = Daemon::start();
+    let sid = session(&d, json!({}));
+    append(
+        &d,
+        &sid,
+        json!([
+            {"type": "user", "content": "the old question nobody should see again"},
+            answer("msg_old", "the old answer", json!({"input_tokens": 100, "output_tokens": 10}), json!({})),
+            {"type": "user", "content": "go on"},
+        ]),
+    );
+    let dump = sdk_dump("beta_compaction.json");
+    append(
+        &d,
+        &sid,
+        json!([{"type": "assistant", "message": dump}, {"type": "user", "content": "next step?"}]),
+    );
+    for attempt in ["first", "after a restart"] {
+        let compiled = compile(&d, &sid);
+        let messages = compiled["request"]["messages"].as_array().unwrap();
+        assert_eq!(messages[0]["role"], "assistant", "{attempt}");
+        assert_eq!(
+            messages[0]["content"][0], dump["content"][0],
+            "{attempt}: the block first, as it came"
+        );
+        assert_eq!(
+            messages[0]["content"][1]["text"],
+            dump["content"][1]["text"]
+        );
+        let text = compiled["request"]["messages"].to_string();
+        assert!(!text.contains("old question"), "{attempt}: {text}");
+        assert!(!text.contains("the old answer"), "{attempt}");
+        // The user context leads the user message after the block.
+        assert_eq!(messages[1]["role"], "user");
+        assert!(messages[1].to_string().contains("next step?"));
+        if attempt == "first" {
+            d.terminate();
+            d.spawn();
+        }
+    }
+    let read = d.call("transcript.read", json!({"session_id": sid}));
+    assert_eq!(read["records"].as_array().unwrap().len(), 5);
+    assert!(
+        read.to_string().contains("old question"),
+        "kept in the store"
+    );
+}
+
+/// A compaction block whose content is null is a failed compaction: no boundary, and
+/// the breaker counts it (three in a row open it, as for ctxd's own autocompact).
+#[test]
+fn a_null_compaction_is_no_boundary_and_the_breaker_counts_it() {
+    let d = Daemon::start();
+    let sid = session(&d, json!({"autocompact_pct_override": 1}));
+    append(
+        &d,
+        &sid,
+        json!([{"type": "user", "content": "the first question stays"}]),
+    );
+    let mut dump = sdk_dump("beta_compaction.json");
+    dump["content"][0]["content"] = Value::Null;
+    for i in 0..3 {
+        dump["id"] = json!(format!("msg_null_{i}"));
+        append(
+            &d,
+            &sid,
+            json!([{"type": "assistant", "message": dump}, {"type": "user", "content": format!("more {i}")}]),
+        );
+    }
+    let compiled = compile(&d, &sid);
+    assert!(
+        compiled["request"]["messages"]
+            .to_string()
+            .contains("the first question stays")
+    );
+    let auto = &compiled["metadata"]["autocompact_skipped"];
+    assert!(
+        auto.to_string().contains("circuit breaker open after 3"),
+        "{auto}"
+    );
+}
+
+/// `settings.provider_context_management` goes out as `context_management`, equal to
+/// the setting, with its beta; ctxd's microcompact then clears nothing, and the value is
+/// the same bytes across a restart and a fork.
+#[test]
+fn provider_context_editing_is_a_latched_setting_with_one_owner() {
+    let mut d = Daemon::start();
+    let cm = json!({"edits": [
+        {"type": "clear_tool_uses_20250919", "trigger": {"type": "input_tokens", "value": 30000},
+         "keep": {"type": "tool_uses", "value": 2}, "exclude_tools": ["Write"]},
+        {"type": "clear_thinking_20251015", "keep": {"type": "thinking_turns", "value": 1}}]});
+    let sid = session(
+        &d,
+        json!({"provider_context_management": cm,
+               "microcompact": {"time_based": true, "gap_minutes": 1, "keep_recent": 1}}),
+    );
+    // Old tool results and a long pause: time-based microcompact would clear them.
+    let mut records = Vec::new();
+    for i in 0..4 {
+        records.push(json!({"type": "assistant", "timestamp": "2026-12-01T08:00:00Z", "content": [
+            {"type": "tool_use", "id": format!("toolu_{i}"), "name": "Read", "input": {"file_path": format!("/tmp/{i}")}}]}));
+        records.push(json!({"type": "user", "timestamp": "2026-12-01T08:00:01Z", "content": [
+            {"type": "tool_result", "tool_use_id": format!("toolu_{i}"), "content": format!("contents of file {i} ").repeat(50)}]}));
+    }
+    records.push(json!({"type": "user", "content": "and now?"}));
+    append(&d, &sid, Value::Array(records));
+    let compiled = compile(&d, &sid);
+    assert_eq!(compiled["request"]["context_management"], cm);
+    let betas = compiled["metadata"]["cache"]["headers"]["anthropic-beta"]
+        .as_str()
+        .unwrap();
+    assert!(betas.contains("context-management-2025-06-27"), "{betas}");
+    assert!(
+        compiled["metadata"]["microcompact"]["time_based_cleared"]
+            .as_array()
+            .is_none_or(|a| a.is_empty()),
+        "{}",
+        compiled["metadata"]["microcompact"]
+    );
+    assert!(
+        !compiled["request"]
+            .to_string()
+            .contains("[Old tool result content cleared]")
+    );
+    let body = d.compile_body_with(json!({"session_id": sid, "now": "2026-12-01T10:00:00Z"}));
+    d.terminate();
+    d.spawn();
+    let again = d.compile_body_with(json!({"session_id": sid, "now": "2026-12-01T10:00:00Z"}));
+    assert_eq!(body, again, "the same bytes after a restart");
+    let fork = d.call("session.fork", json!({"session_id": sid}))["session"]["session_id"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    let forked = d.call(
+        "context.compile",
+        json!({"session_id": fork, "now": "2026-12-01T10:00:00Z"}),
+    );
+    assert_eq!(forked["request"]["context_management"], cm);
+    // Without the setting, the same history is cleared by ctxd as before.
+    let plain = session(
+        &d,
+        json!({"microcompact": {"time_based": true, "gap_minutes": 1, "keep_recent": 1}}),
+    );
+    let history = d.call("transcript.read", json!({"session_id": sid}))["records"].clone();
+    let copies: Vec<Value> = history
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| json!({"type": r["type"], "timestamp": r["timestamp"], "content": r["content"]}))
+        .collect();
+    append(&d, &plain, Value::Array(copies));
+    let cleared = compile(&d, &plain);
+    assert!(cleared["request"].get("context_management").is_none());
+    assert!(
+        !cleared["metadata"]["microcompact"]["time_based_cleared"]
+            .as_array()
+            .unwrap()
+            .is_empty(),
+        "the check can fail: ctxd clears when it owns the lever"
+    );
+    // A malformed edit is refused by name and changes nothing.
+    let err = d
+        .try_call(
+            "session.update",
+            json!({"session_id": sid, "settings": {"provider_context_management": {"edits": [{"keep": 1}]}}}),
+        )
+        .unwrap_err();
+    assert!(err.to_string().contains("edits[0].type"), "{err}");
+    assert_eq!(compile(&d, &sid)["request"]["context_management"], cm);
+}
+
+/// Diagnostics name the previous response; a response's `cache_miss_reason` and the
+/// provider's cleared tokens are reported beside ctxd's own reading, which is an
+/// expected break of its own name after a clearing.
+#[test]
+fn the_providers_cache_diagnosis_and_clearing_stand_beside_ctxds_reading() {
+    let d = Daemon::start();
+    let sid = session(&d, json!({"cache_diagnostics": true}));
+    append(&d, &sid, json!([{"type": "user", "content": "first"}]));
+    compile(&d, &sid);
+    append(
+        &d,
+        &sid,
+        json!([answer("msg_a", "one", json!({"input_tokens": 10, "cache_creation_input_tokens": 40000, "output_tokens": 5}), json!({"diagnostics": null})),
+               {"type": "user", "content": "second"}]),
+    );
+    let second = compile(&d, &sid);
+    assert_eq!(
+        second["request"]["diagnostics"],
+        json!({"previous_message_id": "msg_a"})
+    );
+    append(
+        &d,
+        &sid,
+        json!([answer("msg_b", "two", json!({"input_tokens": 10, "cache_read_input_tokens": 40000, "output_tokens": 5}), json!({"diagnostics": null})),
+               {"type": "user", "content": "third"}]),
+    );
+    compile(&d, &sid);
+    // The provider cleared 30k tokens of this request and says the messages changed.
+    append(
+        &d,
+        &sid,
+        json!([answer("msg_c", "three", json!({"input_tokens": 9000, "cache_read_input_tokens": 3000, "output_tokens": 5}),
+            json!({"diagnostics": {"cache_miss_reason": {"type": "messages_changed", "cache_missed_input_tokens": 37000}},
+                   "context_management": {"applied_edits": [{"type": "clear_tool_uses_20250919", "cleared_tool_uses": 4, "cleared_input_tokens": 30000}]}})),
+               {"type": "user", "content": "fourth"}]),
+    );
+    let next = compile(&d, &sid);
+    assert_eq!(
+        next["metadata"]["cache"]["expected_break"], "server_context_edit",
+        "{}",
+        next["metadata"]["cache"]
+    );
+    // The estimate anchors on the response's usage, which the clearing lowered.
+    assert_eq!(next["metadata"]["tokens"]["anchor_tokens"], 12_005);
+    let report = d.call("context.cache_report", json!({"session_id": sid}));
+    let calls = report["calls"].as_array().unwrap();
+    assert_eq!(calls.len(), 3);
+    assert_eq!(calls[2]["server_cleared_tokens"], 30000);
+    assert_eq!(calls[2]["expected_drop"], "server_context_edit");
+    assert_eq!(calls[2]["provider_miss_reason"]["type"], "messages_changed");
+    assert_eq!(calls[2]["agrees"], true, "both saw the miss");
+    assert_eq!(calls[1]["agrees"], true, "neither saw one");
+    assert!(
+        calls[0].get("provider_miss_reason").is_none(),
+        "not asked: no previous response"
+    );
+    assert_eq!(report["diagnosed"], 2);
+    assert_eq!(report["agreed"], 2);
+}
