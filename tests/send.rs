@@ -15,10 +15,7 @@ const KEY: &str = "sk-ant-test-0123456789-secret";
 
 /// A Messages API stream of `events` (their data; each names its own type).
 fn sse(events: &[Value]) -> ResponseTemplate {
-    let body: String = events
-        .iter()
-        .map(|e| format!("event: {}\ndata: {e}\n\n", e["type"].as_str().unwrap()))
-        .collect();
+    let body = common::sse_body(events);
     ResponseTemplate::new(200)
         .insert_header("content-type", "text/event-stream")
         .set_body_raw(body, "text/event-stream")

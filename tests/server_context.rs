@@ -283,3 +283,156 @@ fn the_providers_cache_diagnosis_and_clearing_stand_beside_ctxds_reading() {
     assert_eq!(report["diagnosed"], 2);
     assert_eq!(report["agreed"], 2);
 }
+
+const KEY_VAR: &str = "CTXD_TEST_SERVER_COMPACT_KEY";
+
+/// A streamed compaction answer: the `compaction` block (its summary in a
+/// `compaction_delta`), `stop_reason: compaction`.
+fn compaction_stream(summary: Value) -> wiremock::ResponseTemplate {
+    let events = [
+        json!({"type": "message_start", "message": {"id": "msg_compact_1", "type": "message", "role": "assistant",
+            "model": "claude-opus-4-6", "content": [], "stop_reason": null, "stop_sequence": null,
+            "usage": {"input_tokens": 1500, "output_tokens": 1}}}),
+        json!({"type": "content_block_start", "index": 0, "content_block": {"type": "compaction", "content": null, "encrypted_content": null, "signature": "sig-compact"}}),
+        json!({"type": "content_block_delta", "index": 0, "delta": {"type": "compaction_delta", "content": summary, "encrypted_content": "opaque=="}}),
+        json!({"type": "content_block_stop", "index": 0}),
+        json!({"type": "message_delta", "delta": {"stop_reason": "compaction", "stop_sequence": null}, "usage": {"output_tokens": 300}}),
+        json!({"type": "message_stop"}),
+    ];
+    wiremock::ResponseTemplate::new(200)
+        .set_body_raw(common::sse_body(&events), "text/event-stream")
+}
+
+fn runtime() -> tokio::runtime::Runtime {
+    tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap()
+}
+
+/// The summariser `server`, threshold mode: the compile asks the provider to compact
+/// past its trigger, with the compaction beta, and ctxd's autocompact stands aside.
+#[test]
+fn threshold_server_compaction_is_sent_and_autocompact_stands_aside() {
+    let d = Daemon::start();
+    let sid = session(
+        &d,
+        json!({"autocompact_pct_override": 1, "summariser": {"kind": "server", "mode": "threshold",
+               "trigger_tokens": 50000, "pause_after_compaction": true}}),
+    );
+    append(
+        &d,
+        &sid,
+        json!([{"type": "user", "content": "a question ".repeat(3000)}]),
+    );
+    let compiled = compile(&d, &sid);
+    assert_eq!(
+        compiled["request"]["context_management"],
+        json!({"edits": [{"type": "compact_20260112", "trigger": {"type": "input_tokens", "value": 50000}, "pause_after_compaction": true}]})
+    );
+    let betas = compiled["metadata"]["cache"]["headers"]["anthropic-beta"]
+        .as_str()
+        .unwrap();
+    assert!(betas.contains("compact-2026-01-12"), "{betas}");
+    assert!(
+        compiled["metadata"]["autocompact_skipped"]
+            .as_str()
+            .unwrap()
+            .contains("the provider compacts this session"),
+        "{}",
+        compiled["metadata"]
+    );
+    assert!(
+        compiled["metadata"]
+            .get("compaction")
+            .is_none_or(Value::is_null)
+    );
+}
+
+/// `context.compact` of a `server` session asks the provider to summarise (the compiled
+/// request with `compaction: {type: "summarize"}` and no `context_management`); the
+/// answer is appended as it came and starts the next history. An answer without a
+/// summary fails the compaction and appends nothing.
+#[test]
+fn on_demand_server_compaction_appends_the_providers_block() {
+    use wiremock::matchers::{header, method, path};
+    use wiremock::{Mock, MockServer};
+    let rt = runtime();
+    let server = rt.block_on(MockServer::start());
+    rt.block_on(async {
+        Mock::given(method("POST"))
+            .and(path("/v1/messages"))
+            .and(header("x-api-key", "sk-compact"))
+            .respond_with(compaction_stream(Value::Null))
+            .up_to_n_times(1)
+            .with_priority(1)
+            .mount(&server)
+            .await;
+        Mock::given(method("POST"))
+            .and(path("/v1/messages"))
+            .respond_with(compaction_stream(json!(
+                "The user asked about the compiler; next: the planner."
+            )))
+            .with_priority(2)
+            .mount(&server)
+            .await;
+    });
+    let d = Daemon::start_with_env(&[(KEY_VAR, "sk-compact")]);
+    let sid = session(
+        &d,
+        json!({"summariser": {"kind": "server", "mode": "on_demand", "instructions": "keep the plan"},
+               "provider": {"kind": "anthropic", "base_url": server.uri(), "api_key_env": KEY_VAR, "max_retries": 0}}),
+    );
+    append(
+        &d,
+        &sid,
+        json!([
+            {"type": "user", "content": "how does the compiler work?"},
+            answer("msg_1", "it has stages", json!({"input_tokens": 900, "output_tokens": 20}), json!({})),
+            {"type": "user", "content": "and then?"},
+        ]),
+    );
+    let err = d
+        .try_call("context.compact", json!({"session_id": sid}))
+        .unwrap_err();
+    assert!(err.to_string().contains("without a summary"), "{err}");
+    let read = d.call("transcript.read", json!({"session_id": sid}));
+    assert!(
+        !read.to_string().contains("msg_compact_1"),
+        "a failed compaction appends nothing: {read}"
+    );
+    let report = d.call("context.compact", json!({"session_id": sid}));
+    assert_eq!(report["kind"], "server", "{report}");
+    assert_eq!(report["summariser"], "server");
+    let requests = rt.block_on(server.received_requests()).unwrap();
+    let sent: Value = serde_json::from_slice(&requests[1].body).unwrap();
+    assert_eq!(
+        sent["compaction"],
+        json!({"type": "summarize", "instructions": "keep the plan"})
+    );
+    assert!(sent.get("context_management").is_none());
+    assert!(
+        sent["messages"]
+            .to_string()
+            .contains("how does the compiler work?")
+    );
+    let beta = requests[1]
+        .headers
+        .get("anthropic-beta")
+        .unwrap()
+        .to_str()
+        .unwrap();
+    assert!(beta.contains("compact-2026-01-12"), "{beta}");
+    let next = compile(&d, &sid);
+    let first = &next["request"]["messages"][0];
+    assert_eq!(
+        first["content"][0],
+        json!({"type": "compaction", "content": "The user asked about the compiler; next: the planner.",
+               "encrypted_content": "opaque==", "signature": "sig-compact"})
+    );
+    assert!(
+        !next["request"]["messages"]
+            .to_string()
+            .contains("how does the compiler work?")
+    );
+}

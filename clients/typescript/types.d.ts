@@ -1525,6 +1525,11 @@ export type SendResponse = {
   uuid: string;
 };
 
+/**
+ * When the provider's compaction runs (`SummariserConfig::Server`).
+ */
+export type ServerCompactionMode = "threshold" | "on_demand";
+
 export type SessionCreateResponse = {
   session: SessionInfo;
 };
@@ -2035,6 +2040,22 @@ export type SummariserConfig = {
   kind: "provider";
   max_output_tokens?: number | null;
   model?: string | null;
+}) | ({
+  /**
+   * Replace the provider's summarisation prompt.
+   */
+  instructions?: string | null;
+  kind: "server";
+  mode?: ServerCompactionMode;
+  /**
+   * `threshold`: the response stops after the compaction block.
+   */
+  pause_after_compaction?: boolean;
+  /**
+   * `threshold`: input tokens past which the provider compacts (the API's
+   * default, 150,000, when absent).
+   */
+  trigger_tokens?: number | null;
 }) | ({
   kind: "client";
   timeout_secs?: number | null;

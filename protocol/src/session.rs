@@ -314,12 +314,42 @@ pub enum SummariserConfig {
         #[serde(default, skip_serializing_if = "Option::is_none")]
         max_output_tokens: Option<u64>,
     },
+    /// The provider compacts on its own servers and returns a `compaction` block that
+    /// starts the next history (Anthropic only, through `settings.provider`).
+    /// `threshold`: the compile asks the provider to compact past `trigger_tokens`
+    /// (`compact_20260112`), and ctxd's autocompact stands aside. `on_demand`: ctxd
+    /// decides when (autocompact, `context.compact`, recovery) and asks the provider to
+    /// summarise (`compaction: {type: "summarize"}`). In both modes `context.compact`
+    /// asks on demand.
+    Server {
+        #[serde(default)]
+        mode: ServerCompactionMode,
+        /// `threshold`: input tokens past which the provider compacts (the API's
+        /// default, 150,000, when absent).
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        trigger_tokens: Option<u64>,
+        /// `threshold`: the response stops after the compaction block.
+        #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+        pause_after_compaction: bool,
+        /// Replace the provider's summarisation prompt.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        instructions: Option<String>,
+    },
     /// Ask an attached client to run the model (`summary_requested` event, answered by
     /// `context.provide_summary`).
     Client {
         #[serde(default, skip_serializing_if = "Option::is_none")]
         timeout_secs: Option<u64>,
     },
+}
+
+/// When the provider's compaction runs (`SummariserConfig::Server`).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum ServerCompactionMode {
+    #[default]
+    Threshold,
+    OnDemand,
 }
 
 /// How instruction files are discovered for a session.

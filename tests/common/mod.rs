@@ -463,6 +463,16 @@ fn dechunk(mut s: &str) -> String {
     out
 }
 
+/// A Messages API event stream of `events` (each names its own type), as a server
+/// sends it.
+#[allow(dead_code)] // not every test crate streams
+pub fn sse_body(events: &[Value]) -> String {
+    events
+        .iter()
+        .map(|e| format!("event: {}\ndata: {e}\n\n", e["type"].as_str().unwrap_or("")))
+        .collect()
+}
+
 /// Pretty-prints JSON text keeping key order and string bytes exactly as they are, so a
 /// snapshot shows the real layout of the request.
 pub fn pretty_preserving(json: &str) -> String {

@@ -538,6 +538,9 @@ class SendResponse(_SendResponseRequired, _SendResponseOptional):
     """What a turn sent and got back."""
 
 
+ServerCompactionMode = "Literal[\"threshold\", \"on_demand\"]"
+
+
 _SessionCreateResponseRequired = TypedDict("_SessionCreateResponseRequired", {"session": "SessionInfo"})
 _SessionCreateResponseOptional = TypedDict("_SessionCreateResponseOptional", {}, total=False)
 

@@ -67,12 +67,21 @@ impl Engine {
         if let Some(r) = requested {
             latch::validate(r).map_err(|(field, why)| Error::invalid(&field, why))?;
         }
-        let session = l
+        let mut edits = l
             .row
             .settings
             .provider_context_management
             .as_ref()
-            .and_then(|c| latch::session_flags(&c.edits));
+            .map(|c| c.edits.clone())
+            .unwrap_or_default();
+        if let Some(compact) = threshold_compaction_edit(&self.summariser_config(l))
+            && !edits
+                .iter()
+                .any(|e| e.get("type").and_then(|t| t.as_str()) == Some(latch::COMPACT_EDIT))
+        {
+            edits.push(compact);
+        }
+        let session = latch::session_flags(&edits);
         let merged = session
             .map(|s| latch::with_session_flags(requested, l.cache.flags(&l.boundary_uuid), &s));
         let requested = merged.as_ref().or(requested);
@@ -277,6 +286,37 @@ impl Engine {
 
 /// When the session's last model call answered: the newest main-thread assistant record
 /// with usage.
+/// The provider's threshold compaction as a context-management edit, when the session's
+/// summariser asks for it.
+fn threshold_compaction_edit(
+    cfg: &ctxd_protocol::SummariserConfig,
+) -> Option<serde_json::Map<String, serde_json::Value>> {
+    let ctxd_protocol::SummariserConfig::Server {
+        mode: ctxd_protocol::ServerCompactionMode::Threshold,
+        trigger_tokens,
+        pause_after_compaction,
+        instructions,
+    } = cfg
+    else {
+        return None;
+    };
+    let mut e = serde_json::Map::new();
+    e.insert("type".into(), latch::COMPACT_EDIT.into());
+    if let Some(t) = trigger_tokens {
+        e.insert(
+            "trigger".into(),
+            serde_json::json!({"type": "input_tokens", "value": t}),
+        );
+    }
+    if *pause_after_compaction {
+        e.insert("pause_after_compaction".into(), true.into());
+    }
+    if let Some(i) = instructions {
+        e.insert("instructions".into(), i.clone().into());
+    }
+    Some(e)
+}
+
 fn last_call(records: &[ctxd_protocol::Record]) -> Option<&ctxd_protocol::Record> {
     records.iter().rev().find(|r| {
         r.kind == ctxd_protocol::RecordKind::Assistant && r.usage.is_some() && !r.is_sidechain

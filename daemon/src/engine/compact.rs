@@ -86,6 +86,15 @@ fn provider_error(e: ProviderError) -> Error {
 }
 
 impl Engine {
+    /// The session's summariser setting, or the daemon's default.
+    pub(crate) fn summariser_config(&self, l: &Loaded) -> SummariserConfig {
+        l.row
+            .settings
+            .summariser
+            .clone()
+            .unwrap_or_else(|| self.default_summariser.clone())
+    }
+
     pub(crate) fn summariser(&self, l: &Loaded, cell: &SessionCell) -> Result<Summariser> {
         let cfg = l
             .row
@@ -112,6 +121,18 @@ impl Engine {
         if !compiled.metadata.context.above_autocompact || l.row.settings.autocompact == Some(false)
         {
             return Ok(None);
+        }
+        if matches!(
+            self.summariser_config(l),
+            SummariserConfig::Server {
+                mode: ServerCompactionMode::Threshold,
+                ..
+            }
+        ) {
+            // One owner: the provider compacts past its own trigger.
+            return Ok(Some(Err(
+                "the provider compacts this session (summariser server, threshold)".into(),
+            )));
         }
         let sid = l.row.id.clone();
         let failures = self
@@ -207,6 +228,23 @@ impl Engine {
     ) -> Result<CompactionReport> {
         let started = Instant::now();
         let mut sm_skipped = None;
+        if let SummariserConfig::Server {
+            instructions: own, ..
+        } = self.summariser_config(l)
+        {
+            // The provider summarises: no session-memory compact of ctxd's first.
+            let instructions = self
+                .hooks_pre_compact(l, trigger, instructions.or(own))
+                .await;
+            let result = self
+                .server_compact(cell, l, trigger, instructions, now, pre_tokens, started)
+                .await;
+            if let Err(e) = &result {
+                self.record_failure(&l.row.id, &e.to_string(), trigger)
+                    .await;
+            }
+            return result;
+        }
         if trigger == Trigger::Auto {
             // Session-memory compact first; it says why when it cannot help.
             match self.session_memory_compact(cell, l, now, pre_tokens).await {

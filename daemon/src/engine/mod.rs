@@ -20,6 +20,7 @@ mod queue;
 mod remote;
 mod sections;
 mod send;
+mod server_compact;
 mod session;
 mod skills;
 mod sources;

@@ -158,6 +158,11 @@ impl Summariser {
                 max_retries: *max_retries,
                 max_output_tokens: *max_output_tokens,
             })?),
+            SummariserConfig::Server { .. } => {
+                return Err(ProviderError::Misconfigured(
+                    "the server summariser compacts through settings.provider, not here".into(),
+                ));
+            }
             SummariserConfig::Provider { .. } => {
                 return Err(ProviderError::Misconfigured(
                     "the summariser kind provider is resolved against the session's \

@@ -331,6 +331,14 @@ impl Assembler {
                     "text_delta" => append_str(block, "text", piece("text")),
                     "thinking_delta" => append_str(block, "thinking", piece("thinking")),
                     "signature_delta" => append_str(block, "signature", piece("signature")),
+                    // The provider's compaction block: its summary and opaque state.
+                    "compaction_delta" => {
+                        for key in ["content", "encrypted_content"] {
+                            if let Some(v) = delta.get(key).and_then(Value::as_str) {
+                                append_str(block, key, v);
+                            }
+                        }
+                    }
                     "input_json_delta" => self
                         .partial_json
                         .entry(index)
