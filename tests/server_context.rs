@@ -98,6 +98,14 @@ fn a_compaction_block_starts_the_next_compile_and_nothing_before_it_is_sent() {
         read.to_string().contains("old question"),
         "kept in the store"
     );
+    // A fork compiles the same bytes.
+    let fork = d.call("session.fork", json!({"session_id": sid}))["session"]["session_id"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    let body =
+        |s: &str| d.compile_body_with(json!({"session_id": s, "now": "2026-12-01T10:00:00Z"}));
+    assert_eq!(body(&sid), body(&fork));
 }
 
 /// A compaction block whose content is null is a failed compaction: no boundary, and
