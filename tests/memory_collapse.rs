@@ -484,3 +484,36 @@ async fn a_slow_extractor_never_blocks_appends_and_runs_once_at_a_time() {
         "a second extraction started"
     );
 }
+
+/// A reported overflow whose only staged collapse covers records a compaction already
+/// took out of the view frees nothing by committing it: the recovery compacts instead of
+/// returning the same request.
+#[test]
+fn a_reported_overflow_never_returns_the_same_request() {
+    let d = Daemon::start();
+    let sid = collapse_session(&d);
+    for i in 0..40 {
+        round(&d, &sid, i, 8_000);
+        d.call("context.compile", json!({"session_id": sid, "now": T0}));
+        if collapses(&d, &sid).iter().any(|c| c["status"] == "staged") {
+            break;
+        }
+    }
+    assert!(collapses(&d, &sid).iter().any(|c| c["status"] == "staged"));
+    d.call("context.compact", json!({"session_id": sid}));
+    round(&d, &sid, 100, 8_000);
+    let before = d.call("context.compile", json!({"session_id": sid, "now": T0}));
+    let r = d.call(
+        "context.report_error",
+        json!({"session_id": sid, "kind": "prompt_too_long"}),
+    );
+    assert_ne!(
+        r["request"], before["request"],
+        "the recovery returned the request the provider refused"
+    );
+    assert!(
+        r["metadata"]["context"]["effective_tokens"].as_u64()
+            < before["metadata"]["context"]["effective_tokens"].as_u64(),
+        "it made room"
+    );
+}

@@ -598,7 +598,15 @@ impl Engine {
         // was staged does the reactive compact run.
         if !media && self.run_collapse(&cell, l, pre_tokens, true).await? {
             let compiled = self.compile_steps(&cell, l, false, now, None).await?;
-            return self.finish_compile(&cell, l, compiled, false, now).await;
+            // The provider refused this size: a drain that freed nothing (its collapses
+            // covered records a compaction had already taken out) must not hand the
+            // same request back, so the reactive compaction runs after all.
+            if compiled.metadata.context.effective_tokens
+                < before.metadata.context.effective_tokens
+            {
+                return self.finish_compile(&cell, l, compiled, false, now).await;
+            }
+            tracing::info!(session = %l.row.id, "draining the collapses freed nothing; compacting");
         }
         let report = self
             .compact_locked(&cell, l, Trigger::Reactive, None, now, pre_tokens)
