@@ -127,6 +127,7 @@ fn every_new_attachment_compiles_byte_identically_after_a_restart() {
         names,
         [
             "queued_commands",
+            "at_mentions",
             "date_change",
             "changed_files",
             "nested_memory",
@@ -453,4 +454,73 @@ fn memoized_sections_freeze_and_uncached_ones_are_reported() {
         )
         .unwrap_err();
     assert_eq!(err["data"]["field"], "section.reason");
+}
+
+/// `@` mentions in a prompt attach the file's lines (a range when given), a directory's
+/// entries, and say why a path outside the workspace or missing is not attached; each
+/// prompt's mentions are attached once, and a restart compiles the same bytes.
+#[test]
+fn at_mentions_attach_files_and_directories_inside_the_workspace() {
+    let mut d = Daemon::start();
+    let work = tempfile::tempdir().unwrap();
+    let outside = tempfile::tempdir().unwrap();
+    let lines: String = (1..=30).map(|i| format!("line {i} of a.rs\n")).collect();
+    write(&work.path().join("src/a.rs"), &lines);
+    write(&work.path().join("docs/guide.md"), "# guide\n");
+    write(&work.path().join("docs/api/index.md"), "# api\n");
+    write(&outside.path().join("secret.txt"), "the outside secret\n");
+    let sid = session(&d, work.path(), json!({}), json!([]));
+    let secret = outside.path().join("secret.txt");
+    append(
+        &d,
+        &sid,
+        json!([{"type": "user", "content": format!(
+            "look at @src/a.rs#L3-5, @docs/ and @{} and @missing.rs; mail me@example.com",
+            secret.display())}]),
+    );
+    let first = compile(&d, &sid);
+    let text = first["request"]["messages"].to_string();
+    assert!(
+        text.contains("The user mentioned @src/a.rs#L3-5: the file "),
+        "{text}"
+    );
+    assert!(text.contains("lines 3-5 of 30"), "{text}");
+    assert!(text.contains("     3\\tline 3 of a.rs"), "{text}");
+    assert!(!text.contains("line 6 of a.rs"), "only the range");
+    assert!(text.contains("the directory "), "{text}");
+    assert!(
+        text.contains("- api/") && text.contains("- guide.md"),
+        "{text}"
+    );
+    assert!(text.contains("it lies outside the session's working directories"));
+    assert!(
+        !text.contains("the outside secret"),
+        "nothing outside is read"
+    );
+    assert!(text.contains("@missing.rs, which could not be attached: there is no such file"));
+    assert!(
+        !text.contains("example.com, which"),
+        "an address is no mention"
+    );
+    let sources = first["metadata"]["attachment_sources"].as_array().unwrap();
+    let mentions = sources.iter().find(|s| s["name"] == "at_mentions").unwrap();
+    assert_eq!(mentions["attachments"], 4, "{mentions}");
+    // Once per prompt: the next compile adds none; a restart gives the same bytes.
+    let again = d.compile_body_with(json!({"session_id": sid, "now": T0}));
+    assert_eq!(again.matches("The user mentioned").count(), 4);
+    d.terminate();
+    d.spawn();
+    assert_eq!(
+        d.compile_body_with(json!({"session_id": sid, "now": T0})),
+        again
+    );
+    // A whole file without a range: every line, numbered.
+    append(
+        &d,
+        &sid,
+        json!([{"type": "assistant", "content": "ok"}, {"type": "user", "content": "and @src/a.rs"}]),
+    );
+    let whole = compile(&d, &sid)["request"]["messages"].to_string();
+    assert!(whole.contains("lines 1-30 of 30"), "{whole}");
+    assert!(whole.contains("    30\\tline 30 of a.rs"));
 }

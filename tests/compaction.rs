@@ -11,8 +11,11 @@ use std::sync::{Arc, Mutex};
 use common::Daemon;
 use serde_json::{Value, json};
 
-/// W = 20,000, O = 2,000 → E = 18,000, autocompact at 5,000 tokens.
+/// W = 20,000, O = 2,000 → E = 18,000; the override puts autocompact at 28 % of it,
+/// 5,040 tokens.
 fn small_session(d: &Daemon, cwd: &Path, settings: Value) -> String {
+    let mut settings = settings;
+    settings["autocompact_pct_override"] = json!(28);
     d.call(
         "session.create",
         json!({"cwd": cwd, "no_git": true, "start_date": "2026-11-29",
@@ -26,7 +29,7 @@ fn small_session(d: &Daemon, cwd: &Path, settings: Value) -> String {
 
 const T0: &str = "2026-11-29T10:00:00Z";
 
-/// Four turns of about 1,500 tokens each: over the 5,000 threshold.
+/// Four turns of about 1,500 tokens each: over the 5,040 threshold.
 fn grow(d: &Daemon, sid: &str, turns: usize, tag: &str) {
     for i in 0..turns {
         d.call(
@@ -56,7 +59,7 @@ fn autocompact_runs_in_the_same_compile_and_replays_byte_identically() {
     let report = &c["metadata"]["compaction"];
     assert_eq!(report["trigger"], "auto", "{}", c["metadata"]);
     assert_eq!(report["summariser"], "embedded");
-    assert!(report["pre_tokens"].as_u64().unwrap() >= 5_000);
+    assert!(report["pre_tokens"].as_u64().unwrap() >= 5_040);
     assert!(report["post_tokens"].as_u64().unwrap() < report["pre_tokens"].as_u64().unwrap());
     assert_eq!(c["metadata"]["context"]["above_autocompact"], false);
     // The new history: messages[0] holds the user context and the summary.
@@ -340,13 +343,13 @@ fn a_reported_prompt_too_long_compacts_and_returns_the_next_request() {
 }
 
 /// A session whose system prompt takes `prompt_tokens` of the small window (threshold
-/// 5,000, target 2,500).
+/// 5,040, target 2,520).
 fn session_with_prompt(d: &Daemon, prompt_tokens: usize) -> String {
     d.call(
         "session.create",
         json!({"cwd": d.dir.path(), "no_git": true, "start_date": "2026-11-29",
                "model": {"context_window": 20000, "max_output_tokens": 2000},
-               "settings": {"memory": {"extractor": "off"}},
+               "settings": {"memory": {"extractor": "off"}, "autocompact_pct_override": 28},
                "system": {"static": [{"name": "rules", "text": "be careful. ".repeat(prompt_tokens * 3 / 12)}]}}),
     )["session"]["session_id"]
         .as_str()
@@ -374,9 +377,9 @@ fn a_compaction_that_cannot_get_below_the_threshold_is_refused_and_not_retried_w
     let skipped = m["autocompact_skipped"].as_str().unwrap();
     assert!(skipped.contains("cannot make room"), "{skipped}");
     let shortfall = &m["compaction_shortfall"];
-    assert_eq!(shortfall["target_tokens"], 2_500);
+    assert_eq!(shortfall["target_tokens"], 2_520);
     assert!(
-        shortfall["best_tokens"].as_u64().unwrap() >= 5_000,
+        shortfall["best_tokens"].as_u64().unwrap() >= 5_040,
         "{shortfall}"
     );
     assert_eq!(boundaries(&d, &sid), 0, "nothing written");
@@ -402,16 +405,16 @@ fn a_compaction_that_cannot_get_below_the_threshold_is_refused_and_not_retried_w
 #[test]
 fn a_compaction_above_half_the_threshold_says_so() {
     let d = Daemon::start();
-    // The system prompt (~3,000 tokens) alone is above the target of 2,500.
+    // The system prompt (~3,000 tokens) alone is above the target of 2,520.
     let sid = session_with_prompt(&d, 3_000);
     grow(&d, &sid, 2, "early");
     let c = d.call("context.compile", json!({"session_id": sid, "now": T0}));
     let m = &c["metadata"];
     let report = &m["compaction"];
     assert_eq!(report["kind"], "full", "{m}");
-    assert_eq!(report["target_tokens"], 2_500);
+    assert_eq!(report["target_tokens"], 2_520);
     let post = report["post_tokens"].as_u64().unwrap();
-    assert!((2_500..5_000).contains(&post), "{report}");
+    assert!((2_520..5_040).contains(&post), "{report}");
     assert_eq!(m["compaction_shortfall"]["best_tokens"], post);
     assert_eq!(
         m["context"]["effective_tokens"], post,

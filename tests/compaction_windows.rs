@@ -1,6 +1,8 @@
-//! Every fixture replayed through `ctx replay` at windows from 32k to 200k tokens: each
-//! compaction leaves the next compile at most half the autocompact threshold, so none
-//! follows another without the conversation growing in between.
+//! Every fixture replayed through `ctx replay` at windows from 16k (the smallest a
+//! profile may have) to 200k tokens: no compile is blocked, each compaction leaves the
+//! next compile at most half the autocompact threshold, so none follows another without
+//! the conversation growing in between, and session memory keeps serving compactions
+//! after the first.
 #![allow(clippy::unwrap_used, clippy::expect_used)] // a test panics on what it did not expect
 
 mod common;
@@ -9,7 +11,9 @@ use std::process::{Command, Stdio};
 
 use serde_json::Value;
 
-const WINDOWS: [u64; 5] = [32_000, 40_000, 64_000, 100_000, 200_000];
+const WINDOWS: [u64; 8] = [
+    16_000, 20_000, 32_000, 40_000, 48_000, 64_000, 100_000, 200_000,
+];
 
 fn replay(home: &std::path::Path, file: &std::path::Path, window: u64) -> Vec<Value> {
     let mut cmd = Command::new(env!("CARGO_BIN_EXE_ctx"));
@@ -84,9 +88,21 @@ fn every_compaction_makes_room_at_every_window() {
         print_row(file, *window, steps);
         for (i, step) in steps.iter().enumerate() {
             let threshold = step["autocompact_threshold"].as_u64().unwrap();
+            assert!(threshold > 0, "{file} at {window}: a threshold of 0");
             assert!(
                 step.get("compaction_shortfall").is_none(),
                 "{file} at {window}: {step}"
+            );
+            assert_eq!(
+                step["at_blocking_limit"], false,
+                "{file} at {window}: a blocked compile: {step}"
+            );
+            let skipped = step["compaction"]["session_memory_skipped"]
+                .as_str()
+                .unwrap_or("");
+            assert!(
+                !skipped.contains("not in the current history"),
+                "{file} at {window}: session memory lost its place after a compaction: {skipped}"
             );
             let Some(c) = step.get("compaction") else {
                 continue;

@@ -80,7 +80,8 @@ fn thresholds_in_metadata() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn blocking_limit_refuses_to_compile_and_events_announce_levels() {
     let d = Daemon::start();
-    // W = 20,000, O = 2,000 → E = 18,000; autocompact 5,000; blocking 15,000.
+    // W = 20,000, O = 2,000 → E = 18,000; autocompact 9,000 (at most half of E: Claude
+    // Code's fixed 13,000 would leave 5,000); blocking 15,750 (3,000 is at most E/8).
     let sid = session(
         &d,
         json!({"model": {"context_window": 20000, "max_output_tokens": 2000}, "settings": {"autocompact": false}}),
@@ -90,7 +91,7 @@ async fn blocking_limit_refuses_to_compile_and_events_announce_levels() {
     append(
         &d,
         &sid,
-        json!([{"type": "user", "content": "a".repeat(16_000)}]),
+        json!([{"type": "user", "content": "a".repeat(32_000)}]),
     );
     let c = d.call("context.compile", json!({"session_id": sid}));
     assert_eq!(c["metadata"]["context"]["above_autocompact"], true);
@@ -106,7 +107,7 @@ async fn blocking_limit_refuses_to_compile_and_events_announce_levels() {
         .try_call("context.compile", json!({"session_id": sid}))
         .unwrap_err();
     assert_eq!(err["code"], ctxd_protocol::PROMPT_TOO_LONG);
-    assert_eq!(err["data"]["blocking_limit"], 15_000);
+    assert_eq!(err["data"]["blocking_limit"], 15_750);
     let mut levels = Vec::new();
     while levels.len() < 2 {
         let ev = tokio::time::timeout(Duration::from_secs(10), sub.next())

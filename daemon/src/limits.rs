@@ -48,6 +48,13 @@ pub const MAX_WALK_TIME: std::time::Duration = std::time::Duration::from_secs(2)
 /// nearest first: a cwd thousands of levels deep is not walked to the root.
 pub const MAX_ANCESTOR_DIRS: usize = 64;
 
+/// A file an `@` mention attaches: a larger one is attached as its first lines only.
+pub const MAX_MENTION_FILE_BYTES: u64 = 256 * 1024;
+/// Lines of a mentioned file attached without a range (the Read tool's default).
+pub const MAX_MENTION_LINES: usize = 2_000;
+/// Entries of a mentioned directory listed.
+pub const MAX_MENTION_ENTRIES: usize = 200;
+
 /// One skill file (`SKILL.md`, a legacy command): a larger one is skipped and reported.
 pub const MAX_SKILL_FILE_BYTES: u64 = 1024 * 1024;
 

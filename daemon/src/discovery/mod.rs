@@ -67,7 +67,7 @@ pub mod memories;
 mod nested;
 pub mod output_styles;
 mod paths;
-pub(crate) use paths::{canonicalish, inside_any, workspace_roots};
+pub(crate) use paths::{absolutize, canonical, canonicalish, inside_any, workspace_roots};
 mod render;
 mod rules;
 pub mod skills;

@@ -3,7 +3,8 @@
 //! consume, so every later compile, restart and fork replays the same bytes.
 //!
 //! * **Order.** Within one collection the attachments land in the order of [`ORDER`]
-//!   (Claude Code's): queued input first (it is what the user said), then the date, then
+//!   (Claude Code's): queued input first (it is what the user said), the files and
+//!   directories the prompt mentions with `@`, then the date, then
 //!   what changed on disk, the instruction files that became relevant, plan mode, the
 //!   task reminder, and the memories prefetched for the prompt last.
 //! * **Isolation.** Sources run concurrently, each on its own: one that fails (or
@@ -36,8 +37,9 @@ use crate::pipeline::{attachments, plan_mode, task_reminder};
 use crate::store::context_state;
 
 /// The kinds of attachments ctxd collects itself, in the order they take within a turn.
-pub const ORDER: [&str; 7] = [
+pub const ORDER: [&str; 8] = [
     QUEUED,
+    AT_MENTIONS,
     DATE,
     CHANGED_FILES,
     NESTED,
@@ -47,6 +49,7 @@ pub const ORDER: [&str; 7] = [
 ];
 
 const QUEUED: &str = "queued_commands";
+const AT_MENTIONS: &str = "at_mentions";
 const DATE: &str = "date_change";
 const CHANGED_FILES: &str = "changed_files";
 const NESTED: &str = "nested_memory";
@@ -189,6 +192,10 @@ impl Engine {
         let read = stored.clone();
         let sources: Vec<(&'static str, BoxFuture<'_, Result<Found>>)> = vec![
             (QUEUED, source_queued(&input, stored.clone()).boxed()),
+            (
+                AT_MENTIONS,
+                super::mentions::source_mentions(&input).boxed(),
+            ),
             (DATE, async { source_date(&input) }.boxed()),
             (
                 CHANGED_FILES,

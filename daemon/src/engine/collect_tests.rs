@@ -158,6 +158,7 @@ async fn a_source_past_the_bound_is_skipped_and_reported() {
         names,
         [
             "queued_commands",
+            "at_mentions",
             "date_change",
             "changed_files",
             "nested_memory",

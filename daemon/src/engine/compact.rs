@@ -601,8 +601,7 @@ impl Engine {
             // The provider refused this size: a drain that freed nothing (its collapses
             // covered records a compaction had already taken out) must not hand the
             // same request back, so the reactive compaction runs after all.
-            if compiled.metadata.context.effective_tokens
-                < before.metadata.context.effective_tokens
+            if compiled.metadata.context.effective_tokens < before.metadata.context.effective_tokens
             {
                 return self.finish_compile(&cell, l, compiled, false, now).await;
             }

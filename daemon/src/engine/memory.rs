@@ -355,6 +355,9 @@ impl Engine {
             let view = l.records.view();
             let shown = l.shown();
             let refs: Vec<&Record> = shown.iter().map(|c| c.as_ref()).collect();
+            // After a compaction the view holds copies of the kept records, not the
+            // records the notes were written up to: find where the notes end in it.
+            let last = covered_up_to(&refs, &l.records, &last).unwrap_or(last);
             if sm::keep_start(&refs, &last, budget.keep).is_none() {
                 return Ok(Err(format!(
                     "the last summarised record {last} is not in the current history"
@@ -531,4 +534,29 @@ fn tail_copy(original: &Record) -> RecordInput {
         data: None,
         meta: Some(serde_json::json!({ autocompact::COPIED_FROM: original.uuid })),
     }
+}
+
+/// The last record of `view` the notes cover, when they were written up to `last`: the
+/// record itself when the view holds it; else, after a compaction, the last one that
+/// stands for a record at or before it (a copy of one, the boundary and the summary,
+/// which the notes supersede). `None` when `last` is unknown.
+fn covered_up_to(view: &[&Record], records: &[Record], last: &str) -> Option<String> {
+    if view.iter().any(|r| r.uuid == last) {
+        return Some(last.to_string());
+    }
+    let seq_of = |uuid: &str| records.iter().find(|r| r.uuid == uuid).map(|r| r.seq);
+    let last_seq = seq_of(last)?;
+    view.iter()
+        .rev()
+        .find(|r| {
+            crate::pipeline::projection::is_compact_boundary(r)
+                || r.is_compact_summary
+                || r.meta
+                    .as_ref()
+                    .and_then(|m| m.get(crate::pipeline::autocompact::COPIED_FROM))
+                    .and_then(serde_json::Value::as_str)
+                    .and_then(seq_of)
+                    .is_some_and(|s| s <= last_seq)
+        })
+        .map(|r| r.uuid.clone())
 }

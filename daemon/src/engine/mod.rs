@@ -15,6 +15,7 @@ mod hooks;
 mod import;
 mod memory;
 mod memory_prefetch;
+mod mentions;
 mod plan_mode;
 mod queue;
 mod remote;

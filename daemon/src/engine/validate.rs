@@ -17,10 +17,14 @@ pub(crate) fn check_model(m: &ModelProfile) -> Result<()> {
     if m.model.is_empty() {
         return Err(Error::invalid("model.model", "must not be empty"));
     }
-    if !(1_000..=MAX_CONTEXT_WINDOW).contains(&m.context_window) {
+    let min = thresholds::MIN_CONTEXT_WINDOW;
+    if !(min..=MAX_CONTEXT_WINDOW).contains(&m.context_window) {
         return Err(Error::invalid(
             "model.context_window",
-            format!("must be between 1000 and {MAX_CONTEXT_WINDOW} tokens"),
+            format!(
+                "must be between {min} and {MAX_CONTEXT_WINDOW} tokens (a smaller window leaves \
+                 no room for the system prompt, the tools and a turn)"
+            ),
         ));
     }
     if m.max_output_tokens == 0 || m.max_output_tokens >= m.context_window {

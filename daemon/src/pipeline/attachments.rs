@@ -67,6 +67,7 @@ fn typed(kind: &str, obj: &Map<String, Value>) -> Option<String> {
         "queued_command" => queued_command_text(obj),
         "edited_text_file" | "changed_files" => edited_text(obj),
         "nested_memory" => nested_text(obj),
+        super::mentions::AT_MENTION => super::mentions::render(obj),
         "plan_file" | "plan_file_reference" => plan_file_text(obj),
         super::plan_mode::PLAN_MODE
         | super::plan_mode::PLAN_MODE_EXIT

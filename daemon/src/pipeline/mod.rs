@@ -16,6 +16,7 @@ pub mod compile;
 pub mod contract;
 pub mod digest;
 pub mod latch;
+pub mod mentions;
 pub mod message;
 pub mod microcompact;
 pub mod normalize;

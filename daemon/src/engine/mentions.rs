@@ -1,0 +1,149 @@
+//! The `@` mentions source: the prompts of the current turn that mention files or
+//! directories get one `at_mention` attachment per mention, read now and then frozen in
+//! the transcript. Only what lies inside the session's workspace (its cwd and additional
+//! directories, symlinks resolved) is read: ctxd reads with the daemon's permissions, as
+//! for instruction includes.
+
+use std::path::{Path, PathBuf};
+
+use ctxd_protocol::{ContentBlock, Record, RecordKind};
+use serde_json::{Value, json};
+
+use super::collect::{Effect, Found, SourceInput};
+use crate::discovery::{self as paths};
+use crate::error::{Error, Result};
+use crate::limits::{MAX_MENTION_ENTRIES, MAX_MENTION_FILE_BYTES, MAX_MENTION_LINES};
+use crate::pipeline::mentions::{self, AT_MENTION, Mention};
+use crate::safe_read::{self, ReadError};
+
+/// The prompts of the current turn (after the last response) with their text, less those
+/// already given their mentions.
+fn unserved_prompts<'a>(view: &[&'a Record]) -> Vec<(&'a Record, String)> {
+    let turn = view
+        .iter()
+        .rposition(|r| r.kind == RecordKind::Assistant && !r.is_sidechain)
+        .map_or(0, |i| i + 1);
+    let served: Vec<&str> = view[turn..]
+        .iter()
+        .filter_map(|r| r.attachment.as_ref())
+        .filter(|a| a.get("type").and_then(Value::as_str) == Some(AT_MENTION))
+        .filter_map(|a| a.get("for_uuid").and_then(Value::as_str))
+        .collect();
+    view[turn..]
+        .iter()
+        .filter(|r| r.kind == RecordKind::User && !r.is_meta && !r.is_compact_summary)
+        .filter(|r| !served.contains(&r.uuid.as_str()))
+        .filter_map(|r| {
+            let text: Vec<&str> = r
+                .content
+                .iter()
+                .filter_map(|b| match b {
+                    ContentBlock::Text { text, .. } => Some(text.as_str()),
+                    _ => None,
+                })
+                .collect();
+            (!text.is_empty()).then(|| (*r, text.join("\n")))
+        })
+        .collect()
+}
+
+pub(crate) async fn source_mentions(input: &SourceInput<'_>) -> Result<Found> {
+    let wanted: Vec<(String, Vec<Mention>)> = unserved_prompts(&input.view)
+        .into_iter()
+        .map(|(r, text)| (r.uuid.clone(), mentions::parse(&text)))
+        .filter(|(_, m)| !m.is_empty())
+        .collect();
+    if wanted.is_empty() {
+        return Ok(Found::default());
+    }
+    let cwd = PathBuf::from(&input.row.cwd);
+    let roots = paths::workspace_roots(&input.row.cwd, &input.row.additional_directories);
+    let values = tokio::task::spawn_blocking(move || {
+        wanted
+            .into_iter()
+            .flat_map(|(uuid, ms)| {
+                ms.into_iter()
+                    .map(|m| attach(&uuid, &m, &cwd, &roots))
+                    .collect::<Vec<_>>()
+            })
+            .collect::<Vec<Value>>()
+    })
+    .await
+    .map_err(|e| Error::Internal(format!("mention task: {e}")))?;
+    Ok(Found::of(values, input, Effect::None))
+}
+
+/// One mention's attachment: the file's lines, the directory's entries, or why not.
+fn attach(for_uuid: &str, m: &Mention, cwd: &Path, roots: &[PathBuf]) -> Value {
+    let unavailable = |path: &Path, reason: &str| {
+        json!({"type": AT_MENTION, "for_uuid": for_uuid, "mention": m.written,
+               "path": path.display().to_string(), "kind": "unavailable", "reason": reason})
+    };
+    let path = paths::absolutize(Path::new(&m.path), cwd);
+    let Some(real) = paths::canonical(&path) else {
+        return unavailable(&path, "there is no such file or directory");
+    };
+    if !paths::inside_any(&real, roots) {
+        return unavailable(&path, "it lies outside the session's working directories");
+    }
+    if real.is_dir() {
+        return directory(for_uuid, m, &path, &real);
+    }
+    let text = match safe_read::read_text(&real, MAX_MENTION_FILE_BYTES, "MAX_MENTION_FILE_BYTES") {
+        Ok(t) => t,
+        Err(ReadError::TooLarge { .. }) => {
+            match safe_read::read_head(&real, MAX_MENTION_FILE_BYTES) {
+                Ok(t) => t,
+                Err(e) => return unavailable(&path, &e.to_string()),
+            }
+        }
+        Err(e) => return unavailable(&path, &e.to_string()),
+    };
+    let lines: Vec<&str> = text.lines().collect();
+    let total = lines.len() as u64;
+    let (start, end) = match m.lines {
+        Some((a, b)) => (a, b.unwrap_or(a).min(total)),
+        None => (1, total.min(MAX_MENTION_LINES as u64)),
+    };
+    if total > 0 && start > total {
+        return unavailable(
+            &path,
+            &format!("it has {total} lines, fewer than line {start}"),
+        );
+    }
+    let shown = if total == 0 {
+        String::new()
+    } else {
+        let from = crate::saturate::usize_of(start - 1);
+        let to = crate::saturate::usize_of(end);
+        mentions::numbered(&lines[from..to.max(from)].join("\n"), start)
+    };
+    let truncated = m.lines.is_none() && total > end;
+    json!({"type": AT_MENTION, "for_uuid": for_uuid, "mention": m.written,
+           "path": path.display().to_string(), "kind": "file", "content": shown,
+           "start_line": start.min(total.max(1)), "end_line": end, "total_lines": total,
+           "truncated": truncated})
+}
+
+fn directory(for_uuid: &str, m: &Mention, shown: &Path, real: &Path) -> Value {
+    let mut entries: Vec<String> = std::fs::read_dir(real)
+        .map(|rd| {
+            rd.flatten()
+                .map(|e| {
+                    let name = e.file_name().to_string_lossy().into_owned();
+                    if e.file_type().is_ok_and(|t| t.is_dir()) {
+                        format!("{name}/")
+                    } else {
+                        name
+                    }
+                })
+                .collect()
+        })
+        .unwrap_or_default();
+    entries.sort();
+    let truncated = entries.len() > MAX_MENTION_ENTRIES;
+    entries.truncate(MAX_MENTION_ENTRIES);
+    json!({"type": AT_MENTION, "for_uuid": for_uuid, "mention": m.written,
+           "path": shown.display().to_string(), "kind": "directory", "entries": entries,
+           "truncated": truncated})
+}
