@@ -967,3 +967,56 @@ fn a_settings_update_merges_and_keeps_hooks_disabled() {
         .unwrap_err();
     assert_eq!(typo["code"], -32602, "{typo}");
 }
+
+/// `PermissionRequest` hooks allow (with a rewritten input) or deny a tool call before
+/// the user is asked; `SessionEnd` hooks run with the reason as the matcher's value, and
+/// their output is ignored.
+#[test]
+fn permission_request_decides_and_session_end_runs() {
+    let d = Daemon::start();
+    let log = d.dir.path().join("ended.log");
+    let decide = r#"input=$(cat); case "$input" in *'"Bash"'*) echo '{"hookSpecificOutput":{"hookEventName":"PermissionRequest","decision":{"behavior":"deny","message":"no shell today"}}}';; *) echo '{"hookSpecificOutput":{"hookEventName":"PermissionRequest","decision":{"behavior":"allow","updatedInput":{"file_path":"/tmp/safe"}}}}';; esac"#;
+    let ended = format!("cat >> {}; echo ignored; exit 2", sh_quote(&log));
+    let settings = json!({"hooks": {
+        "PermissionRequest": [{"matcher": "Bash|Write", "hooks": [{"type": "command", "command": decide}]}],
+        "SessionEnd": [{"matcher": "logout", "hooks": [{"type": "command", "command": ended}]}]
+    }});
+    let p = project_with(&d, &settings);
+    let sid = new_session(&d, &p);
+    let o = d.call(
+        "hooks.permission_request",
+        json!({"session_id": sid, "tool_name": "Bash", "tool_input": {"command": "ls"}}),
+    );
+    assert_eq!(o["decision"], "deny", "{o}");
+    assert_eq!(o["reason"], "no shell today");
+    let o = d.call(
+        "hooks.permission_request",
+        json!({"session_id": sid, "tool_name": "Write", "tool_input": {"file_path": "/etc/x"}}),
+    );
+    assert_eq!(o["decision"], "allow", "{o}");
+    assert_eq!(o["updated_input"], json!({"file_path": "/tmp/safe"}));
+    let o = d.call(
+        "hooks.permission_request",
+        json!({"session_id": sid, "tool_name": "Read", "tool_input": {}}),
+    );
+    assert_eq!(o["ran"], 0);
+    let o = d.call(
+        "hooks.session_end",
+        json!({"session_id": sid, "reason": "clear"}),
+    );
+    assert_eq!(o["ran"], 0, "the matcher is the reason");
+    let o = d.call(
+        "hooks.session_end",
+        json!({"session_id": sid, "reason": "logout"}),
+    );
+    assert_eq!(o["ran"], 1);
+    assert!(o.get("decision").is_none(), "output ignored: {o}");
+    let got: Value = serde_json::from_str(std::fs::read_to_string(&log).unwrap().trim()).unwrap();
+    assert_eq!(got["hook_event_name"], "SessionEnd");
+    assert_eq!(got["reason"], "logout");
+    let listed = d.call("hooks.list", json!({"session_id": sid}));
+    assert!(
+        !listed.to_string().contains("not an event ctxd runs"),
+        "{listed}"
+    );
+}

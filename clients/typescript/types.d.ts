@@ -693,7 +693,7 @@ export type HookContextRef = {
 /**
  * A hook event, named exactly as in Claude Code's settings files.
  */
-export type HookEvent = "SessionStart" | "UserPromptSubmit" | "PreToolUse" | "PostToolUse" | "PreCompact" | "PostCompact" | "InstructionsLoaded" | "CwdChanged" | "FileChanged" | "Stop" | "StopFailure" | "SubagentStart" | "SubagentStop" | "Notification";
+export type HookEvent = ("SessionStart" | "UserPromptSubmit" | "PreToolUse" | "PostToolUse" | "PreCompact" | "PostCompact" | "InstructionsLoaded" | "CwdChanged" | "FileChanged" | "Stop" | "StopFailure" | "SubagentStart" | "SubagentStop" | "Notification") | "SessionEnd" | "PermissionRequest";
 
 /**
  * The merged result of every hook an event ran (they run in parallel; results are
@@ -3112,6 +3112,40 @@ export interface Methods {
        */
       notification_type?: string | null;
       title?: string | null;
+    };
+    result: HookOutcome;
+  };
+  /**
+   * Run SessionEnd hooks when the session ends (output ignored).
+   */
+  "hooks.session_end": {
+    params: {
+      session_id: string;
+      /**
+       * `clear`, `logout`, `prompt_input_exit` or `other` (the default); the matcher
+       * matches it.
+       */
+      reason?: string | null;
+    };
+    result: HookOutcome;
+  };
+  /**
+   * Run PermissionRequest hooks before asking the user to allow a tool call: decision allow (with updated_input) or deny (with reason), or none (ask the user).
+   */
+  "hooks.permission_request": {
+    params: {
+      session_id: string;
+      /**
+       * The tool input the model produced (a JSON object).
+       */
+      tool_input: {
+        [key: string]: unknown;
+      };
+      /**
+       * The tool (the matcher matches it).
+       */
+      tool_name: string;
+      tool_use_id?: string | null;
     };
     result: HookOutcome;
   };

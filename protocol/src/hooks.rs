@@ -28,10 +28,15 @@ pub enum HookEvent {
     SubagentStart,
     SubagentStop,
     Notification,
+    /// The session ends (the client says why: `clear`, `logout`, `prompt_input_exit`,
+    /// `other`); output is ignored.
+    SessionEnd,
+    /// A permission dialog would be shown for a tool call; a hook may allow or deny it.
+    PermissionRequest,
 }
 
 impl HookEvent {
-    pub const ALL: [HookEvent; 14] = [
+    pub const ALL: [HookEvent; 16] = [
         HookEvent::SessionStart,
         HookEvent::UserPromptSubmit,
         HookEvent::PreToolUse,
@@ -46,6 +51,8 @@ impl HookEvent {
         HookEvent::SubagentStart,
         HookEvent::SubagentStop,
         HookEvent::Notification,
+        HookEvent::SessionEnd,
+        HookEvent::PermissionRequest,
     ];
 
     /// The name used in settings files and in `hook_event_name`.
@@ -65,6 +72,8 @@ impl HookEvent {
             HookEvent::SubagentStart => "SubagentStart",
             HookEvent::SubagentStop => "SubagentStop",
             HookEvent::Notification => "Notification",
+            HookEvent::SessionEnd => "SessionEnd",
+            HookEvent::PermissionRequest => "PermissionRequest",
         }
     }
 
@@ -349,6 +358,31 @@ pub struct NotificationParams {
     /// e.g. `permission_prompt`, `idle_prompt` (the matcher matches it).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub notification_type: Option<String>,
+}
+
+/// `hooks.session_end`: the session is ending.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct SessionEndParams {
+    pub session_id: String,
+    /// `clear`, `logout`, `prompt_input_exit` or `other` (the default); the matcher
+    /// matches it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub reason: Option<String>,
+}
+
+/// `hooks.permission_request`: the client would ask the user to allow a tool call.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct PermissionRequestParams {
+    pub session_id: String,
+    /// The tool (the matcher matches it).
+    pub tool_name: String,
+    /// The tool input the model produced (a JSON object).
+    #[schemars(with = "serde_json::Map<String, serde_json::Value>")]
+    pub tool_input: serde_json::Value,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tool_use_id: Option<String>,
 }
 
 /// A hook context the compiled request carries (`metadata.hook_contexts`).

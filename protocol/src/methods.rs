@@ -80,6 +80,8 @@ pub const HOOKS_STOP_FAILURE: &str = "hooks.stop_failure";
 pub const HOOKS_SUBAGENT_START: &str = "hooks.subagent_start";
 pub const HOOKS_SUBAGENT_STOP: &str = "hooks.subagent_stop";
 pub const HOOKS_NOTIFICATION: &str = "hooks.notification";
+pub const HOOKS_SESSION_END: &str = "hooks.session_end";
+pub const HOOKS_PERMISSION_REQUEST: &str = "hooks.permission_request";
 pub const SESSION_SET_PLAN_MODE: &str = "session.set_plan_mode";
 pub const TRANSCRIPT_QUEUE: &str = "transcript.queue";
 pub const TRANSCRIPT_QUEUED: &str = "transcript.queued";
@@ -528,6 +530,18 @@ pub fn method_table() -> Vec<MethodSpec> {
             HOOKS_NOTIFICATION,
             "Run Notification hooks for a message to the user.",
             NotificationParams,
+            HookOutcome
+        ),
+        method!(
+            HOOKS_SESSION_END,
+            "Run SessionEnd hooks when the session ends (output ignored).",
+            SessionEndParams,
+            HookOutcome
+        ),
+        method!(
+            HOOKS_PERMISSION_REQUEST,
+            "Run PermissionRequest hooks before asking the user to allow a tool call: decision allow (with updated_input) or deny (with reason), or none (ask the user).",
+            PermissionRequestParams,
             HookOutcome
         ),
         method!(

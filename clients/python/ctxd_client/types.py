@@ -224,7 +224,7 @@ class HookContextRef(_HookContextRefRequired, _HookContextRefOptional):
     """A hook context the compiled request carries (`metadata.hook_contexts`)."""
 
 
-HookEvent = "Literal[\"SessionStart\", \"UserPromptSubmit\", \"PreToolUse\", \"PostToolUse\", \"PreCompact\", \"PostCompact\", \"InstructionsLoaded\", \"CwdChanged\", \"FileChanged\", \"Stop\", \"StopFailure\", \"SubagentStart\", \"SubagentStop\", \"Notification\"]"
+HookEvent = "Union[Literal[\"SessionStart\", \"UserPromptSubmit\", \"PreToolUse\", \"PostToolUse\", \"PreCompact\", \"PostCompact\", \"InstructionsLoaded\", \"CwdChanged\", \"FileChanged\", \"Stop\", \"StopFailure\", \"SubagentStart\", \"SubagentStop\", \"Notification\"], Literal[\"SessionEnd\"], Literal[\"PermissionRequest\"]]"
 
 
 _HookOutcomeRequired = TypedDict("_HookOutcomeRequired", {"ran": "int"})
@@ -1101,6 +1101,16 @@ class Methods:
         params = {k: v for k, v in [("message", message), ("session_id", session_id), ("notification_type", notification_type), ("title", title)] if v is not None}
         return self.call("hooks.notification", **params)
 
+    def hooks_session_end(self, *, session_id: str, reason: Optional[str] = None) -> HookOutcome:
+        """Run SessionEnd hooks when the session ends (output ignored)."""
+        params = {k: v for k, v in [("session_id", session_id), ("reason", reason)] if v is not None}
+        return self.call("hooks.session_end", **params)
+
+    def hooks_permission_request(self, *, session_id: str, tool_input: Dict[str, Any], tool_name: str, tool_use_id: Optional[str] = None) -> HookOutcome:
+        """Run PermissionRequest hooks before asking the user to allow a tool call: decision allow (with updated_input) or deny (with reason), or none (ask the user)."""
+        params = {k: v for k, v in [("session_id", session_id), ("tool_input", tool_input), ("tool_name", tool_name), ("tool_use_id", tool_use_id)] if v is not None}
+        return self.call("hooks.permission_request", **params)
+
     def session_set_plan_mode(self, *, enabled: bool, session_id: str, plan_file: Optional[str] = None) -> PlanModeResponse:
         """Switch plan mode on or off (and name the plan file); the next compile carries the entry or exit reminder."""
         params = {k: v for k, v in [("enabled", enabled), ("session_id", session_id), ("plan_file", plan_file)] if v is not None}
@@ -1427,6 +1437,16 @@ class AsyncMethods:
         """Run Notification hooks for a message to the user."""
         params = {k: v for k, v in [("message", message), ("session_id", session_id), ("notification_type", notification_type), ("title", title)] if v is not None}
         return await self.call("hooks.notification", **params)
+
+    async def hooks_session_end(self, *, session_id: str, reason: Optional[str] = None) -> HookOutcome:
+        """Run SessionEnd hooks when the session ends (output ignored)."""
+        params = {k: v for k, v in [("session_id", session_id), ("reason", reason)] if v is not None}
+        return await self.call("hooks.session_end", **params)
+
+    async def hooks_permission_request(self, *, session_id: str, tool_input: Dict[str, Any], tool_name: str, tool_use_id: Optional[str] = None) -> HookOutcome:
+        """Run PermissionRequest hooks before asking the user to allow a tool call: decision allow (with updated_input) or deny (with reason), or none (ask the user)."""
+        params = {k: v for k, v in [("session_id", session_id), ("tool_input", tool_input), ("tool_name", tool_name), ("tool_use_id", tool_use_id)] if v is not None}
+        return await self.call("hooks.permission_request", **params)
 
     async def session_set_plan_mode(self, *, enabled: bool, session_id: str, plan_file: Optional[str] = None) -> PlanModeResponse:
         """Switch plan mode on or off (and name the plan file); the next compile carries the entry or exit reminder."""

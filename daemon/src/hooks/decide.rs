@@ -86,7 +86,13 @@ pub fn can_block(event: HookEvent) -> bool {
             | HookEvent::PostToolUse
             | HookEvent::Stop
             | HookEvent::SubagentStop
+            | HookEvent::PermissionRequest
     )
+}
+
+/// Events whose hooks decide a permission (deny beats ask beats allow).
+fn decides_permission(event: HookEvent) -> bool {
+    matches!(event, HookEvent::PreToolUse | HookEvent::PermissionRequest)
 }
 
 /// Events whose plain (non-JSON) stdout on exit 0 is context for the model.
@@ -110,7 +116,7 @@ fn takes_additional_context(event: HookEvent) -> bool {
 fn output_ignored(event: HookEvent) -> bool {
     matches!(
         event,
-        HookEvent::InstructionsLoaded | HookEvent::StopFailure
+        HookEvent::InstructionsLoaded | HookEvent::StopFailure | HookEvent::SessionEnd
     )
 }
 
@@ -163,8 +169,8 @@ pub fn interpret(event: HookEvent, command: &str, source: &str, raw: &RawRun) ->
     match raw.exit_code {
         Some(0) => {}
         Some(2) if output_ignored(event) => return r,
-        Some(2) if event == HookEvent::PreToolUse => {
-            let reason = stderr_or(raw, "blocked by a PreToolUse hook (no stderr)");
+        Some(2) if decides_permission(event) => {
+            let reason = stderr_or(raw, &format!("denied by a {event} hook (no stderr)"));
             r.report.decision = Some("deny".into());
             r.permission = Some((Permission::Deny, Some(reason)));
             return r;
@@ -303,6 +309,35 @@ fn apply_json(
     {
         r.additional_context = Some(ctx.to_string());
     }
+    if event == HookEvent::PermissionRequest {
+        match specific.get("decision") {
+            None | Some(Value::Null) => {}
+            Some(Value::Object(d)) => {
+                let behavior = opt_str(d, "behavior")?.unwrap_or("");
+                let p = match behavior {
+                    "allow" => Permission::Allow,
+                    "deny" => Permission::Deny,
+                    other => {
+                        return Err(format!(
+                            "decision.behavior must be allow or deny, not {other:?}"
+                        ));
+                    }
+                };
+                let why = opt_str(d, "message")?.map(str::to_string);
+                r.permission = Some((p, why));
+                r.report.decision = Some(p.as_str().into());
+                match d.get("updatedInput") {
+                    None | Some(Value::Null) => {}
+                    Some(v @ Value::Object(_)) => r.updated_input = Some(v.clone()),
+                    Some(_) => return Err("decision.updatedInput must be an object".into()),
+                }
+                if opt_bool(d, "interrupt")? == Some(true) {
+                    r.continue_ = false;
+                }
+            }
+            Some(_) => return Err("hookSpecificOutput.decision must be an object".into()),
+        }
+    }
     if event == HookEvent::PreToolUse {
         if let Some(d) = opt_str(specific, "permissionDecision")? {
             let p = Permission::parse(d).ok_or_else(|| {
@@ -331,13 +366,14 @@ fn joined(parts: Vec<String>) -> Option<String> {
 
 /// Merges the results of one event's hooks, given in configuration order.
 ///
-/// `PreToolUse`: deny beats ask beats allow, the reasons of the winning decision are
-/// joined; the first `updatedInput` (in configuration order) applies unless the call is
-/// denied. Other events: any blocking hook blocks, with every blocking reason.
+/// `PreToolUse` and `PermissionRequest`: deny beats ask beats allow, the reasons of the
+/// winning decision are joined; the first `updatedInput` (in configuration order)
+/// applies unless the call is denied. Other events: any blocking hook blocks, with every
+/// blocking reason.
 pub fn merge(event: HookEvent, results: &[HookResult]) -> HookOutcome {
     let mut out = HookOutcome::nothing();
     out.ran = crate::saturate::u32_of(results.len());
-    if event == HookEvent::PreToolUse {
+    if decides_permission(event) {
         let strongest = results
             .iter()
             .filter_map(|r| r.permission.as_ref().map(|p| p.0))

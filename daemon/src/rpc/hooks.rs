@@ -47,5 +47,14 @@ pub fn register(m: &mut RpcModule<RpcContext>) -> Result<(), jsonrpsee::core::Re
         .engine
         .hooks_notification(p)
         .await)?;
+    async_method!(m, HOOKS_SESSION_END, |ctx, p: SessionEndParams| ctx
+        .engine
+        .hooks_session_end(p)
+        .await)?;
+    async_method!(
+        m,
+        HOOKS_PERMISSION_REQUEST,
+        |ctx, p: PermissionRequestParams| ctx.engine.hooks_permission_request(p).await
+    )?;
     Ok(())
 }

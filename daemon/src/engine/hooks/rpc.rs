@@ -249,4 +249,40 @@ impl Engine {
         )
         .await
     }
+
+    /// `hooks.session_end`: the session ends; what the hooks say is ignored.
+    pub async fn hooks_session_end(&self, p: SessionEndParams) -> Result<HookOutcome> {
+        let reason = p.reason.unwrap_or_else(|| "other".into());
+        let input = fields([("reason", json!(reason))]);
+        self.client_event(
+            &p.session_id,
+            HookEvent::SessionEnd,
+            Some(&reason),
+            input,
+            NOTHING,
+        )
+        .await
+    }
+
+    /// `hooks.permission_request`: before the user is asked to allow a tool call.
+    pub async fn hooks_permission_request(
+        &self,
+        p: PermissionRequestParams,
+    ) -> Result<HookOutcome> {
+        non_empty("tool_name", &p.tool_name)?;
+        object("tool_input", &p.tool_input)?;
+        let input = fields([
+            ("tool_name", json!(p.tool_name)),
+            ("tool_input", p.tool_input),
+            ("tool_use_id", json!(p.tool_use_id)),
+        ]);
+        self.client_event(
+            &p.session_id,
+            HookEvent::PermissionRequest,
+            Some(&p.tool_name),
+            input,
+            NOTHING,
+        )
+        .await
+    }
 }
