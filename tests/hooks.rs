@@ -1020,3 +1020,60 @@ fn permission_request_decides_and_session_end_runs() {
         "{listed}"
     );
 }
+
+/// A hook of type `http` gets the event's JSON in a POST; its JSON answer decides as a
+/// command hook's stdout does, and a header fills only the variables `allowedEnvVars`
+/// lists. A failing endpoint is a non-blocking error.
+#[test]
+fn http_hooks_post_the_event_and_their_answer_decides() {
+    use wiremock::matchers::{header, method, path};
+    use wiremock::{Mock, MockServer, ResponseTemplate};
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap();
+    let server = rt.block_on(MockServer::start());
+    rt.block_on(async {
+        Mock::given(method("POST"))
+            .and(path("/guard"))
+            .and(header("x-team", "blue-"))
+            .respond_with(
+                ResponseTemplate::new(200).set_body_json(json!({"hookSpecificOutput": {
+                "hookEventName": "PreToolUse", "permissionDecision": "deny",
+                "permissionDecisionReason": "denied over http"}})),
+            )
+            .mount(&server)
+            .await;
+        Mock::given(method("POST"))
+            .and(path("/down"))
+            .respond_with(ResponseTemplate::new(503))
+            .mount(&server)
+            .await;
+    });
+    let d = Daemon::start();
+    let settings = json!({"env": {"TEAM": "blue", "OTHER": "secret"}, "hooks": {"PreToolUse": [
+        {"matcher": "Bash", "hooks": [{"type": "http", "url": format!("{}/guard", server.uri()),
+            "headers": {"X-Team": "$TEAM-${OTHER}"}, "allowedEnvVars": ["TEAM"]}]},
+        {"matcher": "Read", "hooks": [{"type": "http", "url": format!("{}/down", server.uri())}]}
+    ]}});
+    let p = project_with(&d, &settings);
+    let sid = new_session(&d, &p);
+    let o = d.call(
+        "hooks.pre_tool_use",
+        json!({"session_id": sid, "tool_name": "Bash", "tool_input": {"command": "ls"}}),
+    );
+    assert_eq!(o["decision"], "deny", "{o}");
+    assert_eq!(o["reason"], "denied over http");
+    let requests = rt.block_on(server.received_requests()).unwrap();
+    let sent: Value = serde_json::from_slice(&requests[0].body).unwrap();
+    assert_eq!(sent["hook_event_name"], "PreToolUse");
+    assert_eq!(sent["tool_input"]["command"], "ls");
+    let o = d.call(
+        "hooks.pre_tool_use",
+        json!({"session_id": sid, "tool_name": "Read", "tool_input": {"file_path": "/x"}}),
+    );
+    assert!(o.get("decision").is_none(), "{o}");
+    assert!(o["errors"][0].as_str().unwrap().contains("HTTP 503"), "{o}");
+    let listed = d.call("hooks.list", json!({"session_id": sid}));
+    assert!(!listed.to_string().contains("not run by ctxd"), "{listed}");
+}

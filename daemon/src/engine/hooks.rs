@@ -592,7 +592,13 @@ impl Engine {
                         source: h.source.as_str().into(),
                     },
                 );
-                let raw = runner::run(spec).await;
+                let raw = match &h.entry.http {
+                    Some(http) => {
+                        crate::hooks::http::run(http, &runner::hook_env(&spec.env), spec.stdin, spec.timeout)
+                            .await
+                    }
+                    None => runner::run(spec).await,
+                };
                 drop(permit);
                 let result =
                     decide::interpret(event, &h.entry.command, h.source.as_str(), &raw);

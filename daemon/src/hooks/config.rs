@@ -60,7 +60,10 @@ pub struct HookEntry {
     pub event: HookEvent,
     pub matcher_text: Option<String>,
     pub matcher: Matcher,
+    /// The shell command; for an `http` hook, its URL (what reports and events name).
     pub command: String,
+    /// Set for a hook of type `http`.
+    pub http: Option<super::http::HttpHook>,
     pub timeout: Duration,
     /// Why this entry can never run, whatever the policy (unsupported type, ...).
     pub unsupported: Option<String>,
@@ -139,6 +142,40 @@ fn valid_env_name(k: &str) -> bool {
         && k.chars().all(|c| c.is_ascii_alphanumeric() || c == '_')
 }
 
+/// An `http` hook's `url`, `headers` and `allowedEnvVars`; the error names the field.
+fn http_hook(h: &Value) -> Result<super::http::HttpHook, String> {
+    let url = h
+        .get("url")
+        .and_then(Value::as_str)
+        .filter(|u| u.starts_with("http://") || u.starts_with("https://"))
+        .ok_or("url: must be an http:// or https:// URL")?;
+    let headers = match h.get("headers") {
+        None | Some(Value::Null) => Vec::new(),
+        Some(Value::Object(m)) => m
+            .iter()
+            .map(|(k, v)| match v.as_str() {
+                Some(s) => Ok((k.clone(), s.to_string())),
+                None => Err(format!("headers.{k}: must be a string")),
+            })
+            .collect::<Result<_, _>>()?,
+        Some(_) => return Err("headers: must be an object of strings".into()),
+    };
+    let allowed_env_vars = match h.get("allowedEnvVars") {
+        None | Some(Value::Null) => Vec::new(),
+        Some(Value::Array(a)) => a
+            .iter()
+            .map(|v| v.as_str().map(str::to_string))
+            .collect::<Option<_>>()
+            .ok_or("allowedEnvVars: must be an array of variable names")?,
+        Some(_) => return Err("allowedEnvVars: must be an array of variable names".into()),
+    };
+    Ok(super::http::HttpHook {
+        url: url.to_string(),
+        headers,
+        allowed_env_vars,
+    })
+}
+
 /// Parses a settings file's text. Errors make the whole file invalid; problems of a
 /// single entry only skip that entry (with a warning).
 pub fn parse_settings(text: &str) -> Result<Settings, String> {
@@ -211,9 +248,20 @@ pub fn parse_settings(text: &str) -> Result<Settings, String> {
                     ));
                 }
                 let kind = h.get("type").and_then(Value::as_str).unwrap_or("");
-                let command = h.get("command").and_then(Value::as_str);
+                let mut http = None;
+                let mut command = h.get("command").and_then(Value::as_str);
+                if kind == "http" {
+                    match http_hook(h) {
+                        Ok(hook) => http = Some(hook),
+                        Err(e) => {
+                            out.warnings.push(format!("{at}.{e}"));
+                            continue;
+                        }
+                    }
+                    command = h.get("url").and_then(Value::as_str);
+                }
                 let unsupported = match (kind, command) {
-                    ("command", Some(c)) if !c.trim().is_empty() => None,
+                    ("command" | "http", Some(c)) if !c.trim().is_empty() => None,
                     ("command", _) => {
                         out.warnings
                             .push(format!("{at}.command: must be a non-empty string"));
@@ -224,7 +272,7 @@ pub fn parse_settings(text: &str) -> Result<Settings, String> {
                         continue;
                     }
                     (other, _) => Some(format!(
-                        "hooks of type {other:?} are not run by ctxd (only \"command\")"
+                        "hooks of type {other:?} are not run by ctxd (only \"command\" and \"http\")"
                     )),
                 };
                 let timeout = match timeout_of(h.get("timeout")) {
@@ -239,6 +287,7 @@ pub fn parse_settings(text: &str) -> Result<Settings, String> {
                     matcher: Matcher::new(matcher_text.as_deref()),
                     matcher_text: matcher_text.clone(),
                     command: command.unwrap_or_default().to_string(),
+                    http,
                     timeout,
                     unsupported,
                 });

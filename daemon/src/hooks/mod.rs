@@ -11,6 +11,7 @@
 pub mod config;
 pub mod decide;
 pub mod files;
+pub mod http;
 pub mod input;
 pub mod matcher;
 pub mod runner;

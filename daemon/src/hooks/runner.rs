@@ -47,7 +47,7 @@ pub const PASSED_ENV: [&str; 15] = [
 
 /// The environment of a hook's process: [`PASSED_ENV`] from the daemon's, then `extra`
 /// (the settings' `env`, then ctxd's own variables), a later value winning.
-fn hook_env(extra: &[(String, String)]) -> Vec<(String, String)> {
+pub(crate) fn hook_env(extra: &[(String, String)]) -> Vec<(String, String)> {
     let mut env: Vec<(String, String)> = std::env::vars()
         .filter(|(k, _)| PASSED_ENV.contains(&k.as_str()) || k.starts_with("LC_"))
         .collect();

@@ -26,7 +26,7 @@ mod prompt;
 mod select;
 pub(crate) mod stream;
 
-pub(crate) use http::{EnvLookup, process_env};
+pub(crate) use http::{EnvLookup, client as http_client, process_env};
 
 use std::sync::Arc;
 use std::time::Duration;
