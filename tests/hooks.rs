@@ -1028,10 +1028,7 @@ fn permission_request_decides_and_session_end_runs() {
 fn http_hooks_post_the_event_and_their_answer_decides() {
     use wiremock::matchers::{header, method, path};
     use wiremock::{Mock, MockServer, ResponseTemplate};
-    let rt = tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()
-        .unwrap();
+    let rt = common::runtime();
     let server = rt.block_on(MockServer::start());
     rt.block_on(async {
         Mock::given(method("POST"))

@@ -74,18 +74,11 @@ fn last_record(d: &Daemon, sid: &str) -> Value {
     page["records"].as_array().unwrap().last().unwrap().clone()
 }
 
-fn runtime() -> tokio::runtime::Runtime {
-    tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()
-        .unwrap()
-}
-
 /// The compiled body goes out streamed with the key and the API version; the answer is
 /// appended with exactly the streamed blocks and the server's usage, and returned.
 #[test]
 fn a_streamed_turn_is_recorded_as_it_came() {
-    let rt = runtime();
+    let rt = common::runtime();
     let server = rt.block_on(MockServer::start());
     rt.block_on(
         Mock::given(method("POST"))
@@ -136,7 +129,7 @@ fn a_streamed_turn_is_recorded_as_it_came() {
 /// 529 with `retry-after`, then a stream: retried once, recorded once.
 #[test]
 fn an_overloaded_answer_is_retried_after_what_the_provider_says() {
-    let rt = runtime();
+    let rt = common::runtime();
     let server = rt.block_on(MockServer::start());
     rt.block_on(async {
         Mock::given(method("POST"))
@@ -167,7 +160,7 @@ fn an_overloaded_answer_is_retried_after_what_the_provider_says() {
 /// provider's kind and appends nothing.
 #[test]
 fn a_refused_turn_appends_nothing() {
-    let rt = runtime();
+    let rt = common::runtime();
     let server = rt.block_on(MockServer::start());
     let mut events = turn_events();
     events.truncate(3);
@@ -212,7 +205,7 @@ fn a_refused_turn_appends_nothing() {
 /// While a turn runs, a second `context.send` of the same session is refused at once.
 #[test]
 fn one_turn_at_a_time_per_session() {
-    let rt = runtime();
+    let rt = common::runtime();
     let server = rt.block_on(MockServer::start());
     rt.block_on(
         Mock::given(method("POST"))
@@ -237,7 +230,7 @@ fn one_turn_at_a_time_per_session() {
 /// store, also when the provider echoes it in an error.
 #[test]
 fn the_key_appears_nowhere() {
-    let rt = runtime();
+    let rt = common::runtime();
     let server = rt.block_on(MockServer::start());
     rt.block_on(async {
         Mock::given(method("POST"))
@@ -349,7 +342,7 @@ fn wait_for_a_request(rt: &tokio::runtime::Runtime, server: &MockServer) {
 /// answers `ok: false`.
 #[test]
 fn a_cancelled_turn_appends_nothing() {
-    let rt = runtime();
+    let rt = common::runtime();
     let server = rt.block_on(MockServer::start());
     rt.block_on(
         Mock::given(method("POST"))
@@ -404,7 +397,7 @@ where
 #[test]
 fn a_streamed_turn_reaches_the_caller_event_by_event() {
     use ctxd_protocol::{SessionEvent, TurnEvent};
-    let rt = runtime();
+    let rt = common::runtime();
     let server = rt.block_on(MockServer::start());
     rt.block_on(
         Mock::given(method("POST"))
@@ -457,7 +450,7 @@ fn a_streamed_turn_reaches_the_caller_event_by_event() {
 #[test]
 fn a_streamed_error_event_fails_the_turn() {
     use ctxd_protocol::TurnEvent;
-    let rt = runtime();
+    let rt = common::runtime();
     let server = rt.block_on(MockServer::start());
     let events = vec![
         turn_events()[0].clone(),
@@ -497,7 +490,7 @@ fn a_streamed_error_event_fails_the_turn() {
 /// how it recovered.
 #[test]
 fn a_too_long_request_is_recovered_and_sent_again() {
-    let rt = runtime();
+    let rt = common::runtime();
     let server = rt.block_on(MockServer::start());
     rt.block_on(async {
         Mock::given(method("POST"))
@@ -549,7 +542,7 @@ fn a_too_long_request_is_recovered_and_sent_again() {
 #[test]
 fn leaving_the_stream_cancels_the_turn() {
     use ctxd_protocol::SessionEvent;
-    let rt = runtime();
+    let rt = common::runtime();
     let server = rt.block_on(MockServer::start());
     rt.block_on(
         Mock::given(method("POST"))
@@ -592,7 +585,7 @@ fn leaving_the_stream_cancels_the_turn() {
 /// tokens as the cache read, and the next compile (either format) carries them back.
 #[test]
 fn an_openai_compatible_turn_records_tool_calls_and_compiles_them_back() {
-    let rt = runtime();
+    let rt = common::runtime();
     let server = rt.block_on(MockServer::start());
     let chunk = |delta: Value, finish: Value| {
         json!({"id": "chatcmpl-9", "object": "chat.completion.chunk", "created": 1, "model": "qwen3-coder",
@@ -685,7 +678,7 @@ fn an_openai_compatible_turn_records_tool_calls_and_compiles_them_back() {
 /// its key and the session's model.
 #[test]
 fn the_summariser_can_share_the_sessions_provider() {
-    let rt = runtime();
+    let rt = common::runtime();
     let server = rt.block_on(MockServer::start());
     let summary = json!({"id": "msg_sum", "type": "message", "role": "assistant", "model": "claude-sonnet-4-5",
         "content": [{"type": "text", "text": "<analysis>a</analysis>\n<summary>1. Primary Request and Intent: read /tmp/a.txt</summary>"}],

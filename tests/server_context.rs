@@ -311,13 +311,6 @@ fn compaction_stream(summary: Value) -> wiremock::ResponseTemplate {
         .set_body_raw(common::sse_body(&events), "text/event-stream")
 }
 
-fn runtime() -> tokio::runtime::Runtime {
-    tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()
-        .unwrap()
-}
-
 /// The summariser `server`, threshold mode: the compile asks the provider to compact
 /// past its trigger, with the compaction beta, and ctxd's autocompact stands aside.
 #[test]
@@ -365,7 +358,7 @@ fn threshold_server_compaction_is_sent_and_autocompact_stands_aside() {
 fn on_demand_server_compaction_appends_the_providers_block() {
     use wiremock::matchers::{header, method, path};
     use wiremock::{Mock, MockServer};
-    let rt = runtime();
+    let rt = common::runtime();
     let server = rt.block_on(MockServer::start());
     rt.block_on(async {
         Mock::given(method("POST"))

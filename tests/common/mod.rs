@@ -463,6 +463,16 @@ fn dechunk(mut s: &str) -> String {
     out
 }
 
+/// A runtime of one thread for a test that drives async code (a scripted server, the
+/// async client) from a plain `#[test]`.
+#[allow(dead_code)] // not every test crate drives async code
+pub fn runtime() -> tokio::runtime::Runtime {
+    tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .expect("a tokio runtime")
+}
+
 /// A Messages API event stream of `events` (each names its own type), as a server
 /// sends it.
 #[allow(dead_code)] // not every test crate streams

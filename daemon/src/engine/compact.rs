@@ -500,18 +500,35 @@ impl Engine {
             .store
             .write(&l.row.id, move |tx| {
                 let built = insert_batch(tx, &sid, new_records, expected, &now_text)?;
-                // Nothing of the old history's file and instruction state holds.
-                context_state::clear_loaded(tx, &sid)?;
-                context_state::clear_read_state(tx, &sid)?;
-                context_state::clear_touched(tx, &sid)?;
+                reset_for_new_history(tx, &sid)?;
                 for s in &read_states {
                     context_state::put_read_state(tx, &sid, s)?;
                 }
-                context_state::set_compaction_failures(tx, &sid, 0, None)?;
-                crate::store::memory::reset_gate(tx, &sid)?;
                 Ok(built)
             })
             .await?;
+        let (boundary_uuid, post_tokens) =
+            self.take_new_history(cell, l, &built, trigger, pre_tokens, now)?;
+        debug_assert!(
+            hooked || post_tokens == history.estimate,
+            "a compaction weighed its new history with another estimate than the compile's"
+        );
+        self.hooks_after_new_history(post_compact);
+        Ok((boundary_uuid, post_tokens))
+    }
+
+    /// Takes in a new history just written (its first record the boundary): the
+    /// in-memory state a new history resets, the estimate of it, and the events.
+    /// Returns the boundary's uuid and that estimate.
+    pub(crate) fn take_new_history(
+        &self,
+        cell: &SessionCell,
+        l: &mut Loaded,
+        built: &[Record],
+        trigger: Trigger,
+        pre_tokens: u64,
+        now: DateTime<Utc>,
+    ) -> Result<(String, u64)> {
         let boundary_uuid = built.first().map(|r| r.uuid.clone()).unwrap_or_default();
         l.records.extend(built.iter().cloned());
         l.boundary_uuid.clone_from(&boundary_uuid);
@@ -521,10 +538,6 @@ impl Engine {
             .metadata
             .context
             .effective_tokens;
-        debug_assert!(
-            hooked || post_tokens == history.estimate,
-            "a compaction weighed its new history with another estimate than the compile's"
-        );
         self.emit(
             cell,
             SessionEvent::RecordsAppended {
@@ -549,7 +562,6 @@ impl Engine {
                 post_tokens,
             },
         );
-        self.hooks_after_new_history(post_compact);
         Ok((boundary_uuid, post_tokens))
     }
 
@@ -877,4 +889,16 @@ pub(crate) fn shortfall_of(report: &CompactionReport) -> Option<CompactionShortf
             report.post_tokens
         ),
     })
+}
+
+/// What a new history resets in the store, in the transaction that writes it: nothing
+/// of the old history's file and instruction state holds, the breaker closes, and the
+/// session-memory gate starts over.
+pub(crate) fn reset_for_new_history(tx: &mut dyn crate::store::Db, sid: &str) -> Result<()> {
+    context_state::clear_loaded(tx, sid)?;
+    context_state::clear_read_state(tx, sid)?;
+    context_state::clear_touched(tx, sid)?;
+    context_state::set_compaction_failures(tx, sid, 0, None)?;
+    crate::store::memory::reset_gate(tx, sid)?;
+    Ok(())
 }

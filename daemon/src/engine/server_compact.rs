@@ -17,7 +17,6 @@ use crate::pipeline::autocompact::Trigger;
 use crate::pipeline::latch::COMPACT_BETA;
 use crate::pipeline::projection::server_compaction;
 use crate::providers::stream;
-use crate::store::context_state;
 
 /// The compiled `body` as a compaction request: `compaction` set, and no
 /// `context_management`, which the API refuses beside it.
@@ -109,48 +108,12 @@ impl Engine {
                             .into(),
                     ));
                 }
-                // Nothing of the old history's file and instruction state holds.
-                context_state::clear_loaded(tx, &sid)?;
-                context_state::clear_read_state(tx, &sid)?;
-                context_state::clear_touched(tx, &sid)?;
-                context_state::set_compaction_failures(tx, &sid, 0, None)?;
-                crate::store::memory::reset_gate(tx, &sid)?;
+                super::compact::reset_for_new_history(tx, &sid)?;
                 Ok(built)
             })
             .await?;
-        let boundary_uuid = built.first().map(|r| r.uuid.clone()).unwrap_or_default();
-        l.records.extend(built.iter().cloned());
-        l.boundary_uuid.clone_from(&boundary_uuid);
-        l.pinned_edits.clear();
-        l.no_room = None;
-        let post_tokens = super::compile::compile_loaded(l, false, now)?
-            .metadata
-            .context
-            .effective_tokens;
-        self.emit(
-            cell,
-            SessionEvent::RecordsAppended {
-                session_id: l.row.id.clone(),
-                records: built
-                    .iter()
-                    .map(|r| AppendedRecord {
-                        uuid: r.uuid.clone(),
-                        seq: r.seq,
-                    })
-                    .collect(),
-                full_records: None,
-            },
-        );
-        self.emit(
-            cell,
-            SessionEvent::Compacted {
-                session_id: l.row.id.clone(),
-                trigger: trigger.as_str().into(),
-                boundary_uuid: boundary_uuid.clone(),
-                pre_tokens,
-                post_tokens,
-            },
-        );
+        let (boundary_uuid, post_tokens) =
+            self.take_new_history(cell, l, &built, trigger, pre_tokens, now)?;
         Ok(CompactionReport {
             trigger: trigger.as_str().into(),
             boundary_uuid,
