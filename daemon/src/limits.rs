@@ -117,3 +117,73 @@ impl Default for Limits {
         }
     }
 }
+
+// Hooks, discovery, connections, attachments and providers.
+
+/// The longest timeout a hook in a settings file may ask for.
+pub const MAX_HOOK_TIMEOUT: Duration = Duration::from_secs(600);
+
+/// A Claude Code settings file (hooks) larger than this is refused as invalid.
+pub const MAX_HOOK_SETTINGS_BYTES: u64 = 1024 * 1024;
+
+/// Hook commands one file may configure.
+pub const MAX_HOOKS_PER_FILE: usize = 1_000;
+
+/// The trusted-projects list (`HOME/trusted-projects`) is read up to this size.
+pub const MAX_TRUST_LIST_BYTES: u64 = 1024 * 1024;
+
+/// An output style's file is read up to this size.
+pub const MAX_STYLE_BYTES: u64 = 64 * 1024;
+
+/// Output style files looked at per folder.
+pub const MAX_STYLE_FILES: usize = 64;
+
+/// Memory files considered per session, newest first (Claude Code's cap).
+pub const MAX_MEMORY_FILES: usize = 200;
+
+/// Bytes of a memory file read for scoring and surfacing.
+pub const MAX_MEMORY_SCAN_BYTES: u64 = 64 * 1024;
+
+/// Directory levels below a memory directory that are walked.
+pub const MAX_MEMORY_DEPTH: usize = 4;
+
+/// WebSocket calls running in tasks of their own, per connection, past which the connection is not
+/// read until one answers: each holds its answer until there is room for it.
+pub const MAX_CALLS_IN_FLIGHT: usize = 4;
+
+/// Refusal answers (connection limit reached) being written at once; past this, refused connections are just closed.
+pub const MAX_REFUSING_CONNECTIONS: usize = 64;
+
+/// Bytes queued for one WebSocket connection past which it is not read and nothing more
+/// is queued for it.
+pub const MAX_WS_QUEUED_BYTES: usize = 16 * 1024 * 1024;
+
+/// The plan file's text re-injected after a compaction is capped like an instruction file.
+pub const MAX_PLAN_BYTES: u64 = 64 * 1024;
+
+/// A seen file's content kept for diffing (`changed_files`); larger files are still
+/// tracked by hash.
+pub const MAX_TRACKED_FILE_BYTES: u64 = 1024 * 1024;
+
+/// Queued inputs (`transcript.queue`) one agent of a session may have waiting.
+pub const MAX_QUEUED_ENTRIES: usize = 100;
+
+/// Hook processes running at once, daemon-wide (further hooks wait for a slot).
+pub const MAX_RUNNING_HOOKS: usize = 32;
+
+/// Bytes of one registered system-prompt section's text (`context.set_section`).
+pub const MAX_SECTION_BYTES: usize = 64 * 1024;
+
+/// The largest attachment-collection time bound a session may set
+/// (`settings.attachments.collect_timeout_ms`).
+pub const MAX_COLLECT_TIMEOUT_MS: u64 = 60_000;
+
+/// Event bytes one `context.send` answer may take: what one record may hold.
+pub const MAX_PROVIDER_ANSWER_BYTES: usize = MAX_RECORD_BYTES;
+
+/// A `retry-after` longer than this is not honoured as such: the caller's own budget
+/// (and circuit breaker) matters more than one provider's pacing.
+pub const MAX_RETRY_AFTER: Duration = Duration::from_secs(30);
+
+/// `@` mentions taken from one prompt at most.
+pub const MAX_MENTIONS: usize = 10;

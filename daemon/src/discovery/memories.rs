@@ -10,21 +10,18 @@
 //!   except the `MEMORY.md` index, with optional YAML front matter (`name`,
 //!   `description`, `type`). A file without a description borrows the index line that
 //!   links to it. At most [`MAX_MEMORY_FILES`] files, newest first (ties by path); each is
-//!   read only when regular and never past [`MAX_SCAN_BYTES`].
+//!   read only when regular and never past [`MAX_MEMORY_SCAN_BYTES`].
 
 use std::path::{Path, PathBuf};
 
 use serde::Deserialize;
 
+use crate::limits::MAX_MEMORY_DEPTH;
+use crate::limits::MAX_MEMORY_FILES;
+use crate::limits::MAX_MEMORY_SCAN_BYTES;
 use crate::pipeline::relevant_memories::{Candidate, Index};
 use crate::safe_read::read_text;
 
-/// Files considered per session, newest first (Claude Code's cap).
-pub const MAX_MEMORY_FILES: usize = 200;
-/// Bytes of a memory file read for scoring and surfacing.
-pub const MAX_SCAN_BYTES: u64 = 64 * 1024;
-/// Directory levels below a memory directory that are walked.
-const MAX_DEPTH: usize = 4;
 /// The index file of a memory directory (not a topic file itself).
 pub const MEMORY_INDEX: &str = "MEMORY.md";
 
@@ -38,7 +35,7 @@ pub struct MemoryFile {
     pub description: String,
     /// `user`, `feedback`, `project`, `reference`, ... when the front matter says.
     pub kind: Option<String>,
-    /// Text after the front matter (at most [`MAX_SCAN_BYTES`] of the file).
+    /// Text after the front matter (at most [`MAX_MEMORY_SCAN_BYTES`] of the file).
     pub body: String,
     pub mtime_ms: i64,
 }
@@ -196,11 +193,11 @@ pub fn scan(dirs: &[PathBuf]) -> Vec<MemoryFile> {
     found
         .into_iter()
         .filter_map(|(root, path, mtime_ms)| {
-            let raw = read_text(&path, MAX_SCAN_BYTES, "MAX_SCAN_BYTES")
+            let raw = read_text(&path, MAX_MEMORY_SCAN_BYTES, "MAX_MEMORY_SCAN_BYTES")
                 .ok()
                 .or_else(|| {
                     // Larger files are scored and surfaced by their head.
-                    crate::safe_read::read_head(&path, MAX_SCAN_BYTES).ok()
+                    crate::safe_read::read_head(&path, MAX_MEMORY_SCAN_BYTES).ok()
                 })?;
             let (fm, body) = split_front_matter(&raw);
             let rel = path
@@ -209,7 +206,8 @@ pub fn scan(dirs: &[PathBuf]) -> Vec<MemoryFile> {
                 .display()
                 .to_string();
             let index = indexes.entry(root.clone()).or_insert_with(|| {
-                read_text(&root.join(MEMORY_INDEX), MAX_SCAN_BYTES, "MEMORY.md").unwrap_or_default()
+                read_text(&root.join(MEMORY_INDEX), MAX_MEMORY_SCAN_BYTES, "MEMORY.md")
+                    .unwrap_or_default()
             });
             let description = fm
                 .description
@@ -260,7 +258,7 @@ fn walk(
             continue;
         };
         if meta.is_dir() {
-            if depth < MAX_DEPTH
+            if depth < MAX_MEMORY_DEPTH
                 && !path
                     .file_name()
                     .is_some_and(|n| n.to_string_lossy().starts_with('.'))

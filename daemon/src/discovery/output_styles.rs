@@ -6,12 +6,9 @@
 use std::path::Path;
 
 use super::front_matter;
+use crate::limits::MAX_STYLE_BYTES;
+use crate::limits::MAX_STYLE_FILES;
 pub use crate::pipeline::system::OutputStyle;
-
-/// A style's file is read up to this size.
-const MAX_STYLE_BYTES: u64 = 64 * 1024;
-/// Files looked at per folder.
-const MAX_STYLE_FILES: usize = 64;
 
 /// The styles ctxd ships (in its own words). `default` is no style at all.
 fn builtin(name: &str) -> Option<OutputStyle> {

@@ -59,8 +59,6 @@ const RELEVANT_MEMORIES: &str = "relevant_memories";
 
 /// How long one compile may spend collecting attachments unless the session says.
 pub const DEFAULT_COLLECT_TIMEOUT: Duration = Duration::from_millis(1000);
-/// The largest bound a session may set.
-pub const MAX_COLLECT_TIMEOUT_MS: u64 = 60_000;
 
 /// What one source found: attachment records to append and the state they consume.
 #[derive(Default)]

@@ -13,7 +13,7 @@
 //!   transcript export, no event;
 //! - hook processes never run under a session's lock except where the operation itself
 //!   must wait for them (compaction's `PreCompact` and `SessionStart`), and at most
-//!   [`MAX_RUNNING`] run at once daemon-wide.
+//!   [`MAX_RUNNING_HOOKS`] run at once daemon-wide.
 
 mod events;
 mod rpc;
@@ -32,11 +32,9 @@ use crate::error::Result;
 use crate::hooks::config::{self, ActiveHook, Effective, Layer, Source};
 use crate::hooks::files::{self, Stamp};
 use crate::hooks::{decide, input, runner, transcript};
+use crate::limits::MAX_RUNNING_HOOKS;
 use crate::store::sessions::SessionRow;
 use crate::sync::lock;
-
-/// Hook processes running at once, daemon-wide (further hooks wait for a slot).
-pub(crate) const MAX_RUNNING: usize = 32;
 
 /// What running a session's hooks needs to know of the session.
 #[derive(Debug, Clone)]
@@ -132,7 +130,7 @@ impl Default for HookState {
             layers: Mutex::new(HashMap::new()),
             watched: Mutex::new(HashMap::new()),
             exported: Mutex::new(HashMap::new()),
-            slots: Arc::new(Semaphore::new(MAX_RUNNING)),
+            slots: Arc::new(Semaphore::new(MAX_RUNNING_HOOKS)),
         }
     }
 }

@@ -5,10 +5,8 @@ use ctxd_protocol::{PlanModeParams, PlanModeResponse, SessionEvent};
 
 use super::Engine;
 use crate::error::{Error, Result};
+use crate::limits::MAX_PLAN_BYTES;
 use crate::store::sessions::{self, SessionRow};
-
-/// The plan file's text re-injected after a compaction is capped like an instruction file.
-const MAX_PLAN_BYTES: u64 = 64 * 1024;
 
 impl Engine {
     /// The plan state a new history re-announces (see `plan_mode::after_compaction`).

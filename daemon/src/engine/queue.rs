@@ -14,11 +14,9 @@ use serde_json::json;
 
 use super::Engine;
 use crate::error::{Error, Result};
+use crate::limits::MAX_QUEUED_ENTRIES;
 use crate::pipeline::attachments;
 use crate::store::{queued, sessions};
-
-/// Entries one agent of a session may have waiting.
-pub const MAX_QUEUED: usize = 100;
 
 /// The `queued_command` record of an entry: the text in the attachment (what the model
 /// reads), images as the record's content blocks (sent after the text).
@@ -116,11 +114,11 @@ impl Engine {
                     return Err(Error::SessionNotFound(sid.clone()));
                 }
                 let waiting = queued::list(tx, &sid, Some(e2.agent_id.as_deref()))?.len();
-                if waiting >= MAX_QUEUED {
+                if waiting >= MAX_QUEUED_ENTRIES {
                     return Err(Error::invalid(
                         "session_id",
                         format!(
-                            "{waiting} entries already wait for this agent (at most {MAX_QUEUED}): compile to deliver them first"
+                            "{waiting} entries already wait for this agent (at most {MAX_QUEUED_ENTRIES}): compile to deliver them first"
                         ),
                     ));
                 }

@@ -12,12 +12,10 @@ use ctxd_protocol::{
 
 use super::{Engine, Loaded};
 use crate::error::{Error, Result};
+use crate::limits::MAX_SECTION_BYTES;
 use crate::pipeline::sections::{self, SectionMemo};
 use crate::pipeline::system::{self, SystemInputs};
 use crate::store::sessions;
-
-/// Bytes of one registered section's text.
-pub const MAX_SECTION_BYTES: usize = 64 * 1024;
 
 /// What a loaded session holds of its sections.
 #[derive(Debug, Clone, Default)]

@@ -15,6 +15,7 @@ use sha2::{Digest, Sha256};
 use super::{Engine, Loaded, SessionCell};
 use crate::discovery::{self, DiscoveryConfig, InstructionFile};
 use crate::error::{Error, Result};
+use crate::limits::MAX_TRACKED_FILE_BYTES;
 use crate::pipeline::changed_files;
 use crate::store::context_state::{self, InstructionMemo, ReadStamp, ReadState};
 use crate::store::sessions::SessionRow;
@@ -27,9 +28,6 @@ const FILE_TOOLS: [(&str, &str); 5] = [
     ("Write", "file_path"),
     ("NotebookEdit", "notebook_path"),
 ];
-
-/// Content kept for diffing is capped; larger files are still tracked by hash.
-const MAX_TRACKED_CONTENT: u64 = 1024 * 1024;
 
 /// Where discovery looks besides the session's own directories.
 #[derive(Debug, Clone)]
@@ -68,13 +66,13 @@ fn mtime_ns(meta: &std::fs::Metadata) -> i64 {
 }
 
 /// Reads what the model would see of `path` now. `None` when it is not a readable regular
-/// file. The file is hashed as a stream; only files up to `MAX_TRACKED_CONTENT` are kept
+/// file. The file is hashed as a stream; only files up to `MAX_TRACKED_FILE_BYTES` are kept
 /// in memory, so a huge file costs its read, never its size in memory.
 pub(crate) fn snapshot(path: &Path) -> Option<ReadState> {
     use std::io::Read;
     let (file, meta) = crate::safe_read::open_regular(path).ok()?;
     let mut hasher = Sha256::new();
-    let keep = meta.len() <= MAX_TRACKED_CONTENT;
+    let keep = meta.len() <= MAX_TRACKED_FILE_BYTES;
     let mut kept = Vec::new();
     let mut buf = vec![0u8; 64 * 1024];
     let mut reader = std::io::BufReader::new(file);
@@ -86,11 +84,11 @@ pub(crate) fn snapshot(path: &Path) -> Option<ReadState> {
         }
         size += n as u64;
         hasher.update(&buf[..n]);
-        if keep && size <= MAX_TRACKED_CONTENT {
+        if keep && size <= MAX_TRACKED_FILE_BYTES {
             kept.extend_from_slice(&buf[..n]);
         }
     }
-    let content = if keep && size <= MAX_TRACKED_CONTENT {
+    let content = if keep && size <= MAX_TRACKED_FILE_BYTES {
         String::from_utf8(kept).ok()
     } else {
         None

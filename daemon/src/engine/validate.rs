@@ -10,6 +10,7 @@ use ctxd_protocol::{
 };
 
 use crate::error::{Error, Result};
+use crate::limits::MAX_COLLECT_TIMEOUT_MS;
 use crate::limits::{MAX_CONTEXT_WINDOW, MAX_USAGE_TOKENS};
 use crate::pipeline::thresholds;
 
@@ -87,14 +88,11 @@ pub(crate) fn check_settings(s: &SessionSettings, m: &ModelProfile) -> Result<()
         ));
     }
     if let Some(ms) = s.attachments.collect_timeout_ms
-        && !(1..=super::collect::MAX_COLLECT_TIMEOUT_MS).contains(&ms)
+        && !(1..=MAX_COLLECT_TIMEOUT_MS).contains(&ms)
     {
         return Err(Error::invalid(
             "settings.attachments.collect_timeout_ms",
-            format!(
-                "must be 1..={} milliseconds",
-                super::collect::MAX_COLLECT_TIMEOUT_MS
-            ),
+            format!("must be 1..={MAX_COLLECT_TIMEOUT_MS} milliseconds"),
         ));
     }
     Ok(())

@@ -19,15 +19,11 @@ use ctxd_protocol::{ConfiguredHook, HookEvent, HookSourceFile, HooksListResponse
 use serde_json::Value;
 
 use super::matcher::Matcher;
+use crate::limits::MAX_HOOK_TIMEOUT;
+use crate::limits::MAX_HOOKS_PER_FILE;
 
 /// Claude Code's default per-hook timeout.
 pub const DEFAULT_TIMEOUT: Duration = Duration::from_secs(60);
-/// Longest timeout a settings file may ask for.
-pub const MAX_TIMEOUT: Duration = Duration::from_secs(600);
-/// Settings files larger than this are refused.
-pub const MAX_SETTINGS_BYTES: u64 = 1024 * 1024;
-/// Hook commands one file may configure.
-pub const MAX_HOOKS_PER_FILE: usize = 1_000;
 
 /// Where a layer of hooks comes from, in precedence order (earlier wins: its hooks run
 /// first, and a duplicate command keeps the earlier entry).
@@ -133,7 +129,7 @@ fn timeout_of(v: Option<&Value>) -> Result<Duration, String> {
         .as_f64()
         .filter(|s| s.is_finite() && *s > 0.0)
         .ok_or_else(|| format!("timeout must be a positive number of seconds, not {v}"))?;
-    Ok(Duration::from_secs_f64(secs).min(MAX_TIMEOUT))
+    Ok(Duration::from_secs_f64(secs).min(MAX_HOOK_TIMEOUT))
 }
 
 fn valid_env_name(k: &str) -> bool {

@@ -1,4 +1,7 @@
 use super::*;
+use crate::limits::MAX_HOOK_SETTINGS_BYTES;
+use crate::limits::MAX_HOOK_TIMEOUT;
+use crate::limits::MAX_HOOKS_PER_FILE;
 use serde_json::json;
 
 fn layer(source: Source, v: Value) -> Layer {
@@ -75,7 +78,7 @@ fn timeouts_are_bounded() {
             {"type": "command", "command": "b", "timeout": 0.5}]}]}}"#,
     )
     .unwrap();
-    assert_eq!(s.hooks[0].timeout, MAX_TIMEOUT);
+    assert_eq!(s.hooks[0].timeout, MAX_HOOK_TIMEOUT);
     assert_eq!(s.hooks[1].timeout, Duration::from_millis(500));
 }
 
@@ -211,7 +214,7 @@ fn disable_all_hooks_outside_managed_keeps_managed_and_the_most_specific_wins() 
 fn an_invalid_or_untrusted_managed_file_fails_closed() {
     for state in [
         FileState::Invalid("not valid JSON: EOF".into()),
-        FileState::Invalid(format!("larger than {MAX_SETTINGS_BYTES} bytes")),
+        FileState::Invalid(format!("larger than {MAX_HOOK_SETTINGS_BYTES} bytes")),
         FileState::Invalid(format!(
             "more than {MAX_HOOKS_PER_FILE} hook commands in one file"
         )),

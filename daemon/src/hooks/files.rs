@@ -21,7 +21,8 @@
 use std::os::unix::fs::MetadataExt;
 use std::path::{Path, PathBuf};
 
-use super::config::{FileState, Layer, MAX_SETTINGS_BYTES, Source, parse_settings};
+use super::config::{FileState, Layer, Source, parse_settings};
+use crate::limits::MAX_HOOK_SETTINGS_BYTES;
 
 /// The settings files of one session, in precedence order.
 pub fn settings_paths(
@@ -103,7 +104,7 @@ fn read_trusted(source: Source, path: &Path) -> FileState {
     if let Some(why) = distrust_dir(path) {
         return FileState::Untrusted(why);
     }
-    let too_large = || FileState::Invalid(format!("larger than {MAX_SETTINGS_BYTES} bytes"));
+    let too_large = || FileState::Invalid(format!("larger than {MAX_HOOK_SETTINGS_BYTES} bytes"));
     let (file, meta) = match open_regular(path) {
         Err(ReadError::Io(e)) if e.kind() == std::io::ErrorKind::NotFound => {
             return FileState::Absent;
@@ -112,13 +113,18 @@ fn read_trusted(source: Source, path: &Path) -> FileState {
         Err(e) => return FileState::Invalid(format!("cannot read it: {e}")),
         Ok(opened) => opened,
     };
-    if meta.len() > MAX_SETTINGS_BYTES {
+    if meta.len() > MAX_HOOK_SETTINGS_BYTES {
         return too_large();
     }
     if let Some(why) = distrust(source, &meta) {
         return FileState::Untrusted(why);
     }
-    match read_opened(file, &meta, MAX_SETTINGS_BYTES, "MAX_SETTINGS_BYTES") {
+    match read_opened(
+        file,
+        &meta,
+        MAX_HOOK_SETTINGS_BYTES,
+        "MAX_HOOK_SETTINGS_BYTES",
+    ) {
         Ok(text) => match parse_settings(&text) {
             Ok(s) => FileState::Loaded(s),
             Err(e) => FileState::Invalid(e),

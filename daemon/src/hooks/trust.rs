@@ -11,9 +11,7 @@
 use std::path::{Path, PathBuf};
 
 use super::config::{FileState, Layer, Source};
-
-/// The trust list's bytes are bounded like a settings file's.
-const MAX_LIST_BYTES: u64 = 1024 * 1024;
+use crate::limits::MAX_TRUST_LIST_BYTES;
 
 pub fn list_path(home: &Path) -> PathBuf {
     home.join("trusted-projects")
@@ -21,7 +19,7 @@ pub fn list_path(home: &Path) -> PathBuf {
 
 /// The directories in the list (a missing or unreadable list trusts nothing).
 pub fn entries(list: &Path) -> Vec<PathBuf> {
-    crate::safe_read::read_text(list, MAX_LIST_BYTES, "MAX_LIST_BYTES")
+    crate::safe_read::read_text(list, MAX_TRUST_LIST_BYTES, "MAX_TRUST_LIST_BYTES")
         .map(|t| {
             t.lines()
                 .map(str::trim)

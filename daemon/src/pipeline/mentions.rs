@@ -9,12 +9,11 @@
 //! not part of it. `@name:rest` without a `/` before the colon names an MCP resource,
 //! which ctxd does not resolve, so it is left alone.
 
+use crate::limits::MAX_MENTIONS;
 use serde_json::{Map, Value};
 
 /// The attachment type of a mention.
 pub const AT_MENTION: &str = "at_mention";
-/// Mentions taken from one prompt at most.
-pub const MAX_MENTIONS: usize = 10;
 
 /// A line range: `#L10-20` → `(10, Some(20))`; `#L10` → `(10, None)`.
 pub type LineRange = (u64, Option<u64>);

@@ -13,6 +13,7 @@ use reqwest::header::{HeaderMap, HeaderName, HeaderValue};
 use serde_json::Value;
 
 use super::ProviderError;
+use crate::limits::MAX_RETRY_AFTER;
 
 /// Looks up an environment variable. Injectable so tests never touch the process
 /// environment (tests run in parallel, and `set_var` is unsafe in edition 2024).
@@ -55,9 +56,6 @@ pub(crate) const DEFAULT_TIMEOUT: Duration = Duration::from_secs(120);
 /// Claude Code reserves 20,000 output tokens for a summary (p99.99 of its summaries is
 /// about 17,400); the analysis shares the same budget.
 pub(crate) const DEFAULT_MAX_OUTPUT_TOKENS: u64 = 20_000;
-/// A `retry-after` longer than this is not honoured as such: the caller's own budget
-/// (and circuit breaker) matters more than one provider's pacing.
-pub(crate) const MAX_RETRY_AFTER: Duration = Duration::from_secs(30);
 
 impl RetryPolicy {
     pub fn new(max_retries: Option<u32>) -> RetryPolicy {

@@ -15,11 +15,11 @@ use ctxd_protocol::{ProviderConfig, TurnEvent};
 use reqwest::header::{HeaderName, HeaderValue};
 
 use super::http::{self, ErrorBody, RetryPolicy};
+use crate::limits::MAX_PROVIDER_ANSWER_BYTES;
+use crate::limits::MAX_RETRY_AFTER;
 
 /// The whole call's bound when the session's provider names none.
 const DEFAULT_TURN_TIMEOUT: Duration = Duration::from_secs(600);
-/// Event bytes one answer may take: what one record may hold.
-const MAX_ANSWER_BYTES: usize = crate::limits::MAX_RECORD_BYTES;
 
 /// `body` (a compiled request) asking to be streamed: `"stream": true` in front of its
 /// members, so the rest goes out byte for byte as compiled.
@@ -142,7 +142,7 @@ pub(crate) async fn turn(
         dialect,
         timeout,
         retry: RetryPolicy::new(*max_retries),
-        max_bytes: MAX_ANSWER_BYTES,
+        max_bytes: MAX_PROVIDER_ANSWER_BYTES,
         secret: key.as_deref(),
         progress,
     };
@@ -446,10 +446,8 @@ pub async fn send(client: &reqwest::Client, call: &Call<'_>) -> Result<(Value, u
         if !retryable || attempt >= call.retry.max_retries {
             return Err(error);
         }
-        let delay = retry_after.map_or_else(
-            || call.retry.delay(attempt),
-            |d| d.min(http::MAX_RETRY_AFTER),
-        );
+        let delay =
+            retry_after.map_or_else(|| call.retry.delay(attempt), |d| d.min(MAX_RETRY_AFTER));
         tracing::warn!(
             attempt,
             delay_ms = crate::saturate::millis(delay),

@@ -1,7 +1,7 @@
 //! The bytes waiting to go out on one WebSocket connection, and who may add to them.
 //!
 //! The connection counts every message it has taken for the client and not yet handed to
-//! the socket (answers and notifications alike). Past `MAX_QUEUED` it stops reading the
+//! the socket (answers and notifications alike). Past `MAX_WS_QUEUED_BYTES` it stops reading the
 //! client, answers of calls that finished in their own task wait for room, and a
 //! subscription that cannot get room within `LAG_GRACE` is ended with a `lagged` event.
 //! So what a client that never reads costs the daemon is bounded, and all of it goes when
@@ -12,9 +12,6 @@ use std::time::Duration;
 
 use tokio::sync::Notify;
 
-/// Bytes queued for one connection past which it is not read and nothing more is queued
-/// for it.
-pub(crate) const MAX_QUEUED: usize = 16 * 1024 * 1024;
 /// How long a subscription waits for room before its subscriber is too far behind.
 pub(crate) const LAG_GRACE: Duration = Duration::from_secs(2);
 

@@ -21,10 +21,8 @@ use super::connection::{Counted, refuse, serve_connection};
 use super::limits::MAX_SUBSCRIPTIONS_PER_CONNECTION;
 use super::transport::{TransportRules, mark_plain_http};
 use super::{RpcContext, build_module};
+use crate::limits::MAX_REFUSING_CONNECTIONS;
 use crate::limits::{Limits, MAX_RESPONSE_BYTES};
-
-/// Refusal answers being written at once; past this, refused connections are just closed.
-const MAX_REFUSING: usize = 64;
 
 /// Logs the connection limit being hit: at once, then at most every 10 s with a count.
 #[derive(Default)]
@@ -103,7 +101,7 @@ pub async fn serve(
         stop: stop_handle.clone(),
     };
     let slots = Arc::new(Semaphore::new(limits.max_connections));
-    let refusing = Arc::new(Semaphore::new(MAX_REFUSING));
+    let refusing = Arc::new(Semaphore::new(MAX_REFUSING_CONNECTIONS));
     let limit_log = LimitLog::default();
     let own = ctxd_protocol::socket::own_uid();
     let timeout = limits.request_timeout;

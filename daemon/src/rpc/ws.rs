@@ -45,15 +45,14 @@ use tokio_tungstenite::tungstenite::{Error as WsError, Message, handshake::deriv
 use super::connection::Counted;
 use super::dispatch::{Dispatch, handle_message};
 use super::ids::{Ids, Swaps, examine};
-use super::outbox::{Counted as Total, MAX_QUEUED, Outbox};
+use super::outbox::{Counted as Total, Outbox};
 use super::transport::TransportRules;
+use crate::limits::MAX_CALLS_IN_FLIGHT;
+use crate::limits::MAX_WS_QUEUED_BYTES;
 
 /// Messages the connection's sink holds before its senders wait (jsonrpsee's default).
 /// Whatever comes through it is taken at once and counted in the outbox.
 const MESSAGE_BUFFER: usize = 1024;
-/// Calls running in tasks of their own, per connection, past which the connection is not
-/// read until one answers: each holds its answer until there is room for it.
-pub(crate) const MAX_CALLS_IN_FLIGHT: usize = 4;
 /// How long a closing connection waits for the client to take its last bytes.
 const CLOSE_GRACE: Duration = Duration::from_secs(1);
 /// Ids of WebSocket connections start above any jsonrpsee gives (a `u32`), so events
@@ -269,7 +268,7 @@ async fn serve(io: Counted, early: Vec<u8>, ctx: Context) {
     let _open = Total::connection();
     let id = NEXT_CONNECTION.fetch_add(1, Ordering::Relaxed);
     let conn_id = ConnectionId(usize::try_from(id).unwrap_or(usize::MAX));
-    let outbox = Arc::new(Outbox::new(MAX_QUEUED));
+    let outbox = Arc::new(Outbox::new(MAX_WS_QUEUED_BYTES));
     let mut extensions = Extensions::new();
     extensions.insert(conn_id);
     extensions.insert(outbox.clone());
