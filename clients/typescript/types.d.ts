@@ -1779,8 +1779,9 @@ export type SessionSettings = {
   blocking_limit_margin?: number | null;
   /**
    * Ask the provider why the cache missed: each compile after a model response sends
-   * `diagnostics: {previous_message_id}` naming that response, with its beta header
-   * (`cache-diagnosis-2026-04-07`). Not part of the public API; off by default.
+   * `diagnostics: {previous_message_id}` naming that response (a field of the public
+   * Messages API), with the beta header `cache-diagnosis-2026-04-07` for servers that
+   * still want it. Off by default.
    */
   cache_diagnostics?: boolean;
   /**

@@ -123,8 +123,9 @@ pub struct SessionSettings {
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub snip_enabled: bool,
     /// Ask the provider why the cache missed: each compile after a model response sends
-    /// `diagnostics: {previous_message_id}` naming that response, with its beta header
-    /// (`cache-diagnosis-2026-04-07`). Not part of the public API; off by default.
+    /// `diagnostics: {previous_message_id}` naming that response (a field of the public
+    /// Messages API), with the beta header `cache-diagnosis-2026-04-07` for servers that
+    /// still want it. Off by default.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub cache_diagnostics: bool,
     /// The provider's context editing: the Messages API's `context_management`

@@ -252,9 +252,6 @@ pub fn compile(input: &CompileInput<'_>) -> Result<Compiled, serde_json::Error> 
     if global_scope {
         non_public.push("cache_control.scope".to_string());
     }
-    if previous_response.is_some() {
-        non_public.push("diagnostics".to_string());
-    }
     // A beta parameter: the compile's headers carry its beta.
     if input.flags.extra.contains_key("context_management") {
         non_public.push("context_management".to_string());
