@@ -1194,8 +1194,8 @@ export type ProviderConfig = ({
    */
   max_retries?: number | null;
   /**
-   * The whole call's bound, from the first byte sent to the last received
-   * (default 600).
+   * One attempt's bound, from the first byte sent to the last received (default
+   * 600); a retry gets its own.
    */
   timeout_secs?: number | null;
 }) | ({
@@ -1221,7 +1221,7 @@ export type ProviderConfig = ({
    */
   max_retries?: number | null;
   /**
-   * The whole call's bound (default 600).
+   * One attempt's bound (default 600); a retry gets its own.
    */
   timeout_secs?: number | null;
 });

@@ -27,8 +27,8 @@ pub enum ProviderConfig {
         /// those the compile needs).
         #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
         headers: BTreeMap<String, String>,
-        /// The whole call's bound, from the first byte sent to the last received
-        /// (default 600).
+        /// One attempt's bound, from the first byte sent to the last received (default
+        /// 600); a retry gets its own.
         #[serde(default, skip_serializing_if = "Option::is_none")]
         timeout_secs: Option<u64>,
         /// Retries on 408, 429, 5xx and 529, and on an `overloaded_error` event before
@@ -50,7 +50,7 @@ pub enum ProviderConfig {
         /// More HTTP headers to send (not the key).
         #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
         headers: BTreeMap<String, String>,
-        /// The whole call's bound (default 600).
+        /// One attempt's bound (default 600); a retry gets its own.
         #[serde(default, skip_serializing_if = "Option::is_none")]
         timeout_secs: Option<u64>,
         /// Retries on 408, 429 and 5xx (default 2); `retry-after` is honoured.
