@@ -295,17 +295,22 @@ fn an_undone_collapse_is_counted_again_until_a_newer_anchor_counts_it() {
     );
 }
 
+/// Rounds of about 2,700 tokens, each compiled, until a collapse is staged.
+fn stage_a_collapse(d: &Daemon, sid: &str) {
+    for i in 0..40 {
+        round(d, sid, i, 8_000);
+        d.call("context.compile", json!({"session_id": sid, "now": T0}));
+        if collapses(d, sid).iter().any(|c| c["status"] == "staged") {
+            return;
+        }
+    }
+}
+
 #[test]
 fn a_reported_overflow_drains_staged_collapses_before_compacting() {
     let d = Daemon::start();
     let sid = collapse_session(&d);
-    for i in 0..40 {
-        round(&d, &sid, i, 8_000);
-        d.call("context.compile", json!({"session_id": sid, "now": T0}));
-        if collapses(&d, &sid).iter().any(|c| c["status"] == "staged") {
-            break;
-        }
-    }
+    stage_a_collapse(&d, &sid);
     let list = collapses(&d, &sid);
     assert!(list.iter().any(|c| c["status"] == "staged"), "{list:?}");
     assert!(list.iter().all(|c| c["status"] != "committed"));
@@ -492,13 +497,7 @@ async fn a_slow_extractor_never_blocks_appends_and_runs_once_at_a_time() {
 fn a_reported_overflow_never_returns_the_same_request() {
     let d = Daemon::start();
     let sid = collapse_session(&d);
-    for i in 0..40 {
-        round(&d, &sid, i, 8_000);
-        d.call("context.compile", json!({"session_id": sid, "now": T0}));
-        if collapses(&d, &sid).iter().any(|c| c["status"] == "staged") {
-            break;
-        }
-    }
+    stage_a_collapse(&d, &sid);
     assert!(collapses(&d, &sid).iter().any(|c| c["status"] == "staged"));
     d.call("context.compact", json!({"session_id": sid}));
     round(&d, &sid, 100, 8_000);

@@ -69,6 +69,27 @@ fn session(d: &Daemon, server: &MockServer) -> String {
     sid
 }
 
+/// A scripted provider that answers the first call with `refusal` and every later one
+/// with the streamed turn of [`turn_events`].
+fn refusing_once(refusal: ResponseTemplate) -> (tokio::runtime::Runtime, MockServer) {
+    let rt = common::runtime();
+    let server = rt.block_on(MockServer::start());
+    rt.block_on(async {
+        Mock::given(method("POST"))
+            .respond_with(refusal)
+            .up_to_n_times(1)
+            .with_priority(1)
+            .mount(&server)
+            .await;
+        Mock::given(method("POST"))
+            .respond_with(sse(&turn_events()))
+            .with_priority(2)
+            .mount(&server)
+            .await;
+    });
+    (rt, server)
+}
+
 fn last_record(d: &Daemon, sid: &str) -> Value {
     let page = d.call("transcript.read", json!({"session_id": sid}));
     page["records"].as_array().unwrap().last().unwrap().clone()
@@ -129,25 +150,13 @@ fn a_streamed_turn_is_recorded_as_it_came() {
 /// 529 with `retry-after`, then a stream: retried once, recorded once.
 #[test]
 fn an_overloaded_answer_is_retried_after_what_the_provider_says() {
-    let rt = common::runtime();
-    let server = rt.block_on(MockServer::start());
-    rt.block_on(async {
-        Mock::given(method("POST"))
-            .respond_with(
-                ResponseTemplate::new(529)
-                    .insert_header("retry-after", "0")
-                    .set_body_string(r#"{"type":"error","error":{"type":"overloaded_error","message":"Overloaded"}}"#),
-            )
-            .up_to_n_times(1)
-            .with_priority(1)
-            .mount(&server)
-            .await;
-        Mock::given(method("POST"))
-            .respond_with(sse(&turn_events()))
-            .with_priority(2)
-            .mount(&server)
-            .await;
-    });
+    let (rt, server) = refusing_once(
+        ResponseTemplate::new(529)
+            .insert_header("retry-after", "0")
+            .set_body_string(
+                r#"{"type":"error","error":{"type":"overloaded_error","message":"Overloaded"}}"#,
+            ),
+    );
     let d = Daemon::start_with_env(&[(KEY_VAR, KEY)]);
     let sid = session(&d, &server);
     let sent = d.call("context.send", json!({"session_id": sid}));
@@ -230,23 +239,9 @@ fn one_turn_at_a_time_per_session() {
 /// store, also when the provider echoes it in an error.
 #[test]
 fn the_key_appears_nowhere() {
-    let rt = common::runtime();
-    let server = rt.block_on(MockServer::start());
-    rt.block_on(async {
-        Mock::given(method("POST"))
-            .respond_with(ResponseTemplate::new(401).set_body_string(format!(
+    let (rt, server) = refusing_once(ResponseTemplate::new(401).set_body_string(format!(
                 r#"{{"type":"error","error":{{"type":"authentication_error","message":"invalid x-api-key {KEY}"}}}}"#
-            )))
-            .up_to_n_times(1)
-            .with_priority(1)
-            .mount(&server)
-            .await;
-        Mock::given(method("POST"))
-            .respond_with(sse(&turn_events()))
-            .with_priority(2)
-            .mount(&server)
-            .await;
-    });
+            )));
     let mut d = Daemon::start_with_env(&[(KEY_VAR, KEY), ("CTXD_LOG", "trace")]);
     let log = d.dir.path().join("daemon.log");
     // Respawned with its whole log in a file.
@@ -490,25 +485,11 @@ fn a_streamed_error_event_fails_the_turn() {
 /// how it recovered.
 #[test]
 fn a_too_long_request_is_recovered_and_sent_again() {
-    let rt = common::runtime();
-    let server = rt.block_on(MockServer::start());
-    rt.block_on(async {
-        Mock::given(method("POST"))
-            .respond_with(ResponseTemplate::new(400).set_body_json(
-                json!({"type": "error", "error": {
+    let (rt, server) = refusing_once(ResponseTemplate::new(400).set_body_json(
+        json!({"type": "error", "error": {
                 "type": "invalid_request_error",
                 "message": "prompt is too long: 210000 tokens > 200000 maximum"}}),
-            ))
-            .up_to_n_times(1)
-            .with_priority(1)
-            .mount(&server)
-            .await;
-        Mock::given(method("POST"))
-            .respond_with(sse(&turn_events()))
-            .with_priority(2)
-            .mount(&server)
-            .await;
-    });
+    ));
     let d = Daemon::start_with_env(&[(KEY_VAR, KEY)]);
     let sid = session(&d, &server);
     for i in 0..6 {

@@ -113,10 +113,11 @@ impl Engine {
         now: chrono::DateTime<chrono::Utc>,
     ) {
         let cache = &mut c.metadata.cache;
+        let last = last_call(&l.records);
         // The provider keeps a cache entry for its TTL after the last call that wrote or
         // read it: past that, nothing of the prefix is served, whatever the bytes say.
         let expired = l.cache.previous.is_some()
-            && last_call_at(&l.records).is_some_and(|at| {
+            && last.and_then(call_time).is_some_and(|at| {
                 let ttl_secs = if cache.flags.cache_ttl.as_deref() == Some(latch::TTL_1H) {
                     3_600
                 } else {
@@ -130,8 +131,8 @@ impl Engine {
         // The provider's context editing cleared part of the last request: the entry it
         // cached is the cleared request, which this one rewrites from the first result
         // it clears anew, whatever ctxd's own bytes say.
-        let server_edited = last_call(&l.records)
-            .is_some_and(|r| cache_break::ServerReport::of(r).cleared_input_tokens > 0);
+        let server_edited =
+            last.is_some_and(|r| cache_break::ServerReport::of(r).cleared_input_tokens > 0);
         let expected = match &l.cache.previous {
             None => Some("first_compile"),
             Some(_) if expired => Some("ttl_expiry"),
@@ -323,8 +324,7 @@ fn last_call(records: &[ctxd_protocol::Record]) -> Option<&ctxd_protocol::Record
     })
 }
 
-fn last_call_at(records: &[ctxd_protocol::Record]) -> Option<chrono::DateTime<chrono::Utc>> {
-    let r = last_call(records)?;
+fn call_time(r: &ctxd_protocol::Record) -> Option<chrono::DateTime<chrono::Utc>> {
     chrono::DateTime::parse_from_rfc3339(&r.timestamp)
         .ok()
         .map(|t| t.with_timezone(&chrono::Utc))

@@ -193,28 +193,6 @@ impl Engine {
         }
     }
 
-    /// The provider's compaction block arrived in a response: one with a summary resets
-    /// the breaker as a compaction of ctxd's does; one whose content is null is a failed
-    /// compaction, counted like a failed autocompact.
-    pub(crate) async fn record_server_compaction(&self, sid: &str, ok: bool) {
-        let s = sid.to_string();
-        let r = self
-            .store
-            .write(sid, move |tx| {
-                let n = if ok {
-                    0
-                } else {
-                    context_state::compaction_failures(tx, &s)? + 1
-                };
-                let why = (!ok).then_some("the provider's compaction block has no content");
-                context_state::set_compaction_failures(tx, &s, n, why)
-            })
-            .await;
-        if let Err(e) = r {
-            tracing::warn!(session = sid, error = %e, "could not record the provider's compaction");
-        }
-    }
-
     /// Compacts the session under its lock: summarises the projection, appends
     /// `[boundary, summary, restored files]`, resets what a new history resets.
     pub(crate) async fn compact_locked(

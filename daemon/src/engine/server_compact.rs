@@ -2,7 +2,8 @@
 //! compaction of a session whose summariser is `server`: the compiled request goes to
 //! the session's provider with the parameter, and the response, its `compaction` block
 //! first, is appended as it came. That response is the new history's boundary (see
-//! `pipeline::projection`); what it summarised stays in the store.
+//! `pipeline::projection`); what it summarised stays in the store. The breaker counts the
+//! provider's compactions too, whoever asked for them.
 
 use std::time::Instant;
 
@@ -17,6 +18,7 @@ use crate::pipeline::autocompact::Trigger;
 use crate::pipeline::latch::COMPACT_BETA;
 use crate::pipeline::projection::server_compaction;
 use crate::providers::stream;
+use crate::store::context_state;
 
 /// The compiled `body` as a compaction request: `compaction` set, and no
 /// `context_management`, which the API refuses beside it.
@@ -37,6 +39,28 @@ fn summarize_body(body: &str, instructions: Option<&str>) -> Result<String> {
 }
 
 impl Engine {
+    /// The provider's compaction block arrived in a response: one with a summary resets
+    /// the breaker as a compaction of ctxd's does; one whose content is null is a failed
+    /// compaction, counted like a failed autocompact.
+    pub(crate) async fn record_server_compaction(&self, sid: &str, ok: bool) {
+        let s = sid.to_string();
+        let r = self
+            .store
+            .write(sid, move |tx| {
+                let n = if ok {
+                    0
+                } else {
+                    context_state::compaction_failures(tx, &s)? + 1
+                };
+                let why = (!ok).then_some("the provider's compaction block has no content");
+                context_state::set_compaction_failures(tx, &s, n, why)
+            })
+            .await;
+        if let Err(e) = r {
+            tracing::warn!(session = sid, error = %e, "could not record the provider's compaction");
+        }
+    }
+
     /// Compacts through the provider. Fails (appending nothing) when the session has no
     /// Anthropic provider, the call fails, or the answer holds no summary.
     #[allow(clippy::too_many_arguments)]

@@ -44,6 +44,22 @@ fn object(field: &str, v: &serde_json::Value) -> Result<()> {
     Ok(())
 }
 
+/// The input of a tool-call event (`PreToolUse`, `PostToolUse`, `PermissionRequest`):
+/// the tool's name and input, checked, and the call's id.
+fn tool_call(
+    tool_name: &str,
+    tool_input: serde_json::Value,
+    tool_use_id: Option<&str>,
+) -> Result<serde_json::Map<String, serde_json::Value>> {
+    non_empty("tool_name", tool_name)?;
+    object("tool_input", &tool_input)?;
+    Ok(fields([
+        ("tool_name", json!(tool_name)),
+        ("tool_input", tool_input),
+        ("tool_use_id", json!(tool_use_id)),
+    ]))
+}
+
 impl Engine {
     /// `hooks.list`.
     pub async fn hooks_list(&self, sid: &str) -> Result<HooksListResponse> {
@@ -92,13 +108,7 @@ impl Engine {
     }
 
     pub async fn hooks_pre_tool_use(&self, p: PreToolUseParams) -> Result<HookOutcome> {
-        non_empty("tool_name", &p.tool_name)?;
-        object("tool_input", &p.tool_input)?;
-        let input = fields([
-            ("tool_name", json!(p.tool_name)),
-            ("tool_input", p.tool_input),
-            ("tool_use_id", json!(p.tool_use_id)),
-        ]);
+        let input = tool_call(&p.tool_name, p.tool_input, p.tool_use_id.as_deref())?;
         let appends = Appends {
             context: true,
             feedback: false,
@@ -114,14 +124,10 @@ impl Engine {
     }
 
     pub async fn hooks_post_tool_use(&self, p: PostToolUseParams) -> Result<HookOutcome> {
-        non_empty("tool_name", &p.tool_name)?;
-        object("tool_input", &p.tool_input)?;
-        let input = fields([
-            ("tool_name", json!(p.tool_name)),
-            ("tool_input", p.tool_input),
-            ("tool_response", p.tool_response),
-            ("tool_use_id", json!(p.tool_use_id)),
-        ]);
+        let mut input = tool_call(&p.tool_name, p.tool_input, p.tool_use_id.as_deref())?;
+        if !p.tool_response.is_null() {
+            input.insert("tool_response".into(), p.tool_response);
+        }
         let appends = Appends {
             context: true,
             feedback: true,
@@ -269,13 +275,7 @@ impl Engine {
         &self,
         p: PermissionRequestParams,
     ) -> Result<HookOutcome> {
-        non_empty("tool_name", &p.tool_name)?;
-        object("tool_input", &p.tool_input)?;
-        let input = fields([
-            ("tool_name", json!(p.tool_name)),
-            ("tool_input", p.tool_input),
-            ("tool_use_id", json!(p.tool_use_id)),
-        ]);
+        let input = tool_call(&p.tool_name, p.tool_input, p.tool_use_id.as_deref())?;
         self.client_event(
             &p.session_id,
             HookEvent::PermissionRequest,
