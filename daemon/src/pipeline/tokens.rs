@@ -73,6 +73,15 @@ pub fn scaled(raw: u64) -> u64 {
     raw.checked_mul(4).map_or(u64::MAX, |x| x.div_ceil(3))
 }
 
+/// The context a response proves: what the model read, plus what it wrote, counted as
+/// the larger of its `output_tokens` and the estimate of its content (`response`, raw).
+/// A usage written before the response ended (Claude Code records each block as it
+/// streams, with `output_tokens` of 1 or 8) understates what the next request carries.
+fn anchor_context(u: &ctxd_protocol::Usage, response: u64) -> u64 {
+    let read = u.context_tokens().saturating_sub(u.output_tokens);
+    read.saturating_add(u.output_tokens.max(scaled(response)))
+}
+
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Estimate {
     pub total: u64,
@@ -100,18 +109,49 @@ pub fn estimate<R: std::borrow::Borrow<Record>>(
     match anchor {
         Some(i) => {
             let a = records[i].borrow();
+            let same = |r: &Record| a.message_id.is_some() && r.message_id == a.message_id;
+            let tokens = |r: &Record| record_tokens(r, &render_attachment);
+            let mut response = tokens(a);
+            let mut raw = 0u64;
+            // A response recorded in parts (Claude Code writes one record per block, each
+            // with the usage so far) can have tool results between its parts: they came
+            // after the request its usage counts, so they are part of the tail. What lies
+            // between two parts counts once the earlier part is found.
+            let (mut between_raw, mut between_response) = (0u64, 0u64);
+            if a.message_id.is_some() {
+                for r in records[..i].iter().map(std::borrow::Borrow::borrow).rev() {
+                    if !sendable(r) {
+                        continue;
+                    }
+                    if anchors(r) {
+                        if !same(r) {
+                            break;
+                        }
+                        response = response
+                            .saturating_add(tokens(r))
+                            .saturating_add(std::mem::take(&mut between_response));
+                        raw = raw.saturating_add(std::mem::take(&mut between_raw));
+                    } else if same(r) {
+                        between_response = between_response.saturating_add(tokens(r));
+                    } else {
+                        between_raw = between_raw.saturating_add(tokens(r));
+                    }
+                }
+            }
+            for r in records[i + 1..].iter().map(std::borrow::Borrow::borrow) {
+                if !sendable(r) {
+                    continue;
+                }
+                if same(r) {
+                    response = response.saturating_add(tokens(r));
+                } else {
+                    raw = raw.saturating_add(tokens(r));
+                }
+            }
             let anchor_tokens = a
                 .usage
                 .as_ref()
-                .map_or(0, ctxd_protocol::Usage::context_tokens);
-            let raw: u64 = records[i + 1..]
-                .iter()
-                .map(std::borrow::Borrow::borrow)
-                .filter(|r| sendable(r))
-                // Earlier records of the anchor's own response are covered by its usage.
-                .filter(|r| a.message_id.is_none() || r.message_id != a.message_id)
-                .map(|r| record_tokens(r, &render_attachment))
-                .fold(0, u64::saturating_add);
+                .map_or(0, |u| anchor_context(u, response));
             let tail = scaled(raw);
             Estimate {
                 // The anchor is a client's number: never let it wrap the estimate.
@@ -144,10 +184,13 @@ pub fn estimate<R: std::borrow::Borrow<Record>>(
 /// order (they must be a projection: main-thread, not virtual).
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct Tally {
-    /// The newest assistant record with usage: uuid, its context tokens, message id.
-    anchor: Option<(String, u64, Option<String>)>,
-    /// Unscaled tokens after the anchor (all records when there is none), the anchor's
-    /// own response excluded.
+    /// The newest assistant record with usage: uuid, its usage, message id.
+    anchor: Option<(String, ctxd_protocol::Usage, Option<String>)>,
+    /// Unscaled tokens of the anchor's response: its parts with usage, and any part
+    /// after it.
+    response: u64,
+    /// Unscaled tokens after the anchor's request (all records when there is none), the
+    /// anchor's own response excluded.
     raw: u64,
 }
 
@@ -156,29 +199,37 @@ impl Tally {
         if r.is_virtual || r.is_sidechain {
             return;
         }
+        let tokens = record_tokens(r, render_attachment);
+        let same = matches!(&self.anchor, Some((_, _, Some(mid))) if r.message_id.as_ref() == Some(mid));
         if r.kind == RecordKind::Assistant
             && let Some(u) = &r.usage
         {
-            self.anchor = Some((r.uuid.clone(), u.context_tokens(), r.message_id.clone()));
-            self.raw = 0;
+            if same {
+                // A later part of the same response: results between its parts stay.
+                self.response = self.response.saturating_add(tokens);
+            } else {
+                self.response = tokens;
+                self.raw = 0;
+            }
+            self.anchor = Some((r.uuid.clone(), u.clone(), r.message_id.clone()));
             return;
         }
-        if let Some((_, _, Some(mid))) = &self.anchor
-            && r.message_id.as_ref() == Some(mid)
-        {
+        if same {
+            self.response = self.response.saturating_add(tokens);
             return;
         }
-        self.raw = self.raw.saturating_add(record_tokens(r, render_attachment));
+        self.raw = self.raw.saturating_add(tokens);
     }
 
     pub fn estimate(&self, unanchored_extra: u64) -> Estimate {
         match &self.anchor {
-            Some((uuid, anchor_tokens, _)) => {
+            Some((uuid, usage, _)) => {
                 let tail = scaled(self.raw);
+                let anchor_tokens = anchor_context(usage, self.response);
                 Estimate {
                     total: anchor_tokens.saturating_add(tail),
                     anchor_uuid: Some(uuid.clone()),
-                    anchor_tokens: *anchor_tokens,
+                    anchor_tokens,
                     tail_tokens: tail,
                 }
             }
@@ -224,6 +275,43 @@ mod tests {
         assert_eq!(e.anchor_tokens, 1130);
         assert_eq!(e.tail_tokens, 100);
         assert_eq!(e.total, 1230);
+    }
+
+    /// Claude Code records a response block by block, each part with the usage written
+    /// so far (`output_tokens` 1), and the results of parallel tool calls between the
+    /// parts: the parts count as what the model wrote, the results as the tail.
+    #[test]
+    fn a_response_recorded_in_parts_counts_its_content_and_the_results_between() {
+        let u = Usage::of_counts(1000, 1, 0, 0);
+        let part = |text: &str| Record {
+            message_id: Some("msg_1".into()),
+            ..rec(RecordKind::Assistant, text, Some(u.clone()))
+        };
+        let records = vec![
+            rec(RecordKind::User, "prompt", None),
+            part(&"a".repeat(400)),
+            rec(RecordKind::User, &"r".repeat(300), None),
+            part(&"b".repeat(800)),
+            rec(RecordKind::User, &"s".repeat(60), None),
+        ];
+        let e = estimate(&records, 0, |_| None);
+        // 1000 read, then the parts' 300 raw tokens (scaled: 400) instead of 1.
+        assert_eq!(e.anchor_tokens, 1400);
+        // Both results, the one between the parts included: 90 raw tokens.
+        assert_eq!(e.tail_tokens, scaled(90));
+        let mut t = Tally::default();
+        for r in &records {
+            t.push(r, |_| None);
+        }
+        assert_eq!(t.estimate(0), e);
+        // A final usage larger than the content estimate (thinking the record does not
+        // hold) is kept.
+        let big = Usage::of_counts(1000, 5000, 0, 0);
+        let whole = vec![Record {
+            message_id: Some("msg_2".into()),
+            ..rec(RecordKind::Assistant, "short", Some(big))
+        }];
+        assert_eq!(estimate(&whole, 0, |_| None).anchor_tokens, 6000);
     }
 
     #[test]
