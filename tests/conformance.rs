@@ -36,6 +36,8 @@ struct World {
     caps: String,
     /// A session whose provider is a scripted Messages API (`context.send`).
     send: String,
+    /// A session whose last response calls a tool a sub-agent answers.
+    agents: String,
 }
 
 /// The key variable of the world's provider, and its value in the daemon's environment.
@@ -174,7 +176,18 @@ fn build_world(d: &Daemon, provider: &str) -> World {
         json!({"session_id": send, "records": [{"type": "user", "content": "say done"}]}),
     );
 
+    let agents = create(json!({}), json!(null));
+    d.call(
+        "transcript.append",
+        json!({"session_id": agents, "records": [
+            {"type": "user", "content": "find the config"},
+            {"type": "assistant", "content": [{"type": "tool_use", "id": "toolu_task", "name": "Task",
+             "input": {"subagent_type": "Explore", "prompt": "find the config"}}]}
+        ]}),
+    );
+
     World {
+        agents,
         caps,
         send,
         main,
@@ -211,6 +224,14 @@ fn realistic(doc: &Document, w: &World, method: &str) -> Value {
         }
         "context.report_error" => json!({ "session_id": w.main, "kind": "prompt_too_long" }),
         "context.send" => json!({ "session_id": w.send }),
+        "agent.start" => json!({
+            "session_id": w.agents, "tool_use_id": "toolu_task", "agent_type": "Explore",
+            "agent_id": "helper", "prompt": "find the config",
+        }),
+        "agent.finish" => {
+            json!({ "session_id": w.agents, "agent_id": "helper", "result": "in /etc" })
+        }
+        "agent.list" => json!({ "session_id": w.agents }),
         "context.report_read" => json!({ "session_id": w.main, "path": w.cwd.join("notes.txt") }),
         // In document order: connect, change, disconnect.
         "capabilities.mcp_connect" => json!({

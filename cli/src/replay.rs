@@ -387,6 +387,7 @@ async fn feed(
         client
             .append(AppendParams {
                 session_id: sid.to_string(),
+                agent_id: None,
                 records: vec![record],
                 expected_last_uuid: None,
             })

@@ -16,6 +16,7 @@ async fn all_records(client: &Client, sid: &str) -> Result<Vec<Record>> {
         let page = client
             .read(ReadParams {
                 session_id: sid.to_string(),
+                agent_id: None,
                 after_seq: after,
                 limit: Some(5000),
             })

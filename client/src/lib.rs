@@ -126,6 +126,34 @@ impl Client {
         Ok(r.session)
     }
 
+    /// `agent.start`: a sub-agent's thread for the parent's call `p.tool_use_id`.
+    pub async fn start_agent(
+        &self,
+        p: AgentStartParams,
+    ) -> Result<AgentStartResponse, ClientError> {
+        self.call(AGENT_START, p).await
+    }
+
+    /// `agent.finish`: the sub-agent's answer becomes the parent's tool result.
+    pub async fn finish_agent(
+        &self,
+        p: AgentFinishParams,
+    ) -> Result<AgentFinishResponse, ClientError> {
+        self.call(AGENT_FINISH, p).await
+    }
+
+    pub async fn list_agents(&self, session_id: &str) -> Result<Vec<AgentThread>, ClientError> {
+        let r: AgentListResponse = self
+            .call(
+                AGENT_LIST,
+                SessionIdParams {
+                    session_id: session_id.into(),
+                },
+            )
+            .await?;
+        Ok(r.agents)
+    }
+
     pub async fn delete_session(&self, session_id: &str) -> Result<bool, ClientError> {
         let r: SessionDeleteResponse = self
             .call(
@@ -229,6 +257,7 @@ impl Client {
     ) -> Result<Subscription<TurnEvent>, ClientError> {
         let p = SendParams {
             session_id: session_id.into(),
+            agent_id: None,
         };
         self.subscribe_to(CONTEXT_SEND_STREAM, &p, CONTEXT_SEND_UNSUBSCRIBE)
             .await

@@ -1,8 +1,104 @@
 // Generated from protocol/openrpc.json by scripts/openrpc-ts-types.py: do not edit.
-// OpenRPC 1.3.2, ctxd 1.2.
+// OpenRPC 1.3.2, ctxd 1.3.
 
 export type AckResponse = {
   ok: boolean;
+};
+
+export type AgentFinishResponse = {
+  agent: AgentInfo;
+  seq: number;
+  /**
+   * The parent's new record: a user message holding the tool result.
+   */
+  uuid: string;
+};
+
+/**
+ * What a session row says of the sub-agent whose thread it holds.
+ */
+export type AgentInfo = {
+  /**
+   * Unique within the parent session.
+   */
+  agent_id: string;
+  /**
+   * The agent's type (`general-purpose`, `Explore`, ...): what SubagentStart and
+   * SubagentStop matchers match.
+   */
+  agent_type: string;
+  /**
+   * Set by `agent.finish`: when the answer went to the parent.
+   */
+  finished_at?: string | null;
+  /**
+   * The session that started it.
+   */
+  parent_session_id: string;
+  /**
+   * The uuid of the parent's record holding the answer.
+   */
+  result_uuid?: string | null;
+  /**
+   * The parent's `tool_use` whose result the agent's answer becomes.
+   */
+  tool_use_id: string;
+};
+
+/**
+ * The instructions a sub-agent starts with.
+ */
+export type AgentInstructions = "full" | "light";
+
+export type AgentListResponse = {
+  /**
+   * The session's sub-agents, in the order they started.
+   */
+  agents: Array<AgentThread>;
+};
+
+export type AgentStartResponse = {
+  /**
+   * Context the SubagentStart hooks added (already in the thread).
+   */
+  additional_context?: Array<string>;
+  /**
+   * The agent's thread: a session of its own, with `agent` set.
+   */
+  session: SessionInfo;
+};
+
+/**
+ * A sub-agent and the session holding its thread.
+ */
+export type AgentThread = {
+  /**
+   * Unique within the parent session.
+   */
+  agent_id: string;
+  /**
+   * The agent's type (`general-purpose`, `Explore`, ...): what SubagentStart and
+   * SubagentStop matchers match.
+   */
+  agent_type: string;
+  /**
+   * Set by `agent.finish`: when the answer went to the parent.
+   */
+  finished_at?: string | null;
+  /**
+   * The session that started it.
+   */
+  parent_session_id: string;
+  record_count: number;
+  /**
+   * The uuid of the parent's record holding the answer.
+   */
+  result_uuid?: string | null;
+  session_id: string;
+  /**
+   * The parent's `tool_use` whose result the agent's answer becomes.
+   */
+  tool_use_id: string;
 };
 
 /**
@@ -1557,6 +1653,10 @@ export type SessionImportResponse = {
  */
 export type SessionInfo = {
   additional_directories: Array<string>;
+  /**
+   * Set when the session is a sub-agent's thread (see `agent.start`).
+   */
+  agent?: AgentInfo | null;
   created_at: string;
   cwd: string;
   forked_from_uuid?: string | null;
@@ -2525,6 +2625,78 @@ export interface Methods {
     result: SessionImportResponse;
   };
   /**
+   * Start a sub-agent for one of the session's tool calls: a thread of its own (system prompt, tools, thresholds, compaction), starting from the session's file state; SubagentStart hooks run.
+   */
+  "agent.start": {
+    params: {
+      agent_type: string;
+      /**
+       * The parent session.
+       */
+      session_id: string;
+      /**
+       * The parent's `tool_use` that starts the agent: a call in its transcript that has
+       * no result yet.
+       */
+      tool_use_id: string;
+      /**
+       * Unique within the parent; a fresh one when absent.
+       */
+      agent_id?: string | null;
+      instructions?: AgentInstructions;
+      /**
+       * The agent's model profile; the parent's when absent.
+       */
+      model?: ModelProfile | null;
+      /**
+       * The task, appended as the thread's first user message.
+       */
+      prompt?: string | null;
+      /**
+       * A JSON merge patch on the parent's settings (as `session.update` takes): the
+       * agent's own thresholds, budget or summariser.
+       */
+      settings?: SessionSettings | null;
+      /**
+       * The agent's own system prompt; the default contract when absent.
+       */
+      system?: SystemPrompt | null;
+      /**
+       * The agent's tools; the parent's when absent.
+       */
+      tools?: Array<ToolSpec> | null;
+    };
+    result: AgentStartResponse;
+  };
+  /**
+   * Give a sub-agent's answer to its session as the tool result of the call that started it.
+   */
+  "agent.finish": {
+    params: {
+      agent_id: string;
+      /**
+       * The parent session.
+       */
+      session_id: string;
+      is_error?: boolean;
+      /**
+       * The tool result's content (a string or content blocks); the text of the agent's
+       * last answer when absent.
+       */
+      result?: unknown;
+    };
+    result: AgentFinishResponse;
+  };
+  /**
+   * A session's sub-agents and their threads.
+   */
+  "agent.list": {
+    params: {
+      session_id: string;
+    };
+    result: AgentListResponse;
+  };
+  /**
    * Stream a session's events (WebSocket only), first replaying records after after_seq. Returns the subscription id; events arrive as session.event notifications.
    */
   "session.subscribe": {
@@ -2564,6 +2736,10 @@ export interface Methods {
       records: Array<RecordInput>;
       session_id: string;
       /**
+       * A sub-agent of `session_id` whose thread this call addresses (see `agent.start`).
+       */
+      agent_id?: string | null;
+      /**
        * Optimistic concurrency: the uuid the caller believes is the transcript's last
        * record (`null` for "the transcript is empty"). Omit the field to append
        * unconditionally.
@@ -2582,6 +2758,10 @@ export interface Methods {
        * Return records with `seq > after_seq` (0 = from the start).
        */
       after_seq?: number;
+      /**
+       * A sub-agent of `session_id` whose thread this call addresses (see `agent.start`).
+       */
+      agent_id?: string | null;
       /**
        * Page size; default 500, at most 5000.
        */
@@ -2729,6 +2909,10 @@ export interface Methods {
     params: {
       session_id: string;
       /**
+       * A sub-agent of `session_id` whose thread this call addresses (see `agent.start`).
+       */
+      agent_id?: string | null;
+      /**
        * Request-level flags (beta headers, cache TTL and scope, extra parameters). Latched
        * per session once sent: see `metadata.cache`.
        */
@@ -2781,6 +2965,10 @@ export interface Methods {
   "context.send": {
     params: {
       session_id: string;
+      /**
+       * A sub-agent of `session_id` whose thread this call addresses (see `agent.start`).
+       */
+      agent_id?: string | null;
     };
     result: SendResponse;
   };
@@ -2790,6 +2978,10 @@ export interface Methods {
   "context.send_stream": {
     params: {
       session_id: string;
+      /**
+       * A sub-agent of `session_id` whose thread this call addresses (see `agent.start`).
+       */
+      agent_id?: string | null;
     };
     result: SubscriptionId;
   };

@@ -116,6 +116,7 @@ async fn bench_collection(tmp: &Path) {
             engine
                 .append(AppendParams {
                     session_id: sid,
+                    agent_id: None,
                     records,
                     expected_last_uuid: None,
                 })
@@ -136,6 +137,7 @@ async fn bench_collection(tmp: &Path) {
     let bytes: usize = engine
         .read(ctxd_protocol::ReadParams {
             session_id: sid.clone(),
+            agent_id: None,
             after_seq: 0,
             limit: Some(5000),
         })

@@ -95,6 +95,7 @@ async fn session(e: &Engine, cwd: &Path, tools: Vec<ToolSpec>) -> String {
         .session_id;
     e.append(AppendParams {
         session_id: sid.clone(),
+        agent_id: None,
         records: transcript(),
         expected_last_uuid: None,
     })
@@ -229,6 +230,7 @@ async fn bench_mcp_bytes(dir: &Path) {
     e.mcp_connect(connect(&early)).await.unwrap();
     e.append(AppendParams {
         session_id: early.clone(),
+        agent_id: None,
         records: transcript(),
         expected_last_uuid: None,
     })

@@ -69,6 +69,7 @@ async fn main() {
             for chunk in records(n).chunks(1_000) {
                 e.append(AppendParams {
                     session_id: info.session_id.clone(),
+                    agent_id: None,
                     records: chunk.to_vec(),
                     expected_last_uuid: None,
                 })

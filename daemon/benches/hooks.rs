@@ -78,6 +78,7 @@ async fn appends(engine: &Engine, sid: &str, n: usize) -> Duration {
         engine
             .append(AppendParams {
                 session_id: sid.to_string(),
+                agent_id: None,
                 records: vec![RecordInput {
                     kind: Some(RecordKind::User),
                     content: vec![ContentBlock::text(format!("prompt {i}"))],

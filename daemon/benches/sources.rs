@@ -187,6 +187,7 @@ async fn bench_seen(tmp: &Path) {
     engine
         .append(AppendParams {
             session_id: sid.clone(),
+            agent_id: None,
             records: vec![prompt],
             expected_last_uuid: None,
         })

@@ -364,6 +364,7 @@ async fn turn_run(dir: &Path, path: &Path) -> TurnRun {
         }
         e.append(AppendParams {
             session_id: p.session_id.clone(),
+            agent_id: None,
             records: turn,
             expected_last_uuid: None,
         })
@@ -402,6 +403,7 @@ async fn bench_budget(dir: &Path) {
     let records = e
         .read(ReadParams {
             session_id: p.session_id.clone(),
+            agent_id: None,
             after_seq: 0,
             limit: Some(5000),
         })

@@ -7,6 +7,9 @@ use serde::{Deserialize, Serialize};
 #[serde(deny_unknown_fields)]
 pub struct CompileParams {
     pub session_id: String,
+    /// A sub-agent of `session_id` whose thread this call addresses (see `agent.start`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub agent_id: Option<String>,
     /// A fire-and-forget side request: the message cache breakpoint goes on the
     /// second-to-last message so the side request does not extend the main cache chain.
     #[serde(default)]

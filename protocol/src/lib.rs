@@ -6,6 +6,7 @@
 //! schemars, thiserror and libc only, so any client can embed it without pulling in the
 //! daemon.
 
+pub mod agents;
 pub mod attachments;
 pub mod cache;
 pub mod capabilities;
@@ -28,8 +29,9 @@ pub mod transcript;
 /// Version of the wire contract, `MAJOR.MINOR`. An incompatible change bumps the major;
 /// an additive one (a method, an optional param, a result field, an event kind) bumps the
 /// minor. See `handshake` for negotiation.
-pub const PROTOCOL_VERSION: &str = "1.2";
+pub const PROTOCOL_VERSION: &str = "1.3";
 
+pub use agents::*;
 pub use attachments::*;
 pub use cache::*;
 pub use capabilities::*;

@@ -3,6 +3,7 @@
 use schemars::{JsonSchema, Schema, SchemaGenerator};
 use serde::{Deserialize, Serialize};
 
+use crate::agents::*;
 use crate::attachments::*;
 use crate::cache::{CacheReportParams, CacheReportResponse, UsageParams, UsageResponse};
 use crate::capabilities::*;
@@ -30,6 +31,9 @@ pub const SESSION_UPDATE: &str = "session.update";
 pub const SESSION_FORK: &str = "session.fork";
 pub const SESSION_DELETE: &str = "session.delete";
 pub const SESSION_IMPORT: &str = "session.import";
+pub const AGENT_START: &str = "agent.start";
+pub const AGENT_FINISH: &str = "agent.finish";
+pub const AGENT_LIST: &str = "agent.list";
 pub const SESSION_SUBSCRIBE: &str = "session.subscribe";
 pub const SESSION_UNSUBSCRIBE: &str = "session.unsubscribe";
 /// Notification method of the subscription.
@@ -251,6 +255,24 @@ pub fn method_table() -> Vec<MethodSpec> {
             "Import a Claude Code JSONL transcript into a new session (all or nothing).",
             SessionImportParams,
             SessionImportResponse
+        ),
+        method!(
+            AGENT_START,
+            "Start a sub-agent for one of the session's tool calls: a thread of its own (system prompt, tools, thresholds, compaction), starting from the session's file state; SubagentStart hooks run.",
+            AgentStartParams,
+            AgentStartResponse
+        ),
+        method!(
+            AGENT_FINISH,
+            "Give a sub-agent's answer to its session as the tool result of the call that started it.",
+            AgentFinishParams,
+            AgentFinishResponse
+        ),
+        method!(
+            AGENT_LIST,
+            "A session's sub-agents and their threads.",
+            SessionIdParams,
+            AgentListResponse
         ),
         MethodSpec {
             name: SESSION_SUBSCRIBE,

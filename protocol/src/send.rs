@@ -63,6 +63,9 @@ pub enum ProviderConfig {
 #[serde(deny_unknown_fields)]
 pub struct SendParams {
     pub session_id: String,
+    /// A sub-agent of `session_id` whose thread this call addresses (see `agent.start`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub agent_id: Option<String>,
 }
 
 /// What a turn sent and got back.

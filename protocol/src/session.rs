@@ -540,6 +540,9 @@ pub struct SessionInfo {
     pub record_count: u64,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub last_uuid: Option<String>,
+    /// Set when the session is a sub-agent's thread (see `agent.start`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub agent: Option<crate::agents::AgentInfo>,
 }
 
 #[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize, JsonSchema)]

@@ -9,6 +9,9 @@ use crate::record::{Record, RecordInput};
 #[serde(deny_unknown_fields)]
 pub struct AppendParams {
     pub session_id: String,
+    /// A sub-agent of `session_id` whose thread this call addresses (see `agent.start`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub agent_id: Option<String>,
     /// Written atomically: all of them or, on any error, none.
     pub records: Vec<RecordInput>,
     /// Optimistic concurrency: the uuid the caller believes is the transcript's last
@@ -58,6 +61,9 @@ pub struct AppendResponse {
 #[serde(deny_unknown_fields)]
 pub struct ReadParams {
     pub session_id: String,
+    /// A sub-agent of `session_id` whose thread this call addresses (see `agent.start`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub agent_id: Option<String>,
     /// Return records with `seq > after_seq` (0 = from the start).
     #[serde(default)]
     pub after_seq: u64,

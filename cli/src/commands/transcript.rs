@@ -92,6 +92,7 @@ pub async fn read(ctx: &Ctx, client: &Client, a: &ReadArgs) -> Result<()> {
     let r = client
         .read(ReadParams {
             session_id: sid.clone(),
+            agent_id: None,
             after_seq: a.after,
             limit: a.limit,
         })

@@ -1,6 +1,6 @@
 """Generated from protocol/openrpc.json by scripts/openrpc-py-types.py: do not edit.
 
-OpenRPC 1.3.2, ctxd 1.2: a TypedDict per schema, and
+OpenRPC 1.3.2, ctxd 1.3: a TypedDict per schema, and
 `Methods` / `AsyncMethods`, one typed method per RPC method.
 """
 
@@ -15,6 +15,49 @@ _AckResponseOptional = TypedDict("_AckResponseOptional", {}, total=False)
 
 class AckResponse(_AckResponseRequired, _AckResponseOptional):
     pass
+
+
+_AgentFinishResponseRequired = TypedDict("_AgentFinishResponseRequired", {"agent": "AgentInfo", "seq": "int", "uuid": "str"})
+_AgentFinishResponseOptional = TypedDict("_AgentFinishResponseOptional", {}, total=False)
+
+
+class AgentFinishResponse(_AgentFinishResponseRequired, _AgentFinishResponseOptional):
+    pass
+
+
+_AgentInfoRequired = TypedDict("_AgentInfoRequired", {"agent_id": "str", "agent_type": "str", "parent_session_id": "str", "tool_use_id": "str"})
+_AgentInfoOptional = TypedDict("_AgentInfoOptional", {"finished_at": "Optional[str]", "result_uuid": "Optional[str]"}, total=False)
+
+
+class AgentInfo(_AgentInfoRequired, _AgentInfoOptional):
+    """What a session row says of the sub-agent whose thread it holds."""
+
+
+AgentInstructions = "Union[Literal[\"full\"], Literal[\"light\"]]"
+
+
+_AgentListResponseRequired = TypedDict("_AgentListResponseRequired", {"agents": "List[AgentThread]"})
+_AgentListResponseOptional = TypedDict("_AgentListResponseOptional", {}, total=False)
+
+
+class AgentListResponse(_AgentListResponseRequired, _AgentListResponseOptional):
+    pass
+
+
+_AgentStartResponseRequired = TypedDict("_AgentStartResponseRequired", {"session": "SessionInfo"})
+_AgentStartResponseOptional = TypedDict("_AgentStartResponseOptional", {"additional_context": "List[str]"}, total=False)
+
+
+class AgentStartResponse(_AgentStartResponseRequired, _AgentStartResponseOptional):
+    pass
+
+
+_AgentThreadRequired = TypedDict("_AgentThreadRequired", {"agent_id": "str", "agent_type": "str", "parent_session_id": "str", "record_count": "int", "session_id": "str", "tool_use_id": "str"})
+_AgentThreadOptional = TypedDict("_AgentThreadOptional", {"finished_at": "Optional[str]", "result_uuid": "Optional[str]"}, total=False)
+
+
+class AgentThread(_AgentThreadRequired, _AgentThreadOptional):
+    """A sub-agent and the session holding its thread."""
 
 
 _AgentTypeRequired = TypedDict("_AgentTypeRequired", {"description": "str", "type": "str"})
@@ -582,7 +625,7 @@ class SessionImportResponse(_SessionImportResponseRequired, _SessionImportRespon
 
 
 _SessionInfoRequired = TypedDict("_SessionInfoRequired", {"additional_directories": "List[str]", "created_at": "str", "cwd": "str", "model": "ModelProfile", "original_cwd": "str", "record_count": "int", "session_id": "str", "settings": "SessionSettings", "start_date": "str", "updated_at": "str"})
-_SessionInfoOptional = TypedDict("_SessionInfoOptional", {"forked_from_uuid": "Optional[str]", "last_uuid": "Optional[str]", "parent_session_id": "Optional[str]", "title": "Optional[str]"}, total=False)
+_SessionInfoOptional = TypedDict("_SessionInfoOptional", {"agent": "Optional[AgentInfo]", "forked_from_uuid": "Optional[str]", "last_uuid": "Optional[str]", "parent_session_id": "Optional[str]", "title": "Optional[str]"}, total=False)
 
 
 class SessionInfo(_SessionInfoRequired, _SessionInfoOptional):
@@ -876,6 +919,21 @@ class Methods:
         params = {k: v for k, v in [("jsonl", jsonl), ("cwd", cwd), ("fallback_cwd", fallback_cwd), ("model", model), ("title", title)] if v is not None}
         return self.call("session.import", **params)
 
+    def agent_start(self, *, agent_type: str, session_id: str, tool_use_id: str, agent_id: Optional[str] = None, instructions: Optional[AgentInstructions] = None, model: Optional[ModelProfile] = None, prompt: Optional[str] = None, settings: Optional[SessionSettings] = None, system: Optional[SystemPrompt] = None, tools: Optional[List[ToolSpec]] = None) -> AgentStartResponse:
+        """Start a sub-agent for one of the session's tool calls: a thread of its own (system prompt, tools, thresholds, compaction), starting from the session's file state; SubagentStart hooks run."""
+        params = {k: v for k, v in [("agent_type", agent_type), ("session_id", session_id), ("tool_use_id", tool_use_id), ("agent_id", agent_id), ("instructions", instructions), ("model", model), ("prompt", prompt), ("settings", settings), ("system", system), ("tools", tools)] if v is not None}
+        return self.call("agent.start", **params)
+
+    def agent_finish(self, *, agent_id: str, session_id: str, is_error: Optional[bool] = None, result: Optional[Dict[str, Any]] = None) -> AgentFinishResponse:
+        """Give a sub-agent's answer to its session as the tool result of the call that started it."""
+        params = {k: v for k, v in [("agent_id", agent_id), ("session_id", session_id), ("is_error", is_error), ("result", result)] if v is not None}
+        return self.call("agent.finish", **params)
+
+    def agent_list(self, *, session_id: str) -> AgentListResponse:
+        """A session's sub-agents and their threads."""
+        params = {k: v for k, v in [("session_id", session_id)] if v is not None}
+        return self.call("agent.list", **params)
+
     def session_subscribe(self, *, session_id: str, after_seq: Optional[int] = None, include_records: Optional[bool] = None) -> SubscriptionId:
         """Stream a session's events (WebSocket only), first replaying records after after_seq. Returns the subscription id; events arrive as session.event notifications."""
         params = {k: v for k, v in [("session_id", session_id), ("after_seq", after_seq), ("include_records", include_records)] if v is not None}
@@ -886,14 +944,14 @@ class Methods:
         params = {k: v for k, v in [("subscription", subscription)] if v is not None}
         return self.call("session.unsubscribe", **params)
 
-    def transcript_append(self, *, records: List[RecordInput], session_id: str, expected_last_uuid: Optional[str] = None) -> AppendResponse:
+    def transcript_append(self, *, records: List[RecordInput], session_id: str, agent_id: Optional[str] = None, expected_last_uuid: Optional[str] = None) -> AppendResponse:
         """Append records atomically, optionally guarded by the expected last uuid."""
-        params = {k: v for k, v in [("records", records), ("session_id", session_id), ("expected_last_uuid", expected_last_uuid)] if v is not None}
+        params = {k: v for k, v in [("records", records), ("session_id", session_id), ("agent_id", agent_id), ("expected_last_uuid", expected_last_uuid)] if v is not None}
         return self.call("transcript.append", **params)
 
-    def transcript_read(self, *, session_id: str, after_seq: Optional[int] = None, limit: Optional[int] = None) -> ReadResponse:
+    def transcript_read(self, *, session_id: str, after_seq: Optional[int] = None, agent_id: Optional[str] = None, limit: Optional[int] = None) -> ReadResponse:
         """Read a page of records."""
-        params = {k: v for k, v in [("session_id", session_id), ("after_seq", after_seq), ("limit", limit)] if v is not None}
+        params = {k: v for k, v in [("session_id", session_id), ("after_seq", after_seq), ("agent_id", agent_id), ("limit", limit)] if v is not None}
         return self.call("transcript.read", **params)
 
     def transcript_reject_media(self, *, block_index: int, record_uuid: str, session_id: str) -> RejectMediaResponse:
@@ -951,9 +1009,9 @@ class Methods:
         params = {k: v for k, v in [("session_id", session_id)] if v is not None}
         return self.call("capabilities.get", **params)
 
-    def context_compile(self, *, session_id: str, flags: Optional[RequestFlags] = None, format: Optional[CompileFormat] = None, now: Optional[str] = None, side_request: Optional[bool] = None) -> CompileResponse:
+    def context_compile(self, *, session_id: str, agent_id: Optional[str] = None, flags: Optional[RequestFlags] = None, format: Optional[CompileFormat] = None, now: Optional[str] = None, side_request: Optional[bool] = None) -> CompileResponse:
         """Compile the exact Messages API request for the next model call."""
-        params = {k: v for k, v in [("session_id", session_id), ("flags", flags), ("format", format), ("now", now), ("side_request", side_request)] if v is not None}
+        params = {k: v for k, v in [("session_id", session_id), ("agent_id", agent_id), ("flags", flags), ("format", format), ("now", now), ("side_request", side_request)] if v is not None}
         return self.call("context.compile", **params)
 
     def context_snip(self, *, from_id: str, session_id: str, to_id: str) -> SnipResponse:
@@ -966,14 +1024,14 @@ class Methods:
         params = {k: v for k, v in [("session_id", session_id), ("instructions", instructions)] if v is not None}
         return self.call("context.compact", **params)
 
-    def context_send(self, *, session_id: str) -> SendResponse:
+    def context_send(self, *, session_id: str, agent_id: Optional[str] = None) -> SendResponse:
         """Compile, send to the session's provider (settings.provider), and append the answer as it came; one turn at a time per session."""
-        params = {k: v for k, v in [("session_id", session_id)] if v is not None}
+        params = {k: v for k, v in [("session_id", session_id), ("agent_id", agent_id)] if v is not None}
         return self.call("context.send", **params)
 
-    def context_send_stream(self, *, session_id: str) -> SubscriptionId:
+    def context_send_stream(self, *, session_id: str, agent_id: Optional[str] = None) -> SubscriptionId:
         """Run a context.send turn and stream it (WebSocket only): started, the provider's events as they come, then finished (the appended message) or failed. Ending the subscription cancels the turn."""
-        params = {k: v for k, v in [("session_id", session_id)] if v is not None}
+        params = {k: v for k, v in [("session_id", session_id), ("agent_id", agent_id)] if v is not None}
         return self.call("context.send_stream", **params)
 
     def context_send_unsubscribe(self, *, subscription: SubscriptionId) -> bool:
@@ -1213,6 +1271,21 @@ class AsyncMethods:
         params = {k: v for k, v in [("jsonl", jsonl), ("cwd", cwd), ("fallback_cwd", fallback_cwd), ("model", model), ("title", title)] if v is not None}
         return await self.call("session.import", **params)
 
+    async def agent_start(self, *, agent_type: str, session_id: str, tool_use_id: str, agent_id: Optional[str] = None, instructions: Optional[AgentInstructions] = None, model: Optional[ModelProfile] = None, prompt: Optional[str] = None, settings: Optional[SessionSettings] = None, system: Optional[SystemPrompt] = None, tools: Optional[List[ToolSpec]] = None) -> AgentStartResponse:
+        """Start a sub-agent for one of the session's tool calls: a thread of its own (system prompt, tools, thresholds, compaction), starting from the session's file state; SubagentStart hooks run."""
+        params = {k: v for k, v in [("agent_type", agent_type), ("session_id", session_id), ("tool_use_id", tool_use_id), ("agent_id", agent_id), ("instructions", instructions), ("model", model), ("prompt", prompt), ("settings", settings), ("system", system), ("tools", tools)] if v is not None}
+        return await self.call("agent.start", **params)
+
+    async def agent_finish(self, *, agent_id: str, session_id: str, is_error: Optional[bool] = None, result: Optional[Dict[str, Any]] = None) -> AgentFinishResponse:
+        """Give a sub-agent's answer to its session as the tool result of the call that started it."""
+        params = {k: v for k, v in [("agent_id", agent_id), ("session_id", session_id), ("is_error", is_error), ("result", result)] if v is not None}
+        return await self.call("agent.finish", **params)
+
+    async def agent_list(self, *, session_id: str) -> AgentListResponse:
+        """A session's sub-agents and their threads."""
+        params = {k: v for k, v in [("session_id", session_id)] if v is not None}
+        return await self.call("agent.list", **params)
+
     async def session_subscribe(self, *, session_id: str, after_seq: Optional[int] = None, include_records: Optional[bool] = None) -> SubscriptionId:
         """Stream a session's events (WebSocket only), first replaying records after after_seq. Returns the subscription id; events arrive as session.event notifications."""
         params = {k: v for k, v in [("session_id", session_id), ("after_seq", after_seq), ("include_records", include_records)] if v is not None}
@@ -1223,14 +1296,14 @@ class AsyncMethods:
         params = {k: v for k, v in [("subscription", subscription)] if v is not None}
         return await self.call("session.unsubscribe", **params)
 
-    async def transcript_append(self, *, records: List[RecordInput], session_id: str, expected_last_uuid: Optional[str] = None) -> AppendResponse:
+    async def transcript_append(self, *, records: List[RecordInput], session_id: str, agent_id: Optional[str] = None, expected_last_uuid: Optional[str] = None) -> AppendResponse:
         """Append records atomically, optionally guarded by the expected last uuid."""
-        params = {k: v for k, v in [("records", records), ("session_id", session_id), ("expected_last_uuid", expected_last_uuid)] if v is not None}
+        params = {k: v for k, v in [("records", records), ("session_id", session_id), ("agent_id", agent_id), ("expected_last_uuid", expected_last_uuid)] if v is not None}
         return await self.call("transcript.append", **params)
 
-    async def transcript_read(self, *, session_id: str, after_seq: Optional[int] = None, limit: Optional[int] = None) -> ReadResponse:
+    async def transcript_read(self, *, session_id: str, after_seq: Optional[int] = None, agent_id: Optional[str] = None, limit: Optional[int] = None) -> ReadResponse:
         """Read a page of records."""
-        params = {k: v for k, v in [("session_id", session_id), ("after_seq", after_seq), ("limit", limit)] if v is not None}
+        params = {k: v for k, v in [("session_id", session_id), ("after_seq", after_seq), ("agent_id", agent_id), ("limit", limit)] if v is not None}
         return await self.call("transcript.read", **params)
 
     async def transcript_reject_media(self, *, block_index: int, record_uuid: str, session_id: str) -> RejectMediaResponse:
@@ -1288,9 +1361,9 @@ class AsyncMethods:
         params = {k: v for k, v in [("session_id", session_id)] if v is not None}
         return await self.call("capabilities.get", **params)
 
-    async def context_compile(self, *, session_id: str, flags: Optional[RequestFlags] = None, format: Optional[CompileFormat] = None, now: Optional[str] = None, side_request: Optional[bool] = None) -> CompileResponse:
+    async def context_compile(self, *, session_id: str, agent_id: Optional[str] = None, flags: Optional[RequestFlags] = None, format: Optional[CompileFormat] = None, now: Optional[str] = None, side_request: Optional[bool] = None) -> CompileResponse:
         """Compile the exact Messages API request for the next model call."""
-        params = {k: v for k, v in [("session_id", session_id), ("flags", flags), ("format", format), ("now", now), ("side_request", side_request)] if v is not None}
+        params = {k: v for k, v in [("session_id", session_id), ("agent_id", agent_id), ("flags", flags), ("format", format), ("now", now), ("side_request", side_request)] if v is not None}
         return await self.call("context.compile", **params)
 
     async def context_snip(self, *, from_id: str, session_id: str, to_id: str) -> SnipResponse:
@@ -1303,14 +1376,14 @@ class AsyncMethods:
         params = {k: v for k, v in [("session_id", session_id), ("instructions", instructions)] if v is not None}
         return await self.call("context.compact", **params)
 
-    async def context_send(self, *, session_id: str) -> SendResponse:
+    async def context_send(self, *, session_id: str, agent_id: Optional[str] = None) -> SendResponse:
         """Compile, send to the session's provider (settings.provider), and append the answer as it came; one turn at a time per session."""
-        params = {k: v for k, v in [("session_id", session_id)] if v is not None}
+        params = {k: v for k, v in [("session_id", session_id), ("agent_id", agent_id)] if v is not None}
         return await self.call("context.send", **params)
 
-    async def context_send_stream(self, *, session_id: str) -> SubscriptionId:
+    async def context_send_stream(self, *, session_id: str, agent_id: Optional[str] = None) -> SubscriptionId:
         """Run a context.send turn and stream it (WebSocket only): started, the provider's events as they come, then finished (the appended message) or failed. Ending the subscription cancels the turn."""
-        params = {k: v for k, v in [("session_id", session_id)] if v is not None}
+        params = {k: v for k, v in [("session_id", session_id), ("agent_id", agent_id)] if v is not None}
         return await self.call("context.send_stream", **params)
 
     async def context_send_unsubscribe(self, *, subscription: SubscriptionId) -> bool:

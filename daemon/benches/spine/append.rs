@@ -39,6 +39,7 @@ async fn engine_batches(
         let t = Instant::now();
         e.append(AppendParams {
             session_id: sid.clone(),
+            agent_id: None,
             records,
             expected_last_uuid: None,
         })

@@ -345,6 +345,7 @@ mod tests {
             engine
                 .append(AppendParams {
                     session_id: id.clone(),
+                    agent_id: None,
                     records: vec![RecordInput {
                         kind: Some(RecordKind::User),
                         content: vec![ContentBlock::text("hi")],

@@ -61,6 +61,7 @@ impl Fixture {
         self.engine
             .append(AppendParams {
                 session_id: sid.into(),
+                agent_id: None,
                 records,
                 expected_last_uuid: None,
             })
@@ -97,6 +98,7 @@ impl Fixture {
             .engine
             .read(ctxd_protocol::ReadParams {
                 session_id: sid.into(),
+                agent_id: None,
                 after_seq: 0,
                 limit: Some(1000),
             })
@@ -364,6 +366,7 @@ async fn the_memory_prefetch_is_consumed_once_and_never_repeats_a_file() {
         .engine
         .read(ctxd_protocol::ReadParams {
             session_id: sid.clone(),
+            agent_id: None,
             after_seq: 0,
             limit: Some(100),
         })

@@ -67,7 +67,8 @@ impl Engine {
     /// on a copy without the lock past `INLINE_COMPILE_MAX_VIEW` projected records, so a
     /// long compile does not hold up appends to the session. The request describes the
     /// transcript up to `metadata.last_uuid`, whatever was appended meanwhile.
-    pub async fn compile(&self, p: CompileParams) -> Result<Compiled> {
+    pub async fn compile(&self, mut p: CompileParams) -> Result<Compiled> {
+        self.on_thread(&mut p.session_id, &mut p.agent_id).await?;
         let mut compiled = self.compile_messages(&p).await?;
         if p.format == CompileFormat::OpenaiChat {
             compiled.body = openai_body(&compiled.body)?;

@@ -652,6 +652,7 @@ impl Engine {
         let r = self
             .append(ctxd_protocol::AppendParams {
                 session_id: sid.to_string(),
+                agent_id: None,
                 records,
                 expected_last_uuid: None,
             })

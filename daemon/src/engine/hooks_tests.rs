@@ -75,6 +75,7 @@ async fn a_failed_transcript_export_is_redone_whole() {
             serde_json::from_value(serde_json::json!({"type": "user", "content": text})).unwrap();
         engine.append(ctxd_protocol::AppendParams {
             session_id: sid.clone(),
+            agent_id: None,
             records: vec![record],
             expected_last_uuid: None,
         })

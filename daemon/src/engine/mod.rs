@@ -3,6 +3,7 @@
 //! in-memory transcript in step with the store. The RPC edge calls in here; nothing here
 //! knows JSON-RPC.
 
+mod agents;
 mod cache;
 mod capabilities;
 mod cells;
@@ -380,6 +381,8 @@ pub struct Engine {
     pub(crate) platform: String,
     /// Sessions with a `context.send` turn running.
     pub(crate) turns: send::Turns,
+    /// One `agent.finish` at a time: its checks and its two writes are one step.
+    pub(crate) agent_finishes: tokio::sync::Mutex<()>,
     /// How provider keys are looked up (the process environment; tests inject theirs).
     pub(crate) env: crate::providers::EnvLookup,
 }
@@ -421,6 +424,7 @@ impl Engine {
             memories: Default::default(),
             platform: std::env::consts::OS.to_string(),
             turns: Default::default(),
+            agent_finishes: Default::default(),
             env: crate::providers::process_env(),
         }
     }

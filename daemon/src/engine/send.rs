@@ -125,9 +125,10 @@ impl Engine {
 
     async fn run_turn(
         &self,
-        p: SendParams,
+        mut p: SendParams,
         progress: Option<&stream::Progress>,
     ) -> Result<SendResponse> {
+        self.on_thread(&mut p.session_id, &mut p.agent_id).await?;
         let turn = self.turns.begin(&p.session_id)?;
         let provider = self.provider_of(&p.session_id).await?;
         let compiled = self
@@ -258,6 +259,7 @@ impl Engine {
         let appended = self
             .append(AppendParams {
                 session_id: session_id.to_string(),
+                agent_id: None,
                 records: vec![record],
                 // Unconditional: an answer the provider gave (and billed) is never lost
                 // because another client appended meanwhile; it goes at the end.

@@ -79,6 +79,46 @@ const SHORT_APPEND_BYTES: usize = 256 * 1024;
 const SHORT_APPEND_RECORDS: usize = 256;
 
 /// Inserts a batch after checking uuids are unused. Runs inside a write transaction.
+/// Copies session `src` into a new session `nid`: its row (as `edit` changes it), its
+/// records up to seq `upto`, and every piece of state a compile reads. Returns the
+/// records copied.
+fn copy_session(
+    tx: &mut dyn crate::store::Db,
+    src: &str,
+    nid: &str,
+    upto: u64,
+    now: &str,
+    edit: impl FnOnce(&mut SessionRow, &[Record]),
+) -> Result<Vec<Record>> {
+    let mut row = sessions::get(tx, src)?;
+    let recs = records::up_to(tx, src, upto)?;
+    let tools = sessions::tools(tx, src)?;
+    let rejected = sessions::rejected_media(tx, src)?;
+    row.id = nid.to_string();
+    row.created_at = now.to_string();
+    row.updated_at = now.to_string();
+    edit(&mut row, &recs);
+    sessions::insert(tx, &row)?;
+    sessions::set_tools(tx, nid, &tools)?;
+    records::insert_all(tx, nid, &recs)?;
+    for (u, i) in rejected {
+        sessions::add_rejected_media(tx, nid, &u, i)?;
+    }
+    fates::copy(tx, src, nid)?;
+    context_state::copy(tx, src, nid)?;
+    let last = recs.last().map_or(0, |r| r.seq);
+    crate::store::capabilities::copy(tx, src, nid, last)?;
+    // Pinned edits name message indexes of the whole history; a fork that ends earlier
+    // starts without them.
+    if upto == u64::MAX {
+        cache_edits::copy(tx, src, nid)?;
+    }
+    crate::store::compile_log::copy(tx, src, nid)?;
+    outputs::copy(tx, src, nid)?;
+    crate::store::sections::copy(tx, src, nid)?;
+    Ok(recs)
+}
+
 pub(crate) fn insert_batch(
     tx: &mut dyn crate::store::Db,
     sid: &str,
@@ -193,6 +233,7 @@ impl Engine {
             title: p.title.clone(),
             created_at: now.clone(),
             updated_at: now,
+            agent: None,
         })
     }
 
@@ -317,37 +358,49 @@ impl Engine {
         let nid = new_id.clone();
         self.store
             .write(&p.session_id.clone(), move |tx| {
-                let mut row = sessions::get(tx, &src)?;
                 let upto = match &p.up_to_uuid {
                     Some(u) => records::seq_of(tx, &src, u)?,
                     None => u64::MAX,
                 };
-                let recs = records::up_to(tx, &src, upto)?;
-                let tools = sessions::tools(tx, &src)?;
-                let rejected = sessions::rejected_media(tx, &src)?;
-                row.parent_session_id = Some(src.clone());
-                row.forked_from_uuid = recs.last().map(|r| r.uuid.clone());
-                row.id.clone_from(&nid);
-                row.created_at.clone_from(&now);
-                row.updated_at = now;
-                sessions::insert(tx, &row)?;
-                sessions::set_tools(tx, &nid, &tools)?;
-                records::insert_all(tx, &nid, &recs)?;
-                for (u, i) in rejected {
-                    sessions::add_rejected_media(tx, &nid, &u, i)?;
+                let recs = copy_session(tx, &src, &nid, upto, &now, |row, recs| {
+                    row.parent_session_id = Some(src.clone());
+                    row.forked_from_uuid = recs.last().map(|r| r.uuid.clone());
+                    // A fork of a sub-agent's thread is a session of its own.
+                    row.agent = None;
+                })?;
+                // The sub-agents started by the calls the fork keeps go with it, each
+                // thread whole, now the fork's.
+                let calls: std::collections::HashSet<&str> = recs
+                    .iter()
+                    .flat_map(|r| r.content.iter())
+                    .filter_map(|b| match b {
+                        ContentBlock::ToolUse { id, .. } => Some(id.as_str()),
+                        _ => None,
+                    })
+                    .collect();
+                for agent in sessions::agents(tx, &src)? {
+                    let Some(info) = agent.agent.as_ref() else {
+                        continue;
+                    };
+                    if !calls.contains(info.tool_use_id.as_str()) {
+                        continue;
+                    }
+                    let thread = Uuid::now_v7().to_string();
+                    copy_session(tx, &agent.id, &thread, u64::MAX, &now, |row, _| {
+                        row.parent_session_id = Some(nid.clone());
+                        if let Some(a) = row.agent.as_mut() {
+                            a.parent_session_id.clone_from(&nid);
+                            // An answer recorded after the fork's end is not the fork's.
+                            if a.result_uuid
+                                .as_ref()
+                                .is_some_and(|u| !recs.iter().any(|r| &r.uuid == u))
+                            {
+                                a.result_uuid = None;
+                                a.finished_at = None;
+                            }
+                        }
+                    })?;
                 }
-                fates::copy(tx, &src, &nid)?;
-                context_state::copy(tx, &src, &nid)?;
-                let last = recs.last().map_or(0, |r| r.seq);
-                crate::store::capabilities::copy(tx, &src, &nid, last)?;
-                // Pinned edits name message indexes of the whole history; a fork that
-                // ends earlier starts without them.
-                if p.up_to_uuid.is_none() {
-                    cache_edits::copy(tx, &src, &nid)?;
-                }
-                crate::store::compile_log::copy(tx, &src, &nid)?;
-                outputs::copy(tx, &src, &nid)?;
-                crate::store::sections::copy(tx, &src, &nid)?;
                 Ok(())
             })
             .await?;
@@ -355,6 +408,15 @@ impl Engine {
     }
 
     pub async fn delete_session(&self, id: &str) -> Result<bool> {
+        // A session's sub-agents go with it (they cannot have sub-agents of their own).
+        let parent = id.to_string();
+        let threads = self
+            .store
+            .read(move |db| sessions::agents(db, &parent))
+            .await?;
+        for t in threads {
+            Box::pin(self.delete_session(&t.id)).await?;
+        }
         let cell = self.cell(id);
         let mut guard = cell.state.lock().await;
         let sid = id.to_string();
@@ -435,7 +497,8 @@ impl Engine {
             .await
     }
 
-    pub async fn append(&self, p: AppendParams) -> Result<AppendResponse> {
+    pub async fn append(&self, mut p: AppendParams) -> Result<AppendResponse> {
+        self.on_thread(&mut p.session_id, &mut p.agent_id).await?;
         let mut inputs = p.records;
         if inputs.is_empty() {
             return Err(Error::invalid("records", "must hold at least one record"));
@@ -533,7 +596,8 @@ impl Engine {
         })
     }
 
-    pub async fn read(&self, p: ReadParams) -> Result<ReadResponse> {
+    pub async fn read(&self, mut p: ReadParams) -> Result<ReadResponse> {
+        self.on_thread(&mut p.session_id, &mut p.agent_id).await?;
         let limit = p.limit.unwrap_or(DEFAULT_PAGE).clamp(1, MAX_PAGE);
         let sid = p.session_id.clone();
         let after = p.after_seq;
@@ -756,6 +820,7 @@ mod tests {
         let b = "0199e0a0-0000-7000-8000-00000000000b";
         let append = |records| AppendParams {
             session_id: sid.clone(),
+            agent_id: None,
             records,
             expected_last_uuid: None,
         };
@@ -771,6 +836,7 @@ mod tests {
         let read = engine
             .read(ReadParams {
                 session_id: sid.clone(),
+                agent_id: None,
                 after_seq: 0,
                 limit: None,
             })

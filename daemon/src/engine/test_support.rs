@@ -34,6 +34,7 @@ pub(crate) async fn append(engine: &Engine, sid: &str, records: serde_json::Valu
     engine
         .append(ctxd_protocol::AppendParams {
             session_id: sid.into(),
+            agent_id: None,
             records,
             expected_last_uuid: None,
         })

@@ -148,10 +148,7 @@ pub fn estimate<R: std::borrow::Borrow<Record>>(
                     raw = raw.saturating_add(tokens(r));
                 }
             }
-            let anchor_tokens = a
-                .usage
-                .as_ref()
-                .map_or(0, |u| anchor_context(u, response));
+            let anchor_tokens = a.usage.as_ref().map_or(0, |u| anchor_context(u, response));
             let tail = scaled(raw);
             Estimate {
                 // The anchor is a client's number: never let it wrap the estimate.
@@ -200,7 +197,8 @@ impl Tally {
             return;
         }
         let tokens = record_tokens(r, render_attachment);
-        let same = matches!(&self.anchor, Some((_, _, Some(mid))) if r.message_id.as_ref() == Some(mid));
+        let same =
+            matches!(&self.anchor, Some((_, _, Some(mid))) if r.message_id.as_ref() == Some(mid));
         if r.kind == RecordKind::Assistant
             && let Some(u) = &r.usage
         {

@@ -165,6 +165,18 @@ pub fn build_module(
         .delete_session(&p.session_id)
         .await
         .map(|deleted| SessionDeleteResponse { deleted }))?;
+    async_method!(m, AGENT_START, |ctx, p: AgentStartParams| ctx
+        .engine
+        .start_agent(p)
+        .await)?;
+    async_method!(m, AGENT_FINISH, |ctx, p: AgentFinishParams| ctx
+        .engine
+        .finish_agent(p)
+        .await)?;
+    async_method!(m, AGENT_LIST, |ctx, p: SessionIdParams| ctx
+        .engine
+        .list_agents(&p.session_id)
+        .await)?;
     async_method!(m, SESSION_IMPORT, |ctx, p: SessionImportParams| ctx
         .engine
         .import_claude_code(p)

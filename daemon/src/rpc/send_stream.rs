@@ -18,7 +18,7 @@ pub(super) fn register(
         CONTEXT_SEND_EVENT,
         CONTEXT_SEND_UNSUBSCRIBE,
         |params, pending, ctx, ext| async move {
-            let p: SendParams = match parse(&params) {
+            let mut p: SendParams = match parse(&params) {
                 Ok(p) => p,
                 Err(e) => {
                     pending.reject(e).await;
@@ -26,6 +26,10 @@ pub(super) fn register(
                 }
             };
             let engine = ctx.engine.clone();
+            if let Err(e) = engine.on_thread(&mut p.session_id, &mut p.agent_id).await {
+                pending.reject(to_rpc_error(e)).await;
+                return Ok(());
+            }
             // Refused before the stream opens, as `context.send` would be; the turn
             // itself checks again (two callers may pass this at once).
             if let Err(e) = engine.check_turn(&p.session_id).await {

@@ -195,6 +195,7 @@ impl Stream {
                 .engine
                 .read(ReadParams {
                     session_id: self.session_id.clone(),
+                    agent_id: None,
                     after_seq: self.delivered,
                     limit: Some(REPLAY_PAGE),
                 })
@@ -308,6 +309,7 @@ mod tests {
             engine
                 .append(AppendParams {
                     session_id: sid.clone(),
+                    agent_id: None,
                     records: vec![RecordInput {
                         kind: Some(RecordKind::User),
                         content: vec![ContentBlock::text(format!("m{i}"))],

@@ -204,6 +204,13 @@ pub fn copy(db: &mut dyn Db, from: &str, to: &str) -> Result<()> {
         "INSERT INTO loaded_instructions (session_id, path) SELECT CAST(?2 AS TEXT), path FROM loaded_instructions WHERE session_id = ?1",
         params![from, to],
     )?;
+    copy_read_state(db, from, to)
+}
+
+/// Copies the files `from` has seen, with the content it saw, to `to` (a sub-agent
+/// starts with what its parent read).
+pub fn copy_read_state(db: &mut dyn Db, from: &str, to: &str) -> Result<()> {
+    db.context_changed();
     db.execute(
         "INSERT INTO file_read_state (session_id, path, size, mtime_ns, sha256) SELECT CAST(?2 AS TEXT), path, size, mtime_ns, sha256 FROM file_read_state WHERE session_id = ?1",
         params![from, to],

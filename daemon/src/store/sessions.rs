@@ -1,6 +1,8 @@
 //! Session rows.
 
-use ctxd_protocol::{ModelProfile, SessionInfo, SessionSettings, SystemPrompt, ToolSpec};
+use ctxd_protocol::{
+    AgentInfo, ModelProfile, SessionInfo, SessionSettings, SystemPrompt, ToolSpec,
+};
 
 use super::db::{Db, Dialect, Row, params};
 
@@ -23,6 +25,8 @@ pub struct SessionRow {
     pub title: Option<String>,
     pub created_at: String,
     pub updated_at: String,
+    /// Set when the session holds a sub-agent's thread.
+    pub agent: Option<AgentInfo>,
 }
 
 impl SessionRow {
@@ -42,11 +46,12 @@ impl SessionRow {
             updated_at: self.updated_at.clone(),
             record_count,
             last_uuid,
+            agent: self.agent.clone(),
         }
     }
 }
 
-const COLUMNS: &str = "id, cwd, original_cwd, model_profile, settings, additional_dirs, system_prompt, start_date, git_snapshot, parent_session_id, forked_from_uuid, title, created_at, updated_at";
+const COLUMNS: &str = "id, cwd, original_cwd, model_profile, settings, additional_dirs, system_prompt, start_date, git_snapshot, parent_session_id, forked_from_uuid, title, created_at, updated_at, agent";
 
 fn from_row(row: Row) -> Result<SessionRow> {
     let system = match row.opt_text(6)? {
@@ -68,6 +73,10 @@ fn from_row(row: Row) -> Result<SessionRow> {
         title: row.opt_text(11)?,
         created_at: row.text(12)?,
         updated_at: row.text(13)?,
+        agent: match row.opt_text(14)? {
+            Some(a) => Some(serde_json::from_str(&a)?),
+            None => None,
+        },
     })
 }
 
@@ -78,8 +87,9 @@ pub fn insert(db: &mut dyn Db, s: &SessionRow) -> Result<()> {
         serde_json::to_string(&s.settings)?,
         serde_json::to_string(&s.additional_directories)?,
     );
+    let agent = s.agent.as_ref().map(serde_json::to_string).transpose()?;
     db.execute(
-        &format!("INSERT INTO sessions ({COLUMNS}) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14)"),
+        &format!("INSERT INTO sessions ({COLUMNS}, agent_id) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16)"),
         params![
             &s.id,
             &s.cwd,
@@ -95,6 +105,8 @@ pub fn insert(db: &mut dyn Db, s: &SessionRow) -> Result<()> {
             s.title.as_ref(),
             &s.created_at,
             &s.updated_at,
+            agent.as_ref(),
+            s.agent.as_ref().map(|a| &a.agent_id),
         ],
     )?;
     Ok(())
@@ -107,8 +119,9 @@ pub fn update(db: &mut dyn Db, s: &SessionRow) -> Result<()> {
         serde_json::to_string(&s.model)?,
         serde_json::to_string(&s.settings)?,
     );
+    let agent = s.agent.as_ref().map(serde_json::to_string).transpose()?;
     let n = db.execute(
-        "UPDATE sessions SET cwd = ?2, model_profile = ?3, settings = ?4, system_prompt = ?5, title = ?6, updated_at = ?7 WHERE id = ?1",
+        "UPDATE sessions SET cwd = ?2, model_profile = ?3, settings = ?4, system_prompt = ?5, title = ?6, updated_at = ?7, agent = ?8 WHERE id = ?1",
         params![
             &s.id,
             &s.cwd,
@@ -117,6 +130,7 @@ pub fn update(db: &mut dyn Db, s: &SessionRow) -> Result<()> {
             system.as_ref(),
             s.title.as_ref(),
             &s.updated_at,
+            agent.as_ref(),
         ],
     )?;
     if n == 0 {
@@ -160,10 +174,10 @@ pub fn exists(db: &mut dyn Db, id: &str) -> Result<bool> {
         .is_some())
 }
 
-/// Newest first.
+/// Newest first; sub-agents' threads are listed by [`agents`].
 pub fn list(db: &mut dyn Db, limit: u32) -> Result<Vec<SessionRow>> {
     db.query_map(
-        &format!("SELECT {COLUMNS} FROM sessions ORDER BY created_at DESC, id DESC LIMIT ?1"),
+        &format!("SELECT {COLUMNS} FROM sessions WHERE agent_id IS NULL ORDER BY created_at DESC, id DESC LIMIT ?1"),
         params![limit],
         from_row,
     )
@@ -178,6 +192,25 @@ pub fn delete(db: &mut dyn Db, id: &str) -> Result<bool> {
     // The session's collection state goes with it (foreign keys cascade).
     db.context_changed();
     Ok(db.execute("DELETE FROM sessions WHERE id = ?1", params![id])? > 0)
+}
+
+/// The session holding sub-agent `agent_id`'s thread of session `parent`.
+pub fn agent_thread(db: &mut dyn Db, parent: &str, agent_id: &str) -> Result<Option<String>> {
+    db.query_opt(
+        "SELECT id FROM sessions WHERE parent_session_id = ?1 AND agent_id = ?2",
+        params![parent, agent_id],
+    )?
+    .map(|r| r.text(0))
+    .transpose()
+}
+
+/// The sessions holding the sub-agents of `parent`, in the order they started.
+pub fn agents(db: &mut dyn Db, parent: &str) -> Result<Vec<SessionRow>> {
+    db.query_map(
+        &format!("SELECT {COLUMNS} FROM sessions WHERE parent_session_id = ?1 AND agent_id IS NOT NULL ORDER BY created_at, id"),
+        params![parent],
+        from_row,
+    )
 }
 
 pub fn set_tools(db: &mut dyn Db, id: &str, tools: &[ToolSpec]) -> Result<()> {
