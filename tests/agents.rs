@@ -430,3 +430,98 @@ fn bad_agent_calls_are_refused_and_change_nothing() {
         "already has its result",
     );
 }
+
+/// Claude Code writes a sub-agent's messages into `agent_progress` lines of the main
+/// transcript: imported, they are the agent's thread, linked to its Task call, and the
+/// main thread is what it was.
+#[test]
+fn an_imported_session_keeps_its_sub_agent_threads_apart() {
+    let d = Daemon::start();
+    let path = common::fixtures().join("spotter/subagent.jsonl");
+    let jsonl = std::fs::read_to_string(&path).unwrap();
+    let imported = d.call(
+        "session.import",
+        json!({"jsonl": jsonl, "cwd": d.dir.path()}),
+    );
+    assert_eq!(imported["stats"]["agents"], 1);
+    let sid = imported["session_id"].as_str().unwrap();
+    let agents = d.call("agent.list", json!({"session_id": sid}))["agents"].clone();
+    let a = &agents[0];
+    assert_eq!(a["agent_id"], "afb92ff");
+    assert_eq!(a["agent_type"], "Plan");
+    assert_eq!(a["tool_use_id"], "toolu_01Cz2Pnv7qNcnK1ZiocxWhQX");
+    assert!(a["result_uuid"].is_string(), "the call has its result: {a}");
+    let thread = d.call(
+        "transcript.read",
+        json!({"session_id": sid, "agent_id": "afb92ff", "limit": 5000}),
+    );
+    let records = thread["records"].as_array().unwrap();
+    assert_eq!(json!(records.len()), a["record_count"]);
+    assert!(records.iter().all(|r| r["is_sidechain"] != true));
+    assert!(records[0].to_string().contains("Draft bead content"));
+    // The thread compiles on its own; the main thread holds none of it.
+    let c = d.call(
+        "context.compile",
+        json!({"session_id": sid, "agent_id": "afb92ff"}),
+    );
+    assert!(
+        c["request"]["messages"][0]
+            .to_string()
+            .contains("Draft bead content")
+    );
+    let main = d.call("transcript.read", json!({"session_id": sid, "limit": 5000}));
+    let thread_uuids: Vec<&Value> = records.iter().map(|r| &r["uuid"]).collect();
+    assert!(
+        main["records"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .all(|r| !thread_uuids.contains(&&r["uuid"]))
+    );
+}
+
+/// Older Claude Code versions write sidechain lines (`isSidechain`, `agentId`) into the
+/// main transcript, the call's result naming the agent; a sidechain no call names stays
+/// where it was.
+#[test]
+fn inline_sidechains_become_threads_when_a_call_names_them() {
+    let d = Daemon::start();
+    let line = |v: Value| v.to_string();
+    let jsonl = [
+        line(json!({"type": "user", "uuid": "u1", "timestamp": T0, "message": {"role": "user", "content": "explore"}})),
+        line(json!({"type": "assistant", "uuid": "a1", "timestamp": T0, "message": {"id": "msg_1", "role": "assistant",
+            "content": [{"type": "tool_use", "id": "toolu_t", "name": "Task", "input": {"subagent_type": "Explore", "prompt": "look"}}],
+            "usage": {"input_tokens": 100, "output_tokens": 10}}})),
+        line(json!({"type": "user", "uuid": "s1", "isSidechain": true, "agentId": "b1f5", "timestamp": T0,
+            "message": {"role": "user", "content": "look"}})),
+        line(json!({"type": "assistant", "uuid": "s2", "isSidechain": true, "agentId": "b1f5", "timestamp": T0,
+            "message": {"id": "msg_s", "role": "assistant", "content": [{"type": "text", "text": "seen it"}],
+                        "usage": {"input_tokens": 50, "output_tokens": 5}}})),
+        line(json!({"type": "user", "uuid": "w1", "isSidechain": true, "agentId": "warm", "timestamp": T0,
+            "message": {"role": "user", "content": "Warmup"}})),
+        line(json!({"type": "user", "uuid": "u2", "timestamp": T0, "toolUseResult": {"agentId": "b1f5", "status": "completed"},
+            "message": {"role": "user", "content": [{"type": "tool_result", "tool_use_id": "toolu_t", "content": "seen it"}]}})),
+    ]
+    .join("\n");
+    let imported = d.call(
+        "session.import",
+        json!({"jsonl": jsonl, "cwd": d.dir.path()}),
+    );
+    let sid = imported["session_id"].as_str().unwrap();
+    assert_eq!(imported["stats"]["agents"], 1);
+    let agents = d.call("agent.list", json!({"session_id": sid}))["agents"].clone();
+    assert_eq!(agents[0]["agent_id"], "b1f5");
+    assert_eq!(agents[0]["agent_type"], "Explore");
+    assert_eq!(agents[0]["record_count"], 2);
+    let main: Vec<String> = d.call("transcript.read", json!({"session_id": sid}))["records"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| r["uuid"].as_str().unwrap().to_string())
+        .collect();
+    assert_eq!(
+        main,
+        ["u1", "a1", "w1", "u2"],
+        "the unnamed sidechain stays"
+    );
+}

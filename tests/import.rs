@@ -6,11 +6,17 @@ mod common;
 use common::Daemon;
 use serde_json::{Value, json};
 
-/// Counts taken straight from the JSONL, independently of the importer.
+/// Counts taken straight from the JSONL, independently of the importer: its lines, and
+/// the sub-agent messages `agent_progress` lines carry.
 fn independent_counts(text: &str) -> (u64, u64, u64, u64) {
     let (mut user, mut assistant, mut tool_use, mut tool_result) = (0, 0, 0, 0);
-    for line in text.lines().filter(|l| !l.trim().is_empty()) {
-        let v: Value = serde_json::from_str(line).unwrap();
+    let lines = text.lines().filter(|l| !l.trim().is_empty()).flat_map(|l| {
+        let v: Value = serde_json::from_str(l).unwrap();
+        let agent = (v["type"] == "progress" && v["data"]["type"] == "agent_progress")
+            .then(|| v["data"]["message"].clone());
+        std::iter::once(v).chain(agent)
+    });
+    for v in lines {
         let content = &v["message"]["content"];
         let empty = content.as_str().is_some_and(str::is_empty)
             || content.as_array().is_some_and(Vec::is_empty);
@@ -64,8 +70,22 @@ fn every_fixture_imports_with_its_counts() {
         let sid = r["session_id"].as_str().unwrap();
         let stored = d.call("session.get", json!({"session_id": sid}));
         assert_eq!(r["session"], stored["session"], "{}", f.display());
-        let read = d.call("transcript.read", json!({"session_id": sid, "limit": 5000}));
-        let recs = read["records"].as_array().unwrap();
+        // The main thread's records and its sub-agents' threads'.
+        let mut recs =
+            d.call("transcript.read", json!({"session_id": sid, "limit": 5000}))["records"]
+                .as_array()
+                .unwrap()
+                .clone();
+        for a in d.call("agent.list", json!({"session_id": sid}))["agents"]
+            .as_array()
+            .unwrap()
+        {
+            let thread = d.call(
+                "transcript.read",
+                json!({"session_id": a["session_id"], "limit": 5000}),
+            );
+            recs.extend(thread["records"].as_array().unwrap().iter().cloned());
+        }
         assert_eq!(recs.len() as u64, stats["records"].as_u64().unwrap());
         let stored_user = recs.iter().filter(|r| r["type"] == "user").count() as u64;
         let stored_uses: u64 = recs

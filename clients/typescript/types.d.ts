@@ -940,6 +940,11 @@ export type HooksListResponse = {
 };
 
 export type ImportStats = {
+  /**
+   * Sub-agent threads imported as threads of their own (`agent.list`): the sidechain
+   * records of each agent linked to the call that started it.
+   */
+  agents?: number;
   assistant: number;
   attachment: number;
   /**

@@ -712,6 +712,15 @@ pub struct ImportStats {
     /// the first such line). `ctx import` prints each on stderr.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub warnings: Vec<String>,
+    /// Sub-agent threads imported as threads of their own (`agent.list`): the sidechain
+    /// records of each agent linked to the call that started it.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub agents: u64,
+}
+
+#[allow(clippy::trivially_copy_pass_by_ref)] // serde passes a reference
+fn is_zero(n: &u64) -> bool {
+    *n == 0
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]

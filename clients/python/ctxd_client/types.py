@@ -313,7 +313,7 @@ class HooksListResponse(_HooksListResponseRequired, _HooksListResponseOptional):
 
 
 _ImportStatsRequired = TypedDict("_ImportStatsRequired", {"assistant": "int", "attachment": "int", "lines": "int", "records": "int", "skipped": "Dict[str, Any]", "system": "int", "tool_result": "int", "tool_use": "int", "user": "int"})
-_ImportStatsOptional = TypedDict("_ImportStatsOptional", {"replacements": "int", "warnings": "List[str]"}, total=False)
+_ImportStatsOptional = TypedDict("_ImportStatsOptional", {"agents": "int", "replacements": "int", "warnings": "List[str]"}, total=False)
 
 
 class ImportStats(_ImportStatsRequired, _ImportStatsOptional):

@@ -11,6 +11,7 @@ use crate::error::{Error, Result};
 use crate::import::chunks;
 use crate::pipeline::budget::Fate;
 use crate::store::context_state::{self, InstructionMemo};
+use crate::store::sessions::SessionRow;
 use crate::store::{fates, records, sessions};
 
 /// Fewer records than this are checked and serialised on one thread: a thread costs more
@@ -82,6 +83,110 @@ fn prepare(mut inputs: Vec<RecordInput>, now: &str) -> Result<Prepared> {
     })
 }
 
+/// A sub-agent's thread found in a transcript: its sidechain records, and the call of
+/// the main thread that started it.
+struct ThreadImport {
+    agent: AgentInfo,
+    records: Vec<RecordInput>,
+}
+
+fn claude_code_field<'a>(r: &'a RecordInput, key: &str) -> Option<&'a serde_json::Value> {
+    r.meta.as_ref()?.get("claude_code")?.get(key)
+}
+
+/// Splits the sub-agents' sidechain records (those naming an `agentId`) off the main
+/// thread, one thread per agent linked to the call that started it: named by the
+/// records (`parentToolUseID`) or by the call's result (`toolUseResult.agentId`). A
+/// thread with no such call stays in the main thread's sidechain, as stored before.
+fn split_threads(records: Vec<RecordInput>) -> (Vec<RecordInput>, Vec<ThreadImport>) {
+    let agent_of = |r: &RecordInput| {
+        r.is_sidechain
+            .then(|| claude_code_field(r, "agentId")?.as_str())
+            .flatten()
+            .map(str::to_owned)
+    };
+    // The main thread's calls (id → agent type) and results (id → record).
+    let mut calls: BTreeMap<String, String> = BTreeMap::new();
+    let mut results: BTreeMap<String, (Option<String>, Option<String>)> = BTreeMap::new();
+    let mut by_result: BTreeMap<String, String> = BTreeMap::new();
+    let mut links: BTreeMap<String, String> = BTreeMap::new();
+    for r in &records {
+        if let Some(agent) = agent_of(r) {
+            if let Some(call) = claude_code_field(r, "parentToolUseID").and_then(|v| v.as_str()) {
+                links.entry(agent).or_insert_with(|| call.to_owned());
+            }
+            continue;
+        }
+        if r.is_sidechain {
+            continue;
+        }
+        for b in &r.content {
+            match b {
+                ContentBlock::ToolUse { id, input, .. } => {
+                    let kind = input
+                        .get("subagent_type")
+                        .and_then(|v| v.as_str())
+                        .unwrap_or("general-purpose");
+                    calls.insert(id.clone(), kind.to_owned());
+                }
+                ContentBlock::ToolResult { tool_use_id, .. } => {
+                    results.insert(tool_use_id.clone(), (r.uuid.clone(), r.timestamp.clone()));
+                    if let Some(a) = claude_code_field(r, "toolUseResult")
+                        .and_then(|t| t.get("agentId"))
+                        .and_then(|v| v.as_str())
+                    {
+                        by_result.insert(a.to_owned(), tool_use_id.clone());
+                    }
+                }
+                _ => {}
+            }
+        }
+    }
+    let mut main = Vec::with_capacity(records.len());
+    let mut threads: Vec<ThreadImport> = Vec::new();
+    for mut r in records {
+        let Some(agent) = agent_of(&r) else {
+            main.push(r);
+            continue;
+        };
+        let call = links.get(&agent).or_else(|| by_result.get(&agent));
+        let Some((call, kind)) = call.and_then(|c| calls.get(c).map(|k| (c, k))) else {
+            main.push(r);
+            continue;
+        };
+        r.is_sidechain = false;
+        match threads.iter_mut().find(|t| t.agent.agent_id == agent) {
+            Some(t) => t.records.push(r),
+            None => {
+                let (result_uuid, finished_at) = results.get(call).cloned().unwrap_or_default();
+                threads.push(ThreadImport {
+                    agent: AgentInfo {
+                        agent_id: agent,
+                        agent_type: kind.clone(),
+                        parent_session_id: String::new(),
+                        tool_use_id: call.clone(),
+                        finished_at: result_uuid.as_ref().and(finished_at),
+                        result_uuid,
+                    },
+                    records: vec![r],
+                });
+            }
+        }
+    }
+    (main, threads)
+}
+
+/// The fates of imported results: each seen whole, unless a replacement says what the
+/// model saw instead.
+fn seen_fates(results: Vec<String>, replacements: Vec<(String, String)>) -> Vec<(String, Fate)> {
+    let mut fates: BTreeMap<String, Fate> =
+        results.into_iter().map(|id| (id, Fate::Kept)).collect();
+    for (id, rep) in replacements {
+        fates.insert(id, Fate::Replaced(rep));
+    }
+    fates.into_iter().collect()
+}
+
 /// A record's error as the import reports it: its field within the file's records.
 fn in_jsonl(e: Error) -> Error {
     match e {
@@ -99,12 +204,16 @@ impl Engine {
         // Milliseconds of CPU for a long transcript: off the async workers.
         let jsonl = std::mem::take(&mut p.jsonl);
         let stamp = self.now_text();
-        let (imported, mut prepared) = tokio::task::spawn_blocking(move || {
+        let (mut imported, mut prepared, threads) = tokio::task::spawn_blocking(move || {
             let mut imported = crate::import::claude_code::parse(&jsonl)
                 .map_err(|e| Error::invalid("jsonl", e.to_string()))?;
-            let inputs = std::mem::take(&mut imported.records);
+            let (inputs, threads) = split_threads(std::mem::take(&mut imported.records));
             let prepared = prepare(inputs, &stamp)?;
-            Ok::<_, Error>((imported, prepared))
+            let threads = threads
+                .into_iter()
+                .map(|t| Ok((t.agent, prepare(t.records, &stamp)?)))
+                .collect::<Result<Vec<_>>>()?;
+            Ok::<_, Error>((imported, prepared, threads))
         })
         .await
         .map_err(|e| Error::Internal(format!("import task: {e}")))??;
@@ -135,14 +244,11 @@ impl Engine {
             .await?;
         // Like Claude Code on resume: every imported result counts as already seen, kept
         // whole unless a content-replacement line says what the model saw instead.
-        let mut import_fates: BTreeMap<String, Fate> = std::mem::take(&mut prepared.results)
-            .into_iter()
-            .map(|id| (id, Fate::Kept))
-            .collect();
-        for (id, rep) in imported.replacements {
-            import_fates.insert(id, Fate::Replaced(rep));
-        }
-        let import_fates: Vec<(String, Fate)> = import_fates.into_iter().collect();
+        let import_fates = seen_fates(
+            std::mem::take(&mut prepared.results),
+            std::mem::take(&mut imported.replacements),
+        );
+        imported.stats.agents = threads.len() as u64;
         let (claude_md, loaded) = self.startup_instructions(&row).await?;
         let seq = prepared.rows.last().map_or(0, |r| r.seq);
         // What the session is once written: the row as inserted, with its records. Told
@@ -156,6 +262,21 @@ impl Engine {
             boundary_uuid: std::mem::take(&mut prepared.boundary_uuid),
             announced_date: row.start_date.clone(),
         };
+        // Each sub-agent's thread: a session of its own under the new one.
+        let threads: Vec<(SessionRow, Prepared)> = threads
+            .into_iter()
+            .map(|(mut agent, p)| {
+                agent.parent_session_id.clone_from(&row.id);
+                let thread = SessionRow {
+                    id: uuid::Uuid::now_v7().to_string(),
+                    parent_session_id: Some(row.id.clone()),
+                    title: Some(format!("{} agent {}", agent.agent_type, agent.agent_id)),
+                    agent: Some(agent),
+                    ..row.clone()
+                };
+                (thread, p)
+            })
+            .collect();
         let r = row.clone();
         let prepared = self
             .store
@@ -165,6 +286,19 @@ impl Engine {
                 fates::insert(tx, &r.id, fates::BUDGET, &import_fates, seq)?;
                 context_state::set_memo(tx, &r.id, &memo)?;
                 context_state::add_loaded(tx, &r.id, &loaded)?;
+                for (thread, mut p) in threads {
+                    let seq = p.rows.last().map_or(0, |r| r.seq);
+                    let fates_of = seen_fates(std::mem::take(&mut p.results), Vec::new());
+                    sessions::insert(tx, &thread)?;
+                    records::insert_rows(tx, &thread.id, &p.rows)?;
+                    fates::insert(tx, &thread.id, fates::BUDGET, &fates_of, seq)?;
+                    let memo = InstructionMemo {
+                        boundary_uuid: std::mem::take(&mut p.boundary_uuid),
+                        ..memo.clone()
+                    };
+                    context_state::set_memo(tx, &thread.id, &memo)?;
+                    context_state::add_loaded(tx, &thread.id, &loaded)?;
+                }
                 // Handed back, so that freeing them is not the writer's time.
                 Ok(prepared)
             })

@@ -85,7 +85,7 @@ fn parse_piece(piece: Piece<'_>) -> Result<PieceOut, ImportError> {
 
         let value: Value =
             serde_json::from_str(raw).map_err(|e| malformed(format!("not valid JSON: {e}")))?;
-        let Value::Object(obj) = value else {
+        let Value::Object(mut obj) = value else {
             return Err(malformed(format!(
                 "expected a JSON object, found {}",
                 json_type(&value)
@@ -116,13 +116,55 @@ fn parse_piece(piece: Piece<'_>) -> Result<PieceOut, ImportError> {
             continue;
         }
 
+        let agent = agent_message(&mut obj);
         let mut converted = convert_line(obj).map_err(malformed)?;
         if let Line::Record(p) = &mut converted {
             p.line = line;
         }
         out.items.push(Item::Converted(converted));
+        if let Some(message) = agent {
+            let mut converted =
+                convert_line(message).map_err(|e| malformed(format!("data.message: {e}")))?;
+            if let Line::Record(p) = &mut converted {
+                p.line = line;
+            }
+            out.items.push(Item::Converted(converted));
+        }
     }
     Ok(out)
+}
+
+/// A sub-agent's message carried by an `agent_progress` line (Claude Code writes the
+/// sub-agent's thread there, message by message): taken out of the line, as a sidechain
+/// line of its own naming its agent (`agentId`) and the call that started it
+/// (`parentToolUseID`). The progress line itself is still skipped (and counted) as such.
+fn agent_message(obj: &mut Map<String, Value>) -> Option<Map<String, Value>> {
+    if obj.get("type").and_then(Value::as_str) != Some("progress") {
+        return None;
+    }
+    let parent_call = obj.get("parentToolUseID").cloned();
+    let data = obj.get_mut("data")?.as_object_mut()?;
+    if data.get("type").and_then(Value::as_str) != Some("agent_progress") {
+        return None;
+    }
+    let agent = data.get("agentId")?.as_str()?.to_owned();
+    let is_message = data
+        .get("message")
+        .and_then(|m| m.get("type"))
+        .and_then(Value::as_str)
+        .is_some_and(|t| t == "user" || t == "assistant");
+    if !is_message {
+        return None;
+    }
+    let Some(Value::Object(mut message)) = data.remove("message") else {
+        return None;
+    };
+    message.insert("isSidechain".into(), Value::Bool(true));
+    message.insert("agentId".into(), Value::String(agent));
+    if let Some(call) = parent_call {
+        message.entry("parentToolUseID").or_insert(call);
+    }
+    Some(message)
 }
 
 /// Converts a Claude Code transcript. See the module docs for the policy. A long one is
