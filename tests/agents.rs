@@ -284,6 +284,45 @@ fn subagent_start_hooks_give_their_context_to_the_thread() {
     assert!(!body_text(&compile(&d, &sid, None)).contains("Search tests/ first."));
 }
 
+/// A SubagentStop block keeps the agent going: the parent gets nothing, the thread gets
+/// the reason; once the hook lets it stop, the answer goes through.
+#[test]
+fn a_subagent_stop_block_keeps_the_agent_going() {
+    let d = Daemon::start();
+    let cwd = project(&d);
+    let marker = d.dir.path().join("allow");
+    std::fs::write(
+        cwd.join(".claude/settings.json"),
+        json!({"hooks": {"SubagentStop": [{"hooks": [{"type": "command",
+            "command": format!("test -e {} || {{ echo 'check the tests too' >&2; exit 2; }}", marker.display())}]}]}})
+        .to_string(),
+    )
+    .unwrap();
+    let sid = parent(&d, &cwd, json!({"hooks": {"trust_project": true}}));
+    start(&d, &sid, json!({}));
+    answer(&d, &sid, "Done looking.");
+    let before = d.call("transcript.read", json!({"session_id": sid}));
+    let e = d
+        .try_call(
+            "agent.finish",
+            json!({"session_id": sid, "agent_id": "explorer"}),
+        )
+        .unwrap_err();
+    assert_eq!(e["code"], -32050, "{e}");
+    assert_eq!(
+        d.call("transcript.read", json!({"session_id": sid})),
+        before
+    );
+    let thread = compile(&d, &sid, Some("explorer"));
+    assert!(body_text(&thread).contains("check the tests too"));
+    std::fs::write(&marker, "").unwrap();
+    let done = d.call(
+        "agent.finish",
+        json!({"session_id": sid, "agent_id": "explorer", "result": "Done, tests checked."}),
+    );
+    assert!(done["agent"]["finished_at"].is_string());
+}
+
 #[test]
 fn sub_agents_keep_their_threads_across_restart_fork_and_delete() {
     let mut d = Daemon::start();
