@@ -299,6 +299,18 @@ fn replay_of_every_fixture_runs_to_the_end() {
             usize::try_from(summary["compiles"].as_u64().unwrap()).unwrap(),
             text.lines().count()
         );
+        // The sub-agent's thread is replayed on its own, apart from the main thread.
+        if f.ends_with("spotter/subagent.jsonl") {
+            let threads = summary["threads"].as_array().unwrap();
+            assert_eq!(threads.len(), 1, "{summary}");
+            assert_eq!(threads[0]["agent_id"], "afb92ff");
+            assert_eq!(threads[0]["records"], 19);
+            assert!(threads[0]["compiles"].as_u64().unwrap() >= 4, "{summary}");
+            assert!(
+                threads[0]["error_samples"].as_u64().unwrap() >= 3,
+                "{summary}"
+            );
+        }
     }
     assert!(total_compiles > 40);
     let _ = ctx(&home).args(["daemon", "stop"]).output();

@@ -117,6 +117,9 @@ pub struct ReplayOptions<'a> {
 
 #[derive(Debug, Default, Serialize)]
 pub struct ReplaySummary {
+    /// Set on a sub-agent's thread: its agent.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub agent_id: Option<String>,
     pub session_id: String,
     pub records: u64,
     pub compiles: u64,
@@ -149,6 +152,10 @@ pub struct ReplaySummary {
     pub recorded_cost_total: f64,
     /// Calls the totals cover.
     pub costed_calls: u64,
+    /// The sub-agents' threads, each replayed into a session of its own (their steps are
+    /// not printed; their figures are not in the totals above).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub threads: Vec<ReplaySummary>,
 }
 
 /// The running simulation of the provider's bill.
@@ -229,14 +236,16 @@ pub async fn replay(
         })
         .await?;
     let sid = session.session_id.clone();
+    let (records, lines, threads) = split_threads(parsed.records, &parsed.source_lines);
     let result = feed(
         client,
         &sid,
         &session.model.model,
-        parsed.records,
-        &parsed.source_lines,
+        records,
+        &lines,
         jsonl.len(),
         &opts,
+        true,
         started,
     )
     .await;
@@ -244,7 +253,85 @@ pub async fn replay(
     if !opts.keep {
         let _ = client.delete_session(&sid).await;
     }
-    result
+    let mut summary = result?;
+    for (agent, records, lines) in threads {
+        let thread = client
+            .create_session(SessionCreateParams {
+                cwd: session.cwd.clone(),
+                model: opts.model.clone(),
+                start_date: Some(session.start_date.clone()),
+                no_git: true,
+                title: Some(format!("replay of agent {agent} of {}", file.display())),
+                tools: source_tools(&records),
+                settings: Some(session.settings.clone()),
+                ..Default::default()
+            })
+            .await?;
+        let fed = feed(
+            client,
+            &thread.session_id,
+            &thread.model.model,
+            records,
+            &lines,
+            0,
+            &opts,
+            false,
+            std::time::Instant::now(),
+        )
+        .await;
+        if !opts.keep {
+            let _ = client.delete_session(&thread.session_id).await;
+        }
+        let mut t = fed?;
+        t.agent_id = Some(agent);
+        summary.threads.push(t);
+    }
+    Ok(summary)
+}
+
+/// A sub-agent's sidechain records as the import sees them: `meta.claude_code.agentId`.
+fn agent_of(r: &RecordInput) -> Option<String> {
+    if !r.is_sidechain {
+        return None;
+    }
+    r.meta
+        .as_ref()?
+        .get("claude_code")?
+        .get("agentId")?
+        .as_str()
+        .map(str::to_owned)
+}
+
+/// The main thread's records (and lines), and each sub-agent's, in first-seen order, as
+/// the thread's own main records.
+#[allow(clippy::type_complexity)]
+fn split_threads(
+    records: Vec<RecordInput>,
+    lines: &[u64],
+) -> (
+    Vec<RecordInput>,
+    Vec<u64>,
+    Vec<(String, Vec<RecordInput>, Vec<u64>)>,
+) {
+    let mut main = (Vec::new(), Vec::new());
+    let mut threads: Vec<(String, Vec<RecordInput>, Vec<u64>)> = Vec::new();
+    for (i, mut r) in records.into_iter().enumerate() {
+        let line = lines.get(i).copied().unwrap_or(0);
+        let Some(agent) = agent_of(&r) else {
+            main.0.push(r);
+            main.1.push(line);
+            continue;
+        };
+        r.is_sidechain = false;
+        match threads.iter_mut().find(|t| t.0 == agent) {
+            Some(t) => {
+                t.1.push(r);
+                t.2.push(line);
+            }
+            None => threads.push((agent, vec![r], vec![line])),
+        }
+    }
+    (main.0, main.1, threads)
 }
 
 /// Appends the records one by one, compiling before each new model response.
@@ -257,11 +344,12 @@ async fn feed(
     source_lines: &[u64],
     source_bytes: usize,
     opts: &ReplayOptions<'_>,
+    steps: bool,
     started: std::time::Instant,
 ) -> Result<ReplaySummary> {
-    let json = opts.json;
+    let json = opts.json && steps;
     let total = records.len();
-    let progress = !json && std::io::stderr().is_terminal();
+    let progress = !opts.json && steps && std::io::stderr().is_terminal();
     let mut summary = ReplaySummary {
         session_id: sid.to_string(),
         records: total as u64,

@@ -227,6 +227,19 @@ pub async fn replay(ctx: &Ctx, client: &Client, a: &ReplayArgs) -> Result<()> {
         summary.median_abs_error_pct,
         summary.p90_abs_error_pct
     );
+    for t in &summary.threads {
+        outln!(
+            "  sub-agent {} (its own thread): {}, {} compiles, {} compactions, {} blocked; estimator error over {} calls: median {:.2}%, p90 {:.2}%",
+            t.agent_id.as_deref().unwrap_or("?"),
+            crate::output::count(t.records, "record"),
+            t.compiles,
+            t.compactions.len(),
+            t.blocked,
+            t.error_samples,
+            t.median_abs_error_pct,
+            t.p90_abs_error_pct
+        );
+    }
     outln!(
         "cache ({} TTL): predicted read share {:.1}% (source recorded {:.1}%); simulated cost ${:.4} vs recorded ${:.4} over {} calls; compactions: source {}, ctxd {}",
         summary.cache_ttl,
