@@ -524,3 +524,57 @@ fn at_mentions_attach_files_and_directories_inside_the_workspace() {
     assert!(whole.contains("lines 1-30 of 30"), "{whole}");
     assert!(whole.contains("    30\\tline 30 of a.rs"));
 }
+
+/// `@server:uri` names a resource of a connected MCP server: attached from the text the
+/// client registered, or with why not (no such server, no such resource, not read).
+#[test]
+fn mcp_resource_mentions_attach_what_the_client_registered() {
+    let d = Daemon::start();
+    let work = tempfile::tempdir().unwrap();
+    let sid = session(&d, work.path(), json!({}), json!([]));
+    let bad = d
+        .try_call(
+            "capabilities.mcp_connect",
+            json!({"session_id": sid, "name": "docs", "resources": [
+                {"uri": "guide://intro", "text": "a"}, {"uri": "guide://intro", "text": "b"}]}),
+        )
+        .unwrap_err();
+    assert!(
+        bad["message"]
+            .as_str()
+            .unwrap()
+            .contains("registered twice"),
+        "{bad}"
+    );
+    d.call(
+        "capabilities.mcp_connect",
+        json!({"session_id": sid, "name": "docs", "resources": [
+            {"uri": "guide://intro", "name": "Intro", "mime_type": "text/markdown", "text": "Start with the tutorial."},
+            {"uri": "guide://later", "name": "Later"}]}),
+    );
+    append(
+        &d,
+        &sid,
+        json!([{"type": "user", "content":
+            "read @docs:guide://intro, @docs:guide://later, @docs:guide://none and @wiki:page"}]),
+    );
+    let c = compile(&d, &sid);
+    let text = c["request"]["messages"].to_string();
+    assert!(
+        text.contains("The user mentioned @docs:guide://intro: the resource guide://intro (Intro) of the MCP server docs"),
+        "{text}"
+    );
+    assert!(text.contains("Start with the tutorial."), "{text}");
+    assert!(
+        text.contains("the content of guide://later was not read"),
+        "{text}"
+    );
+    assert!(text.contains("offers no resource guide://none"), "{text}");
+    assert!(
+        text.contains("no MCP server named wiki is connected"),
+        "{text}"
+    );
+    let sources = c["metadata"]["attachment_sources"].as_array().unwrap();
+    let mentions = sources.iter().find(|s| s["name"] == "at_mentions").unwrap();
+    assert_eq!(mentions["attachments"], 4, "{mentions}");
+}

@@ -1062,6 +1062,20 @@ export type Limits = {
   max_subscriptions_per_connection: number;
 };
 
+/**
+ * An MCP resource a client registered, as `resources/read` gave it.
+ */
+export type McpResource = {
+  description?: string | null;
+  mime_type?: string | null;
+  name?: string | null;
+  /**
+   * Its text; absent when the client did not read it (a mention then says so).
+   */
+  text?: string | null;
+  uri: string;
+};
+
 export type McpServerState = {
   /**
    * Its instructions sit in the system section (it was connected before the first
@@ -2827,6 +2841,11 @@ export interface Methods {
        * Instructions"; later ones are announced with `mcp_instructions_delta`.
        */
       instructions?: string | null;
+      /**
+       * Resources the server offers that a prompt may mention (`@NAME:URI`), with the
+       * content the client read from the server: ctxd does not speak MCP itself.
+       */
+      resources?: Array<McpResource>;
       /**
        * The server's tools; `mcp_server` is set to the server's name. Tools registered
        * with `defer_loading` are found through tool search.

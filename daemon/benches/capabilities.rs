@@ -208,6 +208,7 @@ async fn bench_mcp_bytes(dir: &Path) {
         name: "jira".into(),
         instructions: Some(instructions.clone()),
         tools: vec![],
+        resources: vec![],
     };
 
     // Late: the request before and after the connect.

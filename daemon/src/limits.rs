@@ -65,6 +65,11 @@ pub const MAX_SKILLS: usize = 10_000;
 /// MCP servers connected to one session at once.
 pub const MAX_MCP_SERVERS: usize = 256;
 
+/// Resources one MCP server registers (each at most `MAX_MENTION_FILE_BYTES` of text).
+pub const MAX_MCP_RESOURCES: usize = 1_000;
+/// The text of all of one MCP server's resources together.
+pub const MAX_MCP_RESOURCE_BYTES: u64 = 4 * 1024 * 1024;
+
 /// Tools of one session: its own and its connected servers' together.
 pub const MAX_TOOLS: usize = 10_000;
 

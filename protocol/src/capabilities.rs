@@ -24,6 +24,26 @@ pub struct McpConnectParams {
     /// with `defer_loading` are found through tool search.
     #[serde(default)]
     pub tools: Vec<ToolSpec>,
+    /// Resources the server offers that a prompt may mention (`@NAME:URI`), with the
+    /// content the client read from the server: ctxd does not speak MCP itself.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub resources: Vec<McpResource>,
+}
+
+/// An MCP resource a client registered, as `resources/read` gave it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct McpResource {
+    pub uri: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub name: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub description: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub mime_type: Option<String>,
+    /// Its text; absent when the client did not read it (a mention then says so).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub text: Option<String>,
 }
 
 /// `capabilities.mcp_set_instructions`: a connected server changed its instructions.

@@ -344,6 +344,14 @@ class Limits(_LimitsRequired, _LimitsOptional):
     """Bounds the daemon enforces; exceeding one is an error, never a crash."""
 
 
+_McpResourceRequired = TypedDict("_McpResourceRequired", {"uri": "str"})
+_McpResourceOptional = TypedDict("_McpResourceOptional", {"description": "Optional[str]", "mime_type": "Optional[str]", "name": "Optional[str]", "text": "Optional[str]"}, total=False)
+
+
+class McpResource(_McpResourceRequired, _McpResourceOptional):
+    """An MCP resource a client registered, as `resources/read` gave it."""
+
+
 _McpServerStateRequired = TypedDict("_McpServerStateRequired", {"in_system": "bool", "instructions_chars": "int", "name": "str", "tools": "List[str]"})
 _McpServerStateOptional = TypedDict("_McpServerStateOptional", {}, total=False)
 
@@ -969,9 +977,9 @@ class Methods:
         params = {k: v for k, v in [("session_id", session_id)] if v is not None}
         return self.call("capabilities.list_tools", **params)
 
-    def capabilities_mcp_connect(self, *, name: str, session_id: str, instructions: Optional[str] = None, tools: Optional[List[ToolSpec]] = None) -> CapabilityChangeResponse:
+    def capabilities_mcp_connect(self, *, name: str, session_id: str, instructions: Optional[str] = None, resources: Optional[List[McpResource]] = None, tools: Optional[List[ToolSpec]] = None) -> CapabilityChangeResponse:
         """Report an MCP server connected (name, instructions, tools); announced in system before the first compile, as mcp_instructions_delta after it."""
-        params = {k: v for k, v in [("name", name), ("session_id", session_id), ("instructions", instructions), ("tools", tools)] if v is not None}
+        params = {k: v for k, v in [("name", name), ("session_id", session_id), ("instructions", instructions), ("resources", resources), ("tools", tools)] if v is not None}
         return self.call("capabilities.mcp_connect", **params)
 
     def capabilities_mcp_set_instructions(self, *, name: str, session_id: str, instructions: Optional[str] = None) -> CapabilityChangeResponse:
@@ -1321,9 +1329,9 @@ class AsyncMethods:
         params = {k: v for k, v in [("session_id", session_id)] if v is not None}
         return await self.call("capabilities.list_tools", **params)
 
-    async def capabilities_mcp_connect(self, *, name: str, session_id: str, instructions: Optional[str] = None, tools: Optional[List[ToolSpec]] = None) -> CapabilityChangeResponse:
+    async def capabilities_mcp_connect(self, *, name: str, session_id: str, instructions: Optional[str] = None, resources: Optional[List[McpResource]] = None, tools: Optional[List[ToolSpec]] = None) -> CapabilityChangeResponse:
         """Report an MCP server connected (name, instructions, tools); announced in system before the first compile, as mcp_instructions_delta after it."""
-        params = {k: v for k, v in [("name", name), ("session_id", session_id), ("instructions", instructions), ("tools", tools)] if v is not None}
+        params = {k: v for k, v in [("name", name), ("session_id", session_id), ("instructions", instructions), ("resources", resources), ("tools", tools)] if v is not None}
         return await self.call("capabilities.mcp_connect", **params)
 
     async def capabilities_mcp_set_instructions(self, *, name: str, session_id: str, instructions: Optional[str] = None) -> CapabilityChangeResponse:

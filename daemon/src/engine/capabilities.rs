@@ -142,6 +142,57 @@ fn check_name(field: &str, name: &str) -> Result<()> {
     Ok(())
 }
 
+fn check_resources(resources: &[ctxd_protocol::McpResource]) -> Result<()> {
+    use crate::limits::{MAX_MCP_RESOURCES, MAX_MENTION_FILE_BYTES};
+    if resources.len() > MAX_MCP_RESOURCES {
+        return Err(Error::invalid(
+            "resources",
+            format!(
+                "holds {} resources; a server registers at most {MAX_MCP_RESOURCES} (MAX_MCP_RESOURCES)",
+                resources.len()
+            ),
+        ));
+    }
+    let total: u64 = resources
+        .iter()
+        .filter_map(|r| r.text.as_ref())
+        .map(|t| t.len() as u64)
+        .sum();
+    if total > crate::limits::MAX_MCP_RESOURCE_BYTES {
+        return Err(Error::invalid(
+            "resources",
+            format!(
+                "hold {total} bytes of text; a server registers at most {} (MAX_MCP_RESOURCE_BYTES)",
+                crate::limits::MAX_MCP_RESOURCE_BYTES
+            ),
+        ));
+    }
+    for (i, r) in resources.iter().enumerate() {
+        if r.uri.trim().is_empty() || r.uri.chars().any(char::is_whitespace) {
+            return Err(Error::invalid(
+                format!("resources[{i}].uri"),
+                "must be non-empty, without whitespace",
+            ));
+        }
+        if resources[..i].iter().any(|o| o.uri == r.uri) {
+            return Err(Error::invalid(
+                format!("resources[{i}].uri"),
+                format!("`{}` is registered twice", r.uri),
+            ));
+        }
+        if r.text
+            .as_ref()
+            .is_some_and(|t| t.len() as u64 > MAX_MENTION_FILE_BYTES)
+        {
+            return Err(Error::invalid(
+                format!("resources[{i}].text"),
+                format!("is over {MAX_MENTION_FILE_BYTES} bytes (MAX_MENTION_FILE_BYTES)"),
+            ));
+        }
+    }
+    Ok(())
+}
+
 fn check_text(field: &str, text: Option<&str>) -> Result<()> {
     if let Some(t) = text
         && t.len() > MAX_CAPABILITY_TEXT_BYTES
@@ -290,6 +341,7 @@ impl Engine {
         check_name("name", &p.name)?;
         check_text("instructions", p.instructions.as_deref())?;
         super::validate::check_tools(&p.tools)?;
+        check_resources(&p.resources)?;
         self.change_caps(&p.session_id, move |st, l| {
             for (i, t) in p.tools.iter().enumerate() {
                 if l.tools.iter().any(|s| s.name == t.name) {
@@ -316,6 +368,7 @@ impl Engine {
                 name: p.name.clone(),
                 instructions: p.instructions.clone(),
                 tools: p.tools.clone(),
+                resources: p.resources.clone(),
             };
             let full = st.mcp.len() >= MAX_MCP_SERVERS;
             match st.mcp.iter_mut().find(|s| s.name == p.name) {

@@ -113,6 +113,8 @@ pub(crate) struct SourceInput<'a> {
     /// The projection, built once for every source.
     pub view: Vec<&'a Record>,
     pub tools: &'a [ToolSpec],
+    /// The connected MCP servers (their resources answer `@server:uri` mentions).
+    pub mcp: &'a [crate::pipeline::capabilities::McpServer],
     pub announced_date: &'a str,
     pub now: DateTime<Utc>,
     /// The user's UTC offset (what "today" means for `date_change`).
@@ -164,6 +166,7 @@ impl Engine {
             records: &records,
             view,
             tools: &l.tools,
+            mcp: &l.caps.state.mcp,
             announced_date: l
                 .memo
                 .as_ref()

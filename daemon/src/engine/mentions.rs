@@ -13,6 +13,7 @@ use super::collect::{Effect, Found, SourceInput};
 use crate::discovery::{self as paths};
 use crate::error::{Error, Result};
 use crate::limits::{MAX_MENTION_ENTRIES, MAX_MENTION_FILE_BYTES, MAX_MENTION_LINES};
+use crate::pipeline::capabilities::McpServer;
 use crate::pipeline::mentions::{self, AT_MENTION, Mention};
 use crate::safe_read::{self, ReadError};
 
@@ -58,19 +59,60 @@ pub(crate) async fn source_mentions(input: &SourceInput<'_>) -> Result<Found> {
     }
     let cwd = PathBuf::from(&input.row.cwd);
     let roots = paths::workspace_roots(&input.row.cwd, &input.row.additional_directories);
+    // A resource mention is answered from what the client registered, here; a path on
+    // the blocking pool below.
+    let resources: Vec<Option<Value>> = wanted
+        .iter()
+        .flat_map(|(uuid, ms)| ms.iter().map(move |m| (uuid, m)))
+        .map(|(uuid, m)| {
+            m.server
+                .as_deref()
+                .map(|server| resource(uuid, m, server, input.mcp))
+        })
+        .collect();
     let values = tokio::task::spawn_blocking(move || {
         wanted
             .into_iter()
-            .flat_map(|(uuid, ms)| {
-                ms.into_iter()
-                    .map(|m| attach(&uuid, &m, &cwd, &roots))
-                    .collect::<Vec<_>>()
-            })
+            .flat_map(|(uuid, ms)| ms.into_iter().map(move |m| (uuid.clone(), m)))
+            .zip(resources)
+            .map(|((uuid, m), r)| r.unwrap_or_else(|| attach(&uuid, &m, &cwd, &roots)))
             .collect::<Vec<Value>>()
     })
     .await
     .map_err(|e| Error::Internal(format!("mention task: {e}")))?;
     Ok(Found::of(values, input, Effect::None))
+}
+
+/// A resource mention's attachment: the text the client registered for it, or why not.
+fn resource(for_uuid: &str, m: &Mention, server: &str, mcp: &[McpServer]) -> Value {
+    let unavailable = |reason: String| {
+        json!({"type": AT_MENTION, "for_uuid": for_uuid, "mention": m.written,
+               "server": server, "uri": m.path, "kind": "unavailable", "reason": reason})
+    };
+    let Some(s) = mcp.iter().find(|s| s.name == server) else {
+        return unavailable(format!("no MCP server named {server} is connected"));
+    };
+    let Some(r) = s.resources.iter().find(|r| r.uri == m.path) else {
+        return unavailable(format!(
+            "the MCP server {server} offers no resource {}",
+            m.path
+        ));
+    };
+    let Some(text) = &r.text else {
+        return unavailable(format!(
+            "the content of {} was not read from the MCP server {server}",
+            m.path
+        ));
+    };
+    let mut v = json!({"type": AT_MENTION, "for_uuid": for_uuid, "mention": m.written,
+           "server": server, "uri": r.uri, "kind": "resource", "content": text});
+    if let Some(n) = &r.name {
+        v["name"] = json!(n);
+    }
+    if let Some(t) = &r.mime_type {
+        v["mime_type"] = json!(t);
+    }
+    v
 }
 
 /// One mention's attachment: the file's lines, the directory's entries, or why not.

@@ -35,6 +35,8 @@ pub struct McpServer {
     pub instructions: Option<String>,
     #[serde(default)]
     pub tools: Vec<ToolSpec>,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub resources: Vec<ctxd_protocol::McpResource>,
 }
 
 impl McpServer {

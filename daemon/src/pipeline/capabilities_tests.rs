@@ -13,6 +13,7 @@ fn block(n: &str, text: &str) -> McpBlock {
         name: n.into(),
         instructions: Some(text.into()),
         tools: vec![],
+        resources: vec![],
     }
     .block()
     .unwrap()
@@ -195,6 +196,7 @@ fn mcp_section_wording() {
         name: "n".into(),
         instructions: Some("  ".into()),
         tools: vec![],
+        resources: vec![],
     };
     assert_eq!(none.block(), None);
 }

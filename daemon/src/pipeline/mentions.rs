@@ -6,8 +6,8 @@
 //!
 //! A mention starts at an `@` that begins the text or follows whitespace (so an e-mail
 //! address is none) and runs to the next whitespace; trailing punctuation (`,.;:!?)`) is
-//! not part of it. `@name:rest` without a `/` before the colon names an MCP resource,
-//! which ctxd does not resolve, so it is left alone.
+//! not part of it. `@name:uri` without a `/` before the colon names the resource `uri`
+//! of MCP server `name`: attached from what the client registered for that server.
 
 use crate::limits::MAX_MENTIONS;
 use serde_json::{Map, Value};
@@ -23,8 +23,11 @@ pub type LineRange = (u64, Option<u64>);
 pub struct Mention {
     /// As the user wrote it, `@` included.
     pub written: String,
+    /// The path, or a resource's uri.
     pub path: String,
     pub lines: Option<LineRange>,
+    /// The MCP server of a resource mention.
+    pub server: Option<String>,
 }
 
 /// The mentions of `text`, each path once, at most [`MAX_MENTIONS`].
@@ -36,7 +39,9 @@ pub fn parse(text: &str) -> Vec<Mention> {
         if c == '@' && prev_space {
             let (token, after) = take_token(&rest[1..]);
             if let Some(m) = mention(token)
-                && !out.iter().any(|o| o.path == m.path && o.lines == m.lines)
+                && !out
+                    .iter()
+                    .any(|o| o.path == m.path && o.lines == m.lines && o.server == m.server)
             {
                 out.push(m);
                 if out.len() == MAX_MENTIONS {
@@ -81,11 +86,22 @@ fn mention(token: &str) -> Option<Mention> {
     if path.is_empty() {
         return None;
     }
-    // `@server:uri`: an MCP resource, not a path.
+    // `@server:uri`: an MCP resource, not a path (a `#L` is part of its uri).
     if let Some(colon) = path.find(':')
         && !path[..colon].contains('/')
     {
-        return None;
+        let token = token.trim_start_matches('"').trim_end_matches('"');
+        let (server, uri) = token.split_at(token.find(':')?);
+        let uri = &uri[1..];
+        if server.is_empty() || uri.is_empty() {
+            return None;
+        }
+        return Some(Mention {
+            written: format!("@{token}"),
+            path: uri.to_string(),
+            lines: None,
+            server: Some(server.to_string()),
+        });
     }
     let lines = match range {
         None => None,
@@ -106,6 +122,7 @@ fn mention(token: &str) -> Option<Mention> {
         written: format!("@{token}"),
         path: path.to_string(),
         lines,
+        server: None,
     })
 }
 
@@ -138,6 +155,19 @@ pub fn render(obj: &Map<String, Value>) -> Option<String> {
                 n("start_line"),
                 n("end_line"),
                 n("total_lines"),
+                s("content")
+            )
+        }
+        "resource" => {
+            let name = obj
+                .get("name")
+                .and_then(Value::as_str)
+                .map_or(String::new(), |n| format!(" ({n})"));
+            format!(
+                "The user mentioned {written}: the resource {}{name} of the MCP server {}, as \
+                 the server gave it:\n{}",
+                s("uri"),
+                s("server"),
                 s("content")
             )
         }
@@ -196,7 +226,14 @@ mod tests {
     #[test]
     fn addresses_resources_and_bad_ranges_are_no_mentions() {
         assert!(paths("mail me at me@example.com").is_empty());
-        assert!(paths("read @github:repos/x").is_empty());
+        let r = parse("read @github:repo://octo/x, then @docs:guide#L3");
+        assert_eq!(
+            r.iter()
+                .map(|m| (m.server.as_deref().unwrap(), m.path.as_str()))
+                .collect::<Vec<_>>(),
+            [("github", "repo://octo/x"), ("docs", "guide#L3")]
+        );
+        assert!(parse("@:x").is_empty());
         assert!(paths("@a.rs#L0 and @b.rs#L9-3 and @").is_empty());
         assert_eq!(paths("@a @a @a").len(), 1);
         let many: String = (0..20).map(|i| format!("@f{i} ")).collect();

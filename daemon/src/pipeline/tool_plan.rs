@@ -273,6 +273,7 @@ mod tests {
             name: "s".into(),
             instructions: None,
             tools: vec![tool("Read", false), tool("mcp__s__q", true)],
+            resources: vec![],
         }];
         let own = [tool("Read", false)];
         let all = all_tools(&own, &mcp);
