@@ -1074,3 +1074,118 @@ fn http_hooks_post_the_event_and_their_answer_decides() {
     let listed = d.call("hooks.list", json!({"session_id": sid}));
     assert!(!listed.to_string().contains("not run by ctxd"), "{listed}");
 }
+
+/// A `prompt` hook asks the session's provider: the event's JSON goes where the prompt
+/// says `$ARGUMENTS`, the hook's model is asked, and `{"ok": false, "reason"}` blocks a
+/// Stop (the model continues with the reason) and stops the turn on another event.
+#[test]
+fn prompt_hooks_ask_the_sessions_provider_and_decide_by_its_answer() {
+    use wiremock::matchers::method;
+    use wiremock::{Mock, MockServer, ResponseTemplate};
+    const KEY_VAR: &str = "CTXD_TEST_HOOK_KEY";
+    let rt = common::runtime();
+    let server = rt.block_on(MockServer::start());
+    let answer = |text: &str| {
+        ResponseTemplate::new(200).set_body_json(json!({
+            "id": "msg_h", "type": "message", "role": "assistant", "model": "claude-haiku-4-5",
+            "content": [{"type": "text", "text": text}], "stop_reason": "end_turn",
+            "stop_sequence": null, "usage": {"input_tokens": 50, "output_tokens": 9}}))
+    };
+    rt.block_on(async {
+        Mock::given(method("POST"))
+            .and(wiremock::matchers::body_string_contains(
+                "Are the tests green?",
+            ))
+            .respond_with(answer(
+                "{\"ok\": false, \"reason\": \"two tests still fail\"}",
+            ))
+            .mount(&server)
+            .await;
+        Mock::given(method("POST"))
+            .and(wiremock::matchers::body_string_contains(
+                "Is this command safe?",
+            ))
+            .respond_with(answer(
+                "```json\n{\"ok\": false, \"reason\": \"it deletes the repository\"}\n```",
+            ))
+            .mount(&server)
+            .await;
+    });
+    let d = Daemon::start_with_env(&[(KEY_VAR, "sk-hook-test")]);
+    let p = project_with(
+        &d,
+        &json!({"hooks": {
+            "Stop": [{"hooks": [{"type": "prompt", "prompt": "Are the tests green? $ARGUMENTS", "model": "claude-haiku-4-5"}]}],
+            "PreToolUse": [{"matcher": "Bash", "hooks": [{"type": "prompt", "prompt": "Is this command safe?"}]}]
+        }}),
+    );
+    let sid = d.call(
+        "session.create",
+        json!({"cwd": p, "no_git": true, "start_date": "2026-11-29",
+               "settings": {"hooks": {"trust_project": true},
+                            "provider": {"kind": "anthropic", "base_url": server.uri(), "api_key_env": KEY_VAR}}}),
+    )["session"]["session_id"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    let listed = d.call("hooks.list", json!({"session_id": sid}));
+    assert!(
+        listed.to_string().contains("Are the tests green?"),
+        "the prompt hook is listed: {listed}"
+    );
+    let o = d.call(
+        "hooks.stop",
+        json!({"session_id": sid, "stop_hook_active": false, "last_assistant_message": "All done."}),
+    );
+    assert_eq!(o["decision"], "block", "{o}");
+    assert_eq!(o["reason"], "two tests still fail");
+    let o = d.call(
+        "hooks.pre_tool_use",
+        json!({"session_id": sid, "tool_name": "Bash", "tool_input": {"command": "rm -rf ."}, "tool_use_id": "t1"}),
+    );
+    assert_eq!(o["continue"], false, "{o}");
+    assert_eq!(o["stop_reason"], "it deletes the repository");
+    // What the provider was asked: the hook's model, the event in the prompt.
+    let requests = rt.block_on(server.received_requests()).unwrap();
+    let stop: Value = requests
+        .iter()
+        .map(|r| serde_json::from_slice::<Value>(&r.body).unwrap())
+        .find(|b| b.to_string().contains("Are the tests green?"))
+        .unwrap();
+    assert_eq!(stop["model"], "claude-haiku-4-5");
+    let asked = stop["messages"][0].to_string();
+    assert!(
+        asked.contains("hook_event_name") && asked.contains("All done."),
+        "{asked}"
+    );
+    let pre: Value = requests
+        .iter()
+        .map(|r| serde_json::from_slice::<Value>(&r.body).unwrap())
+        .find(|b| b.to_string().contains("Is this command safe?"))
+        .unwrap();
+    assert!(pre["messages"][0].to_string().contains("rm -rf ."));
+}
+
+/// Without a provider a prompt hook cannot be asked: a non-blocking error, reported.
+#[test]
+fn a_prompt_hook_without_a_provider_is_a_reported_error_that_blocks_nothing() {
+    let d = Daemon::start();
+    let p = project_with(
+        &d,
+        &json!({"hooks": {"Stop": [{"hooks": [{"type": "prompt", "prompt": "Done?"}]}]}}),
+    );
+    let sid = new_session(&d, &p);
+    let o = d.call(
+        "hooks.stop",
+        json!({"session_id": sid, "stop_hook_active": false}),
+    );
+    assert!(o.get("decision").is_none(), "{o}");
+    let results = o["results"].as_array().unwrap();
+    assert!(
+        results[0]["error"]
+            .as_str()
+            .unwrap()
+            .contains("settings.provider"),
+        "{o}"
+    );
+}

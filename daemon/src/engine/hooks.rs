@@ -23,7 +23,10 @@ use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 
-use ctxd_protocol::{AppendedRecord, HookEvent, HookOutcome, RecordInput, SessionEvent};
+use ctxd_protocol::{
+    AppendedRecord, HookEvent, HookOutcome, ProviderConfig, RecordInput, SessionEvent,
+    SessionSettings, SummariserConfig,
+};
 use serde_json::{Map, Value, json};
 use tokio::sync::Semaphore;
 
@@ -47,6 +50,8 @@ pub(crate) struct Facts {
     pub disabled: bool,
     pub transcript_path: Option<String>,
     pub plan_mode: bool,
+    /// The session's provider: what `prompt` hooks ask.
+    pub provider: Option<ProviderConfig>,
 }
 
 impl Facts {
@@ -59,6 +64,7 @@ impl Facts {
             disabled: row.settings.hooks.disabled,
             transcript_path: row.settings.hooks.transcript_path.clone(),
             plan_mode: row.settings.plan_mode,
+            provider: row.settings.provider.clone(),
         }
     }
 }
@@ -188,6 +194,45 @@ pub(crate) fn feedback_record(
         a["command"] = json!(one);
     }
     Some(crate::pipeline::attachments::record(a, ts))
+}
+
+/// Asks the session's provider to judge a `prompt` hook's condition, within `timeout`.
+async fn prompt_hook(
+    f: &Facts,
+    event: HookEvent,
+    hook: &crate::hooks::prompt::PromptHook,
+    input: &[u8],
+    timeout: std::time::Duration,
+) -> crate::hooks::decide::RawRun {
+    use crate::hooks::prompt;
+    let started = std::time::Instant::now();
+    let settings = SessionSettings {
+        provider: f.provider.clone(),
+        ..SessionSettings::default()
+    };
+    let cfg = SummariserConfig::Provider {
+        model: hook.model.clone(),
+        max_output_tokens: Some(prompt::MAX_ANSWER_TOKENS),
+    };
+    let user = prompt::user_message(hook, &String::from_utf8_lossy(input));
+    let answer = async {
+        let cfg =
+            super::send::resolve_summariser(cfg, &settings, &f.model).map_err(|e| e.to_string())?;
+        let model = crate::providers::Summariser::new(&cfg, None).map_err(|e| e.to_string())?;
+        model
+            .complete(prompt::SYSTEM, &user)
+            .await
+            .map_err(|e| e.to_string())
+    };
+    let Ok(answer) = tokio::time::timeout(timeout, answer).await else {
+        return crate::hooks::decide::RawRun {
+            timed_out: true,
+            duration: started.elapsed(),
+            timeout,
+            ..Default::default()
+        };
+    };
+    prompt::to_run(event, answer, started.elapsed(), timeout)
 }
 
 impl Engine {
@@ -590,12 +635,13 @@ impl Engine {
                         source: h.source.as_str().into(),
                     },
                 );
-                let raw = match &h.entry.http {
-                    Some(http) => {
+                let raw = match (&h.entry.http, &h.entry.prompt) {
+                    (Some(http), _) => {
                         crate::hooks::http::run(http, &runner::hook_env(&spec.env), spec.stdin, spec.timeout)
                             .await
                     }
-                    None => runner::run(spec).await,
+                    (None, Some(p)) => prompt_hook(f, event, p, &spec.stdin, spec.timeout).await,
+                    (None, None) => runner::run(spec).await,
                 };
                 drop(permit);
                 let result =

@@ -60,6 +60,8 @@ pub struct HookEntry {
     pub command: String,
     /// Set for a hook of type `http`.
     pub http: Option<super::http::HttpHook>,
+    /// Set for a hook of type `prompt` (`command` then holds its prompt).
+    pub prompt: Option<super::prompt::PromptHook>,
     pub timeout: Duration,
     /// Why this entry can never run, whatever the policy (unsupported type, ...).
     pub unsupported: Option<String>,
@@ -245,7 +247,24 @@ pub fn parse_settings(text: &str) -> Result<Settings, String> {
                 }
                 let kind = h.get("type").and_then(Value::as_str).unwrap_or("");
                 let mut http = None;
+                let mut prompt = None;
                 let mut command = h.get("command").and_then(Value::as_str);
+                if kind == "prompt" {
+                    command = h.get("prompt").and_then(Value::as_str);
+                    match command.filter(|p| !p.trim().is_empty()) {
+                        Some(p) => {
+                            prompt = Some(super::prompt::PromptHook {
+                                prompt: p.to_string(),
+                                model: h.get("model").and_then(Value::as_str).map(str::to_owned),
+                            });
+                        }
+                        None => {
+                            out.warnings
+                                .push(format!("{at}.prompt: must be a non-empty string"));
+                            continue;
+                        }
+                    }
+                }
                 if kind == "http" {
                     match http_hook(h) {
                         Ok(hook) => http = Some(hook),
@@ -257,7 +276,7 @@ pub fn parse_settings(text: &str) -> Result<Settings, String> {
                     command = h.get("url").and_then(Value::as_str);
                 }
                 let unsupported = match (kind, command) {
-                    ("command" | "http", Some(c)) if !c.trim().is_empty() => None,
+                    ("command" | "http" | "prompt", Some(c)) if !c.trim().is_empty() => None,
                     ("command", _) => {
                         out.warnings
                             .push(format!("{at}.command: must be a non-empty string"));
@@ -268,10 +287,13 @@ pub fn parse_settings(text: &str) -> Result<Settings, String> {
                         continue;
                     }
                     (other, _) => Some(format!(
-                        "hooks of type {other:?} are not run by ctxd (only \"command\" and \"http\")"
+                        "hooks of type {other:?} are not run by ctxd (only \"command\", \"http\" and \"prompt\")"
                     )),
                 };
                 let timeout = match timeout_of(h.get("timeout")) {
+                    Ok(_) if prompt.is_some() && h.get("timeout").is_none() => {
+                        super::prompt::DEFAULT_PROMPT_TIMEOUT
+                    }
                     Ok(t) => t,
                     Err(e) => {
                         out.warnings.push(format!("{at}.{e}"));
@@ -284,6 +306,7 @@ pub fn parse_settings(text: &str) -> Result<Settings, String> {
                     matcher_text: matcher_text.clone(),
                     command: command.unwrap_or_default().to_string(),
                     http,
+                    prompt,
                     timeout,
                     unsupported,
                 });

@@ -55,20 +55,21 @@ fn bad_files_and_bad_entries() {
     let s = parse_settings(
         r#"{"hooks": {"Nonsense": [], "Stop": [{"hooks": [{"type": "command"},
             {"type": "command", "command": "x", "timeout": -1},
-            {"type": "prompt", "prompt": "judge"},
+            {"type": "agent", "prompt": "verify"},
+            {"type": "prompt", "prompt": " "},
+            {"type": "prompt", "prompt": "judge", "model": "m"},
             {"type": "command", "command": "ok"}]}]}}"#,
     )
     .unwrap();
-    assert_eq!(s.warnings.len(), 3, "{:?}", s.warnings);
-    assert_eq!(s.hooks.len(), 2);
-    assert!(
-        s.hooks[0]
-            .unsupported
-            .as_deref()
-            .unwrap()
-            .contains("prompt")
-    );
-    assert!(s.hooks[1].unsupported.is_none());
+    assert_eq!(s.warnings.len(), 4, "{:?}", s.warnings);
+    assert_eq!(s.hooks.len(), 3);
+    assert!(s.hooks[0].unsupported.as_deref().unwrap().contains("agent"));
+    // A prompt hook runs, with Claude Code's 30 s default.
+    let p = &s.hooks[1];
+    assert!(p.unsupported.is_none());
+    assert_eq!(p.prompt.as_ref().unwrap().model.as_deref(), Some("m"));
+    assert_eq!(p.timeout, std::time::Duration::from_secs(30));
+    assert!(s.hooks[2].unsupported.is_none());
 }
 
 #[test]

@@ -14,6 +14,7 @@ pub mod files;
 pub mod http;
 pub mod input;
 pub mod matcher;
+pub mod prompt;
 pub mod runner;
 pub mod transcript;
 pub mod trust;

@@ -221,6 +221,21 @@ impl Summariser {
         Ok(summary)
     }
 
+    /// One text completion of `user` under `system` through the backend's model (prompt
+    /// hooks); the embedded and client backends have none to offer.
+    pub async fn complete(&self, system: &str, user: &str) -> Result<String, ProviderError> {
+        let messages = [ApiMessage::user(vec![ctxd_protocol::ContentBlock::text(
+            user,
+        )])];
+        match &self.backend {
+            Backend::Anthropic(p) => p.complete(system, &messages, &self.env).await,
+            Backend::OpenAi(p) => p.complete(system, &messages, &self.env).await,
+            Backend::Embedded | Backend::Client { .. } => Err(ProviderError::Misconfigured(
+                "a model call needs settings.provider".into(),
+            )),
+        }
+    }
+
     pub fn kind(&self) -> &'static str {
         match self.backend {
             Backend::Embedded => "embedded",
