@@ -1189,3 +1189,74 @@ fn a_prompt_hook_without_a_provider_is_a_reported_error_that_blocks_nothing() {
         "{o}"
     );
 }
+
+/// An `agent` hook's model may read and search the workspace before it answers: its
+/// Grep runs in the session's directory, the result goes back, and its verdict decides.
+#[test]
+fn agent_hooks_search_the_workspace_before_they_answer() {
+    use wiremock::matchers::{body_string_contains, method};
+    use wiremock::{Mock, MockServer, ResponseTemplate};
+    const KEY_VAR: &str = "CTXD_TEST_AGENT_HOOK_KEY";
+    let rt = common::runtime();
+    let server = rt.block_on(MockServer::start());
+    let message = |content: Value, stop: &str| {
+        ResponseTemplate::new(200).set_body_json(json!({
+            "id": "msg_a", "type": "message", "role": "assistant", "model": "claude-haiku-4-5",
+            "content": content, "stop_reason": stop, "stop_sequence": null,
+            "usage": {"input_tokens": 80, "output_tokens": 20}}))
+    };
+    rt.block_on(async {
+        Mock::given(method("POST"))
+            .and(body_string_contains("tool_result"))
+            .respond_with(message(
+                json!([{"type": "text", "text": "{\"ok\": false, \"reason\": \"a TODO is left in src/lib.rs\"}"}]),
+                "end_turn",
+            ))
+            .with_priority(1)
+            .mount(&server)
+            .await;
+        Mock::given(method("POST"))
+            .respond_with(message(
+                json!([{"type": "tool_use", "id": "toolu_g", "name": "Grep", "input": {"pattern": "TODO"}}]),
+                "tool_use",
+            ))
+            .with_priority(2)
+            .mount(&server)
+            .await;
+    });
+    let d = Daemon::start_with_env(&[(KEY_VAR, "sk-agent-hook")]);
+    let p = project_with(
+        &d,
+        &json!({"hooks": {"Stop": [{"hooks": [{"type": "agent", "prompt": "Is the work finished? $ARGUMENTS"}]}]}}),
+    );
+    std::fs::create_dir_all(p.join("src")).unwrap();
+    std::fs::write(p.join("src/lib.rs"), "fn a() {}\n// TODO: handle errors\n").unwrap();
+    let sid = d.call(
+        "session.create",
+        json!({"cwd": p, "no_git": true, "start_date": "2026-11-29",
+               "settings": {"hooks": {"trust_project": true},
+                            "provider": {"kind": "anthropic", "base_url": server.uri(), "api_key_env": KEY_VAR}}}),
+    )["session"]["session_id"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    let o = d.call(
+        "hooks.stop",
+        json!({"session_id": sid, "stop_hook_active": false}),
+    );
+    assert_eq!(o["decision"], "block", "{o}");
+    assert_eq!(o["reason"], "a TODO is left in src/lib.rs");
+    let requests = rt.block_on(server.received_requests()).unwrap();
+    assert_eq!(requests.len(), 2);
+    let second: Value = serde_json::from_slice(&requests[1].body).unwrap();
+    assert!(second["tools"].to_string().contains("Grep"));
+    let result = &second["messages"][2]["content"][0];
+    assert_eq!(result["tool_use_id"], "toolu_g");
+    assert!(
+        result["content"]
+            .as_str()
+            .unwrap()
+            .contains("lib.rs:2: // TODO: handle errors"),
+        "{result}"
+    );
+}

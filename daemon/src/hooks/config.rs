@@ -249,13 +249,14 @@ pub fn parse_settings(text: &str) -> Result<Settings, String> {
                 let mut http = None;
                 let mut prompt = None;
                 let mut command = h.get("command").and_then(Value::as_str);
-                if kind == "prompt" {
+                if kind == "prompt" || kind == "agent" {
                     command = h.get("prompt").and_then(Value::as_str);
                     match command.filter(|p| !p.trim().is_empty()) {
                         Some(p) => {
                             prompt = Some(super::prompt::PromptHook {
                                 prompt: p.to_string(),
                                 model: h.get("model").and_then(Value::as_str).map(str::to_owned),
+                                agent: kind == "agent",
                             });
                         }
                         None => {
@@ -276,7 +277,9 @@ pub fn parse_settings(text: &str) -> Result<Settings, String> {
                     command = h.get("url").and_then(Value::as_str);
                 }
                 let unsupported = match (kind, command) {
-                    ("command" | "http" | "prompt", Some(c)) if !c.trim().is_empty() => None,
+                    ("command" | "http" | "prompt" | "agent", Some(c)) if !c.trim().is_empty() => {
+                        None
+                    }
                     ("command", _) => {
                         out.warnings
                             .push(format!("{at}.command: must be a non-empty string"));
@@ -287,11 +290,17 @@ pub fn parse_settings(text: &str) -> Result<Settings, String> {
                         continue;
                     }
                     (other, _) => Some(format!(
-                        "hooks of type {other:?} are not run by ctxd (only \"command\", \"http\" and \"prompt\")"
+                        "hooks of type {other:?} are not run by ctxd (only \"command\", \"http\", \"prompt\" and \"agent\")"
                     )),
                 };
                 let timeout = match timeout_of(h.get("timeout")) {
-                    Ok(_) if prompt.is_some() && h.get("timeout").is_none() => {
+                    Ok(_)
+                        if h.get("timeout").is_none()
+                            && prompt.as_ref().is_some_and(|p| p.agent) =>
+                    {
+                        super::prompt::DEFAULT_AGENT_TIMEOUT
+                    }
+                    Ok(_) if h.get("timeout").is_none() && prompt.is_some() => {
                         super::prompt::DEFAULT_PROMPT_TIMEOUT
                     }
                     Ok(t) => t,

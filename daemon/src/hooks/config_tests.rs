@@ -55,7 +55,7 @@ fn bad_files_and_bad_entries() {
     let s = parse_settings(
         r#"{"hooks": {"Nonsense": [], "Stop": [{"hooks": [{"type": "command"},
             {"type": "command", "command": "x", "timeout": -1},
-            {"type": "agent", "prompt": "verify"},
+            {"type": "mcp_tool", "tool": "verify"},
             {"type": "prompt", "prompt": " "},
             {"type": "prompt", "prompt": "judge", "model": "m"},
             {"type": "command", "command": "ok"}]}]}}"#,
@@ -63,13 +63,26 @@ fn bad_files_and_bad_entries() {
     .unwrap();
     assert_eq!(s.warnings.len(), 4, "{:?}", s.warnings);
     assert_eq!(s.hooks.len(), 3);
-    assert!(s.hooks[0].unsupported.as_deref().unwrap().contains("agent"));
+    assert!(
+        s.hooks[0]
+            .unsupported
+            .as_deref()
+            .unwrap()
+            .contains("\"mcp_tool\" are not run")
+    );
     // A prompt hook runs, with Claude Code's 30 s default.
     let p = &s.hooks[1];
     assert!(p.unsupported.is_none());
     assert_eq!(p.prompt.as_ref().unwrap().model.as_deref(), Some("m"));
     assert_eq!(p.timeout, std::time::Duration::from_secs(30));
     assert!(s.hooks[2].unsupported.is_none());
+    let a = parse_settings(
+        r#"{"hooks": {"Stop": [{"hooks": [{"type": "agent", "prompt": "verify"}]}]}}"#,
+    )
+    .unwrap();
+    assert!(a.hooks[0].unsupported.is_none());
+    assert!(a.hooks[0].prompt.as_ref().unwrap().agent);
+    assert_eq!(a.hooks[0].timeout, std::time::Duration::from_secs(60));
 }
 
 #[test]

@@ -8,6 +8,7 @@
 //! and [`runner`] (the process). The engine (`engine/hooks.rs`) decides when an event
 //! fires and what its outcome does to the session.
 
+pub mod agent_tools;
 pub mod config;
 pub mod decide;
 pub mod files;

@@ -22,10 +22,20 @@ use super::decide::RawRun;
 pub struct PromptHook {
     pub prompt: String,
     pub model: Option<String>,
+    /// A hook of type `agent`: the model may read and search the workspace
+    /// (`agent_tools`) over several turns before it answers.
+    pub agent: bool,
 }
 
-/// Claude Code's default for prompt hooks.
+/// Claude Code's defaults for prompt and agent hooks.
 pub const DEFAULT_PROMPT_TIMEOUT: Duration = Duration::from_secs(30);
+pub const DEFAULT_AGENT_TIMEOUT: Duration = Duration::from_secs(60);
+
+/// Model calls one agent hook makes at most (Claude Code's bound).
+pub const MAX_AGENT_TURNS: usize = 50;
+
+/// What an agent hook's model is told besides [`SYSTEM`].
+pub const AGENT_SYSTEM: &str = "You may check the condition against the workspace with the Read, Glob and Grep tools before you answer; they read only. When you know, answer with the JSON object alone.";
 
 /// The answer the model may write: small.
 pub const MAX_ANSWER_TOKENS: u64 = 1_024;
@@ -95,7 +105,7 @@ pub fn to_run(
 }
 
 /// `(ok, reason)` from the model's text: the JSON object in it (fenced or not).
-fn verdict(text: &str) -> Option<(bool, String)> {
+pub(crate) fn verdict(text: &str) -> Option<(bool, String)> {
     let start = text.find('{')?;
     let end = text.rfind('}')?;
     let v: Value = serde_json::from_str(text.get(start..=end)?).ok()?;
@@ -118,11 +128,13 @@ mod tests {
         let h = PromptHook {
             prompt: "Is this safe? $ARGUMENTS".into(),
             model: None,
+            agent: false,
         };
         assert_eq!(user_message(&h, "{\"a\":1}"), "Is this safe? {\"a\":1}");
         let h = PromptHook {
             prompt: "Are the tests green?".into(),
             model: None,
+            agent: false,
         };
         assert!(user_message(&h, "{}").ends_with("The event:\n{}"));
     }

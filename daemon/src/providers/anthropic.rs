@@ -94,6 +94,32 @@ impl Anthropic {
     }
 }
 
+impl Anthropic {
+    /// One model call with `tools` the caller runs (agent hooks): the answer as the API
+    /// gave it.
+    pub(crate) async fn converse(
+        &self,
+        system: &str,
+        messages: &[Value],
+        tools: &Value,
+        env: &EnvLookup,
+    ) -> Result<Value, ProviderError> {
+        let key = http::api_key(env, &self.api_key_env, "Anthropic")?;
+        let headers = headers(&self.api_key_env, &key)?;
+        let body = serde_json::json!({"model": self.model, "max_tokens": self.max_tokens,
+                                      "system": system, "messages": messages, "tools": tools});
+        let call = Call {
+            provider: "anthropic",
+            url: &self.url,
+            headers,
+            timeout: self.timeout,
+            retry: self.retry,
+            secret: Some(&key),
+        };
+        http::post_json(&self.client, &call, &body).await
+    }
+}
+
 /// What every Messages API request carries: the key (in a header marked sensitive,
 /// named after `key_env` in errors), the API version and the body's type.
 pub(crate) fn headers(key_env: &str, key: &str) -> Result<HeaderMap, ProviderError> {

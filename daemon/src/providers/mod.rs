@@ -236,6 +236,22 @@ impl Summariser {
         }
     }
 
+    /// One model call with tools the caller runs; the Messages API's answer as it came.
+    /// Only the Anthropic backend has tools to offer here.
+    pub async fn converse(
+        &self,
+        system: &str,
+        messages: &[serde_json::Value],
+        tools: &serde_json::Value,
+    ) -> Result<serde_json::Value, ProviderError> {
+        match &self.backend {
+            Backend::Anthropic(p) => p.converse(system, messages, tools, &self.env).await,
+            _ => Err(ProviderError::Misconfigured(
+                "an agent hook needs settings.provider of kind anthropic".into(),
+            )),
+        }
+    }
+
     pub fn kind(&self) -> &'static str {
         match self.backend {
             Backend::Embedded => "embedded",
