@@ -76,25 +76,10 @@ impl Anthropic {
         messages: &[ApiMessage],
         env: &EnvLookup,
     ) -> Result<String, ProviderError> {
-        // Read per call, so a key rotated in the daemon's environment is picked up and a
-        // missing one is reported when it matters.
-        let key = http::api_key(env, &self.api_key_env, "Anthropic")?;
-        let headers = headers(&self.api_key_env, &key)?;
         let body = prompt::messages_body(Some(&self.model), self.max_tokens, system, messages);
-        let call = Call {
-            provider: "anthropic",
-            url: &self.url,
-            headers,
-            timeout: self.timeout,
-            retry: self.retry,
-            secret: Some(&key),
-        };
-        let answer = http::post_json(&self.client, &call, &body).await?;
-        response_text(&answer)
+        response_text(&self.post(&body, env).await?)
     }
-}
 
-impl Anthropic {
     /// One model call with `tools` the caller runs (agent hooks): the answer as the API
     /// gave it.
     pub(crate) async fn converse(
@@ -104,19 +89,24 @@ impl Anthropic {
         tools: &Value,
         env: &EnvLookup,
     ) -> Result<Value, ProviderError> {
-        let key = http::api_key(env, &self.api_key_env, "Anthropic")?;
-        let headers = headers(&self.api_key_env, &key)?;
         let body = serde_json::json!({"model": self.model, "max_tokens": self.max_tokens,
                                       "system": system, "messages": messages, "tools": tools});
+        self.post(&body, env).await
+    }
+
+    async fn post(&self, body: &Value, env: &EnvLookup) -> Result<Value, ProviderError> {
+        // Read per call, so a key rotated in the daemon's environment is picked up and a
+        // missing one is reported when it matters.
+        let key = http::api_key(env, &self.api_key_env, "Anthropic")?;
         let call = Call {
             provider: "anthropic",
             url: &self.url,
-            headers,
+            headers: headers(&self.api_key_env, &key)?,
             timeout: self.timeout,
             retry: self.retry,
             secret: Some(&key),
         };
-        http::post_json(&self.client, &call, &body).await
+        http::post_json(&self.client, &call, body).await
     }
 }
 
