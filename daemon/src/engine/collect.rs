@@ -24,16 +24,16 @@ use std::task::Poll;
 use std::time::{Duration, Instant};
 
 use chrono::{DateTime, Utc};
-use ctxd_protocol::{Record, RecordInput, SessionEvent, SourceReport, SourceStatus, ToolSpec};
+use ctxd_protocol::{Record, RecordInput, SessionEvent, SourceReport, SourceStatus};
 use futures::FutureExt;
 use futures::future::{BoxFuture, Shared};
-use serde_json::Value;
-use std::sync::{Arc, OnceLock};
+use std::sync::Arc;
 
-use super::sources::{FilesFound, NestedFound, Stored, changed_files_found, date_change};
+pub(crate) use super::source_input::{Effect, Found, SourceInput};
+use super::sources::{Stored, changed_files_found, date_change};
 use super::{Engine, Loaded, SessionCell};
 use crate::error::{Error, Result};
-use crate::pipeline::{attachments, plan_mode, task_reminder};
+use crate::pipeline::{plan_mode, task_reminder};
 use crate::store::context_state;
 
 /// The kinds of attachments ctxd collects itself, in the order they take within a turn.
@@ -60,73 +60,10 @@ const RELEVANT_MEMORIES: &str = "relevant_memories";
 /// How long one compile may spend collecting attachments unless the session says.
 pub const DEFAULT_COLLECT_TIMEOUT: Duration = Duration::from_millis(1000);
 
-/// What one source found: attachment records to append and the state they consume.
-#[derive(Default)]
-pub(crate) struct Found {
-    pub records: Vec<RecordInput>,
-    pub effect: Effect,
-}
-
-/// State a source's attachments consume, written in the same transaction.
-#[derive(Default)]
-pub(crate) enum Effect {
-    #[default]
-    None,
-    Files(FilesFound),
-    Nested(NestedFound),
-    /// The date now announced.
-    Date(String),
-    /// Queue entries delivered.
-    Queued(Vec<String>),
-    /// The prefetch of this prompt is consumed.
-    Memories(String),
-}
-
-impl Found {
-    /// What a source found: its attachment values as records stamped with the
-    /// collection's time, and its effect.
-    pub(crate) fn of(
-        values: impl IntoIterator<Item = Value>,
-        input: &SourceInput,
-        effect: Effect,
-    ) -> Found {
-        Found {
-            records: values
-                .into_iter()
-                .map(|v| attachments::record(v, input.ts()))
-                .collect(),
-            effect,
-        }
-    }
-}
-
 /// What a collection appended and how each source fared.
 pub(crate) struct Collected {
     pub records: Vec<Record>,
     pub reports: Vec<SourceReport>,
-}
-
-/// A session's state as the sources see it (cheap clones: the transcript is shared).
-pub(crate) struct SourceInput<'a> {
-    pub row: &'a crate::store::sessions::SessionRow,
-    pub records: &'a [Record],
-    /// The projection, built once for every source.
-    pub view: Vec<&'a Record>,
-    pub tools: &'a [ToolSpec],
-    /// The connected MCP servers (their resources answer `@server:uri` mentions).
-    pub mcp: &'a [crate::pipeline::capabilities::McpServer],
-    pub announced_date: &'a str,
-    pub now: DateTime<Utc>,
-    /// The user's UTC offset (what "today" means for `date_change`).
-    pub utc_offset: chrono::FixedOffset,
-    /// `now` as the attachments' timestamp, written once a source finds something.
-    ts: OnceLock<String>,
-}
-
-impl SourceInput<'_> {
-    pub fn ts(&self) -> &str {
-        self.ts.get_or_init(|| crate::clock::rfc3339(self.now))
-    }
 }
 
 #[cfg(test)]
@@ -173,7 +110,7 @@ impl Engine {
                 .map_or(&l.row.start_date, |m| &m.announced_date),
             now,
             utc_offset: l.utc_offset,
-            ts: OnceLock::new(),
+            ts: std::sync::OnceLock::new(),
         };
         let bound = l
             .row

@@ -11,7 +11,7 @@ use ctxd_protocol::*;
 use futures::future::BoxFuture;
 use tokio::sync::{broadcast, oneshot};
 
-use super::compile::{History, compile_loaded, compile_records};
+use super::compile::{History, compile_loaded, compile_records, shortfall_of};
 use super::session::{insert_batch, materialise};
 use super::sources::snapshot;
 use super::{Engine, Loaded, SessionCell};
@@ -345,7 +345,7 @@ impl Engine {
             // Files to restore: the most recently read, as they are on disk now.
             let Restorable { files, skipped } = read_files(
                 autocompact::recently_read(&refs, autocompact::RESTORE_MAX_FILES),
-                workspace_roots(&l.row),
+                crate::discovery::workspace_roots(&l.row.cwd, &l.row.additional_directories),
             )
             .await?;
             restore_skipped = skipped;
@@ -636,11 +636,6 @@ impl Engine {
     }
 }
 
-/// The canonical roots of a session's workspace.
-pub(crate) fn workspace_roots(row: &crate::store::sessions::SessionRow) -> Vec<PathBuf> {
-    crate::discovery::workspace_roots(&row.cwd, &row.additional_directories)
-}
-
 /// A file re-read for restoring: path, content, and its read state.
 pub(crate) type ReadFile = (String, String, context_state::ReadState);
 
@@ -855,18 +850,6 @@ fn check_room(l: &mut Loaded, best: &Candidate, budget: &RoomBudget) -> Result<(
     Err(Error::CompactionFailed(format!(
         "cannot make room: {reason}"
     )))
-}
-
-/// What a compile reports when its compaction left more than the target.
-pub(crate) fn shortfall_of(report: &CompactionReport) -> Option<CompactionShortfall> {
-    (report.post_tokens > report.target_tokens).then(|| CompactionShortfall {
-        target_tokens: report.target_tokens,
-        best_tokens: report.post_tokens,
-        reason: format!(
-            "the new history (~{} tokens) is above half the autocompact threshold even with the tightest caps",
-            report.post_tokens
-        ),
-    })
 }
 
 /// What a new history resets in the store, in the transaction that writes it: nothing

@@ -152,8 +152,7 @@ impl Engine {
                     {
                         Ok(report) => {
                             compiled = self.compile_steps(&cell, l, side, now, flags).await?;
-                            compiled.metadata.compaction_shortfall =
-                                super::compact::shortfall_of(&report);
+                            compiled.metadata.compaction_shortfall = shortfall_of(&report);
                             compiled.metadata.compaction = Some(report);
                         }
                         Err(e) => {
@@ -557,4 +556,16 @@ pub(crate) fn openai_body(body: &str) -> Result<String> {
         .map_err(|e| Error::Internal(format!("the compiled body is not JSON: {e}")))?;
     serde_json::to_string(&crate::pipeline::openai_chat::translate(&v))
         .map_err(|e| Error::Internal(e.to_string()))
+}
+
+/// What a compile reports when its compaction left more than the target.
+pub(crate) fn shortfall_of(report: &CompactionReport) -> Option<CompactionShortfall> {
+    (report.post_tokens > report.target_tokens).then(|| CompactionShortfall {
+        target_tokens: report.target_tokens,
+        best_tokens: report.post_tokens,
+        reason: format!(
+            "the new history (~{} tokens) is above half the autocompact threshold even with the tightest caps",
+            report.post_tokens
+        ),
+    })
 }

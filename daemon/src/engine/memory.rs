@@ -366,7 +366,7 @@ impl Engine {
             // Files read recently; each try leaves out those its kept tail shows.
             let compact::Restorable { files, skipped } = compact::read_files(
                 autocompact::recently_read(&refs, autocompact::RESTORE_MAX_FILES * 2),
-                compact::workspace_roots(&l.row),
+                crate::discovery::workspace_roots(&l.row.cwd, &l.row.additional_directories),
             )
             .await?;
             restore_skipped = skipped;

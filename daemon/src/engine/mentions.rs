@@ -9,7 +9,7 @@ use std::path::{Path, PathBuf};
 use ctxd_protocol::{ContentBlock, Record, RecordKind};
 use serde_json::{Value, json};
 
-use super::collect::{Effect, Found, SourceInput};
+use super::source_input::{Effect, Found, SourceInput};
 use crate::discovery::{self as paths};
 use crate::error::{Error, Result};
 use crate::limits::{MAX_MENTION_ENTRIES, MAX_MENTION_FILE_BYTES, MAX_MENTION_LINES};

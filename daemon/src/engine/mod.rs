@@ -25,6 +25,7 @@ mod send;
 mod server_compact;
 mod session;
 mod skills;
+mod source_input;
 mod sources;
 #[cfg(test)]
 pub(crate) mod test_support;
@@ -76,7 +77,10 @@ impl Default for Transcript {
 
 impl Transcript {
     pub(crate) fn new(records: Vec<Record>) -> Transcript {
-        let live = Arc::new(LiveProjection::new(&records));
+        let live = Arc::new(LiveProjection::new(
+            &records,
+            crate::pipeline::attachments::render,
+        ));
         Transcript {
             records: Arc::new(records),
             live,
@@ -93,7 +97,7 @@ impl Transcript {
         }
         let records = Arc::make_mut(&mut self.records);
         records.extend(more);
-        Arc::make_mut(&mut self.live).advance(records);
+        Arc::make_mut(&mut self.live).advance(records, crate::pipeline::attachments::render);
     }
 
     /// The records only ever grow at their end, and a transcript that grows while a copy

@@ -28,7 +28,7 @@ impl Engine {
     /// ctxd reads the plan file itself, with the daemon's permissions: only inside the
     /// session's workspace or its own session directory (symlinks resolved).
     fn plan_file_allowed(&self, row: &SessionRow, path: &std::path::Path) -> bool {
-        let mut roots = super::compact::workspace_roots(row);
+        let mut roots = crate::discovery::workspace_roots(&row.cwd, &row.additional_directories);
         roots.push(crate::discovery::canonicalish(&self.session_dir(&row.id)));
         crate::discovery::inside_any(path, &roots)
     }

@@ -339,7 +339,7 @@ impl Engine {
             Path::new(&row.cwd).join(p)
         };
         let pc = p.clone();
-        let roots = super::compact::workspace_roots(&row);
+        let roots = crate::discovery::workspace_roots(&row.cwd, &row.additional_directories);
         let state = tokio::task::spawn_blocking(move || {
             crate::discovery::inside_any(&pc, &roots)
                 .then(|| snapshot(&pc))

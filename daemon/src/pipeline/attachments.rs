@@ -80,20 +80,6 @@ fn typed(kind: &str, obj: &Map<String, Value>) -> Option<String> {
     }
 }
 
-/// The strings of an array field, under our name or Claude Code's (the first key
-/// present).
-pub fn string_list(obj: &Map<String, Value>, keys: &[&str]) -> Vec<String> {
-    keys.iter()
-        .find_map(|k| obj.get(*k).and_then(Value::as_array))
-        .map(|a| {
-            a.iter()
-                .filter_map(Value::as_str)
-                .map(str::to_owned)
-                .collect()
-        })
-        .unwrap_or_default()
-}
-
 /// One queued input (`transcript.queue`, or Claude Code's record): the text the user sent
 /// mid-turn, framed so the model answers it and carries on. Its images follow the text as
 /// image blocks of the record.

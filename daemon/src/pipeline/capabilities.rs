@@ -13,11 +13,12 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 
-use ctxd_protocol::{AgentType, Record, ToolSpec};
+use ctxd_protocol::{AgentType, Record};
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value, json};
 
-use super::attachments::string_list;
+pub use super::reported::{McpBlock, McpServer, Stamped};
+use super::text::string_list;
 use super::tool_plan::{discovery_order, tool_references};
 
 pub const DEFERRED_TOOLS_DELTA: &str = "deferred_tools_delta";
@@ -26,47 +27,6 @@ pub const MCP_INSTRUCTIONS_DELTA: &str = "mcp_instructions_delta";
 
 /// Claude Code's heading of MCP instructions, in `system` and in deltas.
 pub const MCP_HEADING: &str = "# MCP Server Instructions\n\nThe following MCP servers have provided instructions for how to use their tools and resources:";
-
-/// An MCP server the agent reported connected.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct McpServer {
-    pub name: String,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub instructions: Option<String>,
-    #[serde(default)]
-    pub tools: Vec<ToolSpec>,
-    #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    pub resources: Vec<ctxd_protocol::McpResource>,
-}
-
-impl McpServer {
-    /// `## NAME\nINSTRUCTIONS`, or nothing for a server without instructions.
-    pub fn block(&self) -> Option<McpBlock> {
-        let text = self.instructions.as_deref()?.trim();
-        if text.is_empty() {
-            return None;
-        }
-        Some(McpBlock {
-            name: self.name.clone(),
-            block: format!("## {}\n{}", self.name, text),
-        })
-    }
-}
-
-/// One server's instructions as the model reads them.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct McpBlock {
-    pub name: String,
-    pub block: String,
-}
-
-/// Something reported by RPC, stamped with the transcript's last seq at that moment so
-/// it orders after the records that came before it (and a fork before it drops it).
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct Stamped {
-    pub name: String,
-    pub seq: u64,
-}
 
 /// The stored capability state of a session (what the agent reported).
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]

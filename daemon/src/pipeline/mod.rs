@@ -25,6 +25,7 @@ pub mod plan_mode;
 pub mod projection;
 pub mod records;
 pub mod relevant_memories;
+pub mod reported;
 pub mod sections;
 pub mod session_memory;
 pub mod shown;

@@ -15,6 +15,10 @@ use ctxd_protocol::{Record, RecordKind};
 use super::relevant_memories::Surfaced;
 use super::tokens::Tally;
 
+/// The text an attachment record shows the model (`attachments::render`): passed in, so
+/// the projection does not reach up to the attachment kinds.
+pub type Render = fn(&Record) -> Option<String>;
+
 pub const COMPACT_BOUNDARY: &str = "compact_boundary";
 /// The provider's server-side compaction block (`compaction`).
 pub const SERVER_COMPACTION: &str = "compaction";
@@ -97,16 +101,15 @@ pub struct LiveProjection {
 }
 
 impl LiveProjection {
-    pub fn new(records: &[Record]) -> Self {
+    pub fn new(records: &[Record], render: Render) -> Self {
         let mut p = LiveProjection::default();
-        p.advance(records);
+        p.advance(records, render);
         p
     }
 
     /// Takes in `records[self.seen..]`: `records` is the whole transcript, of which the
     /// records seen before are unchanged.
-    pub fn advance(&mut self, records: &[Record]) {
-        let render = super::attachments::render;
+    pub fn advance(&mut self, records: &[Record], render: Render) {
         for (i, r) in records.iter().enumerate().skip(self.seen) {
             self.facts.push(super::normalize::RecordFacts::of(r));
             if is_compact_boundary(r) {
@@ -312,7 +315,7 @@ mod tests {
             let (records, stops) = live_case(&mut Choices::new(values));
             let mut live = LiveProjection::default();
             for at in stops {
-                live.advance(&records[..at]);
+                live.advance(&records[..at], crate::pipeline::attachments::render);
                 let expected = project(&records[..at]);
                 let got = live.view(&records[..at]);
                 prop_assert_eq!(

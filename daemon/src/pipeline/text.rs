@@ -1,6 +1,8 @@
 //! Small text helpers for the model-facing texts ctxd writes itself (summaries, notes,
 //! collapse summaries): one home, so they cut and trim alike.
 
+use serde_json::{Map, Value};
+
 /// The first non-blank line, trimmed.
 pub fn first_line(text: &str) -> Option<&str> {
     text.lines().map(str::trim).find(|l| !l.is_empty())
@@ -49,6 +51,25 @@ pub fn verbatim_block_text(
         .unwrap_or("block");
     let json = serde_json::Value::Object(fields.clone()).to_string();
     format!("[{kind}: {}]", cut_middle(&json, max))
+}
+
+/// The strings of an array field, under our name or Claude Code's (the first key
+/// present).
+pub fn string_list(obj: &Map<String, Value>, keys: &[&str]) -> Vec<String> {
+    keys.iter()
+        .find_map(|k| obj.get(*k).and_then(Value::as_array))
+        .map(|a| {
+            a.iter()
+                .filter_map(Value::as_str)
+                .map(str::to_owned)
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
+/// What a `tool_reference` tells the model once its tool is sent in full.
+pub fn tool_reference_text(name: &str) -> String {
+    format!("Tool found: {name}. Its full definition is in your tool list from now on.")
 }
 
 #[cfg(test)]

@@ -10,8 +10,8 @@ use std::collections::BTreeSet;
 
 use ctxd_protocol::{ContentBlock, Record, ToolResultBlock, ToolResultContent, ToolSpec};
 
-use super::capabilities::{McpServer, Stamped};
 use super::message::{ApiMessage, BlockMut};
+use super::reported::{McpServer, Stamped};
 
 /// How each tool goes out in the next request.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -173,10 +173,7 @@ pub fn tool_references(r: &Record) -> impl Iterator<Item = &str> {
         })
 }
 
-/// What a `tool_reference` tells the model once its tool is sent in full.
-pub fn tool_reference_text(name: &str) -> String {
-    format!("Tool found: {name}. Its full definition is in your tool list from now on.")
-}
+pub use super::text::tool_reference_text;
 
 /// Replaces `tool_reference` blocks by text: the tool is sent in full, so no provider
 /// needs to expand the reference (and providers without tool search would refuse it).

@@ -17,7 +17,7 @@
 
 use serde_json::{Value, json};
 
-use super::stream::StreamError;
+use super::stream_error::StreamError;
 
 #[derive(Debug, Default)]
 pub struct ChatStream {

@@ -25,6 +25,7 @@ mod openai;
 mod prompt;
 mod select;
 pub(crate) mod stream;
+mod stream_error;
 
 pub(crate) use http::{EnvLookup, client as http_client, process_env};
 

@@ -15,6 +15,7 @@ use ctxd_protocol::{ProviderConfig, TurnEvent};
 use reqwest::header::{HeaderName, HeaderValue};
 
 use super::http::{self, ErrorBody, RetryPolicy};
+pub(crate) use super::stream_error::StreamError;
 use crate::limits::MAX_PROVIDER_ANSWER_BYTES;
 use crate::limits::MAX_RETRY_AFTER;
 
@@ -203,37 +204,6 @@ fn configured_headers(
         map.insert(HeaderName::from_static("anthropic-beta"), v);
     }
     Ok(map)
-}
-
-/// Why a streamed call failed.
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-pub enum StreamError {
-    /// The provider refused or failed: its HTTP status when it answered with one, the
-    /// error's type (`overloaded_error`, `invalid_request_error`, ...) and message.
-    #[error("{message}")]
-    Provider {
-        status: Option<u16>,
-        kind: Option<String>,
-        message: String,
-    },
-    /// The stream broke the event grammar or ended early.
-    #[error("the provider's stream is malformed: {0}")]
-    Malformed(String),
-    #[error("the provider's answer is over {0} bytes")]
-    TooBig(usize),
-    #[error("the provider did not finish within {0:?}")]
-    Timeout(Duration),
-    /// Names what is wrong (an unset key variable, a bad URL or header), never a secret.
-    #[error("settings.provider: {0}")]
-    Misconfigured(String),
-    /// The provider said the request does not fit its window (or is too large).
-    #[error("{message}")]
-    TooLong {
-        status: u16,
-        kind: Option<String>,
-        token_gap: Option<u64>,
-        message: String,
-    },
 }
 
 /// Folds the events of one streamed message into the message.

@@ -3,7 +3,7 @@
 use ctxd_protocol::*;
 use jsonrpsee::RpcModule;
 
-use super::methods::{RpcContext, async_method};
+use super::context::{RpcContext, async_method};
 
 pub fn register(m: &mut RpcModule<RpcContext>) -> Result<(), jsonrpsee::core::RegisterMethodError> {
     async_method!(m, HOOKS_LIST, |ctx, p: SessionIdParams| ctx

@@ -1,46 +1,12 @@
 //! Registration of every method of `ctxd_protocol::method_table`.
 
-use std::path::PathBuf;
-use std::sync::Arc;
-
 use ctxd_protocol::*;
 use jsonrpsee::RpcModule;
-use jsonrpsee::types::{ErrorObjectOwned, Params};
-use serde::de::DeserializeOwned;
+use jsonrpsee::types::ErrorObjectOwned;
 use serde_json::json;
-use tokio::sync::Notify;
 
+use super::context::{RpcContext, async_method, parse};
 use super::to_rpc_error;
-use crate::engine::Engine;
-
-/// What every method can reach.
-pub struct RpcContext {
-    pub engine: Arc<Engine>,
-    /// Notified by `daemon.shutdown`; the server's owner decides what stopping means.
-    pub shutdown: Arc<Notify>,
-    pub socket: PathBuf,
-}
-
-/// Decodes by-name params, naming the offending field on failure. Absent params decode
-/// as an empty object so parameterless methods accept both forms.
-pub(crate) fn parse<T: DeserializeOwned>(params: &Params<'_>) -> Result<T, ErrorObjectOwned> {
-    let raw = params.as_str().unwrap_or("{}");
-    let mut de = serde_json::Deserializer::from_str(raw);
-    serde_path_to_error::deserialize(&mut de).map_err(|e| {
-        let path = e.path().to_string();
-        let field = if path == "." {
-            "params".to_string()
-        } else {
-            path
-        };
-        let reason = e.inner().to_string();
-        ErrorObjectOwned::owned(
-            INVALID_PARAMS,
-            format!("invalid params: {field}: {reason}"),
-            Some(json!({ "field": field, "reason": reason })),
-        )
-    })
-}
 
 type RpcResult<T> = Result<T, ErrorObjectOwned>;
 
@@ -55,30 +21,6 @@ fn compile_response(
         metadata: c.metadata,
     })
 }
-
-/// The caller a connection's calls act as: events they cause are marked `own` on that
-/// connection's subscriptions.
-pub(super) fn caller_of(ext: &jsonrpsee::Extensions) -> Option<u64> {
-    ext.get::<jsonrpsee::ConnectionId>().map(|c| c.0 as u64)
-}
-
-/// Registers an engine call: params decoded by name (naming the bad field), the call run
-/// as its connection (so the events it causes are `own` there), engine errors mapped.
-/// Every method that reaches the engine is registered through this.
-macro_rules! async_method {
-    ($module:expr, $name:expr, |$ctx:ident, $p:ident : $pt:ty| $body:expr) => {
-        $module.register_async_method($name, |params, $ctx, ext| async move {
-            let $p: $pt = $crate::rpc::methods::parse(&params)?;
-            let call = async { $body };
-            let r = match $crate::rpc::methods::caller_of(&ext) {
-                Some(caller) => $crate::engine::as_caller(caller, call).await,
-                None => call.await,
-            };
-            r.map_err($crate::rpc::to_rpc_error)
-        })
-    };
-}
-pub(super) use async_method;
 
 /// How long `daemon.status` waits for the store's session count.
 const STATUS_STORE_WAIT: std::time::Duration = std::time::Duration::from_secs(2);
@@ -399,8 +341,12 @@ fn initialize(ctx: &RpcContext, p: InitializeParams) -> RpcResult<InitializeResu
 mod tests {
     use std::collections::BTreeSet;
 
+    use std::sync::Arc;
+    use tokio::sync::Notify;
+
     use super::*;
     use crate::clock::SystemClock;
+    use crate::engine::Engine;
     use crate::store::Store;
 
     /// The OpenRPC document and the registered methods must name the same set.

@@ -3,6 +3,7 @@
 
 mod attachments;
 mod connection;
+mod context;
 mod dispatch;
 mod hooks;
 mod ids;
@@ -11,13 +12,15 @@ mod methods;
 mod outbox;
 mod send_stream;
 mod server;
+mod slot;
 mod subscription;
 mod transport;
 mod ws;
 
+pub use context::RpcContext;
 #[cfg(test)]
-pub(crate) use methods::parse as parse_params;
-pub use methods::{RpcContext, build_module};
+pub(crate) use context::parse as parse_params;
+pub use methods::build_module;
 pub use server::serve;
 
 use ctxd_protocol as proto;

@@ -7,7 +7,7 @@ use std::pin::pin;
 use ctxd_protocol::*;
 use jsonrpsee::{RpcModule, SubscriptionMessage, SubscriptionSink};
 
-use super::methods::{caller_of, parse};
+use super::context::{caller_of, parse};
 use super::{RpcContext, to_rpc_error};
 
 pub(super) fn register(

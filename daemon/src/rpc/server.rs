@@ -17,8 +17,9 @@ use serde_json::json;
 use tokio::net::{UnixListener, UnixStream};
 use tokio::sync::Semaphore;
 
-use super::connection::{Counted, refuse, serve_connection};
+use super::connection::{refuse, serve_connection};
 use super::limits::MAX_SUBSCRIPTIONS_PER_CONNECTION;
+use super::slot::Counted;
 use super::transport::{TransportRules, mark_plain_http};
 use super::{RpcContext, build_module};
 use crate::limits::MAX_REFUSING_CONNECTIONS;

@@ -14,7 +14,7 @@ use jsonrpsee::{PendingSubscriptionSink, RpcModule, SubscriptionMessage, Subscri
 use serde_json::json;
 use tokio::sync::broadcast;
 
-use super::methods::{caller_of, parse};
+use super::context::{caller_of, parse};
 use super::outbox::{LAG_GRACE, Outbox};
 use super::{RpcContext, to_rpc_error};
 use crate::engine::{Emitted, Engine, Subscription};

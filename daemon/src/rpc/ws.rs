@@ -42,10 +42,10 @@ use tokio_tungstenite::tungstenite::protocol::frame::coding::CloseCode;
 use tokio_tungstenite::tungstenite::protocol::{CloseFrame, Role, WebSocketConfig};
 use tokio_tungstenite::tungstenite::{Error as WsError, Message, handshake::derive_accept_key};
 
-use super::connection::Counted;
 use super::dispatch::{Dispatch, handle_message};
 use super::ids::{Ids, Swaps, examine};
 use super::outbox::{Counted as Total, Outbox};
+use super::slot::Counted;
 use super::transport::TransportRules;
 use crate::limits::MAX_CALLS_IN_FLIGHT;
 use crate::limits::MAX_WS_QUEUED_BYTES;
