@@ -1,5 +1,5 @@
 //! `session.set_plan_mode`: the plan-mode switch. The reminders
-//! themselves are decided at each compile from the transcript (pipeline/plan_mode.rs).
+//! themselves are decided at each compile from the transcript (pipeline/reminders/plan_mode.rs).
 
 use ctxd_protocol::{PlanModeParams, PlanModeResponse, SessionEvent};
 
