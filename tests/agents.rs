@@ -284,6 +284,27 @@ fn subagent_start_hooks_give_their_context_to_the_thread() {
     assert!(!body_text(&compile(&d, &sid, None)).contains("Search tests/ first."));
 }
 
+/// Input queued for a running sub-agent, on its thread, reaches the thread's next
+/// compile and not the parent's.
+#[test]
+fn input_queued_on_a_thread_reaches_the_thread() {
+    let d = Daemon::start();
+    let cwd = project(&d);
+    let sid = parent(&d, &cwd, json!({}));
+    let thread = start(&d, &sid, json!({}))["session"]["session_id"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    d.call(
+        "transcript.queue",
+        json!({"session_id": thread, "text": "also check the tests folder"}),
+    );
+    assert!(
+        body_text(&compile(&d, &sid, Some("explorer"))).contains("also check the tests folder")
+    );
+    assert!(!body_text(&compile(&d, &sid, None)).contains("also check the tests folder"));
+}
+
 /// A SubagentStop block keeps the agent going: the parent gets nothing, the thread gets
 /// the reason; once the hook lets it stop, the answer goes through.
 #[test]
