@@ -20,35 +20,14 @@ context`) reports, beside the usage the response carried. Standard library only.
 """
 
 import argparse
-import http.client
 import json
-import socket
 from pathlib import Path
+
+from rpc_http import call
 
 ROOT = Path(__file__).resolve().parent.parent
 FIXTURE = ROOT / "tests/fixtures/claude-code/viewer/fe5e1c67-53e7-4862-81ae-d0e013e3270b.jsonl"
 NOW = "2026-12-01T10:00:00Z"
-
-
-class Conn(http.client.HTTPConnection):
-    def __init__(self, path):
-        super().__init__("localhost", timeout=600)
-        self.path_ = path
-
-    def connect(self):
-        self.sock = socket.socket(socket.AF_UNIX)
-        self.sock.connect(self.path_)
-
-
-def call(sock, method, **params):
-    c = Conn(sock)
-    c.request("POST", "/", json.dumps({"jsonrpc": "2.0", "id": 1, "method": method, "params": params}),
-              {"Content-Type": "application/json"})
-    reply = json.loads(c.getresponse().read())
-    c.close()
-    if "error" in reply:
-        raise SystemExit(f"{method}: {reply['error']}")
-    return reply["result"]
 
 
 def cleared_by_edit(request, keep=3):

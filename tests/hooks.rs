@@ -1091,25 +1091,24 @@ fn prompt_hooks_ask_the_sessions_provider_and_decide_by_its_answer() {
             "content": [{"type": "text", "text": text}], "stop_reason": "end_turn",
             "stop_sequence": null, "usage": {"input_tokens": 50, "output_tokens": 9}}))
     };
+    // Each hook's prompt gets its own answer.
+    let mount = |prompt: &str, text: &str| {
+        Mock::given(method("POST"))
+            .and(wiremock::matchers::body_string_contains(prompt))
+            .respond_with(answer(text))
+            .mount(&server)
+    };
     rt.block_on(async {
-        Mock::given(method("POST"))
-            .and(wiremock::matchers::body_string_contains(
-                "Are the tests green?",
-            ))
-            .respond_with(answer(
-                "{\"ok\": false, \"reason\": \"two tests still fail\"}",
-            ))
-            .mount(&server)
-            .await;
-        Mock::given(method("POST"))
-            .and(wiremock::matchers::body_string_contains(
-                "Is this command safe?",
-            ))
-            .respond_with(answer(
-                "```json\n{\"ok\": false, \"reason\": \"it deletes the repository\"}\n```",
-            ))
-            .mount(&server)
-            .await;
+        mount(
+            "Are the tests green?",
+            "{\"ok\": false, \"reason\": \"two tests still fail\"}",
+        )
+        .await;
+        mount(
+            "Is this command safe?",
+            "```json\n{\"ok\": false, \"reason\": \"it deletes the repository\"}\n```",
+        )
+        .await;
     });
     let d = Daemon::start_with_env(&[(KEY_VAR, "sk-hook-test")]);
     let p = project_with(

@@ -289,19 +289,6 @@ pub async fn replay(
     Ok(summary)
 }
 
-/// A sub-agent's sidechain records as the import sees them: `meta.claude_code.agentId`.
-fn agent_of(r: &RecordInput) -> Option<String> {
-    if !r.is_sidechain {
-        return None;
-    }
-    r.meta
-        .as_ref()?
-        .get("claude_code")?
-        .get("agentId")?
-        .as_str()
-        .map(str::to_owned)
-}
-
 /// The main thread's records (and lines), and each sub-agent's, in first-seen order, as
 /// the thread's own main records.
 #[allow(clippy::type_complexity)]
@@ -317,7 +304,7 @@ fn split_threads(
     let mut threads: Vec<(String, Vec<RecordInput>, Vec<u64>)> = Vec::new();
     for (i, mut r) in records.into_iter().enumerate() {
         let line = lines.get(i).copied().unwrap_or(0);
-        let Some(agent) = agent_of(&r) else {
+        let Some(agent) = r.claude_code_agent().map(str::to_owned) else {
             main.0.push(r);
             main.1.push(line);
             continue;

@@ -662,6 +662,20 @@ pub struct MessageInput {
 }
 
 impl RecordInput {
+    /// A field of a Claude Code line that has no field of its own here, as an import
+    /// keeps it (`meta.claude_code`).
+    pub fn claude_code(&self, key: &str) -> Option<&serde_json::Value> {
+        self.meta.as_ref()?.get("claude_code")?.get(key)
+    }
+
+    /// The sub-agent a Claude Code sidechain record belongs to (its `agentId`).
+    pub fn claude_code_agent(&self) -> Option<&str> {
+        if !self.is_sidechain {
+            return None;
+        }
+        self.claude_code("agentId")?.as_str()
+    }
+
     /// Moves a whole `message` into the record's own fields. The error names the field
     /// that was given twice or disagrees with the record.
     pub fn lift_message(&mut self) -> Result<(), String> {

@@ -90,21 +90,12 @@ struct ThreadImport {
     records: Vec<RecordInput>,
 }
 
-fn claude_code_field<'a>(r: &'a RecordInput, key: &str) -> Option<&'a serde_json::Value> {
-    r.meta.as_ref()?.get("claude_code")?.get(key)
-}
-
 /// Splits the sub-agents' sidechain records (those naming an `agentId`) off the main
 /// thread, one thread per agent linked to the call that started it: named by the
 /// records (`parentToolUseID`) or by the call's result (`toolUseResult.agentId`). A
 /// thread with no such call stays in the main thread's sidechain, as stored before.
 fn split_threads(records: Vec<RecordInput>) -> (Vec<RecordInput>, Vec<ThreadImport>) {
-    let agent_of = |r: &RecordInput| {
-        r.is_sidechain
-            .then(|| claude_code_field(r, "agentId")?.as_str())
-            .flatten()
-            .map(str::to_owned)
-    };
+    let agent_of = |r: &RecordInput| r.claude_code_agent().map(str::to_owned);
     // The main thread's calls (id → agent type) and results (id → record).
     let mut calls: BTreeMap<String, String> = BTreeMap::new();
     let mut results: BTreeMap<String, (Option<String>, Option<String>)> = BTreeMap::new();
@@ -112,7 +103,7 @@ fn split_threads(records: Vec<RecordInput>) -> (Vec<RecordInput>, Vec<ThreadImpo
     let mut links: BTreeMap<String, String> = BTreeMap::new();
     for r in &records {
         if let Some(agent) = agent_of(r) {
-            if let Some(call) = claude_code_field(r, "parentToolUseID").and_then(|v| v.as_str()) {
+            if let Some(call) = r.claude_code("parentToolUseID").and_then(|v| v.as_str()) {
                 links.entry(agent).or_insert_with(|| call.to_owned());
             }
             continue;
@@ -131,7 +122,8 @@ fn split_threads(records: Vec<RecordInput>) -> (Vec<RecordInput>, Vec<ThreadImpo
                 }
                 ContentBlock::ToolResult { tool_use_id, .. } => {
                     results.insert(tool_use_id.clone(), (r.uuid.clone(), r.timestamp.clone()));
-                    if let Some(a) = claude_code_field(r, "toolUseResult")
+                    if let Some(a) = r
+                        .claude_code("toolUseResult")
                         .and_then(|t| t.get("agentId"))
                         .and_then(|v| v.as_str())
                     {
