@@ -302,12 +302,35 @@ fn split_threads(
 ) {
     let mut main = (Vec::new(), Vec::new());
     let mut threads: Vec<(String, Vec<RecordInput>, Vec<u64>)> = Vec::new();
+    // Older transcripts name no agent on their sidechains: each chain of sidechain
+    // records from its root (a record whose parent is not a sidechain record) is one
+    // sub-agent's conversation.
+    let mut chain_of: std::collections::HashMap<String, String> = Default::default();
+    let mut chains = 0usize;
     for (i, mut r) in records.into_iter().enumerate() {
         let line = lines.get(i).copied().unwrap_or(0);
-        let Some(agent) = r.claude_code_agent().map(str::to_owned) else {
-            main.0.push(r);
-            main.1.push(line);
-            continue;
+        let agent = match r.claude_code_agent() {
+            Some(a) => a.to_owned(),
+            None if r.is_sidechain => {
+                let inherited = r
+                    .parent_uuid
+                    .as_ref()
+                    .and_then(|p| chain_of.get(p))
+                    .cloned();
+                let chain = inherited.unwrap_or_else(|| {
+                    chains += 1;
+                    format!("sidechain-{chains}")
+                });
+                if let Some(u) = &r.uuid {
+                    chain_of.insert(u.clone(), chain.clone());
+                }
+                chain
+            }
+            None => {
+                main.0.push(r);
+                main.1.push(line);
+                continue;
+            }
         };
         r.is_sidechain = false;
         match threads.iter_mut().find(|t| t.0 == agent) {
@@ -584,7 +607,10 @@ fn summarise(summary: &mut ReplaySummary, errors: &[f64], bill: &Bill) {
 /// An anchored estimate already counts `P` (the anchor is the source's usage); an
 /// unanchored one does not. Of the rest — ctxd's own request — the share ctxd predicted
 /// for its own prefix is read. ctxd's last message carries a breakpoint, so every input
-/// token is either read or written.
+/// token is either read or written. On a call where ctxd's cache is cold (the first, or
+/// after a gap longer than the TTL), the constant prefix is read as far as the source's
+/// call read it: agents share their system prompt and tools across sessions, so the
+/// provider often still holds them.
 fn simulate(
     bill: &mut Bill,
     step: &mut ReplayStep,
@@ -614,7 +640,9 @@ fn simulate(
         _ => false,
     };
     let read = if step.cache_expired || bill.last_request.is_none() {
-        0
+        // ctxd's own entry is cold, but the original agent's prefix is the agent's, not
+        // this session's: the provider served of it what the source's call read.
+        recorded.map_or(0, |u| u.cache_read_input_tokens.min(prefix))
     } else {
         let share = if step.request_tokens == 0 {
             0.0
@@ -804,6 +832,35 @@ mod tests {
         assert_eq!(recorded_writes(&u, Some(true)), (0, 100));
         let unsplit = usage(json!({"cache_creation_input_tokens": 100}));
         assert_eq!(recorded_writes(&unsplit, None), (100, 0));
+    }
+
+    #[test]
+    fn sidechains_without_an_agent_split_by_their_chains() {
+        let rec = |uuid: &str, parent: Option<&str>, side: bool| -> RecordInput {
+            serde_json::from_value(json!({"uuid": uuid, "parent_uuid": parent, "type": "user",
+                "is_sidechain": side, "content": [{"type": "text", "text": "x"}]}))
+            .unwrap()
+        };
+        let records = vec![
+            rec("m1", None, false),
+            rec("a1", None, true),
+            rec("a2", Some("a1"), true),
+            rec("m2", Some("m1"), false),
+            rec("b1", Some("m2"), true),
+            rec("a3", Some("a2"), true),
+        ];
+        let (main, lines, threads) = split_threads(records, &[1, 2, 3, 4, 5, 6]);
+        assert_eq!(main.len(), 2);
+        assert_eq!(lines, vec![1, 4]);
+        let shape: Vec<(&str, Vec<u64>)> = threads
+            .iter()
+            .map(|t| (t.0.as_str(), t.2.clone()))
+            .collect();
+        assert_eq!(
+            shape,
+            vec![("sidechain-1", vec![2, 3, 6]), ("sidechain-2", vec![5])]
+        );
+        assert!(threads.iter().flat_map(|t| &t.1).all(|r| !r.is_sidechain));
     }
 
     #[test]
