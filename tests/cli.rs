@@ -708,7 +708,7 @@ fn demo_and_replay_remove_their_sessions_unless_kept() {
     assert!(ok, "{err}");
     assert!(out.contains("(removed; --keep keeps it)"), "{out}");
     assert!(
-        out.contains("priced as a cache write"),
+        out.contains("as far as the source's call read them"),
         "the figures are explained: {out}"
     );
     assert_eq!(count(), 1);
@@ -906,5 +906,68 @@ fn ctrl_c_during_ctx_send_cancels_the_turn() {
     assert!(
         !kinds.contains(&"assistant"),
         "nothing was appended: {kinds:?}"
+    );
+}
+
+/// A constructed session whose answers are known: `make` runs twice, then the user comes
+/// back after ten minutes and the model names a symbol only the first run printed.
+fn policy_session() -> String {
+    let usage = |write: u64, read: u64| {
+        serde_json::json!({"input_tokens": 3, "cache_creation_input_tokens": write,
+            "cache_read_input_tokens": read, "output_tokens": 20})
+    };
+    let first = format!(
+        "error: undefined symbol parse_widget_row\n{}",
+        "  at a long, long stack frame of the failing build\n".repeat(40)
+    );
+    let lines = [
+        serde_json::json!({"type": "user", "uuid": "u0", "parentUuid": null, "timestamp": "2026-11-29T10:00:00Z",
+            "message": {"role": "user", "content": "build it"}}),
+        serde_json::json!({"type": "assistant", "uuid": "a0", "parentUuid": "u0", "timestamp": "2026-11-29T10:00:05Z",
+            "message": {"id": "m0", "role": "assistant", "model": "claude-sonnet-4-5", "usage": usage(6000, 0),
+                "content": [{"type": "tool_use", "id": "t0", "name": "Bash", "input": {"command": "make"}}]}}),
+        serde_json::json!({"type": "user", "uuid": "u1", "parentUuid": "a0", "timestamp": "2026-11-29T10:00:10Z",
+            "message": {"role": "user", "content": [{"type": "tool_result", "tool_use_id": "t0", "content": first}]}}),
+        serde_json::json!({"type": "assistant", "uuid": "a1", "parentUuid": "u1", "timestamp": "2026-11-29T10:00:20Z",
+            "message": {"id": "m1", "role": "assistant", "model": "claude-sonnet-4-5", "usage": usage(600, 6000),
+                "content": [{"type": "tool_use", "id": "t1", "name": "Bash", "input": {"command": "make"}}]}}),
+        serde_json::json!({"type": "user", "uuid": "u2", "parentUuid": "a1", "timestamp": "2026-11-29T10:00:30Z",
+            "message": {"role": "user", "content": [{"type": "tool_result", "tool_use_id": "t1", "content": "make: *** [all] Error 1"}]}}),
+        serde_json::json!({"type": "assistant", "uuid": "a2", "parentUuid": "u2", "timestamp": "2026-11-29T10:10:30Z",
+            "message": {"id": "m2", "role": "assistant", "model": "claude-sonnet-4-5", "usage": usage(6700, 0),
+                "content": [{"type": "text", "text": "The build needs parse_widget_row."}]}}),
+    ];
+    lines.iter().map(|l| format!("{l}\n")).collect()
+}
+
+#[test]
+fn replay_compares_the_policies_and_names_the_premature_clears() {
+    let guard = Home::new();
+    let home = guard.home.clone();
+    std::fs::write(guard.dir.path().join("session.jsonl"), policy_session()).unwrap();
+    let (ok, out, err) = run(ctx(&home).current_dir(guard.dir.path()).args([
+        "replay",
+        "--compare",
+        "session.jsonl",
+    ]));
+    assert!(ok, "{err}");
+    insta::assert_snapshot!("replay_compare", out);
+    let both = json_out(ctx(&home).current_dir(guard.dir.path()).args([
+        "replay",
+        "--compare",
+        "--json",
+        "session.jsonl",
+    ]));
+    let lean = &both["lean"]["clears"];
+    assert_eq!(lean["results"], 1);
+    assert_eq!(lean["premature"], 1);
+    assert_eq!(lean["examples"][0]["item"], "parse_widget_row");
+    assert_eq!(lean["examples"][0]["used_at_line"], 6);
+    assert_eq!(both["claude_code"]["clears"]["results"], 0);
+    // A bad --lean is refused before anything runs.
+    let (ok, _, err) = run(ctx(&home).args(["replay", "--lean", "{\"nope\": 1}", "session.jsonl"]));
+    assert!(
+        !ok && err.contains("--lean is not a settings.lean object"),
+        "{err}"
     );
 }

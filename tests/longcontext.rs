@@ -176,6 +176,91 @@ fn time_based_microcompact_clears_all_but_the_recent_and_stays_cleared() {
     assert!(recs.to_string().contains("output 0"));
 }
 
+/// One call of `tool` with `input` at `ts`, and its result.
+fn call_turn(i: usize, tool: &str, input: Value, ts: &str) -> Value {
+    json!([
+        {"type": "assistant", "message_id": format!("m{i}"), "timestamp": ts,
+         "content": [{"type": "tool_use", "id": format!("t{i}"), "name": tool, "input": input}]},
+        {"type": "user", "timestamp": ts,
+         "content": [{"type": "tool_result", "tool_use_id": format!("t{i}"), "content": format!("output {i} {}", "z".repeat(400))}]}
+    ])
+}
+
+#[test]
+fn lean_policy_clears_superseded_results_once_and_for_good() {
+    let mut d = Daemon::start();
+    let lean = |sid: &str| {
+        let ts = "2026-11-29T10:00:00Z";
+        append(
+            &d,
+            sid,
+            json!([{"type": "user", "content": "go", "timestamp": ts}]),
+        );
+        append(
+            &d,
+            sid,
+            call_turn(0, "Bash", json!({"command": "cargo test"}), ts),
+        );
+        append(
+            &d,
+            sid,
+            call_turn(1, "Read", json!({"file_path": "/tmp/p/a.rs"}), ts),
+        );
+        append(
+            &d,
+            sid,
+            call_turn(2, "Bash", json!({"command": "cargo test"}), ts),
+        );
+    };
+    let plain = session(&d, json!({}));
+    let sid = session(&d, json!({"settings": {"policy": "lean"}}));
+    lean(&plain);
+    lean(&sid);
+    let at = |m: u32| format!("2026-11-29T10:{m:02}:00Z");
+    // Warm (the first run's 100 tokens would have the cache write the rest again) and
+    // the default policy: nothing.
+    let warm = d.call("context.compile", json!({"session_id": sid, "now": at(4)}));
+    assert_eq!(warm["metadata"]["microcompact"].get("policy_cleared"), None);
+    let default = d.call(
+        "context.compile",
+        json!({"session_id": plain, "now": at(6)}),
+    );
+    assert_eq!(
+        default["metadata"]["microcompact"].get("policy_cleared"),
+        None
+    );
+    // Cold: the first run of the command is superseded by the second.
+    let cold = d.call("context.compile", json!({"session_id": sid, "now": at(6)}));
+    assert_eq!(
+        cold["metadata"]["microcompact"]["policy_cleared"],
+        json!([{"tool_use_id": "t0", "rule": "superseded"}])
+    );
+    assert_eq!(cold["metadata"]["cache"]["expected_break"], "lean_policy");
+    let shown = results(&cold["request"]);
+    assert_eq!(shown[0].1, "\"[Old tool result content cleared]\"");
+    assert!(shown[1].1.contains("output 1") && shown[2].1.contains("output 2"));
+    // Frozen: later compiles, a restart and a fork show the same bytes.
+    let body = d.compile_body_with(json!({"session_id": sid, "now": at(7)}));
+    assert!(body.contains("[Old tool result content cleared]"));
+    let fork = d.call("session.fork", json!({"session_id": sid}))["session"]["session_id"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    d.kill9();
+    d.spawn();
+    assert_eq!(
+        d.compile_body_with(json!({"session_id": sid, "now": at(7)})),
+        body
+    );
+    assert_eq!(
+        d.compile_body_with(json!({"session_id": fork, "now": at(7)})),
+        body.replace(&sid, &fork)
+    );
+    // The transcript keeps the result.
+    let recs = d.call("transcript.read", json!({"session_id": sid}));
+    assert!(recs.to_string().contains("output 0"));
+}
+
 #[test]
 fn cached_microcompact_pins_its_edits() {
     let d = Daemon::start();

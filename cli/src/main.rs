@@ -2,9 +2,11 @@
 //! group lives in `commands/`.
 
 mod cache_view;
+mod clears;
 mod commands;
 mod cost;
 mod output;
+mod policy_report;
 mod replay;
 mod worker;
 

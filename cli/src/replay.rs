@@ -11,6 +11,7 @@ use ctx_client::{Client, ClientError};
 use ctxd_protocol::*;
 use serde::Serialize;
 
+use crate::clears::ClearReport;
 use crate::cost::{Billed, PriceTable};
 
 /// One compile of the replay.
@@ -41,6 +42,9 @@ pub struct ReplayStep {
     pub replaced: Vec<String>,
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub time_based_cleared: Vec<String>,
+    /// What the lean policy cleared in this compile.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub policy_cleared: Vec<PolicyClear>,
     /// The compile compacted first: tokens before and after, summary size, wall time.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub compaction: Option<CompactionReport>,
@@ -87,6 +91,7 @@ impl ReplayStep {
             request_bytes: 0,
             replaced: Vec::new(),
             time_based_cleared: Vec::new(),
+            policy_cleared: Vec::new(),
             compaction: None,
             autocompact_skipped: None,
             compaction_shortfall: None,
@@ -113,6 +118,9 @@ pub struct ReplayOptions<'a> {
     /// hour, `Some(false)` five minutes, `None` each call's own (its usage's split).
     pub cache_ttl_1h: Option<bool>,
     pub prices: PriceTable,
+    /// The replay session's `settings.policy` and `settings.lean`.
+    pub policy: ContextPolicy,
+    pub lean: LeanSettings,
 }
 
 #[derive(Debug, Default, Serialize)]
@@ -152,10 +160,63 @@ pub struct ReplaySummary {
     pub recorded_cost_total: f64,
     /// Calls the totals cover.
     pub costed_calls: u64,
+    /// `claude_code` or `lean`.
+    pub policy: String,
+    /// Input tokens of the simulated requests (cache reads, writes and uncached input),
+    /// and the part read from the cache.
+    pub tokens_sent: u64,
+    pub tokens_read: u64,
+    /// The tool results the replay's compiles cleared, and how many were premature.
+    pub clears: ClearReport,
+    /// This session and its threads together (on the transcript's summary only).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub totals: Option<ReplayTotals>,
     /// The sub-agents' threads, each replayed into a session of its own (their steps are
     /// not printed; their figures are not in the totals above).
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub threads: Vec<ReplaySummary>,
+}
+
+/// A transcript's main thread and sub-agent threads together.
+#[derive(Debug, Default, Clone, Serialize, PartialEq)]
+pub struct ReplayTotals {
+    pub sessions: u64,
+    pub calls: u64,
+    pub tokens_sent: u64,
+    pub predicted_cache_read_share: f64,
+    pub simulated_cost: f64,
+    pub recorded_cost: f64,
+    /// `simulated_cost / recorded_cost`.
+    pub cost_ratio: f64,
+    pub compactions: u64,
+    pub source_compactions: u64,
+    pub cleared: u64,
+    pub premature: u64,
+    pub premature_rate: f64,
+}
+
+impl ReplayTotals {
+    fn of(summaries: &[&ReplaySummary]) -> ReplayTotals {
+        let mut t = ReplayTotals::default();
+        let mut read = 0u64;
+        for s in summaries {
+            t.sessions += 1;
+            t.calls += s.costed_calls;
+            t.tokens_sent += s.tokens_sent;
+            read += s.tokens_read;
+            t.simulated_cost += s.simulated_cost_total;
+            t.recorded_cost += s.recorded_cost_total;
+            t.compactions += s.compactions.len() as u64;
+            t.source_compactions += s.source_compactions;
+            t.cleared += s.clears.results;
+            t.premature += s.clears.premature;
+        }
+        let ratio = |a: f64, b: f64| if b == 0.0 { 0.0 } else { a / b };
+        t.predicted_cache_read_share = ratio(read as f64, t.tokens_sent as f64);
+        t.cost_ratio = ratio(t.simulated_cost, t.recorded_cost);
+        t.premature_rate = ratio(t.premature as f64, t.cleared as f64);
+        t
+    }
 }
 
 /// The running simulation of the provider's bill.
@@ -230,6 +291,8 @@ pub async fn replay(
                     disabled: true,
                     ..HookSettings::default()
                 },
+                policy: opts.policy,
+                lean: opts.lean.clone(),
                 ..SessionSettings::default()
             }),
             ..Default::default()
@@ -286,6 +349,10 @@ pub async fn replay(
         t.agent_id = Some(agent);
         summary.threads.push(t);
     }
+    let all: Vec<&ReplaySummary> = std::iter::once(&summary)
+        .chain(summary.threads.iter())
+        .collect();
+    summary.totals = Some(ReplayTotals::of(&all));
     Ok(summary)
 }
 
@@ -364,8 +431,14 @@ async fn feed(
         session_id: sid.to_string(),
         records: total as u64,
         source_bytes: source_bytes as u64,
+        policy: match opts.policy {
+            ContextPolicy::ClaudeCode => "claude_code",
+            ContextPolicy::Lean => "lean",
+        }
+        .into(),
         ..ReplaySummary::default()
     };
+    let mut watch = crate::clears::Watch::default();
     let mut errors: Vec<f64> = Vec::new();
     let mut last_response: Option<Option<String>> = None;
     let mut strip_usage = false;
@@ -396,7 +469,7 @@ async fn feed(
             && record.subtype.as_deref() == Some("compact_boundary");
         if is_source_boundary {
             summary.source_compactions += 1;
-            let mut step = compile_step(
+            let (mut step, _) = compile_step(
                 client,
                 sid,
                 record.timestamp.clone(),
@@ -405,6 +478,8 @@ async fn feed(
                 flags.as_ref(),
             )
             .await?;
+            // Not a call of the source: its clears count, its request answers nothing.
+            watch.compiled(&clears_of(&step), None);
             step.source_compaction = true;
             count_compile(&mut summary, &step);
             if json {
@@ -424,7 +499,7 @@ async fn feed(
                 .as_ref()
                 .and_then(|id| final_usage.get(id).cloned())
                 .or_else(|| record.usage.clone());
-            let mut step = compile_step(
+            let (mut step, body) = compile_step(
                 client,
                 sid,
                 record.timestamp.clone(),
@@ -433,14 +508,18 @@ async fn feed(
                 flags.as_ref(),
             )
             .await?;
+            watch.compiled(&clears_of(&step), Some(body));
             let model = record.model.as_deref().unwrap_or(session_model);
             simulate(
                 &mut bill,
                 &mut step,
-                usage.as_ref(),
-                parse_time(record.timestamp.as_deref()),
-                &opts.prices.for_model(model),
-                opts.cache_ttl_1h,
+                Sim {
+                    recorded: usage.as_ref(),
+                    at: parse_time(record.timestamp.as_deref()),
+                    prices: &opts.prices.for_model(model),
+                    ttl_override: opts.cache_ttl_1h,
+                    cleared_tokens: watch.cleared_tokens(),
+                },
             );
             if count_compile(&mut summary, &step) {
                 // The source's later usage numbers measure the original, uncompacted
@@ -463,6 +542,7 @@ async fn feed(
             }
         }
         if is_main_assistant {
+            watch.responded(&record.content, line);
             last_response = Some(record.message_id.clone());
         } else if record.kind == Some(RecordKind::User) && !record.is_sidechain {
             // A user turn in between: the next assistant record is a new call even if a
@@ -481,6 +561,9 @@ async fn feed(
         }
         if strip_usage {
             record.usage = None;
+        }
+        if record.kind == Some(RecordKind::User) {
+            watch.appended(&record.content);
         }
         client
             .append(AppendParams {
@@ -504,6 +587,7 @@ async fn feed(
         eprintln!();
     }
     summarise(&mut summary, &errors, &bill);
+    summary.clears = watch.report();
     summary.seconds = started.elapsed().as_secs_f64();
     Ok(summary)
 }
@@ -592,6 +676,8 @@ fn summarise(summary: &mut ReplaySummary, errors: &[f64], bill: &Bill) {
     summary.simulated_cost_total = bill.simulated;
     summary.recorded_cost_total = bill.recorded;
     summary.costed_calls = bill.calls;
+    summary.tokens_sent = bill.predicted_input;
+    summary.tokens_read = bill.predicted_read;
     summary.recorded_cache_write_5m_tokens = bill.recorded_write_5m;
     summary.recorded_cache_write_1h_tokens = bill.recorded_write_1h;
     summary.inferred_prefix_tokens = bill.prefix.unwrap_or(0);
@@ -611,14 +697,17 @@ fn summarise(summary: &mut ReplaySummary, errors: &[f64], bill: &Bill) {
 /// after a gap longer than the TTL), the constant prefix is read as far as the source's
 /// call read it: agents share their system prompt and tools across sessions, so the
 /// provider often still holds them.
-fn simulate(
-    bill: &mut Bill,
-    step: &mut ReplayStep,
-    recorded: Option<&Usage>,
-    at: Option<DateTime<Utc>>,
-    prices: &crate::cost::Prices,
-    ttl_override: Option<bool>,
-) {
+///
+/// The source's usage counted every tool result whole. Where the replay's compiles
+/// cleared some, an anchored estimate still counts them, so their tokens are taken off.
+fn simulate(bill: &mut Bill, step: &mut ReplayStep, sim: Sim<'_>) {
+    let Sim {
+        recorded,
+        at,
+        prices,
+        ttl_override,
+        cleared_tokens,
+    } = sim;
     if bill.prefix.is_none()
         && step.anchor_tokens == 0
         && let Some(u) = recorded
@@ -630,7 +719,9 @@ fn simulate(
     let own = if step.anchor_tokens == 0 {
         step.estimated_tokens
     } else {
-        step.estimated_tokens.saturating_sub(prefix)
+        step.estimated_tokens
+            .saturating_sub(prefix)
+            .saturating_sub(cleared_tokens)
     };
     let total = own + prefix;
     // The entry the previous call wrote lives as long as the TTL it was written with.
@@ -698,6 +789,16 @@ fn simulate(
     }
 }
 
+/// One answered call, as `simulate` prices it.
+struct Sim<'a> {
+    recorded: Option<&'a Usage>,
+    at: Option<DateTime<Utc>>,
+    prices: &'a crate::cost::Prices,
+    ttl_override: Option<bool>,
+    /// Tokens of the results cleared so far (see `clears::Watch::cleared_tokens`).
+    cleared_tokens: u64,
+}
+
 /// A recorded call's tokens as the provider billed them, its writes at their TTL.
 fn recorded_bill(u: &Usage, ttl_override: Option<bool>) -> Billed {
     let (cache_write_5m, cache_write_1h) = recorded_writes(u, ttl_override);
@@ -734,6 +835,20 @@ fn recorded_writes(u: &Usage, ttl_override: Option<bool>) -> (u64, u64) {
     }
 }
 
+/// What a compile cleared, with its lever.
+fn clears_of(step: &ReplayStep) -> Vec<(String, String)> {
+    step.time_based_cleared
+        .iter()
+        .map(|id| (id.clone(), "time_based_microcompact".to_string()))
+        .chain(
+            step.policy_cleared
+                .iter()
+                .map(|c| (c.tool_use_id.clone(), c.rule.clone())),
+        )
+        .collect()
+}
+
+/// One compile of the replay, and the request it compiled (empty when it was refused).
 async fn compile_step(
     client: &Client,
     sid: &str,
@@ -741,7 +856,7 @@ async fn compile_step(
     answered: Option<&Usage>,
     source_line: u64,
     flags: Option<&RequestFlags>,
-) -> Result<ReplayStep> {
+) -> Result<(ReplayStep, String)> {
     let actual_input_tokens = answered.map(|u| {
         u.input_tokens
             .saturating_add(u.cache_creation_input_tokens)
@@ -759,7 +874,8 @@ async fn compile_step(
     match r {
         Ok(c) => {
             let m = c.metadata;
-            Ok(ReplayStep {
+            let body = c.request.get().to_string();
+            let step = ReplayStep {
                 source_line,
                 source_compaction: false,
                 estimated_tokens: m.tokens.estimated_tokens,
@@ -774,6 +890,7 @@ async fn compile_step(
                 request_bytes: m.request_bytes,
                 replaced: m.replaced,
                 time_based_cleared: m.microcompact.time_based_cleared,
+                policy_cleared: m.microcompact.policy_cleared,
                 compaction: m.compaction,
                 autocompact_skipped: m.autocompact_skipped,
                 compaction_shortfall: m.compaction_shortfall,
@@ -781,7 +898,8 @@ async fn compile_step(
                 request_tokens: m.cache.request_tokens,
                 first_difference: m.cache.first_difference,
                 ..ReplayStep::costless()
-            })
+            };
+            Ok((step, body))
         }
         Err(ClientError::Rpc { code, data, .. }) if code == PROMPT_TOO_LONG => {
             let get = |k: &str| {
@@ -790,7 +908,7 @@ async fn compile_step(
                     .and_then(|v| v.as_u64())
                     .unwrap_or(0)
             };
-            Ok(ReplayStep {
+            let step = ReplayStep {
                 source_line,
                 source_compaction: false,
                 estimated_tokens: get("estimated_tokens"),
@@ -807,7 +925,8 @@ async fn compile_step(
                 compaction: None,
                 autocompact_skipped: None,
                 ..ReplayStep::costless()
-            })
+            };
+            Ok((step, String::new()))
         }
         Err(e) => Err(e.into()),
     }

@@ -213,7 +213,7 @@ export type CacheCall = {
   cache_read_tokens: number;
   /**
    * The drop in cache reads was expected: `compaction` (ctxd's or the provider's),
-   * `cache_edit`, `time_based_microcompact`, `ttl_expiry` (the compile saw the TTL
+   * `cache_edit`, `time_based_microcompact`, `lean_policy`, `ttl_expiry` (the compile saw the TTL
    * run out) or `server_context_edit` (the provider's context editing cleared part
    * of this call's request).
    */
@@ -273,7 +273,8 @@ export type CacheCreation = {
 export type CacheMetadata = {
   /**
    * The difference is expected: `first_compile`, `compaction`, `cache_edit`,
-   * `time_based_microcompact`, `ttl_expiry` (the last model call answered longer ago
+   * `time_based_microcompact`, `lean_policy` (the lean policy cleared results),
+   * `ttl_expiry` (the last model call answered longer ago
    * than the latched TTL: nothing is predicted read), `server_context_edit` (the
    * provider's context editing cleared part of the last request: it rewrites the
    * prefix from the first cleared result), or `uncached_section:NAME` (an uncached
@@ -714,6 +715,11 @@ export type ContentBlock = ({
 };
 
 /**
+ * `settings.policy`.
+ */
+export type ContextPolicy = "claude_code" | "lean";
+
+/**
  * Where the context stands against the session's limits.
  */
 export type ContextState = {
@@ -1017,6 +1023,27 @@ export type InstructionSettings = {
 };
 
 /**
+ * `settings.lean`: the lean policy's rules.
+ */
+export type LeanSettings = {
+  /**
+   * The most recent results of reproducible tools are never cleared as stale.
+   */
+  keep_recent?: number;
+  /**
+   * A reproducible tool's result is stale once this many model responses have
+   * followed the last touch of its subject (the file it read, else the call itself).
+   */
+  stale_after_rounds?: number;
+  /**
+   * While the provider's cache is warm, a batch is cleared only if its tokens are at
+   * least this percentage of the tokens after it that the cache must write again
+   * (a cold cache clears every candidate).
+   */
+  warm_min_ratio_pct?: number;
+};
+
+/**
  * Bounds the daemon enforces; exceeding one is an error, never a crash.
  */
 export type Limits = {
@@ -1188,6 +1215,10 @@ export type MicrocompactReport = {
    */
   cache_edits_pinned: number;
   /**
+   * Results the lean policy cleared in this compile, oldest first.
+   */
+  policy_cleared?: Array<PolicyClear>;
+  /**
    * Results cleared by the time-based path in this compile.
    */
   time_based_cleared: Array<string>;
@@ -1279,6 +1310,18 @@ export type PlanModeResponse = {
    */
   plan_file: string;
   plan_mode: boolean;
+};
+
+/**
+ * One result the lean policy cleared, and why.
+ */
+export type PolicyClear = {
+  /**
+   * `superseded` (a later call produced it again) or `stale` (its subject untouched
+   * for `settings.lean.stale_after_rounds` responses).
+   */
+  rule: string;
+  tool_use_id: string;
 };
 
 /**
@@ -1920,6 +1963,10 @@ export type SessionSettings = {
    */
   language?: string | null;
   /**
+   * The lean policy's parameters (read only when `policy` is `lean`).
+   */
+  lean?: LeanSettings;
+  /**
    * Session memory: background notes, and session-memory compact.
    */
   memory?: MemorySettings;
@@ -1949,6 +1996,12 @@ export type SessionSettings = {
    * own when absent.
    */
   platform?: string | null;
+  /**
+   * How eagerly tool results the model no longer needs are cleared: `claude_code`
+   * (the default) clears them only as Claude Code does; `lean` also clears results a
+   * later call superseded and stale ones, where the cache is rewritten cheaply.
+   */
+  policy?: ContextPolicy;
   /**
    * The model provider `context.send` calls (none: `context.send` is refused and
    * the client sends the compiled request itself).

@@ -53,7 +53,8 @@ pub struct CacheMetadata {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub first_difference: Option<String>,
     /// The difference is expected: `first_compile`, `compaction`, `cache_edit`,
-    /// `time_based_microcompact`, `ttl_expiry` (the last model call answered longer ago
+    /// `time_based_microcompact`, `lean_policy` (the lean policy cleared results),
+    /// `ttl_expiry` (the last model call answered longer ago
     /// than the latched TTL: nothing is predicted read), `server_context_edit` (the
     /// provider's context editing cleared part of the last request: it rewrites the
     /// prefix from the first cleared result), or `uncached_section:NAME` (an uncached
@@ -111,7 +112,7 @@ pub struct CacheCall {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub predicted_read_tokens: Option<u64>,
     /// The drop in cache reads was expected: `compaction` (ctxd's or the provider's),
-    /// `cache_edit`, `time_based_microcompact`, `ttl_expiry` (the compile saw the TTL
+    /// `cache_edit`, `time_based_microcompact`, `lean_policy`, `ttl_expiry` (the compile saw the TTL
     /// run out) or `server_context_edit` (the provider's context editing cleared part
     /// of this call's request).
     #[serde(default, skip_serializing_if = "Option::is_none")]

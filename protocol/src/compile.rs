@@ -76,6 +76,18 @@ pub struct MicrocompactReport {
     pub cache_edits_added: Vec<String>,
     /// Pinned cache edits re-sent in this request.
     pub cache_edits_pinned: u32,
+    /// Results the lean policy cleared in this compile, oldest first.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub policy_cleared: Vec<PolicyClear>,
+}
+
+/// One result the lean policy cleared, and why.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+pub struct PolicyClear {
+    pub tool_use_id: String,
+    /// `superseded` (a later call produced it again) or `stale` (its subject untouched
+    /// for `settings.lean.stale_after_rounds` responses).
+    pub rule: String,
 }
 
 /// Where one system section landed.

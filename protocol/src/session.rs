@@ -148,6 +148,14 @@ pub struct SessionSettings {
     /// Microcompact: clearing old tool results.
     #[serde(default, skip_serializing_if = "MicrocompactSettings::is_default")]
     pub microcompact: MicrocompactSettings,
+    /// How eagerly tool results the model no longer needs are cleared: `claude_code`
+    /// (the default) clears them only as Claude Code does; `lean` also clears results a
+    /// later call superseded and stale ones, where the cache is rewritten cheaply.
+    #[serde(default, skip_serializing_if = "ContextPolicy::is_default")]
+    pub policy: ContextPolicy,
+    /// The lean policy's parameters (read only when `policy` is `lean`).
+    #[serde(default, skip_serializing_if = "LeanSettings::is_default")]
+    pub lean: LeanSettings,
     /// Instruction files (the CLAUDE.md chain).
     #[serde(default, skip_serializing_if = "InstructionSettings::is_default")]
     pub instructions: InstructionSettings,
@@ -436,6 +444,67 @@ impl Default for MicrocompactSettings {
 impl MicrocompactSettings {
     pub fn is_default(&self) -> bool {
         *self == MicrocompactSettings::default()
+    }
+}
+
+/// `settings.policy`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum ContextPolicy {
+    /// Clear tool results as Claude Code does (microcompact, when enabled).
+    #[default]
+    ClaudeCode,
+    /// Also clear superseded and stale results of reproducible tools (`settings.lean`).
+    Lean,
+}
+
+impl ContextPolicy {
+    pub fn is_default(&self) -> bool {
+        *self == ContextPolicy::default()
+    }
+}
+
+/// `settings.lean`: the lean policy's rules.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct LeanSettings {
+    /// A reproducible tool's result is stale once this many model responses have
+    /// followed the last touch of its subject (the file it read, else the call itself).
+    #[serde(default = "default_stale_after")]
+    pub stale_after_rounds: u32,
+    /// The most recent results of reproducible tools are never cleared as stale.
+    #[serde(default = "default_lean_keep")]
+    pub keep_recent: u32,
+    /// While the provider's cache is warm, a batch is cleared only if its tokens are at
+    /// least this percentage of the tokens after it that the cache must write again
+    /// (a cold cache clears every candidate).
+    #[serde(default = "default_warm_ratio")]
+    pub warm_min_ratio_pct: u32,
+}
+
+fn default_stale_after() -> u32 {
+    12
+}
+fn default_lean_keep() -> u32 {
+    6
+}
+fn default_warm_ratio() -> u32 {
+    300
+}
+
+impl Default for LeanSettings {
+    fn default() -> Self {
+        LeanSettings {
+            stale_after_rounds: default_stale_after(),
+            keep_recent: default_lean_keep(),
+            warm_min_ratio_pct: default_warm_ratio(),
+        }
+    }
+}
+
+impl LeanSettings {
+    pub fn is_default(&self) -> bool {
+        *self == LeanSettings::default()
     }
 }
 

@@ -44,6 +44,18 @@ pub struct ReplayArgs {
     /// Price table (JSON, dollars per million tokens) instead of the built-in one.
     #[arg(long)]
     prices: Option<PathBuf>,
+    /// The replay session's context policy: `claude_code` (the default) or `lean`
+    /// (clears superseded and stale tool results; see docs/policy.md).
+    #[arg(long, value_parser = ["claude_code", "lean"], default_value = "claude_code")]
+    policy: String,
+    /// The lean policy's parameters, as the JSON of `settings.lean`
+    /// (e.g. `{"stale_after_rounds": 8}`).
+    #[arg(long)]
+    lean: Option<String>,
+    /// Replay twice, under `claude_code` and under `lean`, and print both side by side
+    /// with what each lever saved and every premature clear.
+    #[arg(long)]
+    compare: bool,
 }
 
 /// A real (redacted) Claude Code session shipped with ctxd, MIT-licensed: see
@@ -179,19 +191,40 @@ pub async fn replay(ctx: &Ctx, client: &Client, a: &ReplayArgs) -> Result<()> {
         Some(p) => crate::cost::PriceTable::load(p)?,
         None => crate::cost::PriceTable::default(),
     };
-    let summary = replay::replay(
-        client,
-        &a.file,
-        replay::ReplayOptions {
-            cwd: a.cwd.as_deref(),
-            model,
-            json: ctx.json,
-            keep: a.keep,
-            cache_ttl_1h: a.cache_ttl.as_deref().map(|t| t == "1h"),
-            prices,
-        },
-    )
-    .await?;
+    let lean: LeanSettings = match &a.lean {
+        Some(j) => serde_json::from_str(j)
+            .map_err(|e| anyhow::anyhow!("--lean is not a settings.lean object: {e}"))?,
+        None => LeanSettings::default(),
+    };
+    let policy = if a.policy == "lean" {
+        ContextPolicy::Lean
+    } else {
+        ContextPolicy::ClaudeCode
+    };
+    let options = |policy: ContextPolicy, json: bool| replay::ReplayOptions {
+        cwd: a.cwd.as_deref(),
+        model: model.clone(),
+        json,
+        keep: a.keep,
+        cache_ttl_1h: a.cache_ttl.as_deref().map(|t| t == "1h"),
+        prices: prices.clone(),
+        policy,
+        lean: lean.clone(),
+    };
+    if a.compare {
+        let base =
+            replay::replay(client, &a.file, options(ContextPolicy::ClaudeCode, false)).await?;
+        let leaner = replay::replay(client, &a.file, options(ContextPolicy::Lean, false)).await?;
+        if ctx.json {
+            print_json(&serde_json::json!({"claude_code": base, "lean": leaner}))?;
+        } else {
+            let report =
+                crate::policy_report::compare(&a.file.display().to_string(), &base, &leaner);
+            outln!("{}", report.trim_end());
+        }
+        return Ok(());
+    }
+    let summary = replay::replay(client, &a.file, options(policy, ctx.json)).await?;
     if ctx.json {
         eprintln!("{}", serde_json::to_string(&summary)?);
         return Ok(());
@@ -253,11 +286,26 @@ pub async fn replay(ctx: &Ctx, client: &Client, a: &ReplayArgs) -> Result<()> {
     );
     outln!(
         "  (predicted: what ctxd expects the provider's cache to serve of its own compiles, \
-         prefix by prefix; recorded: what the source's responses reported. A transcript's \
-         first call finds nothing cached, so it is priced as a cache write. The simulated \
-         cost prices ctxd's predicted reads and writes at the model's list prices, the \
-         recorded one the source's reported usage.)"
+         prefix by prefix; recorded: what the source's responses reported. Where ctxd's \
+         cache is cold, the original agent's system prompt and tools are read as far as the \
+         source's call read them. The simulated cost prices ctxd's predicted reads and \
+         writes at the model's list prices, the recorded one the source's reported usage.)"
     );
+    if let Some(t) = &summary.totals {
+        outln!(
+            "policy {}: {} results cleared, {} premature ({:.1}%); with its {} sub-agent thread(s): {} calls, {} tokens sent, simulated ${:.4} vs recorded ${:.4} ({:.3}x)",
+            summary.policy,
+            t.cleared,
+            t.premature,
+            t.premature_rate * 100.0,
+            summary.threads.len(),
+            t.calls,
+            t.tokens_sent,
+            t.simulated_cost,
+            t.recorded_cost,
+            t.cost_ratio
+        );
+    }
     outln!(
         "{:.2} s for {:.2} MB ({:.2} s/MB)",
         summary.seconds,

@@ -243,6 +243,9 @@ class ConfiguredHook(_ConfiguredHookRequired, _ConfiguredHookOptional):
 ContentBlock = "Dict[str, Any]"
 
 
+ContextPolicy = "Union[Literal[\"claude_code\"], Literal[\"lean\"]]"
+
+
 _ContextStateRequired = TypedDict("_ContextStateRequired", {"above_autocompact": "bool", "at_blocking_limit": "bool", "autocompact_threshold": "int", "blocking_limit": "int", "effective_tokens": "int", "effective_window": "int", "is_above_error": "bool", "is_above_warning": "bool", "percent_left": "int", "warning_threshold": "int"})
 _ContextStateOptional = TypedDict("_ContextStateOptional", {}, total=False)
 
@@ -336,6 +339,14 @@ class InstructionSettings(_InstructionSettingsRequired, _InstructionSettingsOpti
     """How instruction files are discovered for a session."""
 
 
+_LeanSettingsRequired = TypedDict("_LeanSettingsRequired", {})
+_LeanSettingsOptional = TypedDict("_LeanSettingsOptional", {"keep_recent": "int", "stale_after_rounds": "int", "warm_min_ratio_pct": "int"}, total=False)
+
+
+class LeanSettings(_LeanSettingsRequired, _LeanSettingsOptional):
+    """`settings.lean`: the lean policy's rules."""
+
+
 _LimitsRequired = TypedDict("_LimitsRequired", {"max_append_records": "int", "max_batch_calls": "int", "max_connections": "int", "max_loaded_sessions": "int", "max_read_page": "int", "max_record_bytes": "int", "max_request_bytes": "int", "max_response_bytes": "int", "max_subscriptions_per_connection": "int"})
 _LimitsOptional = TypedDict("_LimitsOptional", {}, total=False)
 
@@ -404,7 +415,7 @@ class MessageInput(_MessageInputRequired, _MessageInputOptional):
 
 
 _MicrocompactReportRequired = TypedDict("_MicrocompactReportRequired", {"cache_edits_added": "List[str]", "cache_edits_pinned": "int", "time_based_cleared": "List[str]"})
-_MicrocompactReportOptional = TypedDict("_MicrocompactReportOptional", {}, total=False)
+_MicrocompactReportOptional = TypedDict("_MicrocompactReportOptional", {"policy_cleared": "List[PolicyClear]"}, total=False)
 
 
 class MicrocompactReport(_MicrocompactReportRequired, _MicrocompactReportOptional):
@@ -460,6 +471,14 @@ _PlanModeResponseOptional = TypedDict("_PlanModeResponseOptional", {}, total=Fal
 
 class PlanModeResponse(_PlanModeResponseRequired, _PlanModeResponseOptional):
     pass
+
+
+_PolicyClearRequired = TypedDict("_PolicyClearRequired", {"rule": "str", "tool_use_id": "str"})
+_PolicyClearOptional = TypedDict("_PolicyClearOptional", {}, total=False)
+
+
+class PolicyClear(_PolicyClearRequired, _PolicyClearOptional):
+    """One result the lean policy cleared, and why."""
 
 
 ProviderConfig = "Dict[str, Any]"
@@ -652,7 +671,7 @@ SessionNotification = "Dict[str, Any]"
 
 
 _SessionSettingsRequired = TypedDict("_SessionSettingsRequired", {})
-_SessionSettingsOptional = TypedDict("_SessionSettingsOptional", {"attachments": "AttachmentSettings", "autocompact": "Optional[bool]", "autocompact_pct_override": "Optional[int]", "blocking_limit_margin": "Optional[int]", "cache_diagnostics": "bool", "collapse": "CollapseConfig", "hooks": "HookSettings", "instructions": "InstructionSettings", "language": "Optional[str]", "memory": "MemorySettings", "microcompact": "MicrocompactSettings", "output_style": "Optional[str]", "plan_file": "Optional[str]", "plan_mode": "bool", "platform": "Optional[str]", "provider": "Optional[ProviderConfig]", "provider_context_management": "Optional[ProviderContextManagement]", "snip_enabled": "bool", "summariser": "Optional[SummariserConfig]", "tool_result_size_overrides": "Dict[str, Any]"}, total=False)
+_SessionSettingsOptional = TypedDict("_SessionSettingsOptional", {"attachments": "AttachmentSettings", "autocompact": "Optional[bool]", "autocompact_pct_override": "Optional[int]", "blocking_limit_margin": "Optional[int]", "cache_diagnostics": "bool", "collapse": "CollapseConfig", "hooks": "HookSettings", "instructions": "InstructionSettings", "language": "Optional[str]", "lean": "LeanSettings", "memory": "MemorySettings", "microcompact": "MicrocompactSettings", "output_style": "Optional[str]", "plan_file": "Optional[str]", "plan_mode": "bool", "platform": "Optional[str]", "policy": "ContextPolicy", "provider": "Optional[ProviderConfig]", "provider_context_management": "Optional[ProviderContextManagement]", "snip_enabled": "bool", "summariser": "Optional[SummariserConfig]", "tool_result_size_overrides": "Dict[str, Any]"}, total=False)
 
 
 class SessionSettings(_SessionSettingsRequired, _SessionSettingsOptional):

@@ -145,6 +145,7 @@ impl Engine {
             Some(_) if !c.metadata.microcompact.time_based_cleared.is_empty() => {
                 Some("time_based_microcompact")
             }
+            Some(_) if !c.metadata.microcompact.policy_cleared.is_empty() => Some("lean_policy"),
             Some(_) => None,
         };
         cache.expected_break = expected.map(str::to_string).or_else(|| {

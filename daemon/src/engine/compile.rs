@@ -282,13 +282,13 @@ impl Engine {
     /// Freezes what the compile decided (microcompact clearing, cache edits) before its
     /// request leaves: one transaction, then the in-memory copy.
     async fn store_effects(&self, l: &mut Loaded, e: &Effects) -> Result<()> {
-        if e.time_based_cleared.is_empty() && e.new_edit.is_none() && !e.reset_edits {
+        if e.cleared.is_empty() && e.new_edit.is_none() && !e.reset_edits {
             return Ok(());
         }
         let sid = l.row.id.clone();
         let seq = l.records.last().map_or(0, |r| r.seq);
         let cleared: Vec<(String, Fate)> = e
-            .time_based_cleared
+            .cleared
             .iter()
             .map(|id| (id.clone(), Fate::Replaced(CLEARED.into())))
             .collect();

@@ -35,6 +35,8 @@ pub mod contract;
 pub mod digest;
 #[path = "stages/latch.rs"]
 pub mod latch;
+#[path = "compaction/lean.rs"]
+pub mod lean;
 #[path = "reminders/mentions.rs"]
 pub mod mentions;
 #[path = "stages/message.rs"]

@@ -28,8 +28,8 @@ use super::projection::Shown;
 use super::system::SystemInputs;
 use super::usage::{self, Picture, UsageInputs};
 use super::{
-    attachments, cache_markers, latch, projection, snip, system, thresholds, tokens, tool_plan,
-    tools, user_context, wire,
+    attachments, cache_markers, latch, lean, projection, snip, system, thresholds, tokens,
+    tool_plan, tools, user_context, wire,
 };
 
 /// The session state a compile reads.
@@ -111,9 +111,10 @@ pub struct CompileInput<'a> {
 /// Decisions of this compile that must be stored before its request is shown.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct Effects {
-    pub time_based_cleared: Vec<String>,
+    /// Results cleared in this compile, by time-based microcompact or the lean policy.
+    pub cleared: Vec<String>,
     pub new_edit: Option<PinnedEdit>,
-    /// Time-based clearing fired: the cache the pinned edits applied to is gone.
+    /// A clearing on a cold cache fired: the cache the pinned edits applied to is gone.
     pub reset_edits: bool,
 }
 
@@ -151,11 +152,13 @@ pub fn compile(input: &CompileInput<'_>) -> Result<Compiled, serde_json::Error> 
     let Trimmed {
         shown,
         newly_cleared,
+        policy_cleared,
+        cold_clear,
         reset_edits,
         pinned,
     } = trim(input, &view);
     let shown_refs: Vec<&Record> = shown.iter().map(|c| c.as_ref()).collect();
-    let cache_deletes = cache_deletes(&shown_refs, pinned, newly_cleared.is_empty(), mc);
+    let cache_deletes = cache_deletes(&shown_refs, pinned, !cold_clear, mc);
 
     let SystemSection {
         blocks: mut system_blocks,
@@ -346,6 +349,13 @@ pub fn compile(input: &CompileInput<'_>) -> Result<Compiled, serde_json::Error> 
                 .map(|e| e.tool_use_ids.clone())
                 .unwrap_or_default(),
             cache_edits_pinned: crate::saturate::u32_of(pinned.len()),
+            policy_cleared: policy_cleared
+                .iter()
+                .map(|(id, rule)| ctxd_protocol::PolicyClear {
+                    tool_use_id: id.clone(),
+                    rule: rule.as_str().to_string(),
+                })
+                .collect(),
         },
         cache: CacheMetadata {
             predicted_read_tokens: prediction.read_tokens,
@@ -365,7 +375,10 @@ pub fn compile(input: &CompileInput<'_>) -> Result<Compiled, serde_json::Error> 
         body,
         metadata,
         effects: Effects {
-            time_based_cleared: newly_cleared,
+            cleared: newly_cleared
+                .into_iter()
+                .chain(policy_cleared.into_iter().map(|(id, _)| id))
+                .collect(),
             new_edit,
             reset_edits,
         },
@@ -466,9 +479,13 @@ struct Trimmed<'v, 'i> {
     shown: Vec<Shown<'v>>,
     /// Cleared by time-based microcompact in this compile (to freeze).
     newly_cleared: Vec<String>,
-    /// Time-based clearing fired: the cache the pinned edits applied to is gone.
+    /// Cleared by the lean policy in this compile (to freeze), with the rule.
+    policy_cleared: Vec<(String, lean::Rule)>,
+    /// Results were cleared on a cold cache (time-based, or the lean policy's).
+    cold_clear: bool,
+    /// A cold clearing fired: the cache the pinned edits applied to is gone.
     reset_edits: bool,
-    /// The cache edits still sent: none once time-based clearing fired.
+    /// The cache edits still sent: none once a cold clearing fired.
     pinned: &'i [PinnedEdit],
 }
 
@@ -488,33 +505,70 @@ fn trim<'v, 'i>(input: &CompileInput<'i>, view: &[&'v Record]) -> Trimmed<'v, 'i
     let mc = &microcompact_settings(input);
     // Microcompact, time-based: decided here, frozen by the engine.
     let newly_cleared = microcompact::time_based(view, input.cleared, mc, input.now);
+    let lean = lean_clears(input, view, &newly_cleared);
     let mut fates: Cow<'_, BTreeMap<String, Fate>> = Cow::Borrowed(input.fates);
-    if !input.cleared.is_empty() || !newly_cleared.is_empty() {
+    if !input.cleared.is_empty() || !newly_cleared.is_empty() || !lean.clears.is_empty() {
         let f = fates.to_mut();
         for (id, fate) in input.cleared {
             f.insert(id.clone(), fate.clone());
         }
-        for id in &newly_cleared {
+        for id in newly_cleared
+            .iter()
+            .chain(lean.clears.iter().map(|(id, _)| id))
+        {
             f.insert(id.clone(), Fate::Replaced(CLEARED.into()));
         }
     }
     let shown: Vec<Shown<'v>> = budget::apply(view, &fates);
-    let reset_edits = !newly_cleared.is_empty() && !input.pinned_edits.is_empty();
-    let pinned: &[PinnedEdit] = if newly_cleared.is_empty() {
-        input.pinned_edits
-    } else {
-        &[]
-    };
+    // A clearing on a cold cache: the cache the pinned edits applied to is gone.
+    let cold_clear = !newly_cleared.is_empty() || (lean.cold && !lean.clears.is_empty());
+    let reset_edits = cold_clear && !input.pinned_edits.is_empty();
+    let pinned: &[PinnedEdit] = if cold_clear { &[] } else { input.pinned_edits };
     Trimmed {
         shown,
         newly_cleared,
+        policy_cleared: lean.clears,
+        cold_clear,
         reset_edits,
         pinned,
     }
 }
 
-/// Microcompact, cached: what it deletes now, only while the cache is warm (time-based
-/// clearing did not fire), beyond what the pinned edits already delete.
+/// The lean policy's clears, beyond what time-based microcompact clears now; none under
+/// the default policy, or while the provider's context editing owns the clearing.
+fn lean_clears(
+    input: &CompileInput<'_>,
+    view: &[&Record],
+    time_based: &[String],
+) -> lean::Decision {
+    let settings = input.session.settings;
+    if settings.policy != ctxd_protocol::ContextPolicy::Lean
+        || latch::provider_clears_tool_results(input.flags)
+    {
+        return lean::Decision::default();
+    }
+    let clock = lean::CacheClock {
+        now: input.now,
+        ttl_secs: if input.flags.cache_ttl.as_deref() == Some("1h") {
+            3_600
+        } else {
+            300
+        },
+    };
+    let mut decision = lean::decide(
+        view,
+        input.cleared,
+        input.fates,
+        &settings.lean,
+        clock,
+        input.pinned_edits.is_empty(),
+    );
+    decision.clears.retain(|(id, _)| !time_based.contains(id));
+    decision
+}
+
+/// Microcompact, cached: what it deletes now, only while the cache is warm (no cold
+/// clearing fired), beyond what the pinned edits already delete.
 fn cache_deletes(
     shown: &[&Record],
     pinned: &[PinnedEdit],

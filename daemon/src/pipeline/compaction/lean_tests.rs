@@ -1,0 +1,226 @@
+use super::*;
+use serde_json::json;
+
+const T0: &str = "2026-11-29T10:00:00Z";
+
+/// A transcript of calls, one model response each: `(tool, input, result)`.
+fn transcript(calls: &[(&str, Value, &str)]) -> Vec<Record> {
+    let mut out = Vec::new();
+    for (i, (name, input, result)) in calls.iter().enumerate() {
+        out.push(
+            serde_json::from_value(json!({"uuid": format!("a{i}"), "seq": 2 * i + 1,
+                "type": "assistant", "timestamp": T0, "message_id": format!("m{i}"),
+                "content": [{"type": "tool_use", "id": format!("t{i}"), "name": name,
+                    "input": input}]}))
+            .unwrap(),
+        );
+        out.push(
+            serde_json::from_value(json!({"uuid": format!("u{i}"), "seq": 2 * i + 2,
+                "type": "user", "timestamp": T0,
+                "content": [{"type": "tool_result", "tool_use_id": format!("t{i}"),
+                    "content": result}]}))
+            .unwrap(),
+        );
+    }
+    out
+}
+
+fn at(minutes: i64) -> CacheClock {
+    CacheClock {
+        now: T0.parse::<DateTime<Utc>>().unwrap() + chrono::Duration::minutes(minutes),
+        ttl_secs: 300,
+    }
+}
+
+/// Never stale within these tests unless asked.
+fn superseded_only() -> LeanSettings {
+    LeanSettings {
+        stale_after_rounds: 1_000,
+        keep_recent: 0,
+        warm_min_ratio_pct: 100,
+    }
+}
+
+fn cold(records: &[Record], settings: &LeanSettings) -> Vec<(String, Rule)> {
+    let view: Vec<&Record> = records.iter().collect();
+    let d = decide(
+        &view,
+        &BTreeMap::new(),
+        &BTreeMap::new(),
+        settings,
+        at(6),
+        true,
+    );
+    assert!(d.cold);
+    d.clears
+}
+
+fn ids(clears: &[(String, Rule)]) -> Vec<&str> {
+    clears.iter().map(|(id, _)| id.as_str()).collect()
+}
+
+#[test]
+fn a_repeated_read_command_or_search_supersedes_the_earlier_result() {
+    let recs = transcript(&[
+        ("Read", json!({"file_path": "/p/a.rs"}), "fn a() {}"),
+        ("Bash", json!({"command": "cargo test"}), "1 failed"),
+        ("Grep", json!({"pattern": "fn a"}), "/p/a.rs"),
+        ("Read", json!({"file_path": "/p/a.rs"}), "fn a() { 1 }"),
+        ("Bash", json!({"command": "cargo test"}), "ok"),
+        ("Grep", json!({"pattern": "fn b"}), "none"),
+    ]);
+    let clears = cold(&recs, &superseded_only());
+    assert_eq!(ids(&clears), vec!["t0", "t1"]);
+    assert!(clears.iter().all(|(_, r)| *r == Rule::Superseded));
+}
+
+#[test]
+fn another_range_of_the_same_file_is_not_a_repetition() {
+    let recs = transcript(&[
+        (
+            "Read",
+            json!({"file_path": "/p/a.rs", "offset": 1, "limit": 50}),
+            "head",
+        ),
+        (
+            "Read",
+            json!({"file_path": "/p/a.rs", "offset": 51, "limit": 50}),
+            "tail",
+        ),
+    ]);
+    assert!(cold(&recs, &superseded_only()).is_empty());
+}
+
+#[test]
+fn a_whole_file_write_supersedes_its_reads_but_an_edit_does_not() {
+    let recs = transcript(&[
+        ("Read", json!({"file_path": "/p/a.rs"}), "old a"),
+        ("Read", json!({"file_path": "/p/b.rs"}), "old b"),
+        (
+            "Edit",
+            json!({"file_path": "/p/b.rs", "old_string": "old", "new_string": "new"}),
+            "ok",
+        ),
+        (
+            "Write",
+            json!({"file_path": "/p/a.rs", "content": "new a"}),
+            "ok",
+        ),
+    ]);
+    assert_eq!(ids(&cold(&recs, &superseded_only())), vec!["t0"]);
+}
+
+#[test]
+fn stale_results_age_from_the_last_touch_of_their_file_and_the_recent_are_kept() {
+    let mut calls = vec![
+        ("Read", json!({"file_path": "/p/kept-in-play.rs"}), "a"),
+        ("Read", json!({"file_path": "/p/left-alone.rs"}), "b"),
+        ("Bash", json!({"command": "ls"}), "c"),
+    ];
+    for i in 0..4 {
+        calls.push(("Glob", json!({"pattern": format!("*.{i}")}), "d"));
+    }
+    // The file read first is edited in the last response: its read stays in play.
+    calls.push((
+        "Edit",
+        json!({"file_path": "/p/kept-in-play.rs", "old_string": "a", "new_string": "b"}),
+        "ok",
+    ));
+    let recs = transcript(&calls);
+    let settings = LeanSettings {
+        stale_after_rounds: 4,
+        keep_recent: 2,
+        warm_min_ratio_pct: 100,
+    };
+    let clears = cold(&recs, &settings);
+    // 8 responses: t1 and t2 are 6 and 5 old, t3 is 4 old, t4 is 3 old; t5 and t6 are
+    // the two most recent reproducible results.
+    assert_eq!(ids(&clears), vec!["t1", "t2", "t3"]);
+    assert!(clears.iter().all(|(_, r)| *r == Rule::Stale));
+}
+
+#[test]
+fn edits_and_unknown_tools_are_never_cleared() {
+    let recs = transcript(&[
+        (
+            "Edit",
+            json!({"file_path": "/p/a.rs", "old_string": "a", "new_string": "b"}),
+            "ok",
+        ),
+        ("mcp__db__query", json!({"sql": "select 1"}), "1"),
+        ("mcp__db__query", json!({"sql": "select 1"}), "1"),
+        ("Task", json!({"prompt": "look"}), "found"),
+    ]);
+    let settings = LeanSettings {
+        stale_after_rounds: 0,
+        keep_recent: 0,
+        warm_min_ratio_pct: 0,
+    };
+    assert!(cold(&recs, &settings).is_empty());
+}
+
+#[test]
+fn a_warm_cache_clears_only_a_batch_worth_its_rewrite() {
+    let big = "x".repeat(4_000);
+    let edit = "y".repeat(8_000);
+    let recs = transcript(&[
+        ("Read", json!({"file_path": "/p/a.rs"}), "small"),
+        (
+            "Edit",
+            json!({"file_path": "/p/b.rs", "old_string": edit, "new_string": ""}),
+            "ok",
+        ),
+        ("Bash", json!({"command": "make"}), &big),
+        ("Read", json!({"file_path": "/p/a.rs"}), "small again"),
+        ("Bash", json!({"command": "make"}), "done"),
+    ]);
+    let view: Vec<&Record> = recs.iter().collect();
+    let none = BTreeMap::new();
+    let settings = superseded_only();
+    // Warm: t2 (1,000 tokens) is worth the few tokens after it; from t0 on, the batch
+    // would write the edit's 2,000 tokens again to save 1,002.
+    let warm = decide(&view, &none, &none, &settings, at(1), true);
+    assert!(!warm.cold);
+    assert_eq!(ids(&warm.clears), vec!["t2"]);
+    // A higher bar than the batch reaches: nothing while warm, everything once cold.
+    let strict = LeanSettings {
+        warm_min_ratio_pct: 100_000,
+        ..settings.clone()
+    };
+    assert!(
+        decide(&view, &none, &none, &strict, at(1), true)
+            .clears
+            .is_empty()
+    );
+    assert_eq!(
+        ids(&decide(&view, &none, &none, &strict, at(6), true).clears),
+        vec!["t0", "t2"]
+    );
+    // Another lever edits the warm cache: the policy waits for it to go cold.
+    assert!(
+        decide(&view, &none, &none, &settings, at(1), false)
+            .clears
+            .is_empty()
+    );
+}
+
+#[test]
+fn what_is_cleared_already_is_not_cleared_again() {
+    let recs = transcript(&[
+        ("Bash", json!({"command": "make"}), CLEARED),
+        ("Bash", json!({"command": "make"}), "b"),
+        ("Bash", json!({"command": "make"}), "c"),
+    ]);
+    let view: Vec<&Record> = recs.iter().collect();
+    let cleared: BTreeMap<String, Fate> =
+        [("t1".to_string(), Fate::Replaced(CLEARED.into()))].into();
+    let d = decide(
+        &view,
+        &cleared,
+        &BTreeMap::new(),
+        &superseded_only(),
+        at(6),
+        true,
+    );
+    assert!(d.clears.is_empty());
+}
