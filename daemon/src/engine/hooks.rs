@@ -19,6 +19,7 @@ mod events;
 mod model;
 mod rpc;
 
+use crate::pipeline::kinds;
 use std::collections::{BTreeSet, HashMap};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -164,7 +165,7 @@ fn file_changed_paths(eff: &Effective, cwd: &str) -> Vec<PathBuf> {
 pub(crate) fn context_record(event: HookEvent, contexts: &[String], ts: &str) -> RecordInput {
     crate::pipeline::attachments::record(
         json!({
-            "type": "hook_additional_context",
+            "type": kinds::HOOK_ADDITIONAL_CONTEXT,
             "hook_event_name": event.as_str(),
             "content": contexts,
         }),
@@ -186,7 +187,7 @@ pub(crate) fn feedback_record(
         .map(|r| r.command.as_str())
         .collect();
     let mut a = json!({
-        "type": "hook_blocking_error",
+        "type": kinds::HOOK_BLOCKING_ERROR,
         "hook_event_name": event.as_str(),
         "reason": reason,
     });

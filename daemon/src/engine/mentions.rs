@@ -14,7 +14,8 @@ use crate::discovery::{self as paths};
 use crate::error::{Error, Result};
 use crate::limits::{MAX_MENTION_ENTRIES, MAX_MENTION_FILE_BYTES, MAX_MENTION_LINES};
 use crate::pipeline::capabilities::McpServer;
-use crate::pipeline::mentions::{self, AT_MENTION, Mention};
+use crate::pipeline::kinds::AT_MENTION;
+use crate::pipeline::mentions::{self, Mention};
 use crate::safe_read::{self, ReadError};
 
 /// The prompts of the current turn (after the last response) with their text, less those

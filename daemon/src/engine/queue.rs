@@ -12,6 +12,8 @@ use ctxd_protocol::{
 };
 use serde_json::json;
 
+use crate::pipeline::kinds;
+
 use super::Engine;
 use crate::error::{Error, Result};
 use crate::limits::MAX_QUEUED_ENTRIES;
@@ -36,7 +38,7 @@ pub(crate) fn queued_record(e: &QueuedEntry, ts: &str, sidechain: bool) -> Recor
         .cloned()
         .collect();
     let mut value = json!({
-        "type": "queued_command",
+        "type": kinds::QUEUED_COMMAND,
         "prompt": text.join("\n"),
         "source_uuid": e.queue_id,
         "commandMode": "prompt",

@@ -4,6 +4,7 @@
 //! what they decide is stored as attachment records so every later compile, restart and
 //! fork replays the same bytes.
 
+use crate::pipeline::kinds;
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -544,7 +545,7 @@ impl Engine {
             .collect();
         let text: Vec<String> = nested.iter().filter_map(discovery::render_block).collect();
         found.attachment = Some(serde_json::json!({
-            "type": "nested_memory",
+            "type": kinds::NESTED_MEMORY,
             "paths": nested.iter().map(|f| f.path.display().to_string()).collect::<Vec<_>>(),
             "content": text.join("\n\n"),
         }));
@@ -586,7 +587,7 @@ pub(crate) fn changed_files_found(changes: Vec<FileChange>) -> FilesFound {
             FileChange::Edited { state, snippet } => {
                 if let Some(sn) = snippet {
                     found.attachments.push(serde_json::json!({
-                        "type": "edited_text_file",
+                        "type": kinds::EDITED_TEXT_FILE,
                         "filename": state.path,
                         "snippet": sn,
                         "content": changed_files::render_attachment(&state.path, &sn),
@@ -630,7 +631,7 @@ pub(crate) fn date_change(
     let today = crate::clock::local_date(now, utc_offset);
     (today != announced).then(|| {
         (
-            serde_json::json!({"type": "date_change", "date": today}),
+            serde_json::json!({"type": kinds::DATE_CHANGE, "date": today}),
             today,
         )
     })

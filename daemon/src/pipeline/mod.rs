@@ -33,6 +33,8 @@ pub mod compile;
 pub mod contract;
 #[path = "stages/digest.rs"]
 pub mod digest;
+#[path = "reminders/kinds.rs"]
+pub mod kinds;
 #[path = "stages/latch.rs"]
 pub mod latch;
 #[path = "compaction/lean.rs"]

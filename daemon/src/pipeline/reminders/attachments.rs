@@ -11,6 +11,8 @@
 use std::fmt::Write as _;
 
 use ctxd_protocol::{Record, RecordInput, RecordKind};
+
+use super::kinds::{AttachmentKind, HOOK_ADDITIONAL_CONTEXT, HOOK_BLOCKING_ERROR};
 use serde_json::{Map, Value};
 
 /// The text an attachment record shows the model, or `None` when it shows nothing
@@ -21,8 +23,8 @@ pub fn render(record: &Record) -> Option<String> {
         return None;
     }
     let kind = obj.get("type").and_then(Value::as_str).unwrap_or("unknown");
-    let own = typed(kind, obj);
-    if own.is_none() && SILENT_WHEN_EMPTY.contains(&kind) {
+    let own = typed(AttachmentKind::of(kind), obj);
+    if own.is_none() && AttachmentKind::of(kind).silent_when_empty() {
         return None;
     }
     let text = own
@@ -37,18 +39,12 @@ pub fn render(record: &Record) -> Option<String> {
     }
 }
 
-/// Types whose renderer says everything there is: nothing to say means no reminder.
-const SILENT_WHEN_EMPTY: [&str; 5] = [
-    super::capabilities::DEFERRED_TOOLS_DELTA,
-    super::capabilities::AGENT_LISTING_DELTA,
-    super::capabilities::MCP_INSTRUCTIONS_DELTA,
-    super::skills::SKILL_LISTING,
-    super::skills::INVOKED_SKILLS,
-];
-
-fn typed(kind: &str, obj: &Map<String, Value>) -> Option<String> {
+/// The words of a kind ctxd knows; `None` for one it does not (its `content`, `text` or
+/// fields are shown instead) or when the attachment lacks what its kind needs.
+fn typed(kind: AttachmentKind<'_>, obj: &Map<String, Value>) -> Option<String> {
+    use AttachmentKind as K;
     match kind {
-        "date_change" => {
+        K::DateChange => {
             // Ours say `date`; Claude Code's `newDate`.
             let date = str_field(obj, "date").or_else(|| str_field(obj, "newDate"))?;
             Some(format!(
@@ -56,27 +52,25 @@ fn typed(kind: &str, obj: &Map<String, Value>) -> Option<String> {
                  to the user unless it is relevant to their request."
             ))
         }
-        "hook_additional_context" => hook_context_text(obj),
-        "hook_blocking_error" => hook_feedback_text(obj),
-        "queued_commands" => queued_text(obj),
-        super::capabilities::DEFERRED_TOOLS_DELTA => super::capabilities::render_deferred(obj),
-        super::capabilities::AGENT_LISTING_DELTA => super::capabilities::render_agents(obj),
-        super::capabilities::MCP_INSTRUCTIONS_DELTA => super::capabilities::render_mcp(obj),
-        super::skills::SKILL_LISTING => super::skills::render_listing(obj),
-        super::skills::INVOKED_SKILLS => super::skills::render_invoked(obj),
-        "queued_command" => queued_command_text(obj),
-        "edited_text_file" | "changed_files" => edited_text(obj),
-        "nested_memory" => nested_text(obj),
-        super::mentions::AT_MENTION => super::mentions::render(obj),
-        "plan_file" | "plan_file_reference" => plan_file_text(obj),
-        super::plan_mode::PLAN_MODE
-        | super::plan_mode::PLAN_MODE_EXIT
-        | super::plan_mode::PLAN_MODE_REENTRY => super::plan_mode::render(kind, obj),
-        super::task_reminder::TODO_REMINDER | super::task_reminder::TASK_REMINDER => {
-            super::task_reminder::render(kind, obj)
+        K::HookAdditionalContext => hook_context_text(obj),
+        K::HookBlockingError => hook_feedback_text(obj),
+        K::QueuedCommands => queued_text(obj),
+        K::DeferredToolsDelta => super::capabilities::render_deferred(obj),
+        K::AgentListingDelta => super::capabilities::render_agents(obj),
+        K::McpInstructionsDelta => super::capabilities::render_mcp(obj),
+        K::SkillListing => super::skills::render_listing(obj),
+        K::InvokedSkills => super::skills::render_invoked(obj),
+        K::QueuedCommand => queued_command_text(obj),
+        K::EditedTextFile | K::ChangedFiles => edited_text(obj),
+        K::NestedMemory => nested_text(obj),
+        K::AtMention => super::mentions::render(obj),
+        K::PlanFile | K::PlanFileReference => plan_file_text(obj),
+        K::PlanMode | K::PlanModeExit | K::PlanModeReentry => {
+            super::plan_mode::render(kind.as_str(), obj)
         }
-        super::relevant_memories::RELEVANT_MEMORIES => super::relevant_memories::render(obj),
-        _ => None,
+        K::TodoReminder | K::TaskReminder => super::task_reminder::render(kind.as_str(), obj),
+        K::RelevantMemories => super::relevant_memories::render(obj),
+        K::Other(_) => None,
     }
 }
 
@@ -171,7 +165,7 @@ pub fn hook_contexts(view: &[&Record]) -> Vec<ctxd_protocol::HookContextRef> {
         .filter_map(|r| {
             let obj = r.attachment.as_ref()?.as_object()?;
             let kind = obj.get("type")?.as_str()?;
-            if !matches!(kind, "hook_additional_context" | "hook_blocking_error") {
+            if kind != HOOK_ADDITIONAL_CONTEXT && kind != HOOK_BLOCKING_ERROR {
                 return None;
             }
             Some(ctxd_protocol::HookContextRef {

@@ -11,6 +11,7 @@
 //! Which tools are sent is `tool_plan`'s; `Ledger` keeps the fold (and what else the
 //! transcript says: the skill sent-set, discoveries, invocations) incremental.
 
+use super::kinds::{AGENT_LISTING_DELTA, DEFERRED_TOOLS_DELTA, MCP_INSTRUCTIONS_DELTA};
 use std::collections::{BTreeMap, BTreeSet};
 
 use ctxd_protocol::{AgentType, Record};
@@ -20,10 +21,6 @@ use serde_json::{Map, Value, json};
 pub use super::reported::{McpBlock, McpServer, Stamped};
 use super::text::string_list;
 use super::tool_plan::{discovery_order, tool_references};
-
-pub const DEFERRED_TOOLS_DELTA: &str = "deferred_tools_delta";
-pub const AGENT_LISTING_DELTA: &str = "agent_listing_delta";
-pub const MCP_INSTRUCTIONS_DELTA: &str = "mcp_instructions_delta";
 
 /// Claude Code's heading of MCP instructions, in `system` and in deltas.
 pub const MCP_HEADING: &str = "# MCP Server Instructions\n\nThe following MCP servers have provided instructions for how to use their tools and resources:";

@@ -12,9 +12,6 @@
 use crate::limits::MAX_MENTIONS;
 use serde_json::{Map, Value};
 
-/// The attachment type of a mention.
-pub const AT_MENTION: &str = "at_mention";
-
 /// A line range: `#L10-20` → `(10, Some(20))`; `#L10` → `(10, None)`.
 pub type LineRange = (u64, Option<u64>);
 

@@ -19,6 +19,7 @@
 //! Records use Claude Code's field names (`reminderType`, `planFilePath`, `planExists`),
 //! so imported sessions render and count the same way.
 
+use super::kinds::{PLAN_MODE, PLAN_MODE_EXIT, PLAN_MODE_REENTRY};
 use std::fmt::Write as _;
 
 use ctxd_protocol::{Record, RecordKind};
@@ -28,10 +29,6 @@ use super::records::{INTERRUPTED, is_user_typed};
 
 /// Every `FULL_EVERY`th reminder since entry is a full one.
 pub const FULL_EVERY: usize = 5;
-
-pub const PLAN_MODE: &str = "plan_mode";
-pub const PLAN_MODE_EXIT: &str = "plan_mode_exit";
-pub const PLAN_MODE_REENTRY: &str = "plan_mode_reentry";
 
 /// The plan file as the session sees it now.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -72,7 +69,7 @@ pub fn reminder(kind: ReminderType, file: &PlanFile<'_>) -> Value {
 pub fn after_compaction(enabled: bool, path: &str, plan_text: Option<&str>) -> Vec<Value> {
     let mut out = Vec::new();
     if let Some(text) = plan_text.filter(|t| !t.trim().is_empty()) {
-        out.push(json!({"type": "plan_file_reference", "planFilePath": path, "planContent": text}));
+        out.push(json!({"type": super::kinds::PLAN_FILE_REFERENCE, "planFilePath": path, "planContent": text}));
     }
     if enabled {
         let file = PlanFile {

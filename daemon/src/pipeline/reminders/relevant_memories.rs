@@ -15,13 +15,13 @@
 //! * **Stable bytes**: the header (with the file's age) is computed when the attachment
 //!   is made and stored in it, so rendering never depends on the clock.
 
+use super::kinds::RELEVANT_MEMORIES;
 use std::collections::BTreeSet;
 
 use bm25::{Embedder, EmbedderBuilder, Language, Scorer};
 use ctxd_protocol::{ContentBlock, Record, RecordKind};
 use serde_json::{Value, json};
 
-pub const RELEVANT_MEMORIES: &str = "relevant_memories";
 pub const MAX_FILES: usize = 5;
 pub const MAX_LINES: usize = 200;
 pub const MAX_BYTES: usize = 4 * 1024;

@@ -8,13 +8,11 @@
 //! session unless its description changes. Restart, fork and import rebuild it from the
 //! records alone.
 
+use super::kinds::{INVOKED_SKILLS, SKILL_LISTING};
 use std::collections::BTreeMap;
 
 use ctxd_protocol::{ContentBlock, Record, RecordKind};
 use serde_json::{Value, json};
-
-pub const SKILL_LISTING: &str = "skill_listing";
-pub const INVOKED_SKILLS: &str = "invoked_skills";
 
 /// Claude Code's sentence before the listed skills.
 pub const LISTING_HEADING: &str = "The following skills are available for use with the Skill tool:";

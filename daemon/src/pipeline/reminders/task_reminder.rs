@@ -9,6 +9,7 @@
 //! projection, so a compaction starts it afresh; the task list is read from the whole main
 //! thread, because the tasks outlive a compaction.
 
+use super::kinds::{TASK_REMINDER, TODO_REMINDER};
 use std::collections::BTreeMap;
 use std::fmt::Write as _;
 
@@ -23,8 +24,6 @@ pub const SILENT_TURNS: usize = 10;
 pub const TODO_WRITE: &str = "TodoWrite";
 pub const TASK_CREATE: &str = "TaskCreate";
 pub const TASK_UPDATE: &str = "TaskUpdate";
-pub const TODO_REMINDER: &str = "todo_reminder";
-pub const TASK_REMINDER: &str = "task_reminder";
 
 /// Which task tools the session offers.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -18,7 +18,7 @@ pub const FREE: &str = "free_space";
 pub const BUFFER: &str = "autocompact_buffer";
 
 /// Attachment types that carry instruction files.
-const INSTRUCTION_ATTACHMENTS: [&str; 1] = ["nested_memory"];
+const INSTRUCTION_ATTACHMENTS: [&str; 1] = [super::kinds::NESTED_MEMORY];
 
 pub struct UsageInputs<'a> {
     pub system_chars: u64,
