@@ -44,7 +44,7 @@ fn cells(u: &UsageResponse) -> Vec<usize> {
         .collect();
     let mut out: Vec<usize> = exact
         .iter()
-        .map(|e| ctxd::saturate::usize_from_f64(e.floor()))
+        .map(|e| ctxd_pipeline::saturate::usize_from_f64(e.floor()))
         .collect();
     let mut left = (COLUMNS * ROWS).saturating_sub(out.iter().sum());
     let mut order: Vec<usize> = (0..out.len()).collect();

@@ -247,7 +247,7 @@ fn percentile(sorted: &[f64], p: f64) -> f64 {
     if sorted.is_empty() {
         return 0.0;
     }
-    let idx = ctxd::saturate::usize_from_f64(((sorted.len() - 1) as f64 * p).round());
+    let idx = ctxd_pipeline::saturate::usize_from_f64(((sorted.len() - 1) as f64 * p).round());
     sorted[idx.min(sorted.len() - 1)]
 }
 
@@ -740,7 +740,7 @@ fn simulate(bill: &mut Bill, step: &mut ReplayStep, sim: Sim<'_>) {
         } else {
             step.predicted_read_tokens as f64 / step.request_tokens as f64
         };
-        prefix + ctxd::saturate::u64_from_f64((own as f64 * share).round())
+        prefix + ctxd_pipeline::saturate::u64_from_f64((own as f64 * share).round())
     };
     if at.is_some() {
         bill.last_request = at;
@@ -755,7 +755,8 @@ fn simulate(bill: &mut Bill, step: &mut ReplayStep, sim: Sim<'_>) {
     bill.one_hour = one_hour_share >= 0.5;
     let output = recorded.map_or(0, |u| u.output_tokens);
     let write = total - read.min(total);
-    let write_1h = ctxd::saturate::u64_from_f64((write as f64 * one_hour_share).round()).min(write);
+    let write_1h =
+        ctxd_pipeline::saturate::u64_from_f64((write as f64 * one_hour_share).round()).min(write);
     let simulated = Billed {
         uncached: 0,
         cache_write_5m: write - write_1h,

@@ -64,9 +64,9 @@ pub async fn extract_once(
     if new.is_empty() {
         return Ok(None);
     }
-    let messages = ctxd::pipeline::normalize::normalize(
+    let messages = ctxd_pipeline::normalize::normalize(
         new,
-        &ctxd::pipeline::normalize::NormalizeOptions {
+        &ctxd_pipeline::normalize::NormalizeOptions {
             supports_thinking: true,
             rejected_media: &Default::default(),
             short_ids: false,
@@ -82,12 +82,12 @@ pub async fn extract_once(
                 messages: &messages,
                 custom_instructions: None,
                 head_truncated: false,
-                max_summary_tokens: ctxd::pipeline::session_memory::MAX_TOTAL_TOKENS,
+                max_summary_tokens: ctxd_pipeline::session_memory::MAX_TOTAL_TOKENS,
             },
         )
         .await
         .map_err(|e| anyhow::anyhow!("extraction for {sid}: {e}"))?;
-    let last = ctxd::pipeline::session_memory::safe_last_summarized(&view);
+    let last = ctxd_pipeline::session_memory::safe_last_summarized(&view);
     let r: Result<MemoryUpdateResponse, _> = client
         .call(
             MEMORY_UPDATE,

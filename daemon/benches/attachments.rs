@@ -14,11 +14,11 @@ use std::path::Path;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use ctxd::clock::SystemClock;
 use ctxd::discovery::memories;
 use ctxd::engine::{DiscoveryDefaults, Engine};
-use ctxd::pipeline::relevant_memories as rm;
 use ctxd::store::Store;
+use ctxd_pipeline::clock::SystemClock;
+use ctxd_pipeline::relevant_memories as rm;
 use ctxd_protocol::{AppendParams, CompileParams, RecordInput, SessionCreateParams};
 use serde_json::json;
 

@@ -9,9 +9,9 @@
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use ctxd::clock::SystemClock;
 use ctxd::engine::Engine;
 use ctxd::store::Store;
+use ctxd_pipeline::clock::SystemClock;
 use ctxd_protocol::*;
 use serde_json::json;
 

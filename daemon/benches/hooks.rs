@@ -14,9 +14,9 @@ use std::path::Path;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use ctxd::clock::SystemClock;
 use ctxd::engine::{DiscoveryDefaults, Engine};
 use ctxd::store::Store;
+use ctxd_pipeline::clock::SystemClock;
 use ctxd_protocol::*;
 
 fn iters() -> usize {

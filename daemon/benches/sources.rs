@@ -13,10 +13,10 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use ctxd::clock::SystemClock;
 use ctxd::discovery::{self, DiscoveryConfig};
 use ctxd::engine::{DiscoveryDefaults, Engine};
 use ctxd::store::Store;
+use ctxd_pipeline::clock::SystemClock;
 use ctxd_protocol::{AppendParams, CompileParams, RecordInput, SessionCreateParams, SessionEvent};
 
 fn iters() -> usize {

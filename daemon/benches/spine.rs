@@ -27,9 +27,9 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use ctxd::clock::SystemClock;
 use ctxd::engine::Engine;
 use ctxd::store::Store;
+use ctxd_pipeline::clock::SystemClock;
 use ctxd_protocol::*;
 
 #[path = "spine/append.rs"]
@@ -394,8 +394,8 @@ async fn turn_run(dir: &Path, path: &Path) -> TurnRun {
 /// Compile of the largest fixture with the budget (steady state: every fate frozen, so
 /// `plan` only looks decisions up) vs the same compile with the budget stage removed.
 async fn bench_budget(dir: &Path) {
-    use ctxd::pipeline::budget::{self, Fate, ToolLimits};
-    use ctxd::pipeline::compile::{CompileInput, SessionView, compile};
+    use ctxd_pipeline::budget::{self, Fate, ToolLimits};
+    use ctxd_pipeline::compile::{CompileInput, SessionView, compile};
     use std::collections::{BTreeMap, BTreeSet};
 
     let path = largest_fixture();
@@ -427,7 +427,7 @@ async fn bench_budget(dir: &Path) {
     let run = |fates: &BTreeMap<String, Fate>, with_plan: bool| {
         let t = Instant::now();
         if with_plan {
-            let view = ctxd::pipeline::projection::project(&records);
+            let view = ctxd_pipeline::projection::project(&records);
             let p = budget::plan(&view, fates, &limits, "/tmp/tool-results");
             assert!(p.decisions.is_empty());
         }
@@ -445,7 +445,7 @@ async fn bench_budget(dir: &Path) {
                 platform: "linux",
                 section_memo: None,
                 previous_uncached: None,
-                utc_offset: ctxd::clock::utc(),
+                utc_offset: ctxd_pipeline::clock::utc(),
                 output_style: None,
             },
             records: &records,
@@ -492,7 +492,7 @@ async fn bench_budget(dir: &Path) {
 /// The predicted cache prefix: its share of a compile (hashing while the body is
 /// written, then one comparison of units) against the compile itself.
 async fn bench_cache(dir: &Path) {
-    use ctxd::pipeline::cache_prefix::predict;
+    use ctxd_pipeline::cache_prefix::predict;
     let path = largest_fixture();
     let (e, p, _) = imported(dir, std::fs::read_to_string(&path).unwrap()).await;
     let first = e.compile(p.clone()).await.unwrap();

@@ -10,9 +10,9 @@ use thiserror::Error;
 use tokio::net::{UnixListener, UnixStream};
 use tokio::sync::Notify;
 
-use crate::clock::{Clock, SystemClock};
 use crate::engine::{DiscoveryDefaults, Engine};
 use crate::rpc::{RpcContext, serve};
+use ctxd_pipeline::clock::{Clock, SystemClock};
 
 #[derive(Debug, Error)]
 pub enum StartError {
@@ -241,7 +241,7 @@ pub struct Options {
     /// Summariser of sessions that choose none.
     pub summariser: ctxd_protocol::SummariserConfig,
     /// Bounds on connections, requests and memory.
-    pub limits: crate::limits::Limits,
+    pub limits: ctxd_pipeline::limits::Limits,
     /// Where sessions are stored (SQLite in the home unless a PostgreSQL URL is given).
     pub store: crate::store::StoreConfig,
 }
@@ -252,7 +252,7 @@ impl Default for Options {
             clock: None,
             discovery: DiscoveryDefaults::default(),
             summariser: ctxd_protocol::SummariserConfig::Embedded,
-            limits: crate::limits::Limits::default(),
+            limits: ctxd_pipeline::limits::Limits::default(),
             store: crate::store::StoreConfig::default(),
         }
     }

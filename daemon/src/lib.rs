@@ -1,6 +1,5 @@
 //! The ctxd engine: store, sessions, pipeline, RPC server. See ARCHITECTURE.md.
 
-pub mod clock;
 pub mod daemon;
 pub mod discovery;
 pub mod engine;
@@ -10,12 +9,9 @@ mod fuzz;
 pub mod git;
 pub mod hooks;
 pub mod import;
-pub mod limits;
-pub mod pipeline;
 pub mod providers;
 pub mod rpc;
 pub mod safe_read;
-pub mod saturate;
 pub mod store;
 mod sync;
 pub mod watch;

@@ -5,7 +5,7 @@ use std::time::Duration;
 
 use anyhow::Context;
 use clap::Parser;
-use ctxd::limits::Limits;
+use ctxd_pipeline::limits::Limits;
 use tracing_subscriber::EnvFilter;
 
 /// A compile, an import and an append allocate and free many small blocks (records,

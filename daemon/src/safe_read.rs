@@ -59,7 +59,7 @@ pub fn read_opened(
     if meta.len() > limit {
         return Err(too_large(meta.len()));
     }
-    let mut bytes = Vec::with_capacity(crate::saturate::usize_of(meta.len()));
+    let mut bytes = Vec::with_capacity(ctxd_pipeline::saturate::usize_of(meta.len()));
     // The file may grow between the stat and the read: never take more than the cap.
     file.take(limit + 1).read_to_end(&mut bytes)?;
     if bytes.len() as u64 > limit {

@@ -10,8 +10,8 @@ use std::path::{Path, PathBuf};
 use super::exclude::Excludes;
 use super::types::{DiscoveryConfig, InstructionFile, MemoryType};
 use super::{front_matter, include, paths, rules};
-use crate::limits::MAX_INSTRUCTION_FILE_BYTES;
 use crate::safe_read::ReadError;
+use ctxd_pipeline::limits::MAX_INSTRUCTION_FILE_BYTES;
 
 /// The directory a discovered file belongs to: the one holding its `.claude` folder
 /// (`DIR/.claude/rules/a/b.md` → `DIR`), else its own directory (`DIR/CLAUDE.md` → `DIR`).

@@ -16,11 +16,11 @@ use std::path::{Path, PathBuf};
 
 use serde::Deserialize;
 
-use crate::limits::MAX_MEMORY_DEPTH;
-use crate::limits::MAX_MEMORY_FILES;
-use crate::limits::MAX_MEMORY_SCAN_BYTES;
-use crate::pipeline::relevant_memories::{Candidate, Index};
 use crate::safe_read::read_text;
+use ctxd_pipeline::limits::MAX_MEMORY_DEPTH;
+use ctxd_pipeline::limits::MAX_MEMORY_FILES;
+use ctxd_pipeline::limits::MAX_MEMORY_SCAN_BYTES;
+use ctxd_pipeline::relevant_memories::{Candidate, Index};
 
 /// The index file of a memory directory (not a topic file itself).
 pub const MEMORY_INDEX: &str = "MEMORY.md";
@@ -83,7 +83,10 @@ pub fn auto_memory_dir(user_home: &Path, cwd: &Path) -> PathBuf {
 
 /// The canonical git root of `cwd` (a linked worktree's main checkout), else `cwd`.
 pub fn project_root(cwd: &Path) -> PathBuf {
-    for dir in cwd.ancestors().take(crate::limits::MAX_ANCESTOR_DIRS) {
+    for dir in cwd
+        .ancestors()
+        .take(ctxd_pipeline::limits::MAX_ANCESTOR_DIRS)
+    {
         let dot_git = dir.join(".git");
         let Ok(meta) = std::fs::symlink_metadata(&dot_git) else {
             continue;
@@ -253,7 +256,10 @@ fn walk(
     };
     let mut entries: Vec<_> = entries.flatten().map(|e| e.path()).collect();
     entries.sort();
-    for path in entries.into_iter().take(crate::limits::MAX_RULE_ENTRIES) {
+    for path in entries
+        .into_iter()
+        .take(ctxd_pipeline::limits::MAX_RULE_ENTRIES)
+    {
         let Ok(meta) = std::fs::metadata(&path) else {
             continue;
         };
@@ -281,7 +287,7 @@ fn walk(
             .modified()
             .ok()
             .and_then(|t| t.duration_since(std::time::UNIX_EPOCH).ok())
-            .map_or(0, crate::saturate::millis_i64);
+            .map_or(0, ctxd_pipeline::saturate::millis_i64);
         out.push((root.to_path_buf(), path, mtime_ms));
     }
 }

@@ -6,9 +6,9 @@
 use std::path::Path;
 
 use super::front_matter;
-use crate::limits::MAX_STYLE_BYTES;
-use crate::limits::MAX_STYLE_FILES;
-pub use crate::pipeline::system::OutputStyle;
+use ctxd_pipeline::limits::MAX_STYLE_BYTES;
+use ctxd_pipeline::limits::MAX_STYLE_FILES;
+pub use ctxd_pipeline::system::OutputStyle;
 
 /// The styles ctxd ships (in its own words). `default` is no style at all.
 fn builtin(name: &str) -> Option<OutputStyle> {

@@ -99,13 +99,13 @@ pub(crate) fn relative_within(base: &Path, path: &Path) -> Option<PathBuf> {
 pub(crate) fn ancestors_top_down(dir: &Path) -> Vec<PathBuf> {
     let mut dirs: Vec<PathBuf> = dir
         .ancestors()
-        .take(crate::limits::MAX_ANCESTOR_DIRS)
+        .take(ctxd_pipeline::limits::MAX_ANCESTOR_DIRS)
         .map(Path::to_path_buf)
         .collect();
-    if dirs.len() == crate::limits::MAX_ANCESTOR_DIRS
+    if dirs.len() == ctxd_pipeline::limits::MAX_ANCESTOR_DIRS
         && dirs.last().and_then(|d| d.parent()).is_some()
     {
-        tracing::warn!(dir = %dir.display(), limit = crate::limits::MAX_ANCESTOR_DIRS, "directory nested too deep for the instruction chain (MAX_ANCESTOR_DIRS); the outer directories are skipped");
+        tracing::warn!(dir = %dir.display(), limit = ctxd_pipeline::limits::MAX_ANCESTOR_DIRS, "directory nested too deep for the instruction chain (MAX_ANCESTOR_DIRS); the outer directories are skipped");
     }
     dirs.retain(|d| !d.as_os_str().is_empty());
     dirs.reverse();

@@ -8,7 +8,7 @@ use ignore::gitignore::GitignoreBuilder;
 use walkdir::WalkDir;
 
 use super::paths;
-use crate::limits::{MAX_RULE_ENTRIES, MAX_WALK_DEPTH, MAX_WALK_TIME};
+use ctxd_pipeline::limits::{MAX_RULE_ENTRIES, MAX_WALK_DEPTH, MAX_WALK_TIME};
 
 /// Every `*.md` file below `rules_dir`, in the documented order: a depth-first walk
 /// whose siblings are sorted by the bytes of their names, files and directories

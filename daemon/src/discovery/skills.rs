@@ -28,8 +28,8 @@ use sha2::{Digest, Sha256};
 
 use super::front_matter::{normalize_patterns, split, split_patterns};
 use super::paths;
-use crate::limits::{MAX_SKILL_FILE_BYTES, MAX_SKILLS};
 use crate::safe_read;
+use ctxd_pipeline::limits::{MAX_SKILL_FILE_BYTES, MAX_SKILLS};
 
 /// Where a skill came from.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -85,7 +85,7 @@ impl SkillRoots {
         let cwd = paths::normalize(cwd);
         let repo = cwd
             .ancestors()
-            .take(crate::limits::MAX_ANCESTOR_DIRS)
+            .take(ctxd_pipeline::limits::MAX_ANCESTOR_DIRS)
             .find(|d| d.join(".git").exists());
         let project_dirs = match repo {
             Some(root) => cwd
@@ -231,12 +231,12 @@ impl Scanner<'_> {
         let mut seen = BTreeSet::new();
         let started = std::time::Instant::now();
         while let Some((dir, prefix)) = stack.pop() {
-            if started.elapsed() > crate::limits::MAX_WALK_TIME {
+            if started.elapsed() > ctxd_pipeline::limits::MAX_WALK_TIME {
                 tracing::warn!(dir = %dir.display(), "commands folder walk ran out of time (MAX_WALK_TIME); the rest is skipped");
                 break;
             }
-            if prefix.len() > crate::limits::MAX_WALK_DEPTH {
-                tracing::warn!(dir = %dir.display(), limit = crate::limits::MAX_WALK_DEPTH, "commands folder nested too deep (MAX_WALK_DEPTH); skipped");
+            if prefix.len() > ctxd_pipeline::limits::MAX_WALK_DEPTH {
+                tracing::warn!(dir = %dir.display(), limit = ctxd_pipeline::limits::MAX_WALK_DEPTH, "commands folder nested too deep (MAX_WALK_DEPTH); skipped");
                 continue;
             }
             if !paths::canonical(&dir).is_some_and(|c| seen.insert(c)) {

@@ -50,7 +50,7 @@ impl DiscoveryConfig {
             allow_external_includes: false,
             memory_entry_points: Vec::new(),
             agents_md: true,
-            total_bytes: crate::limits::MAX_INSTRUCTION_TOTAL_BYTES,
+            total_bytes: ctxd_pipeline::limits::MAX_INSTRUCTION_TOTAL_BYTES,
         }
     }
 

@@ -23,7 +23,10 @@ impl NestedWorktree {
     /// Finds the git root of `cwd`; it is a nested worktree when its `.git` is a file
     /// pointing into `<main>/.git/worktrees/…` and `<main>` contains the worktree.
     pub(crate) fn detect(cwd: &Path) -> Option<Self> {
-        for dir in cwd.ancestors().take(crate::limits::MAX_ANCESTOR_DIRS) {
+        for dir in cwd
+            .ancestors()
+            .take(ctxd_pipeline::limits::MAX_ANCESTOR_DIRS)
+        {
             let dot_git = dir.join(".git");
             let Ok(meta) = std::fs::metadata(&dot_git) else {
                 continue;

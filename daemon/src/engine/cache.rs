@@ -9,11 +9,11 @@ use ctxd_protocol::{CacheReportResponse, RecordKind, RequestFlags, SessionEvent,
 
 use super::{Engine, Loaded, SessionCell};
 use crate::error::{Error, Result};
-use crate::pipeline::cache_break::{self, Fingerprint};
-use crate::pipeline::cache_prefix::KeyShape;
-use crate::pipeline::compile::Compiled;
-use crate::pipeline::latch::{self, Latched};
 use crate::store::compile_log;
+use ctxd_pipeline::cache_break::{self, Fingerprint};
+use ctxd_pipeline::cache_prefix::KeyShape;
+use ctxd_pipeline::compile::Compiled;
+use ctxd_pipeline::latch::{self, Latched};
 
 /// Fingerprints kept in memory: a break is judged against the calls just before it.
 const RECENT: usize = 16;
@@ -28,9 +28,9 @@ pub(crate) struct CacheState {
     pub previous_boundary: Option<String>,
     /// The newest request's body digest (in memory only: after a restart the first
     /// digest is computed whole).
-    pub digest: Option<Arc<crate::pipeline::digest::BodyDigest>>,
+    pub digest: Option<Arc<ctxd_pipeline::digest::BodyDigest>>,
     /// The newest request's blocks as written (in memory only, like the digest).
-    pub wire: Option<Arc<crate::pipeline::wire::WireMemo>>,
+    pub wire: Option<Arc<ctxd_pipeline::wire::WireMemo>>,
     /// Newest last.
     pub recent: Vec<Fingerprint>,
     pub next_id: u64,

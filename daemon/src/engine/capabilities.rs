@@ -14,12 +14,14 @@ use serde_json::Value;
 use super::skills::Catalog;
 use super::{Engine, Loaded, SessionCell};
 use crate::error::{Error, Result};
-use crate::limits::{MAX_AGENT_TYPES, MAX_CAPABILITY_TEXT_BYTES, MAX_MCP_SERVERS, MAX_TOOLS};
-use crate::pipeline::capabilities::{
+use crate::store::capabilities as store;
+use ctxd_pipeline::capabilities::{
     self as caps, Announced, CapabilityState, Current, Ledger, McpServer, Stamped,
 };
-use crate::pipeline::tool_plan;
-use crate::store::capabilities as store;
+use ctxd_pipeline::limits::{
+    MAX_AGENT_TYPES, MAX_CAPABILITY_TEXT_BYTES, MAX_MCP_SERVERS, MAX_TOOLS,
+};
+use ctxd_pipeline::tool_plan;
 
 /// A session's capabilities in memory: the stored state, the ledger folded from its
 /// transcript, and what the skills step last saw. State and ledger are shared, so the
@@ -143,7 +145,7 @@ fn check_name(field: &str, name: &str) -> Result<()> {
 }
 
 fn check_resources(resources: &[ctxd_protocol::McpResource]) -> Result<()> {
-    use crate::limits::{MAX_MCP_RESOURCES, MAX_MENTION_FILE_BYTES};
+    use ctxd_pipeline::limits::{MAX_MCP_RESOURCES, MAX_MENTION_FILE_BYTES};
     if resources.len() > MAX_MCP_RESOURCES {
         return Err(Error::invalid(
             "resources",
@@ -158,12 +160,12 @@ fn check_resources(resources: &[ctxd_protocol::McpResource]) -> Result<()> {
         .filter_map(|r| r.text.as_ref())
         .map(|t| t.len() as u64)
         .sum();
-    if total > crate::limits::MAX_MCP_RESOURCE_BYTES {
+    if total > ctxd_pipeline::limits::MAX_MCP_RESOURCE_BYTES {
         return Err(Error::invalid(
             "resources",
             format!(
                 "hold {total} bytes of text; a server registers at most {} (MAX_MCP_RESOURCE_BYTES)",
-                crate::limits::MAX_MCP_RESOURCE_BYTES
+                ctxd_pipeline::limits::MAX_MCP_RESOURCE_BYTES
             ),
         ));
     }
@@ -253,10 +255,10 @@ impl Engine {
         if let Some(m) = memo {
             state.mcp_memo = Some(m);
         }
-        let ts = crate::clock::rfc3339(now);
+        let ts = ctxd_pipeline::clock::rfc3339(now);
         let inputs: Vec<RecordInput> = payloads
             .into_iter()
-            .map(|p| crate::pipeline::attachments::record(p, &ts))
+            .map(|p| ctxd_pipeline::attachments::record(p, &ts))
             .collect();
         let (sid, st, now_text) = (l.row.id.clone(), state.clone(), self.now_text());
         let built = self
@@ -332,7 +334,7 @@ impl Engine {
         );
         Ok(CapabilityChangeResponse {
             announced_by: announced_by.into(),
-            tool_count: crate::saturate::u32_of(tool_count),
+            tool_count: ctxd_pipeline::saturate::u32_of(tool_count),
         })
     }
 

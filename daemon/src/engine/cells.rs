@@ -316,11 +316,14 @@ mod tests {
 
     fn engine_with(dir: &std::path::Path, max_loaded: usize) -> Arc<Engine> {
         let store = crate::store::Store::open(&dir.join("t.db")).unwrap();
-        let limits = crate::limits::Limits {
+        let limits = ctxd_pipeline::limits::Limits {
             max_loaded_sessions: max_loaded,
             ..Default::default()
         };
-        Arc::new(Engine::new(store, dir, Arc::new(crate::clock::SystemClock)).with_limits(limits))
+        Arc::new(
+            Engine::new(store, dir, Arc::new(ctxd_pipeline::clock::SystemClock))
+                .with_limits(limits),
+        )
     }
 
     /// Subscriptions that end leave no cell (nor its event buffer) behind, including the

@@ -5,8 +5,8 @@ use ctxd_protocol::*;
 
 use super::{Engine, Loaded, SessionCell};
 use crate::error::{Error, Result};
-use crate::pipeline::collapse::{self, Collapse, CollapseSettings, CollapseStatus};
-use crate::pipeline::thresholds;
+use ctxd_pipeline::collapse::{self, Collapse, CollapseSettings, CollapseStatus};
+use ctxd_pipeline::thresholds;
 
 use crate::store::collapses as store;
 pub(crate) use collapse::savings;

@@ -33,8 +33,8 @@ pub(crate) use super::source_input::{Effect, Found, SourceInput};
 use super::sources::{Stored, changed_files_found, date_change};
 use super::{Engine, Loaded, SessionCell};
 use crate::error::{Error, Result};
-use crate::pipeline::{plan_mode, task_reminder};
 use crate::store::context_state;
+use ctxd_pipeline::{plan_mode, task_reminder};
 
 /// The kinds of attachments ctxd collects itself, in the order they take within a turn.
 pub const ORDER: [&str; 8] = [
@@ -120,7 +120,7 @@ impl Engine {
             .map_or(DEFAULT_COLLECT_TIMEOUT, Duration::from_millis);
         // The three sources that read the store share one read instead of three.
         // Queued input waits while a tool result is due.
-        let queue = !crate::pipeline::records::awaiting_tool_results(&input.view);
+        let queue = !ctxd_pipeline::records::awaiting_tool_results(&input.view);
         let stored = {
             let read = self.stored_for_collection(&input.row.id, queue, l.context_rows.clone());
             async move { read.await.map(Arc::new).map_err(|e| e.to_string()) }
@@ -168,7 +168,7 @@ impl Engine {
         for (name, took, outcome) in runs {
             let (status, reason, count) = match outcome {
                 Ok(f) => {
-                    let n = crate::saturate::u32_of(f.records.len());
+                    let n = ctxd_pipeline::saturate::u32_of(f.records.len());
                     found.push(f);
                     (SourceStatus::Ok, None, n)
                 }
@@ -180,7 +180,7 @@ impl Engine {
             reports.push(SourceReport {
                 name: name.to_string(),
                 status,
-                micros: crate::saturate::micros(took),
+                micros: ctxd_pipeline::saturate::micros(took),
                 attachments: count,
                 reason,
             });

@@ -10,9 +10,9 @@ use ctxd_protocol::{
 use serde_json::json;
 
 use super::stall;
-use crate::clock::FixedClock;
 use crate::engine::{DiscoveryDefaults, Engine};
 use crate::store::Store;
+use ctxd_pipeline::clock::FixedClock;
 
 struct Fixture {
     _dir: tempfile::TempDir,

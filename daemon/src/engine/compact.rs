@@ -16,13 +16,13 @@ use super::session::{insert_batch, materialise};
 use super::sources::snapshot;
 use super::{Engine, Loaded, SessionCell};
 use crate::error::{Error, Result};
-use crate::pipeline::autocompact::{
-    self, MAX_CONSECUTIVE_FAILURES, MAX_TRUNCATION_RETRIES, RoomBudget, Trigger,
-};
-use crate::pipeline::compile::Compiled;
-use crate::pipeline::{attachments, thresholds};
 use crate::providers::{ModelRunner, ProviderError, Summariser, SummaryInput};
 use crate::store::context_state;
+use ctxd_pipeline::autocompact::{
+    self, MAX_CONSECUTIVE_FAILURES, MAX_TRUNCATION_RETRIES, RoomBudget, Trigger,
+};
+use ctxd_pipeline::compile::Compiled;
+use ctxd_pipeline::{attachments, thresholds};
 
 /// Replies awaited from clients that run the model for the daemon.
 pub(crate) type PendingSummaries =
@@ -140,9 +140,9 @@ impl Engine {
             .read(move |c| context_state::compaction_failures(c, &sid))
             .await?;
         let collapses = super::collapse::live(l);
-        let settings = crate::pipeline::collapse::CollapseSettings::from(&l.row.settings.collapse);
-        let window = crate::pipeline::thresholds::effective_window(&l.row.model);
-        if crate::pipeline::collapse::autocompact_stands_aside(
+        let settings = ctxd_pipeline::collapse::CollapseSettings::from(&l.row.settings.collapse);
+        let window = ctxd_pipeline::thresholds::effective_window(&l.row.model);
+        if ctxd_pipeline::collapse::autocompact_stands_aside(
             &collapses,
             compiled.metadata.context.effective_tokens,
             window,
@@ -165,7 +165,7 @@ impl Engine {
                 s.reason
             ))));
         }
-        if !autocompact::new_messages_since_boundary(&crate::pipeline::projection::project(
+        if !autocompact::new_messages_since_boundary(&ctxd_pipeline::projection::project(
             &l.records,
         )) {
             return Ok(Some(Err(
@@ -352,7 +352,7 @@ impl Engine {
             let part = &refs[start..];
             let summarised: Vec<&Record> =
                 part.iter().copied().filter(|r| is_sendable(r)).collect();
-            let ts = crate::clock::rfc3339(now);
+            let ts = ctxd_pipeline::clock::rfc3339(now);
             let build = |summary: &str, level: u32| -> Result<Candidate> {
                 let head = autocompact::head_records(
                     autocompact::boundary_data(
@@ -382,7 +382,7 @@ impl Engine {
             // more request, for the tightest summary budget.
             let shortest = budget.tightened(autocompact::TIGHTENINGS).summary_tokens;
             if best.estimate > budget.target
-                && crate::pipeline::tokens::scaled(summary_chars.div_ceil(4)) > shortest
+                && ctxd_pipeline::tokens::scaled(summary_chars.div_ceil(4)) > shortest
             {
                 let shorter = Shorter {
                     summariser: &summariser,
@@ -418,7 +418,7 @@ impl Engine {
             head_truncated_rounds: dropped as u64,
             restored_files,
             restore_skipped,
-            micros: crate::saturate::micros(started.elapsed()),
+            micros: ctxd_pipeline::saturate::micros(started.elapsed()),
             kind: "full".into(),
             kept_records: 0,
             session_memory_skipped: None,
@@ -758,7 +758,7 @@ pub(crate) fn estimate_new_history(
     now: DateTime<Utc>,
 ) -> Result<u64> {
     let last = l.records.last().map(|r| (r.seq, r.uuid.clone()));
-    let records = materialise(history.to_vec(), last, &crate::clock::rfc3339(now));
+    let records = materialise(history.to_vec(), last, &ctxd_pipeline::clock::rfc3339(now));
     let history = History {
         records: &records,
         lineage: None,

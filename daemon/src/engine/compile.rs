@@ -9,12 +9,12 @@ use ctxd_protocol::*;
 
 use super::{Engine, Loaded};
 use crate::error::{Error, Result};
-use crate::pipeline::autocompact::Trigger;
-use crate::pipeline::budget::{self, Decision, Fate, ToolLimits};
-use crate::pipeline::compile::{CompileInput, Compiled, Effects, SessionView, compile};
-use crate::pipeline::microcompact::CLEARED;
-use crate::pipeline::thresholds;
 use crate::store::{cache_edits, fates, outputs};
+use ctxd_pipeline::autocompact::Trigger;
+use ctxd_pipeline::budget::{self, Decision, Fate, ToolLimits};
+use ctxd_pipeline::compile::{CompileInput, Compiled, Effects, SessionView, compile};
+use ctxd_pipeline::microcompact::CLEARED;
+use ctxd_pipeline::thresholds;
 
 /// Writes a persisted tool result. The same id always has the same content, so a file
 /// already there with the right length was written before and is left alone (a replayed
@@ -332,7 +332,7 @@ impl Engine {
             return Ok((Vec::new(), Vec::new()));
         }
         let projected = l.records.view();
-        let folded = crate::pipeline::collapse::apply(&projected, &l.collapses);
+        let folded = ctxd_pipeline::collapse::apply(&projected, &l.collapses);
         let view: Vec<&Record> = folded.iter().map(|c| c.as_ref()).collect();
         let plan = budget::plan(&view, &l.fates, &limits, &dir.display().to_string());
         if plan.decisions.is_empty() {
@@ -447,7 +447,7 @@ pub(crate) fn compile_loaded_with(
 pub(crate) struct History<'a> {
     pub records: &'a [Record],
     /// Its lineage, when it is the transcript.
-    pub lineage: Option<crate::pipeline::message::Lineage>,
+    pub lineage: Option<ctxd_pipeline::message::Lineage>,
     /// Its projection, when kept up to date (the transcript's).
     pub projection: Option<&'a [&'a Record]>,
     /// Where its last compact boundary is, when kept up to date (the transcript's).
@@ -455,10 +455,10 @@ pub(crate) struct History<'a> {
     /// Where the snip boundaries after it are, when kept up to date (the transcript's).
     pub snip_boundaries: Option<&'a [usize]>,
     /// Per record, what normalising needs to know of it, when kept (the transcript's).
-    pub facts: &'a [crate::pipeline::normalize::RecordFacts],
+    pub facts: &'a [ctxd_pipeline::normalize::RecordFacts],
     /// Its last compact boundary: request flags latch per history.
     pub boundary_uuid: &'a str,
-    pub pinned_edits: &'a [crate::pipeline::microcompact::PinnedEdit],
+    pub pinned_edits: &'a [ctxd_pipeline::microcompact::PinnedEdit],
 }
 
 /// The pure part of a compile over the session's state and `history`.
@@ -554,7 +554,7 @@ mod tests;
 pub(crate) fn openai_body(body: &str) -> Result<String> {
     let v: serde_json::Value = serde_json::from_str(body)
         .map_err(|e| Error::Internal(format!("the compiled body is not JSON: {e}")))?;
-    serde_json::to_string(&crate::pipeline::openai_chat::translate(&v))
+    serde_json::to_string(&ctxd_pipeline::openai_chat::translate(&v))
         .map_err(|e| Error::Internal(e.to_string()))
 }
 

@@ -4,7 +4,7 @@ use ctxd_protocol::{SessionCreateParams, ToolSpec};
 use serde_json::json;
 
 use crate::engine::test_support::{append, compile, engine};
-use crate::pipeline::cache_prefix::KeyShape;
+use ctxd_pipeline::cache_prefix::KeyShape;
 
 /// Once the plan has nothing to decide, turns of text keep it settled (the settled
 /// inputs follow the transcript without a plan), and a tool result that arrives after

@@ -19,7 +19,7 @@ mod events;
 mod model;
 mod rpc;
 
-use crate::pipeline::kinds;
+use ctxd_pipeline::kinds;
 use std::collections::{BTreeSet, HashMap};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -36,9 +36,9 @@ use crate::error::Result;
 use crate::hooks::config::{self, ActiveHook, Effective, Layer, Source};
 use crate::hooks::files::{self, Stamp};
 use crate::hooks::{decide, input, runner, transcript};
-use crate::limits::MAX_RUNNING_HOOKS;
 use crate::store::sessions::SessionRow;
 use crate::sync::lock;
+use ctxd_pipeline::limits::MAX_RUNNING_HOOKS;
 
 /// What running a session's hooks needs to know of the session.
 #[derive(Debug, Clone)]
@@ -163,7 +163,7 @@ fn file_changed_paths(eff: &Effective, cwd: &str) -> Vec<PathBuf> {
 
 /// The attachment record of hook context for the model.
 pub(crate) fn context_record(event: HookEvent, contexts: &[String], ts: &str) -> RecordInput {
-    crate::pipeline::attachments::record(
+    ctxd_pipeline::attachments::record(
         json!({
             "type": kinds::HOOK_ADDITIONAL_CONTEXT,
             "hook_event_name": event.as_str(),
@@ -194,7 +194,7 @@ pub(crate) fn feedback_record(
     if let [one] = commands.as_slice() {
         a["command"] = json!(one);
     }
-    Some(crate::pipeline::attachments::record(a, ts))
+    Some(ctxd_pipeline::attachments::record(a, ts))
 }
 
 impl Engine {

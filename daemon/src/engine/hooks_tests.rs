@@ -19,15 +19,19 @@ async fn hook_state_is_bounded_and_settings_are_shared() {
     )
     .unwrap();
     let store = crate::store::Store::open(&dir.path().join("t.db")).unwrap();
-    let engine = Engine::new(store, dir.path(), Arc::new(crate::clock::SystemClock))
-        .with_limits(crate::limits::Limits {
-            max_loaded_sessions: 3,
-            ..Default::default()
-        })
-        .with_discovery(crate::engine::DiscoveryDefaults {
-            managed_root: dir.path().join("managed"),
-            user_home: home,
-        });
+    let engine = Engine::new(
+        store,
+        dir.path(),
+        Arc::new(ctxd_pipeline::clock::SystemClock),
+    )
+    .with_limits(ctxd_pipeline::limits::Limits {
+        max_loaded_sessions: 3,
+        ..Default::default()
+    })
+    .with_discovery(crate::engine::DiscoveryDefaults {
+        managed_root: dir.path().join("managed"),
+        user_home: home,
+    });
     let mut ids = Vec::new();
     for _ in 0..30 {
         ids.push(crate::engine::test_support::session(&engine, &project).await);
@@ -66,7 +70,11 @@ async fn hook_state_is_bounded_and_settings_are_shared() {
 async fn a_failed_transcript_export_is_redone_whole() {
     let dir = tempfile::tempdir().unwrap();
     let store = crate::store::Store::open(&dir.path().join("t.db")).unwrap();
-    let engine = Engine::new(store, dir.path(), Arc::new(crate::clock::SystemClock));
+    let engine = Engine::new(
+        store,
+        dir.path(),
+        Arc::new(ctxd_pipeline::clock::SystemClock),
+    );
     let project = dir.path().join("proj");
     std::fs::create_dir_all(&project).unwrap();
     let sid = crate::engine::test_support::session(&engine, &project).await;

@@ -9,10 +9,10 @@ use super::session::materialise;
 use super::validate::{check_stored_size, validate_fields_from};
 use crate::error::{Error, Result};
 use crate::import::chunks;
-use crate::pipeline::budget::Fate;
 use crate::store::context_state::{self, InstructionMemo};
 use crate::store::sessions::SessionRow;
 use crate::store::{fates, records, sessions};
+use ctxd_pipeline::budget::Fate;
 
 /// Fewer records than this are checked and serialised on one thread: a thread costs more
 /// than it saves.

@@ -12,11 +12,11 @@ use tokio::sync::Notify;
 
 use super::{Engine, Loaded, SessionCell, compact};
 use crate::error::{Error, Result};
-use crate::pipeline::autocompact::{self, Trigger};
-use crate::pipeline::budget;
-use crate::pipeline::session_memory as sm;
 use crate::providers::{Summariser, SummaryInput};
 use crate::store::memory;
+use ctxd_pipeline::autocompact::{self, Trigger};
+use ctxd_pipeline::budget;
+use ctxd_pipeline::session_memory as sm;
 
 /// An extraction that runs longer than this is abandoned.
 const EXTRACTION_TIMEOUT: Duration = Duration::from_secs(60);
@@ -265,7 +265,7 @@ impl Engine {
             (
                 budget::apply_from(&view, start, &l.shown_fates())
                     .into_iter()
-                    .map(crate::pipeline::projection::Shown::into_owned)
+                    .map(ctxd_pipeline::projection::Shown::into_owned)
                     .collect::<Vec<Record>>(),
                 // The gate's own measure (`after_response`), so the next gate compares
                 // like with like.
@@ -371,7 +371,7 @@ impl Engine {
             .await?;
             restore_skipped = skipped;
             let reannounced = self.reannounced_after_compaction(l).await;
-            let ts = crate::clock::rfc3339(now);
+            let ts = ctxd_pipeline::clock::rfc3339(now);
             // (summarised, kept, summary chars) of each level tried.
             let mut sizes: Vec<(u64, u64, u64)> = Vec::new();
             let history = SmHistory {
@@ -416,7 +416,7 @@ impl Engine {
             head_truncated_rounds: 0,
             restored_files: restored_paths,
             restore_skipped,
-            micros: crate::saturate::micros(started.elapsed()),
+            micros: ctxd_pipeline::saturate::micros(started.elapsed()),
             kind: "session_memory".into(),
             kept_records,
             session_memory_skipped: None,
@@ -549,11 +549,11 @@ fn covered_up_to(view: &[&Record], records: &[Record], last: &str) -> Option<Str
     view.iter()
         .rev()
         .find(|r| {
-            crate::pipeline::projection::is_compact_boundary(r)
+            ctxd_pipeline::projection::is_compact_boundary(r)
                 || r.is_compact_summary
                 || r.meta
                     .as_ref()
-                    .and_then(|m| m.get(crate::pipeline::autocompact::COPIED_FROM))
+                    .and_then(|m| m.get(ctxd_pipeline::autocompact::COPIED_FROM))
                     .and_then(serde_json::Value::as_str)
                     .and_then(seq_of)
                     .is_some_and(|s| s <= last_seq)

@@ -19,9 +19,9 @@ use super::collect::{Effect, Found, SourceInput};
 use super::{Engine, Loaded, SessionCell};
 use crate::discovery::memories::{self, MemoryFile};
 use crate::error::{Error, Result};
-use crate::pipeline::plan_mode;
-use crate::pipeline::relevant_memories::{self as rm, Chosen, Surfaced};
 use crate::providers::Summariser;
+use ctxd_pipeline::plan_mode;
+use ctxd_pipeline::relevant_memories::{self as rm, Chosen, Surfaced};
 
 /// A prefetch gives up after this long (a model selector that never answers).
 const PREFETCH_TIMEOUT: Duration = Duration::from_secs(30);

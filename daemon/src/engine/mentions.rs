@@ -12,11 +12,11 @@ use serde_json::{Value, json};
 use super::source_input::{Effect, Found, SourceInput};
 use crate::discovery::{self as paths};
 use crate::error::{Error, Result};
-use crate::limits::{MAX_MENTION_ENTRIES, MAX_MENTION_FILE_BYTES, MAX_MENTION_LINES};
-use crate::pipeline::capabilities::McpServer;
-use crate::pipeline::kinds::AT_MENTION;
-use crate::pipeline::mentions::{self, Mention};
 use crate::safe_read::{self, ReadError};
+use ctxd_pipeline::capabilities::McpServer;
+use ctxd_pipeline::kinds::AT_MENTION;
+use ctxd_pipeline::limits::{MAX_MENTION_ENTRIES, MAX_MENTION_FILE_BYTES, MAX_MENTION_LINES};
+use ctxd_pipeline::mentions::{self, Mention};
 
 /// The prompts of the current turn (after the last response) with their text, less those
 /// already given their mentions.
@@ -157,8 +157,8 @@ fn attach(for_uuid: &str, m: &Mention, cwd: &Path, roots: &[PathBuf]) -> Value {
     let shown = if total == 0 {
         String::new()
     } else {
-        let from = crate::saturate::usize_of(start - 1);
-        let to = crate::saturate::usize_of(end);
+        let from = ctxd_pipeline::saturate::usize_of(start - 1);
+        let to = ctxd_pipeline::saturate::usize_of(end);
         mentions::numbered(&lines[from..to.max(from)].join("\n"), start)
     };
     let truncated = m.lines.is_none() && total > end;

@@ -45,17 +45,17 @@ use std::time::Instant;
 
 use ctxd_protocol::{ContentBlock, Record, SessionEvent, ToolSpec};
 
-use crate::clock::Clock;
 use crate::error::{Error, Result};
-use crate::pipeline::budget::Fate;
-use crate::pipeline::message::Lineage;
-use crate::pipeline::microcompact::PinnedEdit;
-use crate::pipeline::projection::LiveProjection;
 use crate::store::Store;
 use crate::store::context_state::InstructionMemo;
 use crate::store::sessions::SessionRow;
 use crate::sync::lock;
 use crate::watch::{FileWatcher, WatchEvent};
+use ctxd_pipeline::budget::Fate;
+use ctxd_pipeline::clock::Clock;
+use ctxd_pipeline::message::Lineage;
+use ctxd_pipeline::microcompact::PinnedEdit;
+use ctxd_pipeline::projection::LiveProjection;
 
 /// A session's transcript in memory, shared copy-on-write (the attachment sources and a
 /// long compile read a cheap copy while they run), with its projection kept up to date
@@ -79,7 +79,7 @@ impl Transcript {
     pub(crate) fn new(records: Vec<Record>) -> Transcript {
         let live = Arc::new(LiveProjection::new(
             &records,
-            crate::pipeline::attachments::render,
+            ctxd_pipeline::attachments::render,
         ));
         Transcript {
             records: Arc::new(records),
@@ -97,13 +97,13 @@ impl Transcript {
         }
         let records = Arc::make_mut(&mut self.records);
         records.extend(more);
-        Arc::make_mut(&mut self.live).advance(records, crate::pipeline::attachments::render);
+        Arc::make_mut(&mut self.live).advance(records, ctxd_pipeline::attachments::render);
     }
 
     /// The records only ever grow at their end, and a transcript that grows while a copy
     /// shares it takes a new lineage: within one lineage, a position always holds the same
     /// record. A compile uses it to know a block unchanged since the previous request
-    /// without comparing it ([`crate::pipeline::message::Source`]).
+    /// without comparing it ([`ctxd_pipeline::message::Source`]).
     pub(crate) fn lineage(&self) -> Lineage {
         self.lineage
     }
@@ -126,7 +126,7 @@ impl Transcript {
     }
 
     /// Per record, what normalising needs to know of it.
-    pub(crate) fn facts(&self) -> &[crate::pipeline::normalize::RecordFacts] {
+    pub(crate) fn facts(&self) -> &[ctxd_pipeline::normalize::RecordFacts] {
         self.live.facts()
     }
 
@@ -136,12 +136,12 @@ impl Transcript {
     }
 
     /// `tokens::estimate` of the projection, with nothing before the messages.
-    pub(crate) fn estimate(&self) -> crate::pipeline::tokens::Estimate {
+    pub(crate) fn estimate(&self) -> ctxd_pipeline::tokens::Estimate {
         self.live.estimate()
     }
 
     /// The memories the projection surfaced already.
-    pub(crate) fn surfaced(&self) -> &crate::pipeline::relevant_memories::Surfaced {
+    pub(crate) fn surfaced(&self) -> &ctxd_pipeline::relevant_memories::Surfaced {
         self.live.surfaced()
     }
 }
@@ -178,14 +178,14 @@ pub(crate) struct Loaded {
     /// Cache edits sent since that boundary.
     pub pinned_edits: Vec<PinnedEdit>,
     /// The collapse store (all statuses, log order).
-    pub collapses: Vec<crate::pipeline::collapse::Collapse>,
+    pub collapses: Vec<ctxd_pipeline::collapse::Collapse>,
     /// Transcript seq at which each committed collapse was committed.
     pub collapse_commits: HashMap<String, u64>,
     /// Collapses undone after their commit: (seq at commit, seq at undo).
     pub collapse_undos: HashMap<String, (u64, u64)>,
     /// The selected output style as last found, with the name it was looked up by
     /// (looked up again when the setting names another).
-    pub output_style: Option<(String, Option<crate::pipeline::system::OutputStyle>)>,
+    pub output_style: Option<(String, Option<ctxd_pipeline::system::OutputStyle>)>,
     /// The memoized `claudeMd` and announced date; `None` until first computed.
     pub memo: Option<InstructionMemo>,
     /// The last autocompact that could not get below the threshold, and the seq of the
@@ -217,7 +217,7 @@ pub(crate) struct Loaded {
     pub context_rows: Option<Arc<sources::ContextRows>>,
 }
 
-/// The inputs of [`crate::pipeline::budget::plan`] as they were, in a form cheap to
+/// The inputs of [`ctxd_pipeline::budget::plan`] as they were, in a form cheap to
 /// compare: the transcript only grows and fates are only added, so their lengths and
 /// the last seq stand for them.
 #[derive(Clone, PartialEq)]
@@ -225,12 +225,12 @@ pub(crate) struct BudgetInputs {
     pub records: usize,
     pub last_seq: u64,
     pub fates: usize,
-    pub collapses: Vec<crate::pipeline::collapse::Collapse>,
-    pub limits: crate::pipeline::budget::ToolLimits,
+    pub collapses: Vec<ctxd_pipeline::collapse::Collapse>,
+    pub limits: ctxd_pipeline::budget::ToolLimits,
 }
 
 impl BudgetInputs {
-    pub(crate) fn of(l: &Loaded, limits: crate::pipeline::budget::ToolLimits) -> Self {
+    pub(crate) fn of(l: &Loaded, limits: ctxd_pipeline::budget::ToolLimits) -> Self {
         BudgetInputs {
             records: l.records.len(),
             last_seq: l.records.last().map_or(0, |r| r.seq),
@@ -249,7 +249,7 @@ impl BudgetInputs {
     pub(crate) fn still_settled(
         &self,
         l: &Loaded,
-        limits: &crate::pipeline::budget::ToolLimits,
+        limits: &ctxd_pipeline::budget::ToolLimits,
     ) -> bool {
         let same_prefix = match self.records.checked_sub(1) {
             None => true,
@@ -296,9 +296,9 @@ impl Loaded {
 
     /// The projection as the model saw it: main thread after the last boundary, snipped
     /// records out, every frozen fate applied.
-    pub(crate) fn shown(&self) -> Vec<crate::pipeline::projection::Shown<'_>> {
+    pub(crate) fn shown(&self) -> Vec<ctxd_pipeline::projection::Shown<'_>> {
         let view = self.records.view();
-        crate::pipeline::budget::apply(&view, &self.shown_fates())
+        ctxd_pipeline::budget::apply(&view, &self.shown_fates())
     }
 
     /// `records` as a summariser reads them: normalised for the session's model, refused
@@ -306,7 +306,7 @@ impl Loaded {
     pub(crate) fn summary_messages<R: std::borrow::Borrow<Record>>(
         &self,
         records: &[R],
-    ) -> Vec<crate::pipeline::message::ApiMessage> {
+    ) -> Vec<ctxd_pipeline::message::ApiMessage> {
         summary_messages(records, &self.row.model, &self.rejected_media)
     }
 }
@@ -317,10 +317,10 @@ pub(crate) fn summary_messages<R: std::borrow::Borrow<Record>>(
     records: &[R],
     model: &ctxd_protocol::ModelProfile,
     rejected_media: &std::collections::BTreeSet<(String, u32)>,
-) -> Vec<crate::pipeline::message::ApiMessage> {
-    crate::pipeline::normalize::normalize(
+) -> Vec<ctxd_pipeline::message::ApiMessage> {
+    ctxd_pipeline::normalize::normalize(
         records,
-        &crate::pipeline::normalize::NormalizeOptions {
+        &ctxd_pipeline::normalize::NormalizeOptions {
             supports_thinking: model.supports_thinking,
             rejected_media,
             short_ids: false,
@@ -334,7 +334,7 @@ pub(crate) fn summary_messages<R: std::borrow::Borrow<Record>>(
 #[derive(PartialEq, Eq)]
 pub(crate) struct Decisions {
     frozen: [usize; 4],
-    collapses: Vec<crate::pipeline::collapse::CollapseStatus>,
+    collapses: Vec<ctxd_pipeline::collapse::CollapseStatus>,
     boundary: String,
     memo: Option<String>,
 }
@@ -350,7 +350,7 @@ pub(crate) fn last_boundary_uuid(records: &[Record]) -> String {
     records
         .iter()
         .rev()
-        .find(|r| crate::pipeline::projection::is_compact_boundary(r))
+        .find(|r| ctxd_pipeline::projection::is_compact_boundary(r))
         .map(|r| r.uuid.clone())
         .unwrap_or_default()
 }
@@ -362,7 +362,7 @@ pub struct Engine {
     pub(crate) cells: Mutex<HashMap<String, Arc<SessionCell>>>,
     /// Loaded sessions by last use, for eviction beyond `limits.max_loaded_sessions`.
     pub(crate) lru: Mutex<cells::Lru>,
-    pub(crate) limits: crate::limits::Limits,
+    pub(crate) limits: ctxd_pipeline::limits::Limits,
     pub(crate) started: Instant,
     pub(crate) discovery: DiscoveryDefaults,
     watcher: std::sync::OnceLock<FileWatcher>,
@@ -414,7 +414,7 @@ impl Engine {
             clock,
             cells: Mutex::new(HashMap::new()),
             lru: Mutex::new(cells::Lru::default()),
-            limits: crate::limits::Limits::default(),
+            limits: ctxd_pipeline::limits::Limits::default(),
             started: Instant::now(),
             discovery: DiscoveryDefaults::default(),
             watcher: std::sync::OnceLock::new(),
@@ -444,7 +444,7 @@ impl Engine {
     }
 
     pub(crate) fn now_text(&self) -> String {
-        crate::clock::rfc3339(self.clock.now())
+        ctxd_pipeline::clock::rfc3339(self.clock.now())
     }
 
     /// Loads the session into its cell; an unknown session's cell is dropped again.
@@ -458,7 +458,7 @@ impl Engine {
         Ok(())
     }
 
-    pub fn with_limits(mut self, limits: crate::limits::Limits) -> Engine {
+    pub fn with_limits(mut self, limits: ctxd_pipeline::limits::Limits) -> Engine {
         self.limits = limits;
         self
     }
@@ -556,7 +556,7 @@ impl Engine {
     }
 
     pub fn uptime_ms(&self) -> u64 {
-        crate::saturate::millis(self.started.elapsed())
+        ctxd_pipeline::saturate::millis(self.started.elapsed())
     }
 
     /// The directory holding a session's files (tool results, notes).
@@ -624,7 +624,7 @@ impl Engine {
                     caps,
                     cache: cache::CacheState::load(c, &sid)?,
                     platform: String::new(),
-                    utc_offset: crate::clock::utc(),
+                    utc_offset: ctxd_pipeline::clock::utc(),
                     sections: sections::SectionState {
                         memo: crate::store::sections::load(c, &sid)?,
                     },

@@ -5,8 +5,8 @@ use ctxd_protocol::{PlanModeParams, PlanModeResponse, SessionEvent};
 
 use super::Engine;
 use crate::error::{Error, Result};
-use crate::limits::MAX_PLAN_BYTES;
 use crate::store::sessions::{self, SessionRow};
+use ctxd_pipeline::limits::MAX_PLAN_BYTES;
 
 impl Engine {
     /// The plan state a new history re-announces (see `plan_mode::after_compaction`).
@@ -18,7 +18,7 @@ impl Engine {
             tracing::warn!(session = %row.id, path = %path.display(), "plan file outside the workspace: not read");
             None
         };
-        crate::pipeline::plan_mode::after_compaction(
+        ctxd_pipeline::plan_mode::after_compaction(
             row.settings.plan_mode,
             &path.display().to_string(),
             text.as_deref(),

@@ -12,13 +12,13 @@ use ctxd_protocol::{
 };
 use serde_json::json;
 
-use crate::pipeline::kinds;
+use ctxd_pipeline::kinds;
 
 use super::Engine;
 use crate::error::{Error, Result};
-use crate::limits::MAX_QUEUED_ENTRIES;
-use crate::pipeline::attachments;
 use crate::store::{queued, sessions};
+use ctxd_pipeline::attachments;
+use ctxd_pipeline::limits::MAX_QUEUED_ENTRIES;
 
 /// The `queued_command` record of an entry: the text in the attachment (what the model
 /// reads), images as the record's content blocks (sent after the text).
@@ -84,12 +84,12 @@ impl Engine {
             ));
         }
         let size = serde_json::to_string(&content).map_or(0, |s| s.len());
-        if size > crate::limits::MAX_RECORD_BYTES {
+        if size > ctxd_pipeline::limits::MAX_RECORD_BYTES {
             return Err(Error::invalid(
                 "content",
                 format!(
                     "is {size} bytes; one queued entry holds at most {} (MAX_RECORD_BYTES)",
-                    crate::limits::MAX_RECORD_BYTES
+                    ctxd_pipeline::limits::MAX_RECORD_BYTES
                 ),
             ));
         }
@@ -125,7 +125,7 @@ impl Engine {
                     ));
                 }
                 queued::insert(tx, &sid, &e2)?;
-                Ok(crate::saturate::u32_of(waiting).saturating_add(1))
+                Ok(ctxd_pipeline::saturate::u32_of(waiting).saturating_add(1))
             })
             .await?;
         Ok(QueueResponse {

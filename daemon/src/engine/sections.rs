@@ -12,10 +12,10 @@ use ctxd_protocol::{
 
 use super::{Engine, Loaded};
 use crate::error::{Error, Result};
-use crate::limits::MAX_SECTION_BYTES;
-use crate::pipeline::sections::{self, SectionMemo};
-use crate::pipeline::system::{self, SystemInputs};
 use crate::store::sessions;
+use ctxd_pipeline::limits::MAX_SECTION_BYTES;
+use ctxd_pipeline::sections::{self, SectionMemo};
+use ctxd_pipeline::system::{self, SystemInputs};
 
 /// What a loaded session holds of its sections.
 #[derive(Debug, Clone, Default)]
@@ -77,7 +77,7 @@ pub(crate) fn check_section(s: &ctxd_protocol::SystemSection, field: &str) -> Re
 
 impl Loaded {
     /// The output style the session selected, when one was found.
-    pub(crate) fn selected_output_style(&self) -> Option<&crate::pipeline::system::OutputStyle> {
+    pub(crate) fn selected_output_style(&self) -> Option<&ctxd_pipeline::system::OutputStyle> {
         self.output_style.as_ref().and_then(|(_, s)| s.as_ref())
     }
 }

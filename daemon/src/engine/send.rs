@@ -185,7 +185,7 @@ impl Engine {
         &self,
         session_id: &str,
         provider: &ProviderConfig,
-        mut compiled: crate::pipeline::compile::Compiled,
+        mut compiled: ctxd_pipeline::compile::Compiled,
         turn: &Turn<'_>,
         progress: Option<&stream::Progress>,
     ) -> Result<SendResponse> {

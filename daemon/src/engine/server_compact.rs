@@ -14,11 +14,11 @@ use serde_json::Value;
 use super::session::insert_batch;
 use super::{Engine, Loaded, SessionCell};
 use crate::error::{Error, Result};
-use crate::pipeline::autocompact::Trigger;
-use crate::pipeline::latch::COMPACT_BETA;
-use crate::pipeline::projection::server_compaction;
 use crate::providers::stream;
 use crate::store::context_state;
+use ctxd_pipeline::autocompact::Trigger;
+use ctxd_pipeline::latch::COMPACT_BETA;
+use ctxd_pipeline::projection::server_compaction;
 
 /// The compiled `body` as a compaction request: `compaction` set, and no
 /// `context_management`, which the API refuses beside it.
@@ -149,7 +149,7 @@ impl Engine {
             head_truncated_rounds: 0,
             restored_files: Vec::new(),
             restore_skipped: Vec::new(),
-            micros: crate::saturate::micros(started.elapsed()),
+            micros: ctxd_pipeline::saturate::micros(started.elapsed()),
             kind: "server".into(),
             kept_records: 0,
             session_memory_skipped: None,

@@ -12,11 +12,11 @@ use super::validate::{
 };
 use super::{Engine, Loaded};
 use crate::error::{Error, Result};
-use crate::pipeline::budget::Fate;
-use crate::pipeline::snip;
 use crate::store::context_state::{self, InstructionMemo};
 use crate::store::sessions::SessionRow;
 use crate::store::{cache_edits, fates, outputs, records, sessions};
+use ctxd_pipeline::budget::Fate;
+use ctxd_pipeline::snip;
 
 pub const MAX_PAGE: u32 = 5_000;
 /// A memo boundary no history has: forces the memoized user context to be recomputed.
@@ -482,7 +482,7 @@ impl Engine {
                 session_id: p.session_id.clone(),
             },
         );
-        Ok(crate::saturate::u32_of(p.tools.len()))
+        Ok(ctxd_pipeline::saturate::u32_of(p.tools.len()))
     }
 
     pub async fn list_tools(&self, id: &str) -> Result<Vec<ToolSpec>> {
@@ -503,13 +503,13 @@ impl Engine {
         if inputs.is_empty() {
             return Err(Error::invalid("records", "must hold at least one record"));
         }
-        if inputs.len() > crate::limits::MAX_APPEND_RECORDS {
+        if inputs.len() > ctxd_pipeline::limits::MAX_APPEND_RECORDS {
             return Err(Error::invalid(
                 "records",
                 format!(
                     "holds {} records; one append takes at most {} (MAX_APPEND_RECORDS): split the batch",
                     inputs.len(),
-                    crate::limits::MAX_APPEND_RECORDS
+                    ctxd_pipeline::limits::MAX_APPEND_RECORDS
                 ),
             ));
         }
@@ -545,7 +545,7 @@ impl Engine {
         // compaction it counts.
         let server_compactions: Vec<bool> = built
             .iter()
-            .filter_map(crate::pipeline::projection::server_compaction)
+            .filter_map(ctxd_pipeline::projection::server_compaction)
             .collect();
         if let Some(l) = guard.as_mut() {
             self.observe(
@@ -814,7 +814,11 @@ mod tests {
     async fn a_known_uuid_fails_the_whole_batch() {
         let dir = tempfile::tempdir().unwrap();
         let store = crate::store::Store::open(&dir.path().join("t.db")).unwrap();
-        let engine = Engine::new(store, dir.path(), Arc::new(crate::clock::SystemClock));
+        let engine = Engine::new(
+            store,
+            dir.path(),
+            Arc::new(ctxd_pipeline::clock::SystemClock),
+        );
         let sid = crate::engine::test_support::session(&engine, dir.path()).await;
         let a = "0199e0a0-0000-7000-8000-00000000000a";
         let b = "0199e0a0-0000-7000-8000-00000000000b";

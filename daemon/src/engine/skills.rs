@@ -16,8 +16,8 @@ use serde_json::Value;
 use super::{Engine, Loaded, SessionCell};
 use crate::discovery::skills::{Scan, SkillDef, SkillRoots, body, scan};
 use crate::error::{Error, Result};
-use crate::pipeline::skills::{self as listing, Entry, Invoked};
 use crate::store::context_state;
+use ctxd_pipeline::skills::{self as listing, Entry, Invoked};
 
 fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
     m.lock().unwrap_or_else(|p| p.into_inner())
@@ -471,9 +471,9 @@ mod tests {
 
     use ctxd_protocol::CompileParams;
 
-    use crate::clock::FixedClock;
     use crate::engine::{DiscoveryDefaults, Engine};
     use crate::store::Store;
+    use ctxd_pipeline::clock::FixedClock;
 
     /// Catalogs live while a loaded session uses them: many projects on a daemon that
     /// keeps few sessions loaded do not pile up scans and directory watches.
@@ -486,7 +486,7 @@ mod tests {
             &root.join("home"),
             Arc::new(FixedClock("2026-03-01T10:00:00Z".parse().unwrap())),
         )
-        .with_limits(crate::limits::Limits {
+        .with_limits(ctxd_pipeline::limits::Limits {
             max_loaded_sessions: 2,
             ..Default::default()
         })

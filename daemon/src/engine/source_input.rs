@@ -8,7 +8,7 @@ use ctxd_protocol::{Record, RecordInput, ToolSpec};
 use serde_json::Value;
 
 use super::sources::{FilesFound, NestedFound};
-use crate::pipeline::attachments;
+use ctxd_pipeline::attachments;
 
 /// What one source found: attachment records to append and the state they consume.
 #[derive(Default)]
@@ -58,7 +58,7 @@ pub(crate) struct SourceInput<'a> {
     pub view: Vec<&'a Record>,
     pub tools: &'a [ToolSpec],
     /// The connected MCP servers (their resources answer `@server:uri` mentions).
-    pub mcp: &'a [crate::pipeline::capabilities::McpServer],
+    pub mcp: &'a [ctxd_pipeline::capabilities::McpServer],
     pub announced_date: &'a str,
     pub now: DateTime<Utc>,
     /// The user's UTC offset (what "today" means for `date_change`).
@@ -69,6 +69,7 @@ pub(crate) struct SourceInput<'a> {
 
 impl SourceInput<'_> {
     pub fn ts(&self) -> &str {
-        self.ts.get_or_init(|| crate::clock::rfc3339(self.now))
+        self.ts
+            .get_or_init(|| ctxd_pipeline::clock::rfc3339(self.now))
     }
 }

@@ -4,7 +4,7 @@
 //! what they decide is stored as attachment records so every later compile, restart and
 //! fork replays the same bytes.
 
-use crate::pipeline::kinds;
+use ctxd_pipeline::kinds;
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -16,10 +16,10 @@ use sha2::{Digest, Sha256};
 use super::{Engine, Loaded, SessionCell};
 use crate::discovery::{self, DiscoveryConfig, InstructionFile};
 use crate::error::{Error, Result};
-use crate::limits::MAX_TRACKED_FILE_BYTES;
-use crate::pipeline::changed_files;
 use crate::store::context_state::{self, InstructionMemo, ReadStamp, ReadState};
 use crate::store::sessions::SessionRow;
+use ctxd_pipeline::changed_files;
+use ctxd_pipeline::limits::MAX_TRACKED_FILE_BYTES;
 
 /// Claude Code's file tools and the input field naming their file.
 const FILE_TOOLS: [(&str, &str); 5] = [
@@ -63,7 +63,7 @@ fn mtime_ns(meta: &std::fs::Metadata) -> i64 {
     meta.modified()
         .ok()
         .and_then(|t| t.duration_since(std::time::UNIX_EPOCH).ok())
-        .map_or(0, crate::saturate::nanos_i64)
+        .map_or(0, ctxd_pipeline::saturate::nanos_i64)
 }
 
 /// Reads what the model would see of `path` now. `None` when it is not a readable regular
@@ -172,7 +172,7 @@ impl Engine {
         cfg.excludes.clone_from(&s.excludes);
         cfg.allow_external_includes = s.allow_external_includes;
         cfg.agents_md = s.agents_md.unwrap_or(true);
-        cfg.total_bytes = crate::limits::instruction_total_bytes(row.model.context_window);
+        cfg.total_bytes = ctxd_pipeline::limits::instruction_total_bytes(row.model.context_window);
         cfg
     }
 
@@ -628,7 +628,7 @@ pub(crate) fn date_change(
     now: DateTime<Utc>,
     utc_offset: FixedOffset,
 ) -> Option<(serde_json::Value, String)> {
-    let today = crate::clock::local_date(now, utc_offset);
+    let today = ctxd_pipeline::clock::local_date(now, utc_offset);
     (today != announced).then(|| {
         (
             serde_json::json!({"type": kinds::DATE_CHANGE, "date": today}),

@@ -22,7 +22,7 @@ pub(crate) async fn session(engine: &Engine, dir: &Path) -> String {
 /// An engine on a fresh store in `dir`, its clock fixed.
 pub(crate) fn engine(dir: &Path) -> Engine {
     let store = crate::store::Store::open(&dir.join("t.db")).unwrap();
-    let clock = std::sync::Arc::new(crate::clock::FixedClock(
+    let clock = std::sync::Arc::new(ctxd_pipeline::clock::FixedClock(
         "2026-03-01T10:00:00Z".parse().unwrap(),
     ));
     Engine::new(store, &dir.join("home"), clock)
@@ -43,7 +43,7 @@ pub(crate) async fn append(engine: &Engine, sid: &str, records: serde_json::Valu
 }
 
 /// Compiles the session's next request.
-pub(crate) async fn compile(engine: &Engine, sid: &str) -> crate::pipeline::compile::Compiled {
+pub(crate) async fn compile(engine: &Engine, sid: &str) -> ctxd_pipeline::compile::Compiled {
     engine
         .compile(ctxd_protocol::CompileParams {
             session_id: sid.into(),

@@ -10,9 +10,9 @@ use ctxd_protocol::{
 };
 
 use crate::error::{Error, Result};
-use crate::limits::MAX_COLLECT_TIMEOUT_MS;
-use crate::limits::{MAX_CONTEXT_WINDOW, MAX_USAGE_TOKENS};
-use crate::pipeline::thresholds;
+use ctxd_pipeline::limits::MAX_COLLECT_TIMEOUT_MS;
+use ctxd_pipeline::limits::{MAX_CONTEXT_WINDOW, MAX_USAGE_TOKENS};
+use ctxd_pipeline::thresholds;
 
 pub(crate) fn check_model(m: &ModelProfile) -> Result<()> {
     if m.model.is_empty() {
@@ -358,12 +358,12 @@ pub fn check_stored_size(index: usize, bytes: usize) -> Result<()> {
 }
 
 fn check_size(p: RecordAt, size: usize) -> Result<()> {
-    if size > crate::limits::MAX_RECORD_BYTES {
+    if size > ctxd_pipeline::limits::MAX_RECORD_BYTES {
         return Err(bad(
             p.to_string(),
             &format!(
                 "is {size} bytes of JSON; a record may hold at most {} (MAX_RECORD_BYTES)",
-                crate::limits::MAX_RECORD_BYTES
+                ctxd_pipeline::limits::MAX_RECORD_BYTES
             ),
         ));
     }
@@ -485,7 +485,7 @@ mod tests {
     /// allowed, on the input as on the JSON stored.
     #[test]
     fn a_record_past_the_size_bound_is_refused_by_name() {
-        let max = crate::limits::MAX_RECORD_BYTES;
+        let max = ctxd_pipeline::limits::MAX_RECORD_BYTES;
         let with = |n: usize| parse(json!({"type": "user", "content": "x".repeat(n)}));
         let overhead = json_size(&with(0));
         let mut batch = vec![with(1), with(max - overhead)];

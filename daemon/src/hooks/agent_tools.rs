@@ -47,7 +47,7 @@ pub fn run(name: &str, input: &Value, cwd: &Path, roots: &[PathBuf]) -> (String,
                     input
                         .get(k)
                         .and_then(Value::as_u64)
-                        .map(crate::saturate::usize_of)
+                        .map(ctxd_pipeline::saturate::usize_of)
                 };
                 read(p, n("offset"), n("limit"), cwd, roots)
             }),
@@ -96,7 +96,7 @@ fn read(
         .skip(first - 1)
         .take(limit.unwrap_or(DEFAULT_READ_LINES))
         .collect();
-    Ok(crate::pipeline::mentions::numbered(
+    Ok(ctxd_pipeline::mentions::numbered(
         &lines.join("\n"),
         first as u64,
     ))

@@ -19,8 +19,8 @@ use ctxd_protocol::{ConfiguredHook, HookEvent, HookSourceFile, HooksListResponse
 use serde_json::Value;
 
 use super::matcher::Matcher;
-use crate::limits::MAX_HOOK_TIMEOUT;
-use crate::limits::MAX_HOOKS_PER_FILE;
+use ctxd_pipeline::limits::MAX_HOOK_TIMEOUT;
+use ctxd_pipeline::limits::MAX_HOOKS_PER_FILE;
 
 /// Claude Code's default per-hook timeout.
 pub const DEFAULT_TIMEOUT: Duration = Duration::from_secs(60);
@@ -110,7 +110,7 @@ impl Layer {
 
     pub fn hook_count(&self) -> u32 {
         match &self.state {
-            FileState::Loaded(s) => crate::saturate::u32_of(s.hooks.len()),
+            FileState::Loaded(s) => ctxd_pipeline::saturate::u32_of(s.hooks.len()),
             _ => 0,
         }
     }

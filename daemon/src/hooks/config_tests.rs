@@ -1,7 +1,7 @@
 use super::*;
-use crate::limits::MAX_HOOK_SETTINGS_BYTES;
-use crate::limits::MAX_HOOK_TIMEOUT;
-use crate::limits::MAX_HOOKS_PER_FILE;
+use ctxd_pipeline::limits::MAX_HOOK_SETTINGS_BYTES;
+use ctxd_pipeline::limits::MAX_HOOK_TIMEOUT;
+use ctxd_pipeline::limits::MAX_HOOKS_PER_FILE;
 use serde_json::json;
 
 fn layer(source: Source, v: Value) -> Layer {

@@ -127,7 +127,7 @@ fn empty_result(command: &str, source: &str, raw: &RawRun) -> HookResult {
             source: source.into(),
             exit_code: raw.exit_code,
             timed_out: raw.timed_out,
-            duration_ms: crate::saturate::millis(raw.duration),
+            duration_ms: ctxd_pipeline::saturate::millis(raw.duration),
             decision: None,
             output_cut: raw.output_cut,
             error: None,
@@ -372,7 +372,7 @@ fn joined(parts: Vec<String>) -> Option<String> {
 /// blocking reason.
 pub fn merge(event: HookEvent, results: &[HookResult]) -> HookOutcome {
     let mut out = HookOutcome::nothing();
-    out.ran = crate::saturate::u32_of(results.len());
+    out.ran = ctxd_pipeline::saturate::u32_of(results.len());
     if decides_permission(event) {
         let strongest = results
             .iter()

@@ -22,7 +22,7 @@ use std::os::unix::fs::MetadataExt;
 use std::path::{Path, PathBuf};
 
 use super::config::{FileState, Layer, Source, parse_settings};
-use crate::limits::MAX_HOOK_SETTINGS_BYTES;
+use ctxd_pipeline::limits::MAX_HOOK_SETTINGS_BYTES;
 
 /// The settings files of one session, in precedence order.
 pub fn settings_paths(

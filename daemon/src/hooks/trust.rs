@@ -11,7 +11,7 @@
 use std::path::{Path, PathBuf};
 
 use super::config::{FileState, Layer, Source};
-use crate::limits::MAX_TRUST_LIST_BYTES;
+use ctxd_pipeline::limits::MAX_TRUST_LIST_BYTES;
 
 pub fn list_path(home: &Path) -> PathBuf {
     home.join("trusted-projects")

@@ -7,7 +7,7 @@ use serde_json::Value;
 
 use super::http::{self, Call, EnvLookup, RetryPolicy};
 use super::{ProviderError, SummaryInput, prompt};
-use crate::pipeline::message::ApiMessage;
+use ctxd_pipeline::message::ApiMessage;
 
 pub(crate) const DEFAULT_BASE_URL: &str = "https://api.anthropic.com";
 const API_VERSION: &str = "2023-06-01";

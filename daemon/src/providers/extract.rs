@@ -14,7 +14,7 @@ use std::fmt::Write as _;
 use std::time::Duration;
 
 use super::{Backend, ModelRunner, ProviderError, Summariser, SummaryInput, http, prompt};
-use crate::pipeline::session_memory::{self, MAX_SECTION_TOKENS, MAX_TOTAL_TOKENS};
+use ctxd_pipeline::session_memory::{self, MAX_SECTION_TOKENS, MAX_TOTAL_TOKENS};
 
 /// What the extracting model is told it is. Like the summary's, short: the instructions
 /// follow the conversation in the final user message.
@@ -169,7 +169,7 @@ async fn run_on_client(
     timeout: Duration,
 ) -> Result<String, ProviderError> {
     tracing::debug!(
-        timeout_ms = crate::saturate::millis(timeout),
+        timeout_ms = ctxd_pipeline::saturate::millis(timeout),
         "session-memory extraction via the client"
     );
     match tokio::time::timeout(timeout, runner.run(body, timeout)).await {
@@ -189,9 +189,9 @@ mod tests {
     use wiremock::{Mock, MockServer, ResponseTemplate};
 
     use super::*;
-    use crate::pipeline::message::ApiMessage;
     use crate::providers::COMPACT_PROMPT;
     use crate::providers::http::EnvLookup;
+    use ctxd_pipeline::message::ApiMessage;
 
     const KEY: &str = "sk-extract-test-DISTINCTIVE-90c1";
 

@@ -13,7 +13,7 @@ use reqwest::header::{HeaderMap, HeaderName, HeaderValue};
 use serde_json::Value;
 
 use super::ProviderError;
-use crate::limits::MAX_RETRY_AFTER;
+use ctxd_pipeline::limits::MAX_RETRY_AFTER;
 
 /// Looks up an environment variable. Injectable so tests never touch the process
 /// environment (tests run in parallel, and `set_var` is unsafe in edition 2024).
@@ -170,7 +170,7 @@ pub(crate) async fn post_json(
                     tracing::warn!(
                         provider = call.provider,
                         attempt,
-                        delay_ms = crate::saturate::millis(delay),
+                        delay_ms = ctxd_pipeline::saturate::millis(delay),
                         error = %message,
                         "summary request failed, retrying"
                     );
@@ -198,7 +198,7 @@ pub(crate) async fn post_json(
                         provider = call.provider,
                         attempt,
                         status = status.as_u16(),
-                        delay_ms = crate::saturate::millis(delay),
+                        delay_ms = ctxd_pipeline::saturate::millis(delay),
                         "summary request refused, retrying"
                     );
                     tokio::time::sleep(delay).await;

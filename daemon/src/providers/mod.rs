@@ -35,7 +35,7 @@ use std::time::Duration;
 use ctxd_protocol::{Record, SummariserConfig};
 use futures::future::BoxFuture;
 
-use crate::pipeline::message::ApiMessage;
+use ctxd_pipeline::message::ApiMessage;
 
 pub use extract::EXTRACTION_PROMPT;
 pub use prompt::COMPACT_PROMPT;
@@ -203,7 +203,7 @@ impl Summariser {
             Backend::Client { runner, timeout } => {
                 let body = prompt::anthropic_body(None, http::DEFAULT_MAX_OUTPUT_TOKENS, &input);
                 tracing::debug!(
-                    timeout_ms = crate::saturate::millis(*timeout),
+                    timeout_ms = ctxd_pipeline::saturate::millis(*timeout),
                     "summary via the client"
                 );
                 // The runner is told the timeout; this guard holds even if it ignores it.

@@ -22,7 +22,7 @@ use serde_json::{Value, json};
 
 use super::http::{self, Call, EnvLookup, RetryPolicy};
 use super::{ProviderError, SummaryInput, prompt};
-use crate::pipeline::message::{ApiMessage, Role};
+use ctxd_pipeline::message::{ApiMessage, Role};
 
 pub(crate) struct OpenAi {
     client: reqwest::Client,
@@ -152,7 +152,7 @@ fn block_text(block: &ContentBlock, names: &[(&str, &str)]) -> Option<String> {
         ContentBlock::Image { .. } => "[image]".into(),
         ContentBlock::Document { .. } => "[document]".into(),
         ContentBlock::Thinking { .. } | ContentBlock::RedactedThinking { .. } => return None,
-        ContentBlock::Other(fields) => crate::pipeline::text::verbatim_block_text(fields, 2_000),
+        ContentBlock::Other(fields) => ctxd_pipeline::text::verbatim_block_text(fields, 2_000),
         ContentBlock::ToolUse { name, input, .. } => {
             let json = serde_json::to_string(input).unwrap_or_default();
             format!("[called {name} with {json}]")
@@ -177,10 +177,10 @@ fn block_text(block: &ContentBlock, names: &[(&str, &str)]) -> Option<String> {
                         ToolResultBlock::Image { .. } => "[image]".into(),
                         ToolResultBlock::Document { .. } => "[document]".into(),
                         ToolResultBlock::ToolReference { tool_name, .. } => {
-                            crate::pipeline::tool_plan::tool_reference_text(tool_name)
+                            ctxd_pipeline::tool_plan::tool_reference_text(tool_name)
                         }
                         ToolResultBlock::Other(fields) => {
-                            crate::pipeline::text::verbatim_block_text(fields, 2_000)
+                            ctxd_pipeline::text::verbatim_block_text(fields, 2_000)
                         }
                     })
                     .collect::<Vec<_>>()

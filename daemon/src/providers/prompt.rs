@@ -9,8 +9,8 @@ use ctxd_protocol::{ContentBlock, ToolResultBlock, ToolResultContent};
 use serde_json::{Value, json};
 
 use super::SummaryInput;
-use crate::pipeline::message::{ApiMessage, Role};
-use crate::pipeline::records::result_text;
+use ctxd_pipeline::message::{ApiMessage, Role};
+use ctxd_pipeline::records::result_text;
 
 /// The nine section titles, in order. The embedded summariser writes them and parses them
 /// back out of an earlier summary, so model and embedded summaries share one shape.
@@ -263,7 +263,7 @@ fn clean_block(block: &ContentBlock) -> Option<ContentBlock> {
         ContentBlock::Document { .. } => ContentBlock::text("[document]"),
         ContentBlock::Thinking { .. } | ContentBlock::RedactedThinking { .. } => return None,
         ContentBlock::Other(fields) => {
-            ContentBlock::text(crate::pipeline::text::verbatim_block_text(fields, 2_000))
+            ContentBlock::text(ctxd_pipeline::text::verbatim_block_text(fields, 2_000))
         }
         ContentBlock::ToolUse {
             id, name, input, ..
@@ -311,10 +311,10 @@ fn clean_result(content: &ToolResultContent) -> ToolResultContent {
                     },
                     ToolResultBlock::ToolReference { tool_name, .. } => ToolResultBlock::Text {
                         extra: Default::default(),
-                        text: crate::pipeline::tool_plan::tool_reference_text(tool_name),
+                        text: ctxd_pipeline::tool_plan::tool_reference_text(tool_name),
                     },
                     ToolResultBlock::Other(fields) => ToolResultBlock::text(
-                        crate::pipeline::text::verbatim_block_text(fields, 2_000),
+                        ctxd_pipeline::text::verbatim_block_text(fields, 2_000),
                     ),
                 })
                 .collect(),

@@ -2,8 +2,8 @@
 //! five memory files as JSON (`{"selected_memories": [...]}`).
 
 use super::{Backend, ProviderError, Summariser};
-use crate::pipeline::message::ApiMessage;
-use crate::pipeline::relevant_memories::MAX_FILES;
+use ctxd_pipeline::message::ApiMessage;
+use ctxd_pipeline::relevant_memories::MAX_FILES;
 
 /// Ours: what the selector model is asked.
 pub const SELECT_MEMORIES_PROMPT: &str = "You choose which memory files will help an AI \

@@ -16,8 +16,8 @@ use reqwest::header::{HeaderName, HeaderValue};
 
 use super::http::{self, ErrorBody, RetryPolicy};
 pub(crate) use super::stream_error::StreamError;
-use crate::limits::MAX_PROVIDER_ANSWER_BYTES;
-use crate::limits::MAX_RETRY_AFTER;
+use ctxd_pipeline::limits::MAX_PROVIDER_ANSWER_BYTES;
+use ctxd_pipeline::limits::MAX_RETRY_AFTER;
 
 /// The whole call's bound when the session's provider names none.
 const DEFAULT_TURN_TIMEOUT: Duration = Duration::from_secs(600);
@@ -154,7 +154,7 @@ pub(crate) async fn turn(
 fn chat_streamed(body: &str) -> Result<String, StreamError> {
     let v: Value = serde_json::from_str(body)
         .map_err(|e| StreamError::Misconfigured(format!("the compiled body is not JSON: {e}")))?;
-    let mut chat = crate::pipeline::openai_chat::translate(&v);
+    let mut chat = ctxd_pipeline::openai_chat::translate(&v);
     chat["stream"] = Value::Bool(true);
     chat["stream_options"] = serde_json::json!({"include_usage": true});
     Ok(chat.to_string())
@@ -420,7 +420,7 @@ pub async fn send(client: &reqwest::Client, call: &Call<'_>) -> Result<(Value, u
             retry_after.map_or_else(|| call.retry.delay(attempt), |d| d.min(MAX_RETRY_AFTER));
         tracing::warn!(
             attempt,
-            delay_ms = crate::saturate::millis(delay),
+            delay_ms = ctxd_pipeline::saturate::millis(delay),
             error = %error,
             "the provider refused the turn; retrying"
         );
@@ -431,7 +431,7 @@ pub async fn send(client: &reqwest::Client, call: &Call<'_>) -> Result<(Value, u
             };
             let _ = tx.send(TurnEvent::Retrying {
                 attempt: attempt + 1,
-                delay_ms: crate::saturate::millis(delay),
+                delay_ms: ctxd_pipeline::saturate::millis(delay),
                 status,
                 message: error.to_string(),
             });

@@ -1,12 +1,14 @@
 //! What `daemon.initialize` reports of the server's bounds: exactly what the server runs
 //! with (the daemon's configured `Limits`, and the constants of `crate::limits`).
 
-use crate::limits::{MAX_APPEND_RECORDS, MAX_RECORD_BYTES, MAX_RESPONSE_BYTES, MAX_RPC_BATCH};
+use ctxd_pipeline::limits::{
+    MAX_APPEND_RECORDS, MAX_RECORD_BYTES, MAX_RESPONSE_BYTES, MAX_RPC_BATCH,
+};
 
 /// jsonrpsee's default, stated so it can be reported.
 pub const MAX_SUBSCRIPTIONS_PER_CONNECTION: u32 = 1_024;
 
-pub fn limits(l: &crate::limits::Limits) -> ctxd_protocol::Limits {
+pub fn limits(l: &ctxd_pipeline::limits::Limits) -> ctxd_protocol::Limits {
     ctxd_protocol::Limits {
         max_request_bytes: l.max_request_bytes.into(),
         max_response_bytes: MAX_RESPONSE_BYTES.into(),

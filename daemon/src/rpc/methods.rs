@@ -11,9 +11,7 @@ use super::to_rpc_error;
 type RpcResult<T> = Result<T, ErrorObjectOwned>;
 
 /// The compiled body travels as a `RawValue`, so no layer re-encodes (and reorders) it.
-fn compile_response(
-    c: crate::pipeline::compile::Compiled,
-) -> crate::error::Result<CompileResponse> {
+fn compile_response(c: ctxd_pipeline::compile::Compiled) -> crate::error::Result<CompileResponse> {
     let request = serde_json::value::RawValue::from_string(c.body)
         .map_err(|e| crate::error::Error::Internal(e.to_string()))?;
     Ok(CompileResponse {
@@ -345,9 +343,9 @@ mod tests {
     use tokio::sync::Notify;
 
     use super::*;
-    use crate::clock::SystemClock;
     use crate::engine::Engine;
     use crate::store::Store;
+    use ctxd_pipeline::clock::SystemClock;
 
     /// The OpenRPC document and the registered methods must name the same set.
     #[tokio::test]

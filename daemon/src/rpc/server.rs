@@ -22,8 +22,8 @@ use super::limits::MAX_SUBSCRIPTIONS_PER_CONNECTION;
 use super::slot::Counted;
 use super::transport::{TransportRules, mark_plain_http};
 use super::{RpcContext, build_module};
-use crate::limits::MAX_REFUSING_CONNECTIONS;
-use crate::limits::{Limits, MAX_RESPONSE_BYTES};
+use ctxd_pipeline::limits::MAX_REFUSING_CONNECTIONS;
+use ctxd_pipeline::limits::{Limits, MAX_RESPONSE_BYTES};
 
 /// Logs the connection limit being hit: at once, then at most every 10 s with a count.
 #[derive(Default)]

@@ -279,9 +279,9 @@ mod tests {
     use tokio::sync::Notify;
 
     use super::*;
-    use crate::clock::SystemClock;
     use crate::rpc::build_module;
     use crate::store::Store;
+    use ctxd_pipeline::clock::SystemClock;
 
     /// A subscriber that stops reading overflows the channel: it is told `lagged` with
     /// the last seq it got, and still receives every record exactly once, in order.

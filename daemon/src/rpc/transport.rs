@@ -11,7 +11,7 @@ use jsonrpsee::server::HttpRequest;
 use jsonrpsee::types::error::TOO_BIG_BATCH_RESPONSE_CODE;
 use jsonrpsee::types::{ErrorObjectOwned, Id, Request};
 
-use crate::limits::{MAX_RESPONSE_BYTES, MAX_RPC_BATCH};
+use ctxd_pipeline::limits::{MAX_RESPONSE_BYTES, MAX_RPC_BATCH};
 use serde_json::Value;
 use serde_json::value::RawValue;
 

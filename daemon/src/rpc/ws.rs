@@ -47,8 +47,8 @@ use super::ids::{Ids, Swaps, examine};
 use super::outbox::{Counted as Total, Outbox};
 use super::slot::Counted;
 use super::transport::TransportRules;
-use crate::limits::MAX_CALLS_IN_FLIGHT;
-use crate::limits::MAX_WS_QUEUED_BYTES;
+use ctxd_pipeline::limits::MAX_CALLS_IN_FLIGHT;
+use ctxd_pipeline::limits::MAX_WS_QUEUED_BYTES;
 
 /// Messages the connection's sink holds before its senders wait (jsonrpsee's default).
 /// Whatever comes through it is taken at once and counted in the outbox.

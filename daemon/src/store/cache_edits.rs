@@ -2,7 +2,7 @@
 
 use super::db::{Db, params};
 use crate::error::Result;
-use crate::pipeline::microcompact::PinnedEdit;
+use ctxd_pipeline::microcompact::PinnedEdit;
 
 /// Edits sent since the compact boundary `boundary_uuid`, in the order they were sent.
 pub fn load(db: &mut dyn Db, session: &str, boundary_uuid: &str) -> Result<Vec<PinnedEdit>> {

@@ -3,7 +3,7 @@
 
 use super::db::{Db, params};
 use crate::error::{Error, Result};
-use crate::pipeline::capabilities::CapabilityState;
+use ctxd_pipeline::capabilities::CapabilityState;
 
 pub fn load(db: &mut dyn Db, session: &str) -> Result<CapabilityState> {
     let text = db

@@ -2,7 +2,7 @@
 
 use super::db::{Db, params};
 use crate::error::Result;
-use crate::pipeline::collapse::{Collapse, CollapseStatus};
+use ctxd_pipeline::collapse::{Collapse, CollapseStatus};
 
 fn status_text(s: CollapseStatus) -> &'static str {
     match s {
@@ -29,7 +29,7 @@ pub fn load(db: &mut dyn Db, session: &str) -> Result<Vec<Collapse>> {
                 id: r.text(0)?,
                 first_uuid: r.text(1)?,
                 last_uuid: r.text(2)?,
-                record_count: crate::saturate::usize_of(r.u64(3)?),
+                record_count: ctxd_pipeline::saturate::usize_of(r.u64(3)?),
                 tokens: r.u64(4)?,
                 summary: r.text(5)?,
                 status: parse_status(&r.text(6)?),

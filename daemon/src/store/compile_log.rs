@@ -3,9 +3,9 @@
 
 use super::db::{Db, params};
 use crate::error::Result;
-use crate::pipeline::cache_break::Fingerprint;
-use crate::pipeline::cache_prefix::{self, KeyShape};
-use crate::pipeline::latch::Latched;
+use ctxd_pipeline::cache_break::Fingerprint;
+use ctxd_pipeline::cache_prefix::{self, KeyShape};
+use ctxd_pipeline::latch::Latched;
 
 /// Rows kept per session: enough to attribute the breaks of any recent call.
 pub const KEEP: u64 = 256;

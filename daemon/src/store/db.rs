@@ -44,7 +44,7 @@ impl From<u64> for Param<'_> {
 
 impl From<usize> for Param<'_> {
     fn from(v: usize) -> Self {
-        Param::Uint(crate::saturate::u64_of(v))
+        Param::Uint(ctxd_pipeline::saturate::u64_of(v))
     }
 }
 

@@ -4,7 +4,7 @@ use std::collections::BTreeMap;
 
 use super::db::{Db, Row, params};
 use crate::error::Result;
-use crate::pipeline::budget::Fate;
+use ctxd_pipeline::budget::Fate;
 
 pub const BUDGET: &str = "budget";
 pub const MICROCOMPACT: &str = "microcompact";

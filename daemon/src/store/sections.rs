@@ -4,7 +4,7 @@ use std::collections::BTreeMap;
 
 use super::db::{Db, params};
 use crate::error::{Error, Result};
-use crate::pipeline::sections::SectionMemo;
+use ctxd_pipeline::sections::SectionMemo;
 
 pub fn load(db: &mut dyn Db, session: &str) -> Result<Option<SectionMemo>> {
     let Some(mut row) = db.query_opt(

@@ -18,9 +18,9 @@ use serde_json::json;
 use super::{Facts, context_record, fields, memory_type};
 use crate::engine::{Engine, Loaded};
 use crate::error::{Error, Result};
-use crate::pipeline::autocompact::Trigger;
 use crate::store::sessions::SessionRow;
 use crate::watch::WatchEvent;
+use ctxd_pipeline::autocompact::Trigger;
 
 /// A `PostCompact` run waiting for its compaction to be written.
 pub(crate) struct PostCompact {
@@ -96,7 +96,7 @@ impl Engine {
         let typed = |r: &RecordInput| {
             !r.is_sidechain
                 && !r.is_virtual
-                && crate::pipeline::records::typed_prompt(
+                && ctxd_pipeline::records::typed_prompt(
                     r.kind.unwrap_or(RecordKind::User),
                     r.is_meta,
                     r.is_compact_summary,

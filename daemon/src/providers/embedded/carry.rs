@@ -4,8 +4,8 @@
 
 use super::NONE;
 use super::facts::{Facts, FileEntry, UserItem};
-use crate::pipeline::text::clip;
 use crate::providers::prompt::SECTION_TITLES;
+use ctxd_pipeline::text::clip;
 
 impl Facts {
     /// Takes over what an earlier summary knew; returns its pending tasks, which count only

@@ -6,9 +6,9 @@ use ctxd_protocol::{ContentBlock, Record, RecordKind, ToolResultContent};
 use serde_json::Value;
 
 use super::INDENT;
-use crate::pipeline::message::REMINDER_OPEN;
-use crate::pipeline::records::{INTERRUPTED, file_action, is_harness_text, path_of, result_text};
-use crate::pipeline::text::clip;
+use ctxd_pipeline::message::REMINDER_OPEN;
+use ctxd_pipeline::records::{INTERRUPTED, file_action, is_harness_text, path_of, result_text};
+use ctxd_pipeline::text::clip;
 
 #[derive(Debug, Default)]
 pub(super) struct FileEntry {
@@ -449,7 +449,7 @@ fn error_line(text: &str) -> String {
         .replace("<tool_use_error>", "")
         .replace("</tool_use_error>", "");
     clip(
-        crate::pipeline::text::first_line(&text).unwrap_or("(no message)"),
+        ctxd_pipeline::text::first_line(&text).unwrap_or("(no message)"),
         200,
     )
 }

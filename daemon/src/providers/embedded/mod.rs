@@ -37,7 +37,7 @@ pub(crate) fn summarise(input: &SummaryInput<'_>) -> String {
         .map(str::trim)
         .filter(|t| !t.is_empty())
     {
-        facts.focus_on(&crate::pipeline::text::clip(focus, FOCUS_CHARS));
+        facts.focus_on(&ctxd_pipeline::text::clip(focus, FOCUS_CHARS));
     }
     render::fit(&facts, input.max_summary_tokens)
 }

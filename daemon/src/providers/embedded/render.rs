@@ -7,9 +7,9 @@ use ctxd_protocol::ContentBlock;
 
 use super::facts::{Facts, Step, UserItem};
 use super::{INDENT, LEFT_OUT, NONE};
-use crate::pipeline::text::{clip, cut_middle};
-use crate::pipeline::tokens::{block_tokens, scaled};
 use crate::providers::prompt::SECTION_TITLES;
+use ctxd_pipeline::text::{clip, cut_middle};
+use ctxd_pipeline::tokens::{block_tokens, scaled};
 
 /// How much of each section is shown. `full` shows everything; `fit` tightens one knob
 /// at a time.

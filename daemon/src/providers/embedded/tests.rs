@@ -294,7 +294,7 @@ fn claude_code_fixture() {
         .filter(|r| r.kind == RecordKind::User && !r.is_meta && !r.is_sidechain)
         .flat_map(texts)
         .filter(|t| !t.trim_start().starts_with("<system-reminder>"))
-        .filter(|t| !crate::pipeline::records::is_harness_text(t))
+        .filter(|t| !ctxd_pipeline::records::is_harness_text(t))
         .collect();
     assert!(typed.len() >= 3, "{typed:?}");
     for t in &typed {

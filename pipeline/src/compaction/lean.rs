@@ -1,0 +1,315 @@
+//! The lean policy (`settings.policy: "lean"`): clears tool results the model no longer
+//! needs, earlier than Claude Code would, where the cost of doing it is lowest. The
+//! rules and the reasons for them are in `docs/policy.md`.
+//!
+//! Two rules pick candidates, oldest first:
+//!
+//! - **superseded**: a later call of the same kind produced the same thing again — the
+//!   same file read with the same range, the same shell command, the same search — or a
+//!   later `Write` replaced the whole file a read showed. The later result is what is
+//!   true now; the earlier one is a stale copy.
+//! - **stale**: a result of a tool whose output can be produced again, whose subject (the
+//!   file it read, or the call itself) has not been touched for `stale_after_rounds`
+//!   model responses, and which is not among the `keep_recent` most recent such results.
+//!
+//! Clearing a result rewrites the provider's cache from that result on, so a batch is
+//! cleared only where that costs little: when the cache has gone cold anyway (the gap
+//! since the last response is longer than the cache's TTL), or, while it is warm, for the
+//! longest run of candidates at the end of the view whose tokens are at least
+//! `warm_min_ratio_pct` percent of the tokens after them that would be written again.
+//! What is cleared is frozen like time-based microcompact's clears, so a restart or a
+//! fork shows the same bytes.
+
+use std::collections::{BTreeMap, HashMap};
+
+use chrono::{DateTime, Utc};
+use ctxd_protocol::{ContentBlock, LeanSettings, Record, RecordKind, ToolResultContent};
+use serde_json::Value;
+
+use super::budget::Fate;
+use super::microcompact::{CLEARED, last_assistant_time};
+use super::tokens::block_tokens;
+
+/// Tools whose output can be produced again by calling them again: the stale rule's
+/// candidates. Edits and writes are left out: their results are short confirmations.
+const REPRODUCIBLE: [&str; 9] = [
+    "Read",
+    "Bash",
+    "PowerShell",
+    "Grep",
+    "Glob",
+    "LS",
+    "WebSearch",
+    "WebFetch",
+    "NotebookRead",
+];
+
+/// Tools that rewrite a whole file from their input alone.
+const WHOLE_FILE_WRITES: [&str; 1] = ["Write"];
+
+/// Tools that change a file: they touch its subject, so its reads stay fresh.
+const FILE_CHANGES: [&str; 4] = ["Edit", "MultiEdit", "Write", "NotebookEdit"];
+
+/// Why a result was cleared.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+pub(crate) enum Rule {
+    Superseded,
+    Stale,
+}
+
+impl Rule {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Rule::Superseded => "superseded",
+            Rule::Stale => "stale",
+        }
+    }
+}
+
+/// When the stage runs: the cache state it decides against.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct CacheClock {
+    pub(crate) now: DateTime<Utc>,
+    /// The TTL the requests are cached with, in seconds.
+    pub(crate) ttl_secs: i64,
+}
+
+/// One tool call of the view and what is known of it.
+struct Call<'r> {
+    id: &'r str,
+    name: &'r str,
+    input: &'r Value,
+    /// The model response (counted from the start of the view) that made the call.
+    round: usize,
+    /// Where its result is in the view, once it has one.
+    result_at: Option<usize>,
+    result_tokens: u64,
+}
+
+fn str_field<'v>(input: &'v Value, keys: &[&str]) -> Option<&'v str> {
+    keys.iter()
+        .find_map(|k| input.get(*k).and_then(Value::as_str))
+}
+
+/// The file a call reads or changes.
+fn file_of<'r>(call: &Call<'r>) -> Option<&'r str> {
+    match call.name {
+        "Read" | "NotebookRead" | "Edit" | "MultiEdit" | "Write" | "NotebookEdit" => {
+            str_field(call.input, &["file_path", "notebook_path"])
+        }
+        _ => None,
+    }
+}
+
+/// What a later call must equal to supersede this one's result: the tool and its whole
+/// input (for a read: path and range), so only a true repetition counts.
+fn repeat_key(call: &Call<'_>) -> Option<String> {
+    REPRODUCIBLE
+        .contains(&call.name)
+        .then(|| format!("{}\u{0}{}", call.name, call.input))
+}
+
+/// The subject whose last touch dates a result for the stale rule.
+fn subject(call: &Call<'_>) -> String {
+    match file_of(call) {
+        Some(path) => format!("file\u{0}{path}"),
+        None => format!("call\u{0}{}", call.id),
+    }
+}
+
+/// The tokens a result adds as the model sees it (a persisted result: its preview).
+fn result_tokens(block: &ContentBlock, fate: Option<&Fate>) -> u64 {
+    match fate {
+        Some(Fate::Replaced(s)) => (s.chars().count() as u64).div_ceil(4),
+        _ => block_tokens(block),
+    }
+}
+
+fn is_cleared_text(content: &ToolResultContent) -> bool {
+    matches!(content, ToolResultContent::Text(t) if t == CLEARED)
+}
+
+/// The calls of the view in order, with their results' positions and sizes; and, per
+/// position, the tokens of the user and assistant content there.
+fn calls<'r>(
+    view: &[&'r Record],
+    fates: &BTreeMap<String, Fate>,
+) -> (Vec<Call<'r>>, Vec<u64>, Vec<&'r str>) {
+    let mut out: Vec<Call<'r>> = Vec::new();
+    let mut index: HashMap<&str, usize> = HashMap::new();
+    let mut sizes = Vec::with_capacity(view.len());
+    let mut already: Vec<&str> = Vec::new();
+    let mut round = 0usize;
+    let mut last_message: Option<&str> = None;
+    for (at, r) in view.iter().enumerate() {
+        let mut size = 0u64;
+        match r.kind {
+            RecordKind::Assistant => {
+                let message = r.message_id.as_deref();
+                if message.is_none() || message != last_message {
+                    round += 1;
+                }
+                last_message = message;
+                for b in &r.content {
+                    size += block_tokens(b);
+                    if let ContentBlock::ToolUse {
+                        id, name, input, ..
+                    } = b
+                        && !index.contains_key(id.as_str())
+                    {
+                        index.insert(id, out.len());
+                        out.push(Call {
+                            id,
+                            name,
+                            input,
+                            round,
+                            result_at: None,
+                            result_tokens: 0,
+                        });
+                    }
+                }
+            }
+            RecordKind::User => {
+                for b in &r.content {
+                    size += block_tokens(b);
+                    if let ContentBlock::ToolResult {
+                        tool_use_id,
+                        content,
+                        ..
+                    } = b
+                        && let Some(&i) = index.get(tool_use_id.as_str())
+                        && out[i].result_at.is_none()
+                    {
+                        if is_cleared_text(content) {
+                            already.push(out[i].id);
+                        }
+                        out[i].result_at = Some(at);
+                        out[i].result_tokens = result_tokens(b, fates.get(tool_use_id));
+                    }
+                }
+            }
+            _ => {}
+        }
+        sizes.push(size);
+    }
+    (out, sizes, already)
+}
+
+/// The results the rules select, oldest first, with the rule that selected each.
+fn candidates(calls: &[Call<'_>], settings: &LeanSettings) -> Vec<(usize, Rule)> {
+    let rounds = calls.last().map_or(0, |c| c.round);
+    let mut later_keys: HashMap<String, usize> = HashMap::new();
+    let mut last_write: HashMap<&str, usize> = HashMap::new();
+    let mut last_touch: HashMap<String, usize> = HashMap::new();
+    for (i, c) in calls.iter().enumerate() {
+        if c.result_at.is_some()
+            && let Some(k) = repeat_key(c)
+        {
+            later_keys.insert(k, i);
+        }
+        if let Some(path) = file_of(c) {
+            if WHOLE_FILE_WRITES.contains(&c.name) {
+                last_write.insert(path, i);
+            }
+            if FILE_CHANGES.contains(&c.name) || c.name == "Read" {
+                last_touch.insert(subject(c), c.round);
+            }
+        }
+    }
+    // The most recent reproducible results are kept whatever their age.
+    let keep = settings.keep_recent as usize;
+    let reproducible: Vec<usize> = (0..calls.len())
+        .filter(|&i| calls[i].result_at.is_some() && REPRODUCIBLE.contains(&calls[i].name))
+        .collect();
+    let protected = &reproducible[reproducible.len().saturating_sub(keep)..];
+    let mut out = Vec::new();
+    for (i, c) in calls.iter().enumerate() {
+        if c.result_at.is_none() || !REPRODUCIBLE.contains(&c.name) {
+            continue;
+        }
+        let repeated = repeat_key(c).is_some_and(|k| later_keys.get(&k).is_some_and(|&j| j > i));
+        let rewritten = file_of(c).is_some_and(|p| last_write.get(p).is_some_and(|&j| j > i));
+        if repeated || rewritten {
+            out.push((i, Rule::Superseded));
+            continue;
+        }
+        let touched = last_touch.get(&subject(c)).copied().unwrap_or(c.round);
+        let age = rounds.saturating_sub(touched.max(c.round));
+        if age >= settings.stale_after_rounds as usize && !protected.contains(&i) {
+            out.push((i, Rule::Stale));
+        }
+    }
+    out
+}
+
+/// What the policy clears in one compile.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub(crate) struct Decision {
+    /// The results to clear now, oldest first, each with its rule.
+    pub(crate) clears: Vec<(String, Rule)>,
+    /// The cache had gone cold: the whole request is written again.
+    pub(crate) cold: bool,
+}
+
+/// The results to clear now: none when clearing now would cost more than it saves.
+/// `warm_allowed` is false while another lever edits the warm cache (pinned cache
+/// edits): then only a cold cache is cleared.
+pub fn decide(
+    view: &[&Record],
+    cleared: &BTreeMap<String, Fate>,
+    fates: &BTreeMap<String, Fate>,
+    settings: &LeanSettings,
+    clock: CacheClock,
+    warm_allowed: bool,
+) -> Decision {
+    let (calls, sizes, already) = calls(view, fates);
+    let open: Vec<(usize, Rule)> = candidates(&calls, settings)
+        .into_iter()
+        .filter(|(i, _)| {
+            let id = calls[*i].id;
+            !cleared.contains_key(id) && !already.contains(&id)
+        })
+        .collect();
+    let cold = last_assistant_time(view)
+        .is_some_and(|t| clock.now.signed_duration_since(t).num_seconds() > clock.ttl_secs);
+    if open.is_empty() {
+        return Decision {
+            clears: Vec::new(),
+            cold,
+        };
+    }
+    let from = match (cold, warm_allowed) {
+        (true, _) => 0,
+        (false, true) => warm_batch_start(&calls, &sizes, &open, settings.warm_min_ratio_pct),
+        (false, false) => open.len(),
+    };
+    Decision {
+        clears: open[from..]
+            .iter()
+            .map(|(i, rule)| (calls[*i].id.to_string(), *rule))
+            .collect(),
+        cold,
+    }
+}
+
+/// While the cache is warm: the first candidate of the longest run at the end worth
+/// clearing (its tokens against those written again after it), `open.len()` if none.
+fn warm_batch_start(calls: &[Call<'_>], sizes: &[u64], open: &[(usize, Rule)], pct: u32) -> usize {
+    let mut best = open.len();
+    let mut cleared_tokens = 0u64;
+    for k in (0..open.len()).rev() {
+        let c = &calls[open[k].0];
+        cleared_tokens += c.result_tokens;
+        let at = c.result_at.unwrap_or(0);
+        let after: u64 = sizes[at..].iter().sum();
+        let rewritten = after.saturating_sub(cleared_tokens);
+        if cleared_tokens * 100 >= u64::from(pct) * rewritten {
+            best = k;
+        }
+    }
+    best
+}
+
+#[cfg(test)]
+#[path = "lean_tests.rs"]
+mod tests;
