@@ -5,7 +5,7 @@
 
 use anyhow::{Context, Result};
 use ctx_client::Client;
-use ctxd::providers::{Summariser, SummaryInput};
+use ctxd_engine::providers::{Summariser, SummaryInput};
 use ctxd_protocol::*;
 use futures::StreamExt;
 

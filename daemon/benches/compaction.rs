@@ -9,10 +9,10 @@
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use ctxd::engine::Engine;
-use ctxd::store::Store;
+use ctxd_engine::Engine;
 use ctxd_pipeline::clock::SystemClock;
 use ctxd_protocol::*;
+use ctxd_store::Store;
 use serde_json::json;
 
 fn iters() -> usize {

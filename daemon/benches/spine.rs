@@ -27,10 +27,10 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use ctxd::engine::Engine;
-use ctxd::store::Store;
+use ctxd_engine::Engine;
 use ctxd_pipeline::clock::SystemClock;
 use ctxd_protocol::*;
+use ctxd_store::Store;
 
 #[path = "spine/append.rs"]
 mod append;

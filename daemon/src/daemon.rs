@@ -10,8 +10,8 @@ use thiserror::Error;
 use tokio::net::{UnixListener, UnixStream};
 use tokio::sync::Notify;
 
-use crate::engine::{DiscoveryDefaults, Engine};
 use crate::rpc::{RpcContext, serve};
+use ctxd_engine::{DiscoveryDefaults, Engine};
 use ctxd_pipeline::clock::{Clock, SystemClock};
 
 #[derive(Debug, Error)]
@@ -37,7 +37,7 @@ pub enum StartError {
     #[error("cannot determine a home directory; pass --home or set CTXD_HOME")]
     NoHome,
     #[error("store: {0}")]
-    Store(#[from] crate::error::Error),
+    Store(#[from] ctxd_store::error::Error),
     #[error("rpc: {0}")]
     Rpc(String),
 }
@@ -80,10 +80,10 @@ fn io<'a>(what: &'static str, path: &'a Path) -> impl FnOnce(std::io::Error) -> 
 }
 
 /// A claimed socket: the listener plus the lock that proves no other daemon owns it.
-pub struct Claimed {
-    pub listener: UnixListener,
-    pub lock: std::fs::File,
-    pub socket: PathBuf,
+pub(crate) struct Claimed {
+    pub(crate) listener: UnixListener,
+    pub(crate) lock: std::fs::File,
+    pub(crate) socket: PathBuf,
 }
 
 /// Makes sure the socket's directory exists and is safe to serve from. A missing
@@ -161,7 +161,7 @@ fn try_lock_file(
 
 /// Claims the home: one daemon per home, whatever sockets they were given, so two
 /// daemons never serve the same database. The lock file holds the owner's pid.
-pub fn lock_home(home: &Path) -> Result<std::fs::File, StartError> {
+pub(crate) fn lock_home(home: &Path) -> Result<std::fs::File, StartError> {
     use std::io::{Read, Seek, Write};
     let path = home.join("daemon.lock");
     let mut lock = try_lock_file(&path, || {
@@ -187,7 +187,7 @@ pub fn lock_home(home: &Path) -> Result<std::fs::File, StartError> {
 /// exclusive lock beside the socket (so two daemons starting at once cannot both win), a
 /// live-peer probe, replacement of a stale socket (never of anything else), and the socket
 /// itself 0600.
-pub async fn claim_socket(socket: &Path) -> Result<Claimed, StartError> {
+pub(crate) async fn claim_socket(socket: &Path) -> Result<Claimed, StartError> {
     use std::os::unix::fs::FileTypeExt;
     if socket.as_os_str().len() > 107 {
         return Err(StartError::SocketPathTooLong(socket.to_path_buf()));
@@ -243,7 +243,7 @@ pub struct Options {
     /// Bounds on connections, requests and memory.
     pub limits: ctxd_pipeline::limits::Limits,
     /// Where sessions are stored (SQLite in the home unless a PostgreSQL URL is given).
-    pub store: crate::store::StoreConfig,
+    pub store: ctxd_store::StoreConfig,
 }
 
 impl Default for Options {
@@ -253,7 +253,7 @@ impl Default for Options {
             discovery: DiscoveryDefaults::default(),
             summariser: ctxd_protocol::SummariserConfig::Embedded,
             limits: ctxd_pipeline::limits::Limits::default(),
-            store: crate::store::StoreConfig::default(),
+            store: ctxd_store::StoreConfig::default(),
         }
     }
 }

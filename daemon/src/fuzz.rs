@@ -156,9 +156,9 @@ fn check_params(raw: &str) {
 }
 
 fn check_records(records: &mut [RecordInput]) {
-    if let Err(e) = crate::engine::validate::validate_batch(records) {
+    if let Err(e) = ctxd_engine::validate::validate_batch(records) {
         match e {
-            crate::error::Error::Invalid { field, .. } => {
+            ctxd_store::error::Error::Invalid { field, .. } => {
                 assert!(field.starts_with("records["), "{field}");
             }
             other => panic!("validation failed with {other:?}"),
@@ -173,7 +173,7 @@ fn check_record(value: serde_json::Value) {
 }
 
 fn check_import(jsonl: &str) {
-    use crate::import::claude_code::{ImportError, parse};
+    use ctxd_engine::import::claude_code::{ImportError, parse};
     match parse(jsonl) {
         Ok(imported) => {
             assert_eq!(imported.records.len(), imported.source_lines.len());
@@ -189,19 +189,20 @@ fn check_import(jsonl: &str) {
 }
 
 fn check_front_matter(raw: &str) {
-    let parsed = crate::discovery::parse_front_matter(raw, Path::new("/repo/.claude/rules/x.md"));
+    let parsed =
+        ctxd_engine::discovery::parse_front_matter(raw, Path::new("/repo/.claude/rules/x.md"));
     assert!(parsed.body.len() <= raw.len());
 }
 
 fn check_skill(raw: &str) {
-    match crate::discovery::skills::parse("s", raw) {
+    match ctxd_engine::discovery::skills::parse("s", raw) {
         Ok(def) => assert_eq!(def.name, "s"),
         Err(reason) => assert!(!reason.is_empty(), "{raw:?}"),
     }
 }
 
 fn check_include(body: &str) {
-    let targets = crate::discovery::include_targets(
+    let targets = ctxd_engine::discovery::include_targets(
         body,
         Path::new("/repo/docs/CLAUDE.md"),
         Path::new("/home/u"),

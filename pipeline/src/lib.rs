@@ -1,7 +1,7 @@
 //! Pure stages: (projection, state, config, clock) -> (request, effects). No I/O, no async.
 //! Everything that decides a byte of the compiled request lives here, with the leaves
 //! every crate above shares: the clock as an input (`clock`), every bound (`limits`) and
-//! the conversions that stop at a bound (`saturate`).
+//! the conversions that stop at a bound (`saturate`), and `sync`'s lock.
 //!
 //! The files are grouped by what a reader looks for: `stages/` (the request's assembly),
 //! `reminders/` (attachments and reminders), `compaction/` (autocompact, collapse, snip,
@@ -74,6 +74,7 @@ pub(crate) mod shown;
 pub mod skills;
 #[path = "compaction/snip.rs"]
 pub mod snip;
+pub mod sync;
 #[path = "stages/system.rs"]
 pub mod system;
 #[path = "reminders/task_reminder.rs"]

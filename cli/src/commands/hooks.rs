@@ -26,9 +26,9 @@ pub struct TrustArgs {
 /// Edits the trust list in the daemon's home (the daemon reads it before each hook).
 pub async fn trust(ctx: &Ctx, client: &Client, a: &TrustArgs) -> Result<()> {
     let home = std::path::PathBuf::from(client.status().await?.home);
-    let list = ctxd::hooks::trust::list_path(&home);
+    let list = ctxd_engine::hooks::trust::list_path(&home);
     if a.list {
-        let entries: Vec<String> = ctxd::hooks::trust::entries(&list)
+        let entries: Vec<String> = ctxd_engine::hooks::trust::entries(&list)
             .iter()
             .map(|p| p.display().to_string())
             .collect();
@@ -46,7 +46,7 @@ pub async fn trust(ctx: &Ctx, client: &Client, a: &TrustArgs) -> Result<()> {
     };
     anyhow::ensure!(dir.is_dir(), "{} is not a directory", dir.display());
     if a.remove {
-        let was = ctxd::hooks::trust::distrust(&list, &dir)?;
+        let was = ctxd_engine::hooks::trust::distrust(&list, &dir)?;
         if ctx.json {
             return print_json(&serde_json::json!({ "removed": was, "dir": dir }));
         }
@@ -61,7 +61,7 @@ pub async fn trust(ctx: &Ctx, client: &Client, a: &TrustArgs) -> Result<()> {
         );
         return Ok(());
     }
-    ctxd::hooks::trust::trust(&list, &dir)?;
+    ctxd_engine::hooks::trust::trust(&list, &dir)?;
     if ctx.json {
         return print_json(&serde_json::json!({ "trusted": dir }));
     }

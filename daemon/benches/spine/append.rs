@@ -94,7 +94,7 @@ pub(super) async fn bench_append(dir: &Path) {
 /// A fresh database with the store's settings (its page size, WAL, `synchronous=NORMAL`).
 fn raw_connection(path: &Path) -> rusqlite::Connection {
     let conn = rusqlite::Connection::open(path).unwrap();
-    conn.pragma_update(None, "page_size", ctxd::store::PAGE_SIZE)
+    conn.pragma_update(None, "page_size", ctxd_store::PAGE_SIZE)
         .unwrap();
     conn.pragma_update(None, "journal_mode", "WAL").unwrap();
     conn.pragma_update(None, "synchronous", "NORMAL").unwrap();

@@ -7,7 +7,9 @@ use jsonrpsee::RpcModule;
 // Registered as their caller, so the events a call causes are marked as its own.
 use super::context::{RpcContext, async_method};
 
-pub fn register(m: &mut RpcModule<RpcContext>) -> Result<(), jsonrpsee::core::RegisterMethodError> {
+pub(crate) fn register(
+    m: &mut RpcModule<RpcContext>,
+) -> Result<(), jsonrpsee::core::RegisterMethodError> {
     async_method!(m, SESSION_SET_PLAN_MODE, |ctx, p: PlanModeParams| ctx
         .engine
         .set_plan_mode(p)

@@ -11,14 +11,14 @@ use serde::de::DeserializeOwned;
 use serde_json::json;
 use tokio::sync::Notify;
 
-use crate::engine::Engine;
+use ctxd_engine::Engine;
 
 /// What every method can reach.
-pub struct RpcContext {
-    pub engine: Arc<Engine>,
+pub(crate) struct RpcContext {
+    pub(crate) engine: Arc<Engine>,
     /// Notified by `daemon.shutdown`; the server's owner decides what stopping means.
-    pub shutdown: Arc<Notify>,
-    pub socket: PathBuf,
+    pub(crate) shutdown: Arc<Notify>,
+    pub(crate) socket: PathBuf,
 }
 
 /// Decodes by-name params, naming the offending field on failure. Absent params decode
@@ -57,7 +57,7 @@ macro_rules! async_method {
             let $p: $pt = $crate::rpc::context::parse(&params)?;
             let call = async { $body };
             let r = match $crate::rpc::context::caller_of(&ext) {
-                Some(caller) => $crate::engine::as_caller(caller, call).await,
+                Some(caller) => ctxd_engine::as_caller(caller, call).await,
                 None => call.await,
             };
             r.map_err($crate::rpc::to_rpc_error)

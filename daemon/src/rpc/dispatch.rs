@@ -22,12 +22,12 @@ use serde_json::value::RawValue;
 /// messages, its subscription slots.
 #[derive(Clone)]
 pub(crate) struct Dispatch {
-    pub methods: Methods,
-    pub conn_id: ConnectionId,
-    pub max_response: usize,
-    pub subscriptions: BoundedSubscriptions,
-    pub sink: MethodSink,
-    pub id_provider: Arc<dyn IdProvider>,
+    pub(crate) methods: Methods,
+    pub(crate) conn_id: ConnectionId,
+    pub(crate) max_response: usize,
+    pub(crate) subscriptions: BoundedSubscriptions,
+    pub(crate) sink: MethodSink,
+    pub(crate) id_provider: Arc<dyn IdProvider>,
 }
 
 impl RpcServiceT for Dispatch {

@@ -5,7 +5,9 @@ use jsonrpsee::RpcModule;
 
 use super::context::{RpcContext, async_method};
 
-pub fn register(m: &mut RpcModule<RpcContext>) -> Result<(), jsonrpsee::core::RegisterMethodError> {
+pub(crate) fn register(
+    m: &mut RpcModule<RpcContext>,
+) -> Result<(), jsonrpsee::core::RegisterMethodError> {
     async_method!(m, HOOKS_LIST, |ctx, p: SessionIdParams| ctx
         .engine
         .hooks_list(&p.session_id)

@@ -6,16 +6,16 @@ use ctxd_pipeline::limits::{
 };
 
 /// jsonrpsee's default, stated so it can be reported.
-pub const MAX_SUBSCRIPTIONS_PER_CONNECTION: u32 = 1_024;
+pub(crate) const MAX_SUBSCRIPTIONS_PER_CONNECTION: u32 = 1_024;
 
-pub fn limits(l: &ctxd_pipeline::limits::Limits) -> ctxd_protocol::Limits {
+pub(crate) fn limits(l: &ctxd_pipeline::limits::Limits) -> ctxd_protocol::Limits {
     ctxd_protocol::Limits {
         max_request_bytes: l.max_request_bytes.into(),
         max_response_bytes: MAX_RESPONSE_BYTES.into(),
         max_batch_calls: MAX_RPC_BATCH.into(),
         max_connections: l.max_connections as u64,
         max_subscriptions_per_connection: MAX_SUBSCRIPTIONS_PER_CONNECTION.into(),
-        max_read_page: crate::engine::MAX_READ_PAGE.into(),
+        max_read_page: ctxd_engine::MAX_READ_PAGE.into(),
         max_append_records: MAX_APPEND_RECORDS as u64,
         max_record_bytes: MAX_RECORD_BYTES as u64,
         max_loaded_sessions: l.max_loaded_sessions as u64,

@@ -11,9 +11,11 @@ use super::to_rpc_error;
 type RpcResult<T> = Result<T, ErrorObjectOwned>;
 
 /// The compiled body travels as a `RawValue`, so no layer re-encodes (and reorders) it.
-fn compile_response(c: ctxd_pipeline::compile::Compiled) -> crate::error::Result<CompileResponse> {
+fn compile_response(
+    c: ctxd_pipeline::compile::Compiled,
+) -> ctxd_store::error::Result<CompileResponse> {
     let request = serde_json::value::RawValue::from_string(c.body)
-        .map_err(|e| crate::error::Error::Internal(e.to_string()))?;
+        .map_err(|e| ctxd_store::error::Error::Internal(e.to_string()))?;
     Ok(CompileResponse {
         request,
         metadata: c.metadata,
@@ -23,7 +25,7 @@ fn compile_response(c: ctxd_pipeline::compile::Compiled) -> crate::error::Result
 /// How long `daemon.status` waits for the store's session count.
 const STATUS_STORE_WAIT: std::time::Duration = std::time::Duration::from_secs(2);
 
-pub fn build_module(
+pub(crate) fn build_module(
     ctx: RpcContext,
 ) -> Result<RpcModule<RpcContext>, jsonrpsee::core::RegisterMethodError> {
     let mut m = RpcModule::new(ctx);
@@ -326,12 +328,12 @@ fn initialize(ctx: &RpcContext, p: InitializeParams) -> RpcResult<InitializeResu
             subscriptions: SubscriptionCapabilities {
                 resumable: true,
                 include_records: true,
-                buffer_events: crate::engine::EVENT_BUFFER as u64,
+                buffer_events: ctxd_engine::EVENT_BUFFER as u64,
             },
             file_watching: ctx.engine.watching(),
             default_summariser,
         },
-        limits: super::limits::limits(&ctx.engine.limits),
+        limits: super::limits::limits(ctx.engine.limits()),
     })
 }
 
@@ -343,9 +345,9 @@ mod tests {
     use tokio::sync::Notify;
 
     use super::*;
-    use crate::engine::Engine;
-    use crate::store::Store;
+    use ctxd_engine::Engine;
     use ctxd_pipeline::clock::SystemClock;
+    use ctxd_store::Store;
 
     /// The OpenRPC document and the registered methods must name the same set.
     #[tokio::test]

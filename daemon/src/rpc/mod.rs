@@ -17,20 +17,20 @@ mod subscription;
 mod transport;
 mod ws;
 
-pub use context::RpcContext;
+pub(crate) use context::RpcContext;
 #[cfg(test)]
 pub(crate) use context::parse as parse_params;
-pub use methods::build_module;
-pub use server::serve;
+pub(crate) use methods::build_module;
+pub(crate) use server::serve;
 
 use ctxd_protocol as proto;
 use jsonrpsee::types::ErrorObjectOwned;
 use serde_json::json;
 
-use crate::error::Error;
+use ctxd_store::error::Error;
 
 /// Maps an engine error to its documented JSON-RPC error.
-pub fn to_rpc_error(e: Error) -> ErrorObjectOwned {
+pub(crate) fn to_rpc_error(e: Error) -> ErrorObjectOwned {
     let msg = e.to_string();
     match e {
         Error::Invalid { field, message } => ErrorObjectOwned::owned(

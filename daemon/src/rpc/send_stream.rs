@@ -42,10 +42,7 @@ pub(super) fn register(
             // Subscriptions run on WebSocket connections only, which always have an id;
             // no connection has the fallback's.
             let caller = caller_of(&ext).unwrap_or(u64::MAX);
-            let mut turn = pin!(crate::engine::as_caller(
-                caller,
-                engine.send_streamed(p, &tx)
-            ));
+            let mut turn = pin!(ctxd_engine::as_caller(caller, engine.send_streamed(p, &tx)));
             let mut listening = true;
             let result = loop {
                 tokio::select! {

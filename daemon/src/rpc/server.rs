@@ -65,7 +65,7 @@ fn peer_allowed(stream: &UnixStream, own: u32) -> Result<(), String> {
 /// Serves JSON-RPC (HTTP POST through jsonrpsee, WebSocket through `ws`) on `listener`
 /// until `shutdown` resolves or a client calls `daemon.shutdown`; then lets in-flight
 /// connections finish.
-pub async fn serve(
+pub(crate) async fn serve(
     listener: UnixListener,
     ctx: RpcContext,
     limits: &Limits,

@@ -12,8 +12,8 @@ use tokio::sync::OwnedSemaphorePermit;
 /// which for a WebSocket is when the upgraded connection ends, not when hyper hands the
 /// stream over.
 pub(crate) struct Counted {
-    pub stream: UnixStream,
-    pub _slot: OwnedSemaphorePermit,
+    pub(crate) stream: UnixStream,
+    pub(crate) _slot: OwnedSemaphorePermit,
 }
 
 impl AsyncRead for Counted {

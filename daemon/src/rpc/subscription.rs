@@ -17,7 +17,7 @@ use tokio::sync::broadcast;
 use super::context::{caller_of, parse};
 use super::outbox::{LAG_GRACE, Outbox};
 use super::{RpcContext, to_rpc_error};
-use crate::engine::{Emitted, Engine, Subscription};
+use ctxd_engine::{Emitted, Engine, Subscription};
 
 /// Records per replayed `records_appended` event.
 const REPLAY_PAGE: u32 = 500;
@@ -280,8 +280,8 @@ mod tests {
 
     use super::*;
     use crate::rpc::build_module;
-    use crate::store::Store;
     use ctxd_pipeline::clock::SystemClock;
+    use ctxd_store::Store;
 
     /// A subscriber that stops reading overflows the channel: it is told `lagged` with
     /// the last seq it got, and still receives every record exactly once, in order.
@@ -296,7 +296,15 @@ mod tests {
             socket: dir.path().join("s"),
         })
         .unwrap();
-        let sid = crate::engine::test_support::session(&engine, dir.path()).await;
+        let sid = engine
+            .create_session(SessionCreateParams {
+                cwd: dir.path().display().to_string(),
+                no_git: true,
+                ..Default::default()
+            })
+            .await
+            .unwrap()
+            .session_id;
         let mut params = ObjectParams::new();
         params.insert("session_id", &sid).unwrap();
         // A one-message buffer: the subscription task blocks as soon as we stop reading.
@@ -304,7 +312,7 @@ mod tests {
             .subscribe(SESSION_SUBSCRIBE, params, 1)
             .await
             .unwrap();
-        let total = 2 * crate::engine::EVENT_BUFFER as u64;
+        let total = 2 * ctxd_engine::EVENT_BUFFER as u64;
         for i in 0..total {
             engine
                 .append(AppendParams {

@@ -17,11 +17,11 @@ use serde_json::value::RawValue;
 
 /// Marks a request that arrived as a plain HTTP POST (not a WebSocket upgrade).
 #[derive(Debug, Clone, Copy)]
-pub struct PlainHttp;
+pub(crate) struct PlainHttp;
 
 /// HTTP middleware: tags plain HTTP requests so the RPC layer can tell the transports
 /// apart (WebSocket calls inherit the upgrade request's extensions, untagged).
-pub fn mark_plain_http<B>(mut req: HttpRequest<B>) -> HttpRequest<B> {
+pub(crate) fn mark_plain_http<B>(mut req: HttpRequest<B>) -> HttpRequest<B> {
     if !jsonrpsee::server::ws::is_upgrade_request(&req) {
         req.extensions_mut().insert(PlainHttp);
     }
@@ -30,7 +30,7 @@ pub fn mark_plain_http<B>(mut req: HttpRequest<B>) -> HttpRequest<B> {
 
 /// RPC middleware applying the transport rules before a call reaches its method.
 #[derive(Debug, Clone)]
-pub struct TransportRules<S>(pub S);
+pub(crate) struct TransportRules<S>(pub S);
 
 impl<S> RpcServiceT for TransportRules<S>
 where

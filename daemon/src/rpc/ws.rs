@@ -62,13 +62,13 @@ static NEXT_CONNECTION: AtomicU64 = AtomicU64::new(1 << 32);
 /// What every WebSocket connection is served with.
 #[derive(Clone)]
 pub(crate) struct Context {
-    pub methods: Methods,
-    pub max_message: usize,
-    pub max_response: usize,
-    pub max_subscriptions: u32,
+    pub(crate) methods: Methods,
+    pub(crate) max_message: usize,
+    pub(crate) max_response: usize,
+    pub(crate) max_subscriptions: u32,
     /// Pinged this often; closed when nothing has come for three times as long.
-    pub ping_interval: Duration,
-    pub stop: StopHandle,
+    pub(crate) ping_interval: Duration,
+    pub(crate) stop: StopHandle,
 }
 
 type Service = TransportRules<Dispatch>;

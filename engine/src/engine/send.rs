@@ -1,0 +1,373 @@
+//! `context.send`: one turn through the session's provider. Compile as
+//! `context.compile` does, send the body streamed with the headers the compile names,
+//! fold the stream into the message, append it as the provider returned it. One turn
+//! at a time per session; nothing is appended when the provider fails.
+
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex};
+
+use tokio::sync::Notify;
+
+use ctxd_protocol::*;
+
+use super::Engine;
+use crate::providers::stream::{self, StreamError};
+use ctxd_store::error::{Error, Result};
+
+/// The sessions with a turn running, each with what cancels it.
+#[derive(Default)]
+pub(crate) struct Turns(Mutex<HashMap<String, Arc<Notify>>>);
+
+/// A running turn; the session is free again when it goes.
+struct Turn<'a> {
+    turns: &'a Turns,
+    session_id: String,
+    cancel: Arc<Notify>,
+}
+
+impl Drop for Turn<'_> {
+    fn drop(&mut self) {
+        if let Ok(mut running) = self.turns.0.lock() {
+            running.remove(&self.session_id);
+        }
+    }
+}
+
+impl Turns {
+    fn begin(&self, session_id: &str) -> Result<Turn<'_>> {
+        let mut running = self
+            .0
+            .lock()
+            .map_err(|_| Error::Internal("the turn table's lock is poisoned".into()))?;
+        if running.contains_key(session_id) {
+            return Err(Error::TurnInProgress(session_id.to_string()));
+        }
+        let cancel = Arc::new(Notify::new());
+        running.insert(session_id.to_string(), cancel.clone());
+        Ok(Turn {
+            turns: self,
+            session_id: session_id.to_string(),
+            cancel,
+        })
+    }
+
+    fn running(&self, session_id: &str) -> bool {
+        self.0
+            .lock()
+            .is_ok_and(|running| running.contains_key(session_id))
+    }
+
+    /// Cancels the session's running turn; `false` when none runs.
+    fn cancel(&self, session_id: &str) -> bool {
+        let Ok(running) = self.0.lock() else {
+            return false;
+        };
+        match running.get(session_id) {
+            Some(cancel) => {
+                // A stored permit: the turn sees it even if it is not waiting yet.
+                cancel.notify_one();
+                true
+            }
+            None => false,
+        }
+    }
+}
+
+impl Engine {
+    /// `context.cancel`: the running turn's provider call stops; nothing is appended.
+    pub async fn cancel_turn(&self, p: SessionIdParams) -> Result<AckResponse> {
+        self.get_session(&p.session_id).await?;
+        Ok(AckResponse {
+            ok: self.turns.cancel(&p.session_id),
+        })
+    }
+
+    /// Cancels the session's running turn, if one runs (its stream's subscriber left).
+    pub fn cancel_turn_of(&self, session_id: &str) {
+        self.turns.cancel(session_id);
+    }
+
+    /// What refuses a turn of the session before it starts: no such session, no
+    /// provider, a turn running.
+    pub async fn check_turn(&self, session_id: &str) -> Result<()> {
+        self.provider_of(session_id).await?;
+        if self.turns.running(session_id) {
+            return Err(Error::TurnInProgress(session_id.to_string()));
+        }
+        Ok(())
+    }
+
+    async fn provider_of(&self, session_id: &str) -> Result<ProviderConfig> {
+        let session = self.get_session(session_id).await?;
+        session.settings.provider.clone().ok_or_else(|| {
+            Error::invalid(
+                "settings.provider",
+                "this session has no provider: set settings.provider (e.g. {\"kind\": \
+                 \"anthropic\", \"api_key_env\": \"ANTHROPIC_API_KEY\"}), or send the \
+                 compiled request yourself",
+            )
+        })
+    }
+
+    /// `context.send`.
+    pub async fn send(&self, p: SendParams) -> Result<SendResponse> {
+        self.run_turn(p, None).await
+    }
+
+    /// `context.send_stream`: the same turn, its progress sent to `progress` as it comes.
+    pub async fn send_streamed(
+        &self,
+        p: SendParams,
+        progress: &stream::Progress,
+    ) -> Result<SendResponse> {
+        self.run_turn(p, Some(progress)).await
+    }
+
+    async fn run_turn(
+        &self,
+        mut p: SendParams,
+        progress: Option<&stream::Progress>,
+    ) -> Result<SendResponse> {
+        self.on_thread(&mut p.session_id, &mut p.agent_id).await?;
+        let turn = self.turns.begin(&p.session_id)?;
+        let provider = self.provider_of(&p.session_id).await?;
+        let compiled = self
+            .compile(CompileParams {
+                session_id: p.session_id.clone(),
+                ..Default::default()
+            })
+            .await?;
+        let cell = self.cell(&p.session_id);
+        let request_sha256 = compiled.metadata.request_sha256.clone();
+        self.emit(
+            &cell,
+            SessionEvent::TurnStarted {
+                session_id: p.session_id.clone(),
+                request_sha256: request_sha256.clone(),
+            },
+        );
+        if let Some(tx) = progress {
+            let _ = tx.send(TurnEvent::Started {
+                session_id: p.session_id.clone(),
+                request_sha256,
+            });
+        }
+        let result = self
+            .call_and_record(&p.session_id, &provider, compiled, &turn, progress)
+            .await;
+        let finished = match &result {
+            Ok(r) => SessionEvent::TurnFinished {
+                session_id: p.session_id.clone(),
+                ok: true,
+                uuid: Some(r.uuid.clone()),
+                stop_reason: r.stop_reason.clone(),
+                retries: r.retries,
+                recovered_by: r.recovery.as_ref().map(|r| r.by.clone()),
+                error: None,
+            },
+            Err(e) => SessionEvent::TurnFinished {
+                session_id: p.session_id.clone(),
+                ok: false,
+                uuid: None,
+                stop_reason: None,
+                retries: 0,
+                recovered_by: None,
+                error: Some(e.to_string()),
+            },
+        };
+        self.emit(&cell, finished);
+        result
+    }
+
+    /// Sends `compiled` (once more after a recovery when the provider finds it too
+    /// long) and appends the answer.
+    async fn call_and_record(
+        &self,
+        session_id: &str,
+        provider: &ProviderConfig,
+        mut compiled: ctxd_pipeline::compile::Compiled,
+        turn: &Turn<'_>,
+        progress: Option<&stream::Progress>,
+    ) -> Result<SendResponse> {
+        let mut recovery: Option<TurnRecovery> = None;
+        let (message, retries) = loop {
+            let headers = compiled.metadata.cache.headers.clone();
+            let call = stream::turn(provider, &compiled.body, &headers, &self.env, progress);
+            let answered = tokio::select! {
+                answered = call => answered,
+                () = turn.cancel.notified() => {
+                    return Err(Error::Provider {
+                        status: None,
+                        kind: Some("cancelled".into()),
+                        message: "the turn was cancelled (context.cancel); nothing was appended"
+                            .into(),
+                    });
+                }
+            };
+            match answered {
+                Ok(answer) => break answer,
+                Err(StreamError::TooLong {
+                    token_gap, message, ..
+                }) if recovery.is_none() => {
+                    tracing::info!(
+                        session_id,
+                        ?token_gap,
+                        "the request is too long; recovering"
+                    );
+                    if let Some(tx) = progress {
+                        let _ = tx.send(TurnEvent::Recovering {
+                            message: message.clone(),
+                            token_gap,
+                        });
+                    }
+                    let refused = compiled.metadata.request_sha256.clone();
+                    // Collapses first, then a reactive compaction: what
+                    // `context.report_error` does for a client's own call.
+                    compiled = self
+                        .report_error(ReportErrorParams {
+                            session_id: session_id.to_string(),
+                            kind: "prompt_too_long".into(),
+                            token_gap,
+                            record_uuid: None,
+                            block_index: None,
+                        })
+                        .await?;
+                    let by = if compiled.metadata.compaction.is_some() {
+                        "compaction"
+                    } else {
+                        "collapse"
+                    };
+                    recovery = Some(TurnRecovery {
+                        error: message,
+                        token_gap,
+                        by: by.into(),
+                        refused_request_sha256: refused,
+                    });
+                }
+                Err(e) => return Err(provider_error(e)),
+            }
+        };
+        let record: RecordInput = serde_json::from_value(serde_json::json!({
+            "type": "assistant",
+            "message": message,
+        }))
+        .map_err(|e| Error::Provider {
+            status: None,
+            kind: Some("unreadable_message".into()),
+            message: format!("the provider's message is not a Messages API message: {e}"),
+        })?;
+        let appended = self
+            .append(AppendParams {
+                session_id: session_id.to_string(),
+                agent_id: None,
+                records: vec![record],
+                // Unconditional: an answer the provider gave (and billed) is never lost
+                // because another client appended meanwhile; it goes at the end.
+                expected_last_uuid: None,
+            })
+            .await?;
+        let Some(last) = appended.appended.last() else {
+            return Err(Error::Internal("the turn's record was not appended".into()));
+        };
+        let usage = message
+            .get("usage")
+            .and_then(|u| serde_json::from_value(u.clone()).ok());
+        Ok(SendResponse {
+            stop_reason: message
+                .get("stop_reason")
+                .and_then(|s| s.as_str())
+                .map(str::to_string),
+            usage,
+            uuid: last.uuid.clone(),
+            seq: last.seq,
+            retries,
+            request_sha256: compiled.metadata.request_sha256.clone(),
+            recovery,
+            message,
+        })
+    }
+}
+
+fn provider_error(e: StreamError) -> Error {
+    let local = |kind: &str, e: &StreamError| Error::Provider {
+        status: None,
+        kind: Some(kind.into()),
+        message: e.to_string(),
+    };
+    match e {
+        StreamError::Misconfigured(why) => Error::invalid("settings.provider", why),
+        StreamError::Provider {
+            status,
+            kind,
+            message,
+        } => Error::Provider {
+            status,
+            kind,
+            message,
+        },
+        StreamError::TooLong {
+            status,
+            kind,
+            message,
+            ..
+        } => Error::Provider {
+            status: Some(status),
+            kind: Some(kind.unwrap_or_else(|| "prompt_too_long".into())),
+            message,
+        },
+        StreamError::Malformed(_) => local("malformed_stream", &e),
+        StreamError::TooBig(_) => local("answer_too_big", &e),
+        StreamError::Timeout(_) => local("timeout", &e),
+    }
+}
+
+/// The summariser a session's settings name, with `provider` resolved to the session's
+/// own provider (and model).
+pub(crate) fn resolve_summariser(
+    cfg: SummariserConfig,
+    settings: &SessionSettings,
+    session_model: &str,
+) -> Result<SummariserConfig> {
+    let SummariserConfig::Provider {
+        model,
+        max_output_tokens,
+    } = cfg
+    else {
+        return Ok(cfg);
+    };
+    let model = model.unwrap_or_else(|| session_model.to_string());
+    match &settings.provider {
+        None => Err(Error::invalid(
+            "settings.summariser",
+            "the summariser kind provider uses settings.provider, which this session lacks",
+        )),
+        Some(ProviderConfig::Anthropic {
+            base_url,
+            api_key_env,
+            timeout_secs,
+            max_retries,
+            ..
+        }) => Ok(SummariserConfig::Anthropic {
+            base_url: base_url.clone(),
+            api_key_env: api_key_env.clone(),
+            model,
+            timeout_secs: *timeout_secs,
+            max_retries: *max_retries,
+            max_output_tokens,
+        }),
+        Some(ProviderConfig::OpenaiCompatible {
+            base_url,
+            api_key_env,
+            timeout_secs,
+            max_retries,
+            ..
+        }) => Ok(SummariserConfig::OpenAi {
+            base_url: base_url.clone(),
+            api_key_env: api_key_env.clone(),
+            model,
+            timeout_secs: *timeout_secs,
+            max_retries: *max_retries,
+            max_output_tokens,
+        }),
+    }
+}

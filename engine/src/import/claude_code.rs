@@ -1,0 +1,331 @@
+//! Claude Code JSONL transcripts (`~/.claude/projects/<project>/<session>.jsonl`) → ctxd
+//! records.
+//!
+//! Pure: text in, records out. The caller owns the session and the append; this module only
+//! decides what each line becomes, so an import can be checked (and rejected) before anything
+//! is written.
+//!
+//! Policy:
+//! - All or nothing: one malformed line rejects the whole transcript, naming the line (1-based)
+//!   and the field. A half-imported conversation would be worse than none, because the
+//!   projection would silently miss context.
+//! - Nothing is silently lost: fields ctxd has no column for go to `meta.claude_code`;
+//!   content blocks ctxd cannot represent become a text block holding their JSON; every
+//!   skipped line is counted in `stats.skipped`.
+//! - Parent chains stay valid: a record whose parent was skipped is relinked to the nearest
+//!   imported ancestor; a parent that cannot be resolved to an earlier imported record is
+//!   dropped. In both cases the original value is kept in `meta.claude_code.parentUuid`.
+
+use std::collections::{BTreeMap, HashMap, HashSet};
+
+use ctxd_protocol::{ContentBlock, ImportStats, RecordInput, RecordKind};
+use serde_json::{Map, Value};
+
+use super::chunks::{self, Piece};
+use super::claude_code_line::{Line, Pending, bump, content_replacements, convert_line, json_type};
+
+/// The result of converting one transcript.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Imported {
+    pub records: Vec<RecordInput>,
+    pub(crate) stats: ImportStats,
+    /// `cwd` of the first line that has one.
+    pub(crate) cwd: Option<String>,
+    /// Timestamp (RFC 3339 string) of the first record with one.
+    pub(crate) first_timestamp: Option<String>,
+    /// Claude Code's `sessionId` of the first line that has one.
+    pub(crate) source_session_id: Option<String>,
+    /// `(tool_use_id, replacement)` from the main thread's `content-replacement` lines:
+    /// what Claude Code showed the model instead of those results.
+    pub(crate) replacements: Vec<(String, String)>,
+    /// The 1-based source line of each record, index for index.
+    pub source_lines: Vec<usize>,
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum ImportError {
+    /// `line` is 1-based and counts blank lines, so it matches what an editor shows.
+    #[error("line {line}: {message}")]
+    Malformed { line: usize, message: String },
+    #[error("the transcript holds no records")]
+    Empty,
+}
+
+/// Key under which skipped duplicates are counted.
+const DUPLICATE_UUID: &str = "duplicate_uuid";
+
+/// What the lines of one piece of a transcript became, before the pieces are joined.
+#[derive(Default)]
+struct PieceOut {
+    /// Non-blank lines.
+    lines: u64,
+    /// The piece's first `cwd` and `sessionId`.
+    cwd: Option<String>,
+    source_session_id: Option<String>,
+    skipped: BTreeMap<String, u64>,
+    items: Vec<Item>,
+}
+
+enum Item {
+    Replacements(Vec<(String, String)>),
+    Converted(Line),
+}
+
+/// Parses and converts each line of `piece` on its own: what needs the lines before it
+/// (de-duplication, relinking) is left to [`parse`].
+fn parse_piece(piece: Piece<'_>) -> Result<PieceOut, ImportError> {
+    let mut out = PieceOut::default();
+    for (i, raw) in piece.text.lines().enumerate() {
+        let line = piece.first_line + i;
+        if raw.trim().is_empty() {
+            continue;
+        }
+        out.lines += 1;
+        let malformed = |message: String| ImportError::Malformed { line, message };
+
+        let value: Value =
+            serde_json::from_str(raw).map_err(|e| malformed(format!("not valid JSON: {e}")))?;
+        let Value::Object(mut obj) = value else {
+            return Err(malformed(format!(
+                "expected a JSON object, found {}",
+                json_type(&value)
+            )));
+        };
+
+        // Taken from any line (progress and queue lines carry them too), so a transcript
+        // that starts with UI lines still reports where it ran.
+        if out.cwd.is_none() {
+            out.cwd = obj.get("cwd").and_then(Value::as_str).map(str::to_owned);
+        }
+        if out.source_session_id.is_none() {
+            out.source_session_id = obj
+                .get("sessionId")
+                .and_then(Value::as_str)
+                .map(str::to_owned);
+        }
+
+        if obj.get("type").and_then(Value::as_str) == Some("content-replacement") {
+            if obj.contains_key("agentId") {
+                // A sub-agent's decisions: its thread is not the one compiled here.
+                bump(&mut out.skipped, "content-replacement:agent");
+            } else {
+                out.items.push(Item::Replacements(
+                    content_replacements(&obj).map_err(malformed)?,
+                ));
+            }
+            continue;
+        }
+
+        let agent = agent_message(&mut obj);
+        let mut converted = convert_line(obj).map_err(malformed)?;
+        if let Line::Record(p) = &mut converted {
+            p.line = line;
+        }
+        out.items.push(Item::Converted(converted));
+        if let Some(message) = agent {
+            let mut converted =
+                convert_line(message).map_err(|e| malformed(format!("data.message: {e}")))?;
+            if let Line::Record(p) = &mut converted {
+                p.line = line;
+            }
+            out.items.push(Item::Converted(converted));
+        }
+    }
+    Ok(out)
+}
+
+/// A sub-agent's message carried by an `agent_progress` line (Claude Code writes the
+/// sub-agent's thread there, message by message): taken out of the line, as a sidechain
+/// line of its own naming its agent (`agentId`) and the call that started it
+/// (`parentToolUseID`). The progress line itself is still skipped (and counted) as such.
+fn agent_message(obj: &mut Map<String, Value>) -> Option<Map<String, Value>> {
+    if obj.get("type").and_then(Value::as_str) != Some("progress") {
+        return None;
+    }
+    let parent_call = obj.get("parentToolUseID").cloned();
+    let data = obj.get_mut("data")?.as_object_mut()?;
+    if data.get("type").and_then(Value::as_str) != Some("agent_progress") {
+        return None;
+    }
+    let agent = data.get("agentId")?.as_str()?.to_owned();
+    let is_message = data
+        .get("message")
+        .and_then(|m| m.get("type"))
+        .and_then(Value::as_str)
+        .is_some_and(|t| t == "user" || t == "assistant");
+    if !is_message {
+        return None;
+    }
+    let Some(Value::Object(mut message)) = data.remove("message") else {
+        return None;
+    };
+    message.insert("isSidechain".into(), Value::Bool(true));
+    message.insert("agentId".into(), Value::String(agent));
+    if let Some(call) = parent_call {
+        message.entry("parentToolUseID").or_insert(call);
+    }
+    Some(message)
+}
+
+/// Converts a Claude Code transcript. See the module docs for the policy. A long one is
+/// cut into pieces whose lines are parsed on separate threads; the first malformed line
+/// in file order is the one reported.
+pub fn parse(jsonl: &str) -> Result<Imported, ImportError> {
+    parse_in(
+        jsonl,
+        chunks::split(jsonl, chunks::parts(), chunks::MIN_PIECE_BYTES),
+    )
+}
+
+/// [`parse`] over the given cut of `jsonl` (the tests cut it in every way).
+fn parse_in(jsonl: &str, pieces: Vec<Piece<'_>>) -> Result<Imported, ImportError> {
+    debug_assert_eq!(
+        pieces.iter().map(|p| p.text.len()).sum::<usize>(),
+        jsonl.len()
+    );
+    let parsed = chunks::map(pieces, parse_piece);
+    let items = parsed
+        .iter()
+        .map(|p| p.as_ref().map_or(0, |p| p.items.len()))
+        .sum();
+
+    let mut stats = ImportStats::default();
+    let mut cwd = None;
+    let mut source_session_id = None;
+    let mut pending: Vec<Pending> = Vec::with_capacity(items);
+    let mut seen_uuids: HashSet<String> = HashSet::with_capacity(items);
+    // uuid → parentUuid of every skipped line, to walk over them when relinking.
+    let mut skipped_parents: HashMap<String, Option<String>> = HashMap::new();
+    let mut replacements: Vec<(String, String)> = Vec::new();
+    // (count, first line, its uuid) of lines repeating an earlier line's uuid.
+    let mut duplicates: Option<(u64, usize, String)> = None;
+
+    for piece in parsed {
+        let piece = piece?;
+        stats.lines += piece.lines;
+        cwd = cwd.or(piece.cwd);
+        source_session_id = source_session_id.or(piece.source_session_id);
+        for (key, n) in piece.skipped {
+            *stats.skipped.entry(key).or_insert(0) += n;
+        }
+        for item in piece.items {
+            match item {
+                Item::Replacements(r) => replacements.extend(r),
+                Item::Converted(Line::Record(p)) => {
+                    if let Some(uuid) = &p.record.uuid
+                        && !seen_uuids.insert(uuid.clone())
+                    {
+                        // The first occurrence already stands for this uuid, so children
+                        // that point at it stay linked to that one; no relinking entry is
+                        // needed.
+                        bump(&mut stats.skipped, DUPLICATE_UUID);
+                        match &mut duplicates {
+                            Some((n, _, _)) => *n += 1,
+                            None => duplicates = Some((1, p.line, uuid.clone())),
+                        }
+                        continue;
+                    }
+                    pending.push(*p);
+                }
+                Item::Converted(Line::Skip { key, uuid, parent }) => {
+                    bump(&mut stats.skipped, &key);
+                    if let Some(uuid) = uuid {
+                        skipped_parents.entry(uuid).or_insert(parent);
+                    }
+                }
+            }
+        }
+    }
+
+    let mut records = Vec::with_capacity(pending.len());
+    let mut imported: HashSet<String> = HashSet::with_capacity(pending.len());
+    let mut source_lines = Vec::with_capacity(pending.len());
+    for Pending {
+        mut record,
+        line,
+        mut claude_code,
+    } in pending
+    {
+        let original = record.parent_uuid.take();
+        let resolved = resolve_parent(original.as_deref(), &imported, &skipped_parents);
+        if resolved != original
+            && let Some(original) = original
+        {
+            claude_code.insert("parentUuid".into(), Value::String(original));
+        }
+        record.parent_uuid = resolved;
+        if let Some(uuid) = &record.uuid {
+            imported.insert(uuid.clone());
+        }
+        if !claude_code.is_empty() {
+            let mut meta = Map::new();
+            meta.insert("claude_code".into(), Value::Object(claude_code));
+            record.meta = Some(Value::Object(meta));
+        }
+        count(&mut stats, &record);
+        records.push(record);
+        source_lines.push(line);
+    }
+
+    if records.is_empty() {
+        return Err(ImportError::Empty);
+    }
+    let first_timestamp = records.iter().find_map(|r| r.timestamp.clone());
+    stats.replacements = replacements.len() as u64;
+    if let Some((n, line, uuid)) = duplicates {
+        stats.warnings.push(format!(
+            "{n} line(s) repeat the uuid of an earlier line and were skipped, keeping the first occurrence (first at line {line}, uuid {uuid})"
+        ));
+    }
+    Ok(Imported {
+        records,
+        stats,
+        cwd,
+        first_timestamp,
+        source_session_id,
+        replacements,
+        source_lines,
+    })
+}
+
+/// Walks from `parent` over skipped lines to the nearest record imported *before* the child.
+/// ctxd appends in order, so a parent that only appears later (or nowhere) cannot be kept.
+fn resolve_parent(
+    parent: Option<&str>,
+    imported: &HashSet<String>,
+    skipped: &HashMap<String, Option<String>>,
+) -> Option<String> {
+    let mut current = parent;
+    // Every step visits a distinct skipped line unless there is a cycle; bounding the walk by
+    // their number ends a cycle without tracking visits.
+    for _ in 0..=skipped.len() {
+        let uuid = current?;
+        if imported.contains(uuid) {
+            return Some(uuid.to_owned());
+        }
+        current = skipped.get(uuid)?.as_deref();
+    }
+    None
+}
+
+fn count(stats: &mut ImportStats, record: &RecordInput) {
+    stats.records += 1;
+    match record.kind {
+        Some(RecordKind::User) => stats.user += 1,
+        Some(RecordKind::Assistant) => stats.assistant += 1,
+        Some(RecordKind::System) => stats.system += 1,
+        Some(RecordKind::Attachment) => stats.attachment += 1,
+        None => {}
+    }
+    for block in &record.content {
+        match block {
+            ContentBlock::ToolUse { .. } => stats.tool_use += 1,
+            ContentBlock::ToolResult { .. } => stats.tool_result += 1,
+            _ => {}
+        }
+    }
+}
+
+#[cfg(test)]
+#[path = "claude_code_tests.rs"]
+mod tests;

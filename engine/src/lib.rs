@@ -1,0 +1,18 @@
+//! The engine: one state cell per live session, the turn (compile, collapse, compact,
+//! send), and the edges it asks for I/O — instruction and skill discovery, hooks, model
+//! providers, file watching, the git snapshot, Claude Code import. It knows no JSON-RPC:
+//! the daemon's RPC server calls in through [`Engine`].
+
+pub mod discovery;
+mod engine;
+mod git;
+pub mod hooks;
+pub mod import;
+pub mod providers;
+mod safe_read;
+pub(crate) mod watch;
+
+pub use engine::validate;
+pub use engine::{
+    DiscoveryDefaults, EVENT_BUFFER, Emitted, Engine, MAX_READ_PAGE, Subscription, as_caller,
+};
