@@ -10,9 +10,9 @@ pub mod hooks;
 pub mod import;
 pub mod providers;
 mod safe_read;
+pub mod validate;
 pub(crate) mod watch;
 
-pub use engine::validate;
 pub use engine::{
     DiscoveryDefaults, EVENT_BUFFER, Emitted, Engine, MAX_READ_PAGE, Subscription, as_caller,
 };

@@ -10,27 +10,8 @@
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
-use crate::session::{ModelProfile, SessionInfo, SystemPrompt, ToolSpec};
-
-/// What a session row says of the sub-agent whose thread it holds.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
-pub struct AgentInfo {
-    /// Unique within the parent session.
-    pub agent_id: String,
-    /// The agent's type (`general-purpose`, `Explore`, ...): what SubagentStart and
-    /// SubagentStop matchers match.
-    pub agent_type: String,
-    /// The session that started it.
-    pub parent_session_id: String,
-    /// The parent's `tool_use` whose result the agent's answer becomes.
-    pub tool_use_id: String,
-    /// Set by `agent.finish`: when the answer went to the parent.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub finished_at: Option<String>,
-    /// The uuid of the parent's record holding the answer.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub result_uuid: Option<String>,
-}
+use crate::prompt::{ModelProfile, SystemPrompt, ToolSpec};
+use crate::session::{AgentInfo, SessionInfo};
 
 /// The instructions a sub-agent starts with.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
@@ -69,7 +50,7 @@ pub struct AgentStartParams {
     /// A JSON merge patch on the parent's settings (as `session.update` takes): the
     /// agent's own thresholds, budget or summariser.
     #[serde(default)]
-    #[schemars(with = "Option<crate::session::SessionSettings>")]
+    #[schemars(with = "Option<crate::settings::SessionSettings>")]
     pub settings: Option<serde_json::Value>,
     #[serde(default)]
     pub instructions: AgentInstructions,

@@ -4,8 +4,8 @@
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
+use crate::prompt::SystemSection;
 use crate::record::{ContentBlock, Record};
-use crate::session::SystemSection;
 
 /// Attachment collection. Every field is optional; absent means the default.
 #[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize, JsonSchema)]

@@ -5,7 +5,7 @@
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
-use crate::session::ToolSpec;
+use crate::prompt::ToolSpec;
 
 /// `capabilities.mcp_connect`: the agent connected an MCP server (or reconnected it:
 /// the server's instructions and tools are replaced).

@@ -116,9 +116,41 @@ pub struct ParseClaudeCodeResponse {
     /// The 1-based source line of each record.
     pub source_lines: Vec<u64>,
     pub replacements: Vec<ToolResultReplacement>,
-    pub stats: crate::session::ImportStats,
+    pub stats: ImportStats,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub cwd: Option<String>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub first_timestamp: Option<String>,
+}
+
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize, JsonSchema)]
+pub struct ImportStats {
+    /// Lines read, blank lines excluded.
+    pub lines: u64,
+    pub records: u64,
+    pub user: u64,
+    pub assistant: u64,
+    pub system: u64,
+    pub attachment: u64,
+    pub tool_use: u64,
+    pub tool_result: u64,
+    /// Tool-result replacements taken from `content-replacement` lines.
+    #[serde(default)]
+    pub replacements: u64,
+    /// UI-only lines skipped, by their `type` (`progress`, `file-history-snapshot`, ...).
+    pub skipped: std::collections::BTreeMap<String, u64>,
+    /// What the import did that the user should know about although it succeeded, e.g.
+    /// lines skipped because they repeat an earlier line's uuid (with their count and
+    /// the first such line). `ctx import` prints each on stderr.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub warnings: Vec<String>,
+    /// Sub-agent threads imported as threads of their own (`agent.list`): the sidechain
+    /// records of each agent linked to the call that started it.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub agents: u64,
+}
+
+#[allow(clippy::trivially_copy_pass_by_ref)] // serde passes a reference
+fn is_zero(n: &u64) -> bool {
+    *n == 0
 }

@@ -10,7 +10,7 @@ use uuid::Uuid;
 use super::Engine;
 use super::hooks::context_record;
 use super::session::insert_batch;
-use super::validate::{check_model, check_settings, check_system, check_tools, validate_batch};
+use crate::validate::{check_model, check_settings, check_system, check_tools, validate_batch};
 use ctxd_store::context_state::{self, InstructionMemo};
 use ctxd_store::error::{Error, Result};
 use ctxd_store::sessions::{self, SessionRow};

@@ -342,7 +342,7 @@ impl Engine {
     pub async fn mcp_connect(&self, p: McpConnectParams) -> Result<CapabilityChangeResponse> {
         check_name("name", &p.name)?;
         check_text("instructions", p.instructions.as_deref())?;
-        super::validate::check_tools(&p.tools)?;
+        crate::validate::check_tools(&p.tools)?;
         check_resources(&p.resources)?;
         self.change_caps(&p.session_id, move |st, l| {
             for (i, t) in p.tools.iter().enumerate() {

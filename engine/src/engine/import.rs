@@ -6,8 +6,8 @@ use ctxd_protocol::*;
 
 use super::Engine;
 use super::session::materialise;
-use super::validate::{check_stored_size, validate_fields_from};
 use crate::import::chunks;
+use crate::validate::{check_stored_size, validate_fields_from};
 use ctxd_pipeline::budget::Fate;
 use ctxd_store::context_state::{self, InstructionMemo};
 use ctxd_store::error::{Error, Result};

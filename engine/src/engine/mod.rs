@@ -29,7 +29,6 @@ mod source_input;
 mod sources;
 #[cfg(test)]
 pub(crate) mod test_support;
-pub mod validate;
 
 pub use cells::EVENT_BUFFER;
 pub(crate) use cells::SessionCell;

@@ -108,7 +108,7 @@ impl Engine {
         })?;
         // As an append checks and unpacks it (the message's fields into the record's).
         let mut records = vec![record];
-        super::validate::validate_batch(&mut records)?;
+        crate::validate::validate_batch(&mut records)?;
         let summary_chars = message
             .pointer("/content/0/content")
             .and_then(Value::as_str)

@@ -7,10 +7,10 @@ use std::path::Path;
 use ctxd_protocol::*;
 use uuid::Uuid;
 
-use super::validate::{
+use super::{Engine, Loaded};
+use crate::validate::{
     check_date, check_model, check_settings, check_system, check_tools, validate_batch,
 };
-use super::{Engine, Loaded};
 use ctxd_pipeline::budget::Fate;
 use ctxd_pipeline::snip;
 use ctxd_store::context_state::{self, InstructionMemo};

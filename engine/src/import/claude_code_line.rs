@@ -320,7 +320,7 @@ fn convert_block(block: Value, kind: RecordKind, path: &str) -> Result<ContentBl
     check_role(&block, kind, path)?;
     // What the append would refuse (empty ids, a tool input that is not an object, a
     // media source with an empty field), said here with the line number.
-    crate::engine::validate::check_block(&format_args!("{path}"), kind, &mut block)
+    crate::validate::check_block(&format_args!("{path}"), kind, &mut block)
         .map_err(|e| e.to_string())?;
     Ok(block)
 }
