@@ -754,8 +754,22 @@ async fn hook_events_of_a_hooks_call_are_marked_own_on_its_connection() {
     let sid = new_session(&d, &p);
     let caller = d.client().await;
     let other = d.client().await;
-    let mut mine = caller.subscribe_from(&sid, None, false).await.unwrap();
-    let mut theirs = other.subscribe_from(&sid, None, false).await.unwrap();
+    let mut mine = caller
+        .session_subscribe(ctxd_protocol::SubscribeParams {
+            session_id: sid.clone(),
+            after_seq: None,
+            include_records: false,
+        })
+        .await
+        .unwrap();
+    let mut theirs = other
+        .session_subscribe(ctxd_protocol::SubscribeParams {
+            session_id: sid.clone(),
+            after_seq: None,
+            include_records: false,
+        })
+        .await
+        .unwrap();
     let _: Value = caller
         .call(
             "hooks.post_tool_use",

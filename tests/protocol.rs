@@ -134,7 +134,14 @@ async fn resuming_after_a_thousand_missed_appends_delivers_exactly_those_in_orde
             .unwrap();
         missed.push(r.appended[0].clone());
     }
-    let mut sub = client.subscribe_from(&sid, Some(5), true).await.unwrap();
+    let mut sub = client
+        .session_subscribe(ctxd_protocol::SubscribeParams {
+            session_id: sid.clone(),
+            after_seq: Some(5),
+            include_records: true,
+        })
+        .await
+        .unwrap();
     let mut got = Vec::new();
     while got.len() < 1000 {
         let n = next(&mut sub).await;
@@ -171,7 +178,11 @@ async fn resuming_after_a_thousand_missed_appends_delivers_exactly_those_in_orde
 
     // An after_seq beyond the transcript is refused, naming the field.
     let err = client
-        .subscribe_from(&sid, Some(5000), false)
+        .session_subscribe(ctxd_protocol::SubscribeParams {
+            session_id: sid.clone(),
+            after_seq: Some(5000),
+            include_records: false,
+        })
         .await
         .err()
         .unwrap();
@@ -183,7 +194,14 @@ async fn events_of_anothers_compile_are_not_marked_own() {
     let d = Daemon::start();
     let sid = session(&d);
     let watcher = d.client().await;
-    let mut sub = watcher.subscribe_from(&sid, None, false).await.unwrap();
+    let mut sub = watcher
+        .session_subscribe(ctxd_protocol::SubscribeParams {
+            session_id: sid.clone(),
+            after_seq: None,
+            include_records: false,
+        })
+        .await
+        .unwrap();
     // Another client's compile: a `compiled` event, not own.
     d.call(
         "transcript.append",
@@ -226,7 +244,9 @@ async fn five_hundred_concurrent_connections_are_served() {
     for _ in 0..500 {
         clients.push(d.client().await);
     }
-    let calls = clients.iter().map(|c| c.ping());
+    let calls = clients
+        .iter()
+        .map(|c| c.daemon_ping(ctxd_protocol::NoParams {}));
     let answers = futures::future::join_all(calls).await;
     let ok = answers
         .iter()

@@ -220,12 +220,13 @@ async fn websocket_subscription_sees_another_clients_append() {
     let watcher = d.client().await;
     let writer = d.client().await;
     let sid = writer
-        .create_session(ctxd_protocol::SessionCreateParams {
+        .session_create(ctxd_protocol::SessionCreateParams {
             cwd: "/tmp".into(),
             no_git: true,
             ..Default::default()
         })
         .await
+        .map(|r| r.session)
         .unwrap()
         .session_id;
     let mut sub = watcher.subscribe(&sid).await.unwrap();

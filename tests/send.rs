@@ -289,7 +289,13 @@ fn the_key_appears_nowhere() {
     );
     let events: Vec<ctxd_protocol::TurnEvent> = rt.block_on(async {
         let client = d.client().await;
-        let mut turn = client.send_stream(&sid).await.unwrap();
+        let mut turn = client
+            .context_send_stream(ctxd_protocol::SendParams {
+                session_id: sid.clone(),
+                agent_id: None,
+            })
+            .await
+            .unwrap();
         let mut all = Vec::new();
         loop {
             let e = next(&mut turn).await;
@@ -406,7 +412,13 @@ fn a_streamed_turn_reaches_the_caller_event_by_event() {
         let watcher = d.client().await;
         let mut session_events = watcher.subscribe(&sid).await.unwrap();
         let client = d.client().await;
-        let mut turn = client.send_stream(&sid).await.unwrap();
+        let mut turn = client
+            .context_send_stream(ctxd_protocol::SendParams {
+                session_id: sid.clone(),
+                agent_id: None,
+            })
+            .await
+            .unwrap();
         let TurnEvent::Started { request_sha256, .. } = next(&mut turn).await else {
             panic!("the turn did not start with started");
         };
@@ -463,7 +475,13 @@ fn a_streamed_error_event_fails_the_turn() {
     let before = last_record(&d, &sid);
     rt.block_on(async {
         let client = d.client().await;
-        let mut turn = client.send_stream(&sid).await.unwrap();
+        let mut turn = client
+            .context_send_stream(ctxd_protocol::SendParams {
+                session_id: sid.clone(),
+                agent_id: None,
+            })
+            .await
+            .unwrap();
         let mut seen = Vec::new();
         let failed = loop {
             match next(&mut turn).await {
@@ -538,12 +556,24 @@ fn leaving_the_stream_cancels_the_turn() {
         let watcher = d.client().await;
         let mut events = watcher.subscribe(&sid).await.unwrap();
         let client = d.client().await;
-        let turn = client.send_stream(&sid).await.unwrap();
+        let turn = client
+            .context_send_stream(ctxd_protocol::SendParams {
+                session_id: sid.clone(),
+                agent_id: None,
+            })
+            .await
+            .unwrap();
         while server.received_requests().await.unwrap().is_empty() {
             assert!(started.elapsed() < std::time::Duration::from_secs(20));
             tokio::task::yield_now().await;
         }
-        let Err(second) = client.send_stream(&sid).await else {
+        let Err(second) = client
+            .context_send_stream(ctxd_protocol::SendParams {
+                session_id: sid.clone(),
+                agent_id: None,
+            })
+            .await
+        else {
             panic!("a second stream of the session was accepted");
         };
         assert!(second.to_string().contains("turn"), "{second}");

@@ -282,7 +282,14 @@ fn subscribers_on_one_daemon_receive_appends_made_through_the_other() {
     let rt = tokio::runtime::Runtime::new().unwrap();
     rt.block_on(async {
         let client = b.client().await;
-        let mut events = client.subscribe_from(&sid, None, false).await.unwrap();
+        let mut events = client
+            .session_subscribe(ctxd_protocol::SubscribeParams {
+                session_id: sid.clone(),
+                after_seq: None,
+                include_records: false,
+            })
+            .await
+            .unwrap();
         a.call(
             "transcript.append",
             json!({"session_id": sid, "records": pair(0, "remote")}),

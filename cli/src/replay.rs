@@ -278,7 +278,7 @@ pub async fn replay(
         .and_then(|t| t.get(..10))
         .map(str::to_string);
     let session = client
-        .create_session(SessionCreateParams {
+        .session_create(SessionCreateParams {
             cwd,
             model: opts.model.clone(),
             start_date,
@@ -297,7 +297,8 @@ pub async fn replay(
             }),
             ..Default::default()
         })
-        .await?;
+        .await
+        .map(|r| r.session)?;
     let sid = session.session_id.clone();
     let (records, lines, threads) = split_threads(parsed.records, &parsed.source_lines);
     let result = feed(
@@ -314,12 +315,17 @@ pub async fn replay(
     .await;
     // The replay session is scaffolding: removed unless the user keeps it.
     if !opts.keep {
-        let _ = client.delete_session(&sid).await;
+        let _ = client
+            .session_delete(ctxd_protocol::SessionIdParams {
+                session_id: sid.clone(),
+            })
+            .await
+            .map(|r| r.deleted);
     }
     let mut summary = result?;
     for (agent, records, lines) in threads {
         let thread = client
-            .create_session(SessionCreateParams {
+            .session_create(SessionCreateParams {
                 cwd: session.cwd.clone(),
                 model: opts.model.clone(),
                 start_date: Some(session.start_date.clone()),
@@ -329,7 +335,8 @@ pub async fn replay(
                 settings: Some(session.settings.clone()),
                 ..Default::default()
             })
-            .await?;
+            .await
+            .map(|r| r.session)?;
         let fed = feed(
             client,
             &thread.session_id,
@@ -343,7 +350,12 @@ pub async fn replay(
         )
         .await;
         if !opts.keep {
-            let _ = client.delete_session(&thread.session_id).await;
+            let _ = client
+                .session_delete(ctxd_protocol::SessionIdParams {
+                    session_id: thread.session_id.clone(),
+                })
+                .await
+                .map(|r| r.deleted);
         }
         let mut t = fed?;
         t.agent_id = Some(agent);
@@ -566,7 +578,7 @@ async fn feed(
             watch.appended(&record.content);
         }
         client
-            .append(AppendParams {
+            .transcript_append(AppendParams {
                 session_id: sid.to_string(),
                 agent_id: None,
                 records: vec![record],
@@ -864,7 +876,7 @@ async fn compile_step(
             .saturating_add(u.cache_read_input_tokens)
     });
     let r = client
-        .compile(CompileParams {
+        .context_compile(CompileParams {
             session_id: sid.to_string(),
             side_request: false,
             now,

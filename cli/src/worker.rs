@@ -14,7 +14,7 @@ async fn all_records(client: &Client, sid: &str) -> Result<Vec<Record>> {
     let mut after = 0;
     loop {
         let page = client
-            .read(ReadParams {
+            .transcript_read(ReadParams {
                 session_id: sid.to_string(),
                 agent_id: None,
                 after_seq: after,
@@ -118,8 +118,11 @@ pub async fn run(
     let summariser = Summariser::new(&cfg, None).map_err(|e| anyhow::anyhow!("summariser: {e}"))?;
     let sessions = if sessions.is_empty() {
         client
-            .list_sessions(Some(10_000))
-            .await?
+            .session_list(ctxd_protocol::SessionListParams {
+                limit: Some(10_000),
+            })
+            .await
+            .map(|r| r.sessions)?
             .into_iter()
             .map(|s| s.session_id)
             .collect()

@@ -75,108 +75,6 @@ impl Client {
             .map_err(|e| ClientError::Transport(format!("decoding {method}'s result: {e}")))
     }
 
-    pub async fn status(&self) -> Result<DaemonStatus, ClientError> {
-        self.call(DAEMON_STATUS, NoParams {}).await
-    }
-
-    pub async fn ping(&self) -> Result<PingResponse, ClientError> {
-        self.call(DAEMON_PING, NoParams {}).await
-    }
-
-    pub async fn shutdown(&self) -> Result<ShutdownResponse, ClientError> {
-        self.call(DAEMON_SHUTDOWN, NoParams {}).await
-    }
-
-    pub async fn create_session(&self, p: SessionCreateParams) -> Result<SessionInfo, ClientError> {
-        let r: SessionCreateResponse = self.call(SESSION_CREATE, p).await?;
-        Ok(r.session)
-    }
-
-    pub async fn list_sessions(&self, limit: Option<u32>) -> Result<Vec<SessionInfo>, ClientError> {
-        let r: SessionListResponse = self.call(SESSION_LIST, SessionListParams { limit }).await?;
-        Ok(r.sessions)
-    }
-
-    pub async fn get_session(&self, session_id: &str) -> Result<SessionInfo, ClientError> {
-        let r: SessionGetResponse = self
-            .call(
-                SESSION_GET,
-                SessionIdParams {
-                    session_id: session_id.into(),
-                },
-            )
-            .await?;
-        Ok(r.session)
-    }
-
-    pub async fn fork_session(
-        &self,
-        session_id: &str,
-        up_to_uuid: Option<String>,
-    ) -> Result<SessionInfo, ClientError> {
-        let r: SessionForkResponse = self
-            .call(
-                SESSION_FORK,
-                SessionForkParams {
-                    session_id: session_id.into(),
-                    up_to_uuid,
-                },
-            )
-            .await?;
-        Ok(r.session)
-    }
-
-    /// `agent.start`: a sub-agent's thread for the parent's call `p.tool_use_id`.
-    pub async fn start_agent(
-        &self,
-        p: AgentStartParams,
-    ) -> Result<AgentStartResponse, ClientError> {
-        self.call(AGENT_START, p).await
-    }
-
-    /// `agent.finish`: the sub-agent's answer becomes the parent's tool result.
-    pub async fn finish_agent(
-        &self,
-        p: AgentFinishParams,
-    ) -> Result<AgentFinishResponse, ClientError> {
-        self.call(AGENT_FINISH, p).await
-    }
-
-    pub async fn list_agents(&self, session_id: &str) -> Result<Vec<AgentThread>, ClientError> {
-        let r: AgentListResponse = self
-            .call(
-                AGENT_LIST,
-                SessionIdParams {
-                    session_id: session_id.into(),
-                },
-            )
-            .await?;
-        Ok(r.agents)
-    }
-
-    pub async fn delete_session(&self, session_id: &str) -> Result<bool, ClientError> {
-        let r: SessionDeleteResponse = self
-            .call(
-                SESSION_DELETE,
-                SessionIdParams {
-                    session_id: session_id.into(),
-                },
-            )
-            .await?;
-        Ok(r.deleted)
-    }
-
-    pub async fn import(
-        &self,
-        p: SessionImportParams,
-    ) -> Result<SessionImportResponse, ClientError> {
-        self.call(SESSION_IMPORT, p).await
-    }
-
-    pub async fn append(&self, p: AppendParams) -> Result<AppendResponse, ClientError> {
-        self.call(TRANSCRIPT_APPEND, p).await
-    }
-
     /// Appends records given as JSON values (the daemon validates them).
     pub async fn append_values(
         &self,
@@ -189,18 +87,6 @@ impl Client {
             params["expected_last_uuid"] = serde_json::json!(e);
         }
         self.call(TRANSCRIPT_APPEND, params).await
-    }
-
-    pub async fn read(&self, p: ReadParams) -> Result<ReadResponse, ClientError> {
-        self.call(TRANSCRIPT_READ, p).await
-    }
-
-    pub async fn set_tools(&self, p: ToolsSetParams) -> Result<ToolsSetResponse, ClientError> {
-        self.call(CAPABILITIES_SET_TOOLS, p).await
-    }
-
-    pub async fn compile(&self, p: CompileParams) -> Result<CompileResponse, ClientError> {
-        self.call(CONTEXT_COMPILE, p).await
     }
 
     /// The handshake: fails with `UNSUPPORTED_PROTOCOL_VERSION` when the daemon speaks
@@ -224,42 +110,12 @@ impl Client {
         &self,
         session_id: &str,
     ) -> Result<Subscription<SessionEvent>, ClientError> {
-        self.subscribe_with(SubscribeParams {
+        let p = SubscribeParams {
             session_id: session_id.into(),
             after_seq: None,
             include_records: false,
-        })
-        .await
-    }
-
-    /// A session's events with their sequence numbers, first replaying records after
-    /// `after_seq` when it is given.
-    pub async fn subscribe_from(
-        &self,
-        session_id: &str,
-        after_seq: Option<u64>,
-        include_records: bool,
-    ) -> Result<Subscription<SessionNotification>, ClientError> {
-        self.subscribe_with(SubscribeParams {
-            session_id: session_id.into(),
-            after_seq,
-            include_records,
-        })
-        .await
-    }
-
-    /// Runs a `context.send` turn and streams it: `started`, the provider's events, then
-    /// `finished` (the appended message) or `failed`. Dropping or unsubscribing cancels
-    /// the turn.
-    pub async fn send_stream(
-        &self,
-        session_id: &str,
-    ) -> Result<Subscription<TurnEvent>, ClientError> {
-        let p = SendParams {
-            session_id: session_id.into(),
-            agent_id: None,
         };
-        self.subscribe_to(CONTEXT_SEND_STREAM, &p, CONTEXT_SEND_UNSUBSCRIBE)
+        self.subscribe_to(SESSION_SUBSCRIBE, &p, SESSION_UNSUBSCRIBE)
             .await
     }
 
@@ -271,14 +127,6 @@ impl Client {
         unsubscribe: &str,
     ) -> Result<Subscription<serde_json::Value>, ClientError> {
         self.subscribe_to(method, &params, unsubscribe).await
-    }
-
-    async fn subscribe_with<T: DeserializeOwned>(
-        &self,
-        p: SubscribeParams,
-    ) -> Result<Subscription<T>, ClientError> {
-        self.subscribe_to(SESSION_SUBSCRIBE, &p, SESSION_UNSUBSCRIBE)
-            .await
     }
 
     async fn subscribe_to<T, P: Serialize>(
@@ -294,3 +142,39 @@ impl Client {
         Ok(Subscription::new(id, items, connection))
     }
 }
+
+/// One typed method per row of the protocol's method table, named after the method
+/// (`session.create` is `session_create`): params and result are the table's types, and a
+/// subscription method returns its [`Subscription`] of the table's item type.
+macro_rules! client_methods {
+    ($(
+        $konst:ident $marker:ident $fname:ident = $name:literal ($params:ty) -> $result:ty : $summary:literal
+        $(notifies $nconst:ident = $nname:literal until $unsub:ident with $item:ty)?
+    ;)*) => {
+        impl Client {
+            $(client_method!($fname, $marker, $summary, $params, $result $(, $item)?);)*
+        }
+    };
+}
+
+macro_rules! client_method {
+    ($fname:ident, $marker:ident, $summary:literal, $params:ty, $result:ty) => {
+        #[doc = $summary]
+        pub async fn $fname(&self, params: $params) -> Result<$result, ClientError> {
+            self.call(<method::$marker as Method>::NAME, params).await
+        }
+    };
+    ($fname:ident, $marker:ident, $summary:literal, $params:ty, $result:ty, $item:ty) => {
+        #[doc = $summary]
+        pub async fn $fname(&self, params: $params) -> Result<Subscription<$item>, ClientError> {
+            self.subscribe_to(
+                <method::$marker as Method>::NAME,
+                &params,
+                <method::$marker as SubscriptionMethod>::UNSUBSCRIBE,
+            )
+            .await
+        }
+    };
+}
+
+ctxd_protocol::with_methods!(client_methods);

@@ -93,10 +93,16 @@ async fn a_dropped_connection_fails_the_waiting_call() {
         drop(peer);
     });
     let client = Client::connect(&path).await.unwrap();
-    let e = client.ping().await.unwrap_err();
+    let e = client
+        .daemon_ping(ctxd_protocol::NoParams {})
+        .await
+        .unwrap_err();
     assert!(e.to_string().contains("closed the connection"), "{e}");
     server.await.unwrap();
-    let again = client.ping().await.unwrap_err();
+    let again = client
+        .daemon_ping(ctxd_protocol::NoParams {})
+        .await
+        .unwrap_err();
     assert!(
         again.to_string().contains("closed the connection"),
         "{again}"
@@ -121,7 +127,12 @@ async fn answers_reach_their_calls_in_any_order() {
         peer
     });
     let client = Client::connect(&path).await.unwrap();
-    let (ping, status) = tokio::join!(client.ping(), client.get_session("s"));
+    let (ping, status) = tokio::join!(
+        client.daemon_ping(ctxd_protocol::NoParams {}),
+        client.session_get(ctxd_protocol::SessionIdParams {
+            session_id: "s".into()
+        })
+    );
     assert!(ping.unwrap().pong);
     match status.unwrap_err() {
         ClientError::Rpc { code, data, .. } => {
@@ -189,7 +200,10 @@ async fn a_subscriber_keeps_up_to_its_buffer_then_is_ended() {
     let client = Client::connect(&path).await.unwrap();
     let mut sub = subscribe(&client).await;
     assert_eq!(sub.id(), "77");
-    client.ping().await.unwrap();
+    client
+        .daemon_ping(ctxd_protocol::NoParams {})
+        .await
+        .unwrap();
     for i in 0..SUBSCRIPTION_BUFFER {
         assert_eq!(sub.next().await.unwrap().unwrap(), json!({"n": i}));
     }
@@ -220,7 +234,10 @@ async fn dropping_a_subscription_unsubscribes() {
     assert_eq!(sub.next().await.unwrap().unwrap(), json!({"n": 0}));
     drop(sub);
     server.await.unwrap();
-    let e = client.ping().await.unwrap_err();
+    let e = client
+        .daemon_ping(ctxd_protocol::NoParams {})
+        .await
+        .unwrap_err();
     assert!(e.to_string().contains("code 1000"), "{e}");
 }
 
@@ -251,7 +268,10 @@ async fn a_call_given_up_mid_frame_still_finishes_its_frame() {
         "nothing answers it"
     );
     gave_up_tx.send(()).unwrap();
-    let ping = tokio::time::timeout(Duration::from_secs(20), client.ping());
+    let ping = tokio::time::timeout(
+        Duration::from_secs(20),
+        client.daemon_ping(ctxd_protocol::NoParams {}),
+    );
     assert!(ping.await.expect("answered").unwrap().pong);
     server.await.unwrap();
 }
@@ -294,7 +314,10 @@ async fn text_that_is_not_utf8_ends_the_connection() {
         }
     });
     let client = Client::connect(&path).await.unwrap();
-    let e = client.ping().await.unwrap_err();
+    let e = client
+        .daemon_ping(ctxd_protocol::NoParams {})
+        .await
+        .unwrap_err();
     assert!(e.to_string().contains("protocol"), "{e}");
     let code = tokio::time::timeout(Duration::from_secs(20), server);
     assert_eq!(code.await.expect("closed").unwrap(), CloseCode::Invalid);

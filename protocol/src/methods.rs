@@ -1,98 +1,256 @@
-//! Method names and the table that ties each to its params and result types.
+//! The method table: every method's name, params and result types, summary and, for a
+//! subscription, what it streams. It is written once, in [`crate::with_methods!`], and everything
+//! else is generated from it: the name constants, a marker type per method in [`method`]
+//! (implementing [`Method`], so the daemon registers a handler and a client calls it with
+//! the table's types), [`method_table`] (and so the OpenRPC document), and the Rust
+//! client's typed methods.
 
 use schemars::{JsonSchema, Schema, SchemaGenerator};
 use serde::{Deserialize, Serialize};
 
-use crate::agents::*;
-use crate::attachments::*;
-use crate::cache::{CacheReportParams, CacheReportResponse, UsageParams, UsageResponse};
-use crate::capabilities::*;
-use crate::compile::{
-    AckResponse, CompactParams, CompactionReport, CompileParams, CompileResponse,
-    ProvideSummaryParams, ReplacementsResponse, ReportErrorParams, ReportReadParams, SnipParams,
-    SnipResponse, TouchPathsParams,
-};
-use crate::event::{SessionNotification, SubscribeParams};
-use crate::handshake::{InitializeParams, InitializeResult, SubscriptionId, UnsubscribeParams};
-use crate::hooks::*;
-use crate::memory::*;
-use crate::send::{SendParams, SendResponse, TurnEvent};
-use crate::session::*;
-use crate::transcript::*;
-
-pub const DAEMON_INITIALIZE: &str = "daemon.initialize";
-pub const DAEMON_STATUS: &str = "daemon.status";
-pub const DAEMON_SHUTDOWN: &str = "daemon.shutdown";
-pub const DAEMON_PING: &str = "daemon.ping";
-pub const SESSION_CREATE: &str = "session.create";
-pub const SESSION_LIST: &str = "session.list";
-pub const SESSION_GET: &str = "session.get";
-pub const SESSION_UPDATE: &str = "session.update";
-pub const SESSION_FORK: &str = "session.fork";
-pub const SESSION_DELETE: &str = "session.delete";
-pub const SESSION_IMPORT: &str = "session.import";
-pub const AGENT_START: &str = "agent.start";
-pub const AGENT_FINISH: &str = "agent.finish";
-pub const AGENT_LIST: &str = "agent.list";
-pub const SESSION_SUBSCRIBE: &str = "session.subscribe";
-pub const SESSION_UNSUBSCRIBE: &str = "session.unsubscribe";
-/// Notification method of the subscription.
-pub const SESSION_EVENT: &str = "session.event";
-pub const TRANSCRIPT_APPEND: &str = "transcript.append";
-pub const TRANSCRIPT_READ: &str = "transcript.read";
-pub const TRANSCRIPT_REJECT_MEDIA: &str = "transcript.reject_media";
-pub const CAPABILITIES_SET_TOOLS: &str = "capabilities.set_tools";
-pub const CAPABILITIES_LIST_TOOLS: &str = "capabilities.list_tools";
-pub const CAPABILITIES_MCP_CONNECT: &str = "capabilities.mcp_connect";
-pub const CAPABILITIES_MCP_SET_INSTRUCTIONS: &str = "capabilities.mcp_set_instructions";
-pub const CAPABILITIES_MCP_DISCONNECT: &str = "capabilities.mcp_disconnect";
-pub const CAPABILITIES_SET_AGENTS: &str = "capabilities.set_agents";
-pub const CAPABILITIES_DISCOVER_TOOLS: &str = "capabilities.discover_tools";
-pub const CAPABILITIES_INVOKE_SKILL: &str = "capabilities.invoke_skill";
-pub const CAPABILITIES_SKILLS: &str = "capabilities.skills";
-pub const CAPABILITIES_GET: &str = "capabilities.get";
-pub const CONTEXT_COMPILE: &str = "context.compile";
-pub const CONTEXT_REPLACEMENTS: &str = "context.replacements";
-pub const CONTEXT_SNIP: &str = "context.snip";
-pub const CONTEXT_TOUCH_PATHS: &str = "context.touch_paths";
-pub const CONTEXT_REPORT_READ: &str = "context.report_read";
-pub const CONTEXT_COMPACT: &str = "context.compact";
-pub const CONTEXT_SEND: &str = "context.send";
-pub const CONTEXT_CANCEL: &str = "context.cancel";
-pub const CONTEXT_SEND_STREAM: &str = "context.send_stream";
-/// Notification method of `context.send_stream`.
-pub const CONTEXT_SEND_EVENT: &str = "context.send_event";
-pub const CONTEXT_SEND_UNSUBSCRIBE: &str = "context.send_unsubscribe";
-pub const MEMORY_GET: &str = "memory.get";
-pub const MEMORY_UPDATE: &str = "memory.update";
-pub const MEMORY_EXTRACT: &str = "memory.extract";
-pub const COLLAPSE_LIST: &str = "context.collapse_list";
-pub const COLLAPSE_UNDO: &str = "context.collapse_undo";
-pub const CONTEXT_REPORT_ERROR: &str = "context.report_error";
-pub const CONTEXT_PROVIDE_SUMMARY: &str = "context.provide_summary";
-pub const TRANSCRIPT_PARSE_CLAUDE_CODE: &str = "transcript.parse_claude_code";
-pub const CONTEXT_USAGE: &str = "context.usage";
-pub const CONTEXT_CACHE_REPORT: &str = "context.cache_report";
+/// The OpenRPC discovery method, served by convention rather than listed in the table.
 pub const RPC_DISCOVER: &str = "rpc.discover";
-pub const HOOKS_LIST: &str = "hooks.list";
-pub const HOOKS_PRE_TOOL_USE: &str = "hooks.pre_tool_use";
-pub const HOOKS_POST_TOOL_USE: &str = "hooks.post_tool_use";
-pub const HOOKS_USER_PROMPT_SUBMIT: &str = "hooks.user_prompt_submit";
-pub const HOOKS_SESSION_START: &str = "hooks.session_start";
-pub const HOOKS_STOP: &str = "hooks.stop";
-pub const HOOKS_STOP_FAILURE: &str = "hooks.stop_failure";
-pub const HOOKS_SUBAGENT_START: &str = "hooks.subagent_start";
-pub const HOOKS_SUBAGENT_STOP: &str = "hooks.subagent_stop";
-pub const HOOKS_NOTIFICATION: &str = "hooks.notification";
-pub const HOOKS_SESSION_END: &str = "hooks.session_end";
-pub const HOOKS_PERMISSION_REQUEST: &str = "hooks.permission_request";
-pub const SESSION_SET_PLAN_MODE: &str = "session.set_plan_mode";
-pub const TRANSCRIPT_QUEUE: &str = "transcript.queue";
-pub const TRANSCRIPT_QUEUED: &str = "transcript.queued";
-pub const TRANSCRIPT_TAKE_QUEUED: &str = "transcript.take_queued";
-pub const CONTEXT_SET_SECTION: &str = "context.set_section";
-pub const CONTEXT_REMOVE_SECTION: &str = "context.remove_section";
-pub const CONTEXT_RESET_SECTIONS: &str = "context.reset_sections";
+
+/// A method of the table, named by its marker type in [`method`].
+pub trait Method {
+    /// The method's name on the wire.
+    const NAME: &'static str;
+    /// What it takes, by name.
+    type Params: Serialize + serde::de::DeserializeOwned + JsonSchema;
+    /// What it answers.
+    type Result: Serialize + serde::de::DeserializeOwned + JsonSchema;
+}
+
+/// A subscription method: what each notification carries and what ends it.
+pub trait SubscriptionMethod: Method {
+    /// The method name of its notifications.
+    const NOTIFICATION: &'static str;
+    /// The method that ends it.
+    const UNSUBSCRIBE: &'static str;
+    /// Each notification's `result`.
+    type Item: Serialize + serde::de::DeserializeOwned + JsonSchema;
+}
+
+/// Hands the method table to `$callback!`, one row per method in documentation order:
+///
+/// ```text
+/// CONST Marker snake_name = "wire.name" (Params) -> Result: "summary"
+///     [notifies NOTIFICATION_CONST = "wire.event" until UNSUBSCRIBE_CONST with Item];
+/// ```
+///
+/// This crate builds its constants, markers and [`method_table`] from it; `ctx-client`
+/// builds its typed methods from it. A method is added here and nowhere else.
+#[macro_export]
+macro_rules! with_methods {
+    ($callback:ident) => {
+        $callback! {
+            DAEMON_INITIALIZE DaemonInitialize daemon_initialize = "daemon.initialize" ($crate::InitializeParams) -> $crate::InitializeResult:
+                "Handshake: client info and protocol version in; server info, negotiated version, capabilities and limits out. Another major version is refused.";
+            DAEMON_STATUS DaemonStatus daemon_status = "daemon.status" ($crate::NoParams) -> $crate::DaemonStatus:
+                "Protocol version, daemon version, paths, uptime.";
+            DAEMON_PING DaemonPing daemon_ping = "daemon.ping" ($crate::NoParams) -> $crate::PingResponse:
+                "No-op round trip.";
+            DAEMON_SHUTDOWN DaemonShutdown daemon_shutdown = "daemon.shutdown" ($crate::NoParams) -> $crate::ShutdownResponse:
+                "Stop the daemon cleanly after answering.";
+            SESSION_CREATE SessionCreate session_create = "session.create" ($crate::SessionCreateParams) -> $crate::SessionCreateResponse:
+                "Create a session for a working directory.";
+            SESSION_LIST SessionList session_list = "session.list" ($crate::SessionListParams) -> $crate::SessionListResponse:
+                "List sessions, newest first.";
+            SESSION_GET SessionGet session_get = "session.get" ($crate::SessionIdParams) -> $crate::SessionGetResponse:
+                "One session.";
+            SESSION_UPDATE SessionUpdate session_update = "session.update" ($crate::SessionUpdateParams) -> $crate::SessionGetResponse:
+                "Change settings, model profile, system prompt or title.";
+            SESSION_FORK SessionFork session_fork = "session.fork" ($crate::SessionForkParams) -> $crate::SessionForkResponse:
+                "Copy a session's transcript up to a record into a new session.";
+            SESSION_DELETE SessionDelete session_delete = "session.delete" ($crate::SessionIdParams) -> $crate::SessionDeleteResponse:
+                "Delete a session, its transcript and its files.";
+            SESSION_IMPORT SessionImport session_import = "session.import" ($crate::SessionImportParams) -> $crate::SessionImportResponse:
+                "Import a Claude Code JSONL transcript into a new session (all or nothing).";
+            AGENT_START AgentStart agent_start = "agent.start" ($crate::AgentStartParams) -> $crate::AgentStartResponse:
+                "Start a sub-agent for one of the session's tool calls: a thread of its own (system prompt, tools, thresholds, compaction), starting from the session's file state; SubagentStart hooks run.";
+            AGENT_FINISH AgentFinish agent_finish = "agent.finish" ($crate::AgentFinishParams) -> $crate::AgentFinishResponse:
+                "Give a sub-agent's answer to its session as the tool result of the call that started it.";
+            AGENT_LIST AgentList agent_list = "agent.list" ($crate::SessionIdParams) -> $crate::AgentListResponse:
+                "A session's sub-agents and their threads.";
+            SESSION_SUBSCRIBE SessionSubscribe session_subscribe = "session.subscribe" ($crate::SubscribeParams) -> $crate::SubscriptionId:
+                "Stream a session's events (WebSocket only), first replaying records after after_seq. Returns the subscription id; events arrive as session.event notifications."
+                notifies SESSION_EVENT = "session.event" until SESSION_UNSUBSCRIBE with $crate::SessionNotification;
+            SESSION_UNSUBSCRIBE SessionUnsubscribe session_unsubscribe = "session.unsubscribe" ($crate::UnsubscribeParams) -> bool:
+                "End a subscription (WebSocket only, on the connection that made it). false when it was not active.";
+            TRANSCRIPT_APPEND TranscriptAppend transcript_append = "transcript.append" ($crate::AppendParams) -> $crate::AppendResponse:
+                "Append records atomically, optionally guarded by the expected last uuid.";
+            TRANSCRIPT_READ TranscriptRead transcript_read = "transcript.read" ($crate::ReadParams) -> $crate::ReadResponse:
+                "Read a page of records.";
+            TRANSCRIPT_REJECT_MEDIA TranscriptRejectMedia transcript_reject_media = "transcript.reject_media" ($crate::RejectMediaParams) -> $crate::RejectMediaResponse:
+                "Mark an image or document the provider refused; later compiles strip it.";
+            CAPABILITIES_SET_TOOLS CapabilitiesSetTools capabilities_set_tools = "capabilities.set_tools" ($crate::ToolsSetParams) -> $crate::ToolsSetResponse:
+                "Replace the session's tool list.";
+            CAPABILITIES_LIST_TOOLS CapabilitiesListTools capabilities_list_tools = "capabilities.list_tools" ($crate::SessionIdParams) -> $crate::ToolsListResponse:
+                "The session's tool list.";
+            CAPABILITIES_MCP_CONNECT CapabilitiesMcpConnect capabilities_mcp_connect = "capabilities.mcp_connect" ($crate::McpConnectParams) -> $crate::CapabilityChangeResponse:
+                "Report an MCP server connected (name, instructions, tools); announced in system before the first compile, as mcp_instructions_delta after it.";
+            CAPABILITIES_MCP_SET_INSTRUCTIONS CapabilitiesMcpSetInstructions capabilities_mcp_set_instructions = "capabilities.mcp_set_instructions" ($crate::McpSetInstructionsParams) -> $crate::CapabilityChangeResponse:
+                "Report that a connected MCP server changed its instructions (announced as mcp_instructions_delta).";
+            CAPABILITIES_MCP_DISCONNECT CapabilitiesMcpDisconnect capabilities_mcp_disconnect = "capabilities.mcp_disconnect" ($crate::McpDisconnectParams) -> $crate::CapabilityChangeResponse:
+                "Report an MCP server disconnected; its tools leave with it and the removal is announced.";
+            CAPABILITIES_SET_AGENTS CapabilitiesSetAgents capabilities_set_agents = "capabilities.set_agents" ($crate::SetAgentsParams) -> $crate::CapabilityChangeResponse:
+                "Replace the available agent types; changes are announced with agent_listing_delta.";
+            CAPABILITIES_DISCOVER_TOOLS CapabilitiesDiscoverTools capabilities_discover_tools = "capabilities.discover_tools" ($crate::DiscoverToolsParams) -> $crate::CapabilityChangeResponse:
+                "Mark deferred tools as found by tool search: their full schema is sent from the next compile on.";
+            CAPABILITIES_INVOKE_SKILL CapabilitiesInvokeSkill capabilities_invoke_skill = "capabilities.invoke_skill" ($crate::InvokeSkillParams) -> $crate::AckResponse:
+                "Record a skill invocation made outside a Skill tool_use (compaction restores invoked skills).";
+            CAPABILITIES_SKILLS CapabilitiesSkills capabilities_skills = "capabilities.skills" ($crate::SessionIdParams) -> $crate::SkillsResponse:
+                "The session's skills: listed, pending, dormant (conditional), omitted, invoked; skipped files.";
+            CAPABILITIES_GET CapabilitiesGet capabilities_get = "capabilities.get" ($crate::SessionIdParams) -> $crate::CapabilitiesResponse:
+                "Tools (sent, deferred, discovered), MCP servers, agent types and what has been announced.";
+            CONTEXT_COMPILE ContextCompile context_compile = "context.compile" ($crate::CompileParams) -> $crate::CompileResponse:
+                "Compile the exact Messages API request for the next model call.";
+            CONTEXT_SNIP ContextSnip context_snip = "context.snip" ($crate::SnipParams) -> $crate::SnipResponse:
+                "Remove a range of messages by their short ids; recorded as a snip boundary.";
+            CONTEXT_COMPACT ContextCompact context_compact = "context.compact" ($crate::CompactParams) -> $crate::CompactionReport:
+                "Compact the session now (manual), with optional extra instructions.";
+            CONTEXT_SEND ContextSend context_send = "context.send" ($crate::SendParams) -> $crate::SendResponse:
+                "Compile, send to the session's provider (settings.provider), and append the answer as it came; one turn at a time per session.";
+            CONTEXT_SEND_STREAM ContextSendStream context_send_stream = "context.send_stream" ($crate::SendParams) -> $crate::SubscriptionId:
+                "Run a context.send turn and stream it (WebSocket only): started, the provider's events as they come, then finished (the appended message) or failed. Ending the subscription cancels the turn."
+                notifies CONTEXT_SEND_EVENT = "context.send_event" until CONTEXT_SEND_UNSUBSCRIBE with $crate::TurnEvent;
+            CONTEXT_SEND_UNSUBSCRIBE ContextSendUnsubscribe context_send_unsubscribe = "context.send_unsubscribe" ($crate::UnsubscribeParams) -> bool:
+                "End a context.send_stream subscription, cancelling its turn if it still runs (nothing is appended). false when it was not active.";
+            CONTEXT_CANCEL ContextCancel context_cancel = "context.cancel" ($crate::SessionIdParams) -> $crate::AckResponse:
+                "Cancel the session's running context.send turn: the provider call stops and nothing is appended. ok is false when no turn runs.";
+            MEMORY_GET MemoryGet memory_get = "memory.get" ($crate::SessionIdParams) -> $crate::MemoryGetResponse:
+                "The session's memory document, its version and last summarised record.";
+            MEMORY_UPDATE MemoryUpdate memory_update = "memory.update" ($crate::MemoryUpdateParams) -> $crate::MemoryUpdateResponse:
+                "Write the memory document (optimistic: expected_version must be current).";
+            MEMORY_EXTRACT MemoryExtract memory_extract = "memory.extract" ($crate::SessionIdParams) -> $crate::MemoryUpdateResponse:
+                "Run an extraction now with the session's summariser and wait for it.";
+            COLLAPSE_LIST ContextCollapseList context_collapse_list = "context.collapse_list" ($crate::SessionIdParams) -> $crate::CollapseListResponse:
+                "The session's collapses (staged, committed, undone), oldest first.";
+            COLLAPSE_UNDO ContextCollapseUndo context_collapse_undo = "context.collapse_undo" ($crate::CollapseUndoParams) -> $crate::AckResponse:
+                "Undo a collapse: its span reappears in the view.";
+            CONTEXT_REPORT_ERROR ContextReportError context_report_error = "context.report_error" ($crate::ReportErrorParams) -> $crate::CompileResponse:
+                "Report that the provider refused a compiled request; compacts reactively and returns the next request.";
+            CONTEXT_PROVIDE_SUMMARY ContextProvideSummary context_provide_summary = "context.provide_summary" ($crate::ProvideSummaryParams) -> $crate::AckResponse:
+                "Answer a summary_requested event (client summariser).";
+            CONTEXT_TOUCH_PATHS ContextTouchPaths context_touch_paths = "context.touch_paths" ($crate::TouchPathsParams) -> $crate::AckResponse:
+                "Report paths the agent touched; their instruction files follow as nested_memory.";
+            CONTEXT_REPORT_READ ContextReportRead context_report_read = "context.report_read" ($crate::ReportReadParams) -> $crate::AckResponse:
+                "Report that the model has seen a file as it is now on disk (changed_files baseline).";
+            TRANSCRIPT_PARSE_CLAUDE_CODE TranscriptParseClaudeCode transcript_parse_claude_code = "transcript.parse_claude_code" ($crate::ParseClaudeCodeParams) -> $crate::ParseClaudeCodeResponse:
+                "Convert a Claude Code JSONL transcript to records without storing anything.";
+            CONTEXT_REPLACEMENTS ContextReplacements context_replacements = "context.replacements" ($crate::SessionIdParams) -> $crate::ReplacementsResponse:
+                "The frozen fates of the session's tool results (content-replacement records).";
+            CONTEXT_USAGE ContextUsage context_usage = "context.usage" ($crate::UsageParams) -> $crate::UsageResponse:
+                "What fills the context window now, by category (Claude Code's /context); changes nothing.";
+            CONTEXT_CACHE_REPORT ContextCacheReport context_cache_report = "context.cache_report" ($crate::CacheReportParams) -> $crate::CacheReportResponse:
+                "Every model call's reported cache reads next to ctxd's prediction, with cache breaks and their causes.";
+            HOOKS_LIST HooksList hooks_list = "hooks.list" ($crate::SessionIdParams) -> $crate::HooksListResponse:
+                "The session's settings files and configured hooks, with their source file and whether they run.";
+            HOOKS_PRE_TOOL_USE HooksPreToolUse hooks_pre_tool_use = "hooks.pre_tool_use" ($crate::PreToolUseParams) -> $crate::HookOutcome:
+                "Run PreToolUse hooks before the client runs a tool: allow, deny or ask, a reason, updatedInput, context.";
+            HOOKS_POST_TOOL_USE HooksPostToolUse hooks_post_tool_use = "hooks.post_tool_use" ($crate::PostToolUseParams) -> $crate::HookOutcome:
+                "Run PostToolUse hooks after a tool ran; context and blocking feedback are appended for the model.";
+            HOOKS_USER_PROMPT_SUBMIT HooksUserPromptSubmit hooks_user_prompt_submit = "hooks.user_prompt_submit" ($crate::UserPromptSubmitParams) -> $crate::HookOutcome:
+                "Run UserPromptSubmit hooks on a prompt without appending it (transcript.append runs them itself).";
+            HOOKS_SESSION_START HooksSessionStart hooks_session_start = "hooks.session_start" ($crate::SessionStartParams) -> $crate::HookOutcome:
+                "Run SessionStart hooks with source resume or clear; their context is appended.";
+            HOOKS_STOP HooksStop hooks_stop = "hooks.stop" ($crate::StopParams) -> $crate::HookOutcome:
+                "Run Stop hooks when the agent would stop; a block appends the reason for the model.";
+            HOOKS_STOP_FAILURE HooksStopFailure hooks_stop_failure = "hooks.stop_failure" ($crate::StopFailureParams) -> $crate::HookOutcome:
+                "Run StopFailure hooks when a turn ended on an API error (output ignored).";
+            HOOKS_SUBAGENT_START HooksSubagentStart hooks_subagent_start = "hooks.subagent_start" ($crate::SubagentStartParams) -> $crate::HookOutcome:
+                "Run SubagentStart hooks; their context is returned for the sub-agent.";
+            HOOKS_SUBAGENT_STOP HooksSubagentStop hooks_subagent_stop = "hooks.subagent_stop" ($crate::SubagentStopParams) -> $crate::HookOutcome:
+                "Run SubagentStop hooks when a sub-agent would stop; a block returns the reason.";
+            HOOKS_NOTIFICATION HooksNotification hooks_notification = "hooks.notification" ($crate::NotificationParams) -> $crate::HookOutcome:
+                "Run Notification hooks for a message to the user.";
+            HOOKS_SESSION_END HooksSessionEnd hooks_session_end = "hooks.session_end" ($crate::SessionEndParams) -> $crate::HookOutcome:
+                "Run SessionEnd hooks when the session ends (output ignored).";
+            HOOKS_PERMISSION_REQUEST HooksPermissionRequest hooks_permission_request = "hooks.permission_request" ($crate::PermissionRequestParams) -> $crate::HookOutcome:
+                "Run PermissionRequest hooks before asking the user to allow a tool call: decision allow (with updated_input) or deny (with reason), or none (ask the user).";
+            SESSION_SET_PLAN_MODE SessionSetPlanMode session_set_plan_mode = "session.set_plan_mode" ($crate::PlanModeParams) -> $crate::PlanModeResponse:
+                "Switch plan mode on or off (and name the plan file); the next compile carries the entry or exit reminder.";
+            TRANSCRIPT_QUEUE TranscriptQueue transcript_queue = "transcript.queue" ($crate::QueueParams) -> $crate::QueueResponse:
+                "Queue user input (text, images) typed while a turn runs; the agent's next compile delivers it as a queued_command attachment once the current tool results are in.";
+            TRANSCRIPT_QUEUED TranscriptQueued transcript_queued = "transcript.queued" ($crate::QueuedParams) -> $crate::QueuedResponse:
+                "The queued input still waiting, oldest first (all agents, or one: main for the main thread).";
+            TRANSCRIPT_TAKE_QUEUED TranscriptTakeQueued transcript_take_queued = "transcript.take_queued" ($crate::TakeQueuedParams) -> $crate::TakeQueuedResponse:
+                "A sub-agent takes its queued input: appended as its sidechain queued_command records and returned with their text.";
+            CONTEXT_SET_SECTION ContextSetSection context_set_section = "context.set_section" ($crate::SetSectionParams) -> $crate::AckResponse:
+                "Register (or replace, by name) a dynamic system section: memoized (frozen at its first compile until compaction or reset) or uncached (recomputed every compile; needs a reason).";
+            CONTEXT_REMOVE_SECTION ContextRemoveSection context_remove_section = "context.remove_section" ($crate::RemoveSectionParams) -> $crate::AckResponse:
+                "Remove a registered dynamic system section (ok is false when there was none).";
+            CONTEXT_RESET_SECTIONS ContextResetSections context_reset_sections = "context.reset_sections" ($crate::SessionIdParams) -> $crate::AckResponse:
+                "Drop the memo of memoized system sections: the next compile computes them again.";
+        }
+    };
+}
+
+/// The constants and markers of every row.
+macro_rules! define_methods {
+    ($(
+        $konst:ident $marker:ident $fname:ident = $name:literal ($params:ty) -> $result:ty : $summary:literal
+        $(notifies $nconst:ident = $nname:literal until $unsub:ident with $item:ty)?
+    ;)*) => {
+        $(
+            #[doc = concat!("`", $name, "`")]
+            pub const $konst: &str = $name;
+            $(
+                #[doc = concat!("Notification method of `", $name, "`.")]
+                pub const $nconst: &str = $nname;
+            )?
+        )*
+
+        /// One marker type per method of the table, each implementing [`Method`].
+        pub mod method {
+            $(
+                #[doc = $summary]
+                pub struct $marker;
+                impl super::Method for $marker {
+                    const NAME: &'static str = $name;
+                    type Params = $params;
+                    type Result = $result;
+                }
+                $(
+                    impl super::SubscriptionMethod for $marker {
+                        const NOTIFICATION: &'static str = $nname;
+                        const UNSUBSCRIBE: &'static str = super::$unsub;
+                        type Item = $item;
+                    }
+                )?
+            )*
+        }
+
+        /// Every method the daemon serves, in documentation order. `rpc.discover` itself
+        /// is listed by the OpenRPC document's convention rather than here.
+        pub fn method_table() -> Vec<MethodSpec> {
+            vec![$(
+                MethodSpec {
+                    name: $konst,
+                    summary: $summary,
+                    params: inline::<$params>,
+                    result: schema::<$result>,
+                    subscription: subscription_spec!($($nconst, $unsub, $item)?),
+                }
+            ),*]
+        }
+    };
+}
+
+macro_rules! subscription_spec {
+    () => {
+        None
+    };
+    ($nconst:ident, $unsub:ident, $item:ty) => {
+        Some(SubscriptionSpec {
+            notification: $nconst,
+            unsubscribe: $unsub,
+            item: schema::<$item>,
+        })
+    };
+}
+
+with_methods!(define_methods);
 
 #[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
@@ -177,436 +335,4 @@ fn schema<T: JsonSchema>(g: &mut SchemaGenerator) -> Schema {
 /// A params type's own schema, not a reference, so its properties can be listed.
 fn inline<T: JsonSchema>(g: &mut SchemaGenerator) -> Schema {
     T::json_schema(g)
-}
-
-macro_rules! method {
-    ($name:expr, $summary:expr, $p:ty, $r:ty) => {
-        MethodSpec {
-            name: $name,
-            summary: $summary,
-            params: inline::<$p>,
-            result: schema::<$r>,
-            subscription: None,
-        }
-    };
-}
-
-/// Every method the daemon serves, in documentation order. `rpc.discover` itself is
-/// listed by the OpenRPC document's convention rather than here.
-pub fn method_table() -> Vec<MethodSpec> {
-    vec![
-        method!(
-            DAEMON_INITIALIZE,
-            "Handshake: client info and protocol version in; server info, negotiated version, capabilities and limits out. Another major version is refused.",
-            InitializeParams,
-            InitializeResult
-        ),
-        method!(
-            DAEMON_STATUS,
-            "Protocol version, daemon version, paths, uptime.",
-            NoParams,
-            DaemonStatus
-        ),
-        method!(DAEMON_PING, "No-op round trip.", NoParams, PingResponse),
-        method!(
-            DAEMON_SHUTDOWN,
-            "Stop the daemon cleanly after answering.",
-            NoParams,
-            ShutdownResponse
-        ),
-        method!(
-            SESSION_CREATE,
-            "Create a session for a working directory.",
-            SessionCreateParams,
-            SessionCreateResponse
-        ),
-        method!(
-            SESSION_LIST,
-            "List sessions, newest first.",
-            SessionListParams,
-            SessionListResponse
-        ),
-        method!(
-            SESSION_GET,
-            "One session.",
-            SessionIdParams,
-            SessionGetResponse
-        ),
-        method!(
-            SESSION_UPDATE,
-            "Change settings, model profile, system prompt or title.",
-            SessionUpdateParams,
-            SessionGetResponse
-        ),
-        method!(
-            SESSION_FORK,
-            "Copy a session's transcript up to a record into a new session.",
-            SessionForkParams,
-            SessionForkResponse
-        ),
-        method!(
-            SESSION_DELETE,
-            "Delete a session, its transcript and its files.",
-            SessionIdParams,
-            SessionDeleteResponse
-        ),
-        method!(
-            SESSION_IMPORT,
-            "Import a Claude Code JSONL transcript into a new session (all or nothing).",
-            SessionImportParams,
-            SessionImportResponse
-        ),
-        method!(
-            AGENT_START,
-            "Start a sub-agent for one of the session's tool calls: a thread of its own (system prompt, tools, thresholds, compaction), starting from the session's file state; SubagentStart hooks run.",
-            AgentStartParams,
-            AgentStartResponse
-        ),
-        method!(
-            AGENT_FINISH,
-            "Give a sub-agent's answer to its session as the tool result of the call that started it.",
-            AgentFinishParams,
-            AgentFinishResponse
-        ),
-        method!(
-            AGENT_LIST,
-            "A session's sub-agents and their threads.",
-            SessionIdParams,
-            AgentListResponse
-        ),
-        MethodSpec {
-            name: SESSION_SUBSCRIBE,
-            summary: "Stream a session's events (WebSocket only), first replaying records after after_seq. Returns the subscription id; events arrive as session.event notifications.",
-            params: inline::<SubscribeParams>,
-            result: schema::<SubscriptionId>,
-            subscription: Some(SubscriptionSpec {
-                notification: SESSION_EVENT,
-                unsubscribe: SESSION_UNSUBSCRIBE,
-                item: schema::<SessionNotification>,
-            }),
-        },
-        method!(
-            SESSION_UNSUBSCRIBE,
-            "End a subscription (WebSocket only, on the connection that made it). false when it was not active.",
-            UnsubscribeParams,
-            bool
-        ),
-        method!(
-            TRANSCRIPT_APPEND,
-            "Append records atomically, optionally guarded by the expected last uuid.",
-            AppendParams,
-            AppendResponse
-        ),
-        method!(
-            TRANSCRIPT_READ,
-            "Read a page of records.",
-            ReadParams,
-            ReadResponse
-        ),
-        method!(
-            TRANSCRIPT_REJECT_MEDIA,
-            "Mark an image or document the provider refused; later compiles strip it.",
-            RejectMediaParams,
-            RejectMediaResponse
-        ),
-        method!(
-            CAPABILITIES_SET_TOOLS,
-            "Replace the session's tool list.",
-            ToolsSetParams,
-            ToolsSetResponse
-        ),
-        method!(
-            CAPABILITIES_LIST_TOOLS,
-            "The session's tool list.",
-            SessionIdParams,
-            ToolsListResponse
-        ),
-        method!(
-            CAPABILITIES_MCP_CONNECT,
-            "Report an MCP server connected (name, instructions, tools); announced in system before the first compile, as mcp_instructions_delta after it.",
-            McpConnectParams,
-            CapabilityChangeResponse
-        ),
-        method!(
-            CAPABILITIES_MCP_SET_INSTRUCTIONS,
-            "Report that a connected MCP server changed its instructions (announced as mcp_instructions_delta).",
-            McpSetInstructionsParams,
-            CapabilityChangeResponse
-        ),
-        method!(
-            CAPABILITIES_MCP_DISCONNECT,
-            "Report an MCP server disconnected; its tools leave with it and the removal is announced.",
-            McpDisconnectParams,
-            CapabilityChangeResponse
-        ),
-        method!(
-            CAPABILITIES_SET_AGENTS,
-            "Replace the available agent types; changes are announced with agent_listing_delta.",
-            SetAgentsParams,
-            CapabilityChangeResponse
-        ),
-        method!(
-            CAPABILITIES_DISCOVER_TOOLS,
-            "Mark deferred tools as found by tool search: their full schema is sent from the next compile on.",
-            DiscoverToolsParams,
-            CapabilityChangeResponse
-        ),
-        method!(
-            CAPABILITIES_INVOKE_SKILL,
-            "Record a skill invocation made outside a Skill tool_use (compaction restores invoked skills).",
-            InvokeSkillParams,
-            AckResponse
-        ),
-        method!(
-            CAPABILITIES_SKILLS,
-            "The session's skills: listed, pending, dormant (conditional), omitted, invoked; skipped files.",
-            SessionIdParams,
-            SkillsResponse
-        ),
-        method!(
-            CAPABILITIES_GET,
-            "Tools (sent, deferred, discovered), MCP servers, agent types and what has been announced.",
-            SessionIdParams,
-            CapabilitiesResponse
-        ),
-        method!(
-            CONTEXT_COMPILE,
-            "Compile the exact Messages API request for the next model call.",
-            CompileParams,
-            CompileResponse
-        ),
-        method!(
-            CONTEXT_SNIP,
-            "Remove a range of messages by their short ids; recorded as a snip boundary.",
-            SnipParams,
-            SnipResponse
-        ),
-        method!(
-            CONTEXT_COMPACT,
-            "Compact the session now (manual), with optional extra instructions.",
-            CompactParams,
-            CompactionReport
-        ),
-        method!(
-            CONTEXT_SEND,
-            "Compile, send to the session's provider (settings.provider), and append the answer as it came; one turn at a time per session.",
-            SendParams,
-            SendResponse
-        ),
-        MethodSpec {
-            name: CONTEXT_SEND_STREAM,
-            summary: "Run a context.send turn and stream it (WebSocket only): started, the provider's events as they come, then finished (the appended message) or failed. Ending the subscription cancels the turn.",
-            params: inline::<SendParams>,
-            result: schema::<SubscriptionId>,
-            subscription: Some(SubscriptionSpec {
-                notification: CONTEXT_SEND_EVENT,
-                unsubscribe: CONTEXT_SEND_UNSUBSCRIBE,
-                item: schema::<TurnEvent>,
-            }),
-        },
-        method!(
-            CONTEXT_SEND_UNSUBSCRIBE,
-            "End a context.send_stream subscription, cancelling its turn if it still runs (nothing is appended). false when it was not active.",
-            UnsubscribeParams,
-            bool
-        ),
-        method!(
-            CONTEXT_CANCEL,
-            "Cancel the session's running context.send turn: the provider call stops and nothing is appended. ok is false when no turn runs.",
-            SessionIdParams,
-            AckResponse
-        ),
-        method!(
-            MEMORY_GET,
-            "The session's memory document, its version and last summarised record.",
-            SessionIdParams,
-            MemoryGetResponse
-        ),
-        method!(
-            MEMORY_UPDATE,
-            "Write the memory document (optimistic: expected_version must be current).",
-            MemoryUpdateParams,
-            MemoryUpdateResponse
-        ),
-        method!(
-            MEMORY_EXTRACT,
-            "Run an extraction now with the session's summariser and wait for it.",
-            SessionIdParams,
-            MemoryUpdateResponse
-        ),
-        method!(
-            COLLAPSE_LIST,
-            "The session's collapses (staged, committed, undone), oldest first.",
-            SessionIdParams,
-            CollapseListResponse
-        ),
-        method!(
-            COLLAPSE_UNDO,
-            "Undo a collapse: its span reappears in the view.",
-            CollapseUndoParams,
-            AckResponse
-        ),
-        method!(
-            CONTEXT_REPORT_ERROR,
-            "Report that the provider refused a compiled request; compacts reactively and returns the next request.",
-            ReportErrorParams,
-            CompileResponse
-        ),
-        method!(
-            CONTEXT_PROVIDE_SUMMARY,
-            "Answer a summary_requested event (client summariser).",
-            ProvideSummaryParams,
-            AckResponse
-        ),
-        method!(
-            CONTEXT_TOUCH_PATHS,
-            "Report paths the agent touched; their instruction files follow as nested_memory.",
-            TouchPathsParams,
-            AckResponse
-        ),
-        method!(
-            CONTEXT_REPORT_READ,
-            "Report that the model has seen a file as it is now on disk (changed_files baseline).",
-            ReportReadParams,
-            AckResponse
-        ),
-        method!(
-            TRANSCRIPT_PARSE_CLAUDE_CODE,
-            "Convert a Claude Code JSONL transcript to records without storing anything.",
-            ParseClaudeCodeParams,
-            ParseClaudeCodeResponse
-        ),
-        method!(
-            CONTEXT_REPLACEMENTS,
-            "The frozen fates of the session's tool results (content-replacement records).",
-            SessionIdParams,
-            ReplacementsResponse
-        ),
-        method!(
-            CONTEXT_USAGE,
-            "What fills the context window now, by category (Claude Code's /context); changes nothing.",
-            UsageParams,
-            UsageResponse
-        ),
-        method!(
-            CONTEXT_CACHE_REPORT,
-            "Every model call's reported cache reads next to ctxd's prediction, with cache breaks and their causes.",
-            CacheReportParams,
-            CacheReportResponse
-        ),
-        method!(
-            HOOKS_LIST,
-            "The session's settings files and configured hooks, with their source file and whether they run.",
-            SessionIdParams,
-            HooksListResponse
-        ),
-        method!(
-            HOOKS_PRE_TOOL_USE,
-            "Run PreToolUse hooks before the client runs a tool: allow, deny or ask, a reason, updatedInput, context.",
-            PreToolUseParams,
-            HookOutcome
-        ),
-        method!(
-            HOOKS_POST_TOOL_USE,
-            "Run PostToolUse hooks after a tool ran; context and blocking feedback are appended for the model.",
-            PostToolUseParams,
-            HookOutcome
-        ),
-        method!(
-            HOOKS_USER_PROMPT_SUBMIT,
-            "Run UserPromptSubmit hooks on a prompt without appending it (transcript.append runs them itself).",
-            UserPromptSubmitParams,
-            HookOutcome
-        ),
-        method!(
-            HOOKS_SESSION_START,
-            "Run SessionStart hooks with source resume or clear; their context is appended.",
-            SessionStartParams,
-            HookOutcome
-        ),
-        method!(
-            HOOKS_STOP,
-            "Run Stop hooks when the agent would stop; a block appends the reason for the model.",
-            StopParams,
-            HookOutcome
-        ),
-        method!(
-            HOOKS_STOP_FAILURE,
-            "Run StopFailure hooks when a turn ended on an API error (output ignored).",
-            StopFailureParams,
-            HookOutcome
-        ),
-        method!(
-            HOOKS_SUBAGENT_START,
-            "Run SubagentStart hooks; their context is returned for the sub-agent.",
-            SubagentStartParams,
-            HookOutcome
-        ),
-        method!(
-            HOOKS_SUBAGENT_STOP,
-            "Run SubagentStop hooks when a sub-agent would stop; a block returns the reason.",
-            SubagentStopParams,
-            HookOutcome
-        ),
-        method!(
-            HOOKS_NOTIFICATION,
-            "Run Notification hooks for a message to the user.",
-            NotificationParams,
-            HookOutcome
-        ),
-        method!(
-            HOOKS_SESSION_END,
-            "Run SessionEnd hooks when the session ends (output ignored).",
-            SessionEndParams,
-            HookOutcome
-        ),
-        method!(
-            HOOKS_PERMISSION_REQUEST,
-            "Run PermissionRequest hooks before asking the user to allow a tool call: decision allow (with updated_input) or deny (with reason), or none (ask the user).",
-            PermissionRequestParams,
-            HookOutcome
-        ),
-        method!(
-            SESSION_SET_PLAN_MODE,
-            "Switch plan mode on or off (and name the plan file); the next compile carries the entry or exit reminder.",
-            PlanModeParams,
-            PlanModeResponse
-        ),
-        method!(
-            TRANSCRIPT_QUEUE,
-            "Queue user input (text, images) typed while a turn runs; the agent's next compile delivers it as a queued_command attachment once the current tool results are in.",
-            QueueParams,
-            QueueResponse
-        ),
-        method!(
-            TRANSCRIPT_QUEUED,
-            "The queued input still waiting, oldest first (all agents, or one: main for the main thread).",
-            QueuedParams,
-            QueuedResponse
-        ),
-        method!(
-            TRANSCRIPT_TAKE_QUEUED,
-            "A sub-agent takes its queued input: appended as its sidechain queued_command records and returned with their text.",
-            TakeQueuedParams,
-            TakeQueuedResponse
-        ),
-        method!(
-            CONTEXT_SET_SECTION,
-            "Register (or replace, by name) a dynamic system section: memoized (frozen at its first compile until compaction or reset) or uncached (recomputed every compile; needs a reason).",
-            SetSectionParams,
-            AckResponse
-        ),
-        method!(
-            CONTEXT_REMOVE_SECTION,
-            "Remove a registered dynamic system section (ok is false when there was none).",
-            RemoveSectionParams,
-            AckResponse
-        ),
-        method!(
-            CONTEXT_RESET_SECTIONS,
-            "Drop the memo of memoized system sections: the next compile computes them again.",
-            SessionIdParams,
-            AckResponse
-        ),
-    ]
 }

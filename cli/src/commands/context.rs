@@ -54,7 +54,7 @@ pub struct CompactArgs {
 
 pub async fn compile(ctx: &Ctx, client: &Client, a: &CompileArgs) -> Result<()> {
     let r = client
-        .compile(CompileParams {
+        .context_compile(CompileParams {
             session_id: session_id(client, &a.session).await?,
             side_request: a.side,
             ..Default::default()
@@ -90,7 +90,12 @@ pub async fn send(ctx: &Ctx, client: &Client, a: &SendArgs) -> Result<()> {
             )
             .await?;
     }
-    let mut stream = client.send_stream(&sid).await?;
+    let mut stream = client
+        .context_send_stream(ctxd_protocol::SendParams {
+            session_id: sid.clone(),
+            agent_id: None,
+        })
+        .await?;
     let mut shown = Shown::default();
     let finished = loop {
         // Ctrl-C stops the turn in the daemon too: otherwise the provider call would run

@@ -18,7 +18,11 @@ pub enum DaemonCmd {
 pub async fn run(ctx: &Ctx, cmd: &DaemonCmd) -> Result<()> {
     match cmd {
         DaemonCmd::Status => {
-            let s = ctx.connect().await?.status().await?;
+            let s = ctx
+                .connect()
+                .await?
+                .daemon_status(ctxd_protocol::NoParams {})
+                .await?;
             if ctx.json {
                 print_json(&s)?;
             } else {
@@ -43,7 +47,7 @@ pub async fn run(ctx: &Ctx, cmd: &DaemonCmd) -> Result<()> {
                 }
                 return Ok(());
             };
-            let r = c.shutdown().await?;
+            let r = c.daemon_shutdown(ctxd_protocol::NoParams {}).await?;
             if ctx.json {
                 print_json(&r)?;
             } else {

@@ -64,9 +64,9 @@ const SAMPLE_SESSION: &str =
     include_str!("../../../tests/fixtures/claude-code/spotter/tool_heavy.jsonl");
 
 pub async fn demo(ctx: &Ctx, client: &Client, a: &DemoArgs) -> Result<()> {
-    let status = client.status().await?;
+    let status = client.daemon_status(ctxd_protocol::NoParams {}).await?;
     let imported = client
-        .import(SessionImportParams {
+        .session_import(SessionImportParams {
             jsonl: SAMPLE_SESSION.to_string(),
             cwd: None,
             fallback_cwd: None,
@@ -76,14 +76,19 @@ pub async fn demo(ctx: &Ctx, client: &Client, a: &DemoArgs) -> Result<()> {
         .await?;
     let sid = imported.session_id.clone();
     let compiled = client
-        .compile(CompileParams {
+        .context_compile(CompileParams {
             session_id: sid.clone(),
             side_request: false,
             ..Default::default()
         })
         .await;
     if !a.keep {
-        client.delete_session(&sid).await?;
+        client
+            .session_delete(ctxd_protocol::SessionIdParams {
+                session_id: sid.clone(),
+            })
+            .await
+            .map(|r| r.deleted)?;
     }
     let compiled = compiled?;
     if ctx.json {

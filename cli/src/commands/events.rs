@@ -25,7 +25,13 @@ pub struct EventsArgs {
 /// exit status says the stream was cut).
 pub async fn run(client: &Client, a: &EventsArgs) -> Result<()> {
     let sid = session_id(client, &a.session).await?;
-    let mut sub = client.subscribe_from(&sid, a.after, a.records).await?;
+    let mut sub = client
+        .session_subscribe(ctxd_protocol::SubscribeParams {
+            session_id: sid.clone(),
+            after_seq: a.after,
+            include_records: a.records,
+        })
+        .await?;
     let mut last_seq = a.after;
     loop {
         let Some(n) = sub.next().await else {

@@ -25,7 +25,8 @@ pub struct TrustArgs {
 
 /// Edits the trust list in the daemon's home (the daemon reads it before each hook).
 pub async fn trust(ctx: &Ctx, client: &Client, a: &TrustArgs) -> Result<()> {
-    let home = std::path::PathBuf::from(client.status().await?.home);
+    let home =
+        std::path::PathBuf::from(client.daemon_status(ctxd_protocol::NoParams {}).await?.home);
     let list = ctxd_engine::hooks::trust::list_path(&home);
     if a.list {
         let entries: Vec<String> = ctxd_engine::hooks::trust::entries(&list)

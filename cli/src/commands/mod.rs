@@ -62,13 +62,24 @@ impl Ctx {
 /// start is a timestamp shared by sessions made close together and whose end is random,
 /// so a few characters of the end usually suffice.
 pub async fn resolve_session(client: &Client, arg: &str) -> Result<SessionInfo> {
-    match client.get_session(arg).await {
+    match client
+        .session_get(ctxd_protocol::SessionIdParams {
+            session_id: arg.into(),
+        })
+        .await
+        .map(|r| r.session)
+    {
         Ok(s) => return Ok(s),
         Err(ClientError::Rpc { code, .. }) if code == ctxd_protocol::SESSION_NOT_FOUND => {}
         Err(ClientError::Rpc { code, .. }) if code == ctxd_protocol::INVALID_PARAMS => {}
         Err(e) => return Err(e.into()),
     }
-    let all = client.list_sessions(Some(10_000)).await?;
+    let all = client
+        .session_list(ctxd_protocol::SessionListParams {
+            limit: Some(10_000),
+        })
+        .await
+        .map(|r| r.sessions)?;
     if arg == "last" {
         return all
             .iter()

@@ -114,14 +114,15 @@ pub async fn run(ctx: &Ctx, client: &Client, cmd: &SessionCmd) -> Result<()> {
                 Some(serde_json::from_value(v).context("--set")?)
             };
             let s = client
-                .create_session(SessionCreateParams {
+                .session_create(SessionCreateParams {
                     cwd: cwd.display().to_string(),
                     model: profile,
                     title: title.clone(),
                     settings,
                     ..Default::default()
                 })
-                .await?;
+                .await
+                .map(|r| r.session)?;
             if ctx.json {
                 print_json(&serde_json::json!({ "session_id": s.session_id, "session": s }))?;
             } else {
@@ -129,7 +130,10 @@ pub async fn run(ctx: &Ctx, client: &Client, cmd: &SessionCmd) -> Result<()> {
             }
         }
         SessionCmd::List { limit } => {
-            let list = client.list_sessions(*limit).await?;
+            let list = client
+                .session_list(ctxd_protocol::SessionListParams { limit: *limit })
+                .await
+                .map(|r| r.sessions)?;
             if ctx.json {
                 print_json(&serde_json::json!({ "sessions": list }))?;
             } else {
@@ -143,7 +147,13 @@ pub async fn run(ctx: &Ctx, client: &Client, cmd: &SessionCmd) -> Result<()> {
         }
         SessionCmd::Fork { session, up_to } => {
             let sid = super::session_id(client, session).await?;
-            let s = client.fork_session(&sid, up_to.clone()).await?;
+            let s = client
+                .session_fork(ctxd_protocol::SessionForkParams {
+                    session_id: sid.clone(),
+                    up_to_uuid: up_to.clone(),
+                })
+                .await
+                .map(|r| r.session)?;
             if ctx.json {
                 print_json(&serde_json::json!({ "session_id": s.session_id, "session": s }))?;
             } else {
@@ -152,7 +162,12 @@ pub async fn run(ctx: &Ctx, client: &Client, cmd: &SessionCmd) -> Result<()> {
         }
         SessionCmd::Rm { session } => {
             let sid = super::session_id(client, session).await?;
-            let deleted = client.delete_session(&sid).await?;
+            let deleted = client
+                .session_delete(ctxd_protocol::SessionIdParams {
+                    session_id: sid.clone(),
+                })
+                .await
+                .map(|r| r.deleted)?;
             if ctx.json {
                 print_json(&serde_json::json!({ "deleted": deleted }))?;
             } else {

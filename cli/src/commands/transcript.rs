@@ -90,7 +90,7 @@ pub async fn append(ctx: &Ctx, client: &Client, a: &AppendArgs) -> Result<()> {
 pub async fn read(ctx: &Ctx, client: &Client, a: &ReadArgs) -> Result<()> {
     let sid = session_id(client, &a.session).await?;
     let r = client
-        .read(ReadParams {
+        .transcript_read(ReadParams {
             session_id: sid.clone(),
             agent_id: None,
             after_seq: a.after,
@@ -115,7 +115,7 @@ pub async fn read(ctx: &Ctx, client: &Client, a: &ReadArgs) -> Result<()> {
 pub async fn import(ctx: &Ctx, client: &Client, a: &ImportArgs) -> Result<()> {
     let jsonl = ctx_client::text::read_utf8(&a.file)?;
     let r = client
-        .import(SessionImportParams {
+        .session_import(SessionImportParams {
             jsonl,
             cwd: a.cwd.as_ref().map(|c| c.display().to_string()),
             fallback_cwd: std::env::current_dir()

@@ -58,7 +58,10 @@ pub(super) async fn bench_rpc(dir: &Path) {
     let (mut rpc, mut echo_beside) = (Vec::with_capacity(n), Vec::with_capacity(n));
     for _ in 0..n {
         let t = Instant::now();
-        client.ping().await.unwrap();
+        client
+            .daemon_ping(ctxd_protocol::NoParams {})
+            .await
+            .unwrap();
         rpc.push(t.elapsed());
         let t = Instant::now();
         s.write_all(msg).await.unwrap();

@@ -10,31 +10,31 @@ use super::context::{RpcContext, async_method};
 pub(crate) fn register(
     m: &mut RpcModule<RpcContext>,
 ) -> Result<(), jsonrpsee::core::RegisterMethodError> {
-    async_method!(m, SESSION_SET_PLAN_MODE, |ctx, p: PlanModeParams| ctx
+    async_method!(m, method::SessionSetPlanMode, |ctx, p| ctx
         .engine
         .set_plan_mode(p)
         .await)?;
-    async_method!(m, TRANSCRIPT_QUEUE, |ctx, p: QueueParams| ctx
+    async_method!(m, method::TranscriptQueue, |ctx, p| ctx
         .engine
         .queue_input(p)
         .await)?;
-    async_method!(m, TRANSCRIPT_QUEUED, |ctx, p: QueuedParams| ctx
+    async_method!(m, method::TranscriptQueued, |ctx, p| ctx
         .engine
         .queued(p)
         .await)?;
-    async_method!(m, TRANSCRIPT_TAKE_QUEUED, |ctx, p: TakeQueuedParams| ctx
+    async_method!(m, method::TranscriptTakeQueued, |ctx, p| ctx
         .engine
         .take_queued(p)
         .await)?;
-    async_method!(m, CONTEXT_SET_SECTION, |ctx, p: SetSectionParams| ctx
+    async_method!(m, method::ContextSetSection, |ctx, p| ctx
         .engine
         .set_section(p)
         .await)?;
-    async_method!(m, CONTEXT_REMOVE_SECTION, |ctx, p: RemoveSectionParams| ctx
+    async_method!(m, method::ContextRemoveSection, |ctx, p| ctx
         .engine
         .remove_section(p)
         .await)?;
-    async_method!(m, CONTEXT_RESET_SECTIONS, |ctx, p: SessionIdParams| ctx
+    async_method!(m, method::ContextResetSections, |ctx, p| ctx
         .engine
         .reset_sections(&p.session_id)
         .await)?;

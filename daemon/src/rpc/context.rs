@@ -48,20 +48,45 @@ pub(super) fn caller_of(ext: &jsonrpsee::Extensions) -> Option<u64> {
     ext.get::<jsonrpsee::ConnectionId>().map(|c| c.0 as u64)
 }
 
-/// Registers an engine call: params decoded by name (naming the bad field), the call run
-/// as its connection (so the events it causes are `own` there), engine errors mapped.
-/// Every method that reaches the engine is registered through this.
+/// Registers an engine call for the table's `$method` (a marker of
+/// `ctxd_protocol::method`): params decoded by name as the table's params type (naming the
+/// bad field), the call run as its connection (so the events it causes are `own` there),
+/// its answer checked against the table's result type, engine errors mapped. Every
+/// method that reaches the engine is registered through this.
 macro_rules! async_method {
-    ($module:expr, $name:expr, |$ctx:ident, $p:ident : $pt:ty| $body:expr) => {
-        $module.register_async_method($name, |params, $ctx, ext| async move {
-            let $p: $pt = $crate::rpc::context::parse(&params)?;
-            let call = async { $body };
-            let r = match $crate::rpc::context::caller_of(&ext) {
-                Some(caller) => ctxd_engine::as_caller(caller, call).await,
-                None => call.await,
-            };
-            r.map_err($crate::rpc::to_rpc_error)
-        })
+    ($module:expr, $method:ty, |$ctx:ident, $p:ident| $body:expr) => {
+        $module.register_async_method(
+            <$method as ctxd_protocol::Method>::NAME,
+            |params, $ctx, ext| async move {
+                let $p: <$method as ctxd_protocol::Method>::Params =
+                    $crate::rpc::context::parse(&params)?;
+                let call = async { $body };
+                let r: ctxd_store::error::Result<<$method as ctxd_protocol::Method>::Result> =
+                    match $crate::rpc::context::caller_of(&ext) {
+                        Some(caller) => ctxd_engine::as_caller(caller, call).await,
+                        None => call.await,
+                    };
+                r.map_err($crate::rpc::to_rpc_error)
+            },
+        )
     };
 }
 pub(super) use async_method;
+
+/// Registers a method of the table that answers without waiting (no engine call that
+/// awaits): params decoded as the table's params type, the answer checked against its
+/// result type.
+macro_rules! sync_method {
+    ($module:expr, $method:ty, |$ctx:ident, $p:ident| $body:expr) => {
+        $module.register_method(
+            <$method as ctxd_protocol::Method>::NAME,
+            |params, $ctx, _| {
+                let $p: <$method as ctxd_protocol::Method>::Params =
+                    $crate::rpc::context::parse(&params)?;
+                let r: Result<<$method as ctxd_protocol::Method>::Result, ErrorObjectOwned> = $body;
+                r
+            },
+        )
+    };
+}
+pub(super) use sync_method;

@@ -5,7 +5,7 @@ use jsonrpsee::RpcModule;
 use jsonrpsee::types::ErrorObjectOwned;
 use serde_json::json;
 
-use super::context::{RpcContext, async_method, parse};
+use super::context::{RpcContext, async_method, parse, sync_method};
 use super::to_rpc_error;
 
 type RpcResult<T> = Result<T, ErrorObjectOwned>;
@@ -30,12 +30,9 @@ pub(crate) fn build_module(
 ) -> Result<RpcModule<RpcContext>, jsonrpsee::core::RegisterMethodError> {
     let mut m = RpcModule::new(ctx);
 
-    m.register_method(DAEMON_INITIALIZE, |params, ctx, _| {
-        let p: InitializeParams = parse(&params)?;
-        initialize(ctx, p)
-    })?;
-    m.register_async_method(DAEMON_STATUS, |params, ctx, _| async move {
-        let _: NoParams = parse(&params)?;
+    sync_method!(m, method::DaemonInitialize, |ctx, p| initialize(ctx, p))?;
+    m.register_async_method(method::DaemonStatus::NAME, |params, ctx, _| async move {
+        let _: <method::DaemonStatus as Method>::Params = parse(&params)?;
         // The status answers while the store does not, and says so.
         let (sessions, store_error) =
             match tokio::time::timeout(STATUS_STORE_WAIT, ctx.engine.session_count()).await {
@@ -62,64 +59,62 @@ pub(crate) fn build_module(
             websocket: super::outbox::status(),
         })
     })?;
-    m.register_method(DAEMON_PING, |params, _, _| {
-        let _: NoParams = parse(&params)?;
-        RpcResult::Ok(PingResponse { pong: true })
-    })?;
-    m.register_method(DAEMON_SHUTDOWN, |params, ctx, _| {
-        let _: NoParams = parse(&params)?;
+    sync_method!(m, method::DaemonPing, |_ctx, _p| Ok(PingResponse {
+        pong: true
+    }))?;
+    sync_method!(m, method::DaemonShutdown, |ctx, _p| {
         let notify = ctx.shutdown.clone();
         // Let this response leave before the listener closes.
         tokio::spawn(async move {
             tokio::time::sleep(std::time::Duration::from_millis(20)).await;
             notify.notify_one();
         });
-        RpcResult::Ok(ShutdownResponse { stopping: true })
+        Ok(ShutdownResponse { stopping: true })
     })?;
 
-    async_method!(m, SESSION_CREATE, |ctx, p: SessionCreateParams| ctx
+    async_method!(m, method::SessionCreate, |ctx, p| ctx
         .engine
         .create_session(p)
         .await
         .map(|session| SessionCreateResponse { session }))?;
-    async_method!(m, SESSION_LIST, |ctx, p: SessionListParams| ctx
+    async_method!(m, method::SessionList, |ctx, p| ctx
         .engine
         .list_sessions(p)
         .await
         .map(|sessions| SessionListResponse { sessions }))?;
-    async_method!(m, SESSION_GET, |ctx, p: SessionIdParams| ctx
+    async_method!(m, method::SessionGet, |ctx, p| ctx
         .engine
         .get_session(&p.session_id)
         .await
         .map(|session| SessionGetResponse { session }))?;
-    async_method!(m, SESSION_UPDATE, |ctx, p: SessionUpdateParams| ctx
+    async_method!(m, method::SessionUpdate, |ctx, p| ctx
         .engine
         .update_session(p)
         .await
         .map(|session| SessionGetResponse { session }))?;
-    async_method!(m, SESSION_FORK, |ctx, p: SessionForkParams| ctx
+    async_method!(m, method::SessionFork, |ctx, p| ctx
         .engine
         .fork_session(p)
         .await
         .map(|session| SessionForkResponse { session }))?;
-    async_method!(m, SESSION_DELETE, |ctx, p: SessionIdParams| ctx
+    async_method!(m, method::SessionDelete, |ctx, p| ctx
         .engine
         .delete_session(&p.session_id)
         .await
         .map(|deleted| SessionDeleteResponse { deleted }))?;
-    async_method!(m, AGENT_START, |ctx, p: AgentStartParams| ctx
+    async_method!(m, method::AgentStart, |ctx, p| ctx
         .engine
         .start_agent(p)
         .await)?;
-    async_method!(m, AGENT_FINISH, |ctx, p: AgentFinishParams| ctx
+    async_method!(m, method::AgentFinish, |ctx, p| ctx
         .engine
         .finish_agent(p)
         .await)?;
-    async_method!(m, AGENT_LIST, |ctx, p: SessionIdParams| ctx
+    async_method!(m, method::AgentList, |ctx, p| ctx
         .engine
         .list_agents(&p.session_id)
         .await)?;
-    async_method!(m, SESSION_IMPORT, |ctx, p: SessionImportParams| ctx
+    async_method!(m, method::SessionImport, |ctx, p| ctx
         .engine
         .import_claude_code(p)
         .await
@@ -128,150 +123,136 @@ pub(crate) fn build_module(
             session,
             stats,
         }))?;
-    async_method!(m, TRANSCRIPT_APPEND, |ctx, p: AppendParams| ctx
+    async_method!(m, method::TranscriptAppend, |ctx, p| ctx
         .engine
         .append(p)
         .await)?;
-    async_method!(m, TRANSCRIPT_READ, |ctx, p: ReadParams| ctx
-        .engine
-        .read(p)
-        .await)?;
-    async_method!(m, TRANSCRIPT_REJECT_MEDIA, |ctx, p: RejectMediaParams| ctx
+    async_method!(m, method::TranscriptRead, |ctx, p| ctx.engine.read(p).await)?;
+    async_method!(m, method::TranscriptRejectMedia, |ctx, p| ctx
         .engine
         .reject_media(p)
         .await
         .map(|rejected| RejectMediaResponse { rejected }))?;
-    async_method!(m, CAPABILITIES_SET_TOOLS, |ctx, p: ToolsSetParams| ctx
+    async_method!(m, method::CapabilitiesSetTools, |ctx, p| ctx
         .engine
         .set_tools(p)
         .await
         .map(|count| ToolsSetResponse { count }))?;
-    async_method!(m, CAPABILITIES_LIST_TOOLS, |ctx, p: SessionIdParams| ctx
+    async_method!(m, method::CapabilitiesListTools, |ctx, p| ctx
         .engine
         .list_tools(&p.session_id)
         .await
         .map(|tools| ToolsListResponse { tools }))?;
-    async_method!(m, CAPABILITIES_MCP_CONNECT, |ctx, p: McpConnectParams| ctx
+    async_method!(m, method::CapabilitiesMcpConnect, |ctx, p| ctx
         .engine
         .mcp_connect(p)
         .await)?;
-    async_method!(
-        m,
-        CAPABILITIES_MCP_SET_INSTRUCTIONS,
-        |ctx, p: McpSetInstructionsParams| ctx.engine.mcp_set_instructions(p).await
-    )?;
-    async_method!(
-        m,
-        CAPABILITIES_MCP_DISCONNECT,
-        |ctx, p: McpDisconnectParams| ctx.engine.mcp_disconnect(p).await
-    )?;
-    async_method!(m, CAPABILITIES_SET_AGENTS, |ctx, p: SetAgentsParams| ctx
+    async_method!(m, method::CapabilitiesMcpSetInstructions, |ctx, p| ctx
+        .engine
+        .mcp_set_instructions(p)
+        .await)?;
+    async_method!(m, method::CapabilitiesMcpDisconnect, |ctx, p| ctx
+        .engine
+        .mcp_disconnect(p)
+        .await)?;
+    async_method!(m, method::CapabilitiesSetAgents, |ctx, p| ctx
         .engine
         .set_agents(p)
         .await)?;
-    async_method!(
-        m,
-        CAPABILITIES_DISCOVER_TOOLS,
-        |ctx, p: DiscoverToolsParams| ctx.engine.discover_tools(p).await
-    )?;
-    async_method!(m, CAPABILITIES_INVOKE_SKILL, |ctx, p: InvokeSkillParams| {
+    async_method!(m, method::CapabilitiesDiscoverTools, |ctx, p| ctx
+        .engine
+        .discover_tools(p)
+        .await)?;
+    async_method!(m, method::CapabilitiesInvokeSkill, |ctx, p| {
         ctx.engine
             .invoke_skill(p)
             .await
             .map(|()| AckResponse { ok: true })
     })?;
-    async_method!(m, CAPABILITIES_SKILLS, |ctx, p: SessionIdParams| ctx
+    async_method!(m, method::CapabilitiesSkills, |ctx, p| ctx
         .engine
         .skills(&p.session_id)
         .await)?;
-    async_method!(m, CAPABILITIES_GET, |ctx, p: SessionIdParams| ctx
+    async_method!(m, method::CapabilitiesGet, |ctx, p| ctx
         .engine
         .capabilities(&p.session_id)
         .await)?;
-    async_method!(m, CONTEXT_COMPILE, |ctx, p: CompileParams| ctx
+    async_method!(m, method::ContextCompile, |ctx, p| ctx
         .engine
         .compile(p)
         .await
         .and_then(compile_response))?;
-    async_method!(m, CONTEXT_REPLACEMENTS, |ctx, p: SessionIdParams| ctx
+    async_method!(m, method::ContextReplacements, |ctx, p| ctx
         .engine
         .replacements(&p.session_id)
         .await
         .map(|replacements| ReplacementsResponse { replacements }))?;
-    async_method!(m, CONTEXT_USAGE, |ctx, p: UsageParams| ctx
+    async_method!(m, method::ContextUsage, |ctx, p| ctx
         .engine
         .usage(&p.session_id)
         .await)?;
-    async_method!(m, CONTEXT_CACHE_REPORT, |ctx, p: CacheReportParams| ctx
+    async_method!(m, method::ContextCacheReport, |ctx, p| ctx
         .engine
         .cache_report(&p.session_id)
         .await)?;
-    async_method!(m, CONTEXT_SNIP, |ctx, p: SnipParams| ctx
-        .engine
-        .snip(p)
-        .await)?;
-    async_method!(m, CONTEXT_SEND, |ctx, p: SendParams| ctx
-        .engine
-        .send(p)
-        .await)?;
-    async_method!(m, CONTEXT_CANCEL, |ctx, p: SessionIdParams| ctx
+    async_method!(m, method::ContextSnip, |ctx, p| ctx.engine.snip(p).await)?;
+    async_method!(m, method::ContextSend, |ctx, p| ctx.engine.send(p).await)?;
+    async_method!(m, method::ContextCancel, |ctx, p| ctx
         .engine
         .cancel_turn(p)
         .await)?;
-    async_method!(m, CONTEXT_COMPACT, |ctx, p: CompactParams| ctx
+    async_method!(m, method::ContextCompact, |ctx, p| ctx
         .engine
         .compact(p)
         .await)?;
-    async_method!(m, CONTEXT_REPORT_ERROR, |ctx, p: ReportErrorParams| ctx
+    async_method!(m, method::ContextReportError, |ctx, p| ctx
         .engine
         .report_error(p)
         .await
         .and_then(compile_response))?;
-    m.register_method(CONTEXT_PROVIDE_SUMMARY, |params, ctx, _| {
-        let p: ProvideSummaryParams = parse(&params)?;
-        ctx.engine
-            .provide_summary(p)
-            .map(|()| AckResponse { ok: true })
-            .map_err(to_rpc_error)
-    })?;
-    async_method!(m, MEMORY_GET, |ctx, p: SessionIdParams| ctx
+    sync_method!(m, method::ContextProvideSummary, |ctx, p| ctx
+        .engine
+        .provide_summary(p)
+        .map(|()| AckResponse { ok: true })
+        .map_err(to_rpc_error))?;
+    async_method!(m, method::MemoryGet, |ctx, p| ctx
         .engine
         .memory_get(&p.session_id)
         .await)?;
-    async_method!(m, MEMORY_UPDATE, |ctx, p: MemoryUpdateParams| ctx
+    async_method!(m, method::MemoryUpdate, |ctx, p| ctx
         .engine
         .memory_update(p, None)
         .await
         .map(|version| MemoryUpdateResponse { version }))?;
-    async_method!(m, MEMORY_EXTRACT, |ctx, p: SessionIdParams| ctx
+    async_method!(m, method::MemoryExtract, |ctx, p| ctx
         .engine
         .extract_now(&p.session_id)
         .await
         .map(|version| MemoryUpdateResponse { version }))?;
-    async_method!(m, COLLAPSE_LIST, |ctx, p: SessionIdParams| ctx
+    async_method!(m, method::ContextCollapseList, |ctx, p| ctx
         .engine
         .collapse_list(&p.session_id)
         .await
         .map(|collapses| CollapseListResponse { collapses }))?;
-    async_method!(m, COLLAPSE_UNDO, |ctx, p: CollapseUndoParams| ctx
+    async_method!(m, method::ContextCollapseUndo, |ctx, p| ctx
         .engine
         .collapse_undo(p)
         .await
         .map(|()| AckResponse { ok: true }))?;
-    async_method!(m, CONTEXT_TOUCH_PATHS, |ctx, p: TouchPathsParams| ctx
+    async_method!(m, method::ContextTouchPaths, |ctx, p| ctx
         .engine
         .touch_paths(&p.session_id, p.paths)
         .await
         .map(|()| AckResponse { ok: true }))?;
-    async_method!(m, CONTEXT_REPORT_READ, |ctx, p: ReportReadParams| ctx
+    async_method!(m, method::ContextReportRead, |ctx, p| ctx
         .engine
         .report_read(&p.session_id, &p.path)
         .await
         .map(|()| AckResponse { ok: true }))?;
-    m.register_method(TRANSCRIPT_PARSE_CLAUDE_CODE, |params, ctx, _| {
-        let p: ParseClaudeCodeParams = parse(&params)?;
-        ctx.engine.parse_claude_code(p).map_err(to_rpc_error)
-    })?;
+    sync_method!(m, method::TranscriptParseClaudeCode, |ctx, p| ctx
+        .engine
+        .parse_claude_code(p)
+        .map_err(to_rpc_error))?;
     m.register_method(RPC_DISCOVER, |_, _, _| {
         RpcResult::Ok(ctxd_protocol::openrpc::document())
     })?;

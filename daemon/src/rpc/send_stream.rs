@@ -14,11 +14,11 @@ pub(super) fn register(
     m: &mut RpcModule<RpcContext>,
 ) -> Result<(), jsonrpsee::core::RegisterMethodError> {
     m.register_subscription(
-        CONTEXT_SEND_STREAM,
-        CONTEXT_SEND_EVENT,
-        CONTEXT_SEND_UNSUBSCRIBE,
+        method::ContextSendStream::NAME,
+        method::ContextSendStream::NOTIFICATION,
+        method::ContextSendStream::UNSUBSCRIBE,
         |params, pending, ctx, ext| async move {
-            let mut p: SendParams = match parse(&params) {
+            let mut p: <method::ContextSendStream as Method>::Params = match parse(&params) {
                 Ok(p) => p,
                 Err(e) => {
                     pending.reject(e).await;

@@ -26,11 +26,11 @@ pub(super) fn register(
     m: &mut RpcModule<RpcContext>,
 ) -> Result<(), jsonrpsee::core::RegisterMethodError> {
     m.register_subscription(
-        SESSION_SUBSCRIBE,
-        SESSION_EVENT,
-        SESSION_UNSUBSCRIBE,
+        method::SessionSubscribe::NAME,
+        method::SessionSubscribe::NOTIFICATION,
+        method::SessionSubscribe::UNSUBSCRIBE,
         |params, pending, ctx, ext| async move {
-            let p: SubscribeParams = match parse(&params) {
+            let p: <method::SessionSubscribe as Method>::Params = match parse(&params) {
                 Ok(p) => p,
                 Err(e) => {
                     pending.reject(e).await;
