@@ -9,7 +9,7 @@ use uuid::Uuid;
 
 use super::Engine;
 use super::hooks::context_record;
-use super::session::insert_batch;
+use super::transcript::insert_batch;
 use crate::validate::{check_model, check_settings, check_system, check_tools, validate_batch};
 use ctxd_store::context_state::{self, InstructionMemo};
 use ctxd_store::error::{Error, Result};
@@ -120,7 +120,7 @@ impl Engine {
 
     /// The parent's row and where its call `tool_use_id` stands.
     async fn parent_call(&self, sid: &str, tool_use_id: &str) -> Result<(SessionRow, bool, bool)> {
-        let cell = self.cell(sid);
+        let cell = self.cells.cell(sid);
         let mut guard = cell.state.lock().await;
         self.load_or_drop(sid, &mut guard).await?;
         let l = guard
@@ -280,7 +280,7 @@ impl Engine {
         let thread = self.thread_of(&p.session_id, Some(&p.agent_id)).await?;
         let _one = self.agent_finishes.lock().await;
         let (mut row, records) = {
-            let cell = self.cell(&thread);
+            let cell = self.cells.cell(&thread);
             let mut guard = cell.state.lock().await;
             self.load_or_drop(&thread, &mut guard).await?;
             let l = guard
@@ -388,7 +388,7 @@ impl Engine {
         self.store
             .write(&thread, move |tx| sessions::update(tx, &r))
             .await?;
-        let cell = self.cell(&thread);
+        let cell = self.cells.cell(&thread);
         if let Some(l) = cell.state.lock().await.as_mut() {
             l.row.agent = row.agent;
         }

@@ -230,7 +230,7 @@ impl Engine {
 
     /// `context.cache_report`: every call of the session with its prediction and cause.
     pub async fn cache_report(&self, sid: &str) -> Result<CacheReportResponse> {
-        let cell = self.cell(sid);
+        let cell = self.cells.cell(sid);
         let mut guard = cell.state.lock().await;
         self.load_or_drop(sid, &mut guard).await?;
         let l = super::loaded_mut(&mut guard)?;
@@ -265,7 +265,7 @@ impl Engine {
     /// `context.usage`: the picture of what the next request would hold, computed without
     /// changing anything (no attachments collected, no fate frozen, no compaction).
     pub async fn usage(&self, sid: &str) -> Result<UsageResponse> {
-        let cell = self.cell(sid);
+        let cell = self.cells.cell(sid);
         let mut guard = cell.state.lock().await;
         self.load_or_drop(sid, &mut guard).await?;
         let l = super::loaded_mut(&mut guard)?;
@@ -349,7 +349,7 @@ mod tests {
         let engine = engine(dir.path());
         let sid = session(&engine, dir.path()).await;
         let kept = || async {
-            let cell = engine.cell(&sid);
+            let cell = engine.cells.cell(&sid);
             let guard = cell.state.lock().await;
             let cache = &guard.as_ref().unwrap().cache;
             (cache.wire.clone().unwrap(), cache.digest.clone().unwrap())

@@ -268,7 +268,7 @@ impl Engine {
                 if inputs.is_empty() {
                     return Ok(Vec::new());
                 }
-                super::session::insert_batch(tx, &sid, inputs, None, &now_text)
+                super::transcript::insert_batch(tx, &sid, inputs, None, &now_text)
             })
             .await?;
         l.caps.state = Arc::new(state);
@@ -298,7 +298,7 @@ impl Engine {
         sid: &str,
         change: impl FnOnce(&mut CapabilityState, &Loaded) -> Result<&'static str>,
     ) -> Result<CapabilityChangeResponse> {
-        let cell = self.cell(sid);
+        let cell = self.cells.cell(sid);
         let mut guard = cell.state.lock().await;
         self.load_or_drop(sid, &mut guard).await?;
         let l = super::loaded_mut(&mut guard)?;
@@ -498,7 +498,7 @@ impl Engine {
     pub async fn invoke_skill(&self, p: InvokeSkillParams) -> Result<()> {
         check_name("name", &p.name)?;
         let name = p.name.trim_start_matches('/').to_string();
-        let cell = self.cell(&p.session_id);
+        let cell = self.cells.cell(&p.session_id);
         let mut guard = cell.state.lock().await;
         self.load_or_drop(&p.session_id, &mut guard).await?;
         let l = super::loaded_mut(&mut guard)?;
@@ -525,7 +525,7 @@ impl Engine {
 
     /// `capabilities.get`.
     pub async fn capabilities(&self, sid: &str) -> Result<CapabilitiesResponse> {
-        let cell = self.cell(sid);
+        let cell = self.cells.cell(sid);
         let mut guard = cell.state.lock().await;
         self.load_or_drop(sid, &mut guard).await?;
         let l = super::loaded_mut(&mut guard)?;

@@ -1,4 +1,5 @@
-//! Session cells: which sessions the engine holds in memory, and for how long.
+//! Session cells: which sessions the engine holds in memory, and for how long. [`Cells`]
+//! owns them and their LRU order; nothing else touches either.
 //!
 //! A cell exists while someone uses it (an operation holds a [`CellRef`]), while its
 //! session is loaded, or while it has subscribers. When the last [`CellRef`] goes and the
@@ -19,7 +20,7 @@ use std::sync::{Arc, Mutex};
 use ctxd_protocol::SessionEvent;
 use tokio::sync::broadcast;
 
-use super::{Emitted, Engine, Loaded};
+use super::{Emitted, Loaded};
 use ctxd_pipeline::sync::lock;
 
 /// Events a subscriber may fall behind by before it is told it lagged.
@@ -88,7 +89,7 @@ impl SessionCell {
 pub struct Subscription {
     /// Taken in `drop`, so the receiver is gone before the cell is checked.
     rx: Option<broadcast::Receiver<Emitted>>,
-    engine: Arc<Engine>,
+    cells: Arc<Cells>,
     id: String,
 }
 
@@ -118,7 +119,7 @@ impl Subscription {
 impl Drop for Subscription {
     fn drop(&mut self) {
         drop(self.rx.take());
-        let cell = self.engine.cell(&self.id);
+        let cell = self.cells.cell(&self.id);
         cell.free_unheard_channel();
         // Dropping the handle removes the cell if nothing else keeps it.
         drop(cell);
@@ -128,7 +129,7 @@ impl Drop for Subscription {
 /// An operation's handle on a cell; releases the cell when dropped if nothing else keeps
 /// it alive.
 pub(crate) struct CellRef<'a> {
-    engine: &'a Engine,
+    cells: &'a Cells,
     id: String,
     cell: Option<Arc<SessionCell>>,
 }
@@ -144,7 +145,7 @@ impl std::ops::Deref for CellRef<'_> {
 impl Drop for CellRef<'_> {
     fn drop(&mut self) {
         let Some(cell) = self.cell.take() else { return };
-        let mut cells = lock(&self.engine.cells);
+        let mut cells = lock(&self.cells.map);
         drop(cell);
         let idle = cells.get(&self.id).is_some_and(|c| {
             Arc::strong_count(c) == 1
@@ -185,15 +186,32 @@ impl Lru {
     }
 }
 
-impl Engine {
+/// The live cells and their LRU order: the one owner of both.
+pub(crate) struct Cells {
+    map: Mutex<HashMap<String, Arc<SessionCell>>>,
+    /// Loaded sessions by last use, for eviction beyond `max_loaded`.
+    lru: Mutex<Lru>,
+    max_loaded: usize,
+}
+
+impl Cells {
+    /// No cells yet; at most `max_loaded` sessions loaded (at least one).
+    pub(crate) fn new(max_loaded: usize) -> Cells {
+        Cells {
+            map: Mutex::new(HashMap::new()),
+            lru: Mutex::new(Lru::default()),
+            max_loaded: max_loaded.max(1),
+        }
+    }
+
     /// The cell of session `id`, created empty if there is none.
     pub(crate) fn cell(&self, id: &str) -> CellRef<'_> {
-        let cell = lock(&self.cells)
+        let cell = lock(&self.map)
             .entry(id.to_string())
             .or_insert_with(|| Arc::new(SessionCell::new()))
             .clone();
         CellRef {
-            engine: self,
+            cells: self,
             id: id.to_string(),
             cell: Some(cell),
         }
@@ -201,9 +219,9 @@ impl Engine {
 
     /// The cell of session `id` if one is live; never creates one.
     pub(crate) fn live_cell(&self, id: &str) -> Option<CellRef<'_>> {
-        let cell = lock(&self.cells).get(id)?.clone();
+        let cell = lock(&self.map).get(id)?.clone();
         Some(CellRef {
-            engine: self,
+            cells: self,
             id: id.to_string(),
             cell: Some(cell),
         })
@@ -211,29 +229,29 @@ impl Engine {
 
     /// Subscribes to session `id`'s events (creating its channel); the cell lives at
     /// least as long as the subscription.
-    pub(crate) fn subscribe_cell(self: &Arc<Self>, id: &str) -> Subscription {
+    pub(crate) fn subscribe(self: &Arc<Self>, id: &str) -> Subscription {
         let rx = self.cell(id).subscribe();
         Subscription {
             rx: Some(rx),
-            engine: self.clone(),
+            cells: self.clone(),
             id: id.to_string(),
         }
     }
 
     /// How many session cells are live (loaded, subscribed or in use).
     #[cfg(test)]
-    pub(crate) fn live_cells(&self) -> usize {
-        lock(&self.cells).len()
+    pub(crate) fn live(&self) -> usize {
+        lock(&self.map).len()
     }
 
     /// Forgets a deleted or unknown session's cell.
     pub(crate) fn drop_cell(&self, id: &str) {
         lock(&self.lru).remove(id);
-        lock(&self.cells).remove(id);
+        lock(&self.map).remove(id);
     }
 
-    /// How many sessions are loaded (for status and tests).
-    pub fn loaded_sessions(&self) -> usize {
+    /// How many sessions are loaded.
+    pub(crate) fn loaded(&self) -> usize {
         lock(&self.lru).len()
     }
 
@@ -243,19 +261,21 @@ impl Engine {
     }
 
     /// Called after `id` was loaded (its state lock held): unloads the least recently used
-    /// idle sessions beyond the limit. Busy ones (their lock taken) are passed over; the
-    /// bound is then exceeded only by sessions in use right now.
-    pub(crate) fn loaded_now(&self, id: &str) {
+    /// idle sessions beyond the bound, and returns their ids (the engine forgets what it
+    /// keeps for them beside their cells). Busy ones (their lock taken) are passed over;
+    /// the bound is then exceeded only by sessions in use right now.
+    #[must_use]
+    pub(crate) fn loaded_now(&self, id: &str) -> Vec<String> {
         let mut freed: Vec<Loaded> = Vec::new();
         let mut unloaded: Vec<String> = Vec::new();
         {
             let mut lru = lock(&self.lru);
             lru.touch(id);
-            let max = self.limits.max_loaded_sessions.max(1);
+            let max = self.max_loaded;
             if lru.len() <= max {
-                return;
+                return unloaded;
             }
-            let mut cells = lock(&self.cells);
+            let mut cells = lock(&self.map);
             let mut excess = lru.len() - max;
             let oldest: Vec<String> = lru
                 .order
@@ -294,11 +314,11 @@ impl Engine {
         // The transcripts are dropped here, after both locks are released, and so is the
         // rest of the unloaded sessions' state.
         drop(freed);
-        for victim in unloaded {
-            self.forget_session_state(&victim);
-        }
+        unloaded
     }
+}
 
+impl super::Engine {
     /// Drops what the engine keeps for a session beside its cell: hook state (rebuilt from
     /// the settings files on next use), a pending memory prefetch (no compile waits for
     /// it), the session's hold on its skill catalog. For a session unloaded or deleted.
@@ -312,6 +332,7 @@ impl Engine {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::Engine;
     use crate::engine::test_support::session;
     use ctxd_protocol::{AppendParams, ContentBlock, RecordInput, RecordKind};
 
@@ -341,7 +362,7 @@ mod tests {
         for id in &ids {
             drop(engine.subscribe(id).await.unwrap());
         }
-        assert_eq!(engine.live_cells(), 0);
+        assert_eq!(engine.cells.live(), 0);
         // Subscribed and loaded (appends load them): eviction passes over subscribed cells.
         let mut subs = Vec::new();
         for id in &ids {
@@ -360,16 +381,16 @@ mod tests {
                 .await
                 .unwrap();
         }
-        assert_eq!(engine.live_cells(), ids.len());
+        assert_eq!(engine.cells.live(), ids.len());
         assert!(engine.loaded_sessions() <= 2);
         drop(subs);
         assert!(
-            engine.live_cells() <= 2,
+            engine.cells.live() <= 2,
             "{} cells live after every subscription ended",
-            engine.live_cells()
+            engine.cells.live()
         );
         // A cell that stays (loaded) frees its channel when its last subscriber goes.
-        let kept = lock(&engine.cells).values().next().cloned().unwrap();
+        let kept = lock(&engine.cells.map).values().next().cloned().unwrap();
         assert!(lock(&kept.events).is_none());
     }
 

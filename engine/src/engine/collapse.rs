@@ -177,7 +177,7 @@ impl Engine {
 
     /// Undo: the span reappears in the view (the collapse stays in the log as undone).
     pub async fn collapse_undo(&self, p: CollapseUndoParams) -> Result<()> {
-        let cell = self.cell(&p.session_id);
+        let cell = self.cells.cell(&p.session_id);
         let mut guard = cell.state.lock().await;
         self.load_or_drop(&p.session_id, &mut guard).await?;
         let l = super::loaded_mut(&mut guard)?;

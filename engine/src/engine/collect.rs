@@ -275,7 +275,7 @@ impl Engine {
                 if inputs.is_empty() {
                     return Ok(Vec::new());
                 }
-                super::session::insert_batch(tx, &sid, inputs, None, &ts)
+                super::transcript::insert_batch(tx, &sid, inputs, None, &ts)
             })
             .await?;
         l.memo = memo;

@@ -12,8 +12,8 @@ use futures::future::BoxFuture;
 use tokio::sync::{broadcast, oneshot};
 
 use super::compile::{History, compile_loaded, compile_records, shortfall_of};
-use super::session::{insert_batch, materialise};
 use super::sources::snapshot;
+use super::transcript::{insert_batch, materialise};
 use super::{Engine, Loaded, SessionCell};
 use crate::providers::{ModelRunner, ProviderError, Summariser, SummaryInput};
 use ctxd_pipeline::autocompact::{
@@ -473,7 +473,7 @@ impl Engine {
         let hooked = new_records.len() > weighed;
         let sid = l.row.id.clone();
         let now_text = self.now_text();
-        let expected = super::session::expect_last(l);
+        let expected = super::transcript::expect_last(l);
         let built = self
             .store
             .write(&l.row.id, move |tx| {
@@ -545,7 +545,7 @@ impl Engine {
 
     /// `context.compact`: compact now, whatever the estimate; resets the breaker.
     pub async fn compact(&self, p: CompactParams) -> Result<CompactionReport> {
-        let cell = self.cell(&p.session_id);
+        let cell = self.cells.cell(&p.session_id);
         let mut guard = cell.state.lock().await;
         self.load_or_drop(&p.session_id, &mut guard).await?;
         let l = super::loaded_mut(&mut guard)?;
@@ -577,7 +577,7 @@ impl Engine {
             })
             .await?;
         }
-        let cell = self.cell(&p.session_id);
+        let cell = self.cells.cell(&p.session_id);
         let mut guard = cell.state.lock().await;
         self.load_or_drop(&p.session_id, &mut guard).await?;
         let l = super::loaded_mut(&mut guard)?;

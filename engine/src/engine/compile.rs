@@ -101,7 +101,7 @@ impl Engine {
     }
 
     async fn compile_once(&self, p: &CompileParams) -> Result<Compiled> {
-        let cell = self.cell(&p.session_id);
+        let cell = self.cells.cell(&p.session_id);
         let now = self.resolve_now(p.now.as_deref())?;
         let side = p.side_request;
         let flags = p.flags.as_ref();

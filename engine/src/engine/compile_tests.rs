@@ -27,7 +27,7 @@ async fn text_turns_keep_the_budget_settled_and_a_later_result_is_still_decided(
         .unwrap()
         .session_id;
     let settled_at = || async {
-        let cell = engine.cell(&sid);
+        let cell = engine.cells.cell(&sid);
         let guard = cell.state.lock().await;
         let l = guard.as_ref().unwrap();
         let settled = l.budget_settled.as_ref().map(|b| b.records);
@@ -79,7 +79,7 @@ async fn compiled_afresh(
     engine: &crate::engine::Engine,
     sid: &str,
 ) -> (String, KeyShape, KeyShape) {
-    let cell = engine.cell(sid);
+    let cell = engine.cells.cell(sid);
     let guard = cell.state.lock().await;
     let l = guard.as_ref().unwrap();
     let kept = l.cache.previous.as_deref().unwrap().clone();

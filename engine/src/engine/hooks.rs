@@ -410,7 +410,7 @@ impl Engine {
             self.prune_layers();
         }
         if !announce.is_empty() {
-            let cell = self.cell(&f.id);
+            let cell = self.cells.cell(&f.id);
             for ev in announce {
                 self.emit(&cell, ev);
             }
@@ -571,7 +571,7 @@ impl Engine {
         let stdin = input::build(&common, event, fields)
             .to_string()
             .into_bytes();
-        let cell = self.cell(&f.id);
+        let cell = self.cells.cell(&f.id);
         let cell = &cell;
         let runs = hooks.iter().map(|h| {
             let spec = runner::RunSpec {

@@ -5,7 +5,7 @@ use std::collections::BTreeMap;
 use ctxd_protocol::*;
 
 use super::Engine;
-use super::session::materialise;
+use super::transcript::materialise;
 use crate::import::chunks;
 use crate::validate::{check_stored_size, validate_fields_from};
 use ctxd_pipeline::budget::Fate;

@@ -151,7 +151,7 @@ impl Engine {
             })
             .await?;
         self.mirror_memory(&sid, document).await;
-        let cell = self.cell(&sid);
+        let cell = self.cells.cell(&sid);
         self.emit(
             &cell,
             SessionEvent::MemoryUpdated {
@@ -248,7 +248,7 @@ impl Engine {
         // What to read, taken under the session lock and released at once so appends and
         // compiles never wait for the extractor: only the records after the last
         // summarised one are copied.
-        let cell = self.cell(sid);
+        let cell = self.cells.cell(sid);
         let (copied, context, last, cfg, row_model, rejected) = {
             let mut guard = cell.state.lock().await;
             self.load_or_drop(sid, &mut guard).await?;

@@ -29,6 +29,7 @@ mod source_input;
 mod sources;
 #[cfg(test)]
 pub(crate) mod test_support;
+mod transcript;
 
 pub use cells::EVENT_BUFFER;
 pub(crate) use cells::SessionCell;
@@ -36,6 +37,7 @@ pub use cells::Subscription;
 pub use events::{Emitted, as_caller};
 pub use session::MAX_PAGE as MAX_READ_PAGE;
 pub use sources::DiscoveryDefaults;
+pub(crate) use transcript::Transcript;
 
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::path::{Path, PathBuf};
@@ -47,118 +49,12 @@ use ctxd_protocol::{ContentBlock, Record, SessionEvent, ToolSpec};
 use crate::watch::{FileWatcher, WatchEvent};
 use ctxd_pipeline::budget::Fate;
 use ctxd_pipeline::clock::Clock;
-use ctxd_pipeline::message::Lineage;
 use ctxd_pipeline::microcompact::PinnedEdit;
-use ctxd_pipeline::projection::LiveProjection;
 use ctxd_pipeline::sync::lock;
 use ctxd_store::Store;
 use ctxd_store::context_state::InstructionMemo;
 use ctxd_store::error::{Error, Result};
 use ctxd_store::sessions::SessionRow;
-
-/// A session's transcript in memory, shared copy-on-write (the attachment sources and a
-/// long compile read a cheap copy while they run), with its projection kept up to date
-/// as it grows.
-#[derive(Clone)]
-pub(crate) struct Transcript {
-    records: Arc<Vec<Record>>,
-    live: Arc<LiveProjection>,
-    /// Names this sequence of records: two transcripts of one lineage hold the same
-    /// record at every position both have (see [`Transcript::lineage`]).
-    lineage: Lineage,
-}
-
-impl Default for Transcript {
-    fn default() -> Transcript {
-        Transcript::new(Vec::new())
-    }
-}
-
-impl Transcript {
-    pub fn new(records: Vec<Record>) -> Transcript {
-        let live = Arc::new(LiveProjection::new(
-            &records,
-            ctxd_pipeline::attachments::render,
-        ));
-        Transcript {
-            records: Arc::new(records),
-            live,
-            lineage: Lineage::fresh(),
-        }
-    }
-
-    /// Appends; copies the records first only while a copy still shares them.
-    pub(crate) fn extend(&mut self, more: impl IntoIterator<Item = Record>) {
-        if Arc::get_mut(&mut self.records).is_none() {
-            // A copy shares these records and may grow its own way: from here on the two
-            // are different sequences.
-            self.lineage = Lineage::fresh();
-        }
-        let records = Arc::make_mut(&mut self.records);
-        records.extend(more);
-        Arc::make_mut(&mut self.live).advance(records, ctxd_pipeline::attachments::render);
-    }
-
-    /// The records only ever grow at their end, and a transcript that grows while a copy
-    /// shares it takes a new lineage: within one lineage, a position always holds the same
-    /// record. A compile uses it to know a block unchanged since the previous request
-    /// without comparing it ([`ctxd_pipeline::message::Source`]).
-    pub(crate) fn lineage(&self) -> Lineage {
-        self.lineage
-    }
-
-    /// The projection (`pipeline::projection::project` of the records), without a scan
-    /// of the history.
-    pub(crate) fn view(&self) -> Vec<&Record> {
-        self.live.view(&self.records)
-    }
-
-    /// Where the last compact boundary is, without a scan of the history.
-    pub(crate) fn boundary(&self) -> usize {
-        self.live.boundary()
-    }
-
-    /// Where the snip boundaries after the last compact boundary are, without a scan of
-    /// the history.
-    pub(crate) fn snip_boundaries(&self) -> &[usize] {
-        self.live.snip_boundaries()
-    }
-
-    /// Per record, what normalising needs to know of it.
-    pub(crate) fn facts(&self) -> &[ctxd_pipeline::normalize::RecordFacts] {
-        self.live.facts()
-    }
-
-    /// How many records the projection holds.
-    pub(crate) fn view_len(&self) -> usize {
-        self.live.len()
-    }
-
-    /// `tokens::estimate` of the projection, with nothing before the messages.
-    pub(crate) fn estimate(&self) -> ctxd_pipeline::tokens::Estimate {
-        self.live.estimate()
-    }
-
-    /// The memories the projection surfaced already.
-    pub(crate) fn surfaced(&self) -> &ctxd_pipeline::relevant_memories::Surfaced {
-        self.live.surfaced()
-    }
-}
-
-impl std::ops::Deref for Transcript {
-    type Target = Vec<Record>;
-    fn deref(&self) -> &Vec<Record> {
-        &self.records
-    }
-}
-
-impl<'a> IntoIterator for &'a Transcript {
-    type Item = &'a Record;
-    type IntoIter = std::slice::Iter<'a, Record>;
-    fn into_iter(self) -> Self::IntoIter {
-        self.records.iter()
-    }
-}
 
 /// What a compile and an append need of a session, kept in memory once loaded.
 #[derive(Clone)]
@@ -358,9 +254,8 @@ pub struct Engine {
     pub(crate) store: Store,
     pub(crate) home: PathBuf,
     pub(crate) clock: Arc<dyn Clock>,
-    pub(crate) cells: Mutex<HashMap<String, Arc<SessionCell>>>,
-    /// Loaded sessions by last use, for eviction beyond `limits.max_loaded_sessions`.
-    pub(crate) lru: Mutex<cells::Lru>,
+    /// The live sessions' cells and their LRU order.
+    pub(crate) cells: Arc<cells::Cells>,
     pub(crate) limits: ctxd_pipeline::limits::Limits,
     pub(crate) started: Instant,
     pub(crate) discovery: DiscoveryDefaults,
@@ -411,8 +306,9 @@ impl Engine {
             store,
             home: home.to_path_buf(),
             clock,
-            cells: Mutex::new(HashMap::new()),
-            lru: Mutex::new(cells::Lru::default()),
+            cells: Arc::new(cells::Cells::new(
+                ctxd_pipeline::limits::Limits::default().max_loaded_sessions,
+            )),
             limits: ctxd_pipeline::limits::Limits::default(),
             started: Instant::now(),
             discovery: DiscoveryDefaults::default(),
@@ -450,7 +346,7 @@ impl Engine {
     pub(crate) async fn load_or_drop(&self, id: &str, slot: &mut Option<Loaded>) -> Result<()> {
         if let Err(e) = self.ensure_loaded(id, slot).await {
             if matches!(e, Error::SessionNotFound(_)) {
-                self.drop_cell(id);
+                self.cells.drop_cell(id);
             }
             return Err(e);
         }
@@ -458,6 +354,7 @@ impl Engine {
     }
 
     pub fn with_limits(mut self, limits: ctxd_pipeline::limits::Limits) -> Engine {
+        self.cells = Arc::new(cells::Cells::new(limits.max_loaded_sessions));
         self.limits = limits;
         self
     }
@@ -509,7 +406,7 @@ impl Engine {
         let watched = lock(&self.watched);
         for p in paths {
             for sid in watched.get(&p).into_iter().flatten() {
-                let cell = self.cell(sid);
+                let cell = self.cells.cell(sid);
                 self.emit(
                     &cell,
                     SessionEvent::FileChanged {
@@ -576,7 +473,7 @@ impl Engine {
             kept_level = self.check_current(id, slot).await?;
         }
         if slot.is_some() {
-            self.touch_loaded(id);
+            self.cells.touch_loaded(id);
             return Ok(());
         }
         let sid = id.to_string();
@@ -643,7 +540,9 @@ impl Engine {
             .unwrap_or_else(|| self.platform.clone());
         loaded.utc_offset = self.clock.utc_offset(self.clock.now());
         *slot = Some(loaded);
-        self.loaded_now(id);
+        for unloaded in self.cells.loaded_now(id) {
+            self.forget_session_state(&unloaded);
+        }
         if self.store.shared() {
             self.materialise_outputs(id).await;
         }
@@ -660,7 +559,7 @@ impl Engine {
         if !exists {
             return Err(Error::SessionNotFound(id.to_string()));
         }
-        Ok(self.subscribe_cell(id))
+        Ok(self.cells.subscribe(id))
     }
 
     pub(crate) fn emit(&self, cell: &SessionCell, event: SessionEvent) {
@@ -674,6 +573,11 @@ impl Engine {
     /// histories).
     pub(crate) fn emit_appended(&self, cell: &SessionCell, session_id: &str, records: &[Record]) {
         self.emit(cell, appended_event(session_id, records));
+    }
+
+    /// How many sessions are loaded (for status and tests).
+    pub fn loaded_sessions(&self) -> usize {
+        self.cells.loaded()
     }
 
     /// Whether file watching runs (so `file_changed` events can flow).

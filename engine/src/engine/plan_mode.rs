@@ -42,7 +42,7 @@ impl Engine {
                 "must name a file (omit it to keep the current one)",
             ));
         }
-        let cell = self.cell(&p.session_id);
+        let cell = self.cells.cell(&p.session_id);
         let mut guard = cell.state.lock().await;
         self.load_or_drop(&p.session_id, &mut guard).await?;
         let l = super::loaded_mut(&mut guard)?;

@@ -159,7 +159,7 @@ impl Engine {
                 "must name a sub-agent; the main thread's input is delivered by context.compile",
             ));
         }
-        let cell = self.cell(&p.session_id);
+        let cell = self.cells.cell(&p.session_id);
         let mut guard = cell.state.lock().await;
         self.load_or_drop(&p.session_id, &mut guard).await?;
         let l = super::loaded_mut(&mut guard)?;
@@ -176,7 +176,7 @@ impl Engine {
                     .iter()
                     .map(|e| queued_record(e, &ts, true))
                     .collect();
-                let built = super::session::insert_batch(tx, &sid, inputs, None, &ts)?;
+                let built = super::transcript::insert_batch(tx, &sid, inputs, None, &ts)?;
                 queued::remove(tx, &sid, &ids)?;
                 Ok(built)
             })

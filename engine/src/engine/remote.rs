@@ -128,7 +128,7 @@ impl Engine {
         {
             tracing::warn!(session = %sid, error = %e, "could not refresh the session-memory mirror");
         }
-        let Some(cell) = self.live_cell(&sid) else {
+        let Some(cell) = self.cells.live_cell(&sid) else {
             return;
         };
         if !cell.has_subscribers() {

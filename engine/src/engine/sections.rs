@@ -144,7 +144,7 @@ impl Engine {
         edit: impl FnOnce(&mut Vec<ctxd_protocol::SystemSection>, &mut Option<SectionMemo>) -> bool
         + Send,
     ) -> Result<bool> {
-        let cell = self.cell(sid);
+        let cell = self.cells.cell(sid);
         let mut guard = cell.state.lock().await;
         self.load_or_drop(sid, &mut guard).await?;
         let l = super::loaded_mut(&mut guard)?;

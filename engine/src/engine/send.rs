@@ -137,7 +137,7 @@ impl Engine {
                 ..Default::default()
             })
             .await?;
-        let cell = self.cell(&p.session_id);
+        let cell = self.cells.cell(&p.session_id);
         let request_sha256 = compiled.metadata.request_sha256.clone();
         self.emit(
             &cell,

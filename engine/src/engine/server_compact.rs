@@ -11,7 +11,7 @@ use chrono::{DateTime, Utc};
 use ctxd_protocol::*;
 use serde_json::Value;
 
-use super::session::insert_batch;
+use super::transcript::insert_batch;
 use super::{Engine, Loaded, SessionCell};
 use crate::providers::stream;
 use ctxd_pipeline::autocompact::Trigger;
@@ -120,7 +120,7 @@ impl Engine {
             .count() as u64;
         let sid = l.row.id.clone();
         let now_text = self.now_text();
-        let expected = super::session::expect_last(l);
+        let expected = super::transcript::expect_last(l);
         let built = self
             .store
             .write(&l.row.id, move |tx| {

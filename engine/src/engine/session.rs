@@ -7,7 +7,8 @@ use std::path::Path;
 use ctxd_protocol::*;
 use uuid::Uuid;
 
-use super::{Engine, Loaded};
+use super::Engine;
+use super::transcript::{expect_last, insert_batch};
 use crate::validate::{
     check_date, check_model, check_settings, check_system, check_tools, validate_batch,
 };
@@ -23,62 +24,12 @@ pub const MAX_PAGE: u32 = 5_000;
 const CWD_CHANGED: &str = "#cwd-changed";
 const DEFAULT_PAGE: u32 = 500;
 
-/// Turns validated inputs into stored records, continuing after `last`.
-pub(crate) fn materialise(
-    inputs: Vec<RecordInput>,
-    last: Option<(u64, String)>,
-    now: &str,
-) -> Vec<Record> {
-    let (mut seq, mut prev) = match last {
-        Some((s, u)) => (s, Some(u)),
-        None => (0, None),
-    };
-    let mut out = Vec::with_capacity(inputs.len());
-    for r in inputs {
-        seq += 1;
-        let uuid = r.uuid.unwrap_or_else(|| Uuid::now_v7().to_string());
-        let parent_uuid = r.parent_uuid.or(prev.clone());
-        prev = Some(uuid.clone());
-        out.push(Record {
-            uuid,
-            seq,
-            parent_uuid,
-            // validate_batch guarantees the kind is present.
-            kind: r.kind.unwrap_or(RecordKind::User),
-            timestamp: r.timestamp.unwrap_or_else(|| now.to_string()),
-            content: r.content,
-            message_id: r.message_id,
-            message_extra: r.message_extra,
-            model: r.model,
-            stop_reason: r.stop_reason,
-            usage: r.usage,
-            is_meta: r.is_meta,
-            is_virtual: r.is_virtual,
-            is_sidechain: r.is_sidechain,
-            is_compact_summary: r.is_compact_summary,
-            subtype: r.subtype,
-            attachment: r.attachment,
-            data: r.data,
-            meta: r.meta,
-        });
-    }
-    out
-}
-
-/// What the engine's own appends expect the transcript to end with: the loaded copy's
-/// last record. A copy that missed another daemon's append then fails the write
-/// (`Conflict`) instead of building on a transcript that is not the stored one.
-pub(crate) fn expect_last(l: &Loaded) -> Option<Option<String>> {
-    Some(l.records.last().map(|r| r.uuid.clone()))
-}
-
 /// An append up to this size as JSON, and of at most [`SHORT_APPEND_RECORDS`], is a short
 /// write ([`ctxd_store::Store::write_short`]): stored in about a millisecond at most,
 /// on the calling thread when the store's writer is idle.
 const SHORT_APPEND_BYTES: usize = 256 * 1024;
 const SHORT_APPEND_RECORDS: usize = 256;
 
-/// Inserts a batch after checking uuids are unused. Runs inside a write transaction.
 /// Copies session `src` into a new session `nid`: its row (as `edit` changes it), its
 /// records up to seq `upto`, and every piece of state a compile reads. Returns the
 /// records copied.
@@ -117,34 +68,6 @@ fn copy_session(
     outputs::copy(tx, src, nid)?;
     ctxd_store::sections::copy(tx, src, nid)?;
     Ok(recs)
-}
-
-pub(crate) fn insert_batch(
-    tx: &mut dyn ctxd_store::Db,
-    sid: &str,
-    inputs: Vec<RecordInput>,
-    expected: Option<Option<String>>,
-    now: &str,
-) -> Result<Vec<Record>> {
-    if !sessions::exists(tx, sid)? {
-        return Err(Error::SessionNotFound(sid.to_string()));
-    }
-    let last = records::last(tx, sid)?;
-    if let Some(expected) = expected {
-        let actual = last.as_ref().map(|l| l.1.clone());
-        if expected != actual {
-            return Err(Error::Conflict {
-                expected: expected.unwrap_or_else(|| "(empty transcript)".into()),
-                actual: actual.unwrap_or_else(|| "(empty transcript)".into()),
-            });
-        }
-    }
-    // A uuid the session already holds fails its insert (the uuid index) with
-    // `DuplicateRecord`, and the transaction writes nothing: no look-up per record first.
-    let built = materialise(inputs, last, now);
-    records::insert_all(tx, sid, &built)?;
-    sessions::touch(tx, sid, now)?;
-    Ok(built)
 }
 
 impl Engine {
@@ -286,7 +209,7 @@ impl Engine {
             true => Some(self.hook_facts(&p.session_id).await?.cwd),
             false => None,
         };
-        let cell = self.cell(&p.session_id);
+        let cell = self.cells.cell(&p.session_id);
         let mut guard = cell.state.lock().await;
         let now = self.now_text();
         let sid = p.session_id.clone();
@@ -417,7 +340,7 @@ impl Engine {
         for t in threads {
             Box::pin(self.delete_session(&t.id)).await?;
         }
-        let cell = self.cell(id);
+        let cell = self.cells.cell(id);
         let mut guard = cell.state.lock().await;
         let sid = id.to_string();
         let dir_text = self.session_dir(id).display().to_string();
@@ -431,7 +354,7 @@ impl Engine {
         *guard = None;
         drop(guard);
         if !deleted {
-            self.drop_cell(id);
+            self.cells.drop_cell(id);
             return Err(Error::SessionNotFound(id.to_string()));
         }
         let dir = self.session_dir(id);
@@ -451,14 +374,14 @@ impl Engine {
                 session_id: id.to_string(),
             },
         );
-        self.drop_cell(id);
+        self.cells.drop_cell(id);
         self.forget_session_state(id);
         Ok(true)
     }
 
     pub async fn set_tools(&self, p: ToolsSetParams) -> Result<u32> {
         check_tools(&p.tools)?;
-        let cell = self.cell(&p.session_id);
+        let cell = self.cells.cell(&p.session_id);
         let mut guard = cell.state.lock().await;
         let sid = p.session_id.clone();
         let tools = p.tools.clone();
@@ -517,7 +440,7 @@ impl Engine {
         // UserPromptSubmit hooks may refuse the batch or add context after a prompt.
         let inputs = self.hooks_user_prompts(&p.session_id, inputs).await?;
         let short = bytes <= SHORT_APPEND_BYTES && inputs.len() <= SHORT_APPEND_RECORDS;
-        let cell = self.cell(&p.session_id);
+        let cell = self.cells.cell(&p.session_id);
         let mut guard = cell.state.lock().await;
         // Observing file tools needs the earlier records (a result names its tool_use).
         self.load_or_drop(&p.session_id, &mut guard).await?;
@@ -631,7 +554,7 @@ impl Engine {
     }
 
     pub async fn reject_media(&self, p: RejectMediaParams) -> Result<bool> {
-        let cell = self.cell(&p.session_id);
+        let cell = self.cells.cell(&p.session_id);
         let mut guard = cell.state.lock().await;
         let sid = p.session_id.clone();
         let uuid = p.record_uuid.clone();
@@ -671,7 +594,7 @@ impl Engine {
 
     /// Removes a range of messages by short ids: appends a `snip_boundary` record.
     pub async fn snip(&self, p: SnipParams) -> Result<SnipResponse> {
-        let cell = self.cell(&p.session_id);
+        let cell = self.cells.cell(&p.session_id);
         let mut guard = cell.state.lock().await;
         self.load_or_drop(&p.session_id, &mut guard).await?;
         let l = super::loaded_mut(&mut guard)?;

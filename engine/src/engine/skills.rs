@@ -202,7 +202,7 @@ impl Engine {
                 st.sessions.clone()
             };
             for sid in sessions {
-                let cell = self.cell(&sid);
+                let cell = self.cells.cell(&sid);
                 self.emit(
                     &cell,
                     SessionEvent::CapabilitiesChanged {
@@ -399,7 +399,7 @@ impl Engine {
 
     /// `capabilities.skills`.
     pub async fn skills(&self, sid: &str) -> Result<SkillsResponse> {
-        let cell = self.cell(sid);
+        let cell = self.cells.cell(sid);
         let mut guard = cell.state.lock().await;
         self.load_or_drop(sid, &mut guard).await?;
         let l = super::loaded_mut(&mut guard)?;
