@@ -2,11 +2,13 @@
 """The lean policy's frontier: simulated cost against premature clears, per setting.
 
 Replays every real session under tests/fixtures/claude-code (the main threads and their
-sub-agents) once under `claude_code` and once per `settings.lean` variant, and prints,
-pooled over all of them: tokens sent, simulated cost against recorded, results cleared
-and the premature-clear rate.
+sub-agents), or the transcripts given, once under `claude_code` and once per
+`settings.lean` variant, and prints, pooled over all of them: tokens sent, simulated cost
+against recorded, results cleared and the premature-clear rate; `--per-session` adds one
+line per transcript.
 
-    python3 scripts/lean-frontier.py [--ctx target/release/ctx] [--grid quick|full]
+    python3 scripts/lean-frontier.py [--ctx target/release/ctx] [--grid quick|full|default]
+                                     [--per-session] [FILE.jsonl | DIR ...]
 """
 
 import argparse
@@ -17,11 +19,13 @@ import subprocess
 import tempfile
 
 ROOT = pathlib.Path(__file__).resolve().parent.parent
-SESSIONS = sorted(
+FIXTURES = sorted(
     p
     for d in ("spotter", "viewer")
     for p in (ROOT / "tests/fixtures/claude-code" / d).glob("*.jsonl")
 )
+SESSIONS = FIXTURES
+PER_SESSION = False
 
 
 def replay(ctx, home, policy, lean):
@@ -32,6 +36,13 @@ def replay(ctx, home, policy, lean):
             args += ["--lean", json.dumps(lean)]
         run = subprocess.run(args + [str(f)], capture_output=True, text=True, check=True)
         totals.append(json.loads(run.stderr.strip().splitlines()[-1])["totals"])
+        if PER_SESSION:
+            t = totals[-1]
+            rate = t["premature"] / t["cleared"] if t["cleared"] else 0.0
+            print(f"    {f.name[:60]:<60} calls {t['calls']:4d}  "
+                  f"cost {t['simulated_cost'] / t['recorded_cost']:6.3f}x  "
+                  f"cleared {t['cleared']:4d} premature {t['premature']:3d} ({rate:5.1%})  "
+                  f"compactions {t['compactions']}/{t['source_compactions']}")
     pooled = {k: sum(t[k] for t in totals) for k in
               ("calls", "tokens_sent", "simulated_cost", "recorded_cost", "cleared",
                "premature", "compactions", "source_compactions")}
@@ -49,14 +60,22 @@ def row(name, p, base):
 def main():
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--ctx", default=str(ROOT / "target/release/ctx"))
-    ap.add_argument("--grid", choices=["quick", "full"], default="quick")
+    ap.add_argument("--grid", choices=["quick", "full", "default"], default="quick")
+    ap.add_argument("--per-session", action="store_true")
+    ap.add_argument("paths", nargs="*", type=pathlib.Path)
     a = ap.parse_args()
+    global SESSIONS, PER_SESSION
+    PER_SESSION = a.per_session
+    if a.paths:
+        SESSIONS = sorted(f for p in a.paths for f in (p.glob("*.jsonl") if p.is_dir() else [p]))
     with tempfile.TemporaryDirectory() as home:
         base = replay(a.ctx, home, "claude_code", None)
         print(f"{len(SESSIONS)} transcripts, {base['calls']} model calls, "
               f"recorded ${base['recorded_cost']:.4f}")
         row("claude_code", base, base)
-        if a.grid == "quick":
+        if a.grid == "default":
+            grid = [(12, 6, 300)]
+        elif a.grid == "quick":
             grid = [(12, 6, r) for r in (50, 100, 200, 300)]
         else:
             grid = itertools.product((4, 8, 12, 1_000_000), (3, 6), (50, 100, 200, 300))
