@@ -270,7 +270,14 @@ impl Engine {
         self.load_or_drop(sid, &mut guard).await?;
         let l = super::loaded_mut(&mut guard)?;
         let now = self.clock.now();
-        let c = super::compile::compile_loaded_with(l, false, now, true)?;
+        let c = super::compile::assemble(
+            l,
+            None,
+            &super::compile::Ask {
+                usage_picture: true,
+                ..super::compile::Ask::at(now)
+            },
+        )?;
         let picture = c
             .usage
             .ok_or_else(|| Error::Internal("usage picture missing".into()))?;

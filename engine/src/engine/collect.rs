@@ -66,24 +66,15 @@ pub(crate) struct Collected {
     pub(crate) reports: Vec<SourceReport>,
 }
 
+/// Sources a test adds to every collection of its engine (given to the engine when it is
+/// made), to see the time bound and the isolation at work.
 #[cfg(test)]
-pub(crate) mod stall {
-    //! A source that never finishes, for the sessions a test names: the time bound is
-    //! what ends the collection.
-    use std::collections::BTreeSet;
-    use std::sync::Mutex;
-
-    pub(crate) static SESSIONS: Mutex<BTreeSet<String>> = Mutex::new(BTreeSet::new());
-    /// Sessions whose collection also runs a source that panics.
-    pub(crate) static PANICS: Mutex<BTreeSet<String>> = Mutex::new(BTreeSet::new());
-
-    pub(crate) fn stalls(sid: &str) -> bool {
-        SESSIONS.lock().is_ok_and(|s| s.contains(sid))
-    }
-
-    pub(crate) fn panics(sid: &str) -> bool {
-        PANICS.lock().is_ok_and(|s| s.contains(sid))
-    }
+#[derive(Clone, Copy, Default)]
+pub(crate) struct SourceFaults {
+    /// A source that never finishes: the bound is what ends the collection.
+    pub(crate) stall: bool,
+    /// A source that panics.
+    pub(crate) panic: bool,
 }
 
 impl Engine {
@@ -151,10 +142,10 @@ impl Engine {
         #[cfg(test)]
         let sources = {
             let mut sources = sources;
-            if stall::panics(&input.row.id) {
+            if self.source_faults.panic {
                 sources.push(("test_panic", async { panic!("a source's own bug") }.boxed()));
             }
-            if stall::stalls(&input.row.id) {
+            if self.source_faults.stall {
                 sources.push(("test_stall", futures::future::pending().boxed()));
             }
             sources

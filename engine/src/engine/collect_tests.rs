@@ -9,7 +9,7 @@ use ctxd_protocol::{
 };
 use serde_json::json;
 
-use super::stall;
+use super::SourceFaults;
 use crate::engine::{DiscoveryDefaults, Engine};
 use ctxd_pipeline::clock::FixedClock;
 use ctxd_store::Store;
@@ -21,14 +21,21 @@ struct Fixture {
 }
 
 fn fixture() -> Fixture {
+    fixture_with(SourceFaults::default())
+}
+
+/// A fixture whose engine runs the failing sources `faults` names in every collection.
+fn fixture_with(faults: SourceFaults) -> Fixture {
     let dir = tempfile::tempdir().unwrap();
     let root = dir.path().to_path_buf();
     let store = Store::open(&root.join("t.db")).unwrap();
     let clock = Arc::new(FixedClock("2026-03-01T10:00:00Z".parse().unwrap()));
-    let engine = Engine::new(store, &root.join("home"), clock).with_discovery(DiscoveryDefaults {
-        managed_root: root.join("managed"),
-        user_home: root.join("user"),
-    });
+    let engine = Engine::new(store, &root.join("home"), clock)
+        .with_discovery(DiscoveryDefaults {
+            managed_root: root.join("managed"),
+            user_home: root.join("user"),
+        })
+        .with_source_faults(faults);
     std::fs::create_dir_all(root.join("work")).unwrap();
     Fixture {
         _dir: dir,
@@ -144,11 +151,13 @@ fn prompt(text: &str) -> serde_json::Value {
 
 #[tokio::test]
 async fn a_source_past_the_bound_is_skipped_and_reported() {
-    let f = fixture();
+    let f = fixture_with(SourceFaults {
+        stall: true,
+        panic: false,
+    });
     let sid = f
         .session(json!({"attachments": {"collect_timeout_ms": 50}}))
         .await;
-    stall::SESSIONS.lock().unwrap().insert(sid.clone());
     f.append(&sid, vec![prompt("hello")]).await;
     let m = f.compile(&sid).await;
     let names: Vec<&str> = m
@@ -177,24 +186,22 @@ async fn a_source_past_the_bound_is_skipped_and_reported() {
         "{stalled:?}"
     );
     assert!(stalled.micros >= 50_000);
-    stall::SESSIONS.lock().unwrap().remove(&sid);
 }
 
 /// A source that panics is reported failed and adds nothing; a stalled one is still cut
 /// off by the bound, and every other source lands as usual.
 #[tokio::test]
 async fn a_panicking_source_fails_alone() {
-    let f = fixture();
+    let f = fixture_with(SourceFaults {
+        stall: true,
+        panic: true,
+    });
     let sid = f
         .session(json!({"attachments": {"collect_timeout_ms": 50}}))
         .await;
-    stall::PANICS.lock().unwrap().insert(sid.clone());
-    stall::SESSIONS.lock().unwrap().insert(sid.clone());
     f.append(&sid, vec![prompt("hello")]).await;
     f.queue(&sid, "and the docs").await;
     let m = f.compile(&sid).await;
-    stall::PANICS.lock().unwrap().remove(&sid);
-    stall::SESSIONS.lock().unwrap().remove(&sid);
     let by_name = |n: &str| {
         m.attachment_sources
             .iter()

@@ -11,7 +11,7 @@ use ctxd_protocol::*;
 use futures::future::BoxFuture;
 use tokio::sync::{broadcast, oneshot};
 
-use super::compile::{History, compile_loaded, compile_records, shortfall_of};
+use super::compile::{Ask, History, assemble};
 use super::sources::snapshot;
 use super::transcript::{insert_batch, materialise};
 use super::{Engine, Loaded, SessionCell};
@@ -512,7 +512,7 @@ impl Engine {
         l.boundary_uuid.clone_from(&boundary_uuid);
         l.pinned_edits.clear();
         l.no_room = None;
-        let post_tokens = compile_loaded(l, false, now)?
+        let post_tokens = assemble(l, None, &Ask::at(now))?
             .metadata
             .context
             .effective_tokens;
@@ -541,70 +541,6 @@ impl Engine {
             },
         );
         Ok((boundary_uuid, post_tokens))
-    }
-
-    /// `context.compact`: compact now, whatever the estimate; resets the breaker.
-    pub async fn compact(&self, p: CompactParams) -> Result<CompactionReport> {
-        let cell = self.cells.cell(&p.session_id);
-        let mut guard = cell.state.lock().await;
-        self.load_or_drop(&p.session_id, &mut guard).await?;
-        let l = super::loaded_mut(&mut guard)?;
-        let now = self.clock.now();
-        let pre = self.compile_steps(&cell, l, false, now, None).await?;
-        let pre_tokens = pre.metadata.context.effective_tokens;
-        self.compact_locked(&cell, l, Trigger::Manual, p.instructions, now, pre_tokens)
-            .await
-    }
-
-    /// `context.report_error`: recovery after the provider refused a request.
-    pub async fn report_error(&self, p: ReportErrorParams) -> Result<Compiled> {
-        let media = match p.kind.as_str() {
-            "prompt_too_long" => false,
-            "media_too_large" => true,
-            _ => {
-                return Err(Error::invalid(
-                    "kind",
-                    "must be prompt_too_long or media_too_large",
-                ));
-            }
-        };
-        if media && let (Some(uuid), Some(index)) = (&p.record_uuid, p.block_index) {
-            // Strip the refused media first, so the summary request does not carry it.
-            self.reject_media(RejectMediaParams {
-                session_id: p.session_id.clone(),
-                record_uuid: uuid.clone(),
-                block_index: index,
-            })
-            .await?;
-        }
-        let cell = self.cells.cell(&p.session_id);
-        let mut guard = cell.state.lock().await;
-        self.load_or_drop(&p.session_id, &mut guard).await?;
-        let l = super::loaded_mut(&mut guard)?;
-        let now = self.clock.now();
-        let before = self.compile_steps(&cell, l, false, now, None).await?;
-        let pre_tokens = before.metadata.context.effective_tokens + p.token_gap.unwrap_or(0);
-        // Cheapest relief first: commit every staged collapse once; only when nothing
-        // was staged does the reactive compact run.
-        if !media && self.run_collapse(&cell, l, pre_tokens, true).await? {
-            let compiled = self.compile_steps(&cell, l, false, now, None).await?;
-            // The provider refused this size: a drain that freed nothing (its collapses
-            // covered records a compaction had already taken out) must not hand the
-            // same request back, so the reactive compaction runs after all.
-            if compiled.metadata.context.effective_tokens < before.metadata.context.effective_tokens
-            {
-                return self.finish_compile(&cell, l, compiled, false, now).await;
-            }
-            tracing::info!(session = %l.row.id, "draining the collapses freed nothing; compacting");
-        }
-        let report = self
-            .compact_locked(&cell, l, Trigger::Reactive, None, now, pre_tokens)
-            .await
-            .map_err(|e| Error::CompactionFailed(format!("cannot recover: {e}")))?;
-        let mut compiled = self.compile_steps(&cell, l, false, now, None).await?;
-        compiled.metadata.compaction_shortfall = shortfall_of(&report);
-        compiled.metadata.compaction = Some(report);
-        self.finish_compile(&cell, l, compiled, false, now).await
     }
 
     /// `context.provide_summary`: a client's answer to `summary_requested`.
@@ -769,7 +705,7 @@ pub(crate) fn estimate_new_history(
         boundary_uuid: records.first().map_or("", |r| r.uuid.as_str()),
         pinned_edits: &[],
     };
-    Ok(compile_records(l, history, false, now, false)?
+    Ok(assemble(l, Some(history), &Ask::at(now))?
         .metadata
         .context
         .effective_tokens)

@@ -1,18 +1,19 @@
-//! The compile path: the steps that read and write a session's stored state under its
-//! lock (flags, instruction memo, capabilities, attachments, the budget's fates), the
-//! pure assembly, and what every compile ends with (effects, warning level, the cache
-//! key kept). `session.rs` holds the session's lifecycle and transcript operations.
+//! The compiler: the steps that read and write a session's stored state under its lock
+//! (flags, instruction memo, capabilities, attachments, the budget's fates), then the
+//! pure assembly, [`assemble`] — the one way the engine turns a session into a request,
+//! for the next turn, for the usage picture, or for a new history a compaction weighs.
+//! The turn that drives it (collapse, compaction, compiling again, the ending every
+//! compile shares) is `turn.rs`.
 
 use std::path::Path;
 
 use ctxd_protocol::*;
 
 use super::{Engine, Loaded};
-use ctxd_pipeline::autocompact::Trigger;
+use chrono::{DateTime, Utc};
 use ctxd_pipeline::budget::{self, Decision, Fate, ToolLimits};
 use ctxd_pipeline::compile::{CompileInput, Compiled, Effects, SessionView, compile};
 use ctxd_pipeline::microcompact::CLEARED;
-use ctxd_pipeline::thresholds;
 use ctxd_store::error::{Error, Result};
 use ctxd_store::{cache_edits, fates, outputs};
 
@@ -51,126 +52,33 @@ pub(crate) async fn write_once(
     .map_err(std::io::Error::other)?
 }
 
-/// Compiles tried on a shared store before another daemon's writes to the same session
-/// are reported as a conflict.
-const COMPILE_ATTEMPTS: u32 = 8;
+/// What a compile is asked for.
+#[derive(Clone, Copy)]
+pub(crate) struct Ask<'a> {
+    /// A side request (`context.compile {side_request}`): decided like the next turn's,
+    /// not recorded as one.
+    pub(crate) side_request: bool,
+    /// The compile's instant: what the clock-dependent stages read.
+    pub(crate) now: DateTime<Utc>,
+    /// The request flags the client sent, settled against the latch before assembly.
+    pub(crate) flags: Option<&'a RequestFlags>,
+    /// Whether the usage picture (`context.usage`) is computed too.
+    pub(crate) usage_picture: bool,
+}
 
-/// Up to this many projected records a compile's pure assembly runs under the session's
-/// lock: copying the session for the blocking pool and the two thread hops would cost
-/// more than the assembly. Past it, the assembly runs on a copy without the lock, so
-/// appends to the session do not wait for a long compile.
-const INLINE_COMPILE_MAX_VIEW: usize = 2_000;
+impl Ask<'static> {
+    /// The next turn's request at `now`, with no flags of the client's.
+    pub(crate) fn at(now: DateTime<Utc>) -> Ask<'static> {
+        Ask {
+            side_request: false,
+            now,
+            flags: None,
+            usage_picture: false,
+        }
+    }
+}
 
 impl Engine {
-    /// Compiles the next request. The steps that read and write the session's stored
-    /// state run under its lock; the pure assembly too for a session of ordinary size, and
-    /// on a copy without the lock past `INLINE_COMPILE_MAX_VIEW` projected records, so a
-    /// long compile does not hold up appends to the session. The request describes the
-    /// transcript up to `metadata.last_uuid`, whatever was appended meanwhile.
-    pub async fn compile(&self, mut p: CompileParams) -> Result<Compiled> {
-        self.on_thread(&mut p.session_id, &mut p.agent_id).await?;
-        let mut compiled = self.compile_messages(&p).await?;
-        if p.format == CompileFormat::OpenaiChat {
-            compiled.body = openai_body(&compiled.body)?;
-        }
-        Ok(compiled)
-    }
-
-    async fn compile_messages(&self, p: &CompileParams) -> Result<Compiled> {
-        let mut attempt = 0;
-        loop {
-            match self.compile_once(p).await {
-                // A shared store: another daemon wrote the session between this one's
-                // check of its copy and a write of what the compile decided from it
-                // (attachments, fates, memos). Nothing was stored; the copy reloads and
-                // the compile runs again, after a short random pause so two daemons
-                // compiling one session at once do not keep colliding.
-                Err(Error::Conflict { .. } | Error::WrittenElsewhere(_))
-                    if self.store.shared() && attempt + 1 < COMPILE_ATTEMPTS =>
-                {
-                    attempt += 1;
-                    let jitter = u64::from(uuid::Uuid::new_v4().as_bytes()[15] % 8);
-                    tokio::time::sleep(std::time::Duration::from_millis(
-                        (1 << attempt.min(5)) + jitter,
-                    ))
-                    .await;
-                }
-                r => return r,
-            }
-        }
-    }
-
-    async fn compile_once(&self, p: &CompileParams) -> Result<Compiled> {
-        let cell = self.cells.cell(&p.session_id);
-        let now = self.resolve_now(p.now.as_deref())?;
-        let side = p.side_request;
-        let flags = p.flags.as_ref();
-        let (mut guard, mut compiled) = {
-            let mut guard = cell.state.lock().await;
-            self.load_or_drop(&p.session_id, &mut guard).await?;
-            let l = super::loaded_mut(&mut guard)?;
-            if l.records.view_len() <= INLINE_COMPILE_MAX_VIEW {
-                let compiled = self.compile_steps(&cell, l, side, now, flags).await?;
-                (guard, compiled)
-            } else {
-                let prepared = self.prepare_compile(&cell, l, now, flags).await?;
-                let snapshot = l.clone();
-                drop(guard);
-                let decided = snapshot.decisions();
-                let compiled =
-                    tokio::task::spawn_blocking(move || compile_loaded(&snapshot, side, now))
-                        .await
-                        .map_err(|e| Error::Internal(format!("compile task: {e}")))??;
-                let mut compiled = prepared.fill(compiled);
-                let mut guard = cell.state.lock().await;
-                // The session may have been unloaded meanwhile; the store has all it had.
-                self.load_or_drop(&p.session_id, &mut guard).await?;
-                let l = super::loaded_mut(&mut guard)?;
-                if l.decisions() != decided {
-                    // Another compile or a compaction froze decisions meanwhile: this
-                    // compile's effects were decided without them, so decide again,
-                    // under the lock. (Settling the flags again is idempotent.)
-                    compiled = self.compile_steps(&cell, l, side, now, flags).await?;
-                }
-                (guard, compiled)
-            }
-        };
-        let l = super::loaded_mut(&mut guard)?;
-        if l.row.settings.collapse.enabled {
-            let estimate = compiled.metadata.context.effective_tokens;
-            if self.run_collapse(&cell, l, estimate, false).await? {
-                compiled = self.compile_steps(&cell, l, side, now, flags).await?;
-            }
-        }
-        if let Some(reason) = self.autocompact_due(l, &compiled).await? {
-            match reason {
-                Ok(()) => {
-                    let pre = compiled.metadata.context.effective_tokens;
-                    match self
-                        .compact_locked(&cell, l, Trigger::Auto, None, now, pre)
-                        .await
-                    {
-                        Ok(report) => {
-                            compiled = self.compile_steps(&cell, l, side, now, flags).await?;
-                            compiled.metadata.compaction_shortfall = shortfall_of(&report);
-                            compiled.metadata.compaction = Some(report);
-                        }
-                        Err(e) => {
-                            tracing::warn!(session = %l.row.id, error = %e, "autocompact failed");
-                            compiled.metadata.autocompact_skipped =
-                                Some(format!("autocompact failed: {e}"));
-                        }
-                    }
-                }
-                Err(why) => compiled.metadata.autocompact_skipped = Some(why),
-            }
-            if compiled.metadata.compaction.is_none() {
-                compiled.metadata.compaction_shortfall = l.no_room.as_ref().map(|(_, s)| s.clone());
-            }
-        }
-        self.finish_compile(&cell, l, compiled, side, now).await
-    }
-
     pub(crate) fn resolve_now(&self, now: Option<&str>) -> Result<chrono::DateTime<chrono::Utc>> {
         match now {
             Some(t) => Ok(chrono::DateTime::parse_from_rfc3339(t)
@@ -180,24 +88,23 @@ impl Engine {
         }
     }
 
-    /// The stages of one compile up to the pure assembly: request flags against the
-    /// latch, instruction memo, this turn's attachments, the budget's fates.
-    pub(crate) async fn compile_steps(
+    /// One compile under the session's lock: the stateful steps (request flags against
+    /// the latch, instruction memo, this turn's attachments, the budget's fates), then
+    /// the assembly.
+    pub(crate) async fn compile_now(
         &self,
         cell: &super::SessionCell,
         l: &mut Loaded,
-        side_request: bool,
-        now: chrono::DateTime<chrono::Utc>,
-        flags: Option<&RequestFlags>,
+        ask: &Ask<'_>,
     ) -> Result<Compiled> {
-        let prepared = self.prepare_compile(cell, l, now, flags).await?;
-        Ok(prepared.fill(compile_loaded(l, side_request, now)?))
+        let prepared = self.prepare_compile(cell, l, ask.now, ask.flags).await?;
+        Ok(prepared.fill(assemble(l, None, ask)?))
     }
 
     /// The stateful steps before a compile's pure assembly: the requested flags settled
     /// against the latch (stored), instruction memo, this turn's attachments (appended),
     /// the budget's fates (stored).
-    async fn prepare_compile(
+    pub(crate) async fn prepare_compile(
         &self,
         cell: &super::SessionCell,
         l: &mut Loaded,
@@ -221,67 +128,9 @@ impl Engine {
         })
     }
 
-    /// Blocking limit, effects, warning level: what every compile ends with.
-    pub(crate) async fn finish_compile(
-        &self,
-        cell: &super::SessionCell,
-        l: &mut Loaded,
-        mut compiled: Compiled,
-        side_request: bool,
-        now: chrono::DateTime<chrono::Utc>,
-    ) -> Result<Compiled> {
-        let state = compiled.metadata.context.clone();
-        self.announce_level(cell, l, &state, compiled.metadata.tokens.estimated_tokens);
-        if state.at_blocking_limit {
-            return Err(Error::PromptTooLong {
-                estimated: state.effective_tokens,
-                limit: state.blocking_limit,
-            });
-        }
-        self.store_effects(l, &compiled.effects).await?;
-        self.record_compile(l, &mut compiled, side_request, now);
-        let m = &compiled.metadata;
-        let attachments = compiled.projected_attachments;
-        self.emit(
-            cell,
-            SessionEvent::Compiled {
-                session_id: l.row.id.clone(),
-                estimated_tokens: state.effective_tokens,
-                effective_window: state.effective_window,
-                percent_left: state.percent_left,
-                message_count: m.message_count,
-                attachments,
-                request_sha256: m.request_sha256.clone(),
-            },
-        );
-        Ok(compiled)
-    }
-
-    fn announce_level(
-        &self,
-        cell: &super::SessionCell,
-        l: &mut Loaded,
-        s: &ContextState,
-        estimated: u64,
-    ) {
-        let level = thresholds::level(s);
-        if level != l.level {
-            l.level = level;
-            self.emit(
-                cell,
-                SessionEvent::WarningStateChanged {
-                    session_id: l.row.id.clone(),
-                    level: level.to_string(),
-                    percent_left: s.percent_left,
-                    estimated_tokens: estimated,
-                },
-            );
-        }
-    }
-
     /// Freezes what the compile decided (microcompact clearing, cache edits) before its
     /// request leaves: one transaction, then the in-memory copy.
-    async fn store_effects(&self, l: &mut Loaded, e: &Effects) -> Result<()> {
+    pub(crate) async fn store_effects(&self, l: &mut Loaded, e: &Effects) -> Result<()> {
         if e.cleared.is_empty() && e.new_edit.is_none() && !e.reset_edits {
             return Ok(());
         }
@@ -394,7 +243,7 @@ impl Engine {
 }
 
 /// What the stateful steps of a compile report in its metadata.
-struct Prepared {
+pub(crate) struct Prepared {
     replaced: Vec<String>,
     kept: Vec<String>,
     added: Vec<String>,
@@ -403,7 +252,7 @@ struct Prepared {
 }
 
 impl Prepared {
-    fn fill(self, mut compiled: Compiled) -> Compiled {
+    pub(crate) fn fill(self, mut compiled: Compiled) -> Compiled {
         compiled.metadata.replaced = self.replaced;
         compiled.metadata.kept = self.kept;
         compiled.metadata.attachments_added = self.added;
@@ -411,36 +260,6 @@ impl Prepared {
         compiled.metadata.cache.latch_notes = self.latch_notes;
         compiled
     }
-}
-
-/// The pure part of a compile, over a loaded session.
-pub(crate) fn compile_loaded(
-    l: &Loaded,
-    side_request: bool,
-    now: chrono::DateTime<chrono::Utc>,
-) -> Result<Compiled> {
-    compile_loaded_with(l, side_request, now, false)
-}
-
-/// [`compile_loaded`], optionally with the usage picture.
-pub(crate) fn compile_loaded_with(
-    l: &Loaded,
-    side_request: bool,
-    now: chrono::DateTime<chrono::Utc>,
-    usage_picture: bool,
-) -> Result<Compiled> {
-    let view = l.records.view();
-    let history = History {
-        records: &l.records,
-        lineage: Some(l.records.lineage()),
-        projection: Some(&view),
-        boundary: Some(l.records.boundary()),
-        snip_boundaries: Some(l.records.snip_boundaries()),
-        facts: l.records.facts(),
-        boundary_uuid: &l.boundary_uuid,
-        pinned_edits: &l.pinned_edits,
-    };
-    compile_records(l, history, side_request, now, usage_picture)
 }
 
 /// What a compile shows: the transcript, or a new history a compaction is weighing.
@@ -461,14 +280,36 @@ pub(crate) struct History<'a> {
     pub(crate) pinned_edits: &'a [ctxd_pipeline::microcompact::PinnedEdit],
 }
 
-/// The pure part of a compile over the session's state and `history`.
-pub(crate) fn compile_records(
+/// The pure part of a compile: the session's state and `history` (the transcript when
+/// `None`) as the request `ask` names. Every compile in the engine goes through here.
+pub(crate) fn assemble(
     l: &Loaded,
-    history: History<'_>,
-    side_request: bool,
-    now: chrono::DateTime<chrono::Utc>,
-    usage_picture: bool,
+    history: Option<History<'_>>,
+    ask: &Ask<'_>,
 ) -> Result<Compiled> {
+    let view;
+    let history = match history {
+        Some(h) => h,
+        None => {
+            view = l.records.view();
+            History {
+                records: &l.records,
+                lineage: Some(l.records.lineage()),
+                projection: Some(&view),
+                boundary: Some(l.records.boundary()),
+                snip_boundaries: Some(l.records.snip_boundaries()),
+                facts: l.records.facts(),
+                boundary_uuid: &l.boundary_uuid,
+                pinned_edits: &l.pinned_edits,
+            }
+        }
+    };
+    let Ask {
+        side_request,
+        now,
+        usage_picture,
+        ..
+    } = *ask;
     let History {
         records,
         lineage,
@@ -549,23 +390,3 @@ pub(crate) fn compile_records(
 #[cfg(test)]
 #[path = "compile_tests.rs"]
 mod tests;
-
-/// The Chat Completions form of a compiled Messages API body.
-pub(crate) fn openai_body(body: &str) -> Result<String> {
-    let v: serde_json::Value = serde_json::from_str(body)
-        .map_err(|e| Error::Internal(format!("the compiled body is not JSON: {e}")))?;
-    serde_json::to_string(&ctxd_pipeline::openai_chat::translate(&v))
-        .map_err(|e| Error::Internal(e.to_string()))
-}
-
-/// What a compile reports when its compaction left more than the target.
-pub(crate) fn shortfall_of(report: &CompactionReport) -> Option<CompactionShortfall> {
-    (report.post_tokens > report.target_tokens).then(|| CompactionShortfall {
-        target_tokens: report.target_tokens,
-        best_tokens: report.post_tokens,
-        reason: format!(
-            "the new history (~{} tokens) is above half the autocompact threshold even with the tightest caps",
-            report.post_tokens
-        ),
-    })
-}

@@ -87,7 +87,8 @@ async fn compiled_afresh(
     l.cache.wire = None;
     l.cache.digest = None;
     let now = "2026-03-01T10:00:00Z".parse().unwrap();
-    let c = crate::engine::compile::compile_loaded(&l, false, now).unwrap();
+    let c =
+        crate::engine::compile::assemble(&l, None, &crate::engine::compile::Ask::at(now)).unwrap();
     (c.body, c.shape, kept)
 }
 

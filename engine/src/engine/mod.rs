@@ -30,6 +30,7 @@ mod sources;
 #[cfg(test)]
 pub(crate) mod test_support;
 mod transcript;
+mod turn;
 
 pub use cells::EVENT_BUFFER;
 pub(crate) use cells::SessionCell;
@@ -283,6 +284,9 @@ pub struct Engine {
     pub(crate) agent_finishes: tokio::sync::Mutex<()>,
     /// How provider keys are looked up (the process environment; tests inject theirs).
     pub(crate) env: crate::providers::EnvLookup,
+    /// Failing attachment sources a test asked for.
+    #[cfg(test)]
+    pub(crate) source_faults: collect::SourceFaults,
 }
 
 /// `records_appended` for stored records (their uuids and seqs).
@@ -325,6 +329,8 @@ impl Engine {
             turns: Default::default(),
             agent_finishes: Default::default(),
             env: crate::providers::process_env(),
+            #[cfg(test)]
+            source_faults: collect::SourceFaults::default(),
         }
     }
 
@@ -351,6 +357,13 @@ impl Engine {
             return Err(e);
         }
         Ok(())
+    }
+
+    /// The same engine with failing attachment sources in every collection.
+    #[cfg(test)]
+    pub(crate) fn with_source_faults(mut self, faults: collect::SourceFaults) -> Engine {
+        self.source_faults = faults;
+        self
     }
 
     pub fn with_limits(mut self, limits: ctxd_pipeline::limits::Limits) -> Engine {

@@ -11,6 +11,7 @@ use chrono::{DateTime, Utc};
 use ctxd_protocol::*;
 use serde_json::Value;
 
+use super::compile::Ask;
 use super::transcript::insert_batch;
 use super::{Engine, Loaded, SessionCell};
 use crate::providers::stream;
@@ -84,7 +85,7 @@ impl Engine {
                 ));
             }
         };
-        let compiled = self.compile_steps(cell, l, false, now, None).await?;
+        let compiled = self.compile_now(cell, l, &Ask::at(now)).await?;
         let body = summarize_body(&compiled.body, instructions.as_deref())?;
         let mut headers = compiled.metadata.cache.headers.clone();
         let betas = headers.entry("anthropic-beta".into()).or_default();
