@@ -324,7 +324,7 @@ impl super::Engine {
     /// it), the session's hold on its skill catalog. For a session unloaded or deleted.
     pub(crate) fn forget_session_state(&self, sid: &str) {
         self.hooks_forget(sid);
-        self.memory_prefetch_forget(sid);
+        self.memories.forget(sid);
         self.skills_forget(sid);
     }
 }

@@ -228,7 +228,7 @@ impl Engine {
             inputs.is_empty() && !consumes_touched && new_states.is_empty() && removed.is_empty();
         if nothing_to_write {
             if let Some(p) = prompt {
-                self.memory_prefetch_consumed(&l.row.id, &p);
+                self.memories.consumed(&l.row.id, &p);
             }
             return Ok(Vec::new());
         }
@@ -272,7 +272,7 @@ impl Engine {
         l.memo = memo;
         let sid = l.row.id.clone();
         if let Some(p) = prompt {
-            self.memory_prefetch_consumed(&sid, &p);
+            self.memories.consumed(&sid, &p);
         }
         for p in &removed {
             self.unwatch(&sid, std::path::Path::new(p));

@@ -355,7 +355,7 @@ async fn the_memory_prefetch_is_consumed_once_and_never_repeats_a_file() {
         .unwrap();
     assert_eq!((report.status, report.attachments), (SourceStatus::Ok, 1));
     // Consumed by the compile that wrote it: the next compile does not take it again.
-    assert_eq!(f.engine.memory_prefetch_state(&sid), Some(true));
+    assert_eq!(f.engine.memories.state(&sid), Some(true));
     let again = f.compile(&sid).await;
     let report = again
         .attachment_sources

@@ -45,6 +45,66 @@ impl Prefetches {
     fn lock(&self) -> std::sync::MutexGuard<'_, HashMap<String, Prefetch>> {
         ctxd_pipeline::sync::lock(&self.pending)
     }
+
+    /// Starts scoring for `sid`'s prompt `prompt_uuid` in the background, replacing the
+    /// session's older prefetch.
+    fn start(&self, sid: &str, prompt_uuid: &str, input: PrefetchInput) {
+        let (tx, rx) = watch::channel(None);
+        self.lock().insert(
+            sid.to_string(),
+            Prefetch {
+                prompt_uuid: prompt_uuid.to_string(),
+                result: rx,
+                consumed: false,
+            },
+        );
+        tokio::spawn(async move {
+            let outcome = match tokio::time::timeout(PREFETCH_TIMEOUT, run_prefetch(input)).await {
+                Ok(o) => o,
+                Err(_) => Err(format!(
+                    "the prefetch took longer than {} s",
+                    PREFETCH_TIMEOUT.as_secs()
+                )),
+            };
+            // Nobody waiting (the session moved on) is fine.
+            let _ = tx.send(Some(Arc::new(outcome)));
+        });
+    }
+
+    /// The result to wait for when `sid`'s prefetch is for `prompt_uuid` and not
+    /// consumed yet.
+    fn waiting(
+        &self,
+        sid: &str,
+        prompt_uuid: &str,
+    ) -> Option<watch::Receiver<Option<Arc<Outcome>>>> {
+        match self.lock().get(sid) {
+            Some(p) if p.prompt_uuid == prompt_uuid && !p.consumed => Some(p.result.clone()),
+            _ => None,
+        }
+    }
+
+    /// Drops a session's prefetch (unloaded or deleted): per-session state lives only as
+    /// long as the session is in memory.
+    pub(crate) fn forget(&self, sid: &str) {
+        self.lock().remove(sid);
+    }
+
+    /// Marks `sid`'s prefetch for `prompt_uuid` consumed: its memories were shown (or
+    /// its failure reported) once.
+    pub(crate) fn consumed(&self, sid: &str, prompt_uuid: &str) {
+        if let Some(p) = self.lock().get_mut(sid)
+            && p.prompt_uuid == prompt_uuid
+        {
+            p.consumed = true;
+        }
+    }
+
+    /// Whether the session's prefetch was consumed (`None`: there is none).
+    #[cfg(test)]
+    pub(crate) fn state(&self, sid: &str) -> Option<bool> {
+        self.lock().get(sid).map(|p| p.consumed)
+    }
 }
 
 /// Scorers fitted to the memory files in use, by what they were fitted to: a prompt
@@ -223,46 +283,7 @@ impl Engine {
             selector,
             fitted: self.memories.fitted.clone(),
         };
-        let (tx, rx) = watch::channel(None);
-        self.memories.lock().insert(
-            l.row.id.clone(),
-            Prefetch {
-                prompt_uuid: prompt.uuid.clone(),
-                result: rx,
-                consumed: false,
-            },
-        );
-        tokio::spawn(async move {
-            let outcome = match tokio::time::timeout(PREFETCH_TIMEOUT, run_prefetch(input)).await {
-                Ok(o) => o,
-                Err(_) => Err(format!(
-                    "the prefetch took longer than {} s",
-                    PREFETCH_TIMEOUT.as_secs()
-                )),
-            };
-            // Nobody waiting (the session moved on) is fine.
-            let _ = tx.send(Some(Arc::new(outcome)));
-        });
-    }
-
-    /// Drops a session's prefetch (unloaded or deleted): per-session state lives only as
-    /// long as the session is in memory.
-    pub(crate) fn memory_prefetch_forget(&self, sid: &str) {
-        self.memories.lock().remove(sid);
-    }
-
-    pub(crate) fn memory_prefetch_consumed(&self, sid: &str, prompt_uuid: &str) {
-        if let Some(p) = self.memories.lock().get_mut(sid)
-            && p.prompt_uuid == prompt_uuid
-        {
-            p.consumed = true;
-        }
-    }
-
-    /// Whether the session's prefetch was consumed (`None`: there is none), for tests.
-    #[cfg(test)]
-    pub(crate) fn memory_prefetch_state(&self, sid: &str) -> Option<bool> {
-        self.memories.lock().get(sid).map(|p| p.consumed)
+        self.memories.start(&l.row.id, &prompt.uuid, input);
     }
 
     /// Waits for the prefetch of the newest prompt (the caller bounds the wait) and turns
@@ -272,14 +293,9 @@ impl Engine {
         let Some(newest) = view.iter().rev().find(|r| plan_mode::is_turn(r)) else {
             return Ok(Found::default());
         };
-        let rx = {
-            let map = self.memories.lock();
-            match map.get(&input.row.id) {
-                Some(p) if p.prompt_uuid == newest.uuid && !p.consumed => p.result.clone(),
-                _ => return Ok(Found::default()),
-            }
+        let Some(mut rx) = self.memories.waiting(&input.row.id, &newest.uuid) else {
+            return Ok(Found::default());
         };
-        let mut rx = rx;
         let outcome = rx
             .wait_for(Option::is_some)
             .await
@@ -290,7 +306,7 @@ impl Engine {
             Ok(c) => c.clone(),
             Err(why) => {
                 // Reported once; the turn goes on without memories.
-                self.memory_prefetch_consumed(&input.row.id, &newest.uuid);
+                self.memories.consumed(&input.row.id, &newest.uuid);
                 return Err(Error::Internal(why.clone()));
             }
         };
