@@ -323,7 +323,7 @@ impl super::Engine {
     /// the settings files on next use), a pending memory prefetch (no compile waits for
     /// it), the session's hold on its skill catalog. For a session unloaded or deleted.
     pub(crate) fn forget_session_state(&self, sid: &str) {
-        self.hooks_forget(sid);
+        self.hooks.forget(sid);
         self.memories.forget(sid);
         self.skills_forget(sid);
     }

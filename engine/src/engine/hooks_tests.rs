@@ -1,6 +1,8 @@
 //! Tests of `hooks.rs`.
 
 use super::*;
+use crate::hooks::config::Layer;
+use ctxd_pipeline::sync::lock;
 
 /// Many sessions on a daemon holding few: the hook state (facts, configuration,
 /// watches) stays within the loaded-sessions bound, and the user's settings file is
@@ -39,7 +41,7 @@ async fn hook_state_is_bounded_and_settings_are_shared() {
     for id in &ids {
         engine.hooks_list(id).await.unwrap();
     }
-    let (sessions, layers) = engine.hook_state_counts();
+    let (sessions, layers) = engine.hooks.counts();
     assert!(sessions <= 3, "hook state of {sessions} sessions");
     // One parsed copy per file (managed, user, project, local), whatever the sessions.
     assert!(layers <= 4, "{layers} parsed settings files");
@@ -60,7 +62,7 @@ async fn hook_state_is_bounded_and_settings_are_shared() {
     for id in &ids {
         engine.delete_session(id).await.unwrap();
     }
-    assert_eq!(engine.hook_state_counts(), (0, 0));
+    assert_eq!(engine.hooks.counts(), (0, 0));
     assert!(lock(&engine.hooks.watched).is_empty());
 }
 

@@ -260,7 +260,7 @@ pub struct Engine {
     pub(crate) limits: ctxd_pipeline::limits::Limits,
     pub(crate) started: Instant,
     pub(crate) discovery: DiscoveryDefaults,
-    watcher: std::sync::OnceLock<FileWatcher>,
+    watcher: std::sync::OnceLock<Arc<FileWatcher>>,
     /// Which sessions have seen which file.
     watched: Mutex<HashMap<PathBuf, BTreeSet<String>>>,
     /// The summariser of sessions that do not choose one.
@@ -306,6 +306,7 @@ pub(crate) fn appended_event(session_id: &str, records: &[Record]) -> SessionEve
 
 impl Engine {
     pub fn new(store: Store, home: &Path, clock: Arc<dyn Clock>) -> Engine {
+        let discovery = DiscoveryDefaults::default();
         Engine {
             store,
             home: home.to_path_buf(),
@@ -315,7 +316,7 @@ impl Engine {
             )),
             limits: ctxd_pipeline::limits::Limits::default(),
             started: Instant::now(),
-            discovery: DiscoveryDefaults::default(),
+            discovery: discovery.clone(),
             watcher: std::sync::OnceLock::new(),
             watched: Mutex::new(HashMap::new()),
             default_summariser: ctxd_protocol::SummariserConfig::Embedded,
@@ -323,7 +324,14 @@ impl Engine {
             extracting: Mutex::new(HashMap::new()),
             self_ref: std::sync::OnceLock::new(),
             skills: Default::default(),
-            hooks: Default::default(),
+            hooks: hooks::HookState::new(
+                hooks::Places {
+                    managed_root: discovery.managed_root.clone(),
+                    user_home: discovery.user_home.clone(),
+                    trust_list: crate::hooks::trust::list_path(home),
+                },
+                ctxd_pipeline::limits::Limits::default().max_loaded_sessions,
+            ),
             memories: Default::default(),
             platform: std::env::consts::OS.to_string(),
             turns: Default::default(),
@@ -336,7 +344,7 @@ impl Engine {
 
     /// The file watcher, once started.
     pub(crate) fn watcher(&self) -> Option<&FileWatcher> {
-        self.watcher.get()
+        self.watcher.get().map(|w| &**w)
     }
 
     pub fn with_summariser(mut self, cfg: ctxd_protocol::SummariserConfig) -> Engine {
@@ -369,12 +377,25 @@ impl Engine {
     pub fn with_limits(mut self, limits: ctxd_pipeline::limits::Limits) -> Engine {
         self.cells = Arc::new(cells::Cells::new(limits.max_loaded_sessions));
         self.limits = limits;
+        self.configure_hooks();
         self
     }
 
     pub fn with_discovery(mut self, d: DiscoveryDefaults) -> Engine {
         self.discovery = d;
+        self.configure_hooks();
         self
+    }
+
+    /// The hooks look where the engine does and keep as many sessions as it loads.
+    fn configure_hooks(&mut self) {
+        let places = hooks::Places {
+            managed_root: self.discovery.managed_root.clone(),
+            user_home: self.discovery.user_home.clone(),
+            trust_list: crate::hooks::trust::list_path(&self.home),
+        };
+        self.hooks
+            .configure(places, self.limits.max_loaded_sessions);
     }
 
     /// Starts the file watcher and the task that turns its events into `file_changed`
@@ -382,7 +403,9 @@ impl Engine {
     pub async fn start_watching(self: &Arc<Self>) -> Result<()> {
         let _ = self.self_ref.set(Arc::downgrade(self));
         let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel();
-        let _ = self.watcher.set(FileWatcher::new(tx));
+        let watcher = Arc::new(FileWatcher::new(tx));
+        self.hooks.set_watcher(watcher.clone());
+        let _ = self.watcher.set(watcher);
         let weak = Arc::downgrade(self);
         tokio::spawn(async move {
             while let Some(ev) = rx.recv().await {

@@ -10,7 +10,7 @@
 //! - `InstructionsLoaded` per loaded instruction file, `CwdChanged`, `FileChanged`:
 //!   fire-and-forget, output ignored.
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
 use ctxd_protocol::{ContentBlock, HookEvent, RecordInput, RecordKind};
 use serde_json::json;
@@ -192,9 +192,7 @@ impl Engine {
             return None;
         }
         new_records.extend(self.session_start_records(&f, "compact").await);
-        if let Some(s) = ctxd_pipeline::sync::lock(&self.hooks.sessions).get_mut(&f.id) {
-            s.compacted = true;
-        }
+        self.hooks.mark_compacted(&f.id);
         let summary = new_records
             .iter()
             .find(|r| r.is_compact_summary)
@@ -303,29 +301,7 @@ impl Engine {
             // Directories are watched for skills; hooks watch files.
             WatchEvent::DirChanged(_) => return,
         };
-        let mut settings_sessions: Vec<String> = Vec::new();
-        let mut fired: Vec<(String, PathBuf, &'static str)> = Vec::new();
-        {
-            let mut watched = ctxd_pipeline::sync::lock(&self.hooks.watched);
-            let entries: Vec<(&PathBuf, &mut super::Interest)> = match path {
-                Some(p) => watched.get_mut(p).map(|i| (p, i)).into_iter().collect(),
-                None => watched.iter_mut().collect(),
-            };
-            for (p, interest) in entries {
-                settings_sessions.extend(interest.settings.iter().cloned());
-                if path.is_some() && !interest.file_changed.is_empty() {
-                    let change = match (removed, interest.existed) {
-                        (true, _) => "unlink",
-                        (false, false) => "add",
-                        (false, true) => "change",
-                    };
-                    interest.existed = !removed;
-                    for sid in &interest.file_changed {
-                        fired.push((sid.clone(), p.clone(), change));
-                    }
-                }
-            }
-        }
+        let (mut settings_sessions, fired) = self.hooks.touched(path, removed);
         if settings_sessions.is_empty() && fired.is_empty() {
             return;
         }

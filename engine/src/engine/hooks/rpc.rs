@@ -65,10 +65,7 @@ impl Engine {
     pub async fn hooks_list(&self, sid: &str) -> Result<HooksListResponse> {
         let f = self.hook_facts(sid).await?;
         let eff = self.hook_config(&f);
-        let layers = ctxd_pipeline::sync::lock(&self.hooks.sessions)
-            .get(sid)
-            .and_then(|s| s.config.as_ref().map(|c| c.layers.clone()))
-            .unwrap_or_default();
+        let layers = self.hooks.layers(sid);
         let mut list = crate::hooks::config::listing(&layers, &eff);
         if f.disabled {
             list.all_disabled = Some("settings.hooks.disabled is set for this session".into());
