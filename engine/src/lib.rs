@@ -13,6 +13,4 @@ mod safe_read;
 pub mod validate;
 pub(crate) mod watch;
 
-pub use engine::{
-    DiscoveryDefaults, EVENT_BUFFER, Emitted, Engine, MAX_READ_PAGE, Subscription, as_caller,
-};
+pub use engine::{DiscoveryDefaults, EVENT_BUFFER, Emitted, Engine, Subscription, as_caller};

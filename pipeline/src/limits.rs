@@ -192,3 +192,32 @@ pub const MAX_RETRY_AFTER: Duration = Duration::from_secs(30);
 
 /// `@` mentions taken from one prompt at most.
 pub(crate) const MAX_MENTIONS: usize = 10;
+
+/// Records one `transcript.read` page holds at most.
+pub const MAX_READ_PAGE: u32 = 5_000;
+
+/// Characters of a sub-agent's id (a name a client chose or one ctxd made).
+pub const MAX_AGENT_ID_CHARS: usize = 128;
+
+/// Levels of `@include` below a top-level instruction file: a file at this depth still
+/// loads, its includes do not (Claude Code's bound).
+pub const MAX_INCLUDE_DEPTH: usize = 5;
+
+/// Subscriptions one WebSocket connection may hold (jsonrpsee's default, stated so it can
+/// be reported).
+pub const MAX_SUBSCRIPTIONS_PER_CONNECTION: u32 = 1_024;
+
+/// Model calls one `agent` hook makes at most (Claude Code's bound).
+pub const MAX_AGENT_HOOK_TURNS: usize = 50;
+
+/// Characters of one tool result an `agent` hook's model gets back.
+pub const MAX_AGENT_TOOL_OUTPUT_CHARS: usize = 20_000;
+
+/// Bytes of a file an `agent` hook's `Read` or `Grep` opens.
+pub const MAX_AGENT_READ_BYTES: u64 = 256 * 1024;
+
+/// Paths an `agent` hook's `Glob` lists, and matches its `Grep` returns.
+pub const MAX_AGENT_TOOL_ENTRIES: usize = 500;
+
+/// Files an `agent` hook's `Grep` looks into.
+pub const MAX_AGENT_GREP_FILES: usize = 2_000;

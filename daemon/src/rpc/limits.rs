@@ -2,11 +2,9 @@
 //! with (the daemon's configured `Limits`, and the constants of `crate::limits`).
 
 use ctxd_pipeline::limits::{
-    MAX_APPEND_RECORDS, MAX_RECORD_BYTES, MAX_RESPONSE_BYTES, MAX_RPC_BATCH,
+    MAX_APPEND_RECORDS, MAX_READ_PAGE, MAX_RECORD_BYTES, MAX_RESPONSE_BYTES, MAX_RPC_BATCH,
+    MAX_SUBSCRIPTIONS_PER_CONNECTION,
 };
-
-/// jsonrpsee's default, stated so it can be reported.
-pub(crate) const MAX_SUBSCRIPTIONS_PER_CONNECTION: u32 = 1_024;
 
 pub(crate) fn limits(l: &ctxd_pipeline::limits::Limits) -> ctxd_protocol::Limits {
     ctxd_protocol::Limits {
@@ -15,7 +13,7 @@ pub(crate) fn limits(l: &ctxd_pipeline::limits::Limits) -> ctxd_protocol::Limits
         max_batch_calls: MAX_RPC_BATCH.into(),
         max_connections: l.max_connections as u64,
         max_subscriptions_per_connection: MAX_SUBSCRIPTIONS_PER_CONNECTION.into(),
-        max_read_page: ctxd_engine::MAX_READ_PAGE.into(),
+        max_read_page: MAX_READ_PAGE.into(),
         max_append_records: MAX_APPEND_RECORDS as u64,
         max_record_bytes: MAX_RECORD_BYTES as u64,
         max_loaded_sessions: l.max_loaded_sessions as u64,

@@ -18,11 +18,11 @@ use tokio::net::{UnixListener, UnixStream};
 use tokio::sync::Semaphore;
 
 use super::connection::{refuse, serve_connection};
-use super::limits::MAX_SUBSCRIPTIONS_PER_CONNECTION;
 use super::slot::Counted;
 use super::transport::{TransportRules, mark_plain_http};
 use super::{RpcContext, build_module};
 use ctxd_pipeline::limits::MAX_REFUSING_CONNECTIONS;
+use ctxd_pipeline::limits::MAX_SUBSCRIPTIONS_PER_CONNECTION;
 use ctxd_pipeline::limits::{Limits, MAX_RESPONSE_BYTES};
 
 /// Logs the connection limit being hit: at once, then at most every 10 s with a count.

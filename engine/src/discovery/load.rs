@@ -27,9 +27,6 @@ fn owner_dir(path: &Path) -> PathBuf {
 /// The file name other coding agents (Codex, Cursor, ...) read their instructions from.
 pub(crate) const AGENTS_MD: &str = "AGENTS.md";
 
-/// Top-level files are depth 0; a file at this depth still loads, its includes do not.
-pub(crate) const MAX_INCLUDE_DEPTH: usize = 5;
-
 /// Which rule files of a `.claude/rules` folder a walk wants.
 pub(crate) enum RuleFilter<'a> {
     /// Rules without `paths:` (start-up).
@@ -164,7 +161,7 @@ impl<'a> Loader<'a> {
         origin: Origin<'_>,
         out: &mut Vec<InstructionFile>,
     ) {
-        if depth > MAX_INCLUDE_DEPTH || paths::is_injected(path) {
+        if depth > ctxd_pipeline::limits::MAX_INCLUDE_DEPTH || paths::is_injected(path) {
             return;
         }
         if kind.honours_excludes() && self.excludes.matches(path) {
@@ -228,11 +225,12 @@ impl<'a> Loader<'a> {
         if parsed.body.trim().is_empty() {
             return;
         }
-        let includes = if depth < MAX_INCLUDE_DEPTH && kind != MemoryType::Memory {
-            include::include_targets(&parsed.body, path, &self.cfg.user_home)
-        } else {
-            Vec::new()
-        };
+        let includes =
+            if depth < ctxd_pipeline::limits::MAX_INCLUDE_DEPTH && kind != MemoryType::Memory {
+                include::include_targets(&parsed.body, path, &self.cfg.user_home)
+            } else {
+                Vec::new()
+            };
         out.push(InstructionFile::new(
             path,
             kind,

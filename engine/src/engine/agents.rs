@@ -11,12 +11,10 @@ use super::Engine;
 use super::hooks::context_record;
 use super::transcript::insert_batch;
 use crate::validate::{check_model, check_settings, check_system, check_tools, validate_batch};
+use ctxd_pipeline::limits::MAX_AGENT_ID_CHARS;
 use ctxd_store::context_state::{self, InstructionMemo};
 use ctxd_store::error::{Error, Result};
 use ctxd_store::sessions::{self, SessionRow};
-
-/// Agent ids are names a client chose or one ctxd made: short, printable.
-const MAX_AGENT_ID_CHARS: usize = 128;
 
 fn check_agent_id(id: &str) -> Result<()> {
     if id.trim().is_empty() || id == "main" {

@@ -36,7 +36,6 @@ pub use cells::EVENT_BUFFER;
 pub(crate) use cells::SessionCell;
 pub use cells::Subscription;
 pub use events::{Emitted, as_caller};
-pub use session::MAX_PAGE as MAX_READ_PAGE;
 pub use sources::DiscoveryDefaults;
 pub(crate) use transcript::Transcript;
 

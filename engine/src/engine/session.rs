@@ -19,7 +19,6 @@ use ctxd_store::error::{Error, Result};
 use ctxd_store::sessions::SessionRow;
 use ctxd_store::{cache_edits, fates, outputs, records, sessions};
 
-pub const MAX_PAGE: u32 = 5_000;
 /// A memo boundary no history has: forces the memoized user context to be recomputed.
 const CWD_CHANGED: &str = "#cwd-changed";
 const DEFAULT_PAGE: u32 = 500;
@@ -521,7 +520,10 @@ impl Engine {
 
     pub async fn read(&self, mut p: ReadParams) -> Result<ReadResponse> {
         self.on_thread(&mut p.session_id, &mut p.agent_id).await?;
-        let limit = p.limit.unwrap_or(DEFAULT_PAGE).clamp(1, MAX_PAGE);
+        let limit = p
+            .limit
+            .unwrap_or(DEFAULT_PAGE)
+            .clamp(1, ctxd_pipeline::limits::MAX_READ_PAGE);
         let sid = p.session_id.clone();
         let after = p.after_seq;
         // Sequence numbers are stored as signed 64-bit integers.

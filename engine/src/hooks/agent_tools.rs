@@ -8,16 +8,12 @@ use std::path::{Path, PathBuf};
 use serde_json::{Value, json};
 
 use crate::discovery as paths;
+use ctxd_pipeline::limits::{
+    MAX_AGENT_GREP_FILES, MAX_AGENT_READ_BYTES, MAX_AGENT_TOOL_ENTRIES, MAX_AGENT_TOOL_OUTPUT_CHARS,
+};
 
-/// Characters of one tool result the model gets back.
-pub(crate) const MAX_TOOL_OUTPUT_CHARS: usize = 20_000;
-/// Bytes of a file `Read` opens.
-const MAX_READ_BYTES: u64 = 256 * 1024;
 /// Lines `Read` returns without a `limit`.
 const DEFAULT_READ_LINES: usize = 2_000;
-/// Paths `Glob` lists and files `Grep` looks into.
-const MAX_ENTRIES: usize = 500;
-const MAX_GREP_FILES: usize = 2_000;
 
 /// The tools' definitions, as the Messages API takes them (our words).
 pub(crate) fn definitions() -> Value {
@@ -61,8 +57,8 @@ pub(crate) fn run(name: &str, input: &Value, cwd: &Path, roots: &[PathBuf]) -> (
     };
     match result {
         Ok(mut t) => {
-            if t.chars().count() > MAX_TOOL_OUTPUT_CHARS {
-                t = t.chars().take(MAX_TOOL_OUTPUT_CHARS).collect();
+            if t.chars().count() > MAX_AGENT_TOOL_OUTPUT_CHARS {
+                t = t.chars().take(MAX_AGENT_TOOL_OUTPUT_CHARS).collect();
                 t.push_str("\n(cut)");
             }
             (t, false)
@@ -89,7 +85,8 @@ fn read(
     roots: &[PathBuf],
 ) -> Result<String, String> {
     let real = confined(path, cwd, roots)?;
-    let text = crate::safe_read::read_head(&real, MAX_READ_BYTES).map_err(|e| e.to_string())?;
+    let text =
+        crate::safe_read::read_head(&real, MAX_AGENT_READ_BYTES).map_err(|e| e.to_string())?;
     let first = offset.unwrap_or(1).max(1);
     let lines: Vec<&str> = text
         .lines()
@@ -129,9 +126,9 @@ fn glob(
         let rel = p.strip_prefix(&base).unwrap_or(&p);
         if m.is_match(rel) {
             out.push(p.display().to_string());
-            if out.len() == MAX_ENTRIES {
+            if out.len() == MAX_AGENT_TOOL_ENTRIES {
                 out.push(format!(
-                    "(more than {MAX_ENTRIES} files; narrow the pattern)"
+                    "(more than {MAX_AGENT_TOOL_ENTRIES} files; narrow the pattern)"
                 ));
                 break;
             }
@@ -165,20 +162,20 @@ fn grep(
         None => None,
     };
     let mut out = Vec::new();
-    for p in files(&base, roots).take(MAX_GREP_FILES) {
+    for p in files(&base, roots).take(MAX_AGENT_GREP_FILES) {
         let rel = p.strip_prefix(&base).unwrap_or(&p).to_path_buf();
         if only.as_ref().is_some_and(|m| !m.is_match(&rel)) {
             continue;
         }
-        let Ok(text) = crate::safe_read::read_head(&p, MAX_READ_BYTES) else {
+        let Ok(text) = crate::safe_read::read_head(&p, MAX_AGENT_READ_BYTES) else {
             continue;
         };
         for (i, line) in text.lines().enumerate() {
             if re.is_match(line) {
                 out.push(format!("{}:{}: {line}", p.display(), i + 1));
-                if out.len() == MAX_ENTRIES {
+                if out.len() == MAX_AGENT_TOOL_ENTRIES {
                     out.push(format!(
-                        "(more than {MAX_ENTRIES} matches; narrow the pattern)"
+                        "(more than {MAX_AGENT_TOOL_ENTRIES} matches; narrow the pattern)"
                     ));
                     return Ok(out.join("\n"));
                 }

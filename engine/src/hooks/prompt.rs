@@ -31,9 +31,6 @@ pub(crate) struct PromptHook {
 pub(crate) const DEFAULT_PROMPT_TIMEOUT: Duration = Duration::from_secs(30);
 pub(crate) const DEFAULT_AGENT_TIMEOUT: Duration = Duration::from_secs(60);
 
-/// Model calls one agent hook makes at most (Claude Code's bound).
-pub(crate) const MAX_AGENT_TURNS: usize = 50;
-
 /// What an agent hook's model is told besides [`SYSTEM`].
 pub(crate) const AGENT_SYSTEM: &str = "You may check the condition against the workspace with the Read, Glob and Grep tools before you answer; they read only. When you know, answer with the JSON object alone.";
 

@@ -63,7 +63,7 @@ async fn agent_hook(
     let cwd = PathBuf::from(&f.cwd);
     let roots = crate::discovery::workspace_roots(&f.cwd, std::slice::from_ref(&f.project));
     let mut messages = vec![serde_json::json!({"role": "user", "content": user})];
-    for _ in 0..prompt::MAX_AGENT_TURNS {
+    for _ in 0..ctxd_pipeline::limits::MAX_AGENT_HOOK_TURNS {
         let answer = model
             .converse(&system, &messages, &tools)
             .await
@@ -109,6 +109,6 @@ async fn agent_hook(
     }
     Err(format!(
         "the agent hook's model did not answer within {} turns",
-        prompt::MAX_AGENT_TURNS
+        ctxd_pipeline::limits::MAX_AGENT_HOOK_TURNS
     ))
 }
