@@ -345,12 +345,6 @@ impl Engine {
             _ => {}
         }
     }
-
-    /// A strong handle for fire-and-forget hook tasks; `None` before the daemon started
-    /// its background machinery (unit tests of the engine).
-    fn strong(&self) -> Option<Arc<Engine>> {
-        self.self_ref.get().and_then(std::sync::Weak::upgrade)
-    }
 }
 
 async fn write_lines(path: &Path, text: String, truncate: bool) -> Result<()> {

@@ -8,6 +8,7 @@ use std::time::{Duration, Instant};
 
 use chrono::{DateTime, Utc};
 use ctxd_protocol::*;
+use futures::FutureExt;
 use tokio::sync::Notify;
 
 use super::{Engine, Loaded, SessionCell, compact};
@@ -198,17 +199,20 @@ impl Engine {
                 },
             ),
             MemoryExtractor::Daemon => {
-                let Some(engine) = self.self_ref.get().and_then(|w| w.upgrade()) else {
+                if !self.runs_background() {
                     return;
-                };
+                }
                 // One at a time per session; claimed before the append is answered.
                 let Ok(Ok(notify)) = self.claim_extraction(&sid) else {
                     return;
                 };
-                tokio::spawn(async move {
-                    if let Err(e) = engine.run_claimed(&sid, notify).await {
-                        tracing::warn!(session = %sid, error = %e, "session memory extraction failed");
+                self.background(move |engine| {
+                    async move {
+                        if let Err(e) = engine.run_claimed(&sid, notify).await {
+                            tracing::warn!(session = %sid, error = %e, "session memory extraction failed");
+                        }
                     }
+                    .boxed()
                 });
             }
             MemoryExtractor::Off => {}

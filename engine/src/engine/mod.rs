@@ -267,8 +267,11 @@ pub struct Engine {
     pub(crate) pending_summaries: compact::PendingSummaries,
     /// Sessions with an extraction running, and how to wait for it.
     pub(crate) extracting: Mutex<HashMap<String, Arc<tokio::sync::Notify>>>,
-    /// Background work (extraction) needs an owning handle to the engine.
-    pub(crate) self_ref: std::sync::OnceLock<std::sync::Weak<Engine>>,
+    /// Where work that outlives its call goes (a memory extraction, fire-and-forget
+    /// hooks): the background worker lends each job the engine. Unset until
+    /// `start_watching` starts the worker, so an engine that never started one (unit
+    /// tests) runs no background work.
+    background: std::sync::OnceLock<tokio::sync::mpsc::UnboundedSender<Job>>,
     /// Skill catalogs, one per set of skill places.
     pub(crate) skills: skills::SkillCatalogs,
     /// Hook configuration, watches and transcript exports (engine/hooks.rs).
@@ -287,6 +290,10 @@ pub struct Engine {
     #[cfg(test)]
     pub(crate) source_faults: collect::SourceFaults,
 }
+
+/// Work that outlives the call that starts it, given the engine when it runs.
+pub(crate) type Job =
+    Box<dyn FnOnce(Arc<Engine>) -> futures::future::BoxFuture<'static, ()> + Send>;
 
 /// `records_appended` for stored records (their uuids and seqs).
 pub(crate) fn appended_event(session_id: &str, records: &[Record]) -> SessionEvent {
@@ -321,7 +328,7 @@ impl Engine {
             default_summariser: ctxd_protocol::SummariserConfig::Embedded,
             pending_summaries: Default::default(),
             extracting: Mutex::new(HashMap::new()),
-            self_ref: std::sync::OnceLock::new(),
+            background: std::sync::OnceLock::new(),
             skills: Default::default(),
             hooks: hooks::HookState::new(
                 hooks::Places {
@@ -339,6 +346,40 @@ impl Engine {
             #[cfg(test)]
             source_faults: collect::SourceFaults::default(),
         }
+    }
+
+    /// Starts the worker that runs background jobs. It holds the engine weakly: when the
+    /// engine goes, its sender goes with it and the worker ends.
+    fn start_background(self: &Arc<Self>) {
+        let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel::<Job>();
+        if self.background.set(tx).is_err() {
+            return;
+        }
+        let engine = Arc::downgrade(self);
+        tokio::spawn(async move {
+            while let Some(job) = rx.recv().await {
+                let Some(engine) = engine.upgrade() else {
+                    break;
+                };
+                tokio::spawn(job(engine));
+            }
+        });
+    }
+
+    /// Runs `job` in the background with the engine; dropped when no worker runs.
+    pub(crate) fn background(
+        &self,
+        job: impl FnOnce(Arc<Engine>) -> futures::future::BoxFuture<'static, ()> + Send + 'static,
+    ) {
+        if let Some(tx) = self.background.get() {
+            // A closed channel means the engine is going away: the job has no one to run.
+            let _ = tx.send(Box::new(job));
+        }
+    }
+
+    /// Whether background jobs run (the worker started).
+    pub(crate) fn runs_background(&self) -> bool {
+        self.background.get().is_some()
     }
 
     /// The file watcher, once started.
@@ -400,7 +441,7 @@ impl Engine {
     /// Starts the file watcher and the task that turns its events into `file_changed`
     /// events, and re-registers every file some session has seen.
     pub async fn start_watching(self: &Arc<Self>) -> Result<()> {
-        let _ = self.self_ref.set(Arc::downgrade(self));
+        self.start_background();
         let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel();
         let watcher = Arc::new(FileWatcher::new(tx));
         self.hooks.set_watcher(watcher.clone());

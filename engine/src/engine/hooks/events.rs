@@ -13,6 +13,7 @@
 use std::path::Path;
 
 use ctxd_protocol::{ContentBlock, HookEvent, RecordInput, RecordKind};
+use futures::FutureExt;
 use serde_json::json;
 
 use super::{Facts, context_record, fields, memory_type};
@@ -207,21 +208,24 @@ impl Engine {
 
     /// After a new history is written: `PostCompact`, fire-and-forget.
     pub(crate) fn hooks_after_new_history(&self, job: Option<PostCompact>) {
-        let (Some(job), Some(engine)) = (job, self.strong()) else {
+        let Some(job) = job else {
             return;
         };
-        tokio::spawn(async move {
-            engine
-                .run_hooks(
-                    &job.facts,
-                    HookEvent::PostCompact,
-                    Some(job.trigger),
-                    fields([
-                        ("trigger", json!(job.trigger)),
-                        ("compact_summary", json!(job.summary)),
-                    ]),
-                )
-                .await;
+        self.background(move |engine| {
+            async move {
+                engine
+                    .run_hooks(
+                        &job.facts,
+                        HookEvent::PostCompact,
+                        Some(job.trigger),
+                        fields([
+                            ("trigger", json!(job.trigger)),
+                            ("compact_summary", json!(job.summary)),
+                        ]),
+                    )
+                    .await;
+            }
+            .boxed()
         });
     }
 
@@ -232,62 +236,62 @@ impl Engine {
         paths: Vec<String>,
         load_reason: &'static str,
     ) {
-        let Some(engine) = self.strong() else {
-            return;
-        };
         let sid = sid.to_string();
-        tokio::spawn(async move {
-            let Ok(f) = engine.hook_facts(&sid).await else {
-                return;
-            };
-            if f.disabled
-                || !engine
-                    .hook_config(&f)
-                    .has_event(HookEvent::InstructionsLoaded)
-            {
-                return;
+        self.background(move |engine| {
+            async move {
+                let Ok(f) = engine.hook_facts(&sid).await else {
+                    return;
+                };
+                if f.disabled
+                    || !engine
+                        .hook_config(&f)
+                        .has_event(HookEvent::InstructionsLoaded)
+                {
+                    return;
+                }
+                for p in paths {
+                    let kind = memory_type(
+                        Path::new(&p),
+                        &engine.discovery.managed_root,
+                        &engine.discovery.user_home,
+                    );
+                    engine
+                        .run_hooks(
+                            &f,
+                            HookEvent::InstructionsLoaded,
+                            Some(load_reason),
+                            fields([
+                                ("file_path", json!(p)),
+                                ("memory_type", json!(kind)),
+                                ("load_reason", json!(load_reason)),
+                            ]),
+                        )
+                        .await;
+                }
             }
-            for p in paths {
-                let kind = memory_type(
-                    Path::new(&p),
-                    &engine.discovery.managed_root,
-                    &engine.discovery.user_home,
-                );
-                engine
-                    .run_hooks(
-                        &f,
-                        HookEvent::InstructionsLoaded,
-                        Some(load_reason),
-                        fields([
-                            ("file_path", json!(p)),
-                            ("memory_type", json!(kind)),
-                            ("load_reason", json!(load_reason)),
-                        ]),
-                    )
-                    .await;
-            }
+            .boxed()
         });
     }
 
     /// `CwdChanged`, fire-and-forget.
     pub(crate) fn hooks_cwd_changed(&self, sid: &str, old_cwd: String, new_cwd: String) {
-        let Some(engine) = self.strong() else {
-            return;
-        };
         let sid = sid.to_string();
-        tokio::spawn(async move {
-            if let Ok(f) = engine.hook_facts(&sid).await {
-                // The FileChanged watch list follows the cwd.
-                engine.hook_config(&f);
-                engine
-                    .run_hooks(
-                        &f,
-                        HookEvent::CwdChanged,
-                        None,
-                        fields([("old_cwd", json!(old_cwd)), ("new_cwd", json!(new_cwd))]),
-                    )
-                    .await;
+        self.background(move |engine| {
+            async move {
+                if let Ok(f) = engine.hook_facts(&sid).await {
+                    // The FileChanged watch list follows the cwd.
+                    engine.hook_config(&f);
+                    engine
+                        .run_hooks(
+                            &f,
+                            HookEvent::CwdChanged,
+                            None,
+                            fields([("old_cwd", json!(old_cwd)), ("new_cwd", json!(new_cwd))]),
+                        )
+                        .await;
+                }
             }
+            .boxed()
         });
     }
 
@@ -305,37 +309,37 @@ impl Engine {
         if settings_sessions.is_empty() && fired.is_empty() {
             return;
         }
-        let Some(engine) = self.strong() else {
-            return;
-        };
-        tokio::spawn(async move {
-            settings_sessions.sort();
-            settings_sessions.dedup();
-            for sid in settings_sessions {
-                if let Ok(f) = engine.hook_facts(&sid).await {
-                    engine.hook_config(&f);
+        self.background(move |engine| {
+            async move {
+                settings_sessions.sort();
+                settings_sessions.dedup();
+                for sid in settings_sessions {
+                    if let Ok(f) = engine.hook_facts(&sid).await {
+                        engine.hook_config(&f);
+                    }
+                }
+                for (sid, p, change) in fired {
+                    let Ok(f) = engine.hook_facts(&sid).await else {
+                        continue;
+                    };
+                    let name = p
+                        .file_name()
+                        .map(|n| n.to_string_lossy().into_owned())
+                        .unwrap_or_default();
+                    engine
+                        .run_hooks(
+                            &f,
+                            HookEvent::FileChanged,
+                            Some(&name),
+                            fields([
+                                ("file_path", json!(p.display().to_string())),
+                                ("event", json!(change)),
+                            ]),
+                        )
+                        .await;
                 }
             }
-            for (sid, p, change) in fired {
-                let Ok(f) = engine.hook_facts(&sid).await else {
-                    continue;
-                };
-                let name = p
-                    .file_name()
-                    .map(|n| n.to_string_lossy().into_owned())
-                    .unwrap_or_default();
-                engine
-                    .run_hooks(
-                        &f,
-                        HookEvent::FileChanged,
-                        Some(&name),
-                        fields([
-                            ("file_path", json!(p.display().to_string())),
-                            ("event", json!(change)),
-                        ]),
-                    )
-                    .await;
-            }
+            .boxed()
         });
     }
 }
