@@ -2,6 +2,16 @@
 //! `RpcService` and `handle_rpc_call` do (jsonrpsee-server 0.26, MIT), which it keeps
 //! private to its own transport. The decoding, the error answers and the batch rules are
 //! theirs, so a call gets the same answer over either transport.
+//!
+//! Why the connection loop is ours rather than jsonrpsee's WebSocket server: a client
+//! that never reads must not grow the daemon, so each connection counts what is queued
+//! for it in bytes and stops being read past 16 MiB (`outbox.rs`); jsonrpsee's transport
+//! bounds its queue in messages, and one answer can be hundreds of megabytes. The ids
+//! jsonrpsee cannot hold are rewritten on the raw text before decoding (`ids.rs`), which
+//! its transport has no place for either. The framing, handshake and masking are
+//! tungstenite's; only this adapter is a copy, built on jsonrpsee's public types
+//! (`MethodCallback`, `MethodSink`, `BoundedSubscriptions`), so a release that changes
+//! them fails to compile here rather than answering differently.
 
 use std::sync::Arc;
 
