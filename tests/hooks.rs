@@ -755,19 +755,11 @@ async fn hook_events_of_a_hooks_call_are_marked_own_on_its_connection() {
     let caller = d.client().await;
     let other = d.client().await;
     let mut mine = caller
-        .session_subscribe(ctxd_protocol::SubscribeParams {
-            session_id: sid.clone(),
-            after_seq: None,
-            include_records: false,
-        })
+        .session_subscribe(ctxd_protocol::SubscribeParams::from_now(&sid))
         .await
         .unwrap();
     let mut theirs = other
-        .session_subscribe(ctxd_protocol::SubscribeParams {
-            session_id: sid.clone(),
-            after_seq: None,
-            include_records: false,
-        })
+        .session_subscribe(ctxd_protocol::SubscribeParams::from_now(&sid))
         .await
         .unwrap();
     let _: Value = caller

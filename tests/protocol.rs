@@ -195,11 +195,7 @@ async fn events_of_anothers_compile_are_not_marked_own() {
     let sid = session(&d);
     let watcher = d.client().await;
     let mut sub = watcher
-        .session_subscribe(ctxd_protocol::SubscribeParams {
-            session_id: sid.clone(),
-            after_seq: None,
-            include_records: false,
-        })
+        .session_subscribe(ctxd_protocol::SubscribeParams::from_now(&sid))
         .await
         .unwrap();
     // Another client's compile: a `compiled` event, not own.

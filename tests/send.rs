@@ -290,10 +290,7 @@ fn the_key_appears_nowhere() {
     let events: Vec<ctxd_protocol::TurnEvent> = rt.block_on(async {
         let client = d.client().await;
         let mut turn = client
-            .context_send_stream(ctxd_protocol::SendParams {
-                session_id: sid.clone(),
-                agent_id: None,
-            })
+            .context_send_stream(ctxd_protocol::SendParams::main(&sid))
             .await
             .unwrap();
         let mut all = Vec::new();
@@ -413,10 +410,7 @@ fn a_streamed_turn_reaches_the_caller_event_by_event() {
         let mut session_events = watcher.subscribe(&sid).await.unwrap();
         let client = d.client().await;
         let mut turn = client
-            .context_send_stream(ctxd_protocol::SendParams {
-                session_id: sid.clone(),
-                agent_id: None,
-            })
+            .context_send_stream(ctxd_protocol::SendParams::main(&sid))
             .await
             .unwrap();
         let TurnEvent::Started { request_sha256, .. } = next(&mut turn).await else {
@@ -476,10 +470,7 @@ fn a_streamed_error_event_fails_the_turn() {
     rt.block_on(async {
         let client = d.client().await;
         let mut turn = client
-            .context_send_stream(ctxd_protocol::SendParams {
-                session_id: sid.clone(),
-                agent_id: None,
-            })
+            .context_send_stream(ctxd_protocol::SendParams::main(&sid))
             .await
             .unwrap();
         let mut seen = Vec::new();
@@ -557,10 +548,7 @@ fn leaving_the_stream_cancels_the_turn() {
         let mut events = watcher.subscribe(&sid).await.unwrap();
         let client = d.client().await;
         let turn = client
-            .context_send_stream(ctxd_protocol::SendParams {
-                session_id: sid.clone(),
-                agent_id: None,
-            })
+            .context_send_stream(ctxd_protocol::SendParams::main(&sid))
             .await
             .unwrap();
         while server.received_requests().await.unwrap().is_empty() {
@@ -568,10 +556,7 @@ fn leaving_the_stream_cancels_the_turn() {
             tokio::task::yield_now().await;
         }
         let Err(second) = client
-            .context_send_stream(ctxd_protocol::SendParams {
-                session_id: sid.clone(),
-                agent_id: None,
-            })
+            .context_send_stream(ctxd_protocol::SendParams::main(&sid))
             .await
         else {
             panic!("a second stream of the session was accepted");

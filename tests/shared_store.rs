@@ -283,11 +283,7 @@ fn subscribers_on_one_daemon_receive_appends_made_through_the_other() {
     rt.block_on(async {
         let client = b.client().await;
         let mut events = client
-            .session_subscribe(ctxd_protocol::SubscribeParams {
-                session_id: sid.clone(),
-                after_seq: None,
-                include_records: false,
-            })
+            .session_subscribe(ctxd_protocol::SubscribeParams::from_now(&sid))
             .await
             .unwrap();
         a.call(

@@ -110,11 +110,7 @@ impl Client {
         &self,
         session_id: &str,
     ) -> Result<Subscription<SessionEvent>, ClientError> {
-        let p = SubscribeParams {
-            session_id: session_id.into(),
-            after_seq: None,
-            include_records: false,
-        };
+        let p = SubscribeParams::from_now(session_id);
         self.subscribe_to(SESSION_SUBSCRIBE, &p, SESSION_UNSUBSCRIBE)
             .await
     }

@@ -21,6 +21,17 @@ pub struct SubscribeParams {
     pub include_records: bool,
 }
 
+impl SubscribeParams {
+    /// The session's events from now on, without whole records.
+    pub fn from_now(session_id: impl Into<String>) -> SubscribeParams {
+        SubscribeParams {
+            session_id: session_id.into(),
+            after_seq: None,
+            include_records: false,
+        }
+    }
+}
+
 /// One `session.event` notification: an event, stamped with where the session's
 /// transcript stood when it was delivered.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]

@@ -68,6 +68,16 @@ pub struct SendParams {
     pub agent_id: Option<String>,
 }
 
+impl SendParams {
+    /// A turn of the session's main thread.
+    pub fn main(session_id: impl Into<String>) -> SendParams {
+        SendParams {
+            session_id: session_id.into(),
+            agent_id: None,
+        }
+    }
+}
+
 /// What a turn sent and got back.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 pub struct SendResponse {

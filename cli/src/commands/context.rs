@@ -91,10 +91,7 @@ pub async fn send(ctx: &Ctx, client: &Client, a: &SendArgs) -> Result<()> {
             .await?;
     }
     let mut stream = client
-        .context_send_stream(ctxd_protocol::SendParams {
-            session_id: sid.clone(),
-            agent_id: None,
-        })
+        .context_send_stream(ctxd_protocol::SendParams::main(sid.as_str()))
         .await?;
     let mut shown = Shown::default();
     let finished = loop {
