@@ -2,28 +2,18 @@
 //! distinctive content the source's model used later, where the replay's request no
 //! longer showed it, is a **premature clear**. And what the clears saved, by lever.
 //!
-//! The distinctive content of a result (`distinctive`) is, after a `Read`-style line
-//! number prefix (`   12→` or `12<TAB>`) is taken off each line:
-//! - each line of at least 20 characters, trimmed;
-//! - each path: a run of `[A-Za-z0-9_.~/-]` holding a `/` and at least 5 characters,
-//!   with something after its last `/`;
-//! - each identifier: a run of `[A-Za-z0-9_]` of at least 6 characters that starts with
-//!   a letter or `_` and holds a `_` or a lowercase letter followed by an uppercase one
-//!   (so ordinary words are not identifiers);
-//! - each number of 4 or more digits.
-//!
-//! A later response of the source *uses* an item when the item occurs in one of its
-//! text blocks or in a string of one of its tool calls' input. It was *hidden* when the
-//! request the replay compiled for that response does not hold the item anywhere (as
-//! JSON text). A result counts once, at the first response that used something hidden.
+//! The distinctive items of a result, and what it is for a response to *use* one, are
+//! `ctxd_pipeline::items`'s: the lean policy keeps a result the model is still using by
+//! the same definition. An item was *hidden* when the request the replay compiled for
+//! the response that used it does not hold it anywhere (as JSON text). A result counts
+//! once, at the first response that used something hidden.
 
 use std::collections::{BTreeMap, HashMap};
 
-use ctxd_protocol::{ContentBlock, ToolResultBlock, ToolResultContent};
+use ctxd_pipeline::items::{distinctive, result_text, used_text, uses};
+use ctxd_protocol::ContentBlock;
 use serde::Serialize;
 
-/// Items kept per result: enough to tell, bounded for huge outputs.
-const MAX_ITEMS: usize = 400;
 /// Examples kept in a report.
 pub const MAX_EXAMPLES: usize = 10;
 
@@ -76,21 +66,6 @@ pub struct Watch {
     body: Option<String>,
     saved: BTreeMap<String, u64>,
     examples: Vec<PrematureClear>,
-}
-
-/// A result's text as the model read it.
-pub fn result_text(content: &ToolResultContent) -> String {
-    match content {
-        ToolResultContent::Text(t) => t.clone(),
-        ToolResultContent::Blocks(blocks) => blocks
-            .iter()
-            .filter_map(|b| match b {
-                ToolResultBlock::Text { text, .. } => Some(text.as_str()),
-                _ => None,
-            })
-            .collect::<Vec<_>>()
-            .join("\n"),
-    }
 }
 
 impl Watch {
@@ -154,7 +129,7 @@ impl Watch {
             let hit = c
                 .items
                 .iter()
-                .find(|item| used.contains(item.as_str()) && !body.contains(&json_text(item)));
+                .find(|item| uses(&used, item) && !body.contains(&json_text(item)));
             if let Some(item) = hit {
                 c.premature = true;
                 if self.examples.len() < MAX_EXAMPLES {
@@ -216,101 +191,6 @@ fn json_text(item: &str) -> String {
         .to_string()
 }
 
-/// What a response wrote: its text and every string of its tool calls' input.
-fn used_text(content: &[ContentBlock]) -> String {
-    fn strings(v: &serde_json::Value, out: &mut String) {
-        match v {
-            serde_json::Value::String(s) => {
-                out.push_str(s);
-                out.push('\n');
-            }
-            serde_json::Value::Array(a) => a.iter().for_each(|x| strings(x, out)),
-            serde_json::Value::Object(o) => o.values().for_each(|x| strings(x, out)),
-            _ => {}
-        }
-    }
-    let mut out = String::new();
-    for b in content {
-        match b {
-            ContentBlock::Text { text, .. } => {
-                out.push_str(text);
-                out.push('\n');
-            }
-            ContentBlock::ToolUse { input, .. } => strings(input, &mut out),
-            _ => {}
-        }
-    }
-    out
-}
-
-/// A line without the line-number prefix `Read` puts on it.
-fn strip_line_number(line: &str) -> &str {
-    let t = line.trim_start();
-    let digits = t.len() - t.trim_start_matches(|c: char| c.is_ascii_digit()).len();
-    if digits == 0 {
-        return line;
-    }
-    let rest = &t[digits..];
-    rest.strip_prefix('→')
-        .or_else(|| rest.strip_prefix('\t'))
-        .unwrap_or(line)
-}
-
-fn is_identifier(w: &str) -> bool {
-    let first = w.chars().next();
-    if w.chars().count() < 6 || !first.is_some_and(|c| c.is_ascii_alphabetic() || c == '_') {
-        return false;
-    }
-    let hump = w
-        .as_bytes()
-        .windows(2)
-        .any(|p| p[0].is_ascii_lowercase() && p[1].is_ascii_uppercase());
-    w.contains('_') || hump
-}
-
-fn is_path(w: &str) -> bool {
-    w.chars().count() >= 5
-        && w.contains('/')
-        && w.rsplit('/').next().is_some_and(|last| !last.is_empty())
-}
-
-/// The distinctive items of a result's text, in order, each once.
-pub fn distinctive(text: &str) -> Vec<String> {
-    let mut out: Vec<String> = Vec::new();
-    let push = |s: &str, out: &mut Vec<String>| {
-        if out.len() < MAX_ITEMS && !out.iter().any(|o| o == s) {
-            out.push(s.to_string());
-        }
-    };
-    for raw in text.lines() {
-        let line = strip_line_number(raw).trim();
-        if line.chars().count() >= 20 {
-            push(line, &mut out);
-        }
-        let runs = |pred: fn(char) -> bool| {
-            line.split(move |c: char| !pred(c))
-                .filter(|w| !w.is_empty())
-                .collect::<Vec<_>>()
-        };
-        for w in runs(|c| c.is_ascii_alphanumeric() || "_.~/-".contains(c)) {
-            if is_path(w) {
-                push(w, &mut out);
-            }
-        }
-        for w in runs(|c| c.is_ascii_alphanumeric() || c == '_') {
-            if is_identifier(w) {
-                push(w, &mut out);
-            }
-        }
-        for w in runs(|c| c.is_ascii_digit()) {
-            if w.len() >= 4 {
-                push(w, &mut out);
-            }
-        }
-    }
-    out
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -318,28 +198,6 @@ mod tests {
 
     fn blocks(v: serde_json::Value) -> Vec<ContentBlock> {
         serde_json::from_value(v).unwrap()
-    }
-
-    #[test]
-    fn distinctive_items_follow_the_definition() {
-        let text = "     1→use std::collections::HashMap;\n\
-                    2\tshort\n\
-                    see src/engine/mod.rs and ./a or the word because\n\
-                    call parse_record or loadSession, not Parser; port 8080, id 123";
-        let items = distinctive(text);
-        assert_eq!(
-            items,
-            vec![
-                "use std::collections::HashMap;",
-                "HashMap",
-                "see src/engine/mod.rs and ./a or the word because",
-                "src/engine/mod.rs",
-                "call parse_record or loadSession, not Parser; port 8080, id 123",
-                "parse_record",
-                "loadSession",
-                "8080",
-            ]
-        );
     }
 
     #[test]

@@ -36,6 +36,8 @@ pub mod compile;
 pub(crate) mod contract;
 #[path = "stages/digest.rs"]
 pub mod digest;
+#[path = "compaction/items.rs"]
+pub mod items;
 #[path = "reminders/kinds.rs"]
 pub mod kinds;
 #[path = "stages/latch.rs"]
