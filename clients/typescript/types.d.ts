@@ -1032,9 +1032,17 @@ export type LeanSettings = {
   keep_recent?: number;
   /**
    * A reproducible tool's result is stale once this many model responses have
-   * followed the last touch of its subject (the file it read, else the call itself).
+   * followed the last touch of its subject (the file it read, else the call itself)
+   * or, with `touch_by_use`, the last response that used one of its items.
    */
   stale_after_rounds?: number;
+  /**
+   * A later model response that uses one of a result's distinctive items (a line,
+   * path, identifier or long number of it, in its text or a tool call's input)
+   * touches the result, so it goes stale only `stale_after_rounds` responses after
+   * its last use. Default on.
+   */
+  touch_by_use?: boolean;
   /**
    * While the provider's cache is warm, a batch is cleared only if its tokens are at
    * least this percentage of the tokens after it that the cache must write again
@@ -1317,8 +1325,9 @@ export type PlanModeResponse = {
  */
 export type PolicyClear = {
   /**
-   * `superseded` (a later call produced it again) or `stale` (its subject untouched
-   * for `settings.lean.stale_after_rounds` responses).
+   * `superseded` (a later call produced it again) or `stale` (its subject, and with
+   * `settings.lean.touch_by_use` its items, untouched for
+   * `settings.lean.stale_after_rounds` responses).
    */
   rule: string;
   tool_use_id: string;

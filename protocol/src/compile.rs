@@ -85,8 +85,9 @@ pub struct MicrocompactReport {
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 pub struct PolicyClear {
     pub tool_use_id: String,
-    /// `superseded` (a later call produced it again) or `stale` (its subject untouched
-    /// for `settings.lean.stale_after_rounds` responses).
+    /// `superseded` (a later call produced it again) or `stale` (its subject, and with
+    /// `settings.lean.touch_by_use` its items, untouched for
+    /// `settings.lean.stale_after_rounds` responses).
     pub rule: String,
 }
 

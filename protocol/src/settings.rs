@@ -388,7 +388,8 @@ impl ContextPolicy {
 #[serde(deny_unknown_fields)]
 pub struct LeanSettings {
     /// A reproducible tool's result is stale once this many model responses have
-    /// followed the last touch of its subject (the file it read, else the call itself).
+    /// followed the last touch of its subject (the file it read, else the call itself)
+    /// or, with `touch_by_use`, the last response that used one of its items.
     #[serde(default = "default_stale_after")]
     pub stale_after_rounds: u32,
     /// The most recent results of reproducible tools are never cleared as stale.
@@ -399,6 +400,12 @@ pub struct LeanSettings {
     /// (a cold cache clears every candidate).
     #[serde(default = "default_warm_ratio")]
     pub warm_min_ratio_pct: u32,
+    /// A later model response that uses one of a result's distinctive items (a line,
+    /// path, identifier or long number of it, in its text or a tool call's input)
+    /// touches the result, so it goes stale only `stale_after_rounds` responses after
+    /// its last use. Default on.
+    #[serde(default = "default_touch_by_use")]
+    pub touch_by_use: bool,
 }
 
 fn default_stale_after() -> u32 {
@@ -410,6 +417,9 @@ fn default_lean_keep() -> u32 {
 fn default_warm_ratio() -> u32 {
     300
 }
+fn default_touch_by_use() -> bool {
+    true
+}
 
 impl Default for LeanSettings {
     fn default() -> Self {
@@ -417,6 +427,7 @@ impl Default for LeanSettings {
             stale_after_rounds: default_stale_after(),
             keep_recent: default_lean_keep(),
             warm_min_ratio_pct: default_warm_ratio(),
+            touch_by_use: default_touch_by_use(),
         }
     }
 }

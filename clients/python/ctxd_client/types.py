@@ -340,7 +340,7 @@ class InstructionSettings(_InstructionSettingsRequired, _InstructionSettingsOpti
 
 
 _LeanSettingsRequired = TypedDict("_LeanSettingsRequired", {})
-_LeanSettingsOptional = TypedDict("_LeanSettingsOptional", {"keep_recent": "int", "stale_after_rounds": "int", "warm_min_ratio_pct": "int"}, total=False)
+_LeanSettingsOptional = TypedDict("_LeanSettingsOptional", {"keep_recent": "int", "stale_after_rounds": "int", "touch_by_use": "bool", "warm_min_ratio_pct": "int"}, total=False)
 
 
 class LeanSettings(_LeanSettingsRequired, _LeanSettingsOptional):

@@ -11,6 +11,9 @@
 //! - **stale**: a result of a tool whose output can be produced again, whose subject (the
 //!   file it read, or the call itself) has not been touched for `stale_after_rounds`
 //!   model responses, and which is not among the `keep_recent` most recent such results.
+//!   With `touch_by_use`, a response that uses one of the result's distinctive items
+//!   (`items`: the definition the premature-clear measure uses) touches it too: the
+//!   model is still working with what it showed.
 //!
 //! Clearing a result rewrites the provider's cache from that result on, so a batch is
 //! cleared only where that costs little: when the cache has gone cold anyway (the gap
@@ -27,6 +30,7 @@ use ctxd_protocol::{ContentBlock, LeanSettings, Record, RecordKind, ToolResultCo
 use serde_json::Value;
 
 use super::budget::Fate;
+use super::items;
 use super::microcompact::{CLEARED, last_assistant_time};
 use super::tokens::block_tokens;
 
@@ -129,13 +133,22 @@ fn is_cleared_text(content: &ToolResultContent) -> bool {
     matches!(content, ToolResultContent::Text(t) if t == CLEARED)
 }
 
-/// The calls of the view in order, with their results' positions and sizes; and, per
-/// position, the tokens of the user and assistant content there.
-fn calls<'r>(
-    view: &[&'r Record],
-    fates: &BTreeMap<String, Fate>,
-) -> (Vec<Call<'r>>, Vec<u64>, Vec<&'r str>) {
+/// The view, read once: its calls in order, with their results' positions and sizes.
+struct Scan<'r> {
+    calls: Vec<Call<'r>>,
+    /// Per position of the view, the tokens of the user and assistant content there.
+    sizes: Vec<u64>,
+    /// The calls whose result the view already shows cleared.
+    already: Vec<&'r str>,
+    /// The model's responses, each record with its round (a response may span records).
+    responses: Vec<(usize, &'r Record)>,
+    /// How many model responses the view holds.
+    rounds: usize,
+}
+
+fn scan<'r>(view: &[&'r Record], fates: &BTreeMap<String, Fate>) -> Scan<'r> {
     let mut out: Vec<Call<'r>> = Vec::new();
+    let mut responses = Vec::new();
     let mut index: HashMap<&str, usize> = HashMap::new();
     let mut sizes = Vec::with_capacity(view.len());
     let mut already: Vec<&str> = Vec::new();
@@ -150,6 +163,7 @@ fn calls<'r>(
                     round += 1;
                 }
                 last_message = message;
+                responses.push((round, *r));
                 for b in &r.content {
                     size += block_tokens(b);
                     if let ContentBlock::ToolUse {
@@ -192,12 +206,17 @@ fn calls<'r>(
         }
         sizes.push(size);
     }
-    (out, sizes, already)
+    Scan {
+        calls: out,
+        sizes,
+        already,
+        responses,
+        rounds: round,
+    }
 }
 
 /// The results the rules select, oldest first, with the rule that selected each.
-fn candidates(calls: &[Call<'_>], settings: &LeanSettings) -> Vec<(usize, Rule)> {
-    let rounds = calls.last().map_or(0, |c| c.round);
+fn candidates(calls: &[Call<'_>], rounds: usize, settings: &LeanSettings) -> Vec<(usize, Rule)> {
     let mut later_keys: HashMap<String, usize> = HashMap::new();
     let mut last_write: HashMap<&str, usize> = HashMap::new();
     let mut last_touch: HashMap<String, usize> = HashMap::new();
@@ -262,14 +281,29 @@ pub fn decide(
     clock: CacheClock,
     warm_allowed: bool,
 ) -> Decision {
-    let (calls, sizes, already) = calls(view, fates);
-    let open: Vec<(usize, Rule)> = candidates(&calls, settings)
+    let Scan {
+        calls,
+        sizes,
+        already,
+        responses,
+        rounds,
+    } = scan(view, fates);
+    let mut open: Vec<(usize, Rule)> = candidates(&calls, rounds, settings)
         .into_iter()
         .filter(|(i, _)| {
             let id = calls[*i].id;
             !cleared.contains_key(id) && !already.contains(&id)
         })
         .collect();
+    if settings.touch_by_use && open.iter().any(|(_, rule)| *rule == Rule::Stale) {
+        let horizon = rounds.saturating_sub(settings.stale_after_rounds as usize);
+        let mut used = String::new();
+        for (_, r) in responses.iter().filter(|(round, _)| *round > horizon) {
+            items::push_used(&r.content, &mut used);
+        }
+        let used = items::Used::new(used);
+        open.retain(|(i, rule)| *rule != Rule::Stale || !used_by(view, &calls[*i], &used));
+    }
     let cold = last_assistant_time(view)
         .is_some_and(|t| clock.now.signed_duration_since(t).num_seconds() > clock.ttl_secs);
     if open.is_empty() {
@@ -290,6 +324,36 @@ pub fn decide(
             .collect(),
         cold,
     }
+}
+
+/// Whether `used` (what the responses since the stale horizon wrote) uses one of the
+/// call's result's distinctive items: a touch that keeps a stale candidate. Only
+/// candidates the clock alone would clear are asked, so a compile pays for the few
+/// results about to go, not for the whole view.
+fn used_by(view: &[&Record], call: &Call<'_>, used: &items::Used) -> bool {
+    if used.is_empty() {
+        return false;
+    }
+    let Some(content) = call
+        .result_at
+        .and_then(|at| result_content(view[at], call.id))
+    else {
+        return false;
+    };
+    let text = items::result_text(content);
+    used.first_used(&items::distinctive(&text)).is_some()
+}
+
+/// The content of the call's result in the record that holds it.
+fn result_content<'r>(record: &'r Record, id: &str) -> Option<&'r ToolResultContent> {
+    record.content.iter().find_map(|b| match b {
+        ContentBlock::ToolResult {
+            tool_use_id,
+            content,
+            ..
+        } if tool_use_id == id => Some(content),
+        _ => None,
+    })
 }
 
 /// While the cache is warm: the first candidate of the longest run at the end worth

@@ -38,6 +38,7 @@ fn superseded_only() -> LeanSettings {
         stale_after_rounds: 1_000,
         keep_recent: 0,
         warm_min_ratio_pct: 100,
+        ..LeanSettings::default()
     }
 }
 
@@ -131,6 +132,7 @@ fn stale_results_age_from_the_last_touch_of_their_file_and_the_recent_are_kept()
         stale_after_rounds: 4,
         keep_recent: 2,
         warm_min_ratio_pct: 100,
+        ..LeanSettings::default()
     };
     let clears = cold(&recs, &settings);
     // 8 responses: t1 and t2 are 6 and 5 old, t3 is 4 old, t4 is 3 old; t5 and t6 are
@@ -155,6 +157,7 @@ fn edits_and_unknown_tools_are_never_cleared() {
         stale_after_rounds: 0,
         keep_recent: 0,
         warm_min_ratio_pct: 0,
+        ..LeanSettings::default()
     };
     assert!(cold(&recs, &settings).is_empty());
 }
@@ -223,4 +226,117 @@ fn what_is_cleared_already_is_not_cleared_again() {
         true,
     );
     assert!(d.clears.is_empty());
+}
+
+/// `records` with a text block put first in the response of call `i`.
+fn said(mut records: Vec<Record>, i: usize, text: &str) -> Vec<Record> {
+    let block: ContentBlock =
+        serde_json::from_value(json!({"type": "text", "text": text})).unwrap();
+    records[2 * i].content.insert(0, block);
+    records
+}
+
+/// A search, then `rounds - 1` responses that run a command whose output has no item.
+fn a_search_then_commands(rounds: usize) -> Vec<Record> {
+    let mut calls = vec![(
+        "Grep",
+        json!({"pattern": "load"}),
+        "src/session/load.ts:12: export function loadSession(id) {",
+    )];
+    for _ in 1..rounds {
+        calls.push(("Bash", json!({"command": "true"}), "ok"));
+    }
+    transcript(&calls)
+}
+
+fn use_aware() -> LeanSettings {
+    LeanSettings {
+        stale_after_rounds: 4,
+        keep_recent: 0,
+        warm_min_ratio_pct: 100,
+        touch_by_use: true,
+    }
+}
+
+#[test]
+fn a_result_the_model_used_within_the_horizon_is_not_stale() {
+    // 8 responses; the 5th (3 responses before the end) names the path the search found.
+    let recs = said(
+        a_search_then_commands(8),
+        4,
+        "The loader is in src/session/load.ts.",
+    );
+    assert!(!ids(&cold(&recs, &use_aware())).contains(&"t0"));
+    // Without the touch, the search is 7 responses old: stale.
+    let by_clock = LeanSettings {
+        touch_by_use: false,
+        ..use_aware()
+    };
+    assert!(ids(&cold(&recs, &by_clock)).contains(&"t0"));
+}
+
+#[test]
+fn a_use_in_a_tool_call_touches_too_and_only_a_distinctive_item_counts() {
+    // A string of a later call's input holds the identifier the search showed.
+    let mut recs = a_search_then_commands(8);
+    recs[2 * 5].content = serde_json::from_value(json!([{"type": "tool_use", "id": "t5",
+        "name": "Grep", "input": {"pattern": "loadSession\\("}}]))
+    .unwrap();
+    assert!(!ids(&cold(&recs, &use_aware())).contains(&"t0"));
+    // Words of the result that are no item (`export`, `function`, `12`) touch nothing.
+    let recs = said(
+        a_search_then_commands(8),
+        5,
+        "export the function at line 12",
+    );
+    assert!(ids(&cold(&recs, &use_aware())).contains(&"t0"));
+}
+
+#[test]
+fn a_result_unused_for_the_horizon_goes_stale() {
+    // The use is in the 4th response: 4 responses have followed it.
+    let recs = said(
+        a_search_then_commands(8),
+        3,
+        "The loader is in src/session/load.ts.",
+    );
+    let clears = cold(&recs, &use_aware());
+    assert!(
+        clears.contains(&("t0".to_string(), Rule::Stale)),
+        "{clears:?}"
+    );
+    // One response later, it is in the horizon again.
+    let recs = said(
+        a_search_then_commands(8),
+        4,
+        "The loader is in src/session/load.ts.",
+    );
+    assert!(!ids(&cold(&recs, &use_aware())).contains(&"t0"));
+}
+
+#[test]
+fn a_use_does_not_keep_a_superseded_result() {
+    // The same search again: the later result is the one the model reads.
+    let mut recs = said(
+        a_search_then_commands(8),
+        6,
+        "The loader is in src/session/load.ts.",
+    );
+    recs[2 * 7].content = serde_json::from_value(json!([{"type": "tool_use", "id": "t7",
+        "name": "Grep", "input": {"pattern": "load"}}]))
+    .unwrap();
+    let clears = cold(&recs, &use_aware());
+    assert!(
+        clears.contains(&("t0".to_string(), Rule::Superseded)),
+        "{clears:?}"
+    );
+}
+
+#[test]
+fn settings_written_before_touch_by_use_still_parse_and_get_it() {
+    let old: LeanSettings = serde_json::from_value(json!({"stale_after_rounds": 8})).unwrap();
+    assert!(old.touch_by_use);
+    assert_eq!(old.keep_recent, LeanSettings::default().keep_recent);
+    let off: LeanSettings = serde_json::from_value(json!({"touch_by_use": false})).unwrap();
+    assert!(!off.touch_by_use);
 }
