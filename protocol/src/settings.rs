@@ -409,7 +409,7 @@ pub struct LeanSettings {
 }
 
 fn default_stale_after() -> u32 {
-    12
+    24
 }
 fn default_lean_keep() -> u32 {
     6
