@@ -10,7 +10,8 @@
 
 use std::collections::{BTreeMap, HashMap};
 
-use ctxd_pipeline::items::{distinctive, result_text, used_text, uses};
+use ctxd_pipeline::items::{distinctive, used_text, uses};
+use ctxd_pipeline::records::result_text;
 use ctxd_protocol::ContentBlock;
 use serde::Serialize;
 

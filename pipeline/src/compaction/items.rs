@@ -19,26 +19,11 @@
 
 use std::collections::HashSet;
 
-use ctxd_protocol::{ContentBlock, ToolResultBlock, ToolResultContent};
+use ctxd_protocol::ContentBlock;
 use serde_json::Value;
 
 /// Items kept per result: enough to tell, bounded for huge outputs.
 pub const MAX_ITEMS: usize = 400;
-
-/// A result's text as the model read it: its text blocks, one per line.
-pub fn result_text(content: &ToolResultContent) -> String {
-    match content {
-        ToolResultContent::Text(t) => t.clone(),
-        ToolResultContent::Blocks(blocks) => blocks
-            .iter()
-            .filter_map(|b| match b {
-                ToolResultBlock::Text { text, .. } => Some(text.as_str()),
-                _ => None,
-            })
-            .collect::<Vec<_>>()
-            .join("\n"),
-    }
-}
 
 /// What a response wrote: its text and every string of its tool calls' input, each
 /// followed by a newline. No item holds a newline, so none is found across two pieces.
@@ -127,14 +112,6 @@ impl Used {
 /// occurs in it.
 pub fn uses(used: &str, item: &str) -> bool {
     used.contains(item)
-}
-
-/// The first of `items` that `used` uses.
-pub fn first_used<'i>(items: &'i [String], used: &str) -> Option<&'i str> {
-    items
-        .iter()
-        .map(String::as_str)
-        .find(|item| uses(used, item))
 }
 
 /// A line without the line-number prefix `Read` puts on it.
@@ -250,7 +227,10 @@ mod tests {
         let items: Vec<String> = ["hidden_thought_item", "8080", "parse_record", "mod.rs"]
             .map(String::from)
             .into();
-        assert_eq!(first_used(&items, &used), Some("parse_record"));
+        assert_eq!(
+            Used::new(used.clone()).first_used(&items),
+            Some("parse_record")
+        );
         assert!(uses(&used, "src/engine/mod.rs"));
         assert!(!uses(&used, "hidden_thought_item"));
         // A number in the input is not a string of it.

@@ -340,7 +340,7 @@ fn used_by(view: &[&Record], call: &Call<'_>, used: &items::Used) -> bool {
     else {
         return false;
     };
-    let text = items::result_text(content);
+    let text = super::records::result_text(content);
     used.first_used(&items::distinctive(&text)).is_some()
 }
 
