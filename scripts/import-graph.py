@@ -136,7 +136,7 @@ def reexports(mods):
     return out
 
 
-def resolve(mods, here, segments, rx=None):
+def resolve(mods, segments, rx=None):
     """The module `segments` land in: the longest module prefix, then one re-export."""
     best, k_best = None, 0
     for k in range(1, len(segments) + 1):
@@ -158,7 +158,6 @@ def graph():
     for crate, mods in all_mods.items():
         for path, file in mods.items():
             text = strip_tests(open(file).read())
-            is_dir_mod = os.path.basename(file) in ("lib.rs", "mod.rs")
             for head, rest in PATH.findall(text):
                 segs = rest.strip(":").split("::")
                 if head in CRATES and head != crate:
@@ -167,7 +166,7 @@ def graph():
                 elif head == "crate" or head == crate:
                     target_crate, base = crate, ()
                 elif head == "self":
-                    target_crate, base = crate, path if is_dir_mod else path
+                    target_crate, base = crate, path
                 elif head == "super":
                     target_crate = crate
                     base = path[:-1]
@@ -175,7 +174,7 @@ def graph():
                         segs, base = segs[1:], base[:-1]
                 else:
                     continue
-                target = resolve(all_mods[target_crate], path, list(base) + segs, rxs[target_crate])
+                target = resolve(all_mods[target_crate], list(base) + segs, rxs[target_crate])
                 if target is None or target_crate != crate:
                     continue
                 if target == path or target == ():
