@@ -79,11 +79,11 @@ impl Ask<'static> {
 }
 
 impl Engine {
-    pub(crate) fn resolve_now(&self, now: Option<&str>) -> Result<chrono::DateTime<chrono::Utc>> {
+    pub(crate) fn resolve_now(&self, now: Option<&str>) -> Result<DateTime<Utc>> {
         match now {
-            Some(t) => Ok(chrono::DateTime::parse_from_rfc3339(t)
+            Some(t) => Ok(DateTime::parse_from_rfc3339(t)
                 .map_err(|_| Error::invalid("now", "must be an RFC 3339 date-time"))?
-                .with_timezone(&chrono::Utc)),
+                .with_timezone(&Utc)),
             None => Ok(self.clock.now()),
         }
     }
@@ -97,7 +97,7 @@ impl Engine {
         l: &mut Loaded,
         ask: &Ask<'_>,
     ) -> Result<Compiled> {
-        let prepared = self.prepare_compile(cell, l, ask.now, ask.flags).await?;
+        let prepared = self.prepare_compile(cell, l, ask).await?;
         Ok(prepared.fill(assemble(l, None, ask)?))
     }
 
@@ -108,9 +108,9 @@ impl Engine {
         &self,
         cell: &super::SessionCell,
         l: &mut Loaded,
-        now: chrono::DateTime<chrono::Utc>,
-        flags: Option<&RequestFlags>,
+        ask: &Ask<'_>,
     ) -> Result<Prepared> {
+        let (now, flags) = (ask.now, ask.flags);
         l.utc_offset = self.clock.utc_offset(now);
         let latch_notes = self.settle_flags(l, flags).await?;
         self.refresh_memo(cell, l).await?;

@@ -312,17 +312,15 @@ pub(crate) fn appended_event(session_id: &str, records: &[Record]) -> SessionEve
 
 impl Engine {
     pub fn new(store: Store, home: &Path, clock: Arc<dyn Clock>) -> Engine {
-        let discovery = DiscoveryDefaults::default();
-        Engine {
+        let limits = ctxd_pipeline::limits::Limits::default();
+        let mut engine = Engine {
             store,
             home: home.to_path_buf(),
             clock,
-            cells: Arc::new(cells::Cells::new(
-                ctxd_pipeline::limits::Limits::default().max_loaded_sessions,
-            )),
-            limits: ctxd_pipeline::limits::Limits::default(),
+            cells: Arc::new(cells::Cells::new(limits.max_loaded_sessions)),
+            limits,
             started: Instant::now(),
-            discovery: discovery.clone(),
+            discovery: DiscoveryDefaults::default(),
             watcher: std::sync::OnceLock::new(),
             watched: Mutex::new(HashMap::new()),
             default_summariser: ctxd_protocol::SummariserConfig::Embedded,
@@ -330,14 +328,7 @@ impl Engine {
             extracting: Mutex::new(HashMap::new()),
             background: std::sync::OnceLock::new(),
             skills: Default::default(),
-            hooks: hooks::HookState::new(
-                hooks::Places {
-                    managed_root: discovery.managed_root.clone(),
-                    user_home: discovery.user_home.clone(),
-                    trust_list: crate::hooks::trust::list_path(home),
-                },
-                ctxd_pipeline::limits::Limits::default().max_loaded_sessions,
-            ),
+            hooks: hooks::HookState::default(),
             memories: Default::default(),
             platform: std::env::consts::OS.to_string(),
             turns: Default::default(),
@@ -345,7 +336,9 @@ impl Engine {
             env: crate::providers::process_env(),
             #[cfg(test)]
             source_faults: collect::SourceFaults::default(),
-        }
+        };
+        engine.configure_hooks();
+        engine
     }
 
     /// Starts the worker that runs background jobs. It holds the engine weakly: when the

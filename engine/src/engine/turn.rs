@@ -80,7 +80,7 @@ impl Engine {
                 let compiled = self.compile_now(&cell, l, &ask).await?;
                 (guard, compiled)
             } else {
-                let prepared = self.prepare_compile(&cell, l, now, ask.flags).await?;
+                let prepared = self.prepare_compile(&cell, l, &ask).await?;
                 let snapshot = l.clone();
                 drop(guard);
                 let decided = snapshot.decisions();
@@ -124,9 +124,7 @@ impl Engine {
                         .await
                     {
                         Ok(report) => {
-                            compiled = self.compile_now(&cell, l, &ask).await?;
-                            compiled.metadata.compaction_shortfall = shortfall_of(&report);
-                            compiled.metadata.compaction = Some(report);
+                            compiled = self.compile_after(&cell, l, &ask, report).await?;
                         }
                         Err(e) => {
                             tracing::warn!(session = %l.row.id, error = %e, "autocompact failed");
@@ -141,8 +139,7 @@ impl Engine {
                 compiled.metadata.compaction_shortfall = l.no_room.as_ref().map(|(_, s)| s.clone());
             }
         }
-        self.finish_compile(&cell, l, compiled, ask.side_request, now)
-            .await
+        self.finish_compile(&cell, l, compiled, &ask).await
     }
 
     /// Blocking limit, effects, warning level: what every compile ends with.
@@ -151,8 +148,7 @@ impl Engine {
         cell: &super::SessionCell,
         l: &mut Loaded,
         mut compiled: Compiled,
-        side_request: bool,
-        now: chrono::DateTime<chrono::Utc>,
+        ask: &Ask<'_>,
     ) -> Result<Compiled> {
         let state = compiled.metadata.context.clone();
         self.announce_level(cell, l, &state, compiled.metadata.tokens.estimated_tokens);
@@ -163,7 +159,7 @@ impl Engine {
             });
         }
         self.store_effects(l, &compiled.effects).await?;
-        self.record_compile(l, &mut compiled, side_request, now);
+        self.record_compile(l, &mut compiled, ask.side_request, ask.now);
         let m = &compiled.metadata;
         let attachments = compiled.projected_attachments;
         self.emit(
@@ -241,30 +237,43 @@ impl Engine {
         let mut guard = cell.state.lock().await;
         self.load_or_drop(&p.session_id, &mut guard).await?;
         let l = super::loaded_mut(&mut guard)?;
-        let now = self.clock.now();
-        let before = self.compile_now(&cell, l, &Ask::at(now)).await?;
+        let ask = Ask::at(self.clock.now());
+        let before = self.compile_now(&cell, l, &ask).await?;
         let pre_tokens = before.metadata.context.effective_tokens + p.token_gap.unwrap_or(0);
         // Cheapest relief first: commit every staged collapse once; only when nothing
         // was staged does the reactive compact run.
         if !media && self.run_collapse(&cell, l, pre_tokens, true).await? {
-            let compiled = self.compile_now(&cell, l, &Ask::at(now)).await?;
+            let compiled = self.compile_now(&cell, l, &ask).await?;
             // The provider refused this size: a drain that freed nothing (its collapses
             // covered records a compaction had already taken out) must not hand the
             // same request back, so the reactive compaction runs after all.
             if compiled.metadata.context.effective_tokens < before.metadata.context.effective_tokens
             {
-                return self.finish_compile(&cell, l, compiled, false, now).await;
+                return self.finish_compile(&cell, l, compiled, &ask).await;
             }
             tracing::info!(session = %l.row.id, "draining the collapses freed nothing; compacting");
         }
         let report = self
-            .compact_locked(&cell, l, Trigger::Reactive, None, now, pre_tokens)
+            .compact_locked(&cell, l, Trigger::Reactive, None, ask.now, pre_tokens)
             .await
             .map_err(|e| Error::CompactionFailed(format!("cannot recover: {e}")))?;
-        let mut compiled = self.compile_now(&cell, l, &Ask::at(now)).await?;
+        let compiled = self.compile_after(&cell, l, &ask, report).await?;
+        self.finish_compile(&cell, l, compiled, &ask).await
+    }
+
+    /// The compile after a compaction: the new history's request, carrying the
+    /// compaction's report and, when it left more than its target, the shortfall.
+    async fn compile_after(
+        &self,
+        cell: &super::SessionCell,
+        l: &mut Loaded,
+        ask: &Ask<'_>,
+        report: CompactionReport,
+    ) -> Result<Compiled> {
+        let mut compiled = self.compile_now(cell, l, ask).await?;
         compiled.metadata.compaction_shortfall = shortfall_of(&report);
         compiled.metadata.compaction = Some(report);
-        self.finish_compile(&cell, l, compiled, false, now).await
+        Ok(compiled)
     }
 }
 

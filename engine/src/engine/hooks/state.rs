@@ -93,9 +93,9 @@ pub(crate) struct Places {
     pub(crate) trust_list: PathBuf,
 }
 
-impl HookState {
-    /// No session's state yet.
-    pub(crate) fn new(places: Places, max_sessions: usize) -> HookState {
+impl Default for HookState {
+    /// No session's state yet; looking nowhere until `configure` says where.
+    fn default() -> HookState {
         HookState {
             sessions: Mutex::new(HashMap::new()),
             tick: AtomicU64::new(0),
@@ -103,12 +103,14 @@ impl HookState {
             watched: Mutex::new(HashMap::new()),
             exported: Mutex::new(HashMap::new()),
             slots: Arc::new(Semaphore::new(MAX_RUNNING_HOOKS)),
-            places,
-            max_sessions: max_sessions.max(1),
+            places: Places::default(),
+            max_sessions: 1,
             watcher: OnceLock::new(),
         }
     }
+}
 
+impl HookState {
     /// Watches through `watcher` from now on.
     pub(crate) fn set_watcher(&self, watcher: Arc<FileWatcher>) {
         let _ = self.watcher.set(watcher);
