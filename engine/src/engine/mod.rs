@@ -27,6 +27,7 @@ mod session;
 mod skills;
 mod source_input;
 mod sources;
+mod summariser;
 #[cfg(test)]
 pub(crate) mod test_support;
 mod transcript;
@@ -264,7 +265,7 @@ pub struct Engine {
     watched: Mutex<HashMap<PathBuf, BTreeSet<String>>>,
     /// The summariser of sessions that do not choose one.
     pub(crate) default_summariser: ctxd_protocol::SummariserConfig,
-    pub(crate) pending_summaries: compact::PendingSummaries,
+    pub(crate) pending_summaries: summariser::PendingSummaries,
     /// Sessions with an extraction running, and how to wait for it.
     pub(crate) extracting: Mutex<HashMap<String, Arc<tokio::sync::Notify>>>,
     /// Where work that outlives its call goes (a memory extraction, fire-and-forget
