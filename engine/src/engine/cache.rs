@@ -74,7 +74,7 @@ impl Engine {
             .as_ref()
             .map(|c| c.edits.clone())
             .unwrap_or_default();
-        if let Some(compact) = threshold_compaction_edit(&self.summariser_config(l))
+        if let Some(compact) = threshold_compaction_edit(&self.summaries.config(&l.row.settings))
             && !edits
                 .iter()
                 .any(|e| e.get("type").and_then(|t| t.as_str()) == Some(latch::COMPACT_EDIT))

@@ -84,6 +84,7 @@ impl Engine {
         // stands in when it is the embedded one or when a model call fails (staging must
         // not fail a compile).
         let model = self
+            .summaries
             .summariser(l, cell)
             .ok()
             .filter(|m| m.kind() != "embedded");

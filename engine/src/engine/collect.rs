@@ -275,7 +275,7 @@ impl Engine {
             self.memories.consumed(&sid, &p);
         }
         for p in &removed {
-            self.unwatch(&sid, std::path::Path::new(p));
+            self.watches.unwatch(&sid, std::path::Path::new(p));
         }
         if !nested_paths.is_empty() {
             self.emit(

@@ -34,7 +34,7 @@ impl Engine {
             return Ok(None);
         }
         if matches!(
-            self.summariser_config(l),
+            self.summaries.config(&l.row.settings),
             SummariserConfig::Server {
                 mode: ServerCompactionMode::Threshold,
                 ..
@@ -119,7 +119,7 @@ impl Engine {
         let mut sm_skipped = None;
         if let SummariserConfig::Server {
             instructions: own, ..
-        } = self.summariser_config(l)
+        } = self.summaries.config(&l.row.settings)
         {
             // The provider summarises: no session-memory compact of ctxd's first.
             let instructions = self
@@ -229,7 +229,7 @@ impl Engine {
         pre_tokens: u64,
         started: Instant,
     ) -> Result<CompactionReport> {
-        let summariser = self.summariser(l, cell)?;
+        let summariser = self.summaries.summariser(l, cell)?;
         let budget = room_budget(l);
         // PreCompact hooks' stdout joins the custom instructions the summariser reads.
         let instructions = self.hooks_pre_compact(l, trigger, instructions).await;

@@ -24,6 +24,42 @@ const EXTRACTION_TIMEOUT: Duration = Duration::from_secs(60);
 /// How long a session-memory compact waits for a running extraction.
 const WAIT_FOR_EXTRACTION: Duration = Duration::from_secs(15);
 
+/// The extractions running, one per session at most, and how to wait for each.
+#[derive(Default)]
+pub(crate) struct Extractions(std::sync::Mutex<std::collections::HashMap<String, Arc<Notify>>>);
+
+impl Extractions {
+    /// The session's running extraction, to wait for.
+    fn running(&self, sid: &str) -> Option<Arc<Notify>> {
+        self.0.lock().ok()?.get(sid).cloned()
+    }
+
+    /// Claims the session's one extraction slot: `Ok(notify)` when this caller now runs
+    /// the extraction (and must call [`Engine::run_claimed`]), `Err(notify)` to wait for
+    /// the one already running. Synchronous, so an append that starts an extraction has
+    /// claimed it before it is answered.
+    fn claim(&self, sid: &str) -> Result<std::result::Result<Arc<Notify>, Arc<Notify>>> {
+        let mut map = self
+            .0
+            .lock()
+            .map_err(|_| Error::Internal("extraction lock".into()))?;
+        if let Some(n) = map.get(sid) {
+            return Ok(Err(n.clone()));
+        }
+        let n = Arc::new(Notify::new());
+        map.insert(sid.to_string(), n.clone());
+        Ok(Ok(n))
+    }
+
+    /// Frees the slot `claim` gave and wakes those waiting on it.
+    fn release(&self, sid: &str, notify: &Notify) {
+        if let Ok(mut map) = self.0.lock() {
+            map.remove(sid);
+        }
+        notify.notify_waiters();
+    }
+}
+
 impl Engine {
     pub(crate) fn memory_path(&self, sid: &str) -> PathBuf {
         self.session_dir(sid)
@@ -56,27 +92,6 @@ impl Engine {
         }
     }
 
-    fn extraction_flag(&self, sid: &str) -> Option<Arc<Notify>> {
-        self.extracting.lock().ok()?.get(sid).cloned()
-    }
-
-    /// Claims the session's one extraction slot: `Ok(notify)` when this caller now runs
-    /// the extraction (and must call [`Engine::run_claimed`]), `Err(notify)` to wait for
-    /// the one already running. Synchronous, so an append that starts an extraction has
-    /// claimed it before it is answered.
-    fn claim_extraction(&self, sid: &str) -> Result<std::result::Result<Arc<Notify>, Arc<Notify>>> {
-        let mut map = self
-            .extracting
-            .lock()
-            .map_err(|_| Error::Internal("extraction lock".into()))?;
-        if let Some(n) = map.get(sid) {
-            return Ok(Err(n.clone()));
-        }
-        let n = Arc::new(Notify::new());
-        map.insert(sid.to_string(), n.clone());
-        Ok(Ok(n))
-    }
-
     pub async fn memory_get(&self, sid: &str) -> Result<MemoryGetResponse> {
         let s = sid.to_string();
         let row = self
@@ -88,7 +103,7 @@ impl Engine {
                 memory::get(c, &s)
             })
             .await?;
-        let extracting = self.extraction_flag(sid).is_some();
+        let extracting = self.extractions.running(sid).is_some();
         // Another daemon may have written it: the mirror here follows the store.
         if self.store.shared()
             && let Some(m) = &row
@@ -203,7 +218,7 @@ impl Engine {
                     return;
                 }
                 // One at a time per session; claimed before the append is answered.
-                let Ok(Ok(notify)) = self.claim_extraction(&sid) else {
+                let Ok(Ok(notify)) = self.extractions.claim(&sid) else {
                     return;
                 };
                 self.background(move |engine| {
@@ -222,7 +237,7 @@ impl Engine {
     /// Runs one extraction for the session and writes the result. At most one runs per
     /// session; a second call waits for the running one instead.
     pub async fn extract_now(&self, sid: &str) -> Result<u64> {
-        match self.claim_extraction(sid)? {
+        match self.extractions.claim(sid)? {
             Ok(notify) => self.run_claimed(sid, notify).await,
             Err(running) => {
                 let _ = tokio::time::timeout(EXTRACTION_TIMEOUT, running.notified()).await;
@@ -234,10 +249,7 @@ impl Engine {
     /// Runs the extraction this caller claimed, then frees the slot and wakes waiters.
     async fn run_claimed(&self, sid: &str, notify: Arc<Notify>) -> Result<u64> {
         let result = tokio::time::timeout(EXTRACTION_TIMEOUT, self.extract_inner(sid)).await;
-        if let Ok(mut map) = self.extracting.lock() {
-            map.remove(sid);
-        }
-        notify.notify_waiters();
+        self.extractions.release(sid, &notify);
         match result {
             Ok(r) => r,
             Err(_) => Err(Error::Internal(format!(
@@ -275,15 +287,7 @@ impl Engine {
                 // like with like.
                 l.records.estimate().total,
                 sm::safe_last_summarized(&view),
-                super::send::resolve_summariser(
-                    l.row
-                        .settings
-                        .summariser
-                        .clone()
-                        .unwrap_or_else(|| self.default_summariser.clone()),
-                    &l.row.settings,
-                    &l.row.model.model,
-                )?,
+                self.summaries.resolved(l)?,
                 l.row.model.clone(),
                 l.rejected_media.clone(),
             )
@@ -336,7 +340,7 @@ impl Engine {
             return Ok(Err("session-memory compact is off for this session".into()));
         }
         let started = Instant::now();
-        if let Some(n) = self.extraction_flag(&l.row.id) {
+        if let Some(n) = self.extractions.running(&l.row.id) {
             let _ = tokio::time::timeout(WAIT_FOR_EXTRACTION, n.notified()).await;
         }
         let sid = l.row.id.clone();

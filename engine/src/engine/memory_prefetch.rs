@@ -271,6 +271,7 @@ impl Engine {
         let selector = match settings.selector {
             MemorySelector::Offline => None,
             MemorySelector::Model => self
+                .summaries
                 .summariser(l, cell)
                 .ok()
                 .filter(|s| matches!(s.kind(), "anthropic" | "openai")),

@@ -32,6 +32,7 @@ mod summariser;
 pub(crate) mod test_support;
 mod transcript;
 mod turn;
+mod watches;
 
 pub use cells::EVENT_BUFFER;
 pub(crate) use cells::SessionCell;
@@ -42,7 +43,7 @@ pub(crate) use transcript::Transcript;
 
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::path::{Path, PathBuf};
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 use std::time::Instant;
 
 use ctxd_protocol::{ContentBlock, Record, SessionEvent, ToolSpec};
@@ -51,7 +52,6 @@ use crate::watch::{FileWatcher, WatchEvent};
 use ctxd_pipeline::budget::Fate;
 use ctxd_pipeline::clock::Clock;
 use ctxd_pipeline::microcompact::PinnedEdit;
-use ctxd_pipeline::sync::lock;
 use ctxd_store::Store;
 use ctxd_store::context_state::InstructionMemo;
 use ctxd_store::error::{Error, Result};
@@ -260,14 +260,12 @@ pub struct Engine {
     pub(crate) limits: ctxd_pipeline::limits::Limits,
     pub(crate) started: Instant,
     pub(crate) discovery: DiscoveryDefaults,
-    watcher: std::sync::OnceLock<Arc<FileWatcher>>,
-    /// Which sessions have seen which file.
-    watched: Mutex<HashMap<PathBuf, BTreeSet<String>>>,
-    /// The summariser of sessions that do not choose one.
-    pub(crate) default_summariser: ctxd_protocol::SummariserConfig,
-    pub(crate) pending_summaries: summariser::PendingSummaries,
-    /// Sessions with an extraction running, and how to wait for it.
-    pub(crate) extracting: Mutex<HashMap<String, Arc<tokio::sync::Notify>>>,
+    /// Which sessions have seen which file, and the watcher.
+    pub(crate) watches: watches::Watches,
+    /// The default summariser and the client summaries awaited.
+    pub(crate) summaries: summariser::Summaries,
+    /// Session-memory extractions running.
+    pub(crate) extractions: memory::Extractions,
     /// Where work that outlives its call goes (a memory extraction, fire-and-forget
     /// hooks): the background worker lends each job the engine. Unset until
     /// `start_watching` starts the worker, so an engine that never started one (unit
@@ -322,11 +320,9 @@ impl Engine {
             limits,
             started: Instant::now(),
             discovery: DiscoveryDefaults::default(),
-            watcher: std::sync::OnceLock::new(),
-            watched: Mutex::new(HashMap::new()),
-            default_summariser: ctxd_protocol::SummariserConfig::Embedded,
-            pending_summaries: Default::default(),
-            extracting: Mutex::new(HashMap::new()),
+            watches: Default::default(),
+            summaries: Default::default(),
+            extractions: Default::default(),
             background: std::sync::OnceLock::new(),
             skills: Default::default(),
             hooks: hooks::HookState::default(),
@@ -376,13 +372,8 @@ impl Engine {
         self.background.get().is_some()
     }
 
-    /// The file watcher, once started.
-    pub(crate) fn watcher(&self) -> Option<&FileWatcher> {
-        self.watcher.get().map(|w| &**w)
-    }
-
     pub fn with_summariser(mut self, cfg: ctxd_protocol::SummariserConfig) -> Engine {
-        self.default_summariser = cfg;
+        self.summaries = summariser::Summaries::with_default(cfg);
         self
     }
 
@@ -439,7 +430,7 @@ impl Engine {
         let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel();
         let watcher = Arc::new(FileWatcher::new(tx));
         self.hooks.set_watcher(watcher.clone());
-        let _ = self.watcher.set(watcher);
+        self.watches.start(watcher);
         let weak = Arc::downgrade(self);
         tokio::spawn(async move {
             while let Some(ev) = rx.recv().await {
@@ -452,7 +443,7 @@ impl Engine {
             .read(ctxd_store::context_state::all_watched)
             .await?;
         for (sid, path) in seen {
-            self.watch(&sid, std::path::Path::new(&path));
+            self.watches.watch(&sid, std::path::Path::new(&path));
         }
         Ok(())
     }
@@ -473,42 +464,17 @@ impl Engine {
                 return;
             }
         };
-        let watched = lock(&self.watched);
         for p in paths {
-            for sid in watched.get(&p).into_iter().flatten() {
-                let cell = self.cells.cell(sid);
+            for sid in self.watches.sessions(&p) {
+                let cell = self.cells.cell(&sid);
                 self.emit(
                     &cell,
                     SessionEvent::FileChanged {
-                        session_id: sid.clone(),
+                        session_id: sid,
                         path: p.display().to_string(),
                         change: change.to_string(),
                     },
                 );
-            }
-        }
-    }
-
-    pub(crate) fn watch(&self, sid: &str, path: &std::path::Path) {
-        let mut watched = lock(&self.watched);
-        let sessions = watched.entry(path.to_path_buf()).or_default();
-        if sessions.insert(sid.to_string())
-            && sessions.len() == 1
-            && let Some(w) = self.watcher.get()
-        {
-            w.watch_file(path);
-        }
-    }
-
-    pub(crate) fn unwatch(&self, sid: &str, path: &std::path::Path) {
-        let mut watched = lock(&self.watched);
-        if let Some(sessions) = watched.get_mut(path)
-            && sessions.remove(sid)
-            && sessions.is_empty()
-        {
-            watched.remove(path);
-            if let Some(w) = self.watcher.get() {
-                w.unwatch_file(path);
             }
         }
     }
@@ -652,11 +618,11 @@ impl Engine {
 
     /// Whether file watching runs (so `file_changed` events can flow).
     pub fn watching(&self) -> bool {
-        self.watcher.get().is_some()
+        self.watches.watcher().is_some()
     }
 
     /// The summariser of sessions that choose none.
     pub fn default_summariser(&self) -> &ctxd_protocol::SummariserConfig {
-        &self.default_summariser
+        self.summaries.default_config()
     }
 }

@@ -101,7 +101,7 @@ impl Engine {
 
     /// The catalog's skills, rescanned first when something changed.
     pub(crate) async fn skills_now(&self, c: &Arc<Catalog>) -> Result<Snapshot> {
-        let trusted = self.watcher().is_some_and(|w| !w.is_degraded());
+        let trusted = self.watches.watcher().is_some_and(|w| !w.is_degraded());
         let (stale, old_stamps, changes) = {
             let st = lock(&c.state);
             let stale = st.dirty || st.scan.is_none();
@@ -132,7 +132,7 @@ impl Engine {
         let mut st = lock(&c.state);
         if let Some((s, stamps)) = fresh {
             let old = std::mem::take(&mut st.watched);
-            if let Some(w) = self.watcher() {
+            if let Some(w) = self.watches.watcher() {
                 // Watch the new set before dropping the old one: shared directories keep
                 // their OS watch.
                 for d in &s.dirs {
@@ -174,7 +174,7 @@ impl Engine {
         for roots in unused {
             if let Some(c) = map.remove(&roots) {
                 let watched = std::mem::take(&mut lock(&c.state).watched);
-                if let Some(w) = self.watcher() {
+                if let Some(w) = self.watches.watcher() {
                     for d in &watched {
                         w.unwatch_dir(d);
                     }

@@ -312,7 +312,7 @@ impl Engine {
         .await
         .unwrap_or_default();
         for s in &states {
-            self.watch(sid, Path::new(&s.path));
+            self.watches.watch(sid, Path::new(&s.path));
         }
         let sid2 = sid.to_string();
         let r = self
@@ -350,7 +350,7 @@ impl Engine {
         .await
         .map_err(|e| Error::Internal(e.to_string()))?
         .map_err(|why| Error::invalid("path", format!("{} {why}", p.display())))?;
-        self.watch(sid, &p);
+        self.watches.watch(sid, &p);
         let sid2 = sid.to_string();
         self.store
             .write(sid, move |tx| {

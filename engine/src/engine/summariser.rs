@@ -75,34 +75,67 @@ pub(crate) fn provider_error(e: ProviderError) -> Error {
     Error::CompactionFailed(e.to_string())
 }
 
-impl Engine {
-    /// The session's summariser setting, or the daemon's default.
-    pub(crate) fn summariser_config(&self, l: &Loaded) -> SummariserConfig {
-        l.row
-            .settings
-            .summariser
-            .clone()
-            .unwrap_or_else(|| self.default_summariser.clone())
+/// Who writes summaries: the daemon's default summariser and the `client` summariser's
+/// replies still awaited.
+pub(crate) struct Summaries {
+    default: SummariserConfig,
+    pending: PendingSummaries,
+}
+
+impl Default for Summaries {
+    fn default() -> Self {
+        Summaries {
+            default: SummariserConfig::Embedded,
+            pending: PendingSummaries::default(),
+        }
+    }
+}
+
+impl Summaries {
+    pub(crate) fn with_default(default: SummariserConfig) -> Summaries {
+        Summaries {
+            default,
+            pending: PendingSummaries::default(),
+        }
     }
 
-    pub(crate) fn summariser(&self, l: &Loaded, cell: &SessionCell) -> Result<Summariser> {
-        let cfg = super::send::resolve_summariser(
-            self.summariser_config(l),
+    /// The summariser of sessions that choose none.
+    pub(crate) fn default_config(&self) -> &SummariserConfig {
+        &self.default
+    }
+
+    /// The session's summariser setting, or the daemon's default.
+    pub(crate) fn config(&self, settings: &SessionSettings) -> SummariserConfig {
+        settings
+            .summariser
+            .clone()
+            .unwrap_or_else(|| self.default.clone())
+    }
+
+    /// The session's summariser with `provider` resolved to its own provider.
+    pub(crate) fn resolved(&self, l: &Loaded) -> Result<SummariserConfig> {
+        resolve_summariser(
+            self.config(&l.row.settings),
             &l.row.settings,
             &l.row.model.model,
-        )?;
+        )
+    }
+
+    /// The session's summariser, ready to run; a `client` one asks `cell`'s subscribers.
+    pub(crate) fn summariser(&self, l: &Loaded, cell: &SessionCell) -> Result<Summariser> {
+        let cfg = self.resolved(l)?;
         let runner: Arc<dyn ModelRunner> = Arc::new(ClientRunner {
             session_id: l.row.id.clone(),
             events: cell.sender(),
-            pending: self.pending_summaries.clone(),
+            pending: self.pending.clone(),
         });
         Summariser::new(&cfg, Some(runner)).map_err(provider_error)
     }
 
-    /// `context.provide_summary`: a client's answer to `summary_requested`.
-    pub fn provide_summary(&self, p: ProvideSummaryParams) -> Result<()> {
+    /// A client's answer to `summary_requested`, handed to the summary that waits for it.
+    pub(crate) fn provide(&self, p: ProvideSummaryParams) -> Result<()> {
         let tx = self
-            .pending_summaries
+            .pending
             .lock()
             .ok()
             .and_then(|mut m| m.remove(&p.request_id))
@@ -125,5 +158,63 @@ impl Engine {
         };
         let _ = tx.send(reply);
         Ok(())
+    }
+}
+
+/// The summariser a session's settings name, with `provider` resolved to the session's
+/// own provider (and model).
+pub(crate) fn resolve_summariser(
+    cfg: SummariserConfig,
+    settings: &SessionSettings,
+    session_model: &str,
+) -> Result<SummariserConfig> {
+    let SummariserConfig::Provider {
+        model,
+        max_output_tokens,
+    } = cfg
+    else {
+        return Ok(cfg);
+    };
+    let model = model.unwrap_or_else(|| session_model.to_string());
+    match &settings.provider {
+        None => Err(Error::invalid(
+            "settings.summariser",
+            "the summariser kind provider uses settings.provider, which this session lacks",
+        )),
+        Some(ProviderConfig::Anthropic {
+            base_url,
+            api_key_env,
+            timeout_secs,
+            max_retries,
+            ..
+        }) => Ok(SummariserConfig::Anthropic {
+            base_url: base_url.clone(),
+            api_key_env: api_key_env.clone(),
+            model,
+            timeout_secs: *timeout_secs,
+            max_retries: *max_retries,
+            max_output_tokens,
+        }),
+        Some(ProviderConfig::OpenaiCompatible {
+            base_url,
+            api_key_env,
+            timeout_secs,
+            max_retries,
+            ..
+        }) => Ok(SummariserConfig::OpenAi {
+            base_url: base_url.clone(),
+            api_key_env: api_key_env.clone(),
+            model,
+            timeout_secs: *timeout_secs,
+            max_retries: *max_retries,
+            max_output_tokens,
+        }),
+    }
+}
+
+impl Engine {
+    /// `context.provide_summary`: a client's answer to `summary_requested`.
+    pub fn provide_summary(&self, p: ProvideSummaryParams) -> Result<()> {
+        self.summaries.provide(p)
     }
 }

@@ -28,7 +28,7 @@ pub(super) async fn prompt_hook(
     };
     let user = prompt::user_message(hook, &String::from_utf8_lossy(input));
     let answer = async {
-        let cfg = crate::engine::send::resolve_summariser(cfg, &settings, &f.model)
+        let cfg = crate::engine::summariser::resolve_summariser(cfg, &settings, &f.model)
             .map_err(|e| e.to_string())?;
         let model = crate::providers::Summariser::new(&cfg, None).map_err(|e| e.to_string())?;
         if hook.agent {
