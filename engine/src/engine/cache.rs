@@ -7,7 +7,7 @@ use std::sync::Arc;
 
 use ctxd_protocol::{CacheReportResponse, RecordKind, RequestFlags, SessionEvent, UsageResponse};
 
-use super::{Engine, Loaded, SessionCell};
+use crate::engine::{Engine, Loaded, SessionCell};
 use ctxd_pipeline::cache_break::{self, Fingerprint};
 use ctxd_pipeline::cache_prefix::KeyShape;
 use ctxd_pipeline::compile::Compiled;
@@ -233,7 +233,7 @@ impl Engine {
         let cell = self.cells.cell(sid);
         let mut guard = cell.state.lock().await;
         self.load_or_drop(sid, &mut guard).await?;
-        let l = super::loaded_mut(&mut guard)?;
+        let l = crate::engine::session::loaded::loaded_mut(&mut guard)?;
         let s = sid.to_string();
         let compiles = self
             .store
@@ -268,14 +268,14 @@ impl Engine {
         let cell = self.cells.cell(sid);
         let mut guard = cell.state.lock().await;
         self.load_or_drop(sid, &mut guard).await?;
-        let l = super::loaded_mut(&mut guard)?;
+        let l = crate::engine::session::loaded::loaded_mut(&mut guard)?;
         let now = self.clock.now();
-        let c = super::compile::assemble(
+        let c = crate::engine::compile::assemble(
             l,
             None,
-            &super::compile::Ask {
+            &crate::engine::compile::Ask {
                 usage_picture: true,
-                ..super::compile::Ask::at(now)
+                ..crate::engine::compile::Ask::at(now)
             },
         )?;
         let picture = c

@@ -10,7 +10,7 @@ use tokio::sync::Notify;
 
 use ctxd_protocol::*;
 
-use super::Engine;
+use crate::engine::Engine;
 use crate::providers::stream::{self, StreamError};
 use ctxd_store::error::{Error, Result};
 
@@ -320,4 +320,3 @@ fn provider_error(e: StreamError) -> Error {
         StreamError::Timeout(_) => local("timeout", &e),
     }
 }
-

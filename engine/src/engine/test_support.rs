@@ -4,7 +4,7 @@ use std::path::Path;
 
 use ctxd_protocol::SessionCreateParams;
 
-use super::Engine;
+use crate::engine::Engine;
 
 /// A session in `dir`, outside git.
 pub(crate) async fn session(engine: &Engine, dir: &Path) -> String {

@@ -3,12 +3,12 @@
 //! estimate asks for it, context collapse and compaction, and compiles again; every
 //! path ends the same way (blocking limit, frozen effects, warning level, the cache key
 //! kept). The parts it drives keep their own state: the compiler (`compile.rs`), the
-//! collapse (`collapse.rs`), the compactor (`compact.rs`).
+//! collapse (`compaction/collapse.rs`), the compactor (`compaction/compact.rs`).
 
 use ctxd_protocol::*;
 
-use super::compile::{Ask, assemble};
-use super::{Engine, Loaded};
+use crate::engine::compile::{Ask, assemble};
+use crate::engine::{Engine, Loaded};
 use ctxd_pipeline::autocompact::Trigger;
 use ctxd_pipeline::compile::Compiled;
 use ctxd_pipeline::thresholds;
@@ -75,7 +75,7 @@ impl Engine {
         let (mut guard, mut compiled) = {
             let mut guard = cell.state.lock().await;
             self.load_or_drop(&p.session_id, &mut guard).await?;
-            let l = super::loaded_mut(&mut guard)?;
+            let l = crate::engine::session::loaded::loaded_mut(&mut guard)?;
             if l.records.view_len() <= INLINE_COMPILE_MAX_VIEW {
                 let compiled = self.compile_now(&cell, l, &ask).await?;
                 (guard, compiled)
@@ -98,7 +98,7 @@ impl Engine {
                 let mut guard = cell.state.lock().await;
                 // The session may have been unloaded meanwhile; the store has all it had.
                 self.load_or_drop(&p.session_id, &mut guard).await?;
-                let l = super::loaded_mut(&mut guard)?;
+                let l = crate::engine::session::loaded::loaded_mut(&mut guard)?;
                 if l.decisions() != decided {
                     // Another compile or a compaction froze decisions meanwhile: this
                     // compile's effects were decided without them, so decide again,
@@ -108,7 +108,7 @@ impl Engine {
                 (guard, compiled)
             }
         };
-        let l = super::loaded_mut(&mut guard)?;
+        let l = crate::engine::session::loaded::loaded_mut(&mut guard)?;
         if l.row.settings.collapse.enabled {
             let estimate = compiled.metadata.context.effective_tokens;
             if self.run_collapse(&cell, l, estimate, false).await? {
@@ -145,7 +145,7 @@ impl Engine {
     /// Blocking limit, effects, warning level: what every compile ends with.
     pub(crate) async fn finish_compile(
         &self,
-        cell: &super::SessionCell,
+        cell: &crate::engine::SessionCell,
         l: &mut Loaded,
         mut compiled: Compiled,
         ask: &Ask<'_>,
@@ -179,7 +179,7 @@ impl Engine {
 
     fn announce_level(
         &self,
-        cell: &super::SessionCell,
+        cell: &crate::engine::SessionCell,
         l: &mut Loaded,
         s: &ContextState,
         estimated: u64,
@@ -204,7 +204,7 @@ impl Engine {
         let cell = self.cells.cell(&p.session_id);
         let mut guard = cell.state.lock().await;
         self.load_or_drop(&p.session_id, &mut guard).await?;
-        let l = super::loaded_mut(&mut guard)?;
+        let l = crate::engine::session::loaded::loaded_mut(&mut guard)?;
         let now = self.clock.now();
         let pre = self.compile_now(&cell, l, &Ask::at(now)).await?;
         let pre_tokens = pre.metadata.context.effective_tokens;
@@ -236,7 +236,7 @@ impl Engine {
         let cell = self.cells.cell(&p.session_id);
         let mut guard = cell.state.lock().await;
         self.load_or_drop(&p.session_id, &mut guard).await?;
-        let l = super::loaded_mut(&mut guard)?;
+        let l = crate::engine::session::loaded::loaded_mut(&mut guard)?;
         let ask = Ask::at(self.clock.now());
         let before = self.compile_now(&cell, l, &ask).await?;
         let pre_tokens = before.metadata.context.effective_tokens + p.token_gap.unwrap_or(0);
@@ -265,7 +265,7 @@ impl Engine {
     /// compaction's report and, when it left more than its target, the shortfall.
     async fn compile_after(
         &self,
-        cell: &super::SessionCell,
+        cell: &crate::engine::SessionCell,
         l: &mut Loaded,
         ask: &Ask<'_>,
         report: CompactionReport,

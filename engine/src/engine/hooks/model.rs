@@ -28,8 +28,9 @@ pub(super) async fn prompt_hook(
     };
     let user = prompt::user_message(hook, &String::from_utf8_lossy(input));
     let answer = async {
-        let cfg = crate::engine::summariser::resolve_summariser(cfg, &settings, &f.model)
-            .map_err(|e| e.to_string())?;
+        let cfg =
+            crate::engine::compaction::summariser::resolve_summariser(cfg, &settings, &f.model)
+                .map_err(|e| e.to_string())?;
         let model = crate::providers::Summariser::new(&cfg, None).map_err(|e| e.to_string())?;
         if hook.agent {
             return agent_hook(f, &model, &user).await;

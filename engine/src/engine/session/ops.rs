@@ -1,14 +1,14 @@
 //! Session and transcript operations: create, update, fork, delete, tools, append,
-//! read, snip. The compile path is in `compile.rs`, the import in `import.rs`, the
-//! checks of what clients send in `validate.rs`.
+//! read, snip. The compile path is in `../compile.rs`, the import in `import.rs`, the
+//! checks of what clients send in the crate's `validate.rs`.
 
 use std::path::Path;
 
 use ctxd_protocol::*;
 use uuid::Uuid;
 
-use super::Engine;
-use super::transcript::{expect_last, insert_batch};
+use crate::engine::Engine;
+use crate::engine::session::transcript::{expect_last, insert_batch};
 use crate::validate::{
     check_date, check_model, check_settings, check_system, check_tools, validate_batch,
 };
@@ -484,7 +484,7 @@ impl Engine {
                 .iter()
                 .any(|r| r.kind == RecordKind::Assistant && !r.is_sidechain && r.usage.is_some());
             // Only a boundary in this batch can move the last one.
-            let boundary = super::last_boundary_uuid(&built);
+            let boundary = crate::engine::session::loaded::last_boundary_uuid(&built);
 
             l.records.extend(built);
             if reported {
@@ -599,7 +599,7 @@ impl Engine {
         let cell = self.cells.cell(&p.session_id);
         let mut guard = cell.state.lock().await;
         self.load_or_drop(&p.session_id, &mut guard).await?;
-        let l = super::loaded_mut(&mut guard)?;
+        let l = crate::engine::session::loaded::loaded_mut(&mut guard)?;
         if !l.row.settings.snip_enabled {
             return Err(Error::invalid(
                 "session_id",

@@ -31,7 +31,7 @@ use ctxd_protocol::{
 };
 use serde_json::{Map, Value, json};
 
-use super::Engine;
+use crate::engine::Engine;
 use crate::hooks::config::{ActiveHook, Effective};
 use crate::hooks::{decide, input, runner, transcript};
 use ctxd_pipeline::sync::lock;
@@ -391,5 +391,5 @@ pub(crate) fn fields<const N: usize>(pairs: [(&str, Value); N]) -> Map<String, V
 }
 
 #[cfg(test)]
-#[path = "hooks_tests.rs"]
+#[path = "tests.rs"]
 mod tests;

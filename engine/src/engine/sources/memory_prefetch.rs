@@ -1,4 +1,4 @@
-//! Relevant-memory prefetch (beside `memory.rs`, which is session memory): when a prompt
+//! Relevant-memory prefetch (session memory is `compaction/memory.rs`): when a prompt
 //! the user typed is appended, the memory directories are scanned and scored for it in
 //! the background, while the client goes on (and the model runs); the next compile of the
 //! session waits for the result within its collection bound and consumes it once. If it
@@ -15,9 +15,9 @@ use chrono::{DateTime, Utc};
 use ctxd_protocol::{ContentBlock, MemorySelector, Record};
 use tokio::sync::watch;
 
-use super::collect::{Effect, Found, SourceInput};
-use super::{Engine, Loaded, SessionCell};
 use crate::discovery::memories::{self, MemoryFile};
+use crate::engine::sources::collect::{Effect, Found, SourceInput};
+use crate::engine::{Engine, Loaded, SessionCell};
 use crate::providers::Summariser;
 use ctxd_pipeline::plan_mode;
 use ctxd_pipeline::relevant_memories::{self as rm, Chosen, Surfaced};

@@ -14,7 +14,7 @@ use ctxd_store::error::{Error, Result};
 use ctxd_store::{records, sessions};
 use uuid::Uuid;
 
-use super::Loaded;
+use crate::engine::Loaded;
 
 /// A session's transcript in memory, shared copy-on-write (the attachment sources and a
 /// long compile read a cheap copy while they run), with its projection kept up to date

@@ -29,9 +29,9 @@ use futures::FutureExt;
 use futures::future::{BoxFuture, Shared};
 use std::sync::Arc;
 
-pub(crate) use super::source_input::{Effect, Found, SourceInput};
-use super::sources::{Stored, changed_files_found, date_change};
-use super::{Engine, Loaded, SessionCell};
+use crate::engine::sources::files::{Stored, changed_files_found, date_change};
+pub(crate) use crate::engine::sources::source_input::{Effect, Found, SourceInput};
+use crate::engine::{Engine, Loaded, SessionCell};
 use ctxd_pipeline::{plan_mode, task_reminder};
 use ctxd_store::context_state;
 use ctxd_store::error::{Error, Result};
@@ -123,7 +123,7 @@ impl Engine {
             (QUEUED, source_queued(&input, stored.clone()).boxed()),
             (
                 AT_MENTIONS,
-                super::mentions::source_mentions(&input).boxed(),
+                crate::engine::sources::mentions::source_mentions(&input).boxed(),
             ),
             (DATE, async { source_date(&input) }.boxed()),
             (
@@ -266,7 +266,7 @@ impl Engine {
                 if inputs.is_empty() {
                     return Ok(Vec::new());
                 }
-                super::transcript::insert_batch(tx, &sid, inputs, None, &ts)
+                crate::engine::session::transcript::insert_batch(tx, &sid, inputs, None, &ts)
             })
             .await?;
         l.memo = memo;
@@ -411,7 +411,7 @@ async fn source_queued(input: &SourceInput<'_>, stored: SharedStored<'_>) -> Res
         records: stored
             .queued
             .iter()
-            .map(|e| super::queue::queued_record(e, input.ts(), false))
+            .map(|e| crate::engine::session::queue::queued_record(e, input.ts(), false))
             .collect(),
         effect: Effect::Queued(ids),
     })

@@ -20,7 +20,7 @@ use std::sync::{Arc, Mutex};
 use ctxd_protocol::SessionEvent;
 use tokio::sync::broadcast;
 
-use super::{Emitted, Loaded};
+use crate::engine::{Emitted, Loaded};
 use ctxd_pipeline::sync::lock;
 
 /// Events a subscriber may fall behind by before it is told it lagged.
@@ -318,7 +318,7 @@ impl Cells {
     }
 }
 
-impl super::Engine {
+impl crate::engine::Engine {
     /// Drops what the engine keeps for a session beside its cell: hook state (rebuilt from
     /// the settings files on next use), a pending memory prefetch (no compile waits for
     /// it), the session's hold on its skill catalog. For a session unloaded or deleted.

@@ -13,8 +13,8 @@ use std::time::SystemTime;
 use ctxd_protocol::{SessionEvent, SkillInfo, SkillsResponse, SkippedSkill};
 use serde_json::Value;
 
-use super::{Engine, Loaded, SessionCell};
 use crate::discovery::skills::{Scan, SkillDef, SkillRoots, body, scan};
+use crate::engine::{Engine, Loaded, SessionCell};
 use ctxd_pipeline::skills::{self as listing, Entry, Invoked};
 use ctxd_store::context_state;
 use ctxd_store::error::{Error, Result};
@@ -288,7 +288,7 @@ impl Engine {
         let new_uses = l.records[looked.min(l.records.len())..].iter().any(|r| {
             r.content.iter().any(|b| {
                 matches!(b, ctxd_protocol::ContentBlock::ToolUse { name, input, .. }
-                    if super::sources::file_tool_path(name, input, &cwd).is_some())
+                    if crate::engine::sources::files::file_tool_path(name, input, &cwd).is_some())
             })
         });
         l.caps.touch_seen = (l.records.len(), touches);
@@ -402,7 +402,7 @@ impl Engine {
         let cell = self.cells.cell(sid);
         let mut guard = cell.state.lock().await;
         self.load_or_drop(sid, &mut guard).await?;
-        let l = super::loaded_mut(&mut guard)?;
+        let l = crate::engine::session::loaded::loaded_mut(&mut guard)?;
         l.refresh_ledger();
         let snap = self.session_skills(&cell, l).await?;
         let sent = &l.caps.ledger.sent_skills;

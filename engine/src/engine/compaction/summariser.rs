@@ -10,7 +10,7 @@ use ctxd_protocol::*;
 use futures::future::BoxFuture;
 use tokio::sync::{broadcast, oneshot};
 
-use super::{Engine, Loaded, SessionCell};
+use crate::engine::{Engine, Loaded, SessionCell};
 use crate::providers::{ModelRunner, ProviderError, Summariser};
 use ctxd_store::error::{Error, Result};
 
@@ -21,7 +21,7 @@ pub(crate) type PendingSummaries =
 /// Asks the session's subscribers to run a model and waits for `context.provide_summary`.
 struct ClientRunner {
     session_id: String,
-    events: broadcast::Sender<super::Emitted>,
+    events: broadcast::Sender<crate::engine::Emitted>,
     pending: PendingSummaries,
 }
 
@@ -36,14 +36,14 @@ impl ModelRunner for ClientRunner {
         if let Ok(mut p) = self.pending.lock() {
             p.insert(request_id.clone(), tx);
         }
-        let sent = self
-            .events
-            .send(super::Emitted::now(SessionEvent::SummaryRequested {
+        let sent = self.events.send(crate::engine::Emitted::now(
+            SessionEvent::SummaryRequested {
                 session_id: self.session_id.clone(),
                 request_id: request_id.clone(),
                 request,
                 timeout_secs: timeout.as_secs(),
-            }));
+            },
+        ));
         let pending = self.pending.clone();
         Box::pin(async move {
             let forget = |pending: &PendingSummaries| {

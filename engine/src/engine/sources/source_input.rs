@@ -7,7 +7,7 @@ use chrono::{DateTime, Utc};
 use ctxd_protocol::{Record, RecordInput, ToolSpec};
 use serde_json::Value;
 
-use super::sources::{FilesFound, NestedFound};
+use crate::engine::sources::files::{FilesFound, NestedFound};
 use ctxd_pipeline::attachments;
 
 /// What one source found: attachment records to append and the state they consume.

@@ -1,4 +1,4 @@
-//! Tests of `hooks.rs`.
+//! Tests of the engine's side of hooks (`mod.rs`).
 
 use super::*;
 use crate::hooks::config::Layer;

@@ -9,8 +9,8 @@ use std::path::{Path, PathBuf};
 use ctxd_protocol::{ContentBlock, Record, RecordKind};
 use serde_json::{Value, json};
 
-use super::source_input::{Effect, Found, SourceInput};
 use crate::discovery::{self as paths};
+use crate::engine::sources::source_input::{Effect, Found, SourceInput};
 use crate::safe_read::{self, ReadError};
 use ctxd_pipeline::capabilities::McpServer;
 use ctxd_pipeline::kinds::AT_MENTION;

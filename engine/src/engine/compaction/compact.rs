@@ -7,11 +7,11 @@ use std::time::Instant;
 use chrono::{DateTime, Utc};
 use ctxd_protocol::*;
 
-use super::compile::{Ask, History, assemble};
-use super::sources::snapshot;
-use super::summariser::provider_error;
-use super::transcript::{insert_batch, materialise};
-use super::{Engine, Loaded, SessionCell};
+use crate::engine::compaction::summariser::provider_error;
+use crate::engine::compile::{Ask, History, assemble};
+use crate::engine::session::transcript::{insert_batch, materialise};
+use crate::engine::sources::files::snapshot;
+use crate::engine::{Engine, Loaded, SessionCell};
 use crate::providers::{ProviderError, Summariser, SummaryInput};
 use ctxd_pipeline::autocompact::{
     self, MAX_CONSECUTIVE_FAILURES, MAX_TRUNCATION_RETRIES, RoomBudget, Trigger,
@@ -50,7 +50,7 @@ impl Engine {
             .store
             .read(move |c| context_state::compaction_failures(c, &sid))
             .await?;
-        let collapses = super::collapse::live(l);
+        let collapses = crate::engine::compaction::collapse::live(l);
         let settings = ctxd_pipeline::collapse::CollapseSettings::from(&l.row.settings.collapse);
         let window = ctxd_pipeline::thresholds::effective_window(&l.row.model);
         if ctxd_pipeline::collapse::autocompact_stands_aside(
@@ -384,7 +384,7 @@ impl Engine {
         let hooked = new_records.len() > weighed;
         let sid = l.row.id.clone();
         let now_text = self.now_text();
-        let expected = super::transcript::expect_last(l);
+        let expected = crate::engine::session::transcript::expect_last(l);
         let built = self
             .store
             .write(&l.row.id, move |tx| {

@@ -3,7 +3,7 @@
 
 use ctxd_protocol::*;
 
-use super::{Engine, Loaded, SessionCell};
+use crate::engine::{Engine, Loaded, SessionCell};
 use ctxd_pipeline::collapse::{self, Collapse, CollapseSettings, CollapseStatus};
 use ctxd_pipeline::thresholds;
 use ctxd_store::error::{Error, Result};
@@ -181,7 +181,7 @@ impl Engine {
         let cell = self.cells.cell(&p.session_id);
         let mut guard = cell.state.lock().await;
         self.load_or_drop(&p.session_id, &mut guard).await?;
-        let l = super::loaded_mut(&mut guard)?;
+        let l = crate::engine::session::loaded::loaded_mut(&mut guard)?;
         if !l
             .collapses
             .iter()

@@ -7,9 +7,9 @@ use ctxd_protocol::*;
 use serde_json::json;
 use uuid::Uuid;
 
-use super::Engine;
-use super::hooks::context_record;
-use super::transcript::insert_batch;
+use crate::engine::Engine;
+use crate::engine::hooks::context_record;
+use crate::engine::session::transcript::insert_batch;
 use crate::validate::{check_model, check_settings, check_system, check_tools, validate_batch};
 use ctxd_pipeline::limits::MAX_AGENT_ID_CHARS;
 use ctxd_store::context_state::{self, InstructionMemo};
@@ -349,9 +349,11 @@ impl Engine {
             .await?;
         if stop.decision.as_deref() == Some("block") {
             let reason = stop.reason.clone().unwrap_or_default();
-            if let Some(r) =
-                super::hooks::feedback_record(HookEvent::SubagentStop, &stop, &self.now_text())
-            {
+            if let Some(r) = crate::engine::hooks::feedback_record(
+                HookEvent::SubagentStop,
+                &stop,
+                &self.now_text(),
+            ) {
                 self.append(AppendParams {
                     session_id: thread.clone(),
                     agent_id: None,

@@ -18,7 +18,7 @@ use std::path::{Component, Path};
 
 use ctxd_protocol::SessionEvent;
 
-use super::{Engine, Loaded};
+use crate::engine::{Engine, Loaded};
 use ctxd_store::error::Result;
 use ctxd_store::{Remote, RemoteWhat, memory, outputs, records};
 
@@ -150,7 +150,7 @@ impl Engine {
                     // Subscribers fill the gap from the store with the next append.
                     return;
                 };
-                super::appended_event(&sid, &page)
+                crate::engine::appended_event(&sid, &page)
             }
         };
         cell.send(event);
@@ -187,7 +187,7 @@ impl Engine {
             }
             let (s, q) = (sid.to_string(), path.clone());
             let written = match self.store.read(move |c| outputs::content(c, &s, &q)).await {
-                Ok(Some(content)) => super::compile::write_once(dir, name, content)
+                Ok(Some(content)) => crate::engine::compile::write_once(dir, name, content)
                     .await
                     .map_err(|e| e.to_string()),
                 Ok(None) => Ok(()),

@@ -2,7 +2,7 @@
 //! the compile that first shows them, reset by a compaction, a cwd change or
 //! `context.reset_sections`) and the `context.*_section` methods a client registers
 //! sections with. Which uncached sections changed is judged against the previous
-//! compile's fingerprint (`cache.rs`), so it survives a reload or a restart.
+//! compile's fingerprint (`../cache.rs`), so it survives a reload or a restart.
 
 use std::collections::BTreeMap;
 
@@ -10,7 +10,7 @@ use ctxd_protocol::{
     AckResponse, RemoveSectionParams, SectionCaching, SessionEvent, SetSectionParams, SystemPrompt,
 };
 
-use super::{Engine, Loaded};
+use crate::engine::{Engine, Loaded};
 use ctxd_pipeline::limits::MAX_SECTION_BYTES;
 use ctxd_pipeline::sections::{self, SectionMemo};
 use ctxd_pipeline::system::{self, SystemInputs};
@@ -147,7 +147,7 @@ impl Engine {
         let cell = self.cells.cell(sid);
         let mut guard = cell.state.lock().await;
         self.load_or_drop(sid, &mut guard).await?;
-        let l = super::loaded_mut(&mut guard)?;
+        let l = crate::engine::session::loaded::loaded_mut(&mut guard)?;
         let mut row = l.row.clone();
         let mut prompt = row.system.clone().unwrap_or_else(SystemPrompt::default);
         let mut memo = l.sections.memo.clone();

@@ -13,8 +13,8 @@ use chrono::{DateTime, FixedOffset, Utc};
 use ctxd_protocol::{ContentBlock, Record, RecordKind, SessionEvent};
 use sha2::{Digest, Sha256};
 
-use super::{Engine, Loaded, SessionCell};
 use crate::discovery::{self, DiscoveryConfig, InstructionFile};
+use crate::engine::{Engine, Loaded, SessionCell};
 use ctxd_pipeline::changed_files;
 use ctxd_pipeline::limits::MAX_TRACKED_FILE_BYTES;
 use ctxd_store::context_state::{self, InstructionMemo, ReadStamp, ReadState};

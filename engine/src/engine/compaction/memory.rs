@@ -11,7 +11,8 @@ use ctxd_protocol::*;
 use futures::FutureExt;
 use tokio::sync::Notify;
 
-use super::{Engine, Loaded, SessionCell, compact};
+use crate::engine::compaction::compact;
+use crate::engine::{Engine, Loaded, SessionCell};
 use crate::providers::{Summariser, SummaryInput};
 use ctxd_pipeline::autocompact::{self, Trigger};
 use ctxd_pipeline::budget;
@@ -296,7 +297,7 @@ impl Engine {
         let new = new.as_slice();
         let summariser =
             Summariser::new(&cfg, None).map_err(|e| Error::CompactionFailed(e.to_string()))?;
-        let messages = super::summary_messages(new, &row_model, &rejected);
+        let messages = crate::engine::session::loaded::summary_messages(new, &row_model, &rejected);
         let document = summariser
             .extract(
                 &mem.document,

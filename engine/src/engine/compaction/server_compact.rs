@@ -11,9 +11,9 @@ use chrono::{DateTime, Utc};
 use ctxd_protocol::*;
 use serde_json::Value;
 
-use super::compile::Ask;
-use super::transcript::insert_batch;
-use super::{Engine, Loaded, SessionCell};
+use crate::engine::compile::Ask;
+use crate::engine::session::transcript::insert_batch;
+use crate::engine::{Engine, Loaded, SessionCell};
 use crate::providers::stream;
 use ctxd_pipeline::autocompact::Trigger;
 use ctxd_pipeline::latch::COMPACT_BETA;
@@ -121,7 +121,7 @@ impl Engine {
             .count() as u64;
         let sid = l.row.id.clone();
         let now_text = self.now_text();
-        let expected = super::transcript::expect_last(l);
+        let expected = crate::engine::session::transcript::expect_last(l);
         let built = self
             .store
             .write(&l.row.id, move |tx| {
@@ -133,7 +133,7 @@ impl Engine {
                             .into(),
                     ));
                 }
-                super::compact::reset_for_new_history(tx, &sid)?;
+                crate::engine::compaction::compact::reset_for_new_history(tx, &sid)?;
                 Ok(built)
             })
             .await?;
@@ -154,7 +154,7 @@ impl Engine {
             kind: "server".into(),
             kept_records: 0,
             session_memory_skipped: None,
-            target_tokens: super::compact::room_budget(l).target,
+            target_tokens: crate::engine::compaction::compact::room_budget(l).target,
             tightenings: 0,
         })
     }
