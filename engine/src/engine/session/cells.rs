@@ -325,7 +325,7 @@ impl crate::engine::Engine {
     pub(crate) fn forget_session_state(&self, sid: &str) {
         self.hooks.forget(sid);
         self.memories.forget(sid);
-        self.skills_forget(sid);
+        self.skills.forget(sid, self.watches.watcher());
     }
 }
 

@@ -15,6 +15,7 @@ use serde_json::Value;
 
 use crate::discovery::skills::{Scan, SkillDef, SkillRoots, body, scan};
 use crate::engine::{Engine, Loaded, SessionCell};
+use crate::watch::FileWatcher;
 use ctxd_pipeline::skills::{self as listing, Entry, Invoked};
 use ctxd_store::context_state;
 use ctxd_store::error::{Error, Result};
@@ -79,11 +80,11 @@ pub(crate) struct Snapshot {
     pub(crate) generation: u64,
 }
 
-impl Engine {
+impl SkillCatalogs {
     /// The catalog of a session's places (created on first use).
-    pub(crate) fn skill_catalog(&self, sid: &str, cwd: &str) -> Arc<Catalog> {
-        let roots = SkillRoots::new(Path::new(cwd), &self.discovery.user_home);
-        let c = lock(&self.skills.map)
+    pub(crate) fn catalog(&self, sid: &str, cwd: &str, user_home: &Path) -> Arc<Catalog> {
+        let roots = SkillRoots::new(Path::new(cwd), user_home);
+        let c = lock(&self.map)
             .entry(roots.clone())
             .or_insert_with(|| {
                 Arc::new(Catalog {
@@ -99,9 +100,14 @@ impl Engine {
         c
     }
 
-    /// The catalog's skills, rescanned first when something changed.
-    pub(crate) async fn skills_now(&self, c: &Arc<Catalog>) -> Result<Snapshot> {
-        let trusted = self.watches.watcher().is_some_and(|w| !w.is_degraded());
+    /// The catalog's skills, rescanned first when something changed. Without a trusted
+    /// `watcher` the scanned files' stamps are checked on every call.
+    pub(crate) async fn now(
+        &self,
+        c: &Arc<Catalog>,
+        watcher: Option<&FileWatcher>,
+    ) -> Result<Snapshot> {
+        let trusted = watcher.is_some_and(|w| !w.is_degraded());
         let (stale, old_stamps, changes) = {
             let st = lock(&c.state);
             let stale = st.dirty || st.scan.is_none();
@@ -132,7 +138,7 @@ impl Engine {
         let mut st = lock(&c.state);
         if let Some((s, stamps)) = fresh {
             let old = std::mem::take(&mut st.watched);
-            if let Some(w) = self.watches.watcher() {
+            if let Some(w) = watcher {
                 // Watch the new set before dropping the old one: shared directories keep
                 // their OS watch.
                 for d in &s.dirs {
@@ -161,8 +167,8 @@ impl Engine {
     /// A session unloaded or deleted is no longer told of changes; a catalog no session
     /// uses any more stops watching and goes (the next session on those places scans
     /// again).
-    pub(crate) fn skills_forget(&self, sid: &str) {
-        let mut map = lock(&self.skills.map);
+    pub(crate) fn forget(&self, sid: &str, watcher: Option<&FileWatcher>) {
+        let mut map = lock(&self.map);
         let unused: Vec<SkillRoots> = map
             .iter()
             .filter_map(|(roots, c)| {
@@ -174,7 +180,7 @@ impl Engine {
         for roots in unused {
             if let Some(c) = map.remove(&roots) {
                 let watched = std::mem::take(&mut lock(&c.state).watched);
-                if let Some(w) = self.watches.watcher() {
+                if let Some(w) = watcher {
                     for d in &watched {
                         w.unwatch_dir(d);
                     }
@@ -183,34 +189,41 @@ impl Engine {
         }
     }
 
-    /// The watcher saw a change in `dir` (or lost track of everything: `None`).
-    pub(crate) fn skills_changed(&self, dir: Option<&Path>) {
-        let catalogs: Vec<Arc<Catalog>> = lock(&self.skills.map).values().cloned().collect();
+    /// The watcher saw a change in `dir` (or lost track of everything: `None`): the
+    /// catalogs it matters to scan again, and the sessions to tell.
+    pub(crate) fn changed(&self, dir: Option<&Path>) -> Vec<String> {
+        let catalogs: Vec<Arc<Catalog>> = lock(&self.map).values().cloned().collect();
+        let mut told = Vec::new();
         for c in catalogs {
-            let sessions = {
-                let mut st = lock(&c.state);
-                let matters = match (dir, &st.scan) {
-                    (None, _) => true,
-                    (Some(_), None) => false,
-                    (Some(d), Some(scan)) => scan.matters(d),
-                };
-                if !matters {
-                    continue;
-                }
-                st.dirty = true;
-                st.changes += 1;
-                st.sessions.clone()
+            let mut st = lock(&c.state);
+            let matters = match (dir, &st.scan) {
+                (None, _) => true,
+                (Some(_), None) => false,
+                (Some(d), Some(scan)) => scan.matters(d),
             };
-            for sid in sessions {
-                let cell = self.cells.cell(&sid);
-                self.emit(
-                    &cell,
-                    SessionEvent::CapabilitiesChanged {
-                        session_id: sid.clone(),
-                        what: "skills".into(),
-                    },
-                );
+            if !matters {
+                continue;
             }
+            st.dirty = true;
+            st.changes += 1;
+            told.extend(st.sessions.iter().cloned());
+        }
+        told
+    }
+}
+
+impl Engine {
+    /// Tells the sessions whose skills `dir` holds (all, for `None`) that they changed.
+    pub(crate) fn skills_changed(&self, dir: Option<&Path>) {
+        for sid in self.skills.changed(dir) {
+            let cell = self.cells.cell(&sid);
+            self.emit(
+                &cell,
+                SessionEvent::CapabilitiesChanged {
+                    session_id: sid,
+                    what: "skills".into(),
+                },
+            );
         }
     }
 
@@ -242,12 +255,14 @@ impl Engine {
         let c = match &l.caps.catalog {
             Some(c) if c.0 == l.row.cwd => c.1.clone(),
             _ => {
-                let c = self.skill_catalog(&l.row.id, &l.row.cwd);
+                let c = self
+                    .skills
+                    .catalog(&l.row.id, &l.row.cwd, &self.discovery.user_home);
                 l.caps.catalog = Some((l.row.cwd.clone(), c.clone()));
                 c
             }
         };
-        let snap = self.skills_now(&c).await?;
+        let snap = self.skills.now(&c, self.watches.watcher()).await?;
         if l.caps.skills_seen.map(|s| s.0) != Some(snap.generation) {
             self.warn_skipped(cell, l, &snap.scan);
         }
@@ -368,9 +383,11 @@ impl Engine {
         invoked.sort_by(|a, b| b.cmp(a));
         let catalog = match &l.caps.catalog {
             Some((_, c)) => c.clone(),
-            None => self.skill_catalog(&l.row.id, &l.row.cwd),
+            None => self
+                .skills
+                .catalog(&l.row.id, &l.row.cwd, &self.discovery.user_home),
         };
-        let snap = self.skills_now(&catalog).await?;
+        let snap = self.skills.now(&catalog, self.watches.watcher()).await?;
         let mut seen = BTreeSet::new();
         let wanted: Vec<(String, PathBuf)> = invoked
             .into_iter()
