@@ -16,6 +16,7 @@
 //!   [`MAX_RUNNING_HOOKS`] run at once daemon-wide.
 
 mod events;
+mod export;
 mod model;
 mod rpc;
 mod state;
@@ -33,8 +34,7 @@ use serde_json::{Map, Value, json};
 
 use crate::engine::Engine;
 use crate::hooks::config::{ActiveHook, Effective};
-use crate::hooks::{decide, input, runner, transcript};
-use ctxd_pipeline::sync::lock;
+use crate::hooks::{decide, input, runner};
 use ctxd_store::error::Result;
 use ctxd_store::sessions::SessionRow;
 
@@ -141,58 +141,10 @@ impl Engine {
             return p.clone();
         }
         let path = self.session_dir(&f.id).join("transcript.jsonl");
-        if let Err(e) = self.export_transcript(f, &path).await {
+        if let Err(e) = self.hooks.export_transcript(&self.store, f, &path).await {
             tracing::warn!(session = %f.id, error = %e, "could not export the transcript for hooks");
         }
         path.display().to_string()
-    }
-
-    /// Appends the records since the last export. A failed export forgets its mark, so
-    /// the next one rewrites the file whole: a torn or repeated page never stays.
-    async fn export_transcript(&self, f: &Facts, path: &Path) -> Result<()> {
-        let mark = lock(&self.hooks.exported)
-            .entry(f.id.clone())
-            .or_default()
-            .clone();
-        let mut mark = mark.lock().await;
-        let result = self.export_since(f, path, &mut mark).await;
-        if result.is_err() {
-            *mark = None;
-        }
-        result
-    }
-
-    async fn export_since(&self, f: &Facts, path: &Path, mark: &mut Option<u64>) -> Result<()> {
-        const PAGE: u32 = 1_000;
-        let mut after = match *mark {
-            Some(seq) if path.exists() => seq,
-            _ => 0,
-        };
-        let mut truncate = after == 0;
-        loop {
-            let (sid, from) = (f.id.clone(), after);
-            let page = self
-                .store
-                .read(move |c| ctxd_store::records::page(c, &sid, from, PAGE))
-                .await?;
-            let Some(last) = page.last().map(|r| r.seq) else {
-                break;
-            };
-            let mut text = String::new();
-            for r in &page {
-                text.push_str(&transcript::line(r, &f.id, &f.cwd));
-                text.push('\n');
-            }
-            write_lines(path, text, truncate).await?;
-            truncate = false;
-            after = last;
-            *mark = Some(after);
-        }
-        if truncate {
-            write_lines(path, String::new(), true).await?;
-        }
-        *mark = Some(after);
-        Ok(())
     }
 
     /// Runs the hooks of `event` that match `value`, in parallel, and merges their
@@ -345,26 +297,6 @@ impl Engine {
             _ => {}
         }
     }
-}
-
-async fn write_lines(path: &Path, text: String, truncate: bool) -> Result<()> {
-    let path = path.to_path_buf();
-    tokio::task::spawn_blocking(move || -> std::io::Result<()> {
-        use std::io::Write;
-        if let Some(dir) = path.parent() {
-            std::fs::create_dir_all(dir)?;
-        }
-        let mut f = std::fs::OpenOptions::new()
-            .create(true)
-            .write(true)
-            .append(!truncate)
-            .truncate(truncate)
-            .open(&path)?;
-        f.write_all(text.as_bytes())
-    })
-    .await
-    .map_err(|e| ctxd_store::error::Error::Internal(format!("transcript export task: {e}")))?
-    .map_err(|e| ctxd_store::error::Error::Internal(format!("transcript export: {e}")))
 }
 
 /// Which kind of instruction file `path` is (the `memory_type` of `InstructionsLoaded`).

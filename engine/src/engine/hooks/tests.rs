@@ -95,18 +95,36 @@ async fn a_failed_transcript_export_is_redone_whole() {
     append("one").await.unwrap();
     append("two").await.unwrap();
     let f = engine.hook_facts(&sid).await.unwrap();
-    engine.export_transcript(&f, &path).await.unwrap();
+    engine
+        .hooks
+        .export_transcript(&engine.store, &f, &path)
+        .await
+        .unwrap();
     assert_eq!(lines(), 2);
     // The write fails (a directory where the file was): the mark is forgotten.
     std::fs::remove_file(&path).unwrap();
     std::fs::create_dir(&path).unwrap();
     append("three").await.unwrap();
-    assert!(engine.export_transcript(&f, &path).await.is_err());
+    assert!(
+        engine
+            .hooks
+            .export_transcript(&engine.store, &f, &path)
+            .await
+            .is_err()
+    );
     std::fs::remove_dir(&path).unwrap();
     std::fs::write(&path, "{\"torn\": ").unwrap();
-    engine.export_transcript(&f, &path).await.unwrap();
+    engine
+        .hooks
+        .export_transcript(&engine.store, &f, &path)
+        .await
+        .unwrap();
     assert_eq!(lines(), 3, "rewritten whole, the torn line gone");
     append("four").await.unwrap();
-    engine.export_transcript(&f, &path).await.unwrap();
+    engine
+        .hooks
+        .export_transcript(&engine.store, &f, &path)
+        .await
+        .unwrap();
     assert_eq!(lines(), 4, "then appended again");
 }
