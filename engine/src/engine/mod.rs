@@ -34,43 +34,46 @@ use ctxd_pipeline::clock::Clock;
 use ctxd_store::Store;
 use ctxd_store::error::{Error, Result};
 
+/// The engine: the store, the clock and the limits, and the parts that own the rest of
+/// its state. Fields are private to this module's tree, so the edges and the daemon
+/// reach a session only through the engine's operations.
 pub struct Engine {
-    pub(crate) store: Store,
-    pub(crate) home: PathBuf,
-    pub(crate) clock: Arc<dyn Clock>,
+    store: Store,
+    home: PathBuf,
+    clock: Arc<dyn Clock>,
     /// The live sessions' cells and their LRU order.
-    pub(crate) cells: Arc<session::cells::Cells>,
-    pub(crate) limits: ctxd_pipeline::limits::Limits,
-    pub(crate) started: Instant,
-    pub(crate) discovery: DiscoveryDefaults,
+    cells: Arc<session::cells::Cells>,
+    limits: ctxd_pipeline::limits::Limits,
+    started: Instant,
+    discovery: DiscoveryDefaults,
     /// Which sessions have seen which file, and the watcher.
-    pub(crate) watches: watches::Watches,
+    watches: watches::Watches,
     /// The default summariser and the client summaries awaited.
-    pub(crate) summaries: compaction::summariser::Summaries,
+    summaries: compaction::summariser::Summaries,
     /// Session-memory extractions running.
-    pub(crate) extractions: compaction::memory::Extractions,
+    extractions: compaction::memory::Extractions,
     /// Where work that outlives its call goes (a memory extraction, fire-and-forget
     /// hooks): the background worker lends each job the engine. Unset until
     /// `start_watching` starts the worker, so an engine that never started one (unit
     /// tests) runs no background work.
     background: std::sync::OnceLock<tokio::sync::mpsc::UnboundedSender<Job>>,
     /// Skill catalogs, one per set of skill places.
-    pub(crate) skills: sources::skills::SkillCatalogs,
+    skills: sources::skills::SkillCatalogs,
     /// Hook configuration, watches and transcript exports (`hooks/state.rs`).
-    pub(crate) hooks: hooks::HookState,
+    hooks: hooks::HookState,
     /// Relevant-memory prefetches, one per session (`sources/memory_prefetch.rs`).
-    pub(crate) memories: sources::memory_prefetch::Prefetches,
+    memories: sources::memory_prefetch::Prefetches,
     /// The platform named in the environment section of sessions that name none.
-    pub(crate) platform: String,
+    platform: String,
     /// Sessions with a `context.send` turn running.
-    pub(crate) turns: send::Turns,
+    turns: send::Turns,
     /// One `agent.finish` at a time: its checks and its two writes are one step.
-    pub(crate) agent_finishes: tokio::sync::Mutex<()>,
+    agent_finishes: tokio::sync::Mutex<()>,
     /// How provider keys are looked up (the process environment; tests inject theirs).
-    pub(crate) env: crate::providers::EnvLookup,
+    env: crate::providers::EnvLookup,
     /// Failing attachment sources a test asked for.
     #[cfg(test)]
-    pub(crate) source_faults: sources::collect::SourceFaults,
+    source_faults: sources::collect::SourceFaults,
 }
 
 /// Work that outlives the call that starts it, given the engine when it runs.
