@@ -59,7 +59,7 @@ pub struct Engine {
     background: std::sync::OnceLock<tokio::sync::mpsc::UnboundedSender<Job>>,
     /// Skill catalogs, one per set of skill places.
     skills: sources::skills::SkillCatalogs,
-    /// Hook configuration, watches and transcript exports (`hooks/state.rs`).
+    /// Hook configuration, settings-file watches and transcript exports (`hooks/state.rs`).
     hooks: hooks::HookState,
     /// Relevant-memory prefetches, one per session (`sources/memory_prefetch.rs`).
     memories: sources::memory_prefetch::Prefetches,
@@ -159,7 +159,7 @@ impl Engine {
     }
 
     pub fn with_summariser(mut self, cfg: ctxd_protocol::SummariserConfig) -> Engine {
-        self.summaries = compaction::summariser::Summaries::with_default(cfg);
+        self.summaries.set_default(cfg);
         self
     }
 

@@ -5,7 +5,7 @@
 //! hook's exit code and output mean and how parallel results merge (`decide`), the
 //! event JSON a hook reads (`input`) and the transcript lines it may read
 //! (`transcript`). The edges are `files` (settings files on disk, trust, stamps)
-//! and `runner` (the process). The engine (`engine/hooks.rs`) decides when an event
+//! and `runner` (the process). The engine (`engine/hooks/mod.rs`) decides when an event
 //! fires and what its outcome does to the session.
 
 pub(crate) mod agent_tools;

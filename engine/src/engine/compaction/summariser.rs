@@ -15,7 +15,7 @@ use crate::providers::{ModelRunner, ProviderError, Summariser};
 use ctxd_store::error::{Error, Result};
 
 /// Replies awaited from clients that run the model for the daemon.
-pub(crate) type PendingSummaries =
+type PendingSummaries =
     Arc<Mutex<HashMap<String, oneshot::Sender<std::result::Result<String, ProviderError>>>>>;
 
 /// Asks the session's subscribers to run a model and waits for `context.provide_summary`.
@@ -92,11 +92,9 @@ impl Default for Summaries {
 }
 
 impl Summaries {
-    pub(crate) fn with_default(default: SummariserConfig) -> Summaries {
-        Summaries {
-            default,
-            pending: PendingSummaries::default(),
-        }
+    /// Sessions that choose no summariser get `default`.
+    pub(crate) fn set_default(&mut self, default: SummariserConfig) {
+        self.default = default;
     }
 
     /// The summariser of sessions that choose none.

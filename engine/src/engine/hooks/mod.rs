@@ -323,5 +323,4 @@ pub(crate) fn fields<const N: usize>(pairs: [(&str, Value); N]) -> Map<String, V
 }
 
 #[cfg(test)]
-#[path = "tests.rs"]
 mod tests;

@@ -1,5 +1,5 @@
 //! Session and transcript operations: create, update, fork, delete, tools, append,
-//! read, snip. The compile path is in `../compile.rs`, the import in `import.rs`, the
+//! read, snip. The compile path is in `compile.rs`, the import in `import.rs`, the
 //! checks of what clients send in the crate's `validate.rs`.
 
 use std::path::Path;

@@ -30,7 +30,7 @@ use futures::future::{BoxFuture, Shared};
 use std::sync::Arc;
 
 use crate::engine::sources::files::{Stored, changed_files_found, date_change};
-pub(crate) use crate::engine::sources::source_input::{Effect, Found, SourceInput};
+use crate::engine::sources::source_input::{Effect, Found, SourceInput};
 use crate::engine::{Engine, Loaded, SessionCell};
 use ctxd_pipeline::{plan_mode, task_reminder};
 use ctxd_store::context_state;

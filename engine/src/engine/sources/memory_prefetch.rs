@@ -16,7 +16,7 @@ use ctxd_protocol::{ContentBlock, MemorySelector, Record};
 use tokio::sync::watch;
 
 use crate::discovery::memories::{self, MemoryFile};
-use crate::engine::sources::collect::{Effect, Found, SourceInput};
+use crate::engine::sources::source_input::{Effect, Found, SourceInput};
 use crate::engine::{Engine, Loaded, SessionCell};
 use crate::providers::Summariser;
 use ctxd_pipeline::plan_mode;
