@@ -6,6 +6,8 @@
 //! its sessions in a fresh database of its own on that server instead of SQLite.
 #![allow(dead_code)]
 
+pub mod hooks;
+
 use std::io::{Read, Write};
 use std::os::unix::net::UnixStream as StdUnixStream;
 use std::path::{Path, PathBuf};
