@@ -7,6 +7,7 @@
 
 use ctxd_protocol::*;
 
+use crate::engine::compaction::compact::CompactAsk;
 use crate::engine::compile::{Ask, assemble};
 use crate::engine::{Engine, Loaded};
 use ctxd_pipeline::autocompact::Trigger;
@@ -120,7 +121,16 @@ impl Engine {
                 Ok(()) => {
                     let pre = compiled.metadata.context.effective_tokens;
                     match self
-                        .compact_locked(&cell, l, Trigger::Auto, None, now, pre)
+                        .compact_locked(
+                            &cell,
+                            l,
+                            CompactAsk {
+                                trigger: Trigger::Auto,
+                                instructions: None,
+                                now,
+                                pre_tokens: pre,
+                            },
+                        )
                         .await
                     {
                         Ok(report) => {
@@ -208,8 +218,17 @@ impl Engine {
         let now = self.clock.now();
         let pre = self.compile_now(&cell, l, &Ask::at(now)).await?;
         let pre_tokens = pre.metadata.context.effective_tokens;
-        self.compact_locked(&cell, l, Trigger::Manual, p.instructions, now, pre_tokens)
-            .await
+        self.compact_locked(
+            &cell,
+            l,
+            CompactAsk {
+                trigger: Trigger::Manual,
+                instructions: p.instructions,
+                now,
+                pre_tokens,
+            },
+        )
+        .await
     }
 
     /// `context.report_error`: recovery after the provider refused a request.
@@ -254,7 +273,16 @@ impl Engine {
             tracing::info!(session = %l.row.id, "draining the collapses freed nothing; compacting");
         }
         let report = self
-            .compact_locked(&cell, l, Trigger::Reactive, None, ask.now, pre_tokens)
+            .compact_locked(
+                &cell,
+                l,
+                CompactAsk {
+                    trigger: Trigger::Reactive,
+                    instructions: None,
+                    now: ask.now,
+                    pre_tokens,
+                },
+            )
             .await
             .map_err(|e| Error::CompactionFailed(format!("cannot recover: {e}")))?;
         let compiled = self.compile_after(&cell, l, &ask, report).await?;

@@ -21,6 +21,15 @@ use ctxd_pipeline::{attachments, thresholds};
 use ctxd_store::context_state;
 use ctxd_store::error::{Error, Result};
 
+/// What a compaction is asked: why it runs, the user's instructions, the compile's
+/// clock, and the size of the history it replaces.
+pub(crate) struct CompactAsk {
+    pub(crate) trigger: Trigger,
+    pub(crate) instructions: Option<String>,
+    pub(crate) now: DateTime<Utc>,
+    pub(crate) pre_tokens: u64,
+}
+
 impl Engine {
     /// `Some(Ok(()))` when autocompact should run now, `Some(Err(why))` when it is due
     /// but may not run, `None` when it is not due.
@@ -110,12 +119,15 @@ impl Engine {
         &self,
         cell: &SessionCell,
         l: &mut Loaded,
-        trigger: Trigger,
-        instructions: Option<String>,
-        now: DateTime<Utc>,
-        pre_tokens: u64,
+        ask: CompactAsk,
     ) -> Result<CompactionReport> {
         let started = Instant::now();
+        let CompactAsk {
+            trigger,
+            instructions,
+            now,
+            pre_tokens,
+        } = ask;
         let mut sm_skipped = None;
         if let SummariserConfig::Server {
             instructions: own, ..
@@ -125,9 +137,13 @@ impl Engine {
             let instructions = self
                 .hooks_pre_compact(l, trigger, instructions.or(own))
                 .await;
-            let result = self
-                .server_compact(cell, l, trigger, instructions, now, pre_tokens, started)
-                .await;
+            let ask = CompactAsk {
+                trigger,
+                instructions,
+                now,
+                pre_tokens,
+            };
+            let result = self.server_compact(cell, l, ask, started).await;
             if let Err(e) = &result {
                 self.record_failure(&l.row.id, &e.to_string(), trigger)
                     .await;
@@ -145,8 +161,14 @@ impl Engine {
                 }
             }
         }
+        let ask = CompactAsk {
+            trigger,
+            instructions,
+            now,
+            pre_tokens,
+        };
         let result = self
-            .compact_inner(cell, l, trigger, instructions, now, pre_tokens, started)
+            .compact_inner(cell, l, ask, started)
             .await
             .map(|mut r| {
                 r.session_memory_skipped = sm_skipped;
@@ -218,17 +240,19 @@ impl Engine {
         }
     }
 
-    #[allow(clippy::too_many_arguments)]
     async fn compact_inner(
         &self,
         cell: &SessionCell,
         l: &mut Loaded,
-        trigger: Trigger,
-        instructions: Option<String>,
-        now: DateTime<Utc>,
-        pre_tokens: u64,
+        ask: CompactAsk,
         started: Instant,
     ) -> Result<CompactionReport> {
+        let CompactAsk {
+            trigger,
+            instructions,
+            now,
+            pre_tokens,
+        } = ask;
         let summariser = self.summaries.summariser(l, cell)?;
         let budget = room_budget(l);
         // PreCompact hooks' stdout joins the custom instructions the summariser reads.

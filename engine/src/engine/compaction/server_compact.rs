@@ -7,15 +7,14 @@
 
 use std::time::Instant;
 
-use chrono::{DateTime, Utc};
 use ctxd_protocol::*;
 use serde_json::Value;
 
+use crate::engine::compaction::compact::CompactAsk;
 use crate::engine::compile::Ask;
 use crate::engine::session::transcript::insert_batch;
 use crate::engine::{Engine, Loaded, SessionCell};
 use crate::providers::stream;
-use ctxd_pipeline::autocompact::Trigger;
 use ctxd_pipeline::latch::COMPACT_BETA;
 use ctxd_pipeline::projection::server_compaction;
 use ctxd_store::context_state;
@@ -64,17 +63,19 @@ impl Engine {
 
     /// Compacts through the provider. Fails (appending nothing) when the session has no
     /// Anthropic provider, the call fails, or the answer holds no summary.
-    #[allow(clippy::too_many_arguments)]
     pub(crate) async fn server_compact(
         &self,
         cell: &SessionCell,
         l: &mut Loaded,
-        trigger: Trigger,
-        instructions: Option<String>,
-        now: DateTime<Utc>,
-        pre_tokens: u64,
+        ask: CompactAsk,
         started: Instant,
     ) -> Result<CompactionReport> {
+        let CompactAsk {
+            trigger,
+            instructions,
+            now,
+            pre_tokens,
+        } = ask;
         let provider = match &l.row.settings.provider {
             Some(p @ ProviderConfig::Anthropic { .. }) => p.clone(),
             _ => {
