@@ -7,6 +7,8 @@ use std::sync::Arc;
 
 use ctxd_protocol::{CacheReportResponse, RecordKind, RequestFlags, SessionEvent, UsageResponse};
 
+use crate::engine::compile;
+use crate::engine::session::loaded::loaded_mut;
 use crate::engine::{Engine, Loaded, SessionCell};
 use ctxd_pipeline::cache_break::{self, Fingerprint};
 use ctxd_pipeline::cache_prefix::KeyShape;
@@ -233,7 +235,7 @@ impl Engine {
         let cell = self.cells.cell(sid);
         let mut guard = cell.state.lock().await;
         self.load_or_drop(sid, &mut guard).await?;
-        let l = crate::engine::session::loaded::loaded_mut(&mut guard)?;
+        let l = loaded_mut(&mut guard)?;
         let s = sid.to_string();
         let compiles = self
             .store
@@ -268,14 +270,14 @@ impl Engine {
         let cell = self.cells.cell(sid);
         let mut guard = cell.state.lock().await;
         self.load_or_drop(sid, &mut guard).await?;
-        let l = crate::engine::session::loaded::loaded_mut(&mut guard)?;
+        let l = loaded_mut(&mut guard)?;
         let now = self.clock.now();
-        let c = crate::engine::compile::assemble(
+        let c = compile::assemble(
             l,
             None,
-            &crate::engine::compile::Ask {
+            &compile::Ask {
                 usage_picture: true,
-                ..crate::engine::compile::Ask::at(now)
+                ..compile::Ask::at(now)
             },
         )?;
         let picture = c

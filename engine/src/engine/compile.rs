@@ -9,7 +9,9 @@ use std::path::Path;
 
 use ctxd_protocol::*;
 
-use crate::engine::{Engine, Loaded};
+use crate::engine::compaction::collapse;
+use crate::engine::session::loaded::BudgetInputs;
+use crate::engine::{Engine, Loaded, SessionCell};
 use chrono::{DateTime, Utc};
 use ctxd_pipeline::budget::{self, Decision, Fate, ToolLimits};
 use ctxd_pipeline::compile::{CompileInput, Compiled, Effects, SessionView, compile};
@@ -93,7 +95,7 @@ impl Engine {
     /// the assembly.
     pub(crate) async fn compile_now(
         &self,
-        cell: &crate::engine::SessionCell,
+        cell: &SessionCell,
         l: &mut Loaded,
         ask: &Ask<'_>,
     ) -> Result<Compiled> {
@@ -106,7 +108,7 @@ impl Engine {
     /// the budget's fates (stored).
     pub(crate) async fn prepare_compile(
         &self,
-        cell: &crate::engine::SessionCell,
+        cell: &SessionCell,
         l: &mut Loaded,
         ask: &Ask<'_>,
     ) -> Result<Prepared> {
@@ -177,7 +179,7 @@ impl Engine {
             .as_ref()
             .is_some_and(|b| b.still_settled(l, &limits))
         {
-            l.budget_settled = Some(crate::engine::session::loaded::BudgetInputs::of(l, limits));
+            l.budget_settled = Some(BudgetInputs::of(l, limits));
             return Ok((Vec::new(), Vec::new()));
         }
         let projected = l.records.view();
@@ -185,7 +187,7 @@ impl Engine {
         let view: Vec<&Record> = folded.iter().map(|c| c.as_ref()).collect();
         let plan = budget::plan(&view, &l.fates, &limits, &dir.display().to_string());
         if plan.decisions.is_empty() {
-            l.budget_settled = Some(crate::engine::session::loaded::BudgetInputs::of(l, limits));
+            l.budget_settled = Some(BudgetInputs::of(l, limits));
             return Ok((Vec::new(), Vec::new()));
         }
         let mut new_fates = Vec::with_capacity(plan.decisions.len());
@@ -332,23 +334,14 @@ pub(crate) fn assemble(
     let commits: Vec<(u64, u64)> = l
         .collapses
         .iter()
-        .filter_map(|c| {
-            Some((
-                *l.collapse_commits.get(&c.id)?,
-                crate::engine::compaction::collapse::savings(c),
-            ))
-        })
+        .filter_map(|c| Some((*l.collapse_commits.get(&c.id)?, collapse::savings(c))))
         .collect();
     let undos: Vec<(u64, u64, u64)> = l
         .collapses
         .iter()
         .filter_map(|c| {
             let (committed, undone) = *l.collapse_undos.get(&c.id)?;
-            Some((
-                committed,
-                undone,
-                crate::engine::compaction::collapse::savings(c),
-            ))
+            Some((committed, undone, collapse::savings(c)))
         })
         .collect();
     let row = &l.row;

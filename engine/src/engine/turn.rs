@@ -9,7 +9,8 @@ use ctxd_protocol::*;
 
 use crate::engine::compaction::compact::CompactAsk;
 use crate::engine::compile::{Ask, assemble};
-use crate::engine::{Engine, Loaded};
+use crate::engine::session::loaded::loaded_mut;
+use crate::engine::{Engine, Loaded, SessionCell};
 use ctxd_pipeline::autocompact::Trigger;
 use ctxd_pipeline::compile::Compiled;
 use ctxd_pipeline::thresholds;
@@ -76,7 +77,7 @@ impl Engine {
         let (mut guard, mut compiled) = {
             let mut guard = cell.state.lock().await;
             self.load_or_drop(&p.session_id, &mut guard).await?;
-            let l = crate::engine::session::loaded::loaded_mut(&mut guard)?;
+            let l = loaded_mut(&mut guard)?;
             if l.records.view_len() <= INLINE_COMPILE_MAX_VIEW {
                 let compiled = self.compile_now(&cell, l, &ask).await?;
                 (guard, compiled)
@@ -99,7 +100,7 @@ impl Engine {
                 let mut guard = cell.state.lock().await;
                 // The session may have been unloaded meanwhile; the store has all it had.
                 self.load_or_drop(&p.session_id, &mut guard).await?;
-                let l = crate::engine::session::loaded::loaded_mut(&mut guard)?;
+                let l = loaded_mut(&mut guard)?;
                 if l.decisions() != decided {
                     // Another compile or a compaction froze decisions meanwhile: this
                     // compile's effects were decided without them, so decide again,
@@ -109,7 +110,7 @@ impl Engine {
                 (guard, compiled)
             }
         };
-        let l = crate::engine::session::loaded::loaded_mut(&mut guard)?;
+        let l = loaded_mut(&mut guard)?;
         if l.row.settings.collapse.enabled {
             let estimate = compiled.metadata.context.effective_tokens;
             if self.run_collapse(&cell, l, estimate, false).await? {
@@ -155,7 +156,7 @@ impl Engine {
     /// Blocking limit, effects, warning level: what every compile ends with.
     pub(crate) async fn finish_compile(
         &self,
-        cell: &crate::engine::SessionCell,
+        cell: &SessionCell,
         l: &mut Loaded,
         mut compiled: Compiled,
         ask: &Ask<'_>,
@@ -187,13 +188,7 @@ impl Engine {
         Ok(compiled)
     }
 
-    fn announce_level(
-        &self,
-        cell: &crate::engine::SessionCell,
-        l: &mut Loaded,
-        s: &ContextState,
-        estimated: u64,
-    ) {
+    fn announce_level(&self, cell: &SessionCell, l: &mut Loaded, s: &ContextState, estimated: u64) {
         let level = thresholds::level(s);
         if level != l.level {
             l.level = level;
@@ -214,7 +209,7 @@ impl Engine {
         let cell = self.cells.cell(&p.session_id);
         let mut guard = cell.state.lock().await;
         self.load_or_drop(&p.session_id, &mut guard).await?;
-        let l = crate::engine::session::loaded::loaded_mut(&mut guard)?;
+        let l = loaded_mut(&mut guard)?;
         let now = self.clock.now();
         let pre = self.compile_now(&cell, l, &Ask::at(now)).await?;
         let pre_tokens = pre.metadata.context.effective_tokens;
@@ -255,7 +250,7 @@ impl Engine {
         let cell = self.cells.cell(&p.session_id);
         let mut guard = cell.state.lock().await;
         self.load_or_drop(&p.session_id, &mut guard).await?;
-        let l = crate::engine::session::loaded::loaded_mut(&mut guard)?;
+        let l = loaded_mut(&mut guard)?;
         let ask = Ask::at(self.clock.now());
         let before = self.compile_now(&cell, l, &ask).await?;
         let pre_tokens = before.metadata.context.effective_tokens + p.token_gap.unwrap_or(0);
@@ -293,7 +288,7 @@ impl Engine {
     /// compaction's report and, when it left more than its target, the shortfall.
     async fn compile_after(
         &self,
-        cell: &crate::engine::SessionCell,
+        cell: &SessionCell,
         l: &mut Loaded,
         ask: &Ask<'_>,
         report: CompactionReport,

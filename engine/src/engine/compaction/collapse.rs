@@ -11,6 +11,7 @@ use ctxd_store::error::{Error, Result};
 pub(crate) use collapse::savings;
 use ctxd_store::collapses as store;
 
+use crate::engine::session::loaded::loaded_mut;
 use crate::providers::SummaryInput;
 
 /// What a model is asked for when it summarises one collapsed span.
@@ -181,7 +182,7 @@ impl Engine {
         let cell = self.cells.cell(&p.session_id);
         let mut guard = cell.state.lock().await;
         self.load_or_drop(&p.session_id, &mut guard).await?;
-        let l = crate::engine::session::loaded::loaded_mut(&mut guard)?;
+        let l = loaded_mut(&mut guard)?;
         if !l
             .collapses
             .iter()

@@ -7,8 +7,10 @@ use std::time::Instant;
 use chrono::{DateTime, Utc};
 use ctxd_protocol::*;
 
+use crate::engine::compaction::collapse;
 use crate::engine::compaction::summariser::provider_error;
 use crate::engine::compile::{Ask, History, assemble};
+use crate::engine::session::transcript::expect_last;
 use crate::engine::session::transcript::{insert_batch, materialise};
 use crate::engine::sources::files::snapshot;
 use crate::engine::{Engine, Loaded, SessionCell};
@@ -59,7 +61,7 @@ impl Engine {
             .store
             .read(move |c| context_state::compaction_failures(c, &sid))
             .await?;
-        let collapses = crate::engine::compaction::collapse::live(l);
+        let collapses = collapse::live(l);
         let settings = ctxd_pipeline::collapse::CollapseSettings::from(&l.row.settings.collapse);
         let window = ctxd_pipeline::thresholds::effective_window(&l.row.model);
         if ctxd_pipeline::collapse::autocompact_stands_aside(
@@ -408,7 +410,7 @@ impl Engine {
         let hooked = new_records.len() > weighed;
         let sid = l.row.id.clone();
         let now_text = self.now_text();
-        let expected = crate::engine::session::transcript::expect_last(l);
+        let expected = expect_last(l);
         let built = self
             .store
             .write(&l.row.id, move |tx| {

@@ -12,6 +12,7 @@ use futures::FutureExt;
 use tokio::sync::Notify;
 
 use crate::engine::compaction::compact;
+use crate::engine::session::loaded::summary_messages;
 use crate::engine::{Engine, Loaded, SessionCell};
 use crate::providers::{Summariser, SummaryInput};
 use ctxd_pipeline::autocompact::{self, Trigger};
@@ -297,7 +298,7 @@ impl Engine {
         let new = new.as_slice();
         let summariser =
             Summariser::new(&cfg, None).map_err(|e| Error::CompactionFailed(e.to_string()))?;
-        let messages = crate::engine::session::loaded::summary_messages(new, &row_model, &rejected);
+        let messages = summary_messages(new, &row_model, &rejected);
         let document = summariser
             .extract(
                 &mem.document,

@@ -10,8 +10,10 @@ use std::time::Instant;
 use ctxd_protocol::*;
 use serde_json::Value;
 
+use crate::engine::compaction::compact;
 use crate::engine::compaction::compact::CompactAsk;
 use crate::engine::compile::Ask;
+use crate::engine::session::transcript::expect_last;
 use crate::engine::session::transcript::insert_batch;
 use crate::engine::{Engine, Loaded, SessionCell};
 use crate::providers::stream;
@@ -122,7 +124,7 @@ impl Engine {
             .count() as u64;
         let sid = l.row.id.clone();
         let now_text = self.now_text();
-        let expected = crate::engine::session::transcript::expect_last(l);
+        let expected = expect_last(l);
         let built = self
             .store
             .write(&l.row.id, move |tx| {
@@ -134,7 +136,7 @@ impl Engine {
                             .into(),
                     ));
                 }
-                crate::engine::compaction::compact::reset_for_new_history(tx, &sid)?;
+                compact::reset_for_new_history(tx, &sid)?;
                 Ok(built)
             })
             .await?;
@@ -155,7 +157,7 @@ impl Engine {
             kind: "server".into(),
             kept_records: 0,
             session_memory_skipped: None,
-            target_tokens: crate::engine::compaction::compact::room_budget(l).target,
+            target_tokens: compact::room_budget(l).target,
             tightenings: 0,
         })
     }

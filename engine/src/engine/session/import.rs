@@ -5,6 +5,7 @@ use std::collections::BTreeMap;
 use ctxd_protocol::*;
 
 use crate::engine::Engine;
+use crate::engine::session::loaded::last_boundary_uuid;
 use crate::engine::session::transcript::materialise;
 use crate::import::chunks;
 use crate::validate::{check_stored_size, validate_fields_from};
@@ -51,7 +52,7 @@ fn prepare(mut inputs: Vec<RecordInput>, now: &str) -> Result<Prepared> {
             _ => None,
         })
         .collect();
-    let boundary_uuid = crate::engine::session::loaded::last_boundary_uuid(&records);
+    let boundary_uuid = last_boundary_uuid(&records);
     // Owned slices, each with the index of its first record, so that each record is
     // moved into its row and freed on the thread that made it.
     let mut slices = Vec::new();

@@ -8,6 +8,8 @@ use ctxd_protocol::*;
 use uuid::Uuid;
 
 use crate::engine::Engine;
+use crate::engine::session::loaded::last_boundary_uuid;
+use crate::engine::session::loaded::loaded_mut;
 use crate::engine::session::transcript::{expect_last, insert_batch};
 use crate::validate::{
     check_date, check_model, check_settings, check_system, check_tools, validate_batch,
@@ -484,7 +486,7 @@ impl Engine {
                 .iter()
                 .any(|r| r.kind == RecordKind::Assistant && !r.is_sidechain && r.usage.is_some());
             // Only a boundary in this batch can move the last one.
-            let boundary = crate::engine::session::loaded::last_boundary_uuid(&built);
+            let boundary = last_boundary_uuid(&built);
 
             l.records.extend(built);
             if reported {
@@ -599,7 +601,7 @@ impl Engine {
         let cell = self.cells.cell(&p.session_id);
         let mut guard = cell.state.lock().await;
         self.load_or_drop(&p.session_id, &mut guard).await?;
-        let l = crate::engine::session::loaded::loaded_mut(&mut guard)?;
+        let l = loaded_mut(&mut guard)?;
         if !l.row.settings.snip_enabled {
             return Err(Error::invalid(
                 "session_id",

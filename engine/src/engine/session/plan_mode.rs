@@ -4,6 +4,7 @@
 use ctxd_protocol::{PlanModeParams, PlanModeResponse, SessionEvent};
 
 use crate::engine::Engine;
+use crate::engine::session::loaded::loaded_mut;
 use ctxd_pipeline::limits::MAX_PLAN_BYTES;
 use ctxd_store::error::{Error, Result};
 use ctxd_store::sessions::{self, SessionRow};
@@ -45,7 +46,7 @@ impl Engine {
         let cell = self.cells.cell(&p.session_id);
         let mut guard = cell.state.lock().await;
         self.load_or_drop(&p.session_id, &mut guard).await?;
-        let l = crate::engine::session::loaded::loaded_mut(&mut guard)?;
+        let l = loaded_mut(&mut guard)?;
         let mut row = l.row.clone();
         row.settings.plan_mode = p.enabled;
         if let Some(f) = p.plan_file {

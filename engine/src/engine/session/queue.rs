@@ -15,6 +15,8 @@ use serde_json::json;
 use ctxd_pipeline::kinds;
 
 use crate::engine::Engine;
+use crate::engine::session::loaded::loaded_mut;
+use crate::engine::session::transcript::insert_batch;
 use ctxd_pipeline::attachments;
 use ctxd_pipeline::limits::MAX_QUEUED_ENTRIES;
 use ctxd_store::error::{Error, Result};
@@ -162,7 +164,7 @@ impl Engine {
         let cell = self.cells.cell(&p.session_id);
         let mut guard = cell.state.lock().await;
         self.load_or_drop(&p.session_id, &mut guard).await?;
-        let l = crate::engine::session::loaded::loaded_mut(&mut guard)?;
+        let l = loaded_mut(&mut guard)?;
         let (sid, agent, ts) = (l.row.id.clone(), p.agent_id.clone(), self.now_text());
         let built = self
             .store
@@ -176,8 +178,7 @@ impl Engine {
                     .iter()
                     .map(|e| queued_record(e, &ts, true))
                     .collect();
-                let built =
-                    crate::engine::session::transcript::insert_batch(tx, &sid, inputs, None, &ts)?;
+                let built = insert_batch(tx, &sid, inputs, None, &ts)?;
                 queued::remove(tx, &sid, &ids)?;
                 Ok(built)
             })

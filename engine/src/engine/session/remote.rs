@@ -18,6 +18,7 @@ use std::path::{Component, Path};
 
 use ctxd_protocol::SessionEvent;
 
+use crate::engine::compile;
 use crate::engine::{Engine, Loaded};
 use ctxd_store::error::Result;
 use ctxd_store::{Remote, RemoteWhat, memory, outputs, records};
@@ -187,7 +188,7 @@ impl Engine {
             }
             let (s, q) = (sid.to_string(), path.clone());
             let written = match self.store.read(move |c| outputs::content(c, &s, &q)).await {
-                Ok(Some(content)) => crate::engine::compile::write_once(dir, name, content)
+                Ok(Some(content)) => compile::write_once(dir, name, content)
                     .await
                     .map_err(|e| e.to_string()),
                 Ok(None) => Ok(()),

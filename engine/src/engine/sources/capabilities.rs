@@ -11,6 +11,8 @@ use chrono::{DateTime, Utc};
 use ctxd_protocol::*;
 use serde_json::Value;
 
+use crate::engine::session::loaded::loaded_mut;
+use crate::engine::session::transcript::insert_batch;
 use crate::engine::sources::skills::Catalog;
 use crate::engine::{Engine, Loaded, SessionCell};
 use ctxd_pipeline::capabilities::{
@@ -268,7 +270,7 @@ impl Engine {
                 if inputs.is_empty() {
                     return Ok(Vec::new());
                 }
-                crate::engine::session::transcript::insert_batch(tx, &sid, inputs, None, &now_text)
+                insert_batch(tx, &sid, inputs, None, &now_text)
             })
             .await?;
         l.caps.state = Arc::new(state);
@@ -301,7 +303,7 @@ impl Engine {
         let cell = self.cells.cell(sid);
         let mut guard = cell.state.lock().await;
         self.load_or_drop(sid, &mut guard).await?;
-        let l = crate::engine::session::loaded::loaded_mut(&mut guard)?;
+        let l = loaded_mut(&mut guard)?;
         let mut state = (*l.caps.state).clone();
         let announced_by = change(&mut state, l)?;
         let tool_count = tool_plan::all_tools(&l.tools, &state.mcp).len();
@@ -501,7 +503,7 @@ impl Engine {
         let cell = self.cells.cell(&p.session_id);
         let mut guard = cell.state.lock().await;
         self.load_or_drop(&p.session_id, &mut guard).await?;
-        let l = crate::engine::session::loaded::loaded_mut(&mut guard)?;
+        let l = loaded_mut(&mut guard)?;
         if self.find_skill(&cell, l, &name).await?.is_none() {
             return Err(Error::invalid(
                 "name",
@@ -528,7 +530,7 @@ impl Engine {
         let cell = self.cells.cell(sid);
         let mut guard = cell.state.lock().await;
         self.load_or_drop(sid, &mut guard).await?;
-        let l = crate::engine::session::loaded::loaded_mut(&mut guard)?;
+        let l = loaded_mut(&mut guard)?;
         l.refresh_ledger();
         let all = l.all_tools();
         let order = l.discovery_order();

@@ -29,6 +29,7 @@ use futures::FutureExt;
 use futures::future::{BoxFuture, Shared};
 use std::sync::Arc;
 
+use crate::engine::session::transcript::insert_batch;
 use crate::engine::sources::files::{Stored, changed_files_found, date_change};
 use crate::engine::sources::source_input::{Effect, Found, SourceInput};
 use crate::engine::{Engine, Loaded, SessionCell};
@@ -266,7 +267,7 @@ impl Engine {
                 if inputs.is_empty() {
                     return Ok(Vec::new());
                 }
-                crate::engine::session::transcript::insert_batch(tx, &sid, inputs, None, &ts)
+                insert_batch(tx, &sid, inputs, None, &ts)
             })
             .await?;
         l.memo = memo;

@@ -10,6 +10,7 @@ use ctxd_protocol::{
     AckResponse, RemoveSectionParams, SectionCaching, SessionEvent, SetSectionParams, SystemPrompt,
 };
 
+use crate::engine::session::loaded::loaded_mut;
 use crate::engine::{Engine, Loaded};
 use ctxd_pipeline::limits::MAX_SECTION_BYTES;
 use ctxd_pipeline::sections::{self, SectionMemo};
@@ -147,7 +148,7 @@ impl Engine {
         let cell = self.cells.cell(sid);
         let mut guard = cell.state.lock().await;
         self.load_or_drop(sid, &mut guard).await?;
-        let l = crate::engine::session::loaded::loaded_mut(&mut guard)?;
+        let l = loaded_mut(&mut guard)?;
         let mut row = l.row.clone();
         let mut prompt = row.system.clone().unwrap_or_else(SystemPrompt::default);
         let mut memo = l.sections.memo.clone();

@@ -14,6 +14,7 @@ use ctxd_protocol::{SessionEvent, SkillInfo, SkillsResponse, SkippedSkill};
 use serde_json::Value;
 
 use crate::discovery::skills::{Scan, SkillDef, SkillRoots, body, scan};
+use crate::engine::session::loaded::loaded_mut;
 use crate::engine::{Engine, Loaded, SessionCell};
 use crate::watch::FileWatcher;
 use ctxd_pipeline::skills::{self as listing, Entry, Invoked};
@@ -419,7 +420,7 @@ impl Engine {
         let cell = self.cells.cell(sid);
         let mut guard = cell.state.lock().await;
         self.load_or_drop(sid, &mut guard).await?;
-        let l = crate::engine::session::loaded::loaded_mut(&mut guard)?;
+        let l = loaded_mut(&mut guard)?;
         l.refresh_ledger();
         let snap = self.session_skills(&cell, l).await?;
         let sent = &l.caps.ledger.sent_skills;
