@@ -20,11 +20,14 @@ pub(crate) struct Watches {
 impl Watches {
     /// Starts reporting through `watcher`, and watches every file already seen.
     pub(crate) fn start(&self, watcher: Arc<FileWatcher>) {
+        // Held across the set, so a `watch` cannot register its file between the two and
+        // have it watched twice.
+        let seen = lock(&self.seen);
         if self.watcher.set(watcher).is_err() {
             return;
         }
         if let Some(w) = self.watcher.get() {
-            for path in lock(&self.seen).keys() {
+            for path in seen.keys() {
                 w.watch_file(path);
             }
         }
