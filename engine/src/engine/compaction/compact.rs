@@ -10,8 +10,7 @@ use ctxd_protocol::*;
 use crate::engine::compaction::collapse;
 use crate::engine::compaction::summariser::provider_error;
 use crate::engine::compile::{Ask, History, assemble};
-use crate::engine::session::transcript::expect_last;
-use crate::engine::session::transcript::{insert_batch, materialise};
+use crate::engine::session::transcript::{expect_last, insert_batch, materialise};
 use crate::engine::sources::files::snapshot;
 use crate::engine::{Engine, Loaded, SessionCell};
 use crate::providers::{ProviderError, Summariser, SummaryInput};
@@ -24,7 +23,7 @@ use ctxd_store::context_state;
 use ctxd_store::error::{Error, Result};
 
 /// What a compaction is asked: why it runs, the user's instructions, the compile's
-/// clock, and the size of the history it replaces.
+/// time, and the size of the history it replaces.
 pub(crate) struct CompactAsk {
     pub(crate) trigger: Trigger,
     pub(crate) instructions: Option<String>,

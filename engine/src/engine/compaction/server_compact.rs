@@ -10,11 +10,9 @@ use std::time::Instant;
 use ctxd_protocol::*;
 use serde_json::Value;
 
-use crate::engine::compaction::compact;
-use crate::engine::compaction::compact::CompactAsk;
+use crate::engine::compaction::compact::{self, CompactAsk};
 use crate::engine::compile::Ask;
-use crate::engine::session::transcript::expect_last;
-use crate::engine::session::transcript::insert_batch;
+use crate::engine::session::transcript::{expect_last, insert_batch};
 use crate::engine::{Engine, Loaded, SessionCell};
 use crate::providers::stream;
 use ctxd_pipeline::latch::COMPACT_BETA;

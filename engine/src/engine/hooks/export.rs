@@ -14,7 +14,7 @@ use ctxd_store::error::Result;
 impl HookState {
     /// Appends the records since the last export. A failed export forgets its mark, so
     /// the next one rewrites the file whole: a torn or repeated page never stays.
-    pub(crate) async fn export_transcript(
+    pub(super) async fn export_transcript(
         &self,
         store: &Store,
         f: &Facts,

@@ -7,6 +7,7 @@ use ctxd_protocol::{HookEvent, SessionSettings, SummariserConfig};
 use serde_json::Value;
 
 use super::Facts;
+use crate::engine::compaction::summariser::resolve_summariser;
 
 /// Asks the session's provider to judge a `prompt` hook's condition, within `timeout`.
 pub(super) async fn prompt_hook(
@@ -28,9 +29,7 @@ pub(super) async fn prompt_hook(
     };
     let user = prompt::user_message(hook, &String::from_utf8_lossy(input));
     let answer = async {
-        let cfg =
-            crate::engine::compaction::summariser::resolve_summariser(cfg, &settings, &f.model)
-                .map_err(|e| e.to_string())?;
+        let cfg = resolve_summariser(cfg, &settings, &f.model).map_err(|e| e.to_string())?;
         let model = crate::providers::Summariser::new(&cfg, None).map_err(|e| e.to_string())?;
         if hook.agent {
             return agent_hook(f, &model, &user).await;

@@ -8,7 +8,7 @@ use serde_json::json;
 use uuid::Uuid;
 
 use crate::engine::Engine;
-use crate::engine::hooks::context_record;
+use crate::engine::hooks::{context_record, feedback_record};
 use crate::engine::session::transcript::insert_batch;
 use crate::validate::{check_model, check_settings, check_system, check_tools, validate_batch};
 use ctxd_pipeline::limits::MAX_AGENT_ID_CHARS;
@@ -349,11 +349,7 @@ impl Engine {
             .await?;
         if stop.decision.as_deref() == Some("block") {
             let reason = stop.reason.clone().unwrap_or_default();
-            if let Some(r) = crate::engine::hooks::feedback_record(
-                HookEvent::SubagentStop,
-                &stop,
-                &self.now_text(),
-            ) {
+            if let Some(r) = feedback_record(HookEvent::SubagentStop, &stop, &self.now_text()) {
                 self.append(AppendParams {
                     session_id: thread.clone(),
                     agent_id: None,

@@ -1,5 +1,5 @@
 //! Session and transcript operations: create, update, fork, delete, tools, append,
-//! read, snip. The compile path is in `compile.rs`, the import in `import.rs`, the
+//! read, snip. The compile path is the engine's `compile.rs`, the import in `import.rs`, the
 //! checks of what clients send in the crate's `validate.rs`.
 
 use std::path::Path;
@@ -8,8 +8,7 @@ use ctxd_protocol::*;
 use uuid::Uuid;
 
 use crate::engine::Engine;
-use crate::engine::session::loaded::last_boundary_uuid;
-use crate::engine::session::loaded::loaded_mut;
+use crate::engine::session::loaded::{last_boundary_uuid, loaded_mut};
 use crate::engine::session::transcript::{expect_last, insert_batch};
 use crate::validate::{
     check_date, check_model, check_settings, check_system, check_tools, validate_batch,

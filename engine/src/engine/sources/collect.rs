@@ -29,8 +29,10 @@ use futures::FutureExt;
 use futures::future::{BoxFuture, Shared};
 use std::sync::Arc;
 
+use crate::engine::session::queue::queued_record;
 use crate::engine::session::transcript::insert_batch;
 use crate::engine::sources::files::{Stored, changed_files_found, date_change};
+use crate::engine::sources::mentions::source_mentions;
 use crate::engine::sources::source_input::{Effect, Found, SourceInput};
 use crate::engine::{Engine, Loaded, SessionCell};
 use ctxd_pipeline::{plan_mode, task_reminder};
@@ -122,10 +124,7 @@ impl Engine {
         let read = stored.clone();
         let sources: Vec<(&'static str, BoxFuture<'_, Result<Found>>)> = vec![
             (QUEUED, source_queued(&input, stored.clone()).boxed()),
-            (
-                AT_MENTIONS,
-                crate::engine::sources::mentions::source_mentions(&input).boxed(),
-            ),
+            (AT_MENTIONS, source_mentions(&input).boxed()),
             (DATE, async { source_date(&input) }.boxed()),
             (
                 CHANGED_FILES,
@@ -412,7 +411,7 @@ async fn source_queued(input: &SourceInput<'_>, stored: SharedStored<'_>) -> Res
         records: stored
             .queued
             .iter()
-            .map(|e| crate::engine::session::queue::queued_record(e, input.ts(), false))
+            .map(|e| queued_record(e, input.ts(), false))
             .collect(),
         effect: Effect::Queued(ids),
     })

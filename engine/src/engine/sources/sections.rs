@@ -2,7 +2,7 @@
 //! the compile that first shows them, reset by a compaction, a cwd change or
 //! `context.reset_sections`) and the `context.*_section` methods a client registers
 //! sections with. Which uncached sections changed is judged against the previous
-//! compile's fingerprint (`cache.rs`), so it survives a reload or a restart.
+//! compile's fingerprint (the engine's `cache.rs`), so it survives a reload or a restart.
 
 use std::collections::BTreeMap;
 

@@ -7,7 +7,7 @@
 use std::collections::{BTreeSet, HashMap};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Arc, Mutex, MutexGuard};
+use std::sync::{Arc, Mutex};
 use std::time::SystemTime;
 
 use ctxd_protocol::{SessionEvent, SkillInfo, SkillsResponse, SkippedSkill};
@@ -15,15 +15,13 @@ use serde_json::Value;
 
 use crate::discovery::skills::{Scan, SkillDef, SkillRoots, body, scan};
 use crate::engine::session::loaded::loaded_mut;
+use crate::engine::sources::files::file_tool_path;
 use crate::engine::{Engine, Loaded, SessionCell};
 use crate::watch::FileWatcher;
 use ctxd_pipeline::skills::{self as listing, Entry, Invoked};
+use ctxd_pipeline::sync::lock;
 use ctxd_store::context_state;
 use ctxd_store::error::{Error, Result};
-
-fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
-    m.lock().unwrap_or_else(|p| p.into_inner())
-}
 
 /// The skills of one set of places.
 pub(crate) struct Catalog {
@@ -83,7 +81,7 @@ pub(crate) struct Snapshot {
 
 impl SkillCatalogs {
     /// The catalog of a session's places (created on first use).
-    pub(crate) fn catalog(&self, sid: &str, cwd: &str, user_home: &Path) -> Arc<Catalog> {
+    fn catalog(&self, sid: &str, cwd: &str, user_home: &Path) -> Arc<Catalog> {
         let roots = SkillRoots::new(Path::new(cwd), user_home);
         let c = lock(&self.map)
             .entry(roots.clone())
@@ -103,11 +101,7 @@ impl SkillCatalogs {
 
     /// The catalog's skills, rescanned first when something changed. Without a trusted
     /// `watcher` the scanned files' stamps are checked on every call.
-    pub(crate) async fn now(
-        &self,
-        c: &Arc<Catalog>,
-        watcher: Option<&FileWatcher>,
-    ) -> Result<Snapshot> {
+    async fn now(&self, c: &Arc<Catalog>, watcher: Option<&FileWatcher>) -> Result<Snapshot> {
         let trusted = watcher.is_some_and(|w| !w.is_degraded());
         let (stale, old_stamps, changes) = {
             let st = lock(&c.state);
@@ -192,7 +186,7 @@ impl SkillCatalogs {
 
     /// The watcher saw a change in `dir` (or lost track of everything: `None`): the
     /// catalogs it matters to scan again, and the sessions to tell.
-    pub(crate) fn changed(&self, dir: Option<&Path>) -> Vec<String> {
+    fn changed(&self, dir: Option<&Path>) -> Vec<String> {
         let catalogs: Vec<Arc<Catalog>> = lock(&self.map).values().cloned().collect();
         let mut told = Vec::new();
         for c in catalogs {
@@ -304,7 +298,7 @@ impl Engine {
         let new_uses = l.records[looked.min(l.records.len())..].iter().any(|r| {
             r.content.iter().any(|b| {
                 matches!(b, ctxd_protocol::ContentBlock::ToolUse { name, input, .. }
-                    if crate::engine::sources::files::file_tool_path(name, input, &cwd).is_some())
+                    if file_tool_path(name, input, &cwd).is_some())
             })
         });
         l.caps.touch_seen = (l.records.len(), touches);
