@@ -97,20 +97,29 @@ impl Engine {
         Ok(Some(Ok(())))
     }
 
+    /// A failed compaction counts toward the circuit breaker only when autocompact ran it.
     async fn record_failure(&self, sid: &str, error: &str, trigger: Trigger) {
-        if trigger != Trigger::Auto {
-            return;
+        if trigger == Trigger::Auto {
+            self.record_breaker(sid, Some(error)).await;
         }
-        let (s, e) = (sid.to_string(), error.to_string());
+    }
+
+    /// The circuit breaker's count: one more failure (`Some(why)`), or none (`None`, a
+    /// compaction that worked).
+    pub(crate) async fn record_breaker(&self, sid: &str, failure: Option<&str>) {
+        let (s, why) = (sid.to_string(), failure.map(str::to_string));
         let r = self
             .store
             .write(sid, move |tx| {
-                let n = context_state::compaction_failures(tx, &s)? + 1;
-                context_state::set_compaction_failures(tx, &s, n, Some(&e))
+                let n = match why {
+                    Some(_) => context_state::compaction_failures(tx, &s)? + 1,
+                    None => 0,
+                };
+                context_state::set_compaction_failures(tx, &s, n, why.as_deref())
             })
             .await;
         if let Err(e) = r {
-            tracing::warn!(session = sid, error = %e, "could not record a compaction failure");
+            tracing::warn!(session = sid, error = %e, "could not record a compaction's outcome");
         }
     }
 

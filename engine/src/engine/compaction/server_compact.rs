@@ -17,7 +17,6 @@ use crate::engine::{Engine, Loaded, SessionCell};
 use crate::providers::stream;
 use ctxd_pipeline::latch::COMPACT_BETA;
 use ctxd_pipeline::projection::server_compaction;
-use ctxd_store::context_state;
 use ctxd_store::error::{Error, Result};
 
 /// The compiled `body` as a compaction request: `compaction` set, and no
@@ -43,22 +42,8 @@ impl Engine {
     /// the breaker as a compaction of ctxd's does; one whose content is null is a failed
     /// compaction, counted like a failed autocompact.
     pub(crate) async fn record_server_compaction(&self, sid: &str, ok: bool) {
-        let s = sid.to_string();
-        let r = self
-            .store
-            .write(sid, move |tx| {
-                let n = if ok {
-                    0
-                } else {
-                    context_state::compaction_failures(tx, &s)? + 1
-                };
-                let why = (!ok).then_some("the provider's compaction block has no content");
-                context_state::set_compaction_failures(tx, &s, n, why)
-            })
-            .await;
-        if let Err(e) = r {
-            tracing::warn!(session = sid, error = %e, "could not record the provider's compaction");
-        }
+        let why = (!ok).then_some("the provider's compaction block has no content");
+        self.record_breaker(sid, why).await;
     }
 
     /// Compacts through the provider. Fails (appending nothing) when the session has no
