@@ -132,12 +132,7 @@ impl Engine {
         ask: CompactAsk,
     ) -> Result<CompactionReport> {
         let started = Instant::now();
-        let CompactAsk {
-            trigger,
-            instructions,
-            now,
-            pre_tokens,
-        } = ask;
+        let trigger = ask.trigger;
         let mut sm_skipped = None;
         if let SummariserConfig::Server {
             instructions: own, ..
@@ -145,13 +140,11 @@ impl Engine {
         {
             // The provider summarises: no session-memory compact of ctxd's first.
             let instructions = self
-                .hooks_pre_compact(l, trigger, instructions.or(own))
+                .hooks_pre_compact(l, trigger, ask.instructions.or(own))
                 .await;
             let ask = CompactAsk {
-                trigger,
                 instructions,
-                now,
-                pre_tokens,
+                ..ask
             };
             let result = self.server_compact(cell, l, ask, started).await;
             if let Err(e) = &result {
@@ -162,7 +155,10 @@ impl Engine {
         }
         if trigger == Trigger::Auto {
             // Session-memory compact first; it says why when it cannot help.
-            match self.session_memory_compact(cell, l, now, pre_tokens).await {
+            match self
+                .session_memory_compact(cell, l, ask.now, ask.pre_tokens)
+                .await
+            {
                 Ok(Ok(report)) => return Ok(report),
                 Ok(Err(why)) => sm_skipped = Some(why),
                 Err(e) => {
@@ -171,12 +167,6 @@ impl Engine {
                 }
             }
         }
-        let ask = CompactAsk {
-            trigger,
-            instructions,
-            now,
-            pre_tokens,
-        };
         let result = self
             .compact_inner(cell, l, ask, started)
             .await
