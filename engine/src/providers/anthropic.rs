@@ -6,7 +6,7 @@ use reqwest::header::{CONTENT_TYPE, HeaderMap, HeaderName, HeaderValue};
 use serde_json::Value;
 
 use super::http::{self, Call, EnvLookup, RetryPolicy};
-use super::{ProviderError, SummaryInput, prompt};
+use super::{ProviderError, prompt};
 use ctxd_pipeline::message::ApiMessage;
 
 pub(crate) const DEFAULT_BASE_URL: &str = "https://api.anthropic.com";
@@ -57,15 +57,6 @@ impl Anthropic {
     #[cfg(test)]
     pub(crate) fn set_retry_delays(&mut self, base: Duration) {
         self.retry.base_delay = base;
-    }
-
-    pub(crate) async fn summarise(
-        &self,
-        input: &SummaryInput<'_>,
-        env: &EnvLookup,
-    ) -> Result<String, ProviderError> {
-        self.complete(prompt::SYSTEM_PROMPT, &prompt::request_messages(input), env)
-            .await
     }
 
     /// One text completion of `messages` under `system` (summaries and session-memory

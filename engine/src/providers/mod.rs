@@ -197,8 +197,16 @@ impl Summariser {
                 }
                 return Ok(embedded::summarise(&input));
             }
-            Backend::Anthropic(p) => p.summarise(&input, &self.env).await?,
-            Backend::OpenAi(p) => p.summarise(&input, &self.env).await?,
+            Backend::Anthropic(p) => {
+                let messages = prompt::request_messages(&input);
+                p.complete(prompt::SYSTEM_PROMPT, &messages, &self.env)
+                    .await?
+            }
+            Backend::OpenAi(p) => {
+                let messages = prompt::request_messages(&input);
+                p.complete(prompt::SYSTEM_PROMPT, &messages, &self.env)
+                    .await?
+            }
             Backend::Client { runner, timeout } => {
                 let body = prompt::anthropic_body(None, http::DEFAULT_MAX_OUTPUT_TOKENS, &input);
                 tracing::debug!(

@@ -20,8 +20,8 @@ use ctxd_protocol::{ContentBlock, ToolResultBlock, ToolResultContent};
 use reqwest::header::{AUTHORIZATION, HeaderMap};
 use serde_json::{Value, json};
 
+use super::ProviderError;
 use super::http::{self, Call, EnvLookup, RetryPolicy};
-use super::{ProviderError, SummaryInput, prompt};
 use ctxd_pipeline::message::{ApiMessage, Role};
 
 pub(crate) struct OpenAi {
@@ -67,15 +67,6 @@ impl OpenAi {
     #[cfg(test)]
     pub(crate) fn set_retry_delays(&mut self, base: Duration) {
         self.retry.base_delay = base;
-    }
-
-    pub(crate) async fn summarise(
-        &self,
-        input: &SummaryInput<'_>,
-        env: &EnvLookup,
-    ) -> Result<String, ProviderError> {
-        self.complete(prompt::SYSTEM_PROMPT, &prompt::request_messages(input), env)
-            .await
     }
 
     /// One text completion of `messages` under `system` (summaries and session-memory
