@@ -718,3 +718,383 @@ fn the_summariser_can_share_the_sessions_provider() {
         .unwrap_err();
     assert!(err.to_string().contains("settings.provider"), "{err}");
 }
+
+/// A hostile provider on 127.0.0.1: every request is read whole, then answered with
+/// `head` and `chunk` written `times` times (or until the daemon hangs up), then closed.
+fn hostile(head: &'static str, chunk: Vec<u8>, times: usize) -> String {
+    use std::io::{BufRead, BufReader, Read, Write};
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let url = format!("http://{}", listener.local_addr().unwrap());
+    let chunk = std::sync::Arc::new(chunk);
+    std::thread::spawn(move || {
+        for conn in listener.incoming() {
+            let Ok(mut conn) = conn else { return };
+            let chunk = chunk.clone();
+            std::thread::spawn(move || {
+                let mut reader = BufReader::new(conn.try_clone().unwrap());
+                let mut length = 0usize;
+                loop {
+                    let mut line = String::new();
+                    if reader.read_line(&mut line).unwrap_or(0) == 0 {
+                        return;
+                    }
+                    if let Some(v) = line.to_ascii_lowercase().strip_prefix("content-length:") {
+                        length = v.trim().parse().unwrap();
+                    }
+                    if line == "\r\n" {
+                        break;
+                    }
+                }
+                let mut body = vec![0u8; length];
+                reader.read_exact(&mut body).unwrap();
+                if conn.write_all(head.as_bytes()).is_err() {
+                    return;
+                }
+                for _ in 0..times {
+                    if conn.write_all(&chunk).is_err() {
+                        return;
+                    }
+                }
+            });
+        }
+    });
+    url
+}
+
+/// A session whose provider is `url`, with a prompt appended.
+fn session_on(d: &Daemon, url: &str, extra: Value) -> String {
+    let mut provider = json!({"kind": "anthropic", "base_url": url, "api_key_env": KEY_VAR,
+                              "max_retries": 0, "timeout_secs": 60});
+    for (k, v) in extra.as_object().unwrap() {
+        provider[k] = v.clone();
+    }
+    let s = d.call(
+        "session.create",
+        json!({"cwd": d.dir.path(), "no_git": true, "settings": {"provider": provider}}),
+    );
+    let sid = s["session"]["session_id"].as_str().unwrap().to_string();
+    d.call(
+        "transcript.append",
+        json!({"session_id": sid, "records": [{"type": "user", "content": "Hello"}]}),
+    );
+    sid
+}
+
+/// The daemon's peak resident size so far, in KiB.
+fn peak_kib(d: &Daemon) -> u64 {
+    let pid = d.child.as_ref().unwrap().id();
+    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap();
+    status
+        .lines()
+        .find_map(|l| l.strip_prefix("VmHWM:"))
+        .and_then(|v| v.split_whitespace().next()?.parse().ok())
+        .unwrap()
+}
+
+const MIB: usize = 1 << 20;
+
+/// An error answer of 256 MiB is read only as far as its message: the turn fails with
+/// the provider's status at once, and the daemon's memory does not follow the body.
+#[test]
+fn an_endless_error_body_is_read_only_to_its_bound() {
+    let mut chunk =
+        br#"{"type":"error","error":{"type":"invalid_request_error","message":"no"#.to_vec();
+    chunk.resize(MIB, b' ');
+    let url = hostile(
+        "HTTP/1.1 400 Bad Request\r\nContent-Type: application/json\r\nConnection: close\r\n\r\n",
+        chunk,
+        256,
+    );
+    let d = Daemon::start_with_env(&[(KEY_VAR, KEY)]);
+    let sid = session_on(&d, &url, json!({}));
+    let before = peak_kib(&d);
+    let err = d
+        .try_call("context.send", json!({"session_id": sid}))
+        .unwrap_err();
+    assert_eq!(err["code"], ctxd_protocol::PROVIDER_FAILED, "{err}");
+    assert_eq!(err["data"]["status"], 400, "{err}");
+    let grew = peak_kib(&d).saturating_sub(before);
+    assert!(grew < 48 * 1024, "the daemon grew by {grew} KiB");
+}
+
+/// An event line that never ends stops at the stream's bound (64 MiB as sent) with
+/// `answer_too_big`, in time linear in what was read, and nothing is appended.
+#[test]
+fn an_event_line_that_never_ends_stops_at_the_stream_bound() {
+    let url = hostile(
+        "HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nConnection: close\r\n\r\nevent: message_start\r\ndata: ",
+        vec![b'x'; MIB],
+        256,
+    );
+    let d = Daemon::start_with_env(&[(KEY_VAR, KEY)]);
+    let sid = session_on(&d, &url, json!({}));
+    let before = peak_kib(&d);
+    let last = last_record(&d, &sid);
+    let err = d
+        .try_call("context.send", json!({"session_id": sid}))
+        .unwrap_err();
+    assert_eq!(err["data"]["kind"], "answer_too_big", "{err}");
+    let grew = peak_kib(&d).saturating_sub(before);
+    assert!(grew < 320 * 1024, "the daemon grew by {grew} KiB");
+    assert_eq!(last_record(&d, &sid), last, "nothing was appended");
+}
+
+/// Thousands of `data:` lines with no blank line between them make one event that
+/// grows until the stream's bound; then the turn fails as too big.
+#[test]
+fn data_lines_without_an_end_stop_at_the_stream_bound() {
+    let mut line = b"data: ".to_vec();
+    line.resize(64 * 1024 - 1, b'y');
+    line.push(b'\n');
+    let url = hostile(
+        "HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nConnection: close\r\n\r\n",
+        line,
+        4096,
+    );
+    let d = Daemon::start_with_env(&[(KEY_VAR, KEY)]);
+    let sid = session_on(&d, &url, json!({}));
+    let before = peak_kib(&d);
+    let err = d
+        .try_call("context.send", json!({"session_id": sid}))
+        .unwrap_err();
+    assert_eq!(err["data"]["kind"], "answer_too_big", "{err}");
+    let grew = peak_kib(&d).saturating_sub(before);
+    assert!(grew < 320 * 1024, "the daemon grew by {grew} KiB");
+}
+
+/// A `context.send_stream` reader that never reads while the provider streams 40 MiB of
+/// pings costs the daemon its connection's bound and the turn's queue, not the events:
+/// its turn is cancelled once the connection stays full, and the daemon goes on.
+#[test]
+fn a_stream_reader_that_never_reads_is_bounded_and_its_turn_cancelled() {
+    use std::io::Write;
+    let start = json!({"type": "message_start", "message": {"id": "m", "type": "message", "role": "assistant", "model": "m", "content": [], "usage": {"input_tokens": 1, "output_tokens": 1}}});
+    let mut head = String::from(
+        "HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nConnection: close\r\n\r\n",
+    );
+    head.push_str(&common::sse_body(&[start]));
+    let ping = "event: ping\ndata: {\"type\": \"ping\"}\n\n".repeat(1024);
+    let times = 40 * MIB / ping.len();
+    let url = hostile(Box::leak(head.into_boxed_str()), ping.into_bytes(), times);
+    let d = Daemon::start_with_env(&[(KEY_VAR, KEY)]);
+    let sid = session_on(&d, &url, json!({}));
+    let rt = common::runtime();
+    let watcher = rt.block_on(d.client());
+    let mut session_events = rt.block_on(watcher.subscribe(&sid)).unwrap();
+    let before = peak_kib(&d);
+    let mut s = std::os::unix::net::UnixStream::connect(&d.socket).unwrap();
+    let call = json!({"jsonrpc": "2.0", "id": 1, "method": "context.send_stream", "params": {"session_id": sid}}).to_string();
+    let mut frame = vec![0x81u8, 0x80 | 126];
+    frame.extend_from_slice(&u16::try_from(call.len()).unwrap().to_be_bytes());
+    frame.extend_from_slice(&[0, 0, 0, 0]);
+    frame.extend_from_slice(call.as_bytes());
+    let mut upgrade = b"GET / HTTP/1.1\r\nHost: localhost\r\nUpgrade: websocket\r\nConnection: Upgrade\r\nSec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\nSec-WebSocket-Version: 13\r\n\r\n".to_vec();
+    upgrade.extend_from_slice(&frame);
+    s.write_all(&upgrade).unwrap();
+    // The turn ends, cancelled, although its reader read nothing.
+    let error = rt.block_on(async {
+        loop {
+            let e = tokio::time::timeout(std::time::Duration::from_secs(60), session_events.next())
+                .await
+                .expect("the turn ended in time")
+                .expect("the subscription is open")
+                .expect("the event decodes");
+            if let ctxd_protocol::SessionEvent::TurnFinished { ok, error, .. } = e {
+                assert!(!ok);
+                return error.unwrap_or_default();
+            }
+        }
+    });
+    assert!(error.contains("cancelled"), "{error}");
+    let grew = peak_kib(&d).saturating_sub(before);
+    assert!(grew < 96 * 1024, "the daemon grew by {grew} KiB");
+    assert_eq!(d.call("daemon.ping", json!({}))["pong"], true);
+    drop(s);
+}
+
+/// A provider that echoes the key in a 200 stream (text, thinking, tool input, id, model)
+/// and in an error event: the key reaches no answer, event, record or log line.
+#[test]
+fn an_echoed_key_is_scrubbed_from_answers_events_records_and_logs() {
+    use ctxd_protocol::TurnEvent;
+    let rt = common::runtime();
+    let server = rt.block_on(MockServer::start());
+    let echo = vec![
+        json!({"type": "message_start", "message": {"id": format!("msg_{KEY}"), "type": "message", "role": "assistant", "model": format!("m-{KEY}"), "content": [], "usage": {"input_tokens": 5, "output_tokens": 1}}}),
+        json!({"type": "content_block_start", "index": 0, "content_block": {"type": "thinking", "thinking": "", "signature": ""}}),
+        json!({"type": "content_block_delta", "index": 0, "delta": {"type": "thinking_delta", "thinking": format!("the key is {KEY}")}}),
+        json!({"type": "content_block_stop", "index": 0}),
+        json!({"type": "content_block_start", "index": 1, "content_block": {"type": "text", "text": ""}}),
+        // Split over two deltas: whole only once folded.
+        json!({"type": "content_block_delta", "index": 1, "delta": {"type": "text_delta", "text": &KEY[..10]}}),
+        json!({"type": "content_block_delta", "index": 1, "delta": {"type": "text_delta", "text": &KEY[10..]}}),
+        json!({"type": "content_block_stop", "index": 1}),
+        json!({"type": "content_block_start", "index": 2, "content_block": {"type": "tool_use", "id": "toolu_1", "name": "Read", "input": {}}}),
+        json!({"type": "content_block_delta", "index": 2, "delta": {"type": "input_json_delta", "partial_json": format!("{{\"file_path\": \"/{KEY}\"}}")}}),
+        json!({"type": "content_block_stop", "index": 2}),
+        json!({"type": "message_delta", "delta": {"stop_reason": "tool_use"}, "usage": {"output_tokens": 9}}),
+        json!({"type": "message_stop"}),
+    ];
+    let overloaded = vec![
+        echo[0].clone(),
+        json!({"type": "error", "error": {"type": "overloaded_error", "message": format!("overloaded for {KEY}")}}),
+    ];
+    rt.block_on(async {
+        Mock::given(method("POST"))
+            .respond_with(sse(&overloaded))
+            .up_to_n_times(1)
+            .with_priority(1)
+            .mount(&server)
+            .await;
+        Mock::given(method("POST"))
+            .respond_with(sse(&echo))
+            .with_priority(2)
+            .mount(&server)
+            .await;
+    });
+    let mut d = Daemon::start_with_env(&[(KEY_VAR, KEY)]);
+    let log = d.dir.path().join("daemon.log");
+    d.kill9();
+    // Respawned at the default log level, its whole log in a file.
+    let mut cmd = d.command();
+    cmd.env_remove("CTXD_LOG")
+        .stderr(std::fs::File::create(&log).unwrap());
+    d.child = Some(cmd.spawn().unwrap());
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(20);
+    while std::os::unix::net::UnixStream::connect(&d.socket).is_err()
+        || d.try_call("daemon.ping", json!({})).is_err()
+    {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "the daemon did not come back"
+        );
+        std::thread::yield_now();
+    }
+    let sid = session(&d, &server);
+    let events: Vec<TurnEvent> = rt.block_on(async {
+        let client = d.client().await;
+        let mut turn = client
+            .context_send_stream(ctxd_protocol::SendParams::main(&sid))
+            .await
+            .unwrap();
+        let mut all = Vec::new();
+        loop {
+            let e = next(&mut turn).await;
+            let last = matches!(e, TurnEvent::Finished { .. } | TurnEvent::Failed { .. });
+            all.push(e);
+            if last {
+                return all;
+            }
+        }
+    });
+    let events = serde_json::to_string(&events).unwrap();
+    assert!(
+        events.contains("retrying"),
+        "the error event was retried: {events}"
+    );
+    assert!(events.contains("[redacted]"), "{events}");
+    assert!(!events.contains(KEY), "{events}");
+    let recorded = last_record(&d, &sid);
+    assert_eq!(recorded["content"][1]["text"], "[redacted]");
+    let read = d.call("transcript.read", json!({"session_id": sid}));
+    assert!(!read.to_string().contains(KEY), "{read}");
+    d.terminate();
+    let logged = String::from_utf8_lossy(&std::fs::read(&log).unwrap()).into_owned();
+    assert!(
+        logged.contains("retrying"),
+        "the retry was logged: {logged}"
+    );
+    assert!(!logged.contains(KEY), "the key is in the log: {logged}");
+}
+
+/// A `message_start` whose message is not an object fails the turn as a malformed
+/// stream (-32061), over `context.send` and to a `context.send_stream` reader alike.
+#[test]
+fn an_event_of_the_wrong_shape_fails_the_turn_by_name() {
+    use ctxd_protocol::TurnEvent;
+    let rt = common::runtime();
+    let server = rt.block_on(MockServer::start());
+    let events = vec![
+        json!({"type": "message_start", "message": "not an object"}),
+        json!({"type": "content_block_delta", "index": 0, "delta": {"type": "text_delta", "text": "x"}}),
+        json!({"type": "message_stop"}),
+    ];
+    rt.block_on(
+        Mock::given(method("POST"))
+            .respond_with(sse(&events))
+            .mount(&server),
+    );
+    let d = Daemon::start_with_env(&[(KEY_VAR, KEY)]);
+    let sid = session(&d, &server);
+    let err = d
+        .try_call("context.send", json!({"session_id": sid}))
+        .unwrap_err();
+    assert_eq!(err["code"], ctxd_protocol::PROVIDER_FAILED, "{err}");
+    assert_eq!(err["data"]["kind"], "malformed_stream", "{err}");
+    rt.block_on(async {
+        let client = d.client().await;
+        let mut turn = client
+            .context_send_stream(ctxd_protocol::SendParams::main(&sid))
+            .await
+            .unwrap();
+        loop {
+            match next(&mut turn).await {
+                TurnEvent::Failed { code, data, .. } => {
+                    assert_eq!(code, ctxd_protocol::PROVIDER_FAILED);
+                    assert_eq!(data.unwrap()["kind"], "malformed_stream");
+                    break;
+                }
+                TurnEvent::Finished { .. } => panic!("the turn did not fail"),
+                _ => {}
+            }
+        }
+    });
+    assert_eq!(d.call("daemon.ping", json!({}))["pong"], true);
+}
+
+/// A message the provider sent that is not a valid record is the provider's failure
+/// (-32061, `invalid_message`), not the caller's invalid params; nothing is appended.
+#[test]
+fn a_provider_message_that_is_not_a_valid_record_fails_the_turn() {
+    let rt = common::runtime();
+    let server = rt.block_on(MockServer::start());
+    let events = vec![
+        json!({"type": "message_start", "message": {"id": "m", "type": "message", "role": "assistant", "model": "m", "content": [], "usage": {"input_tokens": 1, "output_tokens": 1}}}),
+        json!({"type": "content_block_start", "index": 0, "content_block": {"type": "tool_use", "id": "", "name": "", "input": {}}}),
+        json!({"type": "content_block_stop", "index": 0}),
+        json!({"type": "message_stop"}),
+    ];
+    rt.block_on(
+        Mock::given(method("POST"))
+            .respond_with(sse(&events))
+            .mount(&server),
+    );
+    let d = Daemon::start_with_env(&[(KEY_VAR, KEY)]);
+    let sid = session(&d, &server);
+    let before = last_record(&d, &sid);
+    let err = d
+        .try_call("context.send", json!({"session_id": sid}))
+        .unwrap_err();
+    assert_eq!(err["code"], ctxd_protocol::PROVIDER_FAILED, "{err}");
+    assert_eq!(err["data"]["kind"], "invalid_message", "{err}");
+    assert_eq!(last_record(&d, &sid), before, "nothing was appended");
+}
+
+/// Retries are bounded: a provider setting past the cap is refused by name.
+#[test]
+fn more_retries_than_the_cap_are_refused() {
+    let d = Daemon::start();
+    let err = d
+        .try_call(
+            "session.create",
+            json!({"cwd": d.dir.path(), "no_git": true, "settings": {"provider": {
+                "kind": "anthropic", "api_key_env": KEY_VAR, "max_retries": 1000}}}),
+        )
+        .unwrap_err();
+    assert_eq!(err["code"], -32602, "{err}");
+    assert_eq!(
+        err["data"]["field"], "settings.provider.max_retries",
+        "{err}"
+    );
+    assert_eq!(d.session_count(), 0);
+}

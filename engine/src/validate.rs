@@ -5,11 +5,11 @@
 use std::collections::{BTreeSet, HashSet};
 
 use ctxd_protocol::{
-    ContentBlock, MediaSource, ModelProfile, RecordInput, RecordKind, SectionCaching,
-    SessionSettings, SystemPrompt, ToolResultBlock, ToolResultContent, ToolSpec,
+    ContentBlock, MediaSource, ModelProfile, ProviderConfig, RecordInput, RecordKind,
+    SectionCaching, SessionSettings, SystemPrompt, ToolResultBlock, ToolResultContent, ToolSpec,
 };
 
-use ctxd_pipeline::limits::MAX_COLLECT_TIMEOUT_MS;
+use ctxd_pipeline::limits::{MAX_COLLECT_TIMEOUT_MS, MAX_PROVIDER_RETRIES};
 use ctxd_pipeline::limits::{MAX_CONTEXT_WINDOW, MAX_USAGE_TOKENS};
 use ctxd_pipeline::thresholds;
 use ctxd_store::error::{Error, Result};
@@ -40,6 +40,9 @@ pub(crate) fn check_model(m: &ModelProfile) -> Result<()> {
 /// Settings are checked against the model they run with: the blocking margin must leave
 /// some of the effective window usable.
 pub(crate) fn check_settings(s: &SessionSettings, m: &ModelProfile) -> Result<()> {
+    if let Some(provider) = &s.provider {
+        check_provider(provider)?;
+    }
     if let Some(cm) = &s.provider_context_management {
         for (i, e) in cm.edits.iter().enumerate() {
             if !e.get("type").is_some_and(serde_json::Value::is_string) {
@@ -470,6 +473,19 @@ fn check(records: &mut [RecordInput], first: usize, sized: bool) -> Result<usize
         }
     }
     Ok(total)
+}
+
+/// A provider's retries are bounded: each is another billed request.
+fn check_provider(p: &ProviderConfig) -> Result<()> {
+    let (ProviderConfig::Anthropic { max_retries, .. }
+    | ProviderConfig::OpenaiCompatible { max_retries, .. }) = p;
+    match max_retries {
+        Some(n) if *n > MAX_PROVIDER_RETRIES => Err(Error::invalid(
+            "settings.provider.max_retries",
+            format!("must be at most {MAX_PROVIDER_RETRIES}"),
+        )),
+        _ => Ok(()),
+    }
 }
 
 #[cfg(test)]

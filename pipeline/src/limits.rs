@@ -186,6 +186,25 @@ pub const MAX_COLLECT_TIMEOUT_MS: u64 = 60_000;
 /// Event bytes one `context.send` answer may take: what one record may hold.
 pub const MAX_PROVIDER_ANSWER_BYTES: usize = MAX_RECORD_BYTES;
 
+/// Bytes of one streamed answer as they came, SSE framing included: small deltas carry
+/// several times their text in framing, and a line that never ends stops here.
+pub const MAX_PROVIDER_STREAM_BYTES: usize = 2 * MAX_PROVIDER_ANSWER_BYTES;
+
+/// Bytes of a provider's error answer that are read (its message is what matters).
+pub const MAX_PROVIDER_ERROR_BYTES: usize = 64 * 1024;
+
+/// Bytes of a provider's whole (not streamed) answer: a summary, a session-memory
+/// extraction, a prompt or agent hook's verdict. Each asks for at most some tens of
+/// thousands of tokens.
+pub const MAX_PROVIDER_JSON_BYTES: usize = 4 * 1024 * 1024;
+
+/// Bytes of provider events a `context.send_stream` turn queues for a reader that has not
+/// taken them; past it the turn waits for the reader.
+pub const MAX_PROGRESS_QUEUE_BYTES: usize = 4 * 1024 * 1024;
+
+/// Retries one provider call may be configured with (`settings.provider.max_retries`).
+pub const MAX_PROVIDER_RETRIES: u32 = 10;
+
 /// A `retry-after` longer than this is not honoured as such: the caller's own budget
 /// (and circuit breaker) matters more than one provider's pacing.
 pub const MAX_RETRY_AFTER: Duration = Duration::from_secs(30);

@@ -3,11 +3,13 @@
 //! it (as `context.cancel` does), so an answer already being appended is not torn.
 
 use std::pin::pin;
+use std::sync::Arc;
 
 use ctxd_protocol::*;
 use jsonrpsee::{RpcModule, SubscriptionMessage, SubscriptionSink};
 
 use super::context::{caller_of, parse};
+use super::outbox::{LAG_GRACE, Outbox};
 use super::{RpcContext, to_rpc_error};
 
 pub(super) fn register(
@@ -38,7 +40,8 @@ pub(super) fn register(
             }
             let sink = pending.accept().await?;
             let session_id = p.session_id.clone();
-            let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel();
+            let outbox = ext.get::<Arc<Outbox>>().cloned();
+            let (tx, mut rx) = ctxd_engine::providers::progress_channel();
             // Subscriptions run on WebSocket connections only, which always have an id;
             // no connection has the fallback's.
             let caller = caller_of(&ext).unwrap_or(u64::MAX);
@@ -47,8 +50,8 @@ pub(super) fn register(
             let result = loop {
                 tokio::select! {
                     result = &mut turn => break result,
-                    Some(event) = rx.recv(), if listening => {
-                        if !deliver(&sink, &event).await? {
+                    Some(event) = rx.recv() => {
+                        if listening && !deliver(&sink, outbox.as_deref(), &event).await? {
                             listening = false;
                             engine.cancel_turn_of(&session_id);
                         }
@@ -62,8 +65,8 @@ pub(super) fn register(
             if !listening {
                 return Ok(());
             }
-            while let Ok(event) = rx.try_recv() {
-                if !deliver(&sink, &event).await? {
+            while let Some(event) = rx.try_recv() {
+                if !deliver(&sink, outbox.as_deref(), &event).await? {
                     return Ok(());
                 }
             }
@@ -80,15 +83,26 @@ pub(super) fn register(
                     }
                 }
             };
-            deliver(&sink, &last).await?;
+            deliver(&sink, outbox.as_deref(), &last).await?;
             Ok(())
         },
     )?;
     Ok(())
 }
 
-/// `false` when the subscriber is gone.
-async fn deliver(sink: &SubscriptionSink, event: &TurnEvent) -> Result<bool, serde_json::Error> {
+/// `false` when the subscriber is gone, or its connection stayed full past `LAG_GRACE`
+/// (a reader that does not read leaves, as one that closes does).
+async fn deliver(
+    sink: &SubscriptionSink,
+    outbox: Option<&Outbox>,
+    event: &TurnEvent,
+) -> Result<bool, serde_json::Error> {
+    if let Some(outbox) = outbox
+        && !outbox.room(Some(LAG_GRACE)).await
+    {
+        tracing::debug!("a send_stream reader fell too far behind; cancelling its turn");
+        return Ok(false);
+    }
     let msg: SubscriptionMessage = serde_json::value::to_raw_value(event)?.into();
     Ok(sink.send(msg).await.is_ok())
 }

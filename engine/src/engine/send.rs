@@ -147,7 +147,7 @@ impl Engine {
             },
         );
         if let Some(tx) = progress {
-            let _ = tx.send(TurnEvent::Started {
+            tx.note(TurnEvent::Started {
                 session_id: p.session_id.clone(),
                 request_sha256,
             });
@@ -215,7 +215,7 @@ impl Engine {
                         "the request is too long; recovering"
                     );
                     if let Some(tx) = progress {
-                        let _ = tx.send(TurnEvent::Recovering {
+                        tx.note(TurnEvent::Recovering {
                             message: message.clone(),
                             token_gap,
                         });
@@ -265,7 +265,21 @@ impl Engine {
                 // because another client appended meanwhile; it goes at the end.
                 expected_last_uuid: None,
             })
-            .await?;
+            .await
+            .map_err(|e| match e {
+                // The record checks refuse what the provider sent, not what the caller
+                // asked: the turn failed at the provider.
+                Error::Invalid { field, message } if field.starts_with("records") => {
+                    Error::Provider {
+                        status: None,
+                        kind: Some("invalid_message".into()),
+                        message: format!(
+                            "the provider's message is not a valid record ({field}): {message}"
+                        ),
+                    }
+                }
+                other => other,
+            })?;
         let Some(last) = appended.appended.last() else {
             return Err(Error::Internal("the turn's record was not appended".into()));
         };

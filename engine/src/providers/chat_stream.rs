@@ -104,7 +104,14 @@ impl ChatStream {
             let index = call.get("index").and_then(Value::as_u64).unwrap_or(0);
             if self.open != Some(Open::Tool(index)) {
                 let id = call.get("id").and_then(Value::as_str).ok_or_else(|| {
-                    malformed(format!("tool call {index} continued after another began"))
+                    // Calls are numbered in the order they begin, so a lower number than
+                    // the open call's is one that already began.
+                    malformed(match self.open {
+                        Some(Open::Tool(open)) if index < open => {
+                            format!("tool call {index} continued after another began")
+                        }
+                        _ => format!("tool call {index} begins without an id"),
+                    })
                 })?;
                 let name = call
                     .pointer("/function/name")
@@ -265,5 +272,26 @@ mod tests {
                 .contains("finish_reason")
         );
         assert!(ChatStream::default().finish().is_err());
+    }
+
+    #[test]
+    fn a_call_without_an_id_is_named_for_what_it_is() {
+        let mut s = ChatStream::default();
+        let first = json!({"id": "c", "model": "m", "choices": [{"delta": {"tool_calls": [{"index": 0, "function": {"name": "Read", "arguments": ""}}]}}]});
+        let err = s.chunk(&first).unwrap_err();
+        assert!(
+            err.to_string().contains("tool call 0 begins without an id"),
+            "{err}"
+        );
+        let mut s = ChatStream::default();
+        let call = |i: u64, id: Option<&str>| json!({"choices": [{"delta": {"tool_calls": [{"index": i, "id": id, "function": {"name": "Read", "arguments": "{}"}}]}}]});
+        s.chunk(&call(0, Some("a"))).unwrap();
+        s.chunk(&call(1, Some("b"))).unwrap();
+        let err = s.chunk(&call(0, None)).unwrap_err();
+        assert!(
+            err.to_string()
+                .contains("tool call 0 continued after another began"),
+            "{err}"
+        );
     }
 }

@@ -13,7 +13,9 @@ use reqwest::header::{HeaderMap, HeaderName, HeaderValue};
 use serde_json::Value;
 
 use super::ProviderError;
-use ctxd_pipeline::limits::MAX_RETRY_AFTER;
+use ctxd_pipeline::limits::{
+    MAX_PROVIDER_ERROR_BYTES, MAX_PROVIDER_JSON_BYTES, MAX_PROVIDER_RETRIES, MAX_RETRY_AFTER,
+};
 
 /// Looks up an environment variable. Injectable so tests never touch the process
 /// environment (tests run in parallel, and `set_var` is unsafe in edition 2024).
@@ -28,7 +30,10 @@ pub(crate) fn api_key(env: &EnvLookup, var: &str, provider: &str) -> Result<Stri
     match env(var) {
         Some(key) if !key.trim().is_empty() => Ok(key.trim().to_string()),
         _ => Err(ProviderError::Misconfigured(format!(
-            "the environment variable {var} (the {provider} API key) is not set"
+            "the {provider} API key: the environment variable {var} is not set in the \
+             daemon's environment (ctxd reads its own environment at each call, not the \
+             shell's of the client that asks: set {var} where the daemon starts, then \
+             restart it)"
         ))),
     }
 }
@@ -58,12 +63,26 @@ pub(crate) const DEFAULT_TIMEOUT: Duration = Duration::from_secs(120);
 pub(crate) const DEFAULT_MAX_OUTPUT_TOKENS: u64 = 20_000;
 
 impl RetryPolicy {
+    /// At most `MAX_PROVIDER_RETRIES` whatever is asked (settings past it are refused
+    /// when set; this holds for any other way in).
     pub fn new(max_retries: Option<u32>) -> RetryPolicy {
         RetryPolicy {
-            max_retries: max_retries.unwrap_or(DEFAULT_MAX_RETRIES),
+            max_retries: max_retries
+                .unwrap_or(DEFAULT_MAX_RETRIES)
+                .min(MAX_PROVIDER_RETRIES),
             base_delay: Duration::from_millis(500),
             max_delay: Duration::from_secs(8),
         }
+    }
+
+    /// The wait before retry `attempt + 1`: the provider's `retry-after` when it gives
+    /// one (at most `MAX_RETRY_AFTER`), never less than the first backoff step, so a
+    /// server answering `retry-after: 0` cannot turn the retries into a burst.
+    pub(crate) fn after(&self, attempt: u32, retry_after: Option<Duration>) -> Duration {
+        retry_after.map_or_else(
+            || self.delay(attempt),
+            |d| d.min(MAX_RETRY_AFTER).max(self.base_delay),
+        )
     }
 
     /// `base × 2^attempt`, capped. No jitter: one daemon sends few summary requests, and
@@ -153,7 +172,16 @@ pub(crate) async fn post_json(
                 .await?;
             let status = response.status();
             let retry_after = retry_after(response.headers(), std::time::SystemTime::now());
-            let text = response.text().await?;
+            let text = if status.is_success() {
+                match bounded_body(response, MAX_PROVIDER_JSON_BYTES).await? {
+                    Some(bytes) => Ok(bytes),
+                    None => Err(MAX_PROVIDER_JSON_BYTES),
+                }
+            } else {
+                Ok(error_text(response, MAX_PROVIDER_ERROR_BYTES)
+                    .await
+                    .into_bytes())
+            };
             Ok::<_, reqwest::Error>((status, retry_after, text))
         };
         // Not retried: an attempt that used the whole timeout would likely do so again,
@@ -180,20 +208,28 @@ pub(crate) async fn post_json(
                 }
                 return Err(ProviderError::Failed(format!("request failed: {message}")));
             }
-            Ok((status, _, text)) if status.is_success() => {
-                return serde_json::from_str(&text).map_err(|e| {
-                    ProviderError::Failed(format!("unreadable response (HTTP {status}): {e}"))
-                });
+            Ok((_, _, Err(max))) => {
+                return Err(ProviderError::Failed(format!(
+                    "the provider's answer is over {max} bytes"
+                )));
             }
-            Ok((status, retry_after, text)) => {
-                let error = ErrorBody::parse(&text);
+            Ok((status, _, Ok(bytes))) if status.is_success() => {
+                let mut answer: Value = serde_json::from_slice(&bytes).map_err(|e| {
+                    ProviderError::Failed(format!("unreadable response (HTTP {status}): {e}"))
+                })?;
+                // A server that echoes the key must not get it into a summary, a hook's
+                // verdict or a log line.
+                scrub(&mut answer, call.secret);
+                return Ok(answer);
+            }
+            Ok((status, retry_after, Ok(bytes))) => {
+                let error = ErrorBody::parse(&String::from_utf8_lossy(&bytes));
                 if let Some(gap) = error.prompt_too_long(status) {
                     return Err(ProviderError::PromptTooLong { token_gap: gap });
                 }
                 let message = redact(&error.describe(status), call.secret);
                 if retry && retryable(status) {
-                    let delay = retry_after
-                        .map_or_else(|| call.retry.delay(attempt), |d| d.min(MAX_RETRY_AFTER));
+                    let delay = call.retry.after(attempt, retry_after);
                     tracing::warn!(
                         provider = call.provider,
                         attempt,
@@ -240,9 +276,76 @@ pub(crate) fn error_chain(e: &(dyn std::error::Error + 'static)) -> String {
     out
 }
 
+/// The body of `response`, or `None` when it is over `max` bytes (reading stops there).
+pub(crate) async fn bounded_body(
+    mut response: reqwest::Response,
+    max: usize,
+) -> Result<Option<Vec<u8>>, reqwest::Error> {
+    if response
+        .content_length()
+        .is_some_and(|n| usize::try_from(n).map_or(true, |n| n > max))
+    {
+        return Ok(None);
+    }
+    let mut bytes = Vec::new();
+    while let Some(chunk) = response.chunk().await? {
+        if bytes.len().saturating_add(chunk.len()) > max {
+            return Ok(None);
+        }
+        bytes.extend_from_slice(&chunk);
+    }
+    Ok(Some(bytes))
+}
+
+/// The first `max` bytes of an error answer, as text (the rest is not read: the message
+/// is at the start, and a server that sends more is not owed the memory).
+pub(crate) async fn error_text(mut response: reqwest::Response, max: usize) -> String {
+    let mut bytes = Vec::new();
+    while let Ok(Some(chunk)) = response.chunk().await {
+        let room = max.saturating_sub(bytes.len());
+        bytes.extend_from_slice(&chunk[..chunk.len().min(room)]);
+        if bytes.len() >= max {
+            break;
+        }
+    }
+    String::from_utf8_lossy(&bytes).into_owned()
+}
+
+/// Replaces `secret` in every string of `value`, object keys included.
+pub(crate) fn scrub(value: &mut Value, secret: Option<&str>) {
+    let Some(secret) = secret.filter(|s| s.len() >= 4) else {
+        return;
+    };
+    scrub_with(value, secret);
+}
+
+fn scrub_with(value: &mut Value, secret: &str) {
+    match value {
+        Value::String(s) => {
+            if s.contains(secret) {
+                *s = s.replace(secret, REDACTED);
+            }
+        }
+        Value::Array(items) => items.iter_mut().for_each(|v| scrub_with(v, secret)),
+        Value::Object(map) => {
+            if map.keys().any(|k| k.contains(secret)) {
+                let old = std::mem::take(map);
+                *map = old
+                    .into_iter()
+                    .map(|(k, v)| (k.replace(secret, REDACTED), v))
+                    .collect();
+            }
+            map.values_mut().for_each(|v| scrub_with(v, secret));
+        }
+        Value::Null | Value::Bool(_) | Value::Number(_) => {}
+    }
+}
+
+const REDACTED: &str = "[redacted]";
+
 pub(crate) fn redact(message: &str, secret: Option<&str>) -> String {
     match secret {
-        Some(s) if s.len() >= 4 => message.replace(s, "[redacted]"),
+        Some(s) if s.len() >= 4 => message.replace(s, REDACTED),
         _ => message.to_string(),
     }
 }
@@ -450,5 +553,47 @@ mod tests {
             redact("bad key sk-123456, really sk-123456", Some("sk-123456")),
             "bad key [redacted], really [redacted]"
         );
+    }
+
+    #[test]
+    fn scrubbing_reaches_every_string_and_key() {
+        let key = "sk-echo-123456";
+        let mut v = serde_json::json!({
+            "id": format!("msg_{key}"),
+            "content": [{"type": "text", "text": format!("your key is {key}.")},
+                        {"type": "tool_use", "input": {key: [format!("{key}{key}")]}}],
+            "n": 3,
+        });
+        scrub(&mut v, Some(key));
+        assert!(!v.to_string().contains(key), "{v}");
+        assert_eq!(v["content"][0]["text"], "your key is [redacted].");
+        assert_eq!(
+            v["content"][1]["input"]["[redacted]"][0],
+            "[redacted][redacted]"
+        );
+        let untouched = v.clone();
+        scrub(&mut v, None);
+        assert_eq!(v, untouched);
+    }
+
+    #[test]
+    fn retries_are_capped_and_never_immediate() {
+        assert_eq!(
+            RetryPolicy::new(Some(1_000)).max_retries,
+            MAX_PROVIDER_RETRIES
+        );
+        assert_eq!(RetryPolicy::new(Some(3)).max_retries, 3);
+        let p = RetryPolicy::new(None);
+        assert_eq!(p.after(0, Some(Duration::ZERO)), Duration::from_millis(500));
+        assert_eq!(p.after(5, Some(Duration::ZERO)), Duration::from_millis(500));
+        assert_eq!(
+            p.after(0, Some(Duration::from_secs(3))),
+            Duration::from_secs(3)
+        );
+        assert_eq!(
+            p.after(0, Some(Duration::from_secs(3_600))),
+            MAX_RETRY_AFTER
+        );
+        assert_eq!(p.after(2, None), Duration::from_secs(2));
     }
 }

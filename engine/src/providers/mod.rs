@@ -28,6 +28,7 @@ pub(crate) mod stream;
 mod stream_error;
 
 pub(crate) use http::{EnvLookup, client as http_client, process_env};
+pub use stream::{Progress, ProgressReceiver, progress_channel};
 
 use std::sync::Arc;
 use std::time::Duration;

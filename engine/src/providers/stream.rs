@@ -4,20 +4,24 @@
 //! The SSE framing is eventsource-stream's; the event grammar is the Messages API's.
 
 use std::collections::BTreeMap;
+use std::sync::Arc;
 use std::time::Duration;
 
 use eventsource_stream::Eventsource;
 use futures::StreamExt;
 use reqwest::header::HeaderMap;
 use serde_json::{Map, Value};
+use tokio::sync::{OwnedSemaphorePermit, Semaphore};
 
 use ctxd_protocol::{ProviderConfig, TurnEvent};
 use reqwest::header::{HeaderName, HeaderValue};
 
 use super::http::{self, ErrorBody, RetryPolicy};
 pub(crate) use super::stream_error::StreamError;
-use ctxd_pipeline::limits::MAX_PROVIDER_ANSWER_BYTES;
-use ctxd_pipeline::limits::MAX_RETRY_AFTER;
+use ctxd_pipeline::limits::{
+    MAX_PROGRESS_QUEUE_BYTES, MAX_PROVIDER_ANSWER_BYTES, MAX_PROVIDER_ERROR_BYTES,
+    MAX_PROVIDER_STREAM_BYTES,
+};
 
 /// The whole call's bound when the session's provider names none.
 const DEFAULT_TURN_TIMEOUT: Duration = Duration::from_secs(600);
@@ -32,10 +36,74 @@ pub(crate) fn streamed(body: &str) -> String {
     }
 }
 
-/// Where a streamed turn reports what it receives (a `context.send_stream` caller). An
-/// unbounded channel, so a slow reader never stalls the provider's stream; what it can
-/// hold is bounded by the answer's bound per attempt.
-pub(crate) type Progress = tokio::sync::mpsc::UnboundedSender<TurnEvent>;
+/// Where a streamed turn reports what it receives (a `context.send_stream` caller).
+/// Events wait for the reader in a queue bounded in bytes: when the reader falls
+/// `MAX_PROGRESS_QUEUE_BYTES` behind, the turn waits for it (and the reader's own bound,
+/// its connection's, ends a reader that stops), so a reader that never reads costs the
+/// daemon that bound, not the answer's size in parsed events.
+#[derive(Debug)]
+pub struct Progress {
+    tx: tokio::sync::mpsc::UnboundedSender<Queued>,
+    room: Arc<Semaphore>,
+}
+
+/// The reading end of a [`Progress`].
+#[derive(Debug)]
+pub struct ProgressReceiver {
+    rx: tokio::sync::mpsc::UnboundedReceiver<Queued>,
+}
+
+/// An event and the queue room it holds until the reader takes it.
+#[derive(Debug)]
+struct Queued {
+    event: TurnEvent,
+    _room: Option<OwnedSemaphorePermit>,
+}
+
+/// What a queued provider event is counted as beyond its bytes: the parsed event and the
+/// notification it becomes.
+const EVENT_OVERHEAD_BYTES: usize = 256;
+
+/// A progress queue and its reader.
+pub fn progress_channel() -> (Progress, ProgressReceiver) {
+    let (tx, rx) = tokio::sync::mpsc::unbounded_channel();
+    let room = Arc::new(Semaphore::new(MAX_PROGRESS_QUEUE_BYTES));
+    (Progress { tx, room }, ProgressReceiver { rx })
+}
+
+impl Progress {
+    /// Queues a provider event of `bytes` (as it came), once the queue has room for it.
+    pub(crate) async fn event(&self, event: Value, bytes: usize) {
+        let cost = bytes
+            .saturating_add(EVENT_OVERHEAD_BYTES)
+            .min(MAX_PROGRESS_QUEUE_BYTES);
+        let cost = u32::try_from(cost).unwrap_or(u32::MAX);
+        // The semaphore is never closed, so this fails only if it were; the event then
+        // goes uncounted rather than lost.
+        let room = self.room.clone().acquire_many_owned(cost).await.ok();
+        let _ = self.tx.send(Queued {
+            event: TurnEvent::Event { event },
+            _room: room,
+        });
+    }
+
+    /// Queues one of the turn's own few, small events (started, retrying, recovering).
+    pub(crate) fn note(&self, event: TurnEvent) {
+        let _ = self.tx.send(Queued { event, _room: None });
+    }
+}
+
+impl ProgressReceiver {
+    /// The next event; `None` once the turn dropped its end.
+    pub async fn recv(&mut self) -> Option<TurnEvent> {
+        self.rx.recv().await.map(|q| q.event)
+    }
+
+    /// The next event already queued, if any.
+    pub fn try_recv(&mut self) -> Option<TurnEvent> {
+        self.rx.try_recv().ok().map(|q| q.event)
+    }
+}
 
 /// The wire form a provider streams.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -56,7 +124,11 @@ pub(crate) async fn turn(
     env: &http::EnvLookup,
     progress: Option<&Progress>,
 ) -> Result<(Value, u32), StreamError> {
-    let misconfigured = |e: super::ProviderError| StreamError::Misconfigured(e.to_string());
+    // The session's provider, not the summariser, is what is misconfigured here.
+    let misconfigured = |e: super::ProviderError| match e {
+        super::ProviderError::Misconfigured(why) => StreamError::Misconfigured(why),
+        other => StreamError::Misconfigured(other.to_string()),
+    };
     let (url, map, key, body, dialect, timeout_secs, max_retries) = match cfg {
         ProviderConfig::Anthropic {
             base_url,
@@ -219,18 +291,39 @@ fn malformed(what: impl Into<String>) -> StreamError {
     StreamError::Malformed(what.into())
 }
 
-/// `target[key]` as a string, with `more` appended (created when absent).
-fn append_str(target: &mut Value, key: &str, more: &str) {
-    let old = target
-        .get(key)
-        .and_then(Value::as_str)
-        .unwrap_or("")
-        .to_string();
-    target[key] = Value::String(old + more);
+/// `target[key]` as a string, with `more` appended in place (created when absent or not a
+/// string), so folding a long answer's deltas stays linear in its size.
+fn append_str(target: &mut Map<String, Value>, key: &str, more: &str) {
+    match target.get_mut(key) {
+        Some(Value::String(s)) => s.push_str(more),
+        _ => {
+            target.insert(key.to_string(), Value::String(more.to_string()));
+        }
+    }
+}
+
+/// `value` as an object, or the stream is malformed: `what` names it.
+fn object_mut<'v>(
+    value: &'v mut Value,
+    what: &str,
+) -> Result<&'v mut Map<String, Value>, StreamError> {
+    value
+        .as_object_mut()
+        .ok_or_else(|| malformed(format!("{what} is not an object")))
+}
+
+/// The message's content blocks (the message is an object with a `content` array,
+/// checked at `message_start` and kept so by `message_delta`).
+fn content_mut(message: &mut Map<String, Value>) -> Result<&mut Vec<Value>, StreamError> {
+    message
+        .get_mut("content")
+        .and_then(Value::as_array_mut)
+        .ok_or_else(|| malformed("the message's content is not an array"))
 }
 
 impl Assembler {
-    /// Takes one event's data (its `type` says what it is).
+    /// Takes one event's data (its `type` says what it is). An event of the wrong shape
+    /// is a malformed stream, never a panic.
     pub(crate) fn apply(&mut self, data: &Value) -> Result<(), StreamError> {
         let kind = data.get("type").and_then(Value::as_str).unwrap_or("");
         if kind == "message_start" {
@@ -238,8 +331,9 @@ impl Assembler {
                 .get("message")
                 .cloned()
                 .ok_or_else(|| malformed("message_start without a message"))?;
-            if !message.get("content").is_some_and(Value::is_array) {
-                message["content"] = Value::Array(Vec::new());
+            let object = object_mut(&mut message, "message_start's message")?;
+            if !object.get("content").is_some_and(Value::is_array) {
+                object.insert("content".into(), Value::Array(Vec::new()));
             }
             self.message = Some(message);
             return Ok(());
@@ -266,6 +360,7 @@ impl Assembler {
             .message
             .as_mut()
             .ok_or_else(|| malformed(format!("{kind} before message_start")))?;
+        let message = object_mut(message, "the message")?;
         let index = data
             .get("index")
             .and_then(Value::as_u64)
@@ -275,11 +370,10 @@ impl Assembler {
                 let index = index.ok_or_else(|| malformed("content_block_start without index"))?;
                 let block = data
                     .get("content_block")
+                    .filter(|b| b.is_object())
                     .cloned()
-                    .ok_or_else(|| malformed("content_block_start without a block"))?;
-                let content = message["content"]
-                    .as_array_mut()
-                    .ok_or_else(|| malformed("content is not an array"))?;
+                    .ok_or_else(|| malformed("content_block_start without a block object"))?;
+                let content = content_mut(message)?;
                 if index != content.len() {
                     return Err(malformed(format!(
                         "block {index} started after {} blocks",
@@ -293,9 +387,10 @@ impl Assembler {
                 let delta = data
                     .get("delta")
                     .ok_or_else(|| malformed("a delta without delta"))?;
-                let block = message["content"]
+                let block = content_mut(message)?
                     .get_mut(index)
                     .ok_or_else(|| malformed(format!("a delta for block {index}, not started")))?;
+                let block = object_mut(block, "a content block")?;
                 let piece = |key: &str| delta.get(key).and_then(Value::as_str).unwrap_or("");
                 match delta.get("type").and_then(Value::as_str).unwrap_or("") {
                     "text_delta" => append_str(block, "text", piece("text")),
@@ -318,7 +413,9 @@ impl Assembler {
                         let citation = delta.get("citation").cloned().unwrap_or(Value::Null);
                         match block.get_mut("citations") {
                             Some(Value::Array(all)) => all.push(citation),
-                            _ => block["citations"] = Value::Array(vec![citation]),
+                            _ => {
+                                block.insert("citations".into(), Value::Array(vec![citation]));
+                            }
                         }
                     }
                     other => {
@@ -334,21 +431,33 @@ impl Assembler {
                     let input: Value = serde_json::from_str(&json).map_err(|e| {
                         malformed(format!("block {index}'s input is not JSON: {e}"))
                     })?;
-                    message["content"][index]["input"] = input;
+                    let block = content_mut(message)?
+                        .get_mut(index)
+                        .ok_or_else(|| malformed(format!("block {index} stopped, not started")))?;
+                    object_mut(block, "a content block")?.insert("input".into(), input);
                 }
             }
             "message_delta" => {
                 if let Some(Value::Object(delta)) = data.get("delta") {
                     for (k, v) in delta {
-                        message[k.as_str()] = v.clone();
+                        // The blocks are the stream's own; a delta does not replace them.
+                        if k != "content" {
+                            message.insert(k.clone(), v.clone());
+                        }
                     }
+                }
+                // What the server's context management cleared in this call.
+                if let Some(cm) = data.get("context_management").filter(|v| !v.is_null()) {
+                    message.insert("context_management".into(), cm.clone());
                 }
                 if let Some(Value::Object(usage)) = data.get("usage") {
                     if !message.get("usage").is_some_and(Value::is_object) {
-                        message["usage"] = Value::Object(Map::new());
+                        message.insert("usage".into(), Value::Object(Map::new()));
                     }
-                    for (k, v) in usage {
-                        message["usage"][k.as_str()] = v.clone();
+                    if let Some(Value::Object(into)) = message.get_mut("usage") {
+                        for (k, v) in usage {
+                            into.insert(k.clone(), v.clone());
+                        }
                     }
                 }
             }
@@ -416,8 +525,7 @@ pub async fn send(client: &reqwest::Client, call: &Call<'_>) -> Result<(Value, u
         if !retryable || attempt >= call.retry.max_retries {
             return Err(error);
         }
-        let delay =
-            retry_after.map_or_else(|| call.retry.delay(attempt), |d| d.min(MAX_RETRY_AFTER));
+        let delay = call.retry.after(attempt, retry_after);
         tracing::warn!(
             attempt,
             delay_ms = ctxd_pipeline::saturate::millis(delay),
@@ -429,7 +537,7 @@ pub async fn send(client: &reqwest::Client, call: &Call<'_>) -> Result<(Value, u
                 StreamError::Provider { status, .. } => *status,
                 _ => None,
             };
-            let _ = tx.send(TurnEvent::Retrying {
+            tx.note(TurnEvent::Retrying {
                 attempt: attempt + 1,
                 delay_ms: ctxd_pipeline::saturate::millis(delay),
                 status,
@@ -442,6 +550,87 @@ pub async fn send(client: &reqwest::Client, call: &Call<'_>) -> Result<(Value, u
 }
 
 type Failed = (StreamError, Option<Duration>, bool);
+
+/// Why the byte stream under the events stopped: the transport's error, or the bound.
+#[derive(Debug, thiserror::Error)]
+enum Transport {
+    #[error("{0}")]
+    Http(String),
+    #[error("the stream is over {0} bytes")]
+    TooBig(usize),
+}
+
+/// What [`line_chunks`] carries from one chunk to the next.
+struct Lines<S> {
+    inner: S,
+    /// The last line's start, until its end comes.
+    pending: Vec<u8>,
+    raw: usize,
+    done: bool,
+}
+
+/// The response's bytes, bounded as they came (`MAX_PROVIDER_STREAM_BYTES`, framing
+/// included) and handed on only up to the last line end seen. The SSE parser rescans an
+/// unfinished line on every chunk, so a line that never ends would cost time quadratic
+/// in its length; here it waits, within the bound, until it ends.
+fn line_chunks<S>(inner: S) -> impl futures::Stream<Item = Result<bytes::Bytes, Transport>>
+where
+    S: futures::Stream<Item = Result<bytes::Bytes, reqwest::Error>>,
+{
+    let lines = Lines {
+        inner: Box::pin(inner),
+        pending: Vec::new(),
+        raw: 0,
+        done: false,
+    };
+    futures::stream::unfold(lines, |mut st| async move {
+        loop {
+            if st.done {
+                return None;
+            }
+            let chunk = match st.inner.next().await {
+                None => {
+                    st.done = true;
+                    if st.pending.is_empty() {
+                        return None;
+                    }
+                    let rest = std::mem::take(&mut st.pending);
+                    return Some((Ok(bytes::Bytes::from(rest)), st));
+                }
+                Some(Err(e)) => {
+                    st.done = true;
+                    return Some((Err(Transport::Http(http::error_chain(&e))), st));
+                }
+                Some(Ok(chunk)) => chunk,
+            };
+            st.raw = st.raw.saturating_add(chunk.len());
+            if st.raw > MAX_PROVIDER_STREAM_BYTES {
+                st.done = true;
+                st.pending = Vec::new();
+                return Some((Err(Transport::TooBig(MAX_PROVIDER_STREAM_BYTES)), st));
+            }
+            let Some(end) = memchr::memrchr2(b'\n', b'\r', &chunk) else {
+                st.pending.extend_from_slice(&chunk);
+                // One line is at most one event, and no event is larger than the answer.
+                if st.pending.len() > MAX_PROVIDER_ANSWER_BYTES {
+                    st.done = true;
+                    st.pending = Vec::new();
+                    return Some((Err(Transport::TooBig(MAX_PROVIDER_ANSWER_BYTES)), st));
+                }
+                continue;
+            };
+            let whole = if st.pending.is_empty() {
+                chunk.slice(..=end)
+            } else {
+                let mut joined = std::mem::take(&mut st.pending);
+                joined.extend_from_slice(&chunk[..=end]);
+                bytes::Bytes::from(joined)
+            };
+            st.pending.extend_from_slice(&chunk[end + 1..]);
+            return Some((Ok(whole), st));
+        }
+    })
+}
 
 async fn once(client: &reqwest::Client, call: &Call<'_>) -> Result<Value, Failed> {
     let response = client
@@ -463,7 +652,7 @@ async fn once(client: &reqwest::Client, call: &Call<'_>) -> Result<Value, Failed
     let status = response.status();
     if !status.is_success() {
         let retry_after = http::retry_after(response.headers(), std::time::SystemTime::now());
-        let text = response.text().await.unwrap_or_default();
+        let text = http::error_text(response, MAX_PROVIDER_ERROR_BYTES).await;
         let body = ErrorBody::parse(&text);
         let message = http::redact(&body.describe(status), call.secret);
         let error = match body.prompt_too_long(status) {
@@ -484,13 +673,19 @@ async fn once(client: &reqwest::Client, call: &Call<'_>) -> Result<Value, Failed
     let mut assembler = Assembler::default();
     let mut chat = super::chat_stream::ChatStream::default();
     let mut seen = 0usize;
-    let mut events = response.bytes_stream().eventsource();
+    let mut events = std::pin::pin!(line_chunks(response.bytes_stream()).eventsource());
     let fail = |e: StreamError, a: &Assembler| (e, None, a.has_content());
     while let Some(event) = events.next().await {
-        let event = event.map_err(|e| {
-            let message = http::redact(&e.to_string(), call.secret);
-            fail(malformed(message), &assembler)
-        })?;
+        let event = match event {
+            Ok(event) => event,
+            Err(eventsource_stream::EventStreamError::Transport(Transport::TooBig(max))) => {
+                return Err((StreamError::TooBig(max), None, true));
+            }
+            Err(e) => {
+                let message = http::redact(&e.to_string(), call.secret);
+                return Err(fail(malformed(message), &assembler));
+            }
+        };
         seen = seen.saturating_add(event.data.len());
         if seen > call.max_bytes {
             return Err((StreamError::TooBig(call.max_bytes), None, true));
@@ -502,12 +697,15 @@ async fn once(client: &reqwest::Client, call: &Call<'_>) -> Result<Value, Failed
         let translated = match call.dialect {
             Dialect::Chat if data == "[DONE]" => chat.finish(),
             _ => {
-                let v: Value = serde_json::from_str(data).map_err(|e| {
+                let mut v: Value = serde_json::from_str(data).map_err(|e| {
                     fail(
                         malformed(format!("an event that is not JSON: {e}")),
                         &assembler,
                     )
                 })?;
+                // Before anything reads it: a server that echoes the key (in text, an id,
+                // an error) must not get it into events, records or logs.
+                http::scrub(&mut v, call.secret);
                 match call.dialect {
                     Dialect::Messages => Ok(vec![v]),
                     Dialect::Chat => chat.chunk(&v),
@@ -515,7 +713,9 @@ async fn once(client: &reqwest::Client, call: &Call<'_>) -> Result<Value, Failed
             }
         };
         for data in translated.map_err(|e| fail(e, &assembler))? {
-            take(&mut assembler, &data, call.progress).map_err(|e| fail(e, &assembler))?;
+            take(&mut assembler, data, event.data.len(), call.progress)
+                .await
+                .map_err(|e| fail(e, &assembler))?;
         }
         if assembler.done {
             break;
@@ -524,26 +724,32 @@ async fn once(client: &reqwest::Client, call: &Call<'_>) -> Result<Value, Failed
     // Some servers end a Chat Completions stream without `[DONE]`.
     if call.dialect == Dialect::Chat && !assembler.done {
         for data in chat.finish().map_err(|e| fail(e, &assembler))? {
-            take(&mut assembler, &data, call.progress).map_err(|e| fail(e, &assembler))?;
+            take(&mut assembler, data, 0, call.progress)
+                .await
+                .map_err(|e| fail(e, &assembler))?;
         }
     }
     let content_seen = assembler.has_content();
-    assembler.finish().map_err(|e| (e, None, content_seen))
+    let mut message = assembler.finish().map_err(|e| (e, None, content_seen))?;
+    // A key split over two deltas is whole only in the folded message.
+    http::scrub(&mut message, call.secret);
+    Ok(message)
 }
 
-/// Folds one event, then hands it to the caller that streams the turn.
-fn take(
+/// Folds one event, then hands it to the caller that streams the turn; `bytes` is its
+/// size as it came.
+async fn take(
     assembler: &mut Assembler,
-    data: &Value,
+    data: Value,
+    bytes: usize,
     progress: Option<&Progress>,
 ) -> Result<(), StreamError> {
-    // First, so that a subscriber sees the provider's `error` event too.
+    let folded = assembler.apply(&data);
+    // Also when folding failed, so that a subscriber sees the provider's `error` event.
     if let Some(tx) = progress {
-        let _ = tx.send(TurnEvent::Event {
-            event: data.clone(),
-        });
+        tx.event(data, bytes).await;
     }
-    assembler.apply(data)
+    folded
 }
 
 #[cfg(test)]
@@ -635,5 +841,135 @@ mod tests {
                 message: "Overloaded".into()
             }
         );
+    }
+
+    /// Folding appends in place: 100,000 deltas (4 MB of text) fold in one pass, where
+    /// copying the text so far at each delta would copy about 200 GB.
+    #[test]
+    fn folding_a_long_answer_is_linear() {
+        let mut a = Assembler::default();
+        a.apply(&json!({"type": "message_start", "message": {"id": "m", "content": []}}))
+            .unwrap();
+        a.apply(&json!({"type": "content_block_start", "index": 0, "content_block": {"type": "text", "text": ""}}))
+            .unwrap();
+        let delta = json!({"type": "content_block_delta", "index": 0, "delta": {"type": "text_delta", "text": "x".repeat(40)}});
+        for _ in 0..100_000 {
+            a.apply(&delta).unwrap();
+        }
+        a.apply(&json!({"type": "message_stop"})).unwrap();
+        let m = a.finish().unwrap();
+        assert_eq!(m["content"][0]["text"].as_str().unwrap().len(), 4_000_000);
+    }
+
+    /// Events whose fields have the wrong JSON type are malformed streams, not panics.
+    #[test]
+    fn events_of_the_wrong_shape_are_malformed_not_panics() {
+        let start = json!({"type": "message_start", "message": {"id": "m", "content": []}});
+        for bad in [
+            vec![json!({"type": "message_start", "message": "a string"})],
+            vec![json!({"type": "message_start", "message": 7})],
+            vec![
+                start.clone(),
+                json!({"type": "content_block_start", "index": 0, "content_block": "text"}),
+                json!({"type": "content_block_delta", "index": 0, "delta": {"type": "text_delta", "text": "x"}}),
+            ],
+            vec![
+                start.clone(),
+                json!({"type": "content_block_start", "index": 0, "content_block": 3}),
+                json!({"type": "content_block_stop", "index": 0}),
+            ],
+        ] {
+            let err = fold(&bad).unwrap_err();
+            assert!(matches!(err, StreamError::Malformed(_)), "{bad:?}: {err}");
+        }
+        // A delta that would replace the blocks leaves them as streamed.
+        let m = fold(&[
+            start,
+            json!({"type": "message_delta", "delta": {"content": "gone", "stop_reason": "end_turn"}}),
+            json!({"type": "message_stop"}),
+        ])
+        .unwrap();
+        assert_eq!(m["content"], json!([]));
+    }
+
+    /// What the server's context management cleared comes on the `message_delta` and is
+    /// kept on the message.
+    #[test]
+    fn context_management_of_the_message_delta_is_kept() {
+        let edits = json!({"applied_edits": [{"type": "clear_tool_uses_20250919", "cleared_tool_uses": 2, "cleared_input_tokens": 5000}]});
+        let m = fold(&[
+            json!({"type": "message_start", "message": {"id": "m", "content": []}}),
+            json!({"type": "message_delta", "delta": {"stop_reason": "end_turn"}, "usage": {"output_tokens": 3}, "context_management": edits}),
+            json!({"type": "message_stop"}),
+        ])
+        .unwrap();
+        assert_eq!(m["context_management"], edits);
+    }
+
+    fn any_json() -> impl proptest::strategy::Strategy<Value = Value> {
+        use proptest::prelude::*;
+        let keys = prop::sample::select(vec![
+            "type",
+            "message",
+            "content",
+            "index",
+            "content_block",
+            "delta",
+            "text",
+            "thinking",
+            "partial_json",
+            "usage",
+            "citations",
+            "citation",
+            "input",
+            "context_management",
+            "error",
+            "signature",
+        ]);
+        let leaf = prop_oneof![
+            Just(Value::Null),
+            any::<bool>().prop_map(Value::Bool),
+            (0u64..4).prop_map(|n| json!(n)),
+            prop::sample::select(vec![
+                "message_start",
+                "content_block_start",
+                "content_block_delta",
+                "content_block_stop",
+                "message_delta",
+                "message_stop",
+                "text_delta",
+                "input_json_delta",
+                "citations_delta",
+                "thinking_delta",
+                "{}",
+                "x",
+            ])
+            .prop_map(|s| json!(s)),
+        ];
+        leaf.prop_recursive(4, 48, 6, move |inner| {
+            prop_oneof![
+                prop::collection::vec(inner.clone(), 0..4).prop_map(Value::Array),
+                prop::collection::btree_map(keys.clone(), inner, 0..6).prop_map(|m| Value::Object(
+                    m.into_iter().map(|(k, v)| (k.to_string(), v)).collect()
+                )),
+            ]
+        })
+    }
+
+    proptest::proptest! {
+        /// Any sequence of events of any shape folds or is refused; none panics.
+        #[test]
+        fn no_sequence_of_events_panics(events in proptest::collection::vec(any_json(), 0..12)) {
+            let mut a = Assembler::default();
+            let kinds = ["message_start", "content_block_start", "content_block_delta", "content_block_stop", "message_delta"];
+            for (i, mut e) in events.into_iter().enumerate() {
+                if let Value::Object(m) = &mut e && !m.contains_key("type") {
+                    m.insert("type".into(), json!(kinds[i % kinds.len()]));
+                }
+                let _ = a.apply(&e);
+            }
+            let _ = a.has_content();
+            let _ = a.finish();
+        }
     }
 }
