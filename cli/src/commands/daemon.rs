@@ -47,13 +47,43 @@ pub async fn run(ctx: &Ctx, cmd: &DaemonCmd) -> Result<()> {
                 }
                 return Ok(());
             };
+            let pid = c.daemon_status(ctxd_protocol::NoParams {}).await?.pid;
             let r = c.daemon_shutdown(ctxd_protocol::NoParams {}).await?;
+            drop(c);
+            // The answer comes before the daemon has closed its store and exited; a
+            // caller that starts another daemon (or copies the store) needs it gone.
+            let deadline = std::time::Instant::now() + STOP_WAIT;
+            while running(pid) {
+                if std::time::Instant::now() > deadline {
+                    anyhow::bail!(
+                        "ctxd (pid {pid}) is still stopping after {} s",
+                        STOP_WAIT.as_secs()
+                    );
+                }
+                tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+            }
             if ctx.json {
                 print_json(&r)?;
             } else {
-                outln!("ctxd on {} is stopping", ctx.socket.display());
+                outln!("ctxd on {} stopped (pid {pid})", ctx.socket.display());
             }
         }
     }
     Ok(())
+}
+
+/// How long `ctx daemon stop` waits for the daemon to exit.
+const STOP_WAIT: std::time::Duration = std::time::Duration::from_secs(30);
+
+/// Whether process `pid` still runs (a zombie, exited but not yet reaped by its parent,
+/// does not).
+fn running(pid: u32) -> bool {
+    match std::fs::read_to_string(format!("/proc/{pid}/stat")) {
+        // The state follows the command name, which is in parentheses.
+        Ok(stat) => stat
+            .rsplit_once(')')
+            .and_then(|(_, rest)| rest.split_whitespace().next())
+            .is_some_and(|state| state != "Z" && state != "X"),
+        Err(_) => false,
+    }
 }

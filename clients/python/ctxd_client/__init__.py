@@ -21,6 +21,7 @@ that carries subscriptions.
 from __future__ import annotations
 
 import asyncio
+import atexit
 import http.client
 import json
 import os
@@ -28,6 +29,7 @@ import shutil
 import socket as _socket
 import subprocess
 import time
+import weakref
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, AsyncIterator, Iterator, Mapping, Optional, Sequence
@@ -53,6 +55,22 @@ START_TIMEOUT_S = 10.0
 # Daemons this process started: they outlive it on purpose (their own session), and are
 # kept here so that Python does not warn about a child it lost track of.
 _STARTED: list = []
+
+
+# WebSocket connections of `events` and `send_stream` iterators still open. An iterator
+# kept in a variable is finalised only after the interpreter has stopped its threads, and
+# closing its connection then waits forever for the reading thread; so they are closed
+# before that, at exit.
+_OPEN_SOCKETS: "weakref.WeakSet" = weakref.WeakSet()
+
+
+@atexit.register
+def _close_open_sockets() -> None:
+    for ws in list(_OPEN_SOCKETS):
+        try:
+            ws.close()
+        except Exception:  # the connection may have failed meanwhile; nothing to free
+            pass
 
 
 class RpcError(Exception):
@@ -236,6 +254,7 @@ class Client(Methods):
         while True:
             state.resume = False
             with unix_connect(self.socket, uri="ws://localhost/", max_size=None) as ws:
+                _OPEN_SOCKETS.add(ws)
                 ws.send(json.dumps(_subscribe_params(session_id, state.last, include_records)))
                 try:
                     for text in ws:
@@ -263,6 +282,7 @@ class Client(Methods):
 
         request = {"jsonrpc": "2.0", "id": 1, "method": "context.send_stream", "params": {"session_id": session_id}}
         with unix_connect(self.socket, uri="ws://localhost/", max_size=None) as ws:
+            _OPEN_SOCKETS.add(ws)
             ws.send(json.dumps(request))
             for text in ws:
                 event = _turn_event(text)

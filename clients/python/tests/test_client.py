@@ -162,6 +162,25 @@ class ClientTest(unittest.TestCase):
         self.assertTrue(done.wait(20), f"saw {seen}")
         self.assertEqual(seen, [3, 4, 5, 6, 7, 8])
 
+    def test_a_script_that_keeps_an_events_iterator_exits(self):
+        sid = self.session()
+        self.ctx.append(sid, [{"type": "user", "content": "hi"}])
+        script = (
+            "import ctxd_client, sys\n"
+            f"c = ctxd_client.connect(socket={self.ctx.socket!r}, start=False)\n"
+            f"ev = c.events({sid!r}, after_seq=0)\n"
+            "for e in ev:\n"
+            "    break\n"
+            "print('done')\n"
+        )
+        import subprocess
+        import sys
+
+        # Without a bound a hang would hold the suite: the script has 20 s to exit.
+        run = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=20)
+        self.assertEqual(run.returncode, 0, run.stderr)
+        self.assertEqual(run.stdout.strip(), "done")
+
     def test_typed_methods_call_the_method_of_their_name(self):
         created = self.ctx.session_create(cwd=self.home, no_git=True, title="typed")
         sid = created["session"]["session_id"]
