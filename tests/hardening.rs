@@ -844,3 +844,79 @@ fn a_database_that_accepts_and_never_answers_stops_the_start_with_an_error() {
     assert!(err.contains("did not answer"), "{err}");
     drop(held);
 }
+
+/// A checkout's output styles are the project's word, not the user's: while the project
+/// is untrusted its style of a name the user also has is not used (the user's is), and a
+/// style linked out of the project is never read, trusted or not.
+#[test]
+fn an_untrusted_projects_output_styles_are_not_used_and_none_links_out() {
+    let d = Daemon::start();
+    let proj = project(&d);
+    let styles = proj.join(".claude/output-styles");
+    std::fs::create_dir_all(&styles).unwrap();
+    std::fs::write(styles.join("terse.md"), "PROJECT-STYLE-MARKER").unwrap();
+    let secret = d.dir.path().join("credentials");
+    std::fs::write(&secret, "OUTSIDE-SECRET-MARKER").unwrap();
+    std::os::unix::fs::symlink(&secret, styles.join("leak.md")).unwrap();
+    let user = d.dir.path().join("user-home/.claude/output-styles");
+    std::fs::create_dir_all(&user).unwrap();
+    std::fs::write(user.join("terse.md"), "USER-STYLE-MARKER").unwrap();
+    let session = |style: &str, trust: bool| {
+        d.call(
+            "session.create",
+            json!({"cwd": proj, "no_git": true,
+                   "settings": {"output_style": style, "hooks": {"trust_project": trust}}}),
+        )["session"]["session_id"]
+            .as_str()
+            .unwrap()
+            .to_string()
+    };
+    let body = d.compile_body(&session("terse", false));
+    assert!(body.contains("USER-STYLE-MARKER"), "{body}");
+    assert!(!body.contains("PROJECT-STYLE-MARKER"), "{body}");
+    let body = d.compile_body(&session("leak", false));
+    assert!(!body.contains("OUTSIDE-SECRET-MARKER"), "{body}");
+    let body = d.compile_body(&session("terse", true));
+    assert!(body.contains("PROJECT-STYLE-MARKER"), "{body}");
+    assert!(!body.contains("USER-STYLE-MARKER"), "{body}");
+    let body = d.compile_body(&session("leak", true));
+    assert!(!body.contains("OUTSIDE-SECRET-MARKER"), "{body}");
+}
+
+/// The daemon's own files are never reported as changed, even to a session that watches
+/// them (the daemon's home inside its directory): each report is logged, and a log line
+/// would be the next change. Another file of that directory still is.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_daemons_own_files_never_fire_file_changed() {
+    // SQLite in the daemon's home: its write-ahead log changes with every write.
+    let d = Daemon::start_full(&[], None, None);
+    let work = d.dir.path().to_path_buf();
+    let wal = d.home.join("ctxd.db-wal");
+    // Sorts after the home's files: within one batch, changes are reported in path order.
+    let sentinel = work.join("z.txt");
+    std::fs::write(&sentinel, "one\n").unwrap();
+    let sid = new_session(&d, &work);
+    assert!(wal.exists(), "the store writes its log");
+    for p in [&wal, &sentinel] {
+        d.call("context.report_read", json!({"session_id": sid, "path": p}));
+    }
+    let client = d.client().await;
+    let mut sub = client.subscribe(&sid).await.unwrap();
+    d.call(
+        "transcript.append",
+        json!({"session_id": sid, "records": [{"type": "user", "content": "a database write"}]}),
+    );
+    std::fs::write(&sentinel, "two\n").unwrap();
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(10);
+    loop {
+        let ev = tokio::time::timeout_at(deadline, sub.next())
+            .await
+            .expect("file_changed in time")
+            .unwrap()
+            .unwrap();
+        if let ctxd_protocol::SessionEvent::FileChanged { path, .. } = ev {
+            assert_eq!(path, sentinel.display().to_string());
+            break;
+        }
+    }
+}

@@ -406,9 +406,10 @@ async fn subscribers_see_file_changes_and_instruction_loads() {
     }
 }
 
-/// `settings.output_style` names a style of the project's `.claude/output-styles`, the
-/// user's, or ctxd's own: its prompt goes into the system prompt (memoized), and a style
-/// that does not keep the coding instructions takes their place.
+/// `settings.output_style` names a style of the (trusted) project's
+/// `.claude/output-styles`, the user's, or ctxd's own: its prompt goes into the system
+/// prompt (memoized), and a style that does not keep the coding instructions takes their
+/// place.
 #[test]
 fn the_selected_output_style_is_in_the_system_prompt() {
     let d = Daemon::start();
@@ -423,7 +424,8 @@ fn the_selected_output_style_is_in_the_system_prompt() {
     let system_of = |style: &str| {
         let s = d.call(
             "session.create",
-            serde_json::json!({"cwd": project, "no_git": true, "settings": {"output_style": style}}),
+            serde_json::json!({"cwd": project, "no_git": true,
+                               "settings": {"output_style": style, "hooks": {"trust_project": true}}}),
         );
         let sid = s["session"]["session_id"].as_str().unwrap().to_string();
         d.call(

@@ -284,6 +284,7 @@ pub async fn run(
     let clock = options.clock.unwrap_or_else(|| Arc::new(SystemClock));
     let engine = Arc::new(
         Engine::new(store.clone(), &paths.home, clock)
+            .with_own_files(own_files(&paths))
             .with_discovery(options.discovery)
             .with_summariser(options.summariser)
             .with_limits(options.limits.clone()),
@@ -312,6 +313,34 @@ pub async fn run(
     drop(home_lock);
     tracing::info!("ctxd stopped");
     result
+}
+
+/// The files the daemon writes on its own: its database (with SQLite's side files), its
+/// locks, its socket, and its log and output when they go to a file. A session may watch
+/// their directory (a home or log inside a project); they must not be reported, or every
+/// line logged about a change would be the next change.
+fn own_files(paths: &Paths) -> Vec<PathBuf> {
+    let db = paths.database();
+    let mut files: Vec<PathBuf> = ["-wal", "-shm", "-journal"]
+        .iter()
+        .map(|suffix| {
+            let mut name = db.clone().into_os_string();
+            name.push(suffix);
+            PathBuf::from(name)
+        })
+        .collect();
+    files.push(db);
+    files.push(paths.home.join("daemon.lock"));
+    files.push(paths.socket.clone());
+    files.push(paths.socket.with_extension("lock"));
+    for fd in ["/proc/self/fd/1", "/proc/self/fd/2"] {
+        if std::fs::metadata(fd).is_ok_and(|m| m.is_file())
+            && let Ok(target) = std::fs::read_link(fd)
+        {
+            files.push(target);
+        }
+    }
+    files
 }
 
 struct SocketFile(PathBuf);

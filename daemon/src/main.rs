@@ -148,6 +148,11 @@ const BODY_LOGGING_TARGETS: [(&str, &str); 7] = [
     ("postgres", "info"),
 ];
 
+/// Targets that log every raw file-system event they see, with the most verbose level
+/// that does not: when the log goes to a file in a watched directory, each of those
+/// lines is itself an event, logged in turn, without end.
+const PER_EVENT_LOGGING_TARGETS: [(&str, &str); 1] = [("notify", "debug")];
+
 /// Whether a PostgreSQL URL carries a password: `scheme://user:PASSWORD@host` or a
 /// `password=` parameter.
 fn url_has_password(url: &str) -> bool {
@@ -166,7 +171,10 @@ fn url_has_password(url: &str) -> bool {
 /// parse), with the body-logging targets capped.
 fn log_filter(spec: &str) -> EnvFilter {
     let mut filter = EnvFilter::try_new(spec).unwrap_or_else(|_| EnvFilter::new("info"));
-    for (target, level) in BODY_LOGGING_TARGETS {
+    for (target, level) in BODY_LOGGING_TARGETS
+        .into_iter()
+        .chain(PER_EVENT_LOGGING_TARGETS)
+    {
         if let Ok(d) = format!("{target}={level}").parse() {
             filter = filter.add_directive(d);
         }
@@ -260,7 +268,16 @@ async fn main() -> anyhow::Result<()> {
 
 #[cfg(test)]
 mod tests {
-    use super::url_has_password;
+    use super::{log_filter, url_has_password};
+
+    #[test]
+    fn the_watchers_per_event_lines_are_not_logged_even_at_trace() {
+        for spec in ["trace", "notify=trace", "info,notify=trace"] {
+            let filter = log_filter(spec).to_string();
+            assert!(filter.contains("notify=debug"), "{spec}: {filter}");
+            assert!(!filter.contains("notify=trace"), "{spec}: {filter}");
+        }
+    }
 
     #[test]
     fn passwords_are_found_in_the_userinfo_and_the_query() {

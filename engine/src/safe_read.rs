@@ -20,6 +20,8 @@ pub(crate) enum ReadError {
     },
     #[error("not UTF-8 text")]
     NotText,
+    #[error("leads outside {}", .0.display())]
+    Outside(std::path::PathBuf),
     #[error(transparent)]
     Io(#[from] std::io::Error),
 }
@@ -44,6 +46,34 @@ pub(crate) fn open_regular(path: &Path) -> Result<(File, Metadata), ReadError> {
 /// the error.
 pub(crate) fn read_text(path: &Path, limit: u64, bound: &'static str) -> Result<String, ReadError> {
     let (file, meta) = open_regular(path)?;
+    read_opened(file, &meta, limit, bound)
+}
+
+/// [`read_text`] of a file that arrived with a checkout: read only when its canonical
+/// path (every symlink on the way resolved) lies inside `root`, so a link to
+/// `~/.aws/credentials` is refused, whoever wrote it. The canonical path is what is opened,
+/// and with `O_NOFOLLOW`, so a link put in its place after the check is not followed.
+pub(crate) fn read_text_within(
+    path: &Path,
+    root: &Path,
+    limit: u64,
+    bound: &'static str,
+) -> Result<String, ReadError> {
+    let real = std::fs::canonicalize(path)?;
+    if !real.starts_with(crate::discovery::canonicalish(root)) {
+        return Err(ReadError::Outside(root.to_path_buf()));
+    }
+    if !std::fs::symlink_metadata(&real)?.is_file() {
+        return Err(ReadError::NotRegular);
+    }
+    let file = OpenOptions::new()
+        .read(true)
+        .custom_flags(libc::O_NONBLOCK | libc::O_NOFOLLOW)
+        .open(&real)?;
+    let meta = file.metadata()?;
+    if !meta.is_file() {
+        return Err(ReadError::NotRegular);
+    }
     read_opened(file, &meta, limit, bound)
 }
 
@@ -120,5 +150,23 @@ mod tests {
         assert!(read_text(&ok, 4, "x").is_err());
         std::fs::write(&ok, [0xff, 0xfe]).unwrap();
         assert!(matches!(read_text(&ok, 5, "x"), Err(ReadError::NotText)));
+    }
+
+    #[test]
+    fn a_confined_read_refuses_what_links_out_of_its_root() {
+        let dir = tempfile::tempdir().unwrap();
+        let (root, outside) = (dir.path().join("proj"), dir.path().join("secret"));
+        std::fs::create_dir_all(root.join("sub")).unwrap();
+        std::fs::write(&outside, "secret").unwrap();
+        std::fs::write(root.join("sub/in.md"), "inside").unwrap();
+        std::os::unix::fs::symlink(&outside, root.join("out.md")).unwrap();
+        std::os::unix::fs::symlink(root.join("sub/in.md"), root.join("in-link.md")).unwrap();
+        std::os::unix::fs::symlink(dir.path(), root.join("up")).unwrap();
+        let within = |p: &str| read_text_within(&root.join(p), &root, 100, "x");
+        assert_eq!(within("sub/in.md").unwrap(), "inside");
+        assert_eq!(within("in-link.md").unwrap(), "inside");
+        assert!(matches!(within("out.md"), Err(ReadError::Outside(_))));
+        assert!(matches!(within("up/secret"), Err(ReadError::Outside(_))));
+        assert!(matches!(within("sub"), Err(ReadError::NotRegular)));
     }
 }

@@ -7,6 +7,10 @@
 //! by looking at the disk once per batch: the exact sequence of raw events for a save
 //! differs between editors and platforms, the resulting state does not.
 //!
+//! The daemon's own files (its database, lock, socket, log) are never reported: a log
+//! inside a watched directory would otherwise report each of its own lines, and with
+//! every report logged, write the next one.
+//!
 //! The watcher is a hint, never the source of truth: when it cannot be created (inotify
 //! limits) or loses events, it says so (`is_degraded`, [`WatchEvent::Rescan`]) and the
 //! caller compares mtimes/hashes itself.
@@ -168,6 +172,13 @@ impl FileWatcher {
         self.arm(debouncer, reg, &canonical);
     }
 
+    /// The daemon's own files, whose changes are never reported (whoever watches their
+    /// directory). Replaces the previous list.
+    pub(crate) fn ignore_own_files(&self, files: &[PathBuf]) {
+        let own = files.iter().filter_map(|f| resolve(f)).map(|(_, key)| key);
+        lock(&self.registry).own = own.collect();
+    }
+
     /// Undoes one [`watch_dir`](Self::watch_dir); unknown directories are ignored.
     pub(crate) fn unwatch_dir(&self, dir: &Path) {
         let mut debouncer = lock(&self.debouncer);
@@ -301,6 +312,8 @@ struct Registry {
     dirs: HashMap<PathBuf, DirEntry>,
     /// Canonical directory → the spellings it was registered under by `watch_dir`.
     dir_watches: HashMap<PathBuf, DirWatch>,
+    /// The daemon's own files, in the form notify reports.
+    own: BTreeSet<PathBuf>,
 }
 
 #[derive(Default)]
@@ -366,6 +379,9 @@ fn translate(registry: &mut Registry, events: &[Event]) -> Vec<WatchEvent> {
             continue;
         }
         for path in &event.paths {
+            if registry.own.contains(path) {
+                continue;
+            }
             for d in [path.parent(), Some(path.as_path())].into_iter().flatten() {
                 if let Some(w) = registry.dir_watches.get(d) {
                     dirs.extend(w.registered.iter().cloned());

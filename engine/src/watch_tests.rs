@@ -249,6 +249,45 @@ async fn watched_directories_report_entries_coming_going_and_changing() {
     expect_quiet(&mut rx).await;
 }
 
+/// The daemon's own files (its log, its database) are never reported, whoever watches
+/// them or their directory: each report is logged, and a log line would be the next
+/// change. Other files of that directory still are.
+#[tokio::test]
+async fn the_daemons_own_files_are_never_reported() {
+    let root = tempfile::tempdir().unwrap();
+    let (a, b) = (root.path().join("a"), root.path().join("b"));
+    fs::create_dir(&a).unwrap();
+    fs::create_dir(&b).unwrap();
+    let (log, db, file) = (a.join("ctxd.log"), a.join("ctxd.db"), a.join("z.txt"));
+    for f in [&log, &db, &file] {
+        fs::write(f, "0").unwrap();
+    }
+    let (w, mut rx) = watcher();
+    w.ignore_own_files(&[log.clone(), db.clone()]);
+    w.watch_dir(&a);
+    w.watch_dir(&b);
+    w.watch_file(&log);
+    w.watch_file(&file);
+
+    // Reported in sorted order within a batch: `a` before the sentinel `b`.
+    fs::write(&log, "a log line\n").unwrap();
+    fs::write(&db, "a page").unwrap();
+    fs::write(b.join("sentinel"), "x").unwrap();
+    let in_a = WatchEvent::DirChanged(a.clone());
+    expect_only(
+        &mut rx,
+        WatchEvent::DirChanged(b.clone()),
+        std::slice::from_ref(&in_a),
+    )
+    .await;
+    // `ctxd.log` sorts before `z.txt`.
+    fs::write(&file, "1").unwrap();
+    let log_changed = WatchEvent::Changed(log.clone());
+    expect_only(&mut rx, WatchEvent::Changed(file.clone()), &[log_changed]).await;
+    fs::write(&file, "2").unwrap();
+    expect(&mut rx, in_a).await;
+}
+
 #[tokio::test]
 async fn a_watched_file_and_its_watched_directory_share_one_os_watch() {
     let root = tempfile::tempdir().unwrap();

@@ -229,6 +229,10 @@ pub const MAX_SUBSCRIPTIONS_PER_CONNECTION: u32 = 1_024;
 /// Model calls one `agent` hook makes at most (Claude Code's bound).
 pub const MAX_AGENT_HOOK_TURNS: usize = 50;
 
+/// Tool calls of one `agent` hook's model answer that run; the ones past it are answered
+/// with an error instead.
+pub const MAX_AGENT_TOOL_CALLS_PER_ANSWER: usize = 16;
+
 /// Characters of one tool result an `agent` hook's model gets back.
 pub const MAX_AGENT_TOOL_OUTPUT_CHARS: usize = 20_000;
 

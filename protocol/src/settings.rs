@@ -14,7 +14,8 @@ pub struct SessionSettings {
     /// Response language, rendered as a dynamic system section.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub language: Option<String>,
-    /// Name of an output style: the project's `.claude/output-styles/*.md`, else the
+    /// Name of an output style: the project's `.claude/output-styles/*.md` (once the
+    /// project is trusted, and never a file linking out of it), else the
     /// user's (`~/.claude/output-styles`), else a built-in one (`explanatory`,
     /// `learning`; `default` is none). Its prompt becomes a memoized system section; a
     /// style without `keep-coding-instructions` replaces the default coding

@@ -2,6 +2,11 @@
 //! then of the user (`~/.claude/output-styles`), then the styles ctxd ships. A file's
 //! front matter may give `name` (else the file's stem), `description` and
 //! `keep-coding-instructions`; its body is the style's prompt.
+//!
+//! A project's styles arrive with its checkout, so they follow the rule of its hooks:
+//! they are read only once the user trusted the project (`ctx trust`), and even then a
+//! style file whose canonical path leaves the project (a link to `~/.aws/credentials`)
+//! is refused: its text would go to the provider in the system prompt.
 
 use std::path::Path;
 
@@ -40,21 +45,30 @@ fn builtin(name: &str) -> Option<OutputStyle> {
     })
 }
 
-/// The style named `name` (compared without case): the project's, else the user's, else
-/// a built-in one. `default` and unknown names give `None`.
-pub(crate) fn find(name: &str, cwd: &Path, user_home: &Path) -> Option<OutputStyle> {
+/// The style named `name` (compared without case): the project's when `project_trusted`,
+/// else the user's, else a built-in one. `default` and unknown names give `None`.
+pub(crate) fn find(
+    name: &str,
+    cwd: &Path,
+    user_home: &Path,
+    project_trusted: bool,
+) -> Option<OutputStyle> {
     if name.eq_ignore_ascii_case("default") {
         return None;
     }
-    for owner in [cwd, user_home] {
-        if let Some(style) = in_folder(&owner.join(".claude").join("output-styles"), name) {
-            return Some(style);
-        }
+    let folder = |owner: &Path| owner.join(".claude").join("output-styles");
+    if project_trusted && let Some(style) = in_folder(&folder(cwd), name, Some(cwd)) {
+        return Some(style);
+    }
+    if let Some(style) = in_folder(&folder(user_home), name, None) {
+        return Some(style);
     }
     builtin(name)
 }
 
-fn in_folder(folder: &Path, name: &str) -> Option<OutputStyle> {
+/// The style of that name in `folder`; with `confined_to`, files whose canonical path
+/// leaves that directory are not read.
+fn in_folder(folder: &Path, name: &str, confined_to: Option<&Path>) -> Option<OutputStyle> {
     let mut files: Vec<_> = std::fs::read_dir(folder)
         .ok()?
         .flatten()
@@ -67,13 +81,19 @@ fn in_folder(folder: &Path, name: &str) -> Option<OutputStyle> {
         files.truncate(MAX_STYLE_FILES);
     }
     files.into_iter().find_map(|path| {
-        let style = read(&path)?;
+        let style = read(&path, confined_to)?;
         style.name.eq_ignore_ascii_case(name).then_some(style)
     })
 }
 
-fn read(path: &Path) -> Option<OutputStyle> {
-    let raw = match crate::safe_read::read_text(path, MAX_STYLE_BYTES, "MAX_STYLE_BYTES") {
+fn read(path: &Path, confined_to: Option<&Path>) -> Option<OutputStyle> {
+    let raw = match confined_to {
+        Some(root) => {
+            crate::safe_read::read_text_within(path, root, MAX_STYLE_BYTES, "MAX_STYLE_BYTES")
+        }
+        None => crate::safe_read::read_text(path, MAX_STYLE_BYTES, "MAX_STYLE_BYTES"),
+    };
+    let raw = match raw {
         Ok(raw) => raw,
         Err(e) => {
             tracing::warn!(path = %path.display(), error = %e, "output style not read");
@@ -132,26 +152,47 @@ mod tests {
             "Talk like a pirate.",
         )
         .unwrap();
-        let terse = find("TERSE", &project, &user).unwrap();
+        let terse = find("TERSE", &project, &user, true).unwrap();
         assert_eq!(terse.name, "Terse");
         assert_eq!(terse.prompt, "Answer in one line.");
         assert_eq!(terse.description.as_deref(), Some("Few words"));
         assert!(!terse.keep_coding_instructions);
-        let pirate = find("pirate", &project, &user).unwrap();
+        let pirate = find("pirate", &project, &user, true).unwrap();
         assert_eq!(
             (pirate.name.as_str(), pirate.prompt.as_str()),
             ("Pirate", "Talk like a pirate.")
         );
         assert_eq!(
-            find("explanatory", &project, &user).unwrap().name,
+            find("explanatory", &project, &user, true).unwrap().name,
             "Explanatory"
         );
         assert!(
-            find("learning", &project, &user)
+            find("learning", &project, &user, true)
                 .unwrap()
                 .keep_coding_instructions
         );
-        assert!(find("default", &project, &user).is_none());
-        assert!(find("nope", &project, &user).is_none());
+        assert!(find("default", &project, &user, true).is_none());
+        assert!(find("nope", &project, &user, true).is_none());
+    }
+
+    #[test]
+    fn an_untrusted_project_has_no_styles_and_a_trusted_one_none_that_links_out() {
+        let dir = tempfile::tempdir().unwrap();
+        let (project, user) = (dir.path().join("p"), dir.path().join("u"));
+        for owner in [&project, &user] {
+            std::fs::create_dir_all(owner.join(".claude/output-styles")).unwrap();
+        }
+        let styles = project.join(".claude/output-styles");
+        std::fs::write(styles.join("terse.md"), "Project's terse.").unwrap();
+        std::fs::write(user.join(".claude/output-styles/terse.md"), "User's terse.").unwrap();
+        let secret = dir.path().join("credentials");
+        std::fs::write(&secret, "aws_secret_access_key = x").unwrap();
+        std::os::unix::fs::symlink(&secret, styles.join("leak.md")).unwrap();
+        let prompt =
+            |name: &str, trusted: bool| find(name, &project, &user, trusted).map(|s| s.prompt);
+        assert_eq!(prompt("terse", false).as_deref(), Some("User's terse."));
+        assert_eq!(prompt("terse", true).as_deref(), Some("Project's terse."));
+        assert_eq!(prompt("leak", false), None);
+        assert_eq!(prompt("leak", true), None);
     }
 }

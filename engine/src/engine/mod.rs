@@ -71,6 +71,9 @@ pub struct Engine {
     agent_finishes: tokio::sync::Mutex<()>,
     /// How provider keys are looked up (the process environment; tests inject theirs).
     env: crate::providers::EnvLookup,
+    /// The daemon's own files (database, locks, socket, log): the watcher never reports
+    /// them.
+    own_files: Vec<PathBuf>,
     /// Failing attachment sources a test asked for.
     #[cfg(test)]
     source_faults: sources::collect::SourceFaults,
@@ -117,6 +120,7 @@ impl Engine {
             turns: Default::default(),
             agent_finishes: Default::default(),
             env: crate::providers::process_env(),
+            own_files: Vec::new(),
             #[cfg(test)]
             source_faults: sources::collect::SourceFaults::default(),
         };
@@ -181,6 +185,13 @@ impl Engine {
         self
     }
 
+    /// The daemon's own files, which the file watcher never reports even when a session
+    /// watches their directory.
+    pub fn with_own_files(mut self, files: Vec<PathBuf>) -> Engine {
+        self.own_files = files;
+        self
+    }
+
     pub fn with_discovery(mut self, d: DiscoveryDefaults) -> Engine {
         self.discovery = d;
         self.configure_hooks();
@@ -204,6 +215,7 @@ impl Engine {
         self.start_background();
         let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel();
         let watcher = Arc::new(FileWatcher::new(tx));
+        watcher.ignore_own_files(&self.own_files);
         self.hooks.set_watcher(watcher.clone());
         self.watches.start(watcher);
         let weak = Arc::downgrade(self);

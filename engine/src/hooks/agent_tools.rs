@@ -2,8 +2,13 @@
 //! `Grep`, read-only and confined to the session's working directories (symlinks
 //! resolved), with what each returns bounded. They read with the daemon's permissions, so
 //! nothing outside the workspace is ever opened.
+//!
+//! The tools run on a blocking thread, which a timed-out hook cannot stop from outside:
+//! each walk checks its hook's [`Work`] at every entry, so the work ends with the hook.
 
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 
 use serde_json::{Value, json};
 
@@ -32,8 +37,59 @@ pub(crate) fn definitions() -> Value {
     ])
 }
 
+/// What the model is told of a call its hook no longer waits for.
+const CANCELLED: &str = "not finished: the hook ended";
+
+/// The tool work of one agent hook: cancelled when the hook ends (its future dropped, on
+/// its timeout too), and the directory entries it visited, counted.
+#[derive(Debug, Default)]
+pub(crate) struct Work {
+    cancelled: AtomicBool,
+    visited: AtomicUsize,
+}
+
+impl Work {
+    pub(crate) fn cancel(&self) {
+        self.cancelled.store(true, Ordering::Relaxed);
+    }
+
+    pub(crate) fn is_cancelled(&self) -> bool {
+        self.cancelled.load(Ordering::Relaxed)
+    }
+
+    /// Directory entries the walks visited.
+    #[cfg(test)]
+    pub(crate) fn visited(&self) -> usize {
+        self.visited.load(Ordering::Relaxed)
+    }
+
+    /// One more entry; whether the walk may go on.
+    fn visit(&self) -> bool {
+        self.visited.fetch_add(1, Ordering::Relaxed);
+        !self.is_cancelled()
+    }
+}
+
+/// Cancels the hook's tool work when dropped, with the future of the hook that holds it.
+pub(crate) struct CancelOnDrop(pub(crate) Arc<Work>);
+
+impl Drop for CancelOnDrop {
+    fn drop(&mut self) {
+        self.0.cancel();
+    }
+}
+
 /// Runs one tool call; `(text, is_error)`.
-pub(crate) fn run(name: &str, input: &Value, cwd: &Path, roots: &[PathBuf]) -> (String, bool) {
+pub(crate) fn run(
+    name: &str,
+    input: &Value,
+    cwd: &Path,
+    roots: &[PathBuf],
+    work: &Work,
+) -> (String, bool) {
+    if work.is_cancelled() {
+        return (CANCELLED.into(), true);
+    }
     let s = |k: &str| input.get(k).and_then(Value::as_str);
     let result = match name {
         "Read" => s("file_path")
@@ -49,10 +105,10 @@ pub(crate) fn run(name: &str, input: &Value, cwd: &Path, roots: &[PathBuf]) -> (
             }),
         "Glob" => s("pattern")
             .ok_or_else(|| "pattern is missing".to_string())
-            .and_then(|p| glob(p, s("path"), cwd, roots)),
+            .and_then(|p| glob(p, s("path"), cwd, roots, work)),
         "Grep" => s("pattern")
             .ok_or_else(|| "pattern is missing".to_string())
-            .and_then(|p| grep(p, s("path"), s("glob"), cwd, roots)),
+            .and_then(|p| grep(p, s("path"), s("glob"), cwd, roots, work)),
         other => Err(format!("there is no tool {other}: use Read, Glob or Grep")),
     };
     match result {
@@ -99,12 +155,14 @@ fn read(
     ))
 }
 
-/// The workspace's files under `base`, in walk order (`.gitignore` respected).
-fn files(base: &Path, roots: &[PathBuf]) -> impl Iterator<Item = PathBuf> {
+/// The workspace's files under `base`, in walk order (`.gitignore` respected), until the
+/// work is cancelled.
+fn files<'a>(base: &Path, roots: &[PathBuf], work: &'a Work) -> impl Iterator<Item = PathBuf> + 'a {
     let roots = roots.to_vec();
     ignore::WalkBuilder::new(base)
         .follow_links(false)
         .build()
+        .take_while(move |_| work.visit())
         .filter_map(Result::ok)
         .filter(|e| e.file_type().is_some_and(|t| t.is_file()))
         .map(ignore::DirEntry::into_path)
@@ -116,13 +174,14 @@ fn glob(
     path: Option<&str>,
     cwd: &Path,
     roots: &[PathBuf],
+    work: &Work,
 ) -> Result<String, String> {
     let base = confined(path.unwrap_or("."), cwd, roots)?;
     let m = globset::Glob::new(pattern)
         .map_err(|e| format!("pattern: {e}"))?
         .compile_matcher();
     let mut out = Vec::new();
-    for p in files(&base, roots) {
+    for p in files(&base, roots, work) {
         let rel = p.strip_prefix(&base).unwrap_or(&p);
         if m.is_match(rel) {
             out.push(p.display().to_string());
@@ -133,6 +192,9 @@ fn glob(
                 break;
             }
         }
+    }
+    if work.is_cancelled() {
+        return Err(CANCELLED.into());
     }
     Ok(if out.is_empty() {
         "no files match".into()
@@ -147,6 +209,7 @@ fn grep(
     glob: Option<&str>,
     cwd: &Path,
     roots: &[PathBuf],
+    work: &Work,
 ) -> Result<String, String> {
     let re = regex::RegexBuilder::new(pattern)
         .size_limit(1 << 20)
@@ -162,7 +225,7 @@ fn grep(
         None => None,
     };
     let mut out = Vec::new();
-    for p in files(&base, roots).take(MAX_AGENT_GREP_FILES) {
+    for p in files(&base, roots, work).take(MAX_AGENT_GREP_FILES) {
         let rel = p.strip_prefix(&base).unwrap_or(&p).to_path_buf();
         if only.as_ref().is_some_and(|m| !m.is_match(&rel)) {
             continue;
@@ -181,6 +244,9 @@ fn grep(
                 }
             }
         }
+    }
+    if work.is_cancelled() {
+        return Err(CANCELLED.into());
     }
     Ok(if out.is_empty() {
         "no matches".into()
@@ -211,22 +277,42 @@ mod tests {
             &json!({"file_path": "src/lib.rs", "offset": 2, "limit": 1}),
             &root,
             &roots,
+            &Work::default(),
         );
         assert!(!err);
         assert_eq!(t, "     2\t// TODO: test b\n");
-        let (t, _) = run("Glob", &json!({"pattern": "**/*.rs"}), &root, &roots);
+        let (t, _) = run(
+            "Glob",
+            &json!({"pattern": "**/*.rs"}),
+            &root,
+            &roots,
+            &Work::default(),
+        );
         assert!(t.ends_with("src/lib.rs"), "{t}");
         let (t, _) = run(
             "Grep",
             &json!({"pattern": "TODO", "glob": "*.rs"}),
             &root,
             &roots,
+            &Work::default(),
         );
         assert!(t.contains("lib.rs:2: // TODO: test b"), "{t}");
         let secret = outside.path().join("secret.txt");
-        let (t, err) = run("Read", &json!({"file_path": secret}), &root, &roots);
+        let (t, err) = run(
+            "Read",
+            &json!({"file_path": secret}),
+            &root,
+            &roots,
+            &Work::default(),
+        );
         assert!(err && t.contains("outside"), "{t}");
-        let (_, err) = run("Bash", &json!({"command": "rm -rf /"}), &root, &roots);
+        let (_, err) = run(
+            "Bash",
+            &json!({"command": "rm -rf /"}),
+            &root,
+            &roots,
+            &Work::default(),
+        );
         assert!(err);
     }
 }

@@ -36,9 +36,12 @@ pub(crate) struct Loaded {
     pub(crate) collapse_commits: HashMap<String, u64>,
     /// Collapses undone after their commit: (seq at commit, seq at undo).
     pub(crate) collapse_undos: HashMap<String, (u64, u64)>,
-    /// The selected output style as last found, with the name it was looked up by
-    /// (looked up again when the setting names another).
-    pub(crate) output_style: Option<(String, Option<ctxd_pipeline::system::OutputStyle>)>,
+    /// The selected output style as last found, with what it was looked up by (looked up
+    /// again when the setting names another, the cwd moves or the trust list changes).
+    pub(crate) output_style: Option<(
+        crate::engine::sources::sections::StyleKey,
+        Option<ctxd_pipeline::system::OutputStyle>,
+    )>,
     /// The memoized `claudeMd` and announced date; `None` until first computed.
     pub(crate) memo: Option<InstructionMemo>,
     /// The last autocompact that could not get below the threshold, and the seq of the

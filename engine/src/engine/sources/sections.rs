@@ -83,27 +83,45 @@ impl Loaded {
     }
 }
 
+/// What an output style was looked up by: its name, and where the project's styles
+/// came from and whether they could be used.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct StyleKey {
+    name: String,
+    cwd: String,
+    trust_list: Option<crate::hooks::files::Stamp>,
+}
+
 impl Engine {
-    /// Looks the selected output style up (the project's, the user's, ctxd's own) when
-    /// the setting names one not looked up yet.
+    /// Looks the selected output style up (the project's when the project is trusted, the
+    /// user's, ctxd's own) when the setting names one not looked up yet, or the cwd or
+    /// the trust list changed since.
     fn find_output_style(&self, l: &mut Loaded) {
-        let wanted = l.row.settings.output_style.clone();
-        let known = l.output_style.as_ref().map(|(name, _)| name.clone());
-        match wanted {
-            None => l.output_style = None,
-            Some(name) if known.as_deref() != Some(name.as_str()) => {
-                let found = crate::discovery::output_styles::find(
-                    &name,
-                    std::path::Path::new(&l.row.cwd),
-                    &self.discovery.user_home,
-                );
-                if found.is_none() && !name.eq_ignore_ascii_case("default") {
-                    tracing::warn!(session = %l.row.id, style = %name, "no output style of this name; the model is told the name only");
-                }
-                l.output_style = Some((name, found));
-            }
-            Some(_) => {}
+        let Some(name) = l.row.settings.output_style.clone() else {
+            l.output_style = None;
+            return;
+        };
+        let list = crate::hooks::trust::list_path(&self.home);
+        let key = StyleKey {
+            name,
+            cwd: l.row.cwd.clone(),
+            trust_list: crate::hooks::files::stamp(&list),
+        };
+        if l.output_style.as_ref().is_some_and(|(k, _)| *k == key) {
+            return;
         }
+        let cwd = std::path::Path::new(&l.row.cwd);
+        let trusted = crate::hooks::trust::is_trusted(&list, cwd);
+        let found = crate::discovery::output_styles::find(
+            &key.name,
+            cwd,
+            &self.discovery.user_home,
+            trusted,
+        );
+        if found.is_none() && !key.name.eq_ignore_ascii_case("default") {
+            tracing::warn!(session = %l.row.id, style = %key.name, "no output style of this name; the model is told the name only");
+        }
+        l.output_style = Some((key, found));
     }
 
     /// Freezes the memoized sections this compile is the first to show (a new history
