@@ -260,7 +260,10 @@ fn a_bad_path_is_refused_and_nothing_is_imported() {
     };
     refused(json!({ "path": "spotter/short.jsonl" }), "absolute");
     refused(json!({ "path": d.home }), "not a regular file");
-    refused(json!({ "path": d.home.join("missing.jsonl") }), "No such file");
+    refused(
+        json!({ "path": d.home.join("missing.jsonl") }),
+        "No such file",
+    );
     // short.jsonl is over 4096 bytes.
     refused(json!({ "path": short }), "over the bound of 4096 bytes");
     refused(json!({ "path": small, "jsonl": "{}" }), "not both");
