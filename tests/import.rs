@@ -180,3 +180,94 @@ fn an_oversized_record_is_reported_and_nothing_is_imported() {
     );
     assert_eq!(d.session_count(), 0);
 }
+
+/// A transcript of at least `bytes` bytes: the bundled conversations repeated, every
+/// copy with uuids and tool ids of its own so that none repeats another.
+fn long_transcript(bytes: usize) -> String {
+    let uuid =
+        regex::Regex::new(r"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}").unwrap();
+    let tool_id = regex::Regex::new(r"\btoolu_[A-Za-z0-9]+").unwrap();
+    let base: String = [
+        "viewer/fe5e1c67-53e7-4862-81ae-d0e013e3270b.jsonl",
+        "spotter/subagent.jsonl",
+        "spotter/tool_heavy.jsonl",
+    ]
+    .iter()
+    .map(|f| std::fs::read_to_string(common::fixtures().join(f)).unwrap())
+    .flat_map(|t| {
+        t.lines()
+            .filter(|l| !l.trim().is_empty())
+            .map(|l| format!("{l}\n"))
+            .collect::<Vec<_>>()
+    })
+    .collect();
+    let mut out = String::with_capacity(bytes + base.len());
+    for k in 0.. {
+        if out.len() >= bytes {
+            break;
+        }
+        let copy = uuid.replace_all(&base, |c: &regex::Captures<'_>| {
+            format!("{}{k:012x}", &c[0][..24])
+        });
+        let copy = tool_id.replace_all(&copy, |c: &regex::Captures<'_>| format!("{}x{k}", &c[0]));
+        out.push_str(&copy);
+    }
+    out
+}
+
+/// An import of a file the daemon reads holds a small multiple of the transcript's size:
+/// its text is neither sent nor held whole, only the records it becomes.
+#[test]
+fn a_long_import_by_path_holds_a_bounded_multiple_of_its_size() {
+    let d = Daemon::start();
+    // The first import starts the threads and pools every import shares.
+    let small = std::fs::read_to_string(common::fixtures().join("spotter/short.jsonl")).unwrap();
+    d.call("session.import", json!({ "jsonl": small }));
+    let jsonl = long_transcript(16 << 20);
+    let size = jsonl.len() as u64;
+    let file = d.home.join("long.jsonl");
+    std::fs::write(&file, &jsonl).unwrap();
+    drop(jsonl);
+    let before = d.peak_rss_kib() * 1024;
+    let r = d.call(
+        "session.import",
+        json!({ "path": file, "fallback_cwd": "/tmp/imported" }),
+    );
+    assert!(
+        r["stats"]["records"].as_u64().unwrap() > 5_000,
+        "{}",
+        r["stats"]
+    );
+    let grown = (d.peak_rss_kib() * 1024).saturating_sub(before);
+    assert!(
+        grown < 7 * size,
+        "importing {size} bytes took the daemon's peak memory up by {grown} bytes ({:.1}x)",
+        grown as f64 / size as f64
+    );
+}
+
+/// A path the daemon cannot or may not read is refused by name, and nothing is imported.
+#[test]
+fn a_bad_path_is_refused_and_nothing_is_imported() {
+    let d = Daemon::start_with(&["--max-request-bytes", "4096"]);
+    let short = common::fixtures().join("spotter/short.jsonl");
+    let small = common::fixtures().join("line-kinds/user/user.jsonl");
+    let refused = |params: Value, says: &str| {
+        let err = d.try_call("session.import", params).unwrap_err();
+        assert_eq!(err["code"], -32602, "{err}");
+        let message = err["message"].as_str().unwrap();
+        assert!(message.contains(says), "{says}: {err}");
+    };
+    refused(json!({ "path": "spotter/short.jsonl" }), "absolute");
+    refused(json!({ "path": d.home }), "not a regular file");
+    refused(
+        json!({ "path": d.home.join("missing.jsonl") }),
+        "No such file",
+    );
+    // short.jsonl is over 4096 bytes.
+    refused(json!({ "path": short }), "over the bound of 4096 bytes");
+    refused(json!({ "path": small, "jsonl": "{}" }), "not both");
+    assert_eq!(d.session_count(), 0);
+    let r = d.call("session.import", json!({ "path": small }));
+    assert_eq!(r["stats"]["records"], 1, "{r}");
+}

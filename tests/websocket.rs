@@ -338,6 +338,56 @@ fn a_protocol_error_closes_with_1002() {
     assert_eq!(d.call("daemon.ping", json!({}))["pong"], true);
 }
 
+/// A 64-bit frame length with its most significant bit set is not a size but a broken
+/// frame (RFC 6455 §5.2): 1002, not 1009.
+#[test]
+fn an_impossible_frame_length_closes_with_1002() {
+    let d = Daemon::start();
+    let mut ws = Ws::connect(&d.socket);
+    let mut frame = vec![0x81, 0x80 | 127];
+    frame.extend_from_slice(&(1u64 << 63).to_be_bytes());
+    frame.extend_from_slice(&MASK);
+    ws.0.write_all(&frame).unwrap();
+    assert_eq!(close_code(&mut ws), 1002u16.to_be_bytes().to_vec());
+    assert_eq!(d.call("daemon.ping", json!({}))["pong"], true);
+}
+
+/// A client that pings without ever reading holds a bounded number of pongs: past it the
+/// daemon stops reading the client (whose writes then block), instead of buffering a
+/// pong for every ping.
+#[test]
+fn a_ping_flood_from_a_client_that_never_reads_is_bounded() {
+    let d = Daemon::start();
+    let before = d.rss_kib();
+    let mut ws = Ws::connect(&d.socket);
+    ws.0.set_write_timeout(Some(Duration::from_secs(2)))
+        .unwrap();
+    let burst: Vec<u8> = (0..256)
+        .flat_map(|_| Ws::frame(true, PING, &[b'p'; 125]))
+        .collect();
+    let mut sent = 0usize;
+    let blocked = loop {
+        match ws.0.write_all(&burst) {
+            Ok(()) => sent += burst.len(),
+            Err(e) if matches!(e.kind(), ErrorKind::WouldBlock | ErrorKind::TimedOut) => {
+                break true;
+            }
+            Err(e) => panic!("writing pings: {e}"),
+        }
+        if sent > 160 << 20 {
+            break false;
+        }
+    };
+    let held = d.rss_kib().saturating_sub(before);
+    assert!(
+        blocked,
+        "the daemon read {sent} bytes of pings while none of its pongs was read"
+    );
+    // A few pongs, and the socket's and tungstenite's read buffers.
+    assert!(held < 24 * 1024, "the daemon grew by {held} KiB");
+    assert_eq!(d.call("daemon.ping", json!({}))["pong"], true);
+}
+
 /// The client's close frame is answered with the same code, then the socket ends.
 #[test]
 fn a_clients_close_is_answered() {

@@ -2690,10 +2690,6 @@ export interface Methods {
   "session.import": {
     params: {
       /**
-       * The transcript's text, one JSON object per line.
-       */
-      jsonl: string;
-      /**
        * Working directory for the new session; defaults to the transcript's `cwd`.
        */
       cwd?: string | null;
@@ -2701,7 +2697,17 @@ export interface Methods {
        * Used when neither `cwd` nor the transcript names a working directory.
        */
       fallback_cwd?: string | null;
+      /**
+       * The transcript's text, one JSON object per line. Empty when `path` names it.
+       */
+      jsonl?: string;
       model?: ModelProfile | null;
+      /**
+       * The transcript's file, absolute, which the daemon reads itself (it runs on the
+       * caller's machine as the caller's user): a long transcript then never travels whole
+       * in a request, nor is held whole by the daemon. Instead of `jsonl`.
+       */
+      path?: string | null;
       title?: string | null;
     };
     result: SessionImportResponse;

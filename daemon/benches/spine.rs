@@ -92,6 +92,7 @@ fn sessions() -> Vec<PathBuf> {
 fn import_params(jsonl: String) -> SessionImportParams {
     SessionImportParams {
         jsonl,
+        path: None,
         cwd: None,
         fallback_cwd: Some("/tmp".into()),
         model: None,

@@ -185,6 +185,9 @@ fn check_import(jsonl: &str) {
             assert!(line >= 1 && line <= jsonl.lines().count().max(1));
         }
         Err(ImportError::Empty) => {}
+        Err(e @ (ImportError::TooLong { .. } | ImportError::Read(_))) => {
+            panic!("a text in memory is neither read nor bounded: {e}");
+        }
     }
 }
 

@@ -168,8 +168,14 @@ pub struct ToolsListResponse {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct SessionImportParams {
-    /// The transcript's text, one JSON object per line.
+    /// The transcript's text, one JSON object per line. Empty when `path` names it.
+    #[serde(default)]
     pub jsonl: String,
+    /// The transcript's file, absolute, which the daemon reads itself (it runs on the
+    /// caller's machine as the caller's user): a long transcript then never travels whole
+    /// in a request, nor is held whole by the daemon. Instead of `jsonl`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub path: Option<String>,
     /// Working directory for the new session; defaults to the transcript's `cwd`.
     #[serde(default)]
     pub cwd: Option<String>,

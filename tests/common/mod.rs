@@ -240,13 +240,22 @@ impl Daemon {
 
     /// Resident set size of the daemon process, in KiB (from /proc).
     pub fn rss_kib(&self) -> u64 {
+        self.status_kib("VmRSS")
+    }
+
+    /// The daemon process's peak resident set size since it started, in KiB.
+    pub fn peak_rss_kib(&self) -> u64 {
+        self.status_kib("VmHWM")
+    }
+
+    fn status_kib(&self, key: &str) -> u64 {
         let pid = self.child.as_ref().expect("running").id();
         let status = std::fs::read_to_string(format!("/proc/{pid}/status")).expect("proc status");
         status
             .lines()
-            .find_map(|l| l.strip_prefix("VmRSS:"))
+            .find_map(|l| l.strip_prefix(key)?.strip_prefix(':'))
             .and_then(|v| v.split_whitespace().next()?.parse().ok())
-            .expect("VmRSS")
+            .expect(key)
     }
 
     pub fn command(&self) -> Command {

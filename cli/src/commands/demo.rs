@@ -68,6 +68,7 @@ pub async fn demo(ctx: &Ctx, client: &Client, a: &DemoArgs) -> Result<()> {
     let imported = client
         .session_import(SessionImportParams {
             jsonl: SAMPLE_SESSION.to_string(),
+            path: None,
             cwd: None,
             fallback_cwd: None,
             model: None,

@@ -113,10 +113,22 @@ pub async fn read(ctx: &Ctx, client: &Client, a: &ReadArgs) -> Result<()> {
 }
 
 pub async fn import(ctx: &Ctx, client: &Client, a: &ImportArgs) -> Result<()> {
-    let jsonl = ctx_client::text::read_utf8(&a.file)?;
+    // A file is named to the daemon, which reads it as it parses: a long transcript is
+    // then neither sent whole nor held whole. Standard input can only be sent.
+    let (jsonl, path) = if a.file.as_os_str() == "-" {
+        (ctx_client::text::read_utf8(&a.file)?, None)
+    } else {
+        let path =
+            std::fs::canonicalize(&a.file).map_err(|source| ctx_client::text::TextError::Io {
+                path: a.file.display().to_string(),
+                source,
+            })?;
+        (String::new(), Some(path.display().to_string()))
+    };
     let r = client
         .session_import(SessionImportParams {
             jsonl,
+            path,
             cwd: a.cwd.as_ref().map(|c| c.display().to_string()),
             fallback_cwd: std::env::current_dir()
                 .ok()

@@ -941,9 +941,9 @@ class Methods:
         params = {k: v for k, v in [("session_id", session_id)] if v is not None}
         return self.call("session.delete", **params)
 
-    def session_import(self, *, jsonl: str, cwd: Optional[str] = None, fallback_cwd: Optional[str] = None, model: Optional[ModelProfile] = None, title: Optional[str] = None) -> SessionImportResponse:
+    def session_import(self, *, cwd: Optional[str] = None, fallback_cwd: Optional[str] = None, jsonl: Optional[str] = None, model: Optional[ModelProfile] = None, path: Optional[str] = None, title: Optional[str] = None) -> SessionImportResponse:
         """Import a Claude Code JSONL transcript into a new session (all or nothing)."""
-        params = {k: v for k, v in [("jsonl", jsonl), ("cwd", cwd), ("fallback_cwd", fallback_cwd), ("model", model), ("title", title)] if v is not None}
+        params = {k: v for k, v in [("cwd", cwd), ("fallback_cwd", fallback_cwd), ("jsonl", jsonl), ("model", model), ("path", path), ("title", title)] if v is not None}
         return self.call("session.import", **params)
 
     def agent_start(self, *, agent_type: str, session_id: str, tool_use_id: str, agent_id: Optional[str] = None, instructions: Optional[AgentInstructions] = None, model: Optional[ModelProfile] = None, prompt: Optional[str] = None, settings: Optional[SessionSettings] = None, system: Optional[SystemPrompt] = None, tools: Optional[List[ToolSpec]] = None) -> AgentStartResponse:
@@ -1293,9 +1293,9 @@ class AsyncMethods:
         params = {k: v for k, v in [("session_id", session_id)] if v is not None}
         return await self.call("session.delete", **params)
 
-    async def session_import(self, *, jsonl: str, cwd: Optional[str] = None, fallback_cwd: Optional[str] = None, model: Optional[ModelProfile] = None, title: Optional[str] = None) -> SessionImportResponse:
+    async def session_import(self, *, cwd: Optional[str] = None, fallback_cwd: Optional[str] = None, jsonl: Optional[str] = None, model: Optional[ModelProfile] = None, path: Optional[str] = None, title: Optional[str] = None) -> SessionImportResponse:
         """Import a Claude Code JSONL transcript into a new session (all or nothing)."""
-        params = {k: v for k, v in [("jsonl", jsonl), ("cwd", cwd), ("fallback_cwd", fallback_cwd), ("model", model), ("title", title)] if v is not None}
+        params = {k: v for k, v in [("cwd", cwd), ("fallback_cwd", fallback_cwd), ("jsonl", jsonl), ("model", model), ("path", path), ("title", title)] if v is not None}
         return await self.call("session.import", **params)
 
     async def agent_start(self, *, agent_type: str, session_id: str, tool_use_id: str, agent_id: Optional[str] = None, instructions: Optional[AgentInstructions] = None, model: Optional[ModelProfile] = None, prompt: Optional[str] = None, settings: Optional[SessionSettings] = None, system: Optional[SystemPrompt] = None, tools: Optional[List[ToolSpec]] = None) -> AgentStartResponse:

@@ -60,6 +60,9 @@ macro_rules! async_method {
             |params, $ctx, ext| async move {
                 let $p: <$method as ctxd_protocol::Method>::Params =
                     $crate::rpc::context::parse(&params)?;
+                // The params' text is a copy of the request's: not kept through the call
+                // (an import's is the whole transcript).
+                drop(params);
                 let call = async { $body };
                 let r: ctxd_store::error::Result<<$method as ctxd_protocol::Method>::Result> =
                     match $crate::rpc::context::caller_of(&ext) {

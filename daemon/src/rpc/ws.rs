@@ -38,6 +38,7 @@ use serde_json::value::RawValue;
 use tokio::sync::{Semaphore, mpsc};
 use tokio::time::{Instant, MissedTickBehavior};
 use tokio_tungstenite::WebSocketStream;
+use tokio_tungstenite::tungstenite::error::CapacityError;
 use tokio_tungstenite::tungstenite::protocol::frame::coding::CloseCode;
 use tokio_tungstenite::tungstenite::protocol::{CloseFrame, Role, WebSocketConfig};
 use tokio_tungstenite::tungstenite::{Error as WsError, Message, handshake::derive_accept_key};
@@ -53,6 +54,10 @@ use ctxd_pipeline::limits::MAX_WS_QUEUED_BYTES;
 /// Messages the connection's sink holds before its senders wait (jsonrpsee's default).
 /// Whatever comes through it is taken at once and counted in the outbox.
 const MESSAGE_BUFFER: usize = 1024;
+/// Bytes of pongs waiting for the socket past which the client is not read: a client
+/// that reads has a few pings outstanding, and tungstenite's buffer grows by doubling, so
+/// pongs held to the outbox's bound alone would cost several times that bound.
+const MAX_QUEUED_PONG_BYTES: usize = 64 * 1024;
 /// How long a closing connection waits for the client to take its last bytes.
 const CLOSE_GRACE: Duration = Duration::from_secs(1);
 /// Ids of WebSocket connections start above any jsonrpsee gives (a `u32`), so events
@@ -127,9 +132,27 @@ where
 struct Queue {
     messages: VecDeque<(Message, usize)>,
     outbox: Arc<Outbox>,
+    /// Bytes of the pongs tungstenite has buffered since the socket last took all it
+    /// was given: they count in the outbox too and are held to `MAX_QUEUED_PONG_BYTES`,
+    /// or a client that pings without reading would grow tungstenite's buffer without
+    /// bound.
+    pongs: usize,
 }
 
 impl Queue {
+    /// tungstenite answers a ping with a pong of the same payload.
+    fn pong_buffered(&mut self, payload: usize) {
+        // A server frame's header: two bytes for a control payload (at most 125).
+        let bytes = payload + 2;
+        self.pongs += bytes;
+        self.outbox.add(bytes);
+    }
+
+    /// The socket took everything tungstenite buffered.
+    fn flushed(&mut self) {
+        self.outbox.taken(std::mem::take(&mut self.pongs));
+    }
+
     fn push_text(&mut self, json: String) {
         let bytes = json.len();
         self.outbox.add(bytes);
@@ -186,11 +209,13 @@ fn drive(
             return Poll::Ready(ended(&e));
         }
     }
-    // Also what the socket did not take of an earlier message.
-    if let Poll::Ready(Err(e)) = ws.as_mut().poll_flush(cx) {
-        return Poll::Ready(ended(&e));
+    // Also what the socket did not take of an earlier message, and pongs.
+    match ws.as_mut().poll_flush(cx) {
+        Poll::Ready(Err(e)) => return Poll::Ready(ended(&e)),
+        Poll::Ready(Ok(())) => queue.flushed(),
+        Poll::Pending => {}
     }
-    if !read() {
+    if !read() || queue.pongs >= MAX_QUEUED_PONG_BYTES {
         return Poll::Pending;
     }
     match ws.as_mut().poll_next(cx) {
@@ -198,6 +223,13 @@ fn drive(
         Poll::Ready(Some(Err(e))) => Poll::Ready(match &e {
             WsError::Utf8(_) => Io::Broken(CloseCode::Invalid, e),
             WsError::Protocol(_) => Io::Broken(CloseCode::Protocol, e),
+            // RFC 6455 §5.2: the most significant bit of a 64-bit length must be 0; a
+            // length with it set is not a size but a broken frame.
+            WsError::Capacity(CapacityError::MessageTooLong { size, .. })
+                if u64::try_from(*size).unwrap_or(u64::MAX) >> 63 != 0 =>
+            {
+                Io::Broken(CloseCode::Protocol, e)
+            }
             WsError::Capacity(_) => Io::Broken(CloseCode::Size, e),
             _ => ended(&e),
         }),
@@ -301,6 +333,7 @@ async fn serve(io: Counted, early: Vec<u8>, ctx: Context) {
     let mut queue = Queue {
         messages: VecDeque::new(),
         outbox: outbox.clone(),
+        pongs: 0,
     };
     // A stop handle held to the end: the server waits for every one of them, so it does
     // not finish stopping (and the daemon exit) while this connection's calls still run.
@@ -356,7 +389,7 @@ async fn serve(io: Counted, early: Vec<u8>, ctx: Context) {
             Step::Io(Io::End) => break,
             Step::Io(Io::Broken(code, e)) => {
                 tracing::debug!(error = %e, "WebSocket protocol error; closing");
-                if matches!(e, WsError::Capacity(_)) {
+                if code == CloseCode::Size {
                     queue.push_text(too_big(ctx.max_message));
                 }
                 close(&mut ws, &mut queue, code).await;
@@ -364,6 +397,9 @@ async fn serve(io: Counted, early: Vec<u8>, ctx: Context) {
             }
             Step::Io(Io::Message(message)) => {
                 last_heard = Instant::now();
+                if let Message::Ping(payload) = &message {
+                    queue.pong_buffered(payload.len());
+                }
                 let (Some(service), Some(in_flight)) = (&service, &in_flight) else {
                     continue;
                 };

@@ -121,6 +121,7 @@ async fn a_compile_resumed_from_its_memo_writes_the_bytes_of_one_without() {
         let (info, _) = engine
             .import_claude_code(ctxd_protocol::SessionImportParams {
                 jsonl,
+                path: None,
                 cwd: None,
                 fallback_cwd: Some(dir.path().display().to_string()),
                 model: None,

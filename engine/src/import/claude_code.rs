@@ -17,6 +17,7 @@
 //!   dropped. In both cases the original value is kept in `meta.claude_code.parentUuid`.
 
 use std::collections::{BTreeMap, HashMap, HashSet};
+use std::io::Read;
 
 use ctxd_protocol::{ContentBlock, ImportStats, RecordInput, RecordKind};
 use serde_json::{Map, Value};
@@ -49,7 +50,16 @@ pub enum ImportError {
     Malformed { line: usize, message: String },
     #[error("the transcript holds no records")]
     Empty,
+    #[error("the transcript is over the bound of {max} bytes")]
+    TooLong { max: u64 },
+    #[error("cannot read the transcript: {0}")]
+    Read(#[from] std::io::Error),
 }
+
+/// The text a streamed transcript is parsed by: whole lines of at least this many bytes
+/// (a longer line is read whole), so that the text held at once is bounded by it or by
+/// the longest line, not by the transcript.
+const READ_BYTES: usize = 8 << 20;
 
 /// Key under which skipped duplicates are counted.
 const DUPLICATE_UUID: &str = "duplicate_uuid";
@@ -177,13 +187,73 @@ pub fn parse(jsonl: &str) -> Result<Imported, ImportError> {
     )
 }
 
+/// [`parse`] of a transcript read from `reader`, at most `max` bytes of it. The text is
+/// read and parsed [`READ_BYTES`] at a time: only the records it becomes are held.
+pub fn parse_reader(reader: impl Read, max: u64) -> Result<Imported, ImportError> {
+    read_in(reader, max, READ_BYTES)
+}
+
+/// [`parse_reader`], `read_bytes` at a time (the tests cut the text in every way).
+fn read_in(mut reader: impl Read, max: u64, read_bytes: usize) -> Result<Imported, ImportError> {
+    let mut parsed = Vec::new();
+    let mut buf: Vec<u8> = Vec::new();
+    let (mut first_line, mut total, mut end) = (1, 0u64, false);
+    while !end {
+        // Whole lines: read until the buffer ends a line past the bound, or the text ends.
+        let mut cut = None;
+        while cut.is_none() && !end {
+            let want = read_bytes
+                .saturating_sub(buf.len())
+                .max(read_bytes.min(1 << 20));
+            let start = buf.len();
+            let n = (&mut reader).take(want as u64).read_to_end(&mut buf)?;
+            total += n as u64;
+            if total > max {
+                return Err(ImportError::TooLong { max });
+            }
+            end = n == 0;
+            if end {
+                cut = Some(buf.len());
+            } else if buf.len() >= read_bytes {
+                cut = memchr::memrchr(b'\n', &buf[start..]).map(|i| start + i + 1);
+            }
+        }
+        let cut = cut.unwrap_or(buf.len());
+        let text = std::str::from_utf8(&buf[..cut]).map_err(|e| {
+            let before = &buf[..e.valid_up_to()];
+            ImportError::Malformed {
+                line: first_line + memchr::memchr_iter(b'\n', before).count(),
+                message: "not valid UTF-8".into(),
+            }
+        })?;
+        let pieces = chunks::split(text, chunks::parts(), chunks::MIN_PIECE_BYTES)
+            .into_iter()
+            .map(|p| Piece {
+                first_line: p.first_line + first_line - 1,
+                ..p
+            });
+        // The first malformed line in file order ends the read: nothing after it counts.
+        for piece in chunks::map(pieces, parse_piece) {
+            parsed.push(Ok(piece?));
+        }
+        first_line += memchr::memchr_iter(b'\n', text.as_bytes()).count();
+        buf.drain(..cut);
+    }
+    join(parsed)
+}
+
 /// [`parse`] over the given cut of `jsonl` (the tests cut it in every way).
 fn parse_in(jsonl: &str, pieces: Vec<Piece<'_>>) -> Result<Imported, ImportError> {
     debug_assert_eq!(
         pieces.iter().map(|p| p.text.len()).sum::<usize>(),
         jsonl.len()
     );
-    let parsed = chunks::map(pieces, parse_piece);
+    join(chunks::map(pieces, parse_piece))
+}
+
+/// Joins the pieces' lines in file order: de-duplicated, relinked, counted. The first
+/// piece that failed is the error.
+fn join(parsed: Vec<Result<PieceOut, ImportError>>) -> Result<Imported, ImportError> {
     let items = parsed
         .iter()
         .map(|p| p.as_ref().map_or(0, |p| p.items.len()))

@@ -678,3 +678,56 @@ fn pieces_parse_as_one() {
         }
     }
 }
+
+/// A transcript read from a file, a few bytes at a time, is what the same text gives
+/// whole; a malformed line or byte is reported by its number in the file, and a text
+/// over the bound is refused.
+#[test]
+fn a_transcript_read_in_pieces_is_the_same_as_whole() {
+    let mut whole = String::new();
+    for (_, text) in fixtures().iter().take(12) {
+        whole.push_str(text);
+        if !whole.ends_with('\n') {
+            whole.push('\n');
+        }
+    }
+    let one = parse(&whole).unwrap();
+    for read_bytes in [1, 100, 4096, 1 << 20] {
+        let read = read_in(whole.as_bytes(), u64::MAX, read_bytes).unwrap();
+        assert_eq!(read, one, "{read_bytes} bytes at a time");
+    }
+    // No line end after the last line.
+    let trimmed = whole.trim_end();
+    assert_eq!(read_in(trimmed.as_bytes(), u64::MAX, 100).unwrap(), one);
+
+    let mut lines: Vec<&str> = whole.lines().collect();
+    let early = lines.len() / 3;
+    lines[early] = "{not json";
+    let broken = lines.join("\n");
+    for read_bytes in [1, 100, 1 << 20] {
+        match read_in(broken.as_bytes(), u64::MAX, read_bytes) {
+            Err(ImportError::Malformed { line, .. }) => assert_eq!(line, early + 1),
+            other => panic!("{read_bytes} bytes at a time: {other:?}"),
+        }
+    }
+
+    let mut bytes = whole.as_bytes().to_vec();
+    let at = bytes.len() / 2;
+    bytes[at] = 0xff;
+    let line = 1 + bytes[..at].iter().filter(|&&b| b == b'\n').count();
+    for read_bytes in [100, 1 << 20] {
+        match read_in(&bytes[..], u64::MAX, read_bytes) {
+            Err(ImportError::Malformed { line: l, message }) => {
+                assert_eq!((l, message.as_str()), (line, "not valid UTF-8"));
+            }
+            other => panic!("{read_bytes} bytes at a time: {other:?}"),
+        }
+    }
+
+    let max = whole.len() as u64 - 1;
+    assert!(matches!(
+        read_in(whole.as_bytes(), max, 4096),
+        Err(ImportError::TooLong { max: m }) if m == max
+    ));
+    assert!(read_in(whole.as_bytes(), whole.len() as u64, 4096).is_ok());
+}

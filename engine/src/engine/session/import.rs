@@ -8,6 +8,7 @@ use crate::engine::Engine;
 use crate::engine::session::loaded::last_boundary_uuid;
 use crate::engine::session::transcript::materialise;
 use crate::import::chunks;
+use crate::import::claude_code::Imported;
 use crate::validate::{check_stored_size, validate_fields_from};
 use ctxd_pipeline::budget::Fate;
 use ctxd_store::context_state::{self, InstructionMemo};
@@ -180,6 +181,43 @@ fn seen_fates(results: Vec<String>, replacements: Vec<(String, String)>) -> Vec<
     fates.into_iter().collect()
 }
 
+/// Where a transcript comes from.
+enum Source {
+    Text(String),
+    /// An absolute path the daemon reads.
+    File(String),
+}
+
+impl Source {
+    /// The transcript's records; a file is held to the bound of a request's text.
+    fn parse(self, max: u64) -> Result<Imported> {
+        use crate::import::claude_code::{parse, parse_reader};
+        let path = match self {
+            Source::Text(jsonl) => {
+                return parse(&jsonl).map_err(|e| Error::invalid("jsonl", e.to_string()));
+            }
+            Source::File(path) => path,
+        };
+        let invalid = |message: String| Error::invalid("path", format!("{path}: {message}"));
+        if !std::path::Path::new(&path).is_absolute() {
+            return Err(invalid("must be an absolute path".into()));
+        }
+        let file = std::fs::File::open(&path).map_err(|e| invalid(e.to_string()))?;
+        let meta = file.metadata().map_err(|e| invalid(e.to_string()))?;
+        // A FIFO or a device could be read forever.
+        if !meta.is_file() {
+            return Err(invalid("not a regular file".into()));
+        }
+        if meta.len() > max {
+            return Err(invalid(format!(
+                "{} bytes, over the bound of {max} bytes (--max-request-bytes)",
+                meta.len()
+            )));
+        }
+        parse_reader(file, max).map_err(|e| invalid(e.to_string()))
+    }
+}
+
 /// A record's error as the import reports it: its field within the file's records.
 fn in_jsonl(e: Error) -> Error {
     match e {
@@ -194,12 +232,21 @@ impl Engine {
         &self,
         mut p: SessionImportParams,
     ) -> Result<(SessionInfo, ImportStats)> {
-        // Milliseconds of CPU for a long transcript: off the async workers.
-        let jsonl = std::mem::take(&mut p.jsonl);
+        let source = match (p.path.take(), std::mem::take(&mut p.jsonl)) {
+            (None, jsonl) => Source::Text(jsonl),
+            (Some(path), jsonl) if jsonl.is_empty() => Source::File(path),
+            (Some(_), _) => {
+                return Err(Error::invalid(
+                    "path",
+                    "give the transcript as `jsonl` or as `path`, not both",
+                ));
+            }
+        };
+        let max = u64::from(self.limits.max_request_bytes);
         let stamp = self.now_text();
+        // Milliseconds of CPU for a long transcript: off the async workers.
         let (mut imported, mut prepared, threads) = tokio::task::spawn_blocking(move || {
-            let mut imported = crate::import::claude_code::parse(&jsonl)
-                .map_err(|e| Error::invalid("jsonl", e.to_string()))?;
+            let mut imported = source.parse(max)?;
             let (inputs, threads) = split_threads(std::mem::take(&mut imported.records));
             let prepared = prepare(inputs, &stamp)?;
             let threads = threads
