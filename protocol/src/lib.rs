@@ -22,6 +22,7 @@ pub mod openrpc;
 pub mod prompt;
 pub mod record;
 pub mod reference;
+mod request_form;
 pub mod send;
 pub mod session;
 pub mod settings;
