@@ -351,6 +351,11 @@ impl Assembler {
                         message["usage"][k.as_str()] = v.clone();
                     }
                 }
+                // What the provider's context editing cleared comes beside the delta, not
+                // in it; the estimate and the cache report read it off the message.
+                if let Some(cm) = data.get("context_management") {
+                    message["context_management"] = cm.clone();
+                }
             }
             "message_stop" => self.done = true,
             other => tracing::debug!(event = other, "an event type ctxd does not fold; skipped"),
@@ -635,5 +640,17 @@ mod tests {
                 message: "Overloaded".into()
             }
         );
+    }
+
+    #[test]
+    fn the_context_management_of_a_message_delta_reaches_the_message() {
+        let applied = json!({"applied_edits": [{"type": "clear_tool_uses_20250919", "cleared_tool_uses": 2, "cleared_input_tokens": 900}]});
+        let message = fold(&[
+            json!({"type": "message_start", "message": {"id": "m", "content": [], "usage": {"input_tokens": 5}}}),
+            json!({"type": "message_delta", "delta": {"stop_reason": "end_turn"}, "usage": {"output_tokens": 1}, "context_management": applied}),
+            json!({"type": "message_stop"}),
+        ])
+        .unwrap();
+        assert_eq!(message["context_management"], applied);
     }
 }
