@@ -487,3 +487,64 @@ fn on_demand_server_compaction_keeps_the_pending_prompt() {
         "{messages}"
     );
 }
+
+/// A threshold the provider never reaches before ctxd's blocking limit would leave the
+/// session with nothing that compacts: refused by name, at creation and on update, and
+/// an update refused changes nothing.
+#[test]
+fn a_server_trigger_past_the_blocking_limit_is_refused() {
+    let d = Daemon::start();
+    let small =
+        json!({"model": "claude-sonnet-4-5", "context_window": 32000, "max_output_tokens": 4000});
+    let past = json!({"kind": "server", "mode": "threshold", "trigger_tokens": 50000});
+    let err = d
+        .try_call(
+            "session.create",
+            json!({"cwd": d.dir.path(), "no_git": true, "model": small, "settings": {"summariser": past}}),
+        )
+        .unwrap_err();
+    assert_eq!(err["code"], -32602, "{err}");
+    assert!(
+        err.to_string()
+            .contains("settings.summariser.trigger_tokens"),
+        "{err}"
+    );
+    // The provider's default trigger (150,000) is past this window too.
+    let err = d
+        .try_call(
+            "session.create",
+            json!({"cwd": d.dir.path(), "no_git": true, "model": small,
+                   "settings": {"summariser": {"kind": "server", "mode": "threshold"}}}),
+        )
+        .unwrap_err();
+    assert!(
+        err.to_string()
+            .contains("settings.summariser.trigger_tokens"),
+        "{err}"
+    );
+    let sid = d.call(
+        "session.create",
+        json!({"cwd": d.dir.path(), "no_git": true, "model": small,
+               "settings": {"summariser": {"kind": "server", "mode": "threshold", "trigger_tokens": 20000}}}),
+    )["session"]["session_id"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    let err = d
+        .try_call(
+            "session.update",
+            json!({"session_id": sid, "settings": {"summariser": past}}),
+        )
+        .unwrap_err();
+    assert_eq!(err["code"], -32602, "{err}");
+    assert!(
+        err.to_string()
+            .contains("settings.summariser.trigger_tokens"),
+        "{err}"
+    );
+    let got = d.call("session.get", json!({"session_id": sid}));
+    assert_eq!(
+        got["session"]["settings"]["summariser"]["trigger_tokens"], 20000,
+        "{got}"
+    );
+}
