@@ -293,6 +293,52 @@ fn every_sdk_message_dump_is_appended_as_it_is_and_compiled_back_equal() {
     }
 }
 
+/// The contract point: an SDK dump whose `tool_use` has `caller: null` and whose text has
+/// `citations: null` (as `model_dump(mode="json")` writes unset fields) is kept as it came,
+/// and the next compiled body holds no key with a null value inside `messages`.
+#[test]
+fn an_sdk_dumps_nulls_stay_in_the_record_and_out_of_the_next_request() {
+    let d = Daemon::start();
+    let sid = new_session(&d, json!({}));
+    let dump = json!({"id": "msg_n", "type": "message", "role": "assistant", "model": "claude-sonnet-4-5",
+        "content": [
+            {"type": "text", "text": "Reading it.", "citations": null},
+            {"type": "tool_use", "id": "toolu_n", "name": "Read", "input": {"file_path": "/a", "limit": null},
+             "caller": null, "toolset_name": null},
+        ],
+        "stop_reason": "tool_use", "stop_sequence": null, "container": null,
+        "usage": {"input_tokens": 10, "output_tokens": 5, "cache_creation_input_tokens": null,
+                  "cache_read_input_tokens": null, "cache_creation": null, "server_tool_use": null,
+                  "service_tier": null}});
+    d.call(
+        "transcript.append",
+        json!({"session_id": sid, "records": [
+            {"type": "user", "content": "read /a"},
+            {"type": "assistant", "message": dump},
+            {"type": "user", "content": [{"type": "tool_result", "tool_use_id": "toolu_n", "content": "a"}]},
+        ]}),
+    );
+    let read = d.call("transcript.read", json!({"session_id": sid}));
+    assert_eq!(read["records"][1]["content"], dump["content"], "the record");
+    let request = &compile(&d, &sid)["request"];
+    let v = public_request_validator();
+    let mut nulls = Vec::new();
+    v.nulls(&request["messages"], "/messages", &mut nulls);
+    assert_eq!(nulls, Vec::<String>::new(), "{}", request["messages"]);
+    let mut sent = last_assistant(request);
+    for b in sent.as_array_mut().unwrap() {
+        b.as_object_mut().unwrap().remove("cache_control");
+    }
+    assert_eq!(
+        sent,
+        json!([
+            {"type": "text", "text": "Reading it."},
+            {"type": "tool_use", "id": "toolu_n", "name": "Read", "input": {"file_path": "/a", "limit": null}},
+        ])
+    );
+    assert_public(&v, request, "an SDK dump with nulls");
+}
+
 #[test]
 fn a_block_of_an_unknown_type_and_an_unknown_field_survive_restart_fork_and_import() {
     let mut d = Daemon::start();
