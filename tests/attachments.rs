@@ -578,3 +578,65 @@ fn mcp_resource_mentions_attach_what_the_client_registered() {
     let mentions = sources.iter().find(|s| s["name"] == "at_mentions").unwrap();
     assert_eq!(mentions["attachments"], 4, "{mentions}");
 }
+
+/// An `@`-mentioned file is one the model has seen, as after a Read: it is watched (a
+/// subscriber hears of an edit) and an edit on disk afterwards comes back as a
+/// changed-file reminder. The compile's metadata says what each attachment it added is,
+/// beside the uuids it always listed.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_mentioned_file_edited_afterwards_comes_back_as_a_changed_file() {
+    let d = Daemon::start();
+    let work = tempfile::tempdir().unwrap();
+    let file = work.path().join("src/a.rs");
+    write(&file, "fn a() {}\n");
+    let sid = session(&d, work.path(), json!({}), json!([]));
+    append(&d, &sid, json!([prompt("look at @src/a.rs")]));
+    let first = compile(&d, &sid);
+    let uuids = first["metadata"]["attachments_added"].as_array().unwrap();
+    let added = first["metadata"]["added_attachments"].as_array().unwrap();
+    let listed: Vec<&Value> = added.iter().map(|a| &a["uuid"]).collect();
+    assert_eq!(listed, uuids.iter().collect::<Vec<_>>(), "{added:?}");
+    let stored = records(&d, &sid);
+    for a in added {
+        let record = stored.iter().find(|r| r["uuid"] == a["uuid"]).unwrap();
+        assert_eq!(record["attachment"]["type"], a["type"], "{a}");
+    }
+    assert!(added.iter().any(|a| a["type"] == "at_mention"), "{added:?}");
+
+    append(
+        &d,
+        &sid,
+        json!([{"type": "assistant", "content": "read it"}, prompt("and now?")]),
+    );
+    let client = d.client().await;
+    let mut sub = client.subscribe(&sid).await.unwrap();
+    write(&file, "fn a() { changed_on_disk() }\n");
+    let deadline = tokio::time::Instant::now() + std::time::Duration::from_secs(10);
+    loop {
+        let ev = tokio::time::timeout_at(deadline, sub.next())
+            .await
+            .expect("file_changed for the mentioned file in time")
+            .unwrap()
+            .unwrap();
+        if let ctxd_protocol::SessionEvent::FileChanged { path, .. } = ev {
+            assert_eq!(path, file.display().to_string());
+            break;
+        }
+    }
+    let next = compile(&d, &sid);
+    // Absent when the compile added nothing.
+    let types: Vec<&str> = next["metadata"]["added_attachments"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .map(|a| a["type"].as_str().unwrap())
+        .collect();
+    assert!(types.contains(&"edited_text_file"), "{types:?}");
+    assert!(
+        next["request"]["messages"]
+            .to_string()
+            .contains("changed_on_disk"),
+        "{}",
+        next["request"]["messages"]
+    );
+}

@@ -426,3 +426,43 @@ fn a_compaction_above_half_the_threshold_says_so() {
     assert!(next["metadata"].get("compaction_shortfall").is_none());
     assert_eq!(boundaries(&d, &sid), 1);
 }
+
+/// Input queued mid-turn and delivered as a `queued_command` attachment is a message of
+/// the user's: the embedded summary lists it under "All User Messages", so the request
+/// after `context.compact` still carries it.
+#[test]
+fn a_delivered_queued_message_is_among_the_summarys_user_messages() {
+    let d = Daemon::start();
+    let sid = small_session(&d, d.dir.path(), json!({}));
+    d.call(
+        "transcript.append",
+        json!({"session_id": sid, "records": [
+            {"type": "user", "content": "fix the parser", "timestamp": T0},
+            {"type": "assistant", "content": [{"type": "tool_use", "id": "r1", "name": "Read", "input": {"file_path": "/nowhere"}}], "timestamp": T0},
+            {"type": "user", "content": [{"type": "tool_result", "tool_use_id": "r1", "content": "x"}], "timestamp": T0},
+        ]}),
+    );
+    d.call(
+        "transcript.queue",
+        json!({"session_id": sid, "text": "also update the changelog"}),
+    );
+    let delivered = d.call("context.compile", json!({"session_id": sid, "now": T0}));
+    assert!(
+        delivered["request"]
+            .to_string()
+            .contains("also update the changelog")
+    );
+    d.call(
+        "transcript.append",
+        json!({"session_id": sid, "records": [{"type": "assistant", "content": "fixed; changelog next", "timestamp": T0}]}),
+    );
+    d.call("context.compact", json!({"session_id": sid}));
+    let next = d.call("context.compile", json!({"session_id": sid, "now": T0}));
+    let body = next["request"]["messages"].to_string();
+    let users = body
+        .split("All User Messages")
+        .nth(1)
+        .expect("a summary with its user messages");
+    assert!(users.contains("fix the parser"), "{body}");
+    assert!(users.contains("also update the changelog"), "{body}");
+}

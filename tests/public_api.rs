@@ -23,23 +23,98 @@ fn sdk_fixtures() -> Vec<PathBuf> {
     out
 }
 
-/// The JSON schema of `MessageCreateParams` generated from the official SDK's types
-/// (`scripts/public-request-schema.py`): every object closed to keys it does not define.
-fn public_request_validator() -> jsonschema::Validator {
+/// What a public request may hold: `MessageCreateParams` as the official SDK's types
+/// define it (`scripts/public-request-schema.py`), every object closed to keys it does not
+/// define.
+struct PublicRequest {
+    validator: jsonschema::Validator,
+    /// The keys a request type requires even when null (a citation's `document_title`).
+    nullable_required: Vec<String>,
+}
+
+/// The SDK's message content also accepts its response models, which take what its
+/// request types refuse (`caller: null`, a citation's `file_id`): only the request
+/// (`*Param`) types are kept where a union offers both.
+fn public_request_validator() -> PublicRequest {
     let path = concat!(
         env!("CARGO_MANIFEST_DIR"),
         "/../protocol/schema/messages-request.schema.json"
     );
-    let schema: Value = serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap();
-    jsonschema::draft202012::new(&schema).unwrap()
+    let mut schema: Value = serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap();
+    params_only(&mut schema);
+    let mut nullable_required = Vec::new();
+    for def in schema["$defs"].as_object().unwrap().values() {
+        for key in def["required"].as_array().into_iter().flatten() {
+            let key = key.as_str().unwrap();
+            if def["properties"][key]["anyOf"]
+                .as_array()
+                .is_some_and(|a| a.contains(&json!({"type": "null"})))
+            {
+                nullable_required.push(key.to_string());
+            }
+        }
+    }
+    PublicRequest {
+        validator: jsonschema::draft202012::new(&schema).unwrap(),
+        nullable_required,
+    }
 }
 
-fn assert_public(v: &jsonschema::Validator, body: &Value, what: &str) {
-    let errors: Vec<String> = v
-        .iter_errors(body)
-        .take(5)
-        .map(|e| format!("{} at {}", e, e.instance_path()))
-        .collect();
+fn params_only(v: &mut Value) {
+    match v {
+        Value::Object(o) => {
+            if let Some(Value::Array(alternatives)) = o.get_mut("anyOf") {
+                let is_ref = |a: &Value| a["$ref"].as_str().map(|r| r.ends_with("Param"));
+                if alternatives.iter().any(|a| is_ref(a) == Some(true)) {
+                    alternatives.retain(|a| is_ref(a) != Some(false));
+                }
+            }
+            o.values_mut().for_each(params_only);
+        }
+        Value::Array(a) => a.iter_mut().for_each(params_only),
+        _ => {}
+    }
+}
+
+impl PublicRequest {
+    /// What keeps `body` from being a public request: the schema's errors, and every key
+    /// inside `messages`, at any depth but a tool call's `input` (the model's own
+    /// values), that is null where no request type requires it.
+    fn problems(&self, body: &Value) -> Vec<String> {
+        let mut out: Vec<String> = self
+            .validator
+            .iter_errors(body)
+            .take(5)
+            .map(|e| format!("{} at {}", e, e.instance_path()))
+            .collect();
+        self.nulls(&body["messages"], "/messages", &mut out);
+        out
+    }
+
+    fn nulls(&self, v: &Value, at: &str, out: &mut Vec<String>) {
+        match v {
+            Value::Object(o) => {
+                for (k, v) in o {
+                    let here = format!("{at}/{k}");
+                    if v.is_null() && !self.nullable_required.contains(k) {
+                        out.push(format!("null at {here}"));
+                    } else if k != "input" {
+                        self.nulls(v, &here, out);
+                    }
+                }
+            }
+            Value::Array(a) => {
+                for (i, v) in a.iter().enumerate() {
+                    self.nulls(v, &format!("{at}/{i}"), out);
+                }
+            }
+            _ => {}
+        }
+    }
+}
+
+fn assert_public(v: &PublicRequest, body: &Value, what: &str) {
+    let errors = v.problems(body);
     assert!(
         errors.is_empty(),
         "{what}: the body is not a public request: {errors:#?}"
@@ -75,9 +150,79 @@ fn last_assistant(request: &Value) -> Value {
         .clone()
 }
 
+/// The content of an SDK dump as a request holds it: a block of a type the public
+/// request types define as the SDK dumps it with `exclude_none` (a wire-alias dump has no
+/// such sibling: its nulls left out), any other block (a beta's) as it came.
+fn request_form(path: &std::path::Path, dump: &Value) -> Value {
+    fn without_nulls(v: &Value) -> Value {
+        match v {
+            Value::Object(o) => Value::Object(
+                o.iter()
+                    .filter(|(_, v)| !v.is_null())
+                    .map(|(k, v)| (k.clone(), without_nulls(v)))
+                    .collect(),
+            ),
+            Value::Array(a) => Value::Array(a.iter().map(without_nulls).collect()),
+            other => other.clone(),
+        }
+    }
+    let name = path.file_name().unwrap().to_string_lossy();
+    let blocks = dump["content"].as_array().unwrap();
+    let without: Vec<Value> = match name.strip_suffix(".json") {
+        Some(stem) if !stem.contains('.') => {
+            let sibling = path.with_file_name(format!("{stem}.exclude_none.json"));
+            let sibling: Value =
+                serde_json::from_str(&std::fs::read_to_string(sibling).unwrap()).unwrap();
+            sibling["content"].as_array().unwrap().clone()
+        }
+        _ => blocks.iter().map(without_nulls).collect(),
+    };
+    let public = public_block_types();
+    Value::Array(
+        blocks
+            .iter()
+            .zip(without)
+            .map(|(b, w)| {
+                if public.contains(&b["type"].as_str().unwrap().to_string()) {
+                    w
+                } else {
+                    b.clone()
+                }
+            })
+            .collect(),
+    )
+}
+
+/// The block types a public request's messages may hold, as the schema names them.
+fn public_block_types() -> Vec<String> {
+    let path = concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/../protocol/schema/messages-request.schema.json"
+    );
+    let schema: Value = serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap();
+    let defs = &schema["$defs"];
+    ["UserMessageParam", "AssistantMessageParam"]
+        .iter()
+        .flat_map(|m| {
+            defs[m]["properties"]["content"]["anyOf"][1]["items"]["anyOf"]
+                .as_array()
+                .unwrap()
+                .clone()
+        })
+        .filter_map(|r| {
+            let name = r["$ref"].as_str()?.rsplit('/').next()?.to_string();
+            defs[&name]["properties"]["type"]["const"]
+                .as_str()
+                .map(str::to_string)
+        })
+        .collect()
+}
+
 /// The contract: an SDK `Message` dumped as JSON (with and without `exclude_none`) is
 /// appended as it is, and the next compile's last assistant message carries its blocks
-/// equal to what was appended; the record keeps its id, model, stop reason and usage.
+/// as a request holds them (no null the request types refuse, no response-only key, in a
+/// block of a public type; any other block as it came);
+/// the record keeps its content, id, model, stop reason and usage as they came.
 #[test]
 fn every_sdk_message_dump_is_appended_as_it_is_and_compiled_back_equal() {
     let mut d = Daemon::start();
@@ -117,7 +262,8 @@ fn every_sdk_message_dump_is_appended_as_it_is_and_compiled_back_equal() {
             }
         }
         assert_eq!(
-            blocks, dump["content"],
+            blocks,
+            request_form(&path, &dump),
             "{name}: the compiled blocks are not the appended ones"
         );
         // The SDK's non-beta message types are the public API; beta blocks need their
@@ -145,6 +291,52 @@ fn every_sdk_message_dump_is_appended_as_it_is_and_compiled_back_equal() {
             "{name}: changed across a restart"
         );
     }
+}
+
+/// The contract point: an SDK dump whose `tool_use` has `caller: null` and whose text has
+/// `citations: null` (as `model_dump(mode="json")` writes unset fields) is kept as it came,
+/// and the next compiled body holds no key with a null value inside `messages`.
+#[test]
+fn an_sdk_dumps_nulls_stay_in_the_record_and_out_of_the_next_request() {
+    let d = Daemon::start();
+    let sid = new_session(&d, json!({}));
+    let dump = json!({"id": "msg_n", "type": "message", "role": "assistant", "model": "claude-sonnet-4-5",
+        "content": [
+            {"type": "text", "text": "Reading it.", "citations": null},
+            {"type": "tool_use", "id": "toolu_n", "name": "Read", "input": {"file_path": "/a", "limit": null},
+             "caller": null, "toolset_name": null},
+        ],
+        "stop_reason": "tool_use", "stop_sequence": null, "container": null,
+        "usage": {"input_tokens": 10, "output_tokens": 5, "cache_creation_input_tokens": null,
+                  "cache_read_input_tokens": null, "cache_creation": null, "server_tool_use": null,
+                  "service_tier": null}});
+    d.call(
+        "transcript.append",
+        json!({"session_id": sid, "records": [
+            {"type": "user", "content": "read /a"},
+            {"type": "assistant", "message": dump},
+            {"type": "user", "content": [{"type": "tool_result", "tool_use_id": "toolu_n", "content": "a"}]},
+        ]}),
+    );
+    let read = d.call("transcript.read", json!({"session_id": sid}));
+    assert_eq!(read["records"][1]["content"], dump["content"], "the record");
+    let request = &compile(&d, &sid)["request"];
+    let v = public_request_validator();
+    let mut nulls = Vec::new();
+    v.nulls(&request["messages"], "/messages", &mut nulls);
+    assert_eq!(nulls, Vec::<String>::new(), "{}", request["messages"]);
+    let mut sent = last_assistant(request);
+    for b in sent.as_array_mut().unwrap() {
+        b.as_object_mut().unwrap().remove("cache_control");
+    }
+    assert_eq!(
+        sent,
+        json!([
+            {"type": "text", "text": "Reading it."},
+            {"type": "tool_use", "id": "toolu_n", "name": "Read", "input": {"file_path": "/a", "limit": null}},
+        ])
+    );
+    assert_public(&v, request, "an SDK dump with nulls");
 }
 
 #[test]
@@ -385,18 +577,44 @@ fn server_tool_fields_reach_the_tools_array() {
 #[test]
 fn the_public_schema_refuses_what_the_sdk_does_not_define() {
     let v = public_request_validator();
+    let public = |body: &Value| v.problems(body).is_empty();
     let ok = json!({"model": "claude-sonnet-4-5", "max_tokens": 10,
                     "messages": [{"role": "user", "content": "hi"}]});
-    assert!(v.is_valid(&ok));
+    assert!(public(&ok));
     let mut scoped = ok.clone();
     scoped["system"] = json!([{"type": "text", "text": "x",
                                "cache_control": {"type": "ephemeral", "scope": "global"}}]);
-    assert!(!v.is_valid(&scoped));
+    assert!(!public(&scoped));
     let mut referenced = ok.clone();
     referenced["messages"][0]["content"] = json!([{"type": "tool_result", "tool_use_id": "t",
                                                    "content": "r", "cache_reference": "t"}]);
-    assert!(!v.is_valid(&referenced));
-    let mut unknown = ok;
+    assert!(!public(&referenced));
+    let mut unknown = ok.clone();
     unknown["cache_edits"] = json!([]);
-    assert!(!v.is_valid(&unknown));
+    assert!(!public(&unknown));
+    // What an SDK response dump holds and its request types refuse, in nested blocks.
+    let answered = |content: Value| {
+        let mut body = ok.clone();
+        body["messages"] = json!([{"role": "user", "content": "hi"},
+                                  {"role": "assistant", "content": content}]);
+        body
+    };
+    let citation = json!({"type": "char_location", "cited_text": "x", "document_index": 0,
+                          "document_title": null, "start_char_index": 0, "end_char_index": 1});
+    assert!(public(&answered(json!([
+        {"type": "text", "text": "t", "citations": [citation]},
+        {"type": "tool_use", "id": "t", "name": "n", "input": {"a": null}},
+    ]))));
+    for content in [
+        json!([{"type": "tool_use", "id": "t", "name": "n", "input": {}, "caller": null}]),
+        json!([{"type": "text", "text": "t", "citations": null}]),
+        json!([{"type": "text", "text": "t", "citations": [
+            {"file_id": null, "type": "char_location", "cited_text": "x", "document_index": 0,
+             "document_title": "d", "start_char_index": 0, "end_char_index": 1}]}]),
+        json!([{"type": "web_search_tool_result", "tool_use_id": "s", "content": [
+            {"type": "web_search_result", "url": "u", "title": "t", "encrypted_content": "e",
+             "page_age": null}]}]),
+    ] {
+        assert!(!public(&answered(content.clone())), "{content}");
+    }
 }

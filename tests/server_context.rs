@@ -437,3 +437,114 @@ fn on_demand_server_compaction_appends_the_providers_block() {
             .contains("how does the compiler work?")
     );
 }
+
+/// A history ending with a prompt not yet answered: the provider's summary stands for
+/// what came before, and the next request still asks the prompt, after the compaction
+/// block.
+#[test]
+fn on_demand_server_compaction_keeps_the_pending_prompt() {
+    use wiremock::matchers::{method, path};
+    use wiremock::{Mock, MockServer};
+    let rt = common::runtime();
+    let server = rt.block_on(MockServer::start());
+    rt.block_on(
+        Mock::given(method("POST"))
+            .and(path("/v1/messages"))
+            .respond_with(compaction_stream(json!(
+                "The user asked about the compiler."
+            )))
+            .mount(&server),
+    );
+    let d = Daemon::start_with_env(&[(KEY_VAR, "sk-compact")]);
+    let sid = session(
+        &d,
+        json!({"summariser": {"kind": "server", "mode": "on_demand"},
+               "provider": {"kind": "anthropic", "base_url": server.uri(), "api_key_env": KEY_VAR, "max_retries": 0}}),
+    );
+    append(
+        &d,
+        &sid,
+        json!([
+            {"type": "user", "content": "how does the compiler work?"},
+            answer("msg_1", "it has stages", json!({"input_tokens": 900, "output_tokens": 20}), json!({})),
+            {"type": "user", "content": "and what does the planner do?"},
+        ]),
+    );
+    d.call("context.compact", json!({"session_id": sid}));
+    let messages = compile(&d, &sid)["request"]["messages"].clone();
+    assert_eq!(messages[0]["role"], "assistant", "{messages}");
+    assert_eq!(messages[0]["content"][0]["type"], "compaction");
+    let last = messages.as_array().unwrap().last().unwrap();
+    assert_eq!(last["role"], "user", "{messages}");
+    assert!(
+        last["content"]
+            .to_string()
+            .contains("and what does the planner do?"),
+        "the pending prompt is gone: {messages}"
+    );
+    assert!(
+        !messages.to_string().contains("how does the compiler work?"),
+        "{messages}"
+    );
+}
+
+/// A threshold the provider never reaches before ctxd's blocking limit would leave the
+/// session with nothing that compacts: refused by name, at creation and on update, and
+/// an update refused changes nothing.
+#[test]
+fn a_server_trigger_past_the_blocking_limit_is_refused() {
+    let d = Daemon::start();
+    let small =
+        json!({"model": "claude-sonnet-4-5", "context_window": 32000, "max_output_tokens": 4000});
+    let past = json!({"kind": "server", "mode": "threshold", "trigger_tokens": 50000});
+    let err = d
+        .try_call(
+            "session.create",
+            json!({"cwd": d.dir.path(), "no_git": true, "model": small, "settings": {"summariser": past}}),
+        )
+        .unwrap_err();
+    assert_eq!(err["code"], -32602, "{err}");
+    assert!(
+        err.to_string()
+            .contains("settings.summariser.trigger_tokens"),
+        "{err}"
+    );
+    // The provider's default trigger (150,000) is past this window too.
+    let err = d
+        .try_call(
+            "session.create",
+            json!({"cwd": d.dir.path(), "no_git": true, "model": small,
+                   "settings": {"summariser": {"kind": "server", "mode": "threshold"}}}),
+        )
+        .unwrap_err();
+    assert!(
+        err.to_string()
+            .contains("settings.summariser.trigger_tokens"),
+        "{err}"
+    );
+    let sid = d.call(
+        "session.create",
+        json!({"cwd": d.dir.path(), "no_git": true, "model": small,
+               "settings": {"summariser": {"kind": "server", "mode": "threshold", "trigger_tokens": 20000}}}),
+    )["session"]["session_id"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    let err = d
+        .try_call(
+            "session.update",
+            json!({"session_id": sid, "settings": {"summariser": past}}),
+        )
+        .unwrap_err();
+    assert_eq!(err["code"], -32602, "{err}");
+    assert!(
+        err.to_string()
+            .contains("settings.summariser.trigger_tokens"),
+        "{err}"
+    );
+    let got = d.call("session.get", json!({"session_id": sid}));
+    assert_eq!(
+        got["session"]["settings"]["summariser"]["trigger_tokens"], 20000,
+        "{got}"
+    );
+}

@@ -1,8 +1,19 @@
 // Generated from protocol/openrpc.json by scripts/openrpc-ts-types.py: do not edit.
-// OpenRPC 1.3.2, ctxd 1.3.
+// OpenRPC 1.3.2, ctxd 1.4.
 
 export type AckResponse = {
   ok: boolean;
+};
+
+/**
+ * An attachment record a compile appended, and its attachment type.
+ */
+export type AddedAttachment = {
+  /**
+   * The attachment's `type`; empty for a record without one.
+   */
+  type: string;
+  uuid: string;
 };
 
 export type AgentFinishResponse = {
@@ -516,6 +527,11 @@ export type CompactionShortfall = {
 export type CompileFormat = "anthropic" | "openai_chat";
 
 export type CompileMetadata = {
+  /**
+   * The records of `attachments_added`, in the same order, each with what it
+   * attached: its attachment `type` (`at_mention`, `queued_command`, ...).
+   */
+  added_attachments?: Array<AddedAttachment>;
   /**
    * Each attachment source of this compile: ok, skipped (still running when the
    * collection's time bound ran out) or failed, in the fixed order of kinds.

@@ -6,7 +6,8 @@ use std::collections::{BTreeSet, HashSet};
 
 use ctxd_protocol::{
     ContentBlock, MediaSource, ModelProfile, ProviderConfig, RecordInput, RecordKind,
-    SectionCaching, SessionSettings, SystemPrompt, ToolResultBlock, ToolResultContent, ToolSpec,
+    SectionCaching, ServerCompactionMode, SessionSettings, SummariserConfig, SystemPrompt,
+    ToolResultBlock, ToolResultContent, ToolSpec,
 };
 
 use ctxd_pipeline::limits::{MAX_COLLECT_TIMEOUT_MS, MAX_PROVIDER_RETRIES};
@@ -32,6 +33,42 @@ pub(crate) fn check_model(m: &ModelProfile) -> Result<()> {
         return Err(Error::invalid(
             "model.max_output_tokens",
             "must be positive and smaller than the context window",
+        ));
+    }
+    Ok(())
+}
+
+/// The input tokens past which the provider compacts when `trigger_tokens` is absent
+/// (the API's default for `compact_20260112`).
+const SERVER_DEFAULT_TRIGGER: u64 = 150_000;
+
+/// The provider's threshold compaction makes ctxd's own stand aside, so its trigger must
+/// come before the compile's blocking limit: past it the compile refuses the request the
+/// provider would have compacted, and nothing compacts.
+fn check_server_trigger(s: &SessionSettings, m: &ModelProfile) -> Result<()> {
+    let Some(SummariserConfig::Server {
+        mode: ServerCompactionMode::Threshold,
+        trigger_tokens,
+        ..
+    }) = &s.summariser
+    else {
+        return Ok(());
+    };
+    let limit = thresholds::blocking_limit(m, s);
+    let trigger = trigger_tokens.unwrap_or(SERVER_DEFAULT_TRIGGER);
+    if trigger >= limit {
+        let given = match trigger_tokens {
+            Some(t) => format!("{t}"),
+            None => format!("absent, the provider's default of {SERVER_DEFAULT_TRIGGER}"),
+        };
+        return Err(Error::invalid(
+            "settings.summariser.trigger_tokens",
+            format!(
+                "must be below the blocking limit of model {} ({limit} tokens of its \
+                 {}-token window; it is {given}): past the limit ctxd refuses the request \
+                 the provider would compact",
+                m.model, m.context_window
+            ),
         ));
     }
     Ok(())
@@ -70,6 +107,7 @@ pub(crate) fn check_settings(s: &SessionSettings, m: &ModelProfile) -> Result<()
             format!("must be smaller than the effective window ({window} tokens)"),
         ));
     }
+    check_server_trigger(s, m)?;
     let c = &s.collapse;
     for (field, pct) in [
         ("stage_at_pct", c.stage_at_pct),

@@ -115,6 +115,15 @@ pub struct TokenEstimate {
     pub estimated_tail_tokens: u64,
 }
 
+/// An attachment record a compile appended, and its attachment type.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+pub struct AddedAttachment {
+    pub uuid: String,
+    /// The attachment's `type`; empty for a record without one.
+    #[serde(rename = "type")]
+    pub kind: String,
+}
+
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 pub struct CompileMetadata {
     pub tokens: TokenEstimate,
@@ -143,6 +152,10 @@ pub struct CompileMetadata {
     /// (queued_command, date_change, edited_text_file, nested_memory, plan_mode, the task
     /// reminder, relevant_memories), in that order.
     pub attachments_added: Vec<String>,
+    /// The records of `attachments_added`, in the same order, each with what it
+    /// attached: its attachment `type` (`at_mention`, `queued_command`, ...).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub added_attachments: Vec<AddedAttachment>,
     /// The transcript's last uuid after this compile (attachments move it): pass it as
     /// `expected_last_uuid` to the next append.
     #[serde(default, skip_serializing_if = "Option::is_none")]

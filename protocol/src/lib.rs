@@ -22,6 +22,7 @@ pub mod openrpc;
 pub mod prompt;
 pub mod record;
 pub mod reference;
+mod request_form;
 pub mod send;
 pub mod session;
 pub mod settings;
@@ -31,7 +32,7 @@ pub mod transcript;
 /// Version of the wire contract, `MAJOR.MINOR`. An incompatible change bumps the major;
 /// an additive one (a method, an optional param, a result field, an event kind) bumps the
 /// minor. See `handshake` for negotiation.
-pub const PROTOCOL_VERSION: &str = "1.3";
+pub const PROTOCOL_VERSION: &str = "1.4";
 
 pub use agents::*;
 pub use attachments::*;

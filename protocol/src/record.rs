@@ -442,7 +442,7 @@ impl ContentBlock {
 
     /// Whether ctxd may put its cache marker on this block: the API allows one on its
     /// type, and the block holds no field kept verbatim. A block as a response returned it
-    /// (`caller: null`, a citation's `file_id`) is valid in a request only as it came, so
+    /// (its `caller`, its `citations`) is valid in a request only as it came, so
     /// it is sent untouched and the marker goes on an earlier block.
     pub fn takes_marker(&self) -> bool {
         match self {

@@ -1,6 +1,6 @@
 """Generated from protocol/openrpc.json by scripts/openrpc-py-types.py: do not edit.
 
-OpenRPC 1.3.2, ctxd 1.3: a TypedDict per schema, and
+OpenRPC 1.3.2, ctxd 1.4: a TypedDict per schema, and
 `Methods` / `AsyncMethods`, one typed method per RPC method.
 """
 
@@ -15,6 +15,14 @@ _AckResponseOptional = TypedDict("_AckResponseOptional", {}, total=False)
 
 class AckResponse(_AckResponseRequired, _AckResponseOptional):
     pass
+
+
+_AddedAttachmentRequired = TypedDict("_AddedAttachmentRequired", {"type": "str", "uuid": "str"})
+_AddedAttachmentOptional = TypedDict("_AddedAttachmentOptional", {}, total=False)
+
+
+class AddedAttachment(_AddedAttachmentRequired, _AddedAttachmentOptional):
+    """An attachment record a compile appended, and its attachment type."""
 
 
 _AgentFinishResponseRequired = TypedDict("_AgentFinishResponseRequired", {"agent": "AgentInfo", "seq": "int", "uuid": "str"})
@@ -217,7 +225,7 @@ CompileFormat = "Union[Literal[\"anthropic\"], Literal[\"openai_chat\"]]"
 
 
 _CompileMetadataRequired = TypedDict("_CompileMetadataRequired", {"attachments_added": "List[str]", "cache": "CacheMetadata", "context": "ContextState", "kept": "List[str]", "last_seq": "int", "message_count": "int", "microcompact": "MicrocompactReport", "projected_records": "int", "repairs": "List[str]", "replaced": "List[str]", "request_bytes": "int", "request_sha256": "str", "snip_tokens_freed": "int", "system_sections": "List[SectionLayout]", "tokens": "TokenEstimate"})
-_CompileMetadataOptional = TypedDict("_CompileMetadataOptional", {"attachment_sources": "List[SourceReport]", "autocompact_skipped": "Optional[str]", "compaction": "Optional[CompactionReport]", "compaction_shortfall": "Optional[CompactionShortfall]", "hook_contexts": "List[HookContextRef]", "last_uuid": "Optional[str]", "non_public": "List[str]", "placeholder_tools": "List[str]", "stream_required": "bool", "uncached_sections": "List[UncachedSectionReport]"}, total=False)
+_CompileMetadataOptional = TypedDict("_CompileMetadataOptional", {"added_attachments": "List[AddedAttachment]", "attachment_sources": "List[SourceReport]", "autocompact_skipped": "Optional[str]", "compaction": "Optional[CompactionReport]", "compaction_shortfall": "Optional[CompactionShortfall]", "hook_contexts": "List[HookContextRef]", "last_uuid": "Optional[str]", "non_public": "List[str]", "placeholder_tools": "List[str]", "stream_required": "bool", "uncached_sections": "List[UncachedSectionReport]"}, total=False)
 
 
 class CompileMetadata(_CompileMetadataRequired, _CompileMetadataOptional):

@@ -124,7 +124,13 @@ impl Engine {
         Ok(Prepared {
             replaced,
             kept,
-            added: added.iter().map(|r| r.uuid.clone()).collect(),
+            added: added
+                .iter()
+                .map(|r| AddedAttachment {
+                    uuid: r.uuid.clone(),
+                    kind: r.attachment_type().unwrap_or_default().to_string(),
+                })
+                .collect(),
             sources: collected.reports,
             latch_notes,
         })
@@ -248,7 +254,7 @@ impl Engine {
 pub(crate) struct Prepared {
     replaced: Vec<String>,
     kept: Vec<String>,
-    added: Vec<String>,
+    added: Vec<AddedAttachment>,
     sources: Vec<ctxd_protocol::SourceReport>,
     latch_notes: Vec<String>,
 }
@@ -257,7 +263,8 @@ impl Prepared {
     pub(crate) fn fill(self, mut compiled: Compiled) -> Compiled {
         compiled.metadata.replaced = self.replaced;
         compiled.metadata.kept = self.kept;
-        compiled.metadata.attachments_added = self.added;
+        compiled.metadata.attachments_added = self.added.iter().map(|a| a.uuid.clone()).collect();
+        compiled.metadata.added_attachments = self.added;
         compiled.metadata.attachment_sources = self.sources;
         compiled.metadata.cache.latch_notes = self.latch_notes;
         compiled

@@ -892,20 +892,6 @@ mod tests {
         assert_eq!(m["content"], json!([]));
     }
 
-    /// What the server's context management cleared comes on the `message_delta` and is
-    /// kept on the message.
-    #[test]
-    fn context_management_of_the_message_delta_is_kept() {
-        let edits = json!({"applied_edits": [{"type": "clear_tool_uses_20250919", "cleared_tool_uses": 2, "cleared_input_tokens": 5000}]});
-        let m = fold(&[
-            json!({"type": "message_start", "message": {"id": "m", "content": []}}),
-            json!({"type": "message_delta", "delta": {"stop_reason": "end_turn"}, "usage": {"output_tokens": 3}, "context_management": edits}),
-            json!({"type": "message_stop"}),
-        ])
-        .unwrap();
-        assert_eq!(m["context_management"], edits);
-    }
-
     fn any_json() -> impl proptest::strategy::Strategy<Value = Value> {
         use proptest::prelude::*;
         let keys = prop::sample::select(vec![
@@ -971,5 +957,17 @@ mod tests {
             let _ = a.has_content();
             let _ = a.finish();
         }
+    }
+
+    #[test]
+    fn the_context_management_of_a_message_delta_reaches_the_message() {
+        let applied = json!({"applied_edits": [{"type": "clear_tool_uses_20250919", "cleared_tool_uses": 2, "cleared_input_tokens": 900}]});
+        let message = fold(&[
+            json!({"type": "message_start", "message": {"id": "m", "content": [], "usage": {"input_tokens": 5}}}),
+            json!({"type": "message_delta", "delta": {"stop_reason": "end_turn"}, "usage": {"output_tokens": 1}, "context_management": applied}),
+            json!({"type": "message_stop"}),
+        ])
+        .unwrap();
+        assert_eq!(message["context_management"], applied);
     }
 }

@@ -335,6 +335,7 @@ pub fn compile(input: &CompileInput<'_>) -> Result<Compiled, serde_json::Error> 
         context,
         snip_tokens_freed: snip_freed,
         attachments_added: Vec::new(),
+        added_attachments: Vec::new(),
         hook_contexts: attachments::hook_contexts(&view),
         attachment_sources: Vec::new(),
         uncached_sections: uncached,

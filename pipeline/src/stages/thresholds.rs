@@ -52,7 +52,7 @@ pub fn autocompact_threshold(model: &ModelProfile, settings: &SessionSettings) -
     }
 }
 
-pub(crate) fn blocking_limit(model: &ModelProfile, settings: &SessionSettings) -> u64 {
+pub fn blocking_limit(model: &ModelProfile, settings: &SessionSettings) -> u64 {
     let e = effective_window(model);
     e.saturating_sub(
         settings

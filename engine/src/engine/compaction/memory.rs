@@ -522,7 +522,7 @@ fn without_system<'r>(records: &[&'r Record]) -> Vec<&'r Record> {
 
 /// A kept-tail record re-appended after the boundary: same content, kind, ids and
 /// timestamp, no usage (it measured the old history), marked as a copy.
-fn tail_copy(original: &Record) -> RecordInput {
+pub(crate) fn tail_copy(original: &Record) -> RecordInput {
     RecordInput {
         uuid: None,
         parent_uuid: None,

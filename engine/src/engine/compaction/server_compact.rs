@@ -11,10 +11,12 @@ use ctxd_protocol::*;
 use serde_json::Value;
 
 use crate::engine::compaction::compact::{self, CompactAsk};
+use crate::engine::compaction::memory;
 use crate::engine::compile::Ask;
 use crate::engine::session::transcript::{expect_last, insert_batch};
 use crate::engine::{Engine, Loaded, SessionCell};
 use crate::providers::stream;
+use ctxd_pipeline::kinds;
 use ctxd_pipeline::latch::COMPACT_BETA;
 use ctxd_pipeline::projection::server_compaction;
 use ctxd_store::error::{Error, Result};
@@ -35,6 +37,38 @@ fn summarize_body(body: &str, instructions: Option<&str>) -> Result<String> {
     }
     obj.insert("compaction".into(), Value::Object(compaction));
     Ok(v.to_string())
+}
+
+/// The prompt the provider's summary leaves unanswered: the user messages after the
+/// view's last response (input queued mid-turn included), copied after the compaction
+/// block so that the next request still asks it (everything before the block is no
+/// longer sent). Tool results stay summarised: their calls are before the block. Other
+/// attachments are not copied: the next compile collects what the copy needs (its `@`
+/// mentions, the reminders) anew.
+fn pending_prompt(view: &[&Record]) -> Vec<RecordInput> {
+    let start = view
+        .iter()
+        .rposition(|r| r.kind == RecordKind::Assistant)
+        .map_or(0, |i| i + 1);
+    view[start..]
+        .iter()
+        .copied()
+        .filter(|r| {
+            !r.is_virtual
+                && !r.is_sidechain
+                && !r.is_meta
+                && !r.is_compact_summary
+                && match r.kind {
+                    RecordKind::User => !r
+                        .content
+                        .iter()
+                        .all(|b| matches!(b, ContentBlock::ToolResult { .. })),
+                    RecordKind::Attachment => r.attachment_type() == Some(kinds::QUEUED_COMMAND),
+                    RecordKind::Assistant | RecordKind::System => false,
+                }
+        })
+        .map(memory::tail_copy)
+        .collect()
 }
 
 impl Engine {
@@ -95,6 +129,11 @@ impl Engine {
         })?;
         // As an append checks and unpacks it (the message's fields into the record's).
         let mut records = vec![record];
+        {
+            let shown = l.shown();
+            let view: Vec<&Record> = shown.iter().map(|c| c.as_ref()).collect();
+            records.extend(pending_prompt(&view));
+        }
         crate::validate::validate_batch(&mut records)?;
         let summary_chars = message
             .pointer("/content/0/content")

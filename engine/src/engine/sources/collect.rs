@@ -208,6 +208,7 @@ impl Engine {
         let mut removed = Vec::new();
         let mut queued = Vec::new();
         let mut prompt = None;
+        let mut seen = Vec::new();
         for e in effects {
             match e {
                 Effect::None => {}
@@ -222,6 +223,7 @@ impl Engine {
                 Effect::Date(d) => date = Some(d),
                 Effect::Queued(ids) => queued = ids,
                 Effect::Memories(p) => prompt = Some(p),
+                Effect::Seen(s) => seen = s,
             }
         }
         let nothing_to_write =
@@ -240,12 +242,10 @@ impl Engine {
         });
         let sid = l.row.id.clone();
         let ts = self.now_text();
-        let (np, ns, rm, memo2) = (
-            nested_paths.clone(),
-            new_states,
-            removed.clone(),
-            memo.clone(),
-        );
+        let watched: Vec<String> = seen.iter().map(|s| s.path.clone()).collect();
+        let (np, rm, memo2) = (nested_paths.clone(), removed.clone(), memo.clone());
+        // A file a mention showed is seen now, after any older stamp of it.
+        let ns: Vec<_> = new_states.into_iter().chain(seen).collect();
         let built = self
             .store
             .write_current(&l.row.id, l.revision, move |tx| {
@@ -276,6 +276,9 @@ impl Engine {
         }
         for p in &removed {
             self.watches.unwatch(&sid, std::path::Path::new(p));
+        }
+        for p in &watched {
+            self.watches.watch(&sid, std::path::Path::new(p));
         }
         if !nested_paths.is_empty() {
             self.emit(

@@ -10,12 +10,14 @@ use ctxd_protocol::{ContentBlock, Record, RecordKind};
 use serde_json::{Value, json};
 
 use crate::discovery::{self as paths};
+use crate::engine::sources::files;
 use crate::engine::sources::source_input::{Effect, Found, SourceInput};
 use crate::safe_read::{self, ReadError};
 use ctxd_pipeline::capabilities::McpServer;
 use ctxd_pipeline::kinds::AT_MENTION;
 use ctxd_pipeline::limits::{MAX_MENTION_ENTRIES, MAX_MENTION_FILE_BYTES, MAX_MENTION_LINES};
 use ctxd_pipeline::mentions::{self, Mention};
+use ctxd_store::context_state::ReadState;
 use ctxd_store::error::{Error, Result};
 
 /// The prompts of the current turn (after the last response) with their text, less those
@@ -71,17 +73,22 @@ pub(crate) async fn source_mentions(input: &SourceInput<'_>) -> Result<Found> {
                 .map(|server| resource(uuid, m, server, input.mcp))
         })
         .collect();
-    let values = tokio::task::spawn_blocking(move || {
-        wanted
-            .into_iter()
-            .flat_map(|(uuid, ms)| ms.into_iter().map(move |m| (uuid.clone(), m)))
-            .zip(resources)
-            .map(|((uuid, m), r)| r.unwrap_or_else(|| attach(&uuid, &m, &cwd, &roots)))
-            .collect::<Vec<Value>>()
-    })
-    .await
-    .map_err(|e| Error::Internal(format!("mention task: {e}")))?;
-    Ok(Found::of(values, input, Effect::None))
+    let (values, seen): (Vec<Value>, Vec<Option<ReadState>>) =
+        tokio::task::spawn_blocking(move || {
+            wanted
+                .into_iter()
+                .flat_map(|(uuid, ms)| ms.into_iter().map(move |m| (uuid.clone(), m)))
+                .zip(resources)
+                .map(|((uuid, m), r)| match r {
+                    Some(r) => (r, None),
+                    None => attach(&uuid, &m, &cwd, &roots),
+                })
+                .unzip()
+        })
+        .await
+        .map_err(|e| Error::Internal(format!("mention task: {e}")))?;
+    let seen: Vec<ReadState> = seen.into_iter().flatten().collect();
+    Ok(Found::of(values, input, Effect::Seen(seen)))
 }
 
 /// A resource mention's attachment: the text the client registered for it, or why not.
@@ -116,13 +123,35 @@ fn resource(for_uuid: &str, m: &Mention, server: &str, mcp: &[McpServer]) -> Val
     v
 }
 
-/// One mention's attachment: the file's lines, the directory's entries, or why not.
-fn attach(for_uuid: &str, m: &Mention, cwd: &Path, roots: &[PathBuf]) -> Value {
+/// One mention's attachment: the file's lines, the directory's entries, or why not;
+/// with a file's read state: the model has seen it, as after a Read, so a later edit on
+/// disk comes back as a changed-file reminder.
+fn attach(
+    for_uuid: &str,
+    m: &Mention,
+    cwd: &Path,
+    roots: &[PathBuf],
+) -> (Value, Option<ReadState>) {
     let unavailable = |path: &Path, reason: &str| {
         json!({"type": AT_MENTION, "for_uuid": for_uuid, "mention": m.written,
                "path": path.display().to_string(), "kind": "unavailable", "reason": reason})
     };
     let path = paths::absolutize(Path::new(&m.path), cwd);
+    let value = attach_value(for_uuid, m, &path, roots, unavailable);
+    let seen = (value.get("kind").and_then(Value::as_str) == Some("file"))
+        .then(|| files::snapshot(&path))
+        .flatten();
+    (value, seen)
+}
+
+fn attach_value(
+    for_uuid: &str,
+    m: &Mention,
+    path: &Path,
+    roots: &[PathBuf],
+    unavailable: impl Fn(&Path, &str) -> Value,
+) -> Value {
+    let path = path.to_path_buf();
     let Some(real) = paths::canonical(&path) else {
         return unavailable(&path, "there is no such file or directory");
     };

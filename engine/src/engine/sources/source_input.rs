@@ -30,6 +30,8 @@ pub(crate) enum Effect {
     Queued(Vec<String>),
     /// The prefetch of this prompt is consumed.
     Memories(String),
+    /// Files the attachments showed the model (an `@` mention's): their read state.
+    Seen(Vec<ctxd_store::context_state::ReadState>),
 }
 
 impl Found {

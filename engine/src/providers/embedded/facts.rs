@@ -6,6 +6,7 @@ use ctxd_protocol::{ContentBlock, Record, RecordKind, ToolResultContent};
 use serde_json::Value;
 
 use super::INDENT;
+use ctxd_pipeline::kinds;
 use ctxd_pipeline::message::REMINDER_OPEN;
 use ctxd_pipeline::records::{INTERRUPTED, file_action, is_harness_text, path_of, result_text};
 use ctxd_pipeline::text::clip;
@@ -122,7 +123,10 @@ impl Facts {
         let records: Vec<&Record> = records
             .iter()
             .copied()
-            .filter(|r| matches!(r.kind, RecordKind::User | RecordKind::Assistant))
+            .filter(|r| {
+                matches!(r.kind, RecordKind::User | RecordKind::Assistant)
+                    || queued_prompt(r).is_some()
+            })
             .filter(|r| !r.is_virtual && !r.is_sidechain)
             .collect();
         let carried_pending = records
@@ -135,7 +139,13 @@ impl Facts {
             match r.kind {
                 RecordKind::User => f.user_record(&mut p, i, r),
                 RecordKind::Assistant => f.assistant_record(&mut p, i, r),
-                RecordKind::System | RecordKind::Attachment => {}
+                RecordKind::Attachment => {
+                    if let Some(text) = queued_prompt(r) {
+                        f.users.push(UserItem::Message(text.clone()));
+                        p.typed.push((i, text, false));
+                    }
+                }
+                RecordKind::System => {}
             }
         }
         // Calls whose result never came still say what was attempted.
@@ -415,6 +425,25 @@ fn note_todos(todos: &mut Option<Todos>, name: &str, input: &Value) {
         }
         _ => {}
     }
+}
+
+/// What the user typed while a turn ran, delivered as a `queued_command` attachment: a
+/// message of the user's like any other.
+fn queued_prompt(r: &Record) -> Option<String> {
+    if r.attachment_type() != Some(kinds::QUEUED_COMMAND) {
+        return None;
+    }
+    let prompt = r.attachment.as_ref()?.get("prompt")?;
+    let text = match prompt {
+        Value::String(s) => s.clone(),
+        Value::Array(parts) => parts
+            .iter()
+            .filter_map(|p| p.as_str().or_else(|| p.get("text").and_then(Value::as_str)))
+            .collect::<Vec<_>>()
+            .join("\n"),
+        _ => return None,
+    };
+    (!text.trim().is_empty()).then_some(text)
 }
 
 pub(super) fn texts(r: &Record) -> Vec<String> {

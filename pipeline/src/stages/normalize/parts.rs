@@ -278,7 +278,8 @@ fn attachment_part<'a>(
 }
 
 /// The block as it may be sent: without the record's own cache marker (the compile
-/// places the markers), refused media replaced by a note.
+/// places the markers) or what only a response may hold (an SDK dump's nulls), refused
+/// media replaced by a note.
 fn sendable<'a>(
     record: &Record,
     (index, at): (usize, Option<(Lineage, u32)>),
@@ -291,6 +292,9 @@ fn sendable<'a>(
         && let Some(slot) = block.to_mut().cache_control_mut()
     {
         *slot = None;
+    }
+    if !block.is_request_form() {
+        block.to_mut().to_request_form();
     }
     let may_hold_media = matches!(
         *block,
