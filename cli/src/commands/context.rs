@@ -77,11 +77,47 @@ pub async fn compile(ctx: &Ctx, client: &Client, a: &CompileArgs) -> Result<()> 
     Ok(())
 }
 
+/// Records read back to find the prompt a failed `ctx send` left: the attachments a
+/// compile appends after it come first.
+const RETRY_LOOKBACK: u64 = 64;
+
+/// Whether `prompt` is already the session's last message with no answer after it: a
+/// `ctx send` whose turn failed appended it, and sending the same prompt again retries
+/// that turn rather than asking twice.
+async fn awaiting(client: &Client, session: &SessionInfo, prompt: &str) -> Result<bool> {
+    let tail = client
+        .transcript_read(ReadParams {
+            session_id: session.session_id.clone(),
+            agent_id: None,
+            after_seq: session.record_count.saturating_sub(RETRY_LOOKBACK),
+            limit: None,
+        })
+        .await?;
+    let last_message = tail.records.iter().rev().find(|r| {
+        !r.is_meta && matches!(r.kind, RecordKind::User | RecordKind::Assistant)
+    });
+    let Some(last) = last_message else {
+        return Ok(false);
+    };
+    if last.kind != RecordKind::User {
+        return Ok(false);
+    }
+    let content = serde_json::to_value(&last.content)?;
+    let said = match content.as_array().map(Vec::as_slice) {
+        Some([block]) if block["type"] == "text" => block["text"].as_str(),
+        _ => None,
+    };
+    Ok(said == Some(prompt))
+}
+
 /// `ctx send`: the prompt (when given) appended, one turn through the session's
 /// provider, and what the model answered: text as text, each tool call on a line.
 pub async fn send(ctx: &Ctx, client: &Client, a: &SendArgs) -> Result<()> {
-    let sid = session_id(client, &a.session).await?;
-    if let Some(prompt) = &a.prompt {
+    let session = resolve_session(client, &a.session).await?;
+    let sid = session.session_id.clone();
+    if let Some(prompt) = &a.prompt
+        && !awaiting(client, &session, prompt).await?
+    {
         client
             .append_values(
                 &sid,
