@@ -1445,6 +1445,10 @@ export type Record = {
   attachment?: unknown;
   content?: Array<ContentBlock>;
   data?: unknown;
+  /**
+   * `usage` measured a request ctxd did not compile: never the estimate's anchor.
+   */
+  foreign_usage?: boolean;
   is_compact_summary?: boolean;
   is_meta?: boolean;
   is_sidechain?: boolean;
@@ -1489,6 +1493,11 @@ export type RecordInput = {
    * System records: structured payload (e.g. `{"trigger":"auto","pre_tokens":167000}`).
    */
   data?: unknown;
+  /**
+   * `usage` measured a request ctxd did not compile (another agent's transcript, as an
+   * import brings in): kept and shown, but never the anchor of ctxd's estimate.
+   */
+  foreign_usage?: boolean;
   /**
    * A user record holding the summary written by a compaction.
    */
