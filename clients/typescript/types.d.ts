@@ -200,7 +200,7 @@ export type CacheBreak = {
 export type CacheCall = {
   /**
    * Whether ctxd and the provider agree on this call: both saw the cache miss (ctxd:
-   * an expected drop or a break) or neither did. Absent when the provider gave no
+   * an expected drop, a break, or a miss its compile predicted) or neither did. Absent when the provider gave no
    * verdict (no diagnosis, still pending, previous message not found, unavailable).
    */
   agrees?: boolean | null;
