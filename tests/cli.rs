@@ -158,7 +158,11 @@ fn cli_starts_the_daemon_imports_compiles_and_stops_it() {
     // Plain output labels what it prints.
     let good = dir.path().join("good.jsonl");
     std::fs::write(&good, "{\"type\":\"user\",\"content\":\"more\"}\n").unwrap();
-    let out = ctx(&home).args(["append", &sid]).arg(&good).output().unwrap();
+    let out = ctx(&home)
+        .args(["append", &sid])
+        .arg(&good)
+        .output()
+        .unwrap();
     let text = String::from_utf8_lossy(&out.stdout);
     assert!(
         text.starts_with("appended seq ") && text.contains(" uuid "),
@@ -721,7 +725,9 @@ fn demo_and_replay_remove_their_sessions_unless_kept() {
     assert_eq!(demo["kept"], false);
     // The figure is the compiled request's, not the imported session's last usage.
     let (tokens, bytes) = (
-        demo["metadata"]["tokens"]["estimated_tokens"].as_f64().unwrap(),
+        demo["metadata"]["tokens"]["estimated_tokens"]
+            .as_f64()
+            .unwrap(),
         demo["metadata"]["request_bytes"].as_f64().unwrap(),
     );
     assert!(
@@ -737,7 +743,10 @@ fn demo_and_replay_remove_their_sessions_unless_kept() {
     for internal in ["anchor", "__SYSTEM_PROMPT_DYNAMIC_BOUNDARY__", "{\""] {
         assert!(!out.contains(internal), "`{internal}` in:\n{out}");
     }
-    assert!(out.contains("tokens (estimated from its characters)"), "{out}");
+    assert!(
+        out.contains("tokens (estimated from its characters)"),
+        "{out}"
+    );
     assert!(out.contains("stop it with `ctx daemon stop`"), "{out}");
     assert_eq!(count(), 1);
     let short = common::fixtures().join("spotter/short.jsonl");

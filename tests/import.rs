@@ -202,10 +202,7 @@ fn the_estimate_after_an_import_measures_the_compiled_body() {
             json!({ "session_id": sid, "limit": 5000 }),
         );
         let last = recs["records"].as_array().unwrap().last().unwrap()["timestamp"].clone();
-        let raw = d.call_raw(
-            "context.compile",
-            json!({ "session_id": sid, "now": last }),
-        );
+        let raw = d.call_raw("context.compile", json!({ "session_id": sid, "now": last }));
         let start = raw.find("{\"request\":").unwrap() + "{\"request\":".len();
         let end = raw.rfind(",\"metadata\":").unwrap();
         let body_tokens = (end - start) as f64 / 4.0;

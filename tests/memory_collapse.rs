@@ -147,9 +147,15 @@ fn collapse_stages_before_autocompact_at_a_64k_window() {
                    "settings": {"collapse": {"enabled": true}, "autocompact_pct_override": 75}}),
         )
         .unwrap_err();
-    assert_eq!(err["data"]["field"], "settings.collapse.stage_at_pct", "{err}");
+    assert_eq!(
+        err["data"]["field"], "settings.collapse.stage_at_pct",
+        "{err}"
+    );
     assert!(
-        err["message"].as_str().unwrap().contains("autocompact threshold"),
+        err["message"]
+            .as_str()
+            .unwrap()
+            .contains("autocompact threshold"),
         "{err}"
     );
 }

@@ -346,7 +346,11 @@ fn a_predicted_miss_agrees_with_the_providers_diagnosis() {
     let calls = report["calls"].as_array().unwrap();
     assert_eq!(calls.len(), 3, "{report}");
     assert_eq!(calls[1]["provider_miss_reason"]["type"], "system_changed");
-    assert_eq!(calls[1]["agrees"], true, "the changed section: {}", calls[1]);
+    assert_eq!(
+        calls[1]["agrees"], true,
+        "the changed section: {}",
+        calls[1]
+    );
     assert_eq!(calls[2]["provider_miss_reason"]["type"], "model_changed");
     assert_eq!(calls[2]["agrees"], true, "the new model: {}", calls[2]);
     assert_eq!(report["diagnosed"], 2);

@@ -177,12 +177,23 @@ mod tests {
     /// row's figures are computed here and compared, so the two cannot drift apart.
     #[test]
     fn the_docs_threshold_table_is_the_codes() {
-        let doc = include_str!(concat!(env!("CARGO_MANIFEST_DIR"), "/../docs/long-context.md"));
-        let header = "| window | max output | effective window | autocompact | warning | blocking |";
-        let at = doc.find(header).expect("docs/long-context.md has the threshold table");
+        let doc = include_str!(concat!(
+            env!("CARGO_MANIFEST_DIR"),
+            "/../docs/long-context.md"
+        ));
+        let header =
+            "| window | max output | effective window | autocompact | warning | blocking |";
+        let at = doc
+            .find(header)
+            .expect("docs/long-context.md has the threshold table");
         let n = |cell: &str| -> u64 { cell.trim().replace(',', "").parse().expect("a number") };
         let mut rows = 0;
-        for line in doc[at..].lines().skip(2).map(str::trim).take_while(|l| l.starts_with('|')) {
+        for line in doc[at..]
+            .lines()
+            .skip(2)
+            .map(str::trim)
+            .take_while(|l| l.starts_with('|'))
+        {
             let cells: Vec<u64> = line.trim_matches('|').split('|').map(n).collect();
             let [w, o, e, auto, warn, block] = cells[..] else {
                 panic!("a row of six numbers: {line}");
