@@ -104,6 +104,38 @@ fn a_small_windows_first_compile_is_not_already_full() {
     assert!(ctx["percent_left"].as_u64().unwrap() > 20, "{ctx}");
 }
 
+/// A usage the client marks `foreign_usage` (another agent's history) anchors nothing;
+/// the same usage appended as a response to ctxd's own request does.
+#[test]
+fn a_foreign_usage_appended_does_not_anchor_the_estimate() {
+    let d = Daemon::start();
+    for (foreign, anchor) in [(true, 0), (false, 50_010)] {
+        let sid = session(&d, json!({}));
+        append(
+            &d,
+            &sid,
+            json!([
+                {"type": "user", "content": "hi"},
+                {"type": "assistant", "content": "ok", "foreign_usage": foreign,
+                 "usage": {"input_tokens": 50000, "output_tokens": 10}},
+                {"type": "user", "content": "more"}
+            ]),
+        );
+        let c = d.call("context.compile", json!({"session_id": sid}));
+        assert_eq!(
+            c["metadata"]["tokens"]["anchor_tokens"], anchor,
+            "{foreign}"
+        );
+        let records = d.call("transcript.read", json!({"session_id": sid}));
+        assert_eq!(
+            records["records"][1]["foreign_usage"]
+                .as_bool()
+                .unwrap_or(false),
+            foreign
+        );
+    }
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn blocking_limit_refuses_to_compile_and_events_announce_levels() {
     let d = Daemon::start();
