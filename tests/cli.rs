@@ -137,6 +137,37 @@ fn cli_starts_the_daemon_imports_compiles_and_stops_it() {
         .unwrap();
     assert!(!out.status.success());
     assert!(String::from_utf8_lossy(&out.stderr).contains("line 2"));
+    // A line that is JSON but not a record: the error names the user's line, column and
+    // field, not a position in the request ctx would have sent.
+    let wrong = dir.path().join("wrong.jsonl");
+    std::fs::write(
+        &wrong,
+        "{\"type\":\"user\",\"content\":\"ok\"}\n{\"type\":\"usr\",\"content\":\"hi\"}\n",
+    )
+    .unwrap();
+    let out = ctx(&home)
+        .args(["append", &sid])
+        .arg(&wrong)
+        .output()
+        .unwrap();
+    assert!(!out.status.success());
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("line 2, column 13"), "{err}");
+    assert!(err.contains("type: unknown variant `usr`"), "{err}");
+    assert!(!err.contains("at line 1 column"), "{err}");
+    // Plain output labels what it prints.
+    let good = dir.path().join("good.jsonl");
+    std::fs::write(&good, "{\"type\":\"user\",\"content\":\"more\"}\n").unwrap();
+    let out = ctx(&home)
+        .args(["append", &sid])
+        .arg(&good)
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        text.starts_with("appended seq ") && text.contains(" uuid "),
+        "{text}"
+    );
 
     let status = json_out(ctx(&home).args(["daemon", "status", "--json"]));
     assert_eq!(status["protocol_version"], ctxd_protocol::PROTOCOL_VERSION);
@@ -692,6 +723,17 @@ fn demo_and_replay_remove_their_sessions_unless_kept() {
     };
     let demo = json_out(ctx(&home).args(["demo", "--json"]));
     assert_eq!(demo["kept"], false);
+    // The figure is the compiled request's, not the imported session's last usage.
+    let (tokens, bytes) = (
+        demo["metadata"]["tokens"]["estimated_tokens"]
+            .as_f64()
+            .unwrap(),
+        demo["metadata"]["request_bytes"].as_f64().unwrap(),
+    );
+    assert!(
+        (tokens - bytes / 4.0).abs() <= bytes / 16.0,
+        "{tokens} tokens for {bytes} bytes"
+    );
     assert_eq!(count(), 0);
     json_out(ctx(&home).args(["demo", "--keep", "--json"]));
     assert_eq!(count(), 1);
@@ -701,6 +743,10 @@ fn demo_and_replay_remove_their_sessions_unless_kept() {
     for internal in ["anchor", "__SYSTEM_PROMPT_DYNAMIC_BOUNDARY__", "{\""] {
         assert!(!out.contains(internal), "`{internal}` in:\n{out}");
     }
+    assert!(
+        out.contains("tokens (estimated from its characters)"),
+        "{out}"
+    );
     assert!(out.contains("stop it with `ctx daemon stop`"), "{out}");
     assert_eq!(count(), 1);
     let short = common::fixtures().join("spotter/short.jsonl");

@@ -208,5 +208,42 @@ fn context_picture_in_plain_text_and_json_and_the_cache_table() {
     assert_eq!(v["categories"].as_array().unwrap().len(), 8);
 
     let (table, _) = run(ctx(&d).args(["cache", &sid]));
-    assert!(table.contains("1 calls, 0 cache breaks"), "{table}");
+    assert!(table.contains("\n1 call, 0 cache breaks\n"), "{table}");
+    let units = table.lines().nth(1).unwrap_or_default();
+    assert_eq!(units.matches("(tokens)").count(), 4, "{table}");
+}
+
+/// After an import, `ctx context` counts the system prompt ctxd compiles, from its
+/// characters, not a share of the source agent's usage.
+#[test]
+fn context_after_an_import_counts_the_compiled_system_prompt() {
+    let d = Daemon::start();
+    let sid = d.import(&common::fixtures().join("spotter/short.jsonl"))["session_id"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    let (before, _) = run(ctx(&d).args(["context", &sid, "--json"]));
+    let compiled = d.call("context.compile", json!({"session_id": sid}));
+    let chars: u64 = compiled["metadata"]["system_sections"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter_map(|s| s["chars"].as_u64())
+        .sum();
+    let (after, _) = run(ctx(&d).args(["context", &sid, "--json"]));
+    for text in [before, after] {
+        let v: Value = serde_json::from_str(&text).unwrap();
+        let system = v["categories"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|c| c["name"] == "system")
+            .unwrap()["tokens"]
+            .as_u64()
+            .unwrap();
+        assert!(
+            system * 2 <= chars && system * 4 >= chars,
+            "{system} tokens for a system prompt of {chars} characters"
+        );
+    }
 }

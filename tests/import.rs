@@ -270,4 +270,43 @@ fn a_bad_path_is_refused_and_nothing_is_imported() {
     assert_eq!(d.session_count(), 0);
     let r = d.call("session.import", json!({ "path": small }));
     assert_eq!(r["stats"]["records"], 1, "{r}");
+
+/// An imported response's usage measured the source agent's own system prompt and
+/// tools: the first compile after an import estimates what ctxd itself compiled, close to
+/// the body's size (a token is about four bytes of JSON).
+#[test]
+fn the_estimate_after_an_import_measures_the_compiled_body() {
+    let d = Daemon::start();
+    let fx = common::fixtures();
+    let files = [
+        fx.join("spotter/short.jsonl"),
+        fx.join("spotter/tool_heavy.jsonl"),
+        fx.join("spotter/subagent.jsonl"),
+        fx.join("viewer/1af7fc5e-8455-4414-9ccd-011d40f70b2a.jsonl"),
+        fx.join("viewer/5c0375b4-57a5-4f26-b12d-d022ee4e51b7.jsonl"),
+    ];
+    for f in files {
+        let sid = d.import(&f)["session_id"].as_str().unwrap().to_string();
+        let recs = d.call(
+            "transcript.read",
+            json!({ "session_id": sid, "limit": 5000 }),
+        );
+        let last = recs["records"].as_array().unwrap().last().unwrap()["timestamp"].clone();
+        let raw = d.call_raw("context.compile", json!({ "session_id": sid, "now": last }));
+        let start = raw.find("{\"request\":").unwrap() + "{\"request\":".len();
+        let end = raw.rfind(",\"metadata\":").unwrap();
+        let body_tokens = (end - start) as f64 / 4.0;
+        let v: Value = serde_json::from_str(&raw).unwrap();
+        let effective = v["metadata"]["context"]["effective_tokens"]
+            .as_f64()
+            .unwrap();
+        let off = (effective - body_tokens).abs() / body_tokens;
+        assert!(
+            off <= 0.25,
+            "{}: estimated {effective} tokens for a body of {} bytes ({:.0} % off)",
+            f.display(),
+            end - start,
+            off * 100.0
+        );
+    }
 }

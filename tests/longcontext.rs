@@ -77,11 +77,70 @@ fn thresholds_in_metadata() {
     assert_eq!(c["metadata"]["context"]["autocompact_threshold"], 90_000);
 }
 
+/// A small window keeps its thresholds in order and in proportion (docs/long-context.md's
+/// table): at 20,000 with 8,000 of output and about 5,000 tokens of tools, the first
+/// compile is neither near the warning nor the autocompact threshold.
+#[test]
+fn a_small_windows_first_compile_is_not_already_full() {
+    let d = Daemon::start();
+    let tools: Vec<Value> = (0..5)
+        .map(|i| {
+            json!({"name": format!("tool_{i}"), "description": "d".repeat(3_000),
+                   "input_schema": {"type": "object", "properties": {}}})
+        })
+        .collect();
+    let sid = session(
+        &d,
+        json!({"model": {"context_window": 20000, "max_output_tokens": 8000}, "tools": tools}),
+    );
+    append(&d, &sid, json!([{"type": "user", "content": "hi"}]));
+    let c = d.call("context.compile", json!({"session_id": sid}));
+    let ctx = &c["metadata"]["context"];
+    assert_eq!(ctx["autocompact_threshold"], 10_500, "{ctx}");
+    assert_eq!(ctx["warning_threshold"], 8_400, "{ctx}");
+    assert_eq!(ctx["blocking_limit"], 11_700, "{ctx}");
+    assert_eq!(ctx["is_above_warning"], false, "{ctx}");
+    assert_eq!(ctx["is_above_error"], false, "{ctx}");
+    assert!(ctx["percent_left"].as_u64().unwrap() > 20, "{ctx}");
+}
+
+/// A usage the client marks `foreign_usage` (another agent's history) anchors nothing;
+/// the same usage appended as a response to ctxd's own request does.
+#[test]
+fn a_foreign_usage_appended_does_not_anchor_the_estimate() {
+    let d = Daemon::start();
+    for (foreign, anchor) in [(true, 0), (false, 50_010)] {
+        let sid = session(&d, json!({}));
+        append(
+            &d,
+            &sid,
+            json!([
+                {"type": "user", "content": "hi"},
+                {"type": "assistant", "content": "ok", "foreign_usage": foreign,
+                 "usage": {"input_tokens": 50000, "output_tokens": 10}},
+                {"type": "user", "content": "more"}
+            ]),
+        );
+        let c = d.call("context.compile", json!({"session_id": sid}));
+        assert_eq!(
+            c["metadata"]["tokens"]["anchor_tokens"], anchor,
+            "{foreign}"
+        );
+        let records = d.call("transcript.read", json!({"session_id": sid}));
+        assert_eq!(
+            records["records"][1]["foreign_usage"]
+                .as_bool()
+                .unwrap_or(false),
+            foreign
+        );
+    }
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn blocking_limit_refuses_to_compile_and_events_announce_levels() {
     let d = Daemon::start();
-    // W = 20,000, O = 2,000 → E = 18,000; autocompact 9,000 (at most half of E: Claude
-    // Code's fixed 13,000 would leave 5,000); blocking 15,750 (3,000 is at most E/8).
+    // W = 20,000, O = 2,000 → E = 18,000; autocompact 15,750 (the buffer is at most E/8:
+    // Claude Code's fixed 13,000 would leave 5,000); blocking 17,550 (at most E/40).
     let sid = session(
         &d,
         json!({"model": {"context_window": 20000, "max_output_tokens": 2000}, "settings": {"autocompact": false}}),
@@ -91,7 +150,7 @@ async fn blocking_limit_refuses_to_compile_and_events_announce_levels() {
     append(
         &d,
         &sid,
-        json!([{"type": "user", "content": "a".repeat(32_000)}]),
+        json!([{"type": "user", "content": "a".repeat(46_000)}]),
     );
     let c = d.call("context.compile", json!({"session_id": sid}));
     assert_eq!(c["metadata"]["context"]["above_autocompact"], true);
@@ -99,7 +158,7 @@ async fn blocking_limit_refuses_to_compile_and_events_announce_levels() {
         &d,
         &sid,
         json!([
-            {"type": "assistant", "content": "ok", "usage": {"input_tokens": 14000, "output_tokens": 10}},
+            {"type": "assistant", "content": "ok", "usage": {"input_tokens": 16000, "output_tokens": 10}},
             {"type": "user", "content": "b".repeat(8_000)}
         ]),
     );
@@ -107,7 +166,7 @@ async fn blocking_limit_refuses_to_compile_and_events_announce_levels() {
         .try_call("context.compile", json!({"session_id": sid}))
         .unwrap_err();
     assert_eq!(err["code"], ctxd_protocol::PROMPT_TOO_LONG);
-    assert_eq!(err["data"]["blocking_limit"], 15_750);
+    assert_eq!(err["data"]["blocking_limit"], 17_550);
     let mut levels = Vec::new();
     while levels.len() < 2 {
         let ev = tokio::time::timeout(Duration::from_secs(10), sub.next())

@@ -117,6 +117,49 @@ fn collapse_folds_old_rounds_in_the_view_only_and_survives_restart_and_undo() {
     assert_eq!(err["data"]["field"], "collapse_id");
 }
 
+/// At a 64,000 window with 8,000 of output (E = 56,000) collapse stages at 44,800, below
+/// the autocompact threshold (49,000): it stages before any compaction. A setting that
+/// puts the staging point at or above the threshold is refused with the reason.
+#[test]
+fn collapse_stages_before_autocompact_at_a_64k_window() {
+    let d = Daemon::start();
+    let small = json!({"context_window": 64000, "max_output_tokens": 8000});
+    let sid = session(&d, small.clone(), json!({"collapse": {"enabled": true}}));
+    let mut staged = false;
+    for i in 0..40 {
+        round(&d, &sid, i, 8_000);
+        let c = d.call("context.compile", json!({"session_id": sid, "now": T0}));
+        assert!(
+            c["metadata"].get("compaction").is_none(),
+            "autocompact fired at round {i} before collapse staged anything: {}",
+            c["metadata"]["context"]
+        );
+        if !collapses(&d, &sid).is_empty() {
+            staged = true;
+            break;
+        }
+    }
+    assert!(staged, "collapse staged a span");
+    let err = d
+        .try_call(
+            "session.create",
+            json!({"cwd": d.dir.path(), "no_git": true, "model": small,
+                   "settings": {"collapse": {"enabled": true}, "autocompact_pct_override": 75}}),
+        )
+        .unwrap_err();
+    assert_eq!(
+        err["data"]["field"], "settings.collapse.stage_at_pct",
+        "{err}"
+    );
+    assert!(
+        err["message"]
+            .as_str()
+            .unwrap()
+            .contains("autocompact threshold"),
+        "{err}"
+    );
+}
+
 /// Like a real agent: each answer carries the provider's usage (here the estimate the
 /// compile gave), and the next user message follows; compiles sit between them.
 #[test]

@@ -292,6 +292,71 @@ fn the_providers_cache_diagnosis_and_clearing_stand_beside_ctxds_reading() {
     assert_eq!(report["agreed"], 2);
 }
 
+/// A miss ctxd predicted is its reading of the call even where the reads it compares
+/// are too few to fall: an uncached section that changed (an expected break) and a
+/// model change, each diagnosed by the provider as a miss, agree.
+#[test]
+fn a_predicted_miss_agrees_with_the_providers_diagnosis() {
+    let d = Daemon::start();
+    let sid = session(&d, json!({"cache_diagnostics": true}));
+    let status = |text: &str| {
+        d.call(
+            "context.set_section",
+            json!({"session_id": sid, "section": {"name": "status", "caching": "uncached",
+                   "reason": "the model must see the build's state", "text": text}}),
+        )
+    };
+    status("Build: green.");
+    append(&d, &sid, json!([{"type": "user", "content": "first"}]));
+    compile(&d, &sid);
+    append(
+        &d,
+        &sid,
+        json!([answer("msg_a", "one", json!({"input_tokens": 10, "cache_creation_input_tokens": 1500, "output_tokens": 5}), json!({"diagnostics": null})),
+               {"type": "user", "content": "second"}]),
+    );
+    status("Build: red.");
+    let changed = compile(&d, &sid);
+    assert_eq!(
+        changed["metadata"]["cache"]["expected_break"], "uncached_section:status",
+        "{}",
+        changed["metadata"]["cache"]
+    );
+    append(
+        &d,
+        &sid,
+        json!([answer("msg_b", "two", json!({"input_tokens": 10, "cache_creation_input_tokens": 1500, "output_tokens": 5}),
+            json!({"diagnostics": {"cache_miss_reason": {"type": "system_changed", "cache_missed_input_tokens": 1500}}})),
+               {"type": "user", "content": "third"}]),
+    );
+    d.call(
+        "session.update",
+        json!({"session_id": sid, "model": {"model": "claude-opus-4-5"}}),
+    );
+    let switched = compile(&d, &sid);
+    assert_eq!(switched["metadata"]["cache"]["predicted_read_tokens"], 0);
+    append(
+        &d,
+        &sid,
+        json!([answer("msg_c", "three", json!({"input_tokens": 10, "cache_creation_input_tokens": 1500, "output_tokens": 5}),
+            json!({"diagnostics": {"cache_miss_reason": {"type": "model_changed", "cache_missed_input_tokens": 1500}}})),
+               {"type": "user", "content": "fourth"}]),
+    );
+    let report = d.call("context.cache_report", json!({"session_id": sid}));
+    let calls = report["calls"].as_array().unwrap();
+    assert_eq!(calls.len(), 3, "{report}");
+    assert_eq!(calls[1]["provider_miss_reason"]["type"], "system_changed");
+    assert_eq!(
+        calls[1]["agrees"], true,
+        "the changed section: {}",
+        calls[1]
+    );
+    assert_eq!(calls[2]["provider_miss_reason"]["type"], "model_changed");
+    assert_eq!(calls[2]["agrees"], true, "the new model: {}", calls[2]);
+    assert_eq!(report["diagnosed"], 2);
+    assert_eq!(report["agreed"], report["diagnosed"]);
+}
+
 const KEY_VAR: &str = "CTXD_TEST_SERVER_COMPACT_KEY";
 
 /// A streamed compaction answer: the `compaction` block (its summary in a

@@ -6,6 +6,8 @@ use std::fmt::Write;
 
 use ctxd_protocol::{CacheReportResponse, UsageResponse};
 
+use crate::output::count;
+
 /// Cells of the grid: one per percent of the window.
 const COLUMNS: usize = 10;
 const ROWS: usize = 10;
@@ -140,8 +142,20 @@ pub fn render_context(u: &UsageResponse, color: bool) -> String {
 /// `ctx cache`: a table of calls, then every break with its cause.
 pub fn render_cache(r: &CacheReportResponse) -> String {
     let mut out = format!(
-        "{:>6}  {:<20}  {:>10}  {:>10}  {:>9}  {:>8}  {}\n",
-        "seq", "time", "predicted", "read", "written", "input", "note"
+        "{:>6}  {:<20}  {:>10}  {:>10}  {:>9}  {:>8}  {}\n{:>6}  {:<20}  {:>10}  {:>10}  {:>9}  {:>8}\n",
+        "seq",
+        "time (UTC)",
+        "predicted",
+        "read",
+        "written",
+        "input",
+        "note",
+        "",
+        "",
+        "(tokens)",
+        "(tokens)",
+        "(tokens)",
+        "(tokens)"
     );
     for c in &r.calls {
         let mut note = match (&c.cache_break, &c.expected_drop) {
@@ -177,12 +191,17 @@ pub fn render_cache(r: &CacheReportResponse) -> String {
             note
         );
     }
-    let _ = writeln!(out, "\n{} calls, {} cache breaks", r.calls.len(), r.breaks);
+    let _ = writeln!(
+        out,
+        "\n{}, {}",
+        count(ctxd_pipeline::saturate::u64_of(r.calls.len()), "call"),
+        count(r.breaks, "cache break")
+    );
     if r.diagnosed > 0 {
         let _ = writeln!(
             out,
-            "the provider diagnosed {} calls; ctxd's reading agreed on {} ({:.0}%)",
-            r.diagnosed,
+            "the provider diagnosed {}; ctxd's reading agreed on {} ({:.0}%)",
+            count(r.diagnosed, "call"),
             r.agreed,
             100.0 * r.agreed as f64 / r.diagnosed as f64
         );
@@ -296,11 +315,11 @@ mod tests {
             "{t}"
         );
         assert!(
-            t.contains("the provider diagnosed 1 calls; ctxd's reading agreed on 1 (100%)"),
+            t.contains("the provider diagnosed 1 call; ctxd's reading agreed on 1 (100%)"),
             "{t}"
         );
         assert!(t.contains("BREAK: ttl_expiry"));
         assert!(t.contains("seq 12: 50000 → 0 read tokens: ttl_expiry (720 s after"));
-        assert!(t.contains("1 calls, 1 cache breaks"));
+        assert!(t.contains("1 call, 1 cache break\n"), "{t}");
     }
 }

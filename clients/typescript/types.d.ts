@@ -211,7 +211,7 @@ export type CacheBreak = {
 export type CacheCall = {
   /**
    * Whether ctxd and the provider agree on this call: both saw the cache miss (ctxd:
-   * an expected drop or a break) or neither did. Absent when the provider gave no
+   * an expected drop, a break, or a miss its compile predicted) or neither did. Absent when the provider gave no
    * verdict (no diagnosis, still pending, previous message not found, unavailable).
    */
   agrees?: boolean | null;
@@ -1461,6 +1461,10 @@ export type Record = {
   attachment?: unknown;
   content?: Array<ContentBlock>;
   data?: unknown;
+  /**
+   * `usage` measured a request ctxd did not compile: never the estimate's anchor.
+   */
+  foreign_usage?: boolean;
   is_compact_summary?: boolean;
   is_meta?: boolean;
   is_sidechain?: boolean;
@@ -1505,6 +1509,11 @@ export type RecordInput = {
    * System records: structured payload (e.g. `{"trigger":"auto","pre_tokens":167000}`).
    */
   data?: unknown;
+  /**
+   * `usage` measured a request ctxd did not compile (another agent's transcript, as an
+   * import brings in): kept and shown, but never the anchor of ctxd's estimate.
+   */
+  foreign_usage?: boolean;
   /**
    * A user record holding the summary written by a compaction.
    */

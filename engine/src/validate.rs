@@ -122,6 +122,22 @@ pub(crate) fn check_settings(s: &SessionSettings, m: &ModelProfile) -> Result<()
             ));
         }
     }
+    // Collapse stages below the autocompact threshold or never: autocompact, firing
+    // first, would compact what collapse was meant to fold, every time.
+    let threshold = thresholds::autocompact_threshold(m, s);
+    let stage_at = u128::from(window) * u128::from(c.stage_at_pct) / 100;
+    if c.enabled && s.autocompact != Some(false) && stage_at >= u128::from(threshold) {
+        return Err(Error::invalid(
+            "settings.collapse.stage_at_pct",
+            format!(
+                "collapse would stage at {stage_at} tokens ({}% of the effective window), not \
+                 below the autocompact threshold ({threshold} tokens), so autocompact would \
+                 always run first and nothing would ever be staged; lower stage_at_pct, or \
+                 raise or drop autocompact_pct_override",
+                c.stage_at_pct
+            ),
+        ));
+    }
     if c.span_rounds == 0 {
         return Err(Error::invalid(
             "settings.collapse.span_rounds",

@@ -131,7 +131,7 @@ pub struct CacheCall {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub provider_miss_reason: Option<serde_json::Value>,
     /// Whether ctxd and the provider agree on this call: both saw the cache miss (ctxd:
-    /// an expected drop or a break) or neither did. Absent when the provider gave no
+    /// an expected drop, a break, or a miss its compile predicted) or neither did. Absent when the provider gave no
     /// verdict (no diagnosis, still pending, previous message not found, unavailable).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub agrees: Option<bool>,

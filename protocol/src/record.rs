@@ -595,6 +595,10 @@ pub struct RecordInput {
     /// Provider usage; assistant records only.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub usage: Option<Usage>,
+    /// `usage` measured a request ctxd did not compile (another agent's transcript, as an
+    /// import brings in): kept and shown, but never the anchor of ctxd's estimate.
+    #[serde(default, skip_serializing_if = "is_false")]
+    pub foreign_usage: bool,
     /// The message as the provider returned it and the official SDK dumps it
     /// (`message.model_dump(mode="json")`, as Claude Code's transcript lines carry it):
     /// its `content`, `id`, `model`, `stop_reason` and `usage` become the record's, its
@@ -791,6 +795,9 @@ pub struct Record {
     pub stop_reason: Option<String>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub usage: Option<Usage>,
+    /// `usage` measured a request ctxd did not compile: never the estimate's anchor.
+    #[serde(default, skip_serializing_if = "is_false")]
+    pub foreign_usage: bool,
     /// The provider message's other top-level fields (`stop_sequence`, `container`,
     /// `context_management`, ...), as it sent them.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -829,6 +836,7 @@ impl Record {
             model,
             stop_reason,
             usage,
+            foreign_usage,
             message_extra,
             is_meta,
             is_virtual,
@@ -850,6 +858,7 @@ impl Record {
             model: model.clone(),
             stop_reason: stop_reason.clone(),
             usage: usage.clone(),
+            foreign_usage: *foreign_usage,
             message_extra: message_extra.clone(),
             is_meta: *is_meta,
             is_virtual: *is_virtual,
@@ -882,6 +891,7 @@ impl Record {
             model: None,
             stop_reason: None,
             usage: None,
+            foreign_usage: false,
             message_extra: None,
             is_meta: false,
             is_virtual: false,
@@ -917,6 +927,7 @@ mod tests {
             model: Some("model".into()),
             stop_reason: Some("end_turn".into()),
             usage: Some(Usage::default()),
+            foreign_usage: true,
             is_meta: true,
             is_virtual: true,
             is_sidechain: true,

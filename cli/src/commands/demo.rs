@@ -131,15 +131,25 @@ pub async fn demo(ctx: &Ctx, client: &Client, a: &DemoArgs) -> Result<()> {
         );
     }
     outln!("The next request ctxd would send the model:");
-    outln!(
-        "  {}, {} bytes, about {} tokens ({} as the last response reported, plus about {} \
-         for what came after it).",
-        count(m.message_count, "message"),
-        m.request_bytes,
-        m.tokens.estimated_tokens,
-        m.tokens.anchor_tokens,
-        m.tokens.estimated_tail_tokens,
-    );
+    if m.tokens.anchor_tokens > 0 {
+        outln!(
+            "  {}, {} bytes, about {} tokens ({} as the last response reported, plus about \
+             {} for what came after it).",
+            count(m.message_count, "message"),
+            m.request_bytes,
+            m.tokens.estimated_tokens,
+            m.tokens.anchor_tokens,
+            m.tokens.estimated_tail_tokens,
+        );
+    } else {
+        // An imported session's usage measured Claude Code's own request, not this one.
+        outln!(
+            "  {}, {} bytes, about {} tokens (estimated from its characters).",
+            count(m.message_count, "message"),
+            m.request_bytes,
+            m.tokens.estimated_tokens,
+        );
+    }
     outln!("  Its system prompt, in the order sent:");
     for sec in &m.system_sections {
         match sec.class.as_str() {

@@ -53,6 +53,8 @@ fn read_input(file: Option<&PathBuf>) -> Result<String> {
 }
 
 /// JSON lines → values, reporting the line of any malformed one before anything is sent.
+/// A line is also read as a record here, so an error names the line and column of the
+/// user's input and the field, not a position in the request ctx would send.
 fn parse_lines(text: &str) -> Result<Vec<serde_json::Value>> {
     let mut out = Vec::new();
     for (i, line) in text.lines().enumerate() {
@@ -61,9 +63,35 @@ fn parse_lines(text: &str) -> Result<Vec<serde_json::Value>> {
         }
         let v: serde_json::Value = serde_json::from_str(line)
             .with_context(|| format!("line {}: not a JSON record", i + 1))?;
+        let de = &mut serde_json::Deserializer::from_str(line);
+        if let Err(e) = serde_path_to_error::deserialize::<_, RecordInput>(de) {
+            let field = e.path().to_string();
+            let inner = e.into_inner();
+            bail!(
+                "line {}, column {}: not a record: {}{}",
+                i + 1,
+                inner.column(),
+                if field == "." {
+                    String::new()
+                } else {
+                    format!("{field}: ")
+                },
+                without_position(&inner)
+            );
+        }
         out.push(v);
     }
     Ok(out)
+}
+
+/// serde_json's message without its " at line L column C", which counts in the text it
+/// read, not in the user's file.
+fn without_position(e: &serde_json::Error) -> String {
+    let text = e.to_string();
+    match text.rfind(" at line ") {
+        Some(at) => text[..at].to_string(),
+        None => text,
+    }
 }
 
 pub async fn append(ctx: &Ctx, client: &Client, a: &AppendArgs) -> Result<()> {
@@ -81,7 +109,7 @@ pub async fn append(ctx: &Ctx, client: &Client, a: &AppendArgs) -> Result<()> {
         print_json(&r)?;
     } else {
         for a in &r.appended {
-            outln!("{} {}", a.seq, a.uuid);
+            outln!("appended seq {} uuid {}", a.seq, a.uuid);
         }
     }
     Ok(())

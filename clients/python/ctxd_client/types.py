@@ -533,7 +533,7 @@ class ReadResponse(_ReadResponseRequired, _ReadResponseOptional):
 
 
 _RecordRequired = TypedDict("_RecordRequired", {"seq": "int", "timestamp": "str", "type": "RecordKind", "uuid": "str"})
-_RecordOptional = TypedDict("_RecordOptional", {"attachment": "Any", "content": "List[ContentBlock]", "data": "Any", "is_compact_summary": "bool", "is_meta": "bool", "is_sidechain": "bool", "is_virtual": "bool", "message_extra": "Optional[Dict[str, Any]]", "message_id": "Optional[str]", "meta": "Any", "model": "Optional[str]", "parent_uuid": "Optional[str]", "stop_reason": "Optional[str]", "subtype": "Optional[str]", "usage": "Optional[Usage]"}, total=False)
+_RecordOptional = TypedDict("_RecordOptional", {"attachment": "Any", "content": "List[ContentBlock]", "data": "Any", "foreign_usage": "bool", "is_compact_summary": "bool", "is_meta": "bool", "is_sidechain": "bool", "is_virtual": "bool", "message_extra": "Optional[Dict[str, Any]]", "message_id": "Optional[str]", "meta": "Any", "model": "Optional[str]", "parent_uuid": "Optional[str]", "stop_reason": "Optional[str]", "subtype": "Optional[str]", "usage": "Optional[Usage]"}, total=False)
 
 
 class Record(_RecordRequired, _RecordOptional):
@@ -541,7 +541,7 @@ class Record(_RecordRequired, _RecordOptional):
 
 
 _RecordInputRequired = TypedDict("_RecordInputRequired", {})
-_RecordInputOptional = TypedDict("_RecordInputOptional", {"attachment": "Dict[str, Any]", "content": "Union[str, List[ContentBlock]]", "data": "Dict[str, Any]", "is_compact_summary": "bool", "is_meta": "bool", "is_sidechain": "bool", "is_virtual": "bool", "message": "Optional[MessageInput]", "message_extra": "Optional[Dict[str, Any]]", "message_id": "Optional[str]", "meta": "Dict[str, Any]", "model": "Optional[str]", "parent_uuid": "Optional[str]", "stop_reason": "Optional[str]", "subtype": "Optional[str]", "timestamp": "Optional[str]", "type": "Optional[RecordKind]", "usage": "Optional[Usage]", "uuid": "Optional[str]"}, total=False)
+_RecordInputOptional = TypedDict("_RecordInputOptional", {"attachment": "Dict[str, Any]", "content": "Union[str, List[ContentBlock]]", "data": "Dict[str, Any]", "foreign_usage": "bool", "is_compact_summary": "bool", "is_meta": "bool", "is_sidechain": "bool", "is_virtual": "bool", "message": "Optional[MessageInput]", "message_extra": "Optional[Dict[str, Any]]", "message_id": "Optional[str]", "meta": "Dict[str, Any]", "model": "Optional[str]", "parent_uuid": "Optional[str]", "stop_reason": "Optional[str]", "subtype": "Optional[str]", "timestamp": "Optional[str]", "type": "Optional[RecordKind]", "usage": "Optional[Usage]", "uuid": "Optional[str]"}, total=False)
 
 
 class RecordInput(_RecordInputRequired, _RecordInputOptional):

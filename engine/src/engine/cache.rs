@@ -169,6 +169,8 @@ impl Engine {
         let mut fp = std::mem::take(&mut c.fingerprint);
         fp.expected_break.clone_from(&cache.expected_break);
         fp.predicted_read_tokens = cache.predicted_read_tokens;
+        fp.predicted_miss = l.cache.previous.is_some()
+            && (expired || cache.first_difference.is_some() || cache.expected_break.is_some());
         let id = l.cache.next_id;
         l.cache.next_id += 1;
         // One copy serves as the next compile's `previous` and as the log row below.

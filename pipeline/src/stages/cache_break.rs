@@ -41,6 +41,11 @@ pub struct Fingerprint {
     pub predicted_read_tokens: u64,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub expected_break: Option<String>,
+    /// ctxd predicted that the previous request's cached prefix is not this request's
+    /// (it differs before the previous one ends, or the entry expired): the miss the
+    /// provider's diagnosis would name.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub predicted_miss: bool,
     pub(crate) side_request: bool,
     /// The request asked the provider why its cache missed (`diagnostics`).
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
@@ -322,8 +327,12 @@ pub fn analyse(calls: &[Call], boundaries: &[u64], compiles: &[Fingerprint]) -> 
                 }
             }
         }
-        // Against a call ctxd has no previous call for, its reading is "no drop".
-        let ctxd_missed = row.expected_drop.is_some() || row.cache_break.is_some();
+        // Against a call ctxd has no previous call for, its reading is "no drop". A miss
+        // it predicted is its reading too, when the reads it had to compare were too
+        // few to show a drop.
+        let ctxd_missed = row.expected_drop.is_some()
+            || row.cache_break.is_some()
+            || compile.is_some_and(|f| f.predicted_miss);
         if asked {
             row.agrees = c.server.verdict().map(|missed| missed == ctxd_missed);
         }

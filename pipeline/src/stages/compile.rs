@@ -695,6 +695,7 @@ fn fingerprint(
         flags_hash: shape.flags_hash,
         predicted_read_tokens,
         expected_break: None,
+        predicted_miss: false,
         side_request: input.side_request,
         // Only when a previous response exists is `diagnostics` sent (see the body).
         diagnostics: s.settings.cache_diagnostics && last_response_id(input.records).is_some(),

@@ -6,11 +6,13 @@
 //!
 //! Claude Code's buffers are fixed sizes, so below a window of about 26,000 tokens
 //! its threshold reaches 0 and the context reads full from the first turn. Here each
-//! buffer is also at most a share: the autocompact buffer half of `E`, the warning gap
-//! half of the threshold, the blocking buffer an eighth of `E`. The figures are Claude
-//! Code's wherever its own stay meaningful (`E` ≥ 26,000; a warning below a threshold
-//! of 40,000 would otherwise show from the first turn), and proportionate below, down to
-//! the smallest window a session may have (`MIN_CONTEXT_WINDOW`).
+//! buffer is also at most a share, the one it is of a window where Claude Code's figures
+//! hold (E = 120,000): the autocompact buffer an eighth of `E`, the warning gap a fifth
+//! of the threshold, the blocking buffer a fortieth of `E`. From `E` = 120,000 up the
+//! figures are Claude Code's; below, every threshold is the same share of `E`, so they
+//! keep their order and their distances down to the smallest window a session may have
+//! (`MIN_CONTEXT_WINDOW`). docs/long-context.md shows the rule and a table of it, which
+//! a test below computes from this code.
 
 use ctxd_protocol::{ContextState, ModelProfile, SessionSettings};
 
@@ -23,15 +25,15 @@ pub(crate) const BLOCKING_BUFFER: u64 = 3_000;
 pub const MIN_CONTEXT_WINDOW: u64 = 16_000;
 
 fn autocompact_buffer(e: u64) -> u64 {
-    AUTOCOMPACT_BUFFER.min(e / 2)
+    AUTOCOMPACT_BUFFER.min(e / 8)
 }
 
 fn warning_buffer(threshold: u64) -> u64 {
-    WARNING_BUFFER.min(threshold / 2)
+    WARNING_BUFFER.min(threshold / 5)
 }
 
 fn blocking_buffer(e: u64) -> u64 {
-    BLOCKING_BUFFER.min(e / 8)
+    BLOCKING_BUFFER.min(e / 40)
 }
 
 pub fn effective_window(model: &ModelProfile) -> u64 {
@@ -142,6 +144,7 @@ mod tests {
             (26_000, 8_000),
             (32_000, 8_000),
             (48_000, 8_000),
+            (64_000, 8_000),
         ] {
             let m = ModelProfile {
                 context_window: w,
@@ -150,28 +153,72 @@ mod tests {
             };
             let e = effective_window(&m);
             let st = state(&m, &s, 0);
-            assert!(st.autocompact_threshold >= e / 2, "{w}: {st:?}");
-            assert!(st.warning_threshold > 0 && st.warning_threshold < st.autocompact_threshold);
+            assert!(st.autocompact_threshold >= e * 7 / 8, "{w}: {st:?}");
+            assert!(st.warning_threshold >= st.autocompact_threshold * 4 / 5);
+            assert!(st.warning_threshold < st.autocompact_threshold);
             assert!(st.autocompact_threshold < st.blocking_limit && st.blocking_limit < e);
             assert_eq!(st.percent_left, 100, "{w}: an empty context is not full");
         }
-        let m = ModelProfile {
-            context_window: 20_000,
-            max_output_tokens: 8_000,
-            ..ModelProfile::default()
-        };
-        assert_eq!(autocompact_threshold(&m, &s), 6_000);
-        assert_eq!(blocking_limit(&m, &s), 10_500);
-        // Where Claude Code's own figures are meaningful, they are the figures.
         let cc = |w, o| ModelProfile {
             context_window: w,
             max_output_tokens: o,
             ..ModelProfile::default()
         };
-        assert_eq!(autocompact_threshold(&cc(34_000, 8_000), &s), 13_000);
-        assert_eq!(blocking_limit(&cc(34_000, 8_000), &s), 23_000);
-        assert_eq!(state(&cc(80_000, 8_000), &s, 0).warning_threshold, 39_000);
+        assert_eq!(autocompact_threshold(&cc(20_000, 8_000), &s), 10_500);
+        assert_eq!(blocking_limit(&cc(20_000, 8_000), &s), 11_700);
+        assert_eq!(autocompact_threshold(&cc(32_000, 8_000), &s), 21_000);
+        // Where Claude Code's own figures hold, they are the figures.
         assert_eq!(autocompact_threshold(&cc(140_000, 20_000), &s), 107_000);
+        assert_eq!(blocking_limit(&cc(140_000, 20_000), &s), 117_000);
+        assert_eq!(state(&cc(140_000, 20_000), &s, 0).warning_threshold, 87_000);
+    }
+
+    /// The table in docs/long-context.md ("Thresholds by window") is this code's: each
+    /// row's figures are computed here and compared, so the two cannot drift apart.
+    #[test]
+    fn the_docs_threshold_table_is_the_codes() {
+        let doc = include_str!(concat!(
+            env!("CARGO_MANIFEST_DIR"),
+            "/../docs/long-context.md"
+        ));
+        let header =
+            "| window | max output | effective window | autocompact | warning | blocking |";
+        let at = doc
+            .find(header)
+            .expect("docs/long-context.md has the threshold table");
+        let n = |cell: &str| -> u64 { cell.trim().replace(',', "").parse().expect("a number") };
+        let mut rows = 0;
+        for line in doc[at..]
+            .lines()
+            .skip(2)
+            .map(str::trim)
+            .take_while(|l| l.starts_with('|'))
+        {
+            let cells: Vec<u64> = line.trim_matches('|').split('|').map(n).collect();
+            let [w, o, e, auto, warn, block] = cells[..] else {
+                panic!("a row of six numbers: {line}");
+            };
+            let st = state(&cc(w, o), &SessionSettings::default(), 0);
+            let code = [
+                w,
+                o,
+                st.effective_window,
+                st.autocompact_threshold,
+                st.warning_threshold,
+                st.blocking_limit,
+            ];
+            assert_eq!([w, o, e, auto, warn, block], code, "docs: {line}");
+            rows += 1;
+        }
+        assert!(rows >= 6, "the table lost its rows: {rows}");
+
+        fn cc(w: u64, o: u64) -> ModelProfile {
+            ModelProfile {
+                context_window: w,
+                max_output_tokens: o,
+                ..ModelProfile::default()
+            }
+        }
     }
 
     #[test]

@@ -90,10 +90,16 @@ pub struct Estimate {
     pub(crate) tail_tokens: u64,
 }
 
-/// Whether `r` anchors an estimate: a main-thread response that reports its usage. The
-/// newest such record anchors it.
+/// Whether `r` anchors an estimate: a main-thread response that reports the usage of a
+/// request ctxd compiled. The newest such record anchors it. A foreign usage (an
+/// imported transcript's) counted another agent's system prompt and tools, so the
+/// records it covers are estimated from their characters instead.
 pub(crate) fn anchors(r: &Record) -> bool {
-    !r.is_virtual && !r.is_sidechain && r.kind == RecordKind::Assistant && r.usage.is_some()
+    !r.is_virtual
+        && !r.is_sidechain
+        && r.kind == RecordKind::Assistant
+        && r.usage.is_some()
+        && !r.foreign_usage
 }
 
 /// Estimates the context size of `records` (the projection, in order). `unanchored_extra`
@@ -203,7 +209,7 @@ impl Tally {
         let tokens = record_tokens(r, render_attachment);
         let same =
             matches!(&self.anchor, Some((_, _, Some(mid))) if r.message_id.as_ref() == Some(mid));
-        if r.kind == RecordKind::Assistant
+        if anchors(r)
             && let Some(u) = &r.usage
         {
             if same {
@@ -314,6 +320,29 @@ mod tests {
             ..rec(RecordKind::Assistant, "short", Some(big))
         }];
         assert_eq!(estimate(&whole, 0, |_| None).anchor_tokens, 6000);
+    }
+
+    /// An imported response's usage counted another agent's request: what it covers is
+    /// estimated from the characters, with what precedes the messages.
+    #[test]
+    fn a_foreign_usage_does_not_anchor() {
+        let u = Usage::of_counts(20_000, 10, 0, 0);
+        let records = vec![
+            rec(RecordKind::User, &"a".repeat(400), None),
+            Record {
+                foreign_usage: true,
+                ..rec(RecordKind::Assistant, &"o".repeat(40), Some(u))
+            },
+            rec(RecordKind::User, &"b".repeat(300), None),
+        ];
+        let e = estimate(&records, 20, |_| None);
+        assert_eq!(e.anchor_uuid, None);
+        assert_eq!(e.total, scaled(20 + 100 + 10 + 75));
+        let mut t = Tally::default();
+        for r in &records {
+            t.push(r, |_| None);
+        }
+        assert_eq!(t.estimate(20), e);
     }
 
     #[test]

@@ -533,6 +533,7 @@ pub(crate) fn tail_copy(original: &Record) -> RecordInput {
         model: original.model.clone(),
         stop_reason: original.stop_reason.clone(),
         usage: None,
+        foreign_usage: false,
         message: None,
         message_extra: original.message_extra.clone(),
         is_meta: original.is_meta,

@@ -45,6 +45,11 @@ fn prepare(mut inputs: Vec<RecordInput>, now: &str) -> Result<Prepared> {
         result.map_err(in_jsonl)?;
     }
     let mut records = materialise(inputs, None, now);
+    // The source agent's usage measured its own system prompt and tools, not the request
+    // ctxd compiles from these records.
+    for r in records.iter_mut().filter(|r| r.usage.is_some()) {
+        r.foreign_usage = true;
+    }
     let results = records
         .iter()
         .flat_map(|r| r.content.iter())

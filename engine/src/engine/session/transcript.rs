@@ -149,6 +149,7 @@ pub(crate) fn materialise(
             model: r.model,
             stop_reason: r.stop_reason,
             usage: r.usage,
+            foreign_usage: r.foreign_usage,
             is_meta: r.is_meta,
             is_virtual: r.is_virtual,
             is_sidechain: r.is_sidechain,
