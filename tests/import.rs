@@ -270,6 +270,7 @@ fn a_bad_path_is_refused_and_nothing_is_imported() {
     assert_eq!(d.session_count(), 0);
     let r = d.call("session.import", json!({ "path": small }));
     assert_eq!(r["stats"]["records"], 1, "{r}");
+}
 
 /// An imported response's usage measured the source agent's own system prompt and
 /// tools: the first compile after an import estimates what ctxd itself compiled, close to

@@ -93,9 +93,11 @@ async fn awaiting(client: &Client, session: &SessionInfo, prompt: &str) -> Resul
             limit: None,
         })
         .await?;
-    let last_message = tail.records.iter().rev().find(|r| {
-        !r.is_meta && matches!(r.kind, RecordKind::User | RecordKind::Assistant)
-    });
+    let last_message = tail
+        .records
+        .iter()
+        .rev()
+        .find(|r| !r.is_meta && matches!(r.kind, RecordKind::User | RecordKind::Assistant));
     let Some(last) = last_message else {
         return Ok(false);
     };
