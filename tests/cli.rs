@@ -1017,3 +1017,67 @@ fn replay_compares_the_policies_and_names_the_premature_clears() {
         "{err}"
     );
 }
+
+/// A `ctx send` whose turn fails leaves its prompt in the session; sending the same
+/// prompt again retries the turn without appending the prompt a second time.
+#[test]
+fn a_retried_ctx_send_does_not_append_its_prompt_twice() {
+    let guard = Home::new();
+    let (dir, home) = (&guard.dir, guard.home.clone());
+    let log = dir.path().join("requests.jsonl");
+    let model = common::ScriptedModel::start(&log, None);
+    let sid = session_with_provider(&home, dir.path(), &model);
+    // Nobody listens here: the turn fails.
+    let closed = std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap();
+    let refusing = format!(
+        r#"provider={{"kind": "anthropic", "base_url": "http://{closed}", "api_key_env": "CTXD_CLI_TEST_KEY", "max_retries": 0}}"#
+    );
+    let (ok, _, err) = run(ctx(&home).args(["session", "set", &sid, &refusing]));
+    assert!(ok, "{err}");
+    for _ in 0..2 {
+        let (ok, _, err) = run(ctx(&home).args(["send", &sid, "Hello there"]));
+        assert!(!ok, "the turn failed: {err}");
+    }
+    let working = format!(
+        r#"provider={{"kind": "anthropic", "base_url": "{}", "api_key_env": "CTXD_CLI_TEST_KEY"}}"#,
+        model.url
+    );
+    let (ok, _, err) = run(ctx(&home).args(["session", "set", &sid, &working]));
+    assert!(ok, "{err}");
+    let (ok, _, err) = run(ctx(&home).args(["send", &sid, "Hello there"]));
+    assert!(ok, "{err}");
+    let read = json_out(ctx(&home).args(["read", &sid, "--json"]));
+    let asked = read["records"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|r| r["type"] == "user" && r["content"][0]["text"] == "Hello there")
+        .count();
+    assert_eq!(asked, 1, "{read}");
+}
+
+/// `ctx daemon stop` returns once the daemon has exited, not when it starts stopping.
+#[test]
+fn ctx_daemon_stop_returns_once_the_daemon_has_exited() {
+    let d = common::Daemon::start();
+    let mut d = d;
+    let out = Command::new(env!("CARGO_BIN_EXE_ctx"))
+        .arg("--socket")
+        .arg(&d.socket)
+        .args(["daemon", "stop"])
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let exited = d.child.as_mut().unwrap().try_wait().unwrap();
+    assert!(
+        exited.is_some(),
+        "ctx daemon stop returned while the daemon still ran"
+    );
+}

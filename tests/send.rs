@@ -1098,3 +1098,28 @@ fn more_retries_than_the_cap_are_refused() {
     );
     assert_eq!(d.session_count(), 0);
 }
+
+/// A key variable the daemon does not have is named with its provider and where the
+/// daemon looked, not as the summariser's.
+#[test]
+fn a_missing_key_names_the_provider_and_where_the_daemon_looked() {
+    let d = Daemon::start();
+    let s = d.call(
+        "session.create",
+        json!({"cwd": d.dir.path(), "no_git": true, "settings": {"provider": {
+            "kind": "anthropic", "base_url": "http://127.0.0.1:9", "api_key_env": "CTXD_TEST_NO_SUCH_KEY"}}}),
+    );
+    let sid = s["session"]["session_id"].as_str().unwrap();
+    d.call(
+        "transcript.append",
+        json!({"session_id": sid, "records": [{"type": "user", "content": "Hello"}]}),
+    );
+    let err = d
+        .try_call("context.send", json!({"session_id": sid}))
+        .unwrap_err();
+    let message = err["message"].as_str().unwrap();
+    assert!(message.contains("Anthropic API key"), "{err}");
+    assert!(message.contains("CTXD_TEST_NO_SUCH_KEY"), "{err}");
+    assert!(message.contains("daemon's environment"), "{err}");
+    assert!(!message.contains("summariser"), "{err}");
+}
