@@ -38,10 +38,7 @@ pub(crate) struct Loaded {
     pub(crate) collapse_undos: HashMap<String, (u64, u64)>,
     /// The selected output style as last found, with what it was looked up by (looked up
     /// again when the setting names another, the cwd moves or the trust list changes).
-    pub(crate) output_style: Option<(
-        crate::engine::sources::sections::StyleKey,
-        Option<ctxd_pipeline::system::OutputStyle>,
-    )>,
+    pub(crate) output_style: Option<(StyleKey, Option<ctxd_pipeline::system::OutputStyle>)>,
     /// The memoized `claudeMd` and announced date; `None` until first computed.
     pub(crate) memo: Option<InstructionMemo>,
     /// The last autocompact that could not get below the threshold, and the seq of the
@@ -306,4 +303,14 @@ impl Engine {
         }
         Ok(())
     }
+}
+
+/// What an output style was looked up by: its name, and where the project's styles
+/// came from and whether they could be used (the sections look it up; the session keeps
+/// it).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct StyleKey {
+    pub(crate) name: String,
+    pub(crate) cwd: String,
+    pub(crate) trust_list: Option<crate::hooks::files::Stamp>,
 }

@@ -10,7 +10,7 @@ use ctxd_protocol::{
     AckResponse, RemoveSectionParams, SectionCaching, SessionEvent, SetSectionParams, SystemPrompt,
 };
 
-use crate::engine::session::loaded::loaded_mut;
+use crate::engine::session::loaded::{StyleKey, loaded_mut};
 use crate::engine::{Engine, Loaded};
 use ctxd_pipeline::limits::MAX_SECTION_BYTES;
 use ctxd_pipeline::sections::{self, SectionMemo};
@@ -81,15 +81,6 @@ impl Loaded {
     pub(crate) fn selected_output_style(&self) -> Option<&ctxd_pipeline::system::OutputStyle> {
         self.output_style.as_ref().and_then(|(_, s)| s.as_ref())
     }
-}
-
-/// What an output style was looked up by: its name, and where the project's styles
-/// came from and whether they could be used.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub(crate) struct StyleKey {
-    name: String,
-    cwd: String,
-    trust_list: Option<crate::hooks::files::Stamp>,
 }
 
 impl Engine {
