@@ -174,3 +174,55 @@ fn print_row(file: &str, window: u64, steps: &[Value]) {
             .join(", ")
     );
 }
+
+/// A session that ran on a 1M-token window (its recorded inputs pass 200,000 without a
+/// compaction) is replayed on that window: no autocompact at or below its largest
+/// recorded input.
+#[test]
+fn a_session_past_200k_is_replayed_on_its_1m_window() {
+    let dir = tempfile::tempdir().unwrap();
+    let home = dir.path().join("home");
+    let file = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../tests/fixtures/corpus/Viniciuscarvalho+FitToday.2490cc0b8d62.jsonl");
+    let mut cmd = Command::new(env!("CARGO_BIN_EXE_ctx"));
+    if let Some(url) = common::store_for_home(&home) {
+        cmd.env("CTXD_STORE", url);
+    }
+    let out = cmd
+        .env("CTXD_HOME", &home)
+        .env_remove("CTXD_SOCKET")
+        .env("CTXD_BIN", common::ctxd_bin())
+        .stdin(Stdio::null())
+        .args(["replay", "--json"])
+        .arg(&file)
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let lines: Vec<Value> = String::from_utf8(out.stdout)
+        .unwrap()
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    let largest = lines
+        .iter()
+        .filter_map(|l| l["actual_input_tokens"].as_u64())
+        .max()
+        .unwrap();
+    assert!(largest > 200_000, "the fixture passes 200k: {largest}");
+    for l in &lines {
+        assert!(
+            l["autocompact_threshold"].as_u64().unwrap() > largest,
+            "a threshold at or below {largest}: {l}"
+        );
+        assert_eq!(l["autocompact"], false, "{l}");
+    }
+    let _ = Command::new(env!("CARGO_BIN_EXE_ctx"))
+        .env("CTXD_HOME", &home)
+        .env_remove("CTXD_SOCKET")
+        .args(["daemon", "stop"])
+        .output();
+}

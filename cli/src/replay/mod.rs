@@ -245,6 +245,32 @@ fn percentile(sorted: &[f64], p: f64) -> f64 {
     sorted[idx.min(sorted.len() - 1)]
 }
 
+/// Claude Code's default window, which a recorded input can only exceed on a larger one.
+const DEFAULT_WINDOW: u64 = 200_000;
+
+/// The larger window Claude Code offers (the `[1m]` models).
+const LARGE_WINDOW: u64 = 1_000_000;
+
+/// The window the source ran with, when its own usage shows it was not the default: a
+/// recorded input above 200,000 tokens was sent to a 1M window (the model's name does not
+/// always say so). The whole file is read first, so the replay decides on that window
+/// from its first call, as the source did.
+fn source_window(records: &[RecordInput]) -> Option<ModelProfile> {
+    let largest = records
+        .iter()
+        .filter_map(|r| r.usage.as_ref())
+        .map(|u| {
+            u.input_tokens
+                .saturating_add(u.cache_creation_input_tokens)
+                .saturating_add(u.cache_read_input_tokens)
+        })
+        .max()?;
+    (largest > DEFAULT_WINDOW).then(|| ModelProfile {
+        context_window: LARGE_WINDOW,
+        ..ModelProfile::default()
+    })
+}
+
 pub async fn replay(
     client: &Client,
     file: &Path,
@@ -261,6 +287,10 @@ pub async fn replay(
             },
         )
         .await?;
+    let model = opts
+        .model
+        .clone()
+        .or_else(|| source_window(&parsed.records));
     let cwd = match (opts.cwd, &parsed.cwd) {
         (Some(c), _) => std::path::absolute(c)?.display().to_string(),
         (None, Some(c)) => c.clone(),
@@ -274,7 +304,7 @@ pub async fn replay(
     let session = client
         .session_create(SessionCreateParams {
             cwd,
-            model: opts.model.clone(),
+            model: model.clone(),
             start_date,
             no_git: true,
             title: Some(format!("replay of {}", file.display())),
@@ -321,7 +351,7 @@ pub async fn replay(
         let thread = client
             .session_create(SessionCreateParams {
                 cwd: session.cwd.clone(),
-                model: opts.model.clone(),
+                model: opts.model.clone().or_else(|| source_window(&records)),
                 start_date: Some(session.start_date.clone()),
                 no_git: true,
                 title: Some(format!("replay of agent {agent} of {}", file.display())),
