@@ -1007,23 +1007,28 @@ fn an_echoed_key_is_scrubbed_from_answers_events_records_and_logs() {
     assert!(!logged.contains(KEY), "the key is in the log: {logged}");
 }
 
+/// A scripted provider that streams `events` to every request.
+fn streaming(events: &[Value]) -> (tokio::runtime::Runtime, MockServer) {
+    let rt = common::runtime();
+    let server = rt.block_on(MockServer::start());
+    rt.block_on(
+        Mock::given(method("POST"))
+            .respond_with(sse(events))
+            .mount(&server),
+    );
+    (rt, server)
+}
+
 /// A `message_start` whose message is not an object fails the turn as a malformed
 /// stream (-32061), over `context.send` and to a `context.send_stream` reader alike.
 #[test]
 fn an_event_of_the_wrong_shape_fails_the_turn_by_name() {
     use ctxd_protocol::TurnEvent;
-    let rt = common::runtime();
-    let server = rt.block_on(MockServer::start());
-    let events = vec![
+    let (rt, server) = streaming(&[
         json!({"type": "message_start", "message": "not an object"}),
         json!({"type": "content_block_delta", "index": 0, "delta": {"type": "text_delta", "text": "x"}}),
         json!({"type": "message_stop"}),
-    ];
-    rt.block_on(
-        Mock::given(method("POST"))
-            .respond_with(sse(&events))
-            .mount(&server),
-    );
+    ]);
     let d = Daemon::start_with_env(&[(KEY_VAR, KEY)]);
     let sid = session(&d, &server);
     let err = d
@@ -1056,19 +1061,12 @@ fn an_event_of_the_wrong_shape_fails_the_turn_by_name() {
 /// (-32061, `invalid_message`), not the caller's invalid params; nothing is appended.
 #[test]
 fn a_provider_message_that_is_not_a_valid_record_fails_the_turn() {
-    let rt = common::runtime();
-    let server = rt.block_on(MockServer::start());
-    let events = vec![
+    let (_rt, server) = streaming(&[
         json!({"type": "message_start", "message": {"id": "m", "type": "message", "role": "assistant", "model": "m", "content": [], "usage": {"input_tokens": 1, "output_tokens": 1}}}),
         json!({"type": "content_block_start", "index": 0, "content_block": {"type": "tool_use", "id": "", "name": "", "input": {}}}),
         json!({"type": "content_block_stop", "index": 0}),
         json!({"type": "message_stop"}),
-    ];
-    rt.block_on(
-        Mock::given(method("POST"))
-            .respond_with(sse(&events))
-            .mount(&server),
-    );
+    ]);
     let d = Daemon::start_with_env(&[(KEY_VAR, KEY)]);
     let sid = session(&d, &server);
     let before = last_record(&d, &sid);

@@ -92,98 +92,62 @@ fn tidy_value(v: &mut Value) {
 }
 
 /// The maps of fields ctxd keeps as they came, in a block and the blocks and sources
-/// inside it: the only places a response's nulls and response-only keys can be.
-fn kept_fields(b: &ContentBlock) -> Vec<&Extra> {
-    let mut out = Vec::new();
-    match b {
-        ContentBlock::Text { extra, .. }
-        | ContentBlock::Thinking { extra, .. }
-        | ContentBlock::RedactedThinking { extra, .. }
-        | ContentBlock::ToolUse { extra, .. } => out.push(extra),
-        ContentBlock::Other(extra) if is_public(extra) => out.push(extra),
-        ContentBlock::Other(_) => {}
-        ContentBlock::Image { source, extra, .. }
-        | ContentBlock::Document { source, extra, .. } => {
-            out.push(extra);
-            out.extend(source_fields(source));
-        }
-        ContentBlock::ToolResult { content, extra, .. } => {
-            out.push(extra);
-            if let ToolResultContent::Blocks(inner) = content {
-                for b in inner {
-                    match b {
-                        ToolResultBlock::Text { extra, .. }
-                        | ToolResultBlock::ToolReference { extra, .. } => out.push(extra),
-                        ToolResultBlock::Other(extra) if is_public(extra) => out.push(extra),
-                        ToolResultBlock::Other(_) => {}
-                        ToolResultBlock::Image { source, extra }
-                        | ToolResultBlock::Document { source, extra, .. } => {
-                            out.push(extra);
-                            out.extend(source_fields(source));
+/// inside it: the only places a response's nulls and response-only keys can be. Written
+/// once for shared and for mutable borrows.
+macro_rules! kept_fields {
+    ($fields:ident, $source_fields:ident $(, $m:tt)?) => {
+        fn $fields(b: &$($m)? ContentBlock) -> Vec<&$($m)? Extra> {
+            let mut out = Vec::new();
+            match b {
+                ContentBlock::Text { extra, .. }
+                | ContentBlock::Thinking { extra, .. }
+                | ContentBlock::RedactedThinking { extra, .. }
+                | ContentBlock::ToolUse { extra, .. } => out.push(extra),
+                ContentBlock::Other(extra) if is_public(extra) => out.push(extra),
+                ContentBlock::Other(_) => {}
+                ContentBlock::Image { source, extra, .. }
+                | ContentBlock::Document { source, extra, .. } => {
+                    out.push(extra);
+                    out.extend($source_fields(source));
+                }
+                ContentBlock::ToolResult { content, extra, .. } => {
+                    out.push(extra);
+                    if let ToolResultContent::Blocks(inner) = content {
+                        for b in inner {
+                            match b {
+                                ToolResultBlock::Text { extra, .. }
+                                | ToolResultBlock::ToolReference { extra, .. } => out.push(extra),
+                                ToolResultBlock::Other(extra) if is_public(extra) => {
+                                    out.push(extra);
+                                }
+                                ToolResultBlock::Other(_) => {}
+                                ToolResultBlock::Image { source, extra }
+                                | ToolResultBlock::Document { source, extra, .. } => {
+                                    out.push(extra);
+                                    out.extend($source_fields(source));
+                                }
+                            }
                         }
                     }
                 }
             }
+            out
         }
-    }
-    out
-}
 
-fn source_fields(s: &MediaSource) -> Option<&Extra> {
-    match s {
-        MediaSource::Base64 { extra, .. }
-        | MediaSource::Url { extra, .. }
-        | MediaSource::Text { extra, .. }
-        | MediaSource::File { extra, .. } => Some(extra),
-        MediaSource::Other(_) => None,
-    }
-}
-
-fn kept_fields_mut(b: &mut ContentBlock) -> Vec<&mut Extra> {
-    let mut out = Vec::new();
-    match b {
-        ContentBlock::Text { extra, .. }
-        | ContentBlock::Thinking { extra, .. }
-        | ContentBlock::RedactedThinking { extra, .. }
-        | ContentBlock::ToolUse { extra, .. } => out.push(extra),
-        ContentBlock::Other(extra) if is_public(extra) => out.push(extra),
-        ContentBlock::Other(_) => {}
-        ContentBlock::Image { source, extra, .. }
-        | ContentBlock::Document { source, extra, .. } => {
-            out.push(extra);
-            out.extend(source_fields_mut(source));
-        }
-        ContentBlock::ToolResult { content, extra, .. } => {
-            out.push(extra);
-            if let ToolResultContent::Blocks(inner) = content {
-                for b in inner {
-                    match b {
-                        ToolResultBlock::Text { extra, .. }
-                        | ToolResultBlock::ToolReference { extra, .. } => out.push(extra),
-                        ToolResultBlock::Other(extra) if is_public(extra) => out.push(extra),
-                        ToolResultBlock::Other(_) => {}
-                        ToolResultBlock::Image { source, extra }
-                        | ToolResultBlock::Document { source, extra, .. } => {
-                            out.push(extra);
-                            out.extend(source_fields_mut(source));
-                        }
-                    }
-                }
+        fn $source_fields(s: &$($m)? MediaSource) -> Option<&$($m)? Extra> {
+            match s {
+                MediaSource::Base64 { extra, .. }
+                | MediaSource::Url { extra, .. }
+                | MediaSource::Text { extra, .. }
+                | MediaSource::File { extra, .. } => Some(extra),
+                MediaSource::Other(_) => None,
             }
         }
-    }
-    out
+    };
 }
 
-fn source_fields_mut(s: &mut MediaSource) -> Option<&mut Extra> {
-    match s {
-        MediaSource::Base64 { extra, .. }
-        | MediaSource::Url { extra, .. }
-        | MediaSource::Text { extra, .. }
-        | MediaSource::File { extra, .. } => Some(extra),
-        MediaSource::Other(_) => None,
-    }
-}
+kept_fields!(kept_fields, source_fields);
+kept_fields!(kept_fields_mut, source_fields_mut, mut);
 
 impl ContentBlock {
     /// Whether a request may hold the block as it is: no field, at any depth, that is
