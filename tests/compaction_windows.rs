@@ -15,30 +15,26 @@ const WINDOWS: [u64; 8] = [
     16_000, 20_000, 32_000, 40_000, 48_000, 64_000, 100_000, 200_000,
 ];
 
-fn replay(home: &std::path::Path, file: &std::path::Path, window: u64) -> Vec<Value> {
+/// `ctx replay --json` of `file`, at `window` with 8,000 output tokens when given, else at
+/// the window the replay finds for the source.
+fn replay(home: &std::path::Path, file: &std::path::Path, window: Option<u64>) -> Vec<Value> {
     let mut cmd = Command::new(env!("CARGO_BIN_EXE_ctx"));
     if let Some(url) = common::store_for_home(home) {
         cmd.env("CTXD_STORE", url);
     }
-    let out = cmd
-        .env("CTXD_HOME", home)
+    cmd.env("CTXD_HOME", home)
         .env_remove("CTXD_SOCKET")
         .env("CTXD_BIN", common::ctxd_bin())
         .stdin(Stdio::null())
-        .args([
-            "replay",
-            "--json",
-            "--max-output-tokens",
-            "8000",
-            "--context-window",
-        ])
-        .arg(window.to_string())
-        .arg(file)
-        .output()
-        .unwrap();
+        .args(["replay", "--json"]);
+    if let Some(w) = window {
+        cmd.args(["--max-output-tokens", "8000", "--context-window"])
+            .arg(w.to_string());
+    }
+    let out = cmd.arg(file).output().unwrap();
     assert!(
         out.status.success(),
-        "{} at {window}: {}",
+        "{} at {window:?}: {}",
         file.display(),
         String::from_utf8_lossy(&out.stderr)
     );
@@ -64,7 +60,7 @@ fn every_compaction_makes_room_at_every_window() {
         .collect();
     // The first replay starts the daemon; then two at a time against it.
     let (f, w) = jobs[0];
-    let mut results = vec![(f.display().to_string(), w, replay(&home, f, w))];
+    let mut results = vec![(f.display().to_string(), w, replay(&home, f, Some(w)))];
     results.extend(std::thread::scope(|s| {
         let halves: Vec<_> = jobs[1..]
             .chunks(jobs.len().div_ceil(2).max(1))
@@ -73,7 +69,7 @@ fn every_compaction_makes_room_at_every_window() {
                 s.spawn(move || {
                     chunk
                         .iter()
-                        .map(|(f, w)| (f.display().to_string(), *w, replay(home, f, *w)))
+                        .map(|(f, w)| (f.display().to_string(), *w, replay(home, f, Some(*w))))
                         .collect::<Vec<_>>()
                 })
             })
@@ -184,29 +180,7 @@ fn a_session_past_200k_is_replayed_on_its_1m_window() {
     let home = dir.path().join("home");
     let file = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
         .join("../tests/fixtures/corpus/Viniciuscarvalho+FitToday.2490cc0b8d62.jsonl");
-    let mut cmd = Command::new(env!("CARGO_BIN_EXE_ctx"));
-    if let Some(url) = common::store_for_home(&home) {
-        cmd.env("CTXD_STORE", url);
-    }
-    let out = cmd
-        .env("CTXD_HOME", &home)
-        .env_remove("CTXD_SOCKET")
-        .env("CTXD_BIN", common::ctxd_bin())
-        .stdin(Stdio::null())
-        .args(["replay", "--json"])
-        .arg(&file)
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    let lines: Vec<Value> = String::from_utf8(out.stdout)
-        .unwrap()
-        .lines()
-        .map(|l| serde_json::from_str(l).unwrap())
-        .collect();
+    let lines = replay(&home, &file, None);
     let largest = lines
         .iter()
         .filter_map(|l| l["actual_input_tokens"].as_u64())

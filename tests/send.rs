@@ -95,6 +95,30 @@ fn last_record(d: &Daemon, sid: &str) -> Value {
     page["records"].as_array().unwrap().last().unwrap().clone()
 }
 
+/// Restarts `d` with its whole log in a file, whose path it returns; at the daemon's
+/// default level when `default_level`, else at the level `d` was started with.
+fn respawn_logging(d: &mut Daemon, default_level: bool) -> std::path::PathBuf {
+    let log = d.dir.path().join("daemon.log");
+    d.kill9();
+    let mut cmd = d.command();
+    if default_level {
+        cmd.env_remove("CTXD_LOG");
+    }
+    cmd.stderr(std::fs::File::create(&log).unwrap());
+    d.child = Some(cmd.spawn().unwrap());
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(20);
+    while std::os::unix::net::UnixStream::connect(&d.socket).is_err()
+        || d.try_call("daemon.ping", json!({})).is_err()
+    {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "the daemon did not come back"
+        );
+        std::thread::yield_now();
+    }
+    log
+}
+
 /// The compiled body goes out streamed with the key and the API version; the answer is
 /// appended with exactly the streamed blocks and the server's usage, and returned.
 #[test]
@@ -243,22 +267,7 @@ fn the_key_appears_nowhere() {
                 r#"{{"type":"error","error":{{"type":"authentication_error","message":"invalid x-api-key {KEY}"}}}}"#
             )));
     let mut d = Daemon::start_with_env(&[(KEY_VAR, KEY), ("CTXD_LOG", "trace")]);
-    let log = d.dir.path().join("daemon.log");
-    // Respawned with its whole log in a file.
-    d.kill9();
-    let mut cmd = d.command();
-    cmd.stderr(std::fs::File::create(&log).unwrap());
-    d.child = Some(cmd.spawn().unwrap());
-    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(20);
-    while std::os::unix::net::UnixStream::connect(&d.socket).is_err()
-        || d.try_call("daemon.ping", json!({})).is_err()
-    {
-        assert!(
-            std::time::Instant::now() < deadline,
-            "the daemon did not come back"
-        );
-        std::thread::yield_now();
-    }
+    let log = respawn_logging(&mut d, false);
     let sid = session(&d, &server);
     let refused = d
         .try_call("context.send", json!({"session_id": sid}))
@@ -953,23 +962,7 @@ fn an_echoed_key_is_scrubbed_from_answers_events_records_and_logs() {
             .await;
     });
     let mut d = Daemon::start_with_env(&[(KEY_VAR, KEY)]);
-    let log = d.dir.path().join("daemon.log");
-    d.kill9();
-    // Respawned at the default log level, its whole log in a file.
-    let mut cmd = d.command();
-    cmd.env_remove("CTXD_LOG")
-        .stderr(std::fs::File::create(&log).unwrap());
-    d.child = Some(cmd.spawn().unwrap());
-    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(20);
-    while std::os::unix::net::UnixStream::connect(&d.socket).is_err()
-        || d.try_call("daemon.ping", json!({})).is_err()
-    {
-        assert!(
-            std::time::Instant::now() < deadline,
-            "the daemon did not come back"
-        );
-        std::thread::yield_now();
-    }
+    let log = respawn_logging(&mut d, true);
     let sid = session(&d, &server);
     let events: Vec<TurnEvent> = rt.block_on(async {
         let client = d.client().await;
