@@ -3,7 +3,7 @@
 // method's params and result generated from protocol/openrpc.json (types.d.ts).
 
 import { spawn } from "node:child_process";
-import { existsSync, mkdirSync, openSync, closeSync } from "node:fs";
+import { closeSync, existsSync, fchmodSync, mkdirSync, openSync } from "node:fs";
 import { request } from "node:http";
 import { delimiter, dirname, isAbsolute, join } from "node:path";
 import { setTimeout as sleep } from "node:timers/promises";
@@ -231,7 +231,9 @@ export async function connect({ socket, home, start = true } = {}) {
   if (!start) throw new ConnectError(`no daemon answers on ${path}`);
   const dir = dirname(path);
   mkdirSync(dir, { recursive: true, mode: 0o700 });
-  const log = openSync(join(dir, "ctxd.log"), "a");
+  // The log names the user's sessions and files: 0600, narrowed even when it exists.
+  const log = openSync(join(dir, "ctxd.log"), "a", 0o600);
+  fchmodSync(log, 0o600);
   const args = ["--socket", path, ...(home ? ["--home", home] : [])];
   const child = spawn(findCtxd(), args, { detached: true, stdio: ["ignore", "ignore", log] });
   closeSync(log);
