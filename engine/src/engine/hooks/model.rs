@@ -183,8 +183,12 @@ mod tests {
             max_retries: Some(0),
             max_output_tokens: Some(1_000),
         };
-        let model = Summariser::with_env(&cfg, None, Arc::new(|_| Some("sk-test".into())))
-            .expect("summariser");
+        let model = Summariser::with_env(
+            &cfg,
+            None,
+            crate::providers::EnvLookup::vars(|_| Some("sk-test".into())),
+        )
+        .expect("summariser");
         (server, model)
     }
 
