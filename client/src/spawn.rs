@@ -6,7 +6,8 @@ use std::time::{Duration, Instant};
 
 use crate::{Client, ClientError};
 
-/// `CTXD_BIN`, else a `ctxd` beside this executable, else `ctxd` on PATH.
+/// `CTXD_BIN`, else a `ctxd` beside this executable, else `ctxd` on PATH, else
+/// `~/.local/bin/ctxd`.
 pub fn find_ctxd_binary() -> PathBuf {
     if let Some(p) = std::env::var_os("CTXD_BIN") {
         return PathBuf::from(p);
@@ -24,6 +25,20 @@ pub fn find_ctxd_binary() -> PathBuf {
             if sibling.is_file() {
                 return sibling;
             }
+        }
+    }
+    if let Some(path) = std::env::var_os("PATH")
+        && let Some(found) = std::env::split_paths(&path)
+            .map(|d| d.join("ctxd"))
+            .find(|p| p.is_file())
+    {
+        return found;
+    }
+    // Where scripts/install puts it by default, often not on PATH.
+    if let Some(home) = std::env::var_os("HOME") {
+        let local = PathBuf::from(home).join(".local/bin/ctxd");
+        if local.is_file() {
+            return local;
         }
     }
     PathBuf::from("ctxd")

@@ -102,10 +102,15 @@ def default_socket() -> str:
 
 
 def find_ctxd() -> str:
-    """$CTXD_BIN, else `ctxd` on PATH."""
+    """$CTXD_BIN, else `ctxd` on PATH, else ~/.local/bin/ctxd (where scripts/install puts
+    it by default, often not on PATH)."""
     found = os.environ.get("CTXD_BIN") or shutil.which("ctxd")
     if not found:
-        raise ConnectError("no ctxd binary: put it on PATH or set CTXD_BIN")
+        local = os.path.join(os.path.expanduser("~"), ".local", "bin", "ctxd")
+        if os.access(local, os.X_OK):
+            found = local
+    if not found:
+        raise ConnectError("no ctxd binary on PATH or in ~/.local/bin: run scripts/install, or set CTXD_BIN")
     return found
 
 
