@@ -1170,6 +1170,26 @@ fn a_key_comes_from_the_homes_environment_file_at_each_call() {
     d.call("context.send", json!({"session_id": sid}));
     assert_eq!(last_key(), "sk-from-file-2");
 
+    // A summary through the session's provider finds the key in the file too.
+    let summary = json!({"id": "msg_sum", "type": "message", "role": "assistant", "model": "claude-sonnet-4-5",
+        "content": [{"type": "text", "text": "<analysis>a</analysis>\n<summary>1. Primary Request and Intent: hi</summary>"}],
+        "stop_reason": "end_turn", "stop_sequence": null, "usage": {"input_tokens": 900, "output_tokens": 40}});
+    rt.block_on(
+        Mock::given(method("POST"))
+            .and(path("/v1/messages"))
+            .respond_with(ResponseTemplate::new(200).set_body_json(summary))
+            .with_priority(1)
+            .up_to_n_times(1)
+            .mount(&server),
+    );
+    d.call(
+        "session.update",
+        json!({"session_id": sid, "settings": {"summariser": {"kind": "provider"}}}),
+    );
+    let report = d.call("context.compact", json!({"session_id": sid}));
+    assert!(report["boundary_uuid"].is_string(), "{report}");
+    assert_eq!(last_key(), "sk-from-file-2");
+
     // The daemon's own environment wins over the file.
     let e = Daemon::start_with_env(&[(VAR, "sk-from-env")]);
     std::fs::create_dir_all(&e.home).unwrap();

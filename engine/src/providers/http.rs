@@ -141,19 +141,19 @@ pub(crate) fn api_key(env: &EnvLookup, var: &str, provider: &str) -> Result<Stri
         None => {
             let places = match &env.file {
                 Some(file) => format!(
-                    "neither in the daemon's environment nor in its environment file {} \
+                    "is set neither in the daemon's environment nor in its environment file {} \
                      (add a line {var}=... to that file, mode 0600; it is read at each call, \
                      so no restart is needed)",
                     file.display()
                 ),
                 None => format!(
-                    "not in the daemon's environment (ctxd reads its own environment, not \
+                    "is not set in the daemon's environment (ctxd reads its own environment, not \
                      the shell's of the client that asks: set {var} where the daemon starts, \
                      then restart it)"
                 ),
             };
             Err(ProviderError::Misconfigured(format!(
-                "the {provider} API key: the variable {var} is set {places}"
+                "the {provider} API key: the variable {var} {places}"
             )))
         }
     }
