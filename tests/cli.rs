@@ -1081,3 +1081,17 @@ fn ctx_daemon_stop_returns_once_the_daemon_has_exited() {
         "ctx daemon stop returned while the daemon still ran"
     );
 }
+
+/// The daemon `ctx` starts keeps its directory 0700 and its log 0600: the log names the
+/// user's sessions and files, and whoever creates the directory (here ctx, before the
+/// daemon runs) decides its mode.
+#[test]
+fn an_auto_started_daemon_has_a_private_directory_and_log() {
+    use std::os::unix::fs::PermissionsExt;
+    let guard = Home::new();
+    let home = guard.home.clone();
+    json_out(ctx(&home).args(["daemon", "status", "--json"]));
+    let mode = |p: &std::path::Path| std::fs::metadata(p).unwrap().permissions().mode() & 0o777;
+    assert_eq!(mode(&home), 0o700, "socket directory {}", home.display());
+    assert_eq!(mode(&home.join("ctxd.log")), 0o600, "log");
+}

@@ -28,7 +28,7 @@ fn have(program: &str) -> bool {
 fn skip(what: &str) {
     eprintln!(
         "\n!!!!!!!! SKIPPED: {what} is not installed on this machine; this test did not run. \
-         `scripts/test` installs it when it runs as root with apt-get.\n"
+         `scripts/test --with-system-packages` installs it (as root, with apt-get).\n"
     );
 }
 
@@ -561,4 +561,128 @@ fn a_public_generator_types_the_document() {
     };
     let hashed: Vec<&&str> = names.iter().filter(|n| !from_document(n)).collect();
     assert!(hashed.is_empty(), "hashed names: {hashed:?}");
+}
+
+/// `scripts/install --prefix DIR` leaves `DIR/bin/ctxd` and `DIR/bin/ctx`, the Python
+/// client, and the Node client's tarball; with only `DIR/bin` on PATH the Python client
+/// starts and reaches a daemon, and the tarball installs with its `ws`. The binaries are
+/// the ones this suite built (`--from-target`): `cargo install` would rebuild the whole
+/// workspace in release mode, minutes the suite cannot spend.
+#[test]
+fn scripts_install_leaves_what_the_clients_find_with_only_its_bin_on_path() {
+    if !have("python3") {
+        return skip("python3");
+    }
+    // The default prefix of a user whose HOME is here: ~/.local.
+    let state = tempfile::tempdir().unwrap();
+    let user_home = state.path().join("user-home");
+    let prefix = user_home.join(".local");
+    let python_target = tempfile::tempdir().unwrap();
+    let built = ctx_bin().parent().unwrap();
+    let mut install = Command::new(repo().join("scripts/install"));
+    install
+        .arg("--prefix")
+        .arg(&prefix)
+        .arg("--from-target")
+        .arg(built)
+        .arg("--python-target")
+        .arg(python_target.path())
+        // Its dependency comes from the suite's cache (PYTHONPATH), as for the other tests.
+        .env("PIP_NO_DEPS", "1");
+    if !have("npm") {
+        install.arg("--no-node");
+    }
+    check(install.output().unwrap(), "scripts/install");
+    let bin = prefix.join("bin");
+    assert!(bin.join("ctxd").is_file() && bin.join("ctx").is_file());
+
+    let python = check(
+        Command::new("python3")
+            .args(["-c", "import sys; print(sys.executable)"])
+            .output()
+            .unwrap(),
+        "python3",
+    );
+    let script = "import ctxd_client\nc = ctxd_client.connect()\nprint(c.call('daemon.ping'))\nc.call('daemon.shutdown')\n";
+    // With the prefix's bin on PATH, then with nothing on PATH (found in ~/.local/bin).
+    for (path, home) in [(Some(&bin), "home-1"), (None, "home-2")] {
+        let mut python = Command::new(python.trim());
+        python
+            .args(["-c", script])
+            .env_clear()
+            .env("HOME", &user_home)
+            .env("CTXD_HOME", state.path().join(home))
+            .env("PYTHONPATH", python_path(python_target.path()));
+        if let Some(path) = path {
+            python.env("PATH", path);
+        }
+        let said = check(
+            python.output().unwrap(),
+            &format!("connect() with PATH {path:?}"),
+        );
+        assert!(said.contains("'pong': True"), "{said}");
+    }
+    // ctx finds the ctxd beside it, with nothing on PATH.
+    let out = Command::new(bin.join("ctx"))
+        .args(["daemon", "status", "--json"])
+        .env_clear()
+        .env("HOME", &user_home)
+        .env("CTXD_HOME", state.path().join("home-3"))
+        .output()
+        .unwrap();
+    check(out, "ctx daemon status with nothing on PATH");
+    let out = Command::new(bin.join("ctx"))
+        .args(["daemon", "stop"])
+        .env_clear()
+        .env("HOME", &user_home)
+        .env("CTXD_HOME", state.path().join("home-3"))
+        .output()
+        .unwrap();
+    check(out, "ctx daemon stop");
+
+    if !have("npm") {
+        return skip("npm");
+    }
+    let share = prefix.join("share/ctxd");
+    let tarball = std::fs::read_dir(&share)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .find(|p| p.extension().is_some_and(|e| e == "tgz"))
+        .expect("the Node client's tarball");
+    let import = "import('ctxd-client').then(() => console.log('imported'))";
+    let project = r#"{"name": "ctxd-install-check", "version": "1.0.0", "private": true}"#;
+    let work = npm_project(project, &[tarball.as_os_str()]);
+    assert!(
+        work.path().join("node_modules/ws").is_dir(),
+        "ws came with it"
+    );
+    let out = Command::new("node")
+        .args(["-e", import])
+        .current_dir(work.path())
+        .env_remove("NODE_PATH")
+        .output()
+        .unwrap();
+    assert!(check(out, "import the installed tarball").contains("imported"));
+}
+
+/// `npm install DIR` (npm 7 and later) links the directory and installs none of its
+/// dependencies; the package still imports, and calls work without `ws`.
+#[test]
+fn the_node_package_imports_from_a_directory_install() {
+    if !have("node") || !have("npm") {
+        return skip("node and npm");
+    }
+    let package = repo().join("clients/typescript");
+    let project = r#"{"name": "ctxd-link-check", "version": "1.0.0", "private": true}"#;
+    let work = npm_project(project, &[package.as_os_str()]);
+    let out = Command::new("node")
+        .args([
+            "-e",
+            "import('ctxd-client').then(() => console.log('imported'))",
+        ])
+        .current_dir(work.path())
+        .env_remove("NODE_PATH")
+        .output()
+        .unwrap();
+    assert!(check(out, "import a directory install").contains("imported"));
 }

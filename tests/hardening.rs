@@ -920,3 +920,89 @@ async fn the_daemons_own_files_never_fire_file_changed() {
         }
     }
 }
+
+/// `CTXD_HOME/config.toml` sets any flag below the flags and the environment and above
+/// the defaults; `--print-config` shows the outcome with passwords masked. An unknown key
+/// or a value the flag refuses stops the daemon before it starts, naming the key.
+#[test]
+fn the_config_file_sits_below_flags_and_environment_and_names_a_bad_key() {
+    let dir = tempfile::tempdir().unwrap();
+    let home = dir.path().join("home");
+    std::fs::create_dir_all(&home).unwrap();
+    let file = home.join("config.toml");
+    let ctxd = |env: &[(&str, &str)], args: &[&str]| {
+        let mut c = Command::new(common::ctxd_bin());
+        for (k, _) in std::env::vars() {
+            if k.starts_with("CTXD_") {
+                c.env_remove(k);
+            }
+        }
+        c.arg("--home")
+            .arg(&home)
+            .args(args)
+            .envs(env.iter().copied())
+            .stdin(Stdio::null())
+            .output()
+            .unwrap()
+    };
+    std::fs::write(
+        &file,
+        "max_connections = 7\nmax_loaded_sessions = 9\nmax_request_bytes = 4000\n\
+         store = \"postgresql://u:hunter2@db.example/ctxd\"\nlog_format = \"json\"\n",
+    )
+    .unwrap();
+    let out = ctxd(
+        &[("CTXD_MAX_LOADED_SESSIONS", "11")],
+        &["--max-request-bytes", "5000", "--print-config"],
+    );
+    let text = String::from_utf8_lossy(&out.stdout).to_string();
+    assert!(
+        out.status.success(),
+        "{text}{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let config: toml::Table = text.parse().unwrap();
+    assert_eq!(
+        config["max_connections"].as_integer(),
+        Some(7),
+        "file over default"
+    );
+    assert_eq!(
+        config["max_loaded_sessions"].as_integer(),
+        Some(11),
+        "env over file"
+    );
+    assert_eq!(
+        config["max_request_bytes"].as_integer(),
+        Some(5000),
+        "flag over file"
+    );
+    assert_eq!(
+        config["request_timeout_ms"].as_integer(),
+        Some(10_000),
+        "default"
+    );
+    assert_eq!(config["log_format"].as_str(), Some("json"));
+    assert_eq!(
+        config["store"].as_str(),
+        Some("postgresql://u:****@db.example/ctxd")
+    );
+    assert!(!text.contains("hunter2"), "{text}");
+
+    for (bad, key) in [
+        ("max_conections = 3\n", "max_conections"),
+        ("max_connections = \"many\"\n", "max_connections"),
+        ("store_timeout_ms = 5\n", "store_timeout_ms"),
+    ] {
+        std::fs::write(&file, bad).unwrap();
+        let out = ctxd(
+            &[],
+            &["--socket", &dir.path().join("s.sock").to_string_lossy()],
+        );
+        let err = String::from_utf8_lossy(&out.stderr).to_string();
+        assert!(!out.status.success(), "{bad}: started");
+        assert!(err.contains(&format!("`{key}`")), "{bad}: {err}");
+        assert!(err.contains(&*file.to_string_lossy()), "{bad}: {err}");
+        assert!(!dir.path().join("s.sock").exists(), "{bad}: it served");
+    }
+}

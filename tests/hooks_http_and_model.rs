@@ -98,7 +98,14 @@ fn prompt_hooks_ask_the_sessions_provider_and_decide_by_its_answer() {
         )
         .await;
     });
-    let d = Daemon::start_with_env(&[(KEY_VAR, "sk-hook-test")]);
+    // The key only in the home's environment file, as for a daemon `ctx` started.
+    let d = Daemon::start_with_env(&[(KEY_VAR, "")]);
+    {
+        use std::os::unix::fs::PermissionsExt;
+        let file = d.home.join("env");
+        std::fs::write(&file, format!("{KEY_VAR}=sk-hook-test\n")).unwrap();
+        std::fs::set_permissions(&file, std::fs::Permissions::from_mode(0o600)).unwrap();
+    }
     let p = project_with(
         &d,
         &json!({"hooks": {
@@ -134,6 +141,11 @@ fn prompt_hooks_ask_the_sessions_provider_and_decide_by_its_answer() {
     assert_eq!(o["stop_reason"], "it deletes the repository");
     // What the provider was asked: the hook's model, the event in the prompt.
     let requests = rt.block_on(server.received_requests()).unwrap();
+    assert!(
+        requests
+            .iter()
+            .all(|r| r.headers["x-api-key"] == "sk-hook-test")
+    );
     let stop: Value = requests
         .iter()
         .map(|r| serde_json::from_slice::<Value>(&r.body).unwrap())

@@ -1114,3 +1114,105 @@ fn a_missing_key_names_the_provider_and_where_the_daemon_looked() {
     assert!(message.contains("daemon's environment"), "{err}");
     assert!(!message.contains("summariser"), "{err}");
 }
+
+/// A key the daemon's environment lacks is read from the home's `env` file at each call
+/// (no restart), refused while anyone else may read the file, and the daemon's own
+/// environment wins over it. Errors name the variable, the provider and both places.
+#[test]
+fn a_key_comes_from_the_homes_environment_file_at_each_call() {
+    use std::os::unix::fs::PermissionsExt;
+    const VAR: &str = "CTXD_TEST_ENV_FILE_KEY";
+    let rt = common::runtime();
+    let server = rt.block_on(MockServer::start());
+    rt.block_on(
+        Mock::given(method("POST"))
+            .and(path("/v1/messages"))
+            .respond_with(sse(&turn_events()))
+            .mount(&server),
+    );
+    let new_session = |d: &Daemon| {
+        let s = d.call(
+            "session.create",
+            json!({"cwd": d.dir.path(), "no_git": true, "settings": {"provider": {
+                "kind": "anthropic", "base_url": server.uri(), "api_key_env": VAR, "max_retries": 0
+            }}}),
+        );
+        let sid = s["session"]["session_id"].as_str().unwrap().to_string();
+        d.call(
+            "transcript.append",
+            json!({"session_id": sid, "records": [{"type": "user", "content": "hi"}]}),
+        );
+        sid
+    };
+    let last_key = || {
+        let got = rt.block_on(server.received_requests()).unwrap();
+        let last = got.last().unwrap();
+        last.headers["x-api-key"].to_str().unwrap().to_string()
+    };
+    let d = Daemon::start_with_env(&[(VAR, "")]);
+    let sid = new_session(&d);
+    let file = d.home.join("env");
+
+    let err = d
+        .try_call("context.send", json!({"session_id": sid}))
+        .unwrap_err();
+    let msg = err["message"].as_str().unwrap();
+    assert!(msg.contains(VAR) && msg.contains("Anthropic"), "{err}");
+    assert!(msg.contains("daemon's environment"), "{err}");
+    assert!(msg.contains(&*file.to_string_lossy()), "{err}");
+
+    std::fs::write(&file, format!("# keys\nexport {VAR}=\"sk-from-file-1\"\n")).unwrap();
+    std::fs::set_permissions(&file, std::fs::Permissions::from_mode(0o644)).unwrap();
+    let err = d
+        .try_call("context.send", json!({"session_id": sid}))
+        .unwrap_err();
+    let msg = err["message"].as_str().unwrap();
+    assert!(
+        msg.contains(&*file.to_string_lossy()) && msg.contains("644"),
+        "{err}"
+    );
+    assert!(!msg.contains("sk-from-file-1"), "{err}");
+
+    std::fs::set_permissions(&file, std::fs::Permissions::from_mode(0o600)).unwrap();
+    d.call("context.send", json!({"session_id": sid}));
+    assert_eq!(last_key(), "sk-from-file-1");
+
+    // Changed while the daemon runs: the next call reads the new key.
+    std::fs::write(&file, format!("{VAR}=sk-from-file-2\n")).unwrap();
+    d.call(
+        "transcript.append",
+        json!({"session_id": sid, "records": [{"type": "user", "content": "again"}]}),
+    );
+    d.call("context.send", json!({"session_id": sid}));
+    assert_eq!(last_key(), "sk-from-file-2");
+
+    // A summary through the session's provider finds the key in the file too.
+    let summary = json!({"id": "msg_sum", "type": "message", "role": "assistant", "model": "claude-sonnet-4-5",
+        "content": [{"type": "text", "text": "<analysis>a</analysis>\n<summary>1. Primary Request and Intent: hi</summary>"}],
+        "stop_reason": "end_turn", "stop_sequence": null, "usage": {"input_tokens": 900, "output_tokens": 40}});
+    rt.block_on(
+        Mock::given(method("POST"))
+            .and(path("/v1/messages"))
+            .respond_with(ResponseTemplate::new(200).set_body_json(summary))
+            .with_priority(1)
+            .up_to_n_times(1)
+            .mount(&server),
+    );
+    d.call(
+        "session.update",
+        json!({"session_id": sid, "settings": {"summariser": {"kind": "provider"}}}),
+    );
+    let report = d.call("context.compact", json!({"session_id": sid}));
+    assert!(report["boundary_uuid"].is_string(), "{report}");
+    assert_eq!(last_key(), "sk-from-file-2");
+
+    // The daemon's own environment wins over the file.
+    let e = Daemon::start_with_env(&[(VAR, "sk-from-env")]);
+    std::fs::create_dir_all(&e.home).unwrap();
+    let efile = e.home.join("env");
+    std::fs::write(&efile, format!("{VAR}=sk-from-file-1\n")).unwrap();
+    std::fs::set_permissions(&efile, std::fs::Permissions::from_mode(0o600)).unwrap();
+    let esid = new_session(&e);
+    e.call("context.send", json!({"session_id": esid}));
+    assert_eq!(last_key(), "sk-from-env");
+}

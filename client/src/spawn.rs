@@ -6,7 +6,8 @@ use std::time::{Duration, Instant};
 
 use crate::{Client, ClientError};
 
-/// `CTXD_BIN`, else a `ctxd` beside this executable, else `ctxd` on PATH.
+/// `CTXD_BIN`, else a `ctxd` beside this executable, else `ctxd` on PATH, else
+/// `~/.local/bin/ctxd`.
 pub fn find_ctxd_binary() -> PathBuf {
     if let Some(p) = std::env::var_os("CTXD_BIN") {
         return PathBuf::from(p);
@@ -26,7 +27,41 @@ pub fn find_ctxd_binary() -> PathBuf {
             }
         }
     }
+    if let Some(path) = std::env::var_os("PATH")
+        && let Some(found) = std::env::split_paths(&path)
+            .map(|d| d.join("ctxd"))
+            .find(|p| p.is_file())
+    {
+        return found;
+    }
+    // Where scripts/install puts it by default, often not on PATH.
+    if let Some(home) = std::env::var_os("HOME") {
+        let local = PathBuf::from(home).join(".local/bin/ctxd");
+        if local.is_file() {
+            return local;
+        }
+    }
     PathBuf::from("ctxd")
+}
+
+/// Creates the socket's directory 0700 when missing (the daemon's own rule: what it
+/// holds, the socket and the log, is this user's alone) and opens the log 0600. An
+/// existing directory is left as it is (it may be `/tmp`); the daemon refuses it when
+/// unsafe. The log is narrowed to 0600 even when it exists: it holds paths and errors
+/// about the user's sessions, and an older ctx created it 0644.
+fn open_private_log(dir: &Path, log_path: &Path) -> std::io::Result<std::fs::File> {
+    use std::os::unix::fs::{DirBuilderExt, OpenOptionsExt, PermissionsExt};
+    std::fs::DirBuilder::new()
+        .recursive(true)
+        .mode(0o700)
+        .create(dir)?;
+    let log = std::fs::OpenOptions::new()
+        .create(true)
+        .append(true)
+        .mode(0o600)
+        .open(log_path)?;
+    log.set_permissions(std::fs::Permissions::from_mode(0o600))?;
+    Ok(log)
 }
 
 /// Connects to the daemon on `socket`, starting one in the background first if nothing
@@ -36,13 +71,8 @@ pub async fn ensure_daemon(socket: &Path, home: Option<&Path>) -> Result<Client,
         return Ok(c);
     }
     let dir = socket.parent().unwrap_or(Path::new("/tmp"));
-    std::fs::create_dir_all(dir)
-        .map_err(|e| ClientError::Spawn(format!("{}: {e}", dir.display())))?;
     let log_path = dir.join("ctxd.log");
-    let log = std::fs::OpenOptions::new()
-        .create(true)
-        .append(true)
-        .open(&log_path)
+    let log = open_private_log(dir, &log_path)
         .map_err(|e| ClientError::Spawn(format!("{}: {e}", log_path.display())))?;
     let bin = find_ctxd_binary();
     let mut cmd = std::process::Command::new(&bin);

@@ -1,13 +1,39 @@
 // A Node client for ctxd: calls over HTTP on the daemon's Unix socket, events over a
-// WebSocket on the same socket (the `ws` package). Types: index.d.ts, with every
+// WebSocket on the same socket (the `ws` package, loaded at the first stream). Types: index.d.ts, with every
 // method's params and result generated from protocol/openrpc.json (types.d.ts).
 
 import { spawn } from "node:child_process";
-import { existsSync, mkdirSync, openSync, closeSync } from "node:fs";
+import { closeSync, existsSync, fchmodSync, mkdirSync, openSync } from "node:fs";
 import { request } from "node:http";
 import { delimiter, dirname, isAbsolute, join } from "node:path";
 import { setTimeout as sleep } from "node:timers/promises";
-import WebSocket from "ws";
+import { createRequire } from "node:module";
+import { pathToFileURL } from "node:url";
+
+/** The `ws` package, loaded at the first stream, not at import: `npm install DIR` (npm 7
+ * and later) links a directory without installing its dependencies, and Node resolves
+ * `ws` from the link's target, where there is none. Calls over HTTP need nothing; for
+ * streams, `ws` is taken from beside this file, else from the working directory's
+ * project (`npm install DIR ws`). */
+let wsModule = null;
+async function loadWebSocket() {
+  if (wsModule) return wsModule;
+  try {
+    wsModule = (await import("ws")).default;
+  } catch {
+    try {
+      const local = createRequire(join(process.cwd(), "package.json")).resolve("ws");
+      wsModule = (await import(pathToFileURL(local).href)).default;
+    } catch {
+      throw new ConnectError(
+        "events need the `ws` package, which is not installed beside ctxd-client: install the package " +
+          "from its tarball (`npm install ctxd-client-*.tgz`, made by scripts/install) or with " +
+          "`npm install --install-links DIR`, or add `ws` to this project (`npm install ws`)",
+      );
+    }
+  }
+  return wsModule;
+}
 
 /** How long `connect` waits for a daemon it started to answer, in ms. */
 const START_TIMEOUT_MS = 10_000;
@@ -41,14 +67,17 @@ export function defaultSocket(env = process.env) {
   return `/tmp/ctxd-${process.geteuid()}/ctxd.sock`;
 }
 
-/** $CTXD_BIN, else `ctxd` on PATH. */
+/** $CTXD_BIN, else `ctxd` on PATH, else ~/.local/bin/ctxd (where scripts/install puts
+ * it by default, often not on PATH). */
 export function findCtxd(env = process.env) {
   if (env.CTXD_BIN) return env.CTXD_BIN;
   for (const dir of (env.PATH ?? "").split(delimiter)) {
     const candidate = join(dir, "ctxd");
     if (dir && existsSync(candidate)) return candidate;
   }
-  throw new ConnectError("no ctxd binary: put it on PATH or set CTXD_BIN");
+  const local = env.HOME ? join(env.HOME, ".local", "bin", "ctxd") : null;
+  if (local && existsSync(local)) return local;
+  throw new ConnectError("no ctxd binary on PATH or in ~/.local/bin: run scripts/install, or set CTXD_BIN");
 }
 
 /** An Anthropic SDK `Message` is plain JSON already; a class instance with `toJSON`
@@ -175,6 +204,7 @@ export class Client {
   }
 
   async *#stream(method, params) {
+    const WebSocket = await loadWebSocket();
     const ws = new WebSocket(`ws+unix://${this.socket}:/`, { maxPayload: 256 * 1024 * 1024 });
     const queue = [];
     let wake = null;
@@ -231,7 +261,9 @@ export async function connect({ socket, home, start = true } = {}) {
   if (!start) throw new ConnectError(`no daemon answers on ${path}`);
   const dir = dirname(path);
   mkdirSync(dir, { recursive: true, mode: 0o700 });
-  const log = openSync(join(dir, "ctxd.log"), "a");
+  // The log names the user's sessions and files: 0600, narrowed even when it exists.
+  const log = openSync(join(dir, "ctxd.log"), "a", 0o600);
+  fchmodSync(log, 0o600);
   const args = ["--socket", path, ...(home ? ["--home", home] : [])];
   const child = spawn(findCtxd(), args, { detached: true, stdio: ["ignore", "ignore", log] });
   closeSync(log);

@@ -8,6 +8,8 @@ use clap::Parser;
 use ctxd_pipeline::limits::Limits;
 use tracing_subscriber::EnvFilter;
 
+mod config_file;
+
 /// A compile, an import and an append allocate and free many small blocks (records,
 /// content blocks, JSON values); mimalloc does that markedly faster than the system's
 /// allocator (see docs/benchmarks.md).
@@ -75,6 +77,10 @@ struct Args {
     /// Log line format: `text` for people, `json` (one object per line) for collectors.
     #[arg(long, env = "CTXD_LOG_FORMAT", value_enum, default_value_t = LogFormat::Text)]
     log_format: LogFormat,
+    /// Print the effective configuration (flags, then the environment, then
+    /// `CTXD_HOME/config.toml`, then the defaults) as TOML, passwords masked, and exit.
+    #[arg(long)]
+    print_config: bool,
     #[command(subcommand)]
     command: Option<Command>,
 }
@@ -182,13 +188,90 @@ fn log_filter(spec: &str) -> EnvFilter {
     filter
 }
 
+/// The configuration a daemon would run with, as TOML a config file could hold (plus the
+/// home and the resolved socket), passwords masked.
+fn effective_config(
+    args: &Args,
+    paths: &ctxd::daemon::Paths,
+    file: &std::path::Path,
+) -> anyhow::Result<String> {
+    use toml::Value;
+    let int = |n: u64| -> anyhow::Result<Value> {
+        Ok(Value::Integer(
+            i64::try_from(n).context("a value over the TOML integer range")?,
+        ))
+    };
+    let path = |p: &std::path::Path| Value::String(p.display().to_string());
+    let mut t = toml::Table::new();
+    t.insert("home".into(), path(&paths.home));
+    t.insert("socket".into(), path(&paths.socket));
+    t.insert(
+        "store".into(),
+        Value::String(
+            args.store
+                .as_deref()
+                .map_or_else(|| "sqlite".to_string(), config_file::mask_password),
+        ),
+    );
+    if let Some(f) = &args.store_file {
+        t.insert("store_file".into(), path(f));
+    }
+    t.insert("store_pool".into(), int(args.store_pool as u64)?);
+    t.insert("store_timeout_ms".into(), int(args.store_timeout_ms)?);
+    t.insert("managed_root".into(), path(&args.managed_root));
+    if let Some(s) = &args.summariser {
+        t.insert("summariser".into(), Value::String(s.clone()));
+    }
+    t.insert("max_connections".into(), int(args.max_connections as u64)?);
+    t.insert(
+        "max_loaded_sessions".into(),
+        int(args.max_loaded_sessions as u64)?,
+    );
+    t.insert(
+        "max_request_bytes".into(),
+        int(u64::from(args.max_request_bytes))?,
+    );
+    t.insert("request_timeout_ms".into(), int(args.request_timeout_ms)?);
+    t.insert("ws_ping_interval_ms".into(), int(args.ws_ping_interval_ms)?);
+    t.insert("log".into(), Value::String(args.log.clone()));
+    let format = match args.log_format {
+        LogFormat::Text => "text",
+        LogFormat::Json => "json",
+    };
+    t.insert("log_format".into(), Value::String(format.into()));
+    Ok(format!(
+        "# ctxd's effective configuration: flags, then the environment, then {}, then the defaults\n{}",
+        file.display(),
+        toml::to_string(&t)?
+    ))
+}
+
 #[tokio::main]
 async fn main() -> anyhow::Result<()> {
-    let matches = <Args as clap::CommandFactory>::command().get_matches();
+    let argv: Vec<std::ffi::OsString> = std::env::args_os().collect();
+    let cmd = <Args as clap::CommandFactory>::command();
+    // Once for the home (where the config file is) and for what the command line and the
+    // environment set; then again with the file's values below them.
+    let first = cmd
+        .clone()
+        .try_get_matches_from(&argv)
+        .unwrap_or_else(|e| e.exit());
+    let first_args =
+        <Args as clap::FromArgMatches>::from_arg_matches(&first).unwrap_or_else(|e| e.exit());
+    let config_path = ctxd::daemon::Paths::resolve(first_args.home, None)?
+        .home
+        .join(config_file::FILE_NAME);
+    let argv = config_file::merged_args(&cmd, &first, &config_path, &argv)?;
+    let matches = cmd.try_get_matches_from(&argv).unwrap_or_else(|e| e.exit());
     let mut args =
         <Args as clap::FromArgMatches>::from_arg_matches(&matches).unwrap_or_else(|e| e.exit());
     let store_on_command_line =
-        matches.value_source("store") == Some(clap::parser::ValueSource::CommandLine);
+        first.value_source("store") == Some(clap::parser::ValueSource::CommandLine);
+    if args.print_config {
+        let paths = ctxd::daemon::Paths::resolve(args.home.clone(), args.socket.clone())?;
+        print!("{}", effective_config(&args, &paths, &config_path)?);
+        return Ok(());
+    }
     let logs = tracing_subscriber::fmt()
         .with_env_filter(log_filter(&args.log))
         .with_writer(|| LossyStderr);

@@ -102,10 +102,15 @@ def default_socket() -> str:
 
 
 def find_ctxd() -> str:
-    """$CTXD_BIN, else `ctxd` on PATH."""
+    """$CTXD_BIN, else `ctxd` on PATH, else ~/.local/bin/ctxd (where scripts/install puts
+    it by default, often not on PATH)."""
     found = os.environ.get("CTXD_BIN") or shutil.which("ctxd")
     if not found:
-        raise ConnectError("no ctxd binary: put it on PATH or set CTXD_BIN")
+        local = os.path.join(os.path.expanduser("~"), ".local", "bin", "ctxd")
+        if os.access(local, os.X_OK):
+            found = local
+    if not found:
+        raise ConnectError("no ctxd binary on PATH or in ~/.local/bin: run scripts/install, or set CTXD_BIN")
     return found
 
 
@@ -369,6 +374,23 @@ def _answers(path: str) -> bool:
         return False
 
 
+def _private_dirs(directory: Path) -> None:
+    """Creates `directory` and any missing parent 0700, as the daemon does (Path.mkdir
+    gives the parents the umask's mode); an existing one is left as it is."""
+    missing = []
+    while not directory.exists():
+        missing.append(directory)
+        if directory.parent == directory:
+            break
+        directory = directory.parent
+    for d in reversed(missing):
+        try:
+            d.mkdir(mode=0o700)
+        except FileExistsError:
+            continue
+        os.chmod(d, 0o700)
+
+
 def connect(socket: Optional[str] = None, home: Optional[str] = None, start: bool = True) -> Client:
     """A client of the daemon on `socket` (default: `default_socket()`, or the one in
     `home`). When nothing answers there and `start` is set, starts `ctxd` in the
@@ -379,8 +401,11 @@ def connect(socket: Optional[str] = None, home: Optional[str] = None, start: boo
     if not start:
         raise ConnectError(f"no daemon answers on {path}")
     directory = Path(path).parent
-    directory.mkdir(parents=True, exist_ok=True, mode=0o700)
-    log = open(directory / "ctxd.log", "ab")
+    _private_dirs(directory)
+    # The log names the user's sessions and files: 0600, narrowed even when it exists.
+    log_fd = os.open(directory / "ctxd.log", os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600)
+    os.fchmod(log_fd, 0o600)
+    log = os.fdopen(log_fd, "ab")
     cmd = [find_ctxd(), "--socket", path] + (["--home", home] if home else [])
     child = subprocess.Popen(
         cmd, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=log, start_new_session=True

@@ -102,6 +102,8 @@ class ClientTest(unittest.TestCase):
         again = ctxd_client.connect(home=self.home, start=False)
         self.assertEqual(again.call("daemon.ping"), {"pong": True})
         self.assertEqual(again.socket, os.path.join(self.home, "ctxd.sock"))
+        # The log of the daemon it started is the user's alone.
+        self.assertEqual(os.stat(os.path.join(self.home, "ctxd.log")).st_mode & 0o777, 0o600)
 
     def test_connect_without_a_daemon_and_without_start_says_so(self):
         with tempfile.TemporaryDirectory() as empty:

@@ -1,7 +1,7 @@
 // ctxd-client against a real daemon: CTXD_BIN names the binary (the Rust suite sets it).
 import { after, before, test } from "node:test";
 import assert from "node:assert/strict";
-import { mkdtempSync, rmSync, readdirSync, readFileSync } from "node:fs";
+import { mkdtempSync, rmSync, readdirSync, readFileSync, statSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { createServer } from "node:http";
@@ -46,6 +46,8 @@ const message = (text, { tool, id = "msg_1" } = {}) => ({
 test("connect finds the daemon it started, and without one and without start says so", async () => {
   const again = await connect({ home, start: false });
   assert.deepEqual(await again.call("daemon.ping"), { pong: true });
+  // The log of the daemon it started is the user's alone.
+  assert.equal(statSync(join(home, "ctxd.log")).mode & 0o777, 0o600);
   const empty = mkdtempSync(join(tmpdir(), "ctxd-ts-empty-"));
   await assert.rejects(connect({ home: empty, start: false }), ConnectError);
   rmSync(empty, { recursive: true, force: true });

@@ -119,7 +119,7 @@ impl Engine {
             platform: std::env::consts::OS.to_string(),
             turns: Default::default(),
             agent_finishes: Default::default(),
-            env: crate::providers::process_env(),
+            env: crate::providers::process_env().with_file(&home.join("env")),
             own_files: Vec::new(),
             #[cfg(test)]
             source_faults: sources::collect::SourceFaults::default(),

@@ -1,6 +1,5 @@
 //! The Anthropic provider against a fake Messages API (wiremock).
 
-use std::sync::Arc;
 use std::time::Duration;
 
 use ctxd_protocol::{ContentBlock, SummariserConfig};
@@ -15,7 +14,7 @@ use ctxd_pipeline::message::ApiMessage;
 const KEY: &str = "sk-ant-test-DISTINCTIVE-7f3a9c";
 
 fn env(var: &'static str) -> EnvLookup {
-    Arc::new(move |name| (name == var).then(|| KEY.to_string()))
+    EnvLookup::vars(move |name| (name == var).then(|| KEY.to_string()))
 }
 
 fn summariser(server: &MockServer, var: &'static str, timeout_secs: u64) -> Summariser {
@@ -269,7 +268,7 @@ async fn missing_key_names_the_variable() {
         max_retries: None,
         max_output_tokens: None,
     };
-    let s = Summariser::with_env(&cfg, None, Arc::new(|_| None)).unwrap();
+    let s = Summariser::with_env(&cfg, None, EnvLookup::vars(|_| None)).unwrap();
     let messages = conversation();
     let err = s.summarise(input(&messages)).await.unwrap_err();
     match &err {

@@ -196,7 +196,7 @@ mod tests {
     const KEY: &str = "sk-extract-test-DISTINCTIVE-90c1";
 
     fn env(var: &'static str) -> EnvLookup {
-        Arc::new(move |name| (name == var).then(|| KEY.to_string()))
+        EnvLookup::vars(move |name| (name == var).then(|| KEY.to_string()))
     }
 
     fn conversation() -> Vec<ApiMessage> {

@@ -5,6 +5,7 @@
 //! every message built from a response is scrubbed of it (some servers echo what they
 //! were sent).
 
+use std::path::Path;
 use std::sync::{Arc, OnceLock};
 use std::time::Duration;
 
@@ -17,24 +18,144 @@ use ctxd_pipeline::limits::{
     MAX_PROVIDER_ERROR_BYTES, MAX_PROVIDER_JSON_BYTES, MAX_PROVIDER_RETRIES, MAX_RETRY_AFTER,
 };
 
-/// Looks up an environment variable. Injectable so tests never touch the process
-/// environment (tests run in parallel, and `set_var` is unsafe in edition 2024).
-pub(crate) type EnvLookup = Arc<dyn Fn(&str) -> Option<String> + Send + Sync>;
+/// Where provider keys are looked up: an environment (the daemon's own; injectable so
+/// tests never touch the process environment, which runs tests in parallel and whose
+/// `set_var` is unsafe in edition 2024), then, when set, the home's environment file.
+type VarLookup = Arc<dyn Fn(&str) -> Option<String> + Send + Sync>;
 
-pub(crate) fn process_env() -> EnvLookup {
-    Arc::new(|name| std::env::var(name).ok())
+#[derive(Clone)]
+pub(crate) struct EnvLookup {
+    vars: VarLookup,
+    file: Option<Arc<Path>>,
 }
 
-/// The key named by `var`, or `Misconfigured` naming the variable (never a value).
+impl EnvLookup {
+    pub(crate) fn vars(f: impl Fn(&str) -> Option<String> + Send + Sync + 'static) -> EnvLookup {
+        EnvLookup {
+            vars: Arc::new(f),
+            file: None,
+        }
+    }
+
+    /// Also looks in `file` (`KEY=VALUE` lines) for what the environment lacks. The file
+    /// is read at each lookup, so a key added to it needs no restart.
+    pub(crate) fn with_file(mut self, file: &Path) -> EnvLookup {
+        self.file = Some(Arc::from(file));
+        self
+    }
+
+    /// The value of `name`: the environment's, else the file's. An unsafe or unreadable
+    /// file is an error naming it, never silently skipped.
+    fn get(&self, name: &str) -> Result<Option<String>, ProviderError> {
+        if let Some(v) = (self.vars)(name).filter(|v| !v.trim().is_empty()) {
+            return Ok(Some(v));
+        }
+        match &self.file {
+            Some(file) => env_file_value(file, name),
+            None => Ok(None),
+        }
+    }
+}
+
+pub(crate) fn process_env() -> EnvLookup {
+    EnvLookup::vars(|name| std::env::var(name).ok())
+}
+
+/// An environment file larger than this is refused: it holds a few keys.
+const MAX_ENV_FILE_BYTES: u64 = 64 * 1024;
+
+/// `name`'s value in the environment file `file` (`KEY=VALUE` lines; blank lines, `#`
+/// comments and an `export ` prefix allowed; a value may be quoted). A missing file holds
+/// nothing. The file holds secrets: it must belong to the daemon's user and be readable
+/// by no one else, or it is refused. Errors name the file and line, never a value.
+fn env_file_value(file: &Path, name: &str) -> Result<Option<String>, ProviderError> {
+    use std::io::Read;
+    use std::os::unix::fs::MetadataExt;
+    let refuse = |why: String| {
+        ProviderError::Misconfigured(format!("the environment file {}: {why}", file.display()))
+    };
+    let f = match std::fs::File::open(file) {
+        Ok(f) => f,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
+        Err(e) => return Err(refuse(format!("cannot be read ({e})"))),
+    };
+    let meta = f
+        .metadata()
+        .map_err(|e| refuse(format!("cannot be inspected ({e})")))?;
+    let own = ctxd_protocol::socket::own_uid();
+    if meta.uid() != own {
+        return Err(refuse(format!(
+            "refused: it belongs to uid {}, not to the daemon's user ({own})",
+            meta.uid()
+        )));
+    }
+    if meta.mode() & 0o077 != 0 {
+        return Err(refuse(format!(
+            "refused: it holds API keys, and its mode {:o} lets others read or change it (chmod 600 it)",
+            meta.mode() & 0o7777
+        )));
+    }
+    if !meta.is_file() {
+        return Err(refuse("refused: it is not a regular file".into()));
+    }
+    let mut text = String::new();
+    f.take(MAX_ENV_FILE_BYTES + 1)
+        .read_to_string(&mut text)
+        .map_err(|e| refuse(format!("cannot be read as UTF-8 text ({e})")))?;
+    if text.len() as u64 > MAX_ENV_FILE_BYTES {
+        return Err(refuse(format!("refused: over {MAX_ENV_FILE_BYTES} bytes")));
+    }
+    let mut found = None;
+    for (i, line) in text.lines().enumerate() {
+        let line = line.trim();
+        if line.is_empty() || line.starts_with('#') {
+            continue;
+        }
+        let line = line.strip_prefix("export ").unwrap_or(line);
+        let Some((key, value)) = line.split_once('=') else {
+            return Err(refuse(format!("line {} is not KEY=VALUE", i + 1)));
+        };
+        if key.trim() != name {
+            continue;
+        }
+        let value = value.trim();
+        let unquoted = [('"', '"'), ('\'', '\'')]
+            .iter()
+            .find_map(|(open, close)| {
+                value
+                    .strip_prefix(*open)
+                    .and_then(|v| v.strip_suffix(*close))
+            })
+            .unwrap_or(value);
+        // The last assignment wins, as in a shell.
+        found = Some(unquoted.to_string());
+    }
+    Ok(found.filter(|v| !v.trim().is_empty()))
+}
+
+/// The key named by `var`, or `Misconfigured` naming the variable and every place ctxd
+/// looked (never a value).
 pub(crate) fn api_key(env: &EnvLookup, var: &str, provider: &str) -> Result<String, ProviderError> {
-    match env(var) {
-        Some(key) if !key.trim().is_empty() => Ok(key.trim().to_string()),
-        _ => Err(ProviderError::Misconfigured(format!(
-            "the {provider} API key: the environment variable {var} is not set in the \
-             daemon's environment (ctxd reads its own environment at each call, not the \
-             shell's of the client that asks: set {var} where the daemon starts, then \
-             restart it)"
-        ))),
+    match env.get(var)? {
+        Some(key) => Ok(key.trim().to_string()),
+        None => {
+            let places = match &env.file {
+                Some(file) => format!(
+                    "is set neither in the daemon's environment nor in its environment file {} \
+                     (add a line {var}=... to that file, mode 0600; it is read at each call, \
+                     so no restart is needed)",
+                    file.display()
+                ),
+                None => format!(
+                    "is not set in the daemon's environment (ctxd reads its own environment, not \
+                     the shell's of the client that asks: set {var} where the daemon starts, \
+                     then restart it)"
+                ),
+            };
+            Err(ProviderError::Misconfigured(format!(
+                "the {provider} API key: the variable {var} {places}"
+            )))
+        }
     }
 }
 

@@ -1,6 +1,5 @@
 //! The OpenAI-compatible provider against a fake chat-completions server (wiremock).
 
-use std::sync::Arc;
 use std::time::Duration;
 
 use ctxd_protocol::{ContentBlock, SummariserConfig, ToolResultContent};
@@ -23,7 +22,7 @@ fn summariser(server: &MockServer, key_var: Option<&'static str>) -> Summariser 
         max_retries: Some(1),
         max_output_tokens: Some(2_048),
     };
-    let env: EnvLookup = Arc::new(move |name| (Some(name) == key_var).then(|| KEY.to_string()));
+    let env = EnvLookup::vars(move |name| (Some(name) == key_var).then(|| KEY.to_string()));
     let mut s = Summariser::with_env(&cfg, None, env).unwrap();
     if let Backend::OpenAi(p) = &mut s.backend {
         p.set_retry_delays(Duration::from_millis(10));
@@ -200,7 +199,7 @@ async fn missing_key_names_the_variable() {
         max_retries: None,
         max_output_tokens: None,
     };
-    let s = Summariser::with_env(&cfg, None, Arc::new(|_| None)).unwrap();
+    let s = Summariser::with_env(&cfg, None, EnvLookup::vars(|_| None)).unwrap();
     let messages = conversation();
     let err = s.summarise(input(&messages)).await.unwrap_err();
     assert!(

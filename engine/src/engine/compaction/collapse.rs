@@ -86,7 +86,7 @@ impl Engine {
         // not fail a compile).
         let model = self
             .summaries
-            .summariser(l, cell)
+            .summariser(l, cell, &self.env)
             .ok()
             .filter(|m| m.kind() != "embedded");
         let mut staged: Vec<Collapse> = Vec::with_capacity(plans.len());

@@ -253,7 +253,7 @@ impl Engine {
             now,
             pre_tokens,
         } = ask;
-        let summariser = self.summaries.summariser(l, cell)?;
+        let summariser = self.summaries.summariser(l, cell, &self.env)?;
         let budget = room_budget(l);
         // PreCompact hooks' stdout joins the custom instructions the summariser reads.
         let instructions = self.hooks_pre_compact(l, trigger, instructions).await;

@@ -296,8 +296,8 @@ impl Engine {
         };
         let new: Vec<&Record> = copied.iter().collect();
         let new = new.as_slice();
-        let summariser =
-            Summariser::new(&cfg, None).map_err(|e| Error::CompactionFailed(e.to_string()))?;
+        let summariser = Summariser::with_env(&cfg, None, self.env.clone())
+            .map_err(|e| Error::CompactionFailed(e.to_string()))?;
         let messages = summary_messages(new, &row_model, &rejected);
         let document = summariser
             .extract(

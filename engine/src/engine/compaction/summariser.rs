@@ -120,14 +120,19 @@ impl Summaries {
     }
 
     /// The session's summariser, ready to run; a `client` one asks `cell`'s subscribers.
-    pub(crate) fn summariser(&self, l: &Loaded, cell: &SessionCell) -> Result<Summariser> {
+    pub(crate) fn summariser(
+        &self,
+        l: &Loaded,
+        cell: &SessionCell,
+        env: &crate::providers::EnvLookup,
+    ) -> Result<Summariser> {
         let cfg = self.resolved(l)?;
         let runner: Arc<dyn ModelRunner> = Arc::new(ClientRunner {
             session_id: l.row.id.clone(),
             events: cell.sender(),
             pending: self.pending.clone(),
         });
-        Summariser::new(&cfg, Some(runner)).map_err(provider_error)
+        Summariser::with_env(&cfg, Some(runner), env.clone()).map_err(provider_error)
     }
 
     /// A client's answer to `summary_requested`, handed to the summary that waits for it.

@@ -206,7 +206,7 @@ impl Engine {
                             .await
                     }
                     (None, Some(p)) => {
-                        model::prompt_hook(f, event, p, &spec.stdin, spec.timeout).await
+                        model::prompt_hook(f, event, p, &spec.stdin, spec.timeout, &self.env).await
                     }
                     (None, None) => runner::run(spec).await,
                 };

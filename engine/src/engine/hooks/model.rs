@@ -16,6 +16,7 @@ pub(super) async fn prompt_hook(
     hook: &crate::hooks::prompt::PromptHook,
     input: &[u8],
     timeout: std::time::Duration,
+    env: &crate::providers::EnvLookup,
 ) -> crate::hooks::decide::RawRun {
     use crate::hooks::prompt;
     let started = std::time::Instant::now();
@@ -30,7 +31,8 @@ pub(super) async fn prompt_hook(
     let user = prompt::user_message(hook, &String::from_utf8_lossy(input));
     let answer = async {
         let cfg = resolve_summariser(cfg, &settings, &f.model).map_err(|e| e.to_string())?;
-        let model = crate::providers::Summariser::new(&cfg, None).map_err(|e| e.to_string())?;
+        let model = crate::providers::Summariser::with_env(&cfg, None, env.clone())
+            .map_err(|e| e.to_string())?;
         if hook.agent {
             let work = std::sync::Arc::new(crate::hooks::agent_tools::Work::default());
             return agent_hook(f, &model, &user, work).await;
@@ -183,8 +185,12 @@ mod tests {
             max_retries: Some(0),
             max_output_tokens: Some(1_000),
         };
-        let model = Summariser::with_env(&cfg, None, Arc::new(|_| Some("sk-test".into())))
-            .expect("summariser");
+        let model = Summariser::with_env(
+            &cfg,
+            None,
+            crate::providers::EnvLookup::vars(|_| Some("sk-test".into())),
+        )
+        .expect("summariser");
         (server, model)
     }
 

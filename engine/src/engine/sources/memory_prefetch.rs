@@ -272,7 +272,7 @@ impl Engine {
             MemorySelector::Offline => None,
             MemorySelector::Model => self
                 .summaries
-                .summariser(l, cell)
+                .summariser(l, cell, &self.env)
                 .ok()
                 .filter(|s| matches!(s.kind(), "anthropic" | "openai")),
         };
