@@ -185,8 +185,8 @@ fn check_import(jsonl: &str) {
             assert!(line >= 1 && line <= jsonl.lines().count().max(1));
         }
         Err(ImportError::Empty) => {}
-        Err(e @ (ImportError::TooLong { .. } | ImportError::Read(_))) => {
-            panic!("a text in memory is neither read nor bounded: {e}");
+        Err(e @ (ImportError::TooLong { .. } | ImportError::Read(_) | ImportError::Changed)) => {
+            panic!("a text in memory is neither read, bounded nor changed: {e}");
         }
     }
 }

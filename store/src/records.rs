@@ -51,7 +51,13 @@ impl Row {
     /// The record's row; what the row does not keep of it is freed here, on the caller's
     /// thread.
     pub fn of(r: Record) -> Result<Row> {
-        let body = serde_json::to_string(&r)?;
+        let mut body = serde_json::to_string(&r)?;
+        // The text grew by doubling, so up to half of it can be spare, and rows may be
+        // held by the thousand (an import holds all of a session's until its write). An
+        // allocator may keep a shrunk block in place, so the text is copied instead.
+        if body.capacity() - body.len() > body.len() / 4 {
+            body = body.as_str().to_owned();
+        }
         Ok(Row {
             seq: r.seq,
             uuid: r.uuid,

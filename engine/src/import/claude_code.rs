@@ -52,6 +52,8 @@ pub enum ImportError {
     Empty,
     #[error("the transcript is over the bound of {max} bytes")]
     TooLong { max: u64 },
+    #[error("the transcript changed while it was imported")]
+    Changed,
     #[error("cannot read the transcript: {0}")]
     Read(#[from] std::io::Error),
 }
@@ -187,15 +189,307 @@ pub fn parse(jsonl: &str) -> Result<Imported, ImportError> {
     )
 }
 
-/// [`parse`] of a transcript read from `reader`, at most `max` bytes of it. The text is
-/// read and parsed [`READ_BYTES`] at a time: only the records it becomes are held.
-pub fn parse_reader(reader: impl Read, max: u64) -> Result<Imported, ImportError> {
-    read_in(reader, max, READ_BYTES)
+/// [`parse`] over the given cut of `jsonl` (the tests cut it in every way).
+fn parse_in(jsonl: &str, pieces: Vec<Piece<'_>>) -> Result<Imported, ImportError> {
+    debug_assert_eq!(
+        pieces.iter().map(|p| p.text.len()).sum::<usize>(),
+        jsonl.len()
+    );
+    let mut planner = Planner::new(|_: &RecordInput| {});
+    for piece in chunks::map(pieces.iter().copied(), parse_piece) {
+        planner.push(piece?);
+    }
+    let plan = planner.finish()?;
+    let mut builder = Builder::new(&plan);
+    let mut made = Vec::new();
+    for piece in chunks::map(pieces, parse_piece) {
+        made.extend(builder.push(piece?));
+    }
+    builder.finish()?;
+    Ok(Imported::of(plan, made))
 }
 
-/// [`parse_reader`], `read_bytes` at a time (the tests cut the text in every way).
-fn read_in(mut reader: impl Read, max: u64, read_bytes: usize) -> Result<Imported, ImportError> {
-    let mut parsed = Vec::new();
+/// [`parse`] of the text `reader` gives, at most `max` bytes of it, read twice, as
+/// [`plan`] and [`records`] read it (the tests cut the text in every way).
+#[cfg(test)]
+fn read_in(text: &[u8], max: u64, read_bytes: usize) -> Result<Imported, ImportError> {
+    let plan = plan_in(text, max, read_bytes, |_| {})?;
+    let mut made = Vec::new();
+    records_in(text, max, read_bytes, &plan, |batch| {
+        made.extend(batch);
+        Ok::<_, ImportError>(())
+    })?;
+    Ok(Imported::of(plan, made))
+}
+
+impl Imported {
+    fn of(plan: Plan, made: Vec<(RecordInput, usize)>) -> Imported {
+        let (records, source_lines) = made.into_iter().unzip();
+        Imported {
+            records,
+            stats: plan.stats,
+            cwd: plan.cwd,
+            first_timestamp: plan.first_timestamp,
+            source_session_id: plan.source_session_id,
+            replacements: plan.replacements,
+            source_lines,
+        }
+    }
+}
+
+/// What a first pass over a transcript learns: all it reports, and what a second pass
+/// needs to make each record as if the whole file were held: which records repeat an
+/// earlier uuid and which parents are relinked (both rare). The records themselves are
+/// not kept, so that an import holds only the rows it writes, never every record's tree.
+#[derive(Debug)]
+pub struct Plan {
+    pub(crate) stats: ImportStats,
+    pub(crate) cwd: Option<String>,
+    pub(crate) first_timestamp: Option<String>,
+    pub(crate) source_session_id: Option<String>,
+    pub(crate) replacements: Vec<(String, String)>,
+    /// Record lines (kept or not) in the file.
+    items: u64,
+    /// Of the record lines, numbered from 0 in file order: those skipped as repeats.
+    repeats: HashSet<u64>,
+    /// Of the record lines: the parent of those relinked.
+    relinked: HashMap<u64, Option<String>>,
+}
+
+/// The first pass: joins the pieces' lines in file order, de-duplicating and counting,
+/// and shows `observe` each record (before relinking: its parent is the line's).
+struct Planner<F> {
+    plan: Plan,
+    observe: F,
+    /// uuid → index among the kept records: relinking walks to one imported *before*.
+    kept: HashMap<String, u64>,
+    /// uuid → parentUuid of every skipped line, to walk over them when relinking.
+    skipped_parents: HashMap<String, Option<String>>,
+    /// (record line, kept index, parent) of records whose parent is no record before
+    /// them: resolved once every skipped line is known.
+    unresolved: Vec<(u64, u64, String)>,
+    /// (count, first line, its uuid) of lines repeating an earlier line's uuid.
+    duplicates: Option<(u64, usize, String)>,
+}
+
+impl<F: FnMut(&RecordInput)> Planner<F> {
+    fn new(observe: F) -> Self {
+        Planner {
+            plan: Plan {
+                stats: ImportStats::default(),
+                cwd: None,
+                first_timestamp: None,
+                source_session_id: None,
+                replacements: Vec::new(),
+                items: 0,
+                repeats: HashSet::new(),
+                relinked: HashMap::new(),
+            },
+            observe,
+            kept: HashMap::new(),
+            skipped_parents: HashMap::new(),
+            unresolved: Vec::new(),
+            duplicates: None,
+        }
+    }
+
+    fn push(&mut self, piece: PieceOut) {
+        let plan = &mut self.plan;
+        plan.stats.lines += piece.lines;
+        plan.cwd = plan.cwd.take().or(piece.cwd);
+        plan.source_session_id = plan.source_session_id.take().or(piece.source_session_id);
+        for (key, n) in piece.skipped {
+            *plan.stats.skipped.entry(key).or_insert(0) += n;
+        }
+        for item in piece.items {
+            match item {
+                Item::Replacements(r) => plan.replacements.extend(r),
+                Item::Converted(Line::Record(p)) => {
+                    let item = plan.items;
+                    plan.items += 1;
+                    // Counted once kept, below.
+                    let index = plan.stats.records;
+                    if let Some(uuid) = &p.record.uuid {
+                        if self.kept.contains_key(uuid) {
+                            // The first occurrence already stands for this uuid, so
+                            // children that point at it stay linked to that one; no
+                            // relinking entry is needed.
+                            bump(&mut plan.stats.skipped, DUPLICATE_UUID);
+                            plan.repeats.insert(item);
+                            match &mut self.duplicates {
+                                Some((n, _, _)) => *n += 1,
+                                None => self.duplicates = Some((1, p.line, uuid.clone())),
+                            }
+                            continue;
+                        }
+                        self.kept.insert(uuid.clone(), index);
+                    }
+                    if let Some(parent) = &p.record.parent_uuid
+                        && self.kept.get(parent).is_none_or(|&at| at >= index)
+                    {
+                        self.unresolved.push((item, index, parent.clone()));
+                    }
+                    let (record, _) = finish(*p, None);
+                    count(&mut plan.stats, &record);
+                    if plan.first_timestamp.is_none() {
+                        plan.first_timestamp.clone_from(&record.timestamp);
+                    }
+                    (self.observe)(&record);
+                }
+                Item::Converted(Line::Skip { key, uuid, parent }) => {
+                    bump(&mut plan.stats.skipped, &key);
+                    if let Some(uuid) = uuid {
+                        self.skipped_parents.entry(uuid).or_insert(parent);
+                    }
+                }
+            }
+        }
+    }
+
+    fn finish(self) -> Result<Plan, ImportError> {
+        let mut plan = self.plan;
+        if plan.stats.records == 0 {
+            return Err(ImportError::Empty);
+        }
+        for (item, index, parent) in self.unresolved {
+            let before = |uuid: &str| self.kept.get(uuid).is_some_and(|&at| at < index);
+            let resolved = resolve_parent(Some(&parent), before, &self.skipped_parents);
+            plan.relinked.insert(item, resolved);
+        }
+        plan.stats.replacements = plan.replacements.len() as u64;
+        if let Some((n, line, uuid)) = self.duplicates {
+            plan.stats.warnings.push(format!(
+                "{n} line(s) repeat the uuid of an earlier line and were skipped, keeping the first occurrence (first at line {line}, uuid {uuid})"
+            ));
+        }
+        Ok(plan)
+    }
+}
+
+/// The second pass: each record as the whole file makes it, in file order.
+struct Builder<'a> {
+    plan: &'a Plan,
+    item: u64,
+}
+
+impl<'a> Builder<'a> {
+    fn new(plan: &'a Plan) -> Self {
+        Builder { plan, item: 0 }
+    }
+
+    fn push(&mut self, piece: PieceOut) -> Vec<(RecordInput, usize)> {
+        let mut out = Vec::with_capacity(piece.items.len());
+        for item in piece.items {
+            let Item::Converted(Line::Record(p)) = item else {
+                continue;
+            };
+            let at = self.item;
+            self.item += 1;
+            if self.plan.repeats.contains(&at) {
+                continue;
+            }
+            out.push(finish(*p, self.plan.relinked.get(&at).cloned()));
+        }
+        out
+    }
+
+    /// A file that changed between the passes could make records the plan does not
+    /// describe.
+    fn finish(self) -> Result<(), ImportError> {
+        if self.item != self.plan.items {
+            return Err(ImportError::Changed);
+        }
+        Ok(())
+    }
+}
+
+/// The record a line becomes, its parent set to `relinked` when given (the line's own
+/// is then kept in `meta.claude_code.parentUuid`), with its source line.
+fn finish(p: Pending, relinked: Option<Option<String>>) -> (RecordInput, usize) {
+    let Pending {
+        mut record,
+        line,
+        mut claude_code,
+    } = p;
+    if let Some(resolved) = relinked {
+        let original = record.parent_uuid.take();
+        if resolved != original
+            && let Some(original) = original
+        {
+            claude_code.insert("parentUuid".into(), Value::String(original));
+        }
+        record.parent_uuid = resolved;
+    }
+    if !claude_code.is_empty() {
+        let mut meta = Map::new();
+        meta.insert("claude_code".into(), Value::Object(claude_code));
+        record.meta = Some(Value::Object(meta));
+    }
+    (record, line)
+}
+
+/// The first pass over a transcript read from `reader`, at most `max` bytes of it, read
+/// [`READ_BYTES`] at a time: `observe` sees each record that will be imported.
+pub fn plan(
+    reader: impl Read,
+    max: u64,
+    observe: impl FnMut(&RecordInput),
+) -> Result<Plan, ImportError> {
+    plan_in(reader, max, READ_BYTES, observe)
+}
+
+fn plan_in(
+    reader: impl Read,
+    max: u64,
+    read_bytes: usize,
+    observe: impl FnMut(&RecordInput),
+) -> Result<Plan, ImportError> {
+    let mut planner = Planner::new(observe);
+    read_pieces(reader, max, read_bytes, |pieces| {
+        pieces.into_iter().for_each(|p| planner.push(p));
+        Ok::<_, ImportError>(())
+    })?;
+    planner.finish()
+}
+
+/// The second pass over the transcript `plan` was made of: its records (with their
+/// source lines) in file order, handed to `each` a read's worth at a time.
+pub fn records<E: From<ImportError>>(
+    reader: impl Read,
+    max: u64,
+    plan: &Plan,
+    each: impl FnMut(Vec<(RecordInput, usize)>) -> Result<(), E>,
+) -> Result<(), E> {
+    records_in(reader, max, READ_BYTES, plan, each)
+}
+
+fn records_in<E: From<ImportError>>(
+    reader: impl Read,
+    max: u64,
+    read_bytes: usize,
+    plan: &Plan,
+    mut each: impl FnMut(Vec<(RecordInput, usize)>) -> Result<(), E>,
+) -> Result<(), E> {
+    let mut builder = Builder::new(plan);
+    read_pieces(reader, max, read_bytes, |pieces| {
+        let mut made = Vec::new();
+        for piece in pieces {
+            made.extend(builder.push(piece));
+        }
+        each(made)
+    })?;
+    Ok(builder.finish()?)
+}
+
+/// Reads `reader` in whole lines of at least `read_bytes` (a longer line is read whole),
+/// each read cut into pieces parsed on separate threads and handed to `each` in file
+/// order. The first malformed line in file order ends the read: nothing after it counts.
+fn read_pieces<E: From<ImportError>>(
+    mut reader: impl Read,
+    max: u64,
+    read_bytes: usize,
+    mut each: impl FnMut(Vec<PieceOut>) -> Result<(), E>,
+) -> Result<(), E> {
     let mut buf: Vec<u8> = Vec::new();
     let (mut first_line, mut total, mut end) = (1, 0u64, false);
     while !end {
@@ -206,10 +500,13 @@ fn read_in(mut reader: impl Read, max: u64, read_bytes: usize) -> Result<Importe
                 .saturating_sub(buf.len())
                 .max(read_bytes.min(1 << 20));
             let start = buf.len();
-            let n = (&mut reader).take(want as u64).read_to_end(&mut buf)?;
+            let n = (&mut reader)
+                .take(want as u64)
+                .read_to_end(&mut buf)
+                .map_err(ImportError::from)?;
             total += n as u64;
             if total > max {
-                return Err(ImportError::TooLong { max });
+                return Err(ImportError::TooLong { max }.into());
             }
             end = n == 0;
             if end {
@@ -232,137 +529,21 @@ fn read_in(mut reader: impl Read, max: u64, read_bytes: usize) -> Result<Importe
                 first_line: p.first_line + first_line - 1,
                 ..p
             });
-        // The first malformed line in file order ends the read: nothing after it counts.
-        for piece in chunks::map(pieces, parse_piece) {
-            parsed.push(Ok(piece?));
-        }
+        let parsed = chunks::map(pieces, parse_piece)
+            .into_iter()
+            .collect::<Result<Vec<_>, _>>()?;
+        each(parsed)?;
         first_line += memchr::memchr_iter(b'\n', text.as_bytes()).count();
         buf.drain(..cut);
     }
-    join(parsed)
-}
-
-/// [`parse`] over the given cut of `jsonl` (the tests cut it in every way).
-fn parse_in(jsonl: &str, pieces: Vec<Piece<'_>>) -> Result<Imported, ImportError> {
-    debug_assert_eq!(
-        pieces.iter().map(|p| p.text.len()).sum::<usize>(),
-        jsonl.len()
-    );
-    join(chunks::map(pieces, parse_piece))
-}
-
-/// Joins the pieces' lines in file order: de-duplicated, relinked, counted. The first
-/// piece that failed is the error.
-fn join(parsed: Vec<Result<PieceOut, ImportError>>) -> Result<Imported, ImportError> {
-    let items = parsed
-        .iter()
-        .map(|p| p.as_ref().map_or(0, |p| p.items.len()))
-        .sum();
-
-    let mut stats = ImportStats::default();
-    let mut cwd = None;
-    let mut source_session_id = None;
-    let mut pending: Vec<Pending> = Vec::with_capacity(items);
-    let mut seen_uuids: HashSet<String> = HashSet::with_capacity(items);
-    // uuid → parentUuid of every skipped line, to walk over them when relinking.
-    let mut skipped_parents: HashMap<String, Option<String>> = HashMap::new();
-    let mut replacements: Vec<(String, String)> = Vec::new();
-    // (count, first line, its uuid) of lines repeating an earlier line's uuid.
-    let mut duplicates: Option<(u64, usize, String)> = None;
-
-    for piece in parsed {
-        let piece = piece?;
-        stats.lines += piece.lines;
-        cwd = cwd.or(piece.cwd);
-        source_session_id = source_session_id.or(piece.source_session_id);
-        for (key, n) in piece.skipped {
-            *stats.skipped.entry(key).or_insert(0) += n;
-        }
-        for item in piece.items {
-            match item {
-                Item::Replacements(r) => replacements.extend(r),
-                Item::Converted(Line::Record(p)) => {
-                    if let Some(uuid) = &p.record.uuid
-                        && !seen_uuids.insert(uuid.clone())
-                    {
-                        // The first occurrence already stands for this uuid, so children
-                        // that point at it stay linked to that one; no relinking entry is
-                        // needed.
-                        bump(&mut stats.skipped, DUPLICATE_UUID);
-                        match &mut duplicates {
-                            Some((n, _, _)) => *n += 1,
-                            None => duplicates = Some((1, p.line, uuid.clone())),
-                        }
-                        continue;
-                    }
-                    pending.push(*p);
-                }
-                Item::Converted(Line::Skip { key, uuid, parent }) => {
-                    bump(&mut stats.skipped, &key);
-                    if let Some(uuid) = uuid {
-                        skipped_parents.entry(uuid).or_insert(parent);
-                    }
-                }
-            }
-        }
-    }
-
-    let mut records = Vec::with_capacity(pending.len());
-    let mut imported: HashSet<String> = HashSet::with_capacity(pending.len());
-    let mut source_lines = Vec::with_capacity(pending.len());
-    for Pending {
-        mut record,
-        line,
-        mut claude_code,
-    } in pending
-    {
-        let original = record.parent_uuid.take();
-        let resolved = resolve_parent(original.as_deref(), &imported, &skipped_parents);
-        if resolved != original
-            && let Some(original) = original
-        {
-            claude_code.insert("parentUuid".into(), Value::String(original));
-        }
-        record.parent_uuid = resolved;
-        if let Some(uuid) = &record.uuid {
-            imported.insert(uuid.clone());
-        }
-        if !claude_code.is_empty() {
-            let mut meta = Map::new();
-            meta.insert("claude_code".into(), Value::Object(claude_code));
-            record.meta = Some(Value::Object(meta));
-        }
-        count(&mut stats, &record);
-        records.push(record);
-        source_lines.push(line);
-    }
-
-    if records.is_empty() {
-        return Err(ImportError::Empty);
-    }
-    let first_timestamp = records.iter().find_map(|r| r.timestamp.clone());
-    stats.replacements = replacements.len() as u64;
-    if let Some((n, line, uuid)) = duplicates {
-        stats.warnings.push(format!(
-            "{n} line(s) repeat the uuid of an earlier line and were skipped, keeping the first occurrence (first at line {line}, uuid {uuid})"
-        ));
-    }
-    Ok(Imported {
-        records,
-        stats,
-        cwd,
-        first_timestamp,
-        source_session_id,
-        replacements,
-        source_lines,
-    })
+    Ok(())
 }
 
 /// Walks from `parent` over skipped lines to the nearest record imported *before* the child.
 /// ctxd appends in order, so a parent that only appears later (or nowhere) cannot be kept.
 fn resolve_parent(
     parent: Option<&str>,
-    imported: &HashSet<String>,
+    imported: impl Fn(&str) -> bool,
     skipped: &HashMap<String, Option<String>>,
 ) -> Option<String> {
     let mut current = parent;
@@ -370,7 +551,7 @@ fn resolve_parent(
     // their number ends a cycle without tracking visits.
     for _ in 0..=skipped.len() {
         let uuid = current?;
-        if imported.contains(uuid) {
+        if imported(uuid) {
             return Some(uuid.to_owned());
         }
         current = skipped.get(uuid)?.as_deref();

@@ -731,3 +731,23 @@ fn a_transcript_read_in_pieces_is_the_same_as_whole() {
     ));
     assert!(read_in(whole.as_bytes(), whole.len() as u64, 4096).is_ok());
 }
+
+/// A transcript that changed between the two reads is refused rather than imported
+/// from a plan that does not describe it.
+#[test]
+fn a_transcript_that_changes_between_the_reads_is_refused() {
+    let text = fixture("spotter/short.jsonl");
+    let plan = plan_in(text.as_bytes(), u64::MAX, 4096, |_| {}).unwrap();
+    let records = |t: &str| {
+        records_in(t.as_bytes(), u64::MAX, 4096, &plan, |_| {
+            Ok::<_, ImportError>(())
+        })
+    };
+    assert!(records(&text).is_ok());
+    let user = text
+        .lines()
+        .find(|l| l.contains("\"type\":\"user\""))
+        .unwrap();
+    let longer = format!("{text}\n{}\n", user.replace("\"uuid\":\"", "\"uuid\":\"0"));
+    assert!(matches!(records(&longer), Err(ImportError::Changed)));
+}

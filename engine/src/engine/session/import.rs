@@ -1,6 +1,7 @@
 //! Import of a Claude Code transcript as a new session.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashMap, HashSet};
+use std::io::Read;
 
 use ctxd_protocol::*;
 
@@ -8,7 +9,7 @@ use crate::engine::Engine;
 use crate::engine::session::loaded::last_boundary_uuid;
 use crate::engine::session::transcript::materialise;
 use crate::import::chunks;
-use crate::import::claude_code::Imported;
+use crate::import::claude_code::{self, ImportError, Plan};
 use crate::validate::{check_stored_size, validate_fields_from};
 use ctxd_pipeline::budget::Fate;
 use ctxd_store::context_state::{self, InstructionMemo};
@@ -20,103 +21,150 @@ use ctxd_store::{fates, records, sessions};
 /// than it saves.
 const MIN_RECORDS_PER_PIECE: usize = 16;
 
-/// An import's records, checked, numbered from the first and made into rows before the
-/// write, with what the session's state needs of them.
+/// A thread's records, checked, numbered from the first and made into rows before the
+/// write, read by read, with what the session's state needs of them.
+#[derive(Default)]
 struct Prepared {
     rows: Vec<records::Row>,
     /// The `tool_use_id` of every tool result, in order.
     results: Vec<String>,
     /// The uuid of the last compact boundary ("" for none).
     boundary_uuid: String,
+    /// The seq and uuid of the last record made, which the next read's records follow.
+    last: Option<(u64, String)>,
+    /// Records given so far: the index of the next one.
+    given: usize,
+    /// The first record that fails its checks, and the first whose row fails: the import
+    /// reports the former if any (as checking every record before any row would).
+    invalid: Option<Error>,
+    unstorable: Option<Error>,
 }
 
-/// Checks, numbers and serialises the records of a new session's transcript. The checks
-/// and the serialising run on separate threads, and so off the store's writer, which then
-/// only stores rows: the writer serves every session, and an import is its longest write.
-/// The records' content is freed there too, as each becomes its row.
-fn prepare(mut inputs: Vec<RecordInput>, now: &str) -> Result<Prepared> {
-    let len = chunks::slice_len(inputs.len(), MIN_RECORDS_PER_PIECE);
-    // The parse has already dropped repeated uuids, so no slice can repeat another's.
-    // Each record's size is checked on its row's body below: serialised once, not twice.
-    let checked = chunks::map(inputs.chunks_mut(len).enumerate(), |(k, slice)| {
-        validate_fields_from(slice, k * len)
-    });
-    for result in checked {
-        result.map_err(in_jsonl)?;
-    }
-    let mut records = materialise(inputs, None, now);
-    // The source agent's usage measured its own system prompt and tools, not the request
-    // ctxd compiles from these records.
-    for r in records.iter_mut().filter(|r| r.usage.is_some()) {
-        r.foreign_usage = true;
-    }
-    let results = records
-        .iter()
-        .flat_map(|r| r.content.iter())
-        .filter_map(|b| match b {
-            ContentBlock::ToolResult { tool_use_id, .. } => Some(tool_use_id.clone()),
-            _ => None,
-        })
-        .collect();
-    let boundary_uuid = last_boundary_uuid(&records);
-    // Owned slices, each with the index of its first record, so that each record is
-    // moved into its row and freed on the thread that made it.
-    let mut slices = Vec::new();
-    while records.len() > len {
-        let at = records.len() - len;
-        slices.push((at, records.split_off(at)));
-    }
-    slices.push((0, records));
-    slices.reverse();
-    let made = chunks::map(slices, |(first, slice)| {
-        slice
-            .into_iter()
-            .enumerate()
-            .map(|(i, r)| {
-                let row = records::Row::of(r)?;
-                check_stored_size(first + i, row.body.len())?;
-                Ok(row)
-            })
-            .collect::<Result<Vec<_>>>()
-    });
-    let mut rows = Vec::with_capacity(made.iter().map(|m| m.as_ref().map_or(0, Vec::len)).sum());
-    for slice in made {
-        rows.extend(slice.map_err(in_jsonl)?);
-    }
-    Ok(Prepared {
-        rows,
-        results,
-        boundary_uuid,
-    })
-}
-
-/// A sub-agent's thread found in a transcript: its sidechain records, and the call of
-/// the main thread that started it.
-struct ThreadImport {
-    agent: AgentInfo,
-    records: Vec<RecordInput>,
-}
-
-/// Splits the sub-agents' sidechain records (those naming an `agentId`) off the main
-/// thread, one thread per agent linked to the call that started it: named by the
-/// records (`parentToolUseID`) or by the call's result (`toolUseResult.agentId`). A
-/// thread with no such call stays in the main thread's sidechain, as stored before.
-fn split_threads(records: Vec<RecordInput>) -> (Vec<RecordInput>, Vec<ThreadImport>) {
-    let agent_of = |r: &RecordInput| r.claude_code_agent().map(str::to_owned);
-    // The main thread's calls (id → agent type) and results (id → record).
-    let mut calls: BTreeMap<String, String> = BTreeMap::new();
-    let mut results: BTreeMap<String, (Option<String>, Option<String>)> = BTreeMap::new();
-    let mut by_result: BTreeMap<String, String> = BTreeMap::new();
-    let mut links: BTreeMap<String, String> = BTreeMap::new();
-    for r in &records {
-        if let Some(agent) = agent_of(r) {
-            if let Some(call) = r.claude_code("parentToolUseID").and_then(|v| v.as_str()) {
-                links.entry(agent).or_insert_with(|| call.to_owned());
+impl Prepared {
+    /// Checks, numbers and serialises the next records of a thread. The checks and the
+    /// serialising run on separate threads, and so off the store's writer, which then
+    /// only stores rows: the writer serves every session, and an import is its longest
+    /// write. The records' content is freed there too, as each becomes its row.
+    fn add(&mut self, mut inputs: Vec<RecordInput>, now: &str) {
+        let first = self.given;
+        self.given += inputs.len();
+        if self.invalid.is_some() || inputs.is_empty() {
+            return;
+        }
+        let len = chunks::slice_len(inputs.len(), MIN_RECORDS_PER_PIECE);
+        // The parse has already dropped repeated uuids, so no slice can repeat another's.
+        // Each record's size is checked on its row's body below: serialised once, not twice.
+        let checked = chunks::map(inputs.chunks_mut(len).enumerate(), |(k, slice)| {
+            validate_fields_from(slice, first + k * len)
+        });
+        if let Some(e) = checked.into_iter().find_map(Result::err) {
+            self.invalid = Some(in_jsonl(e));
+            self.rows = Vec::new();
+            return;
+        }
+        let mut records = materialise(inputs, self.last.take(), now);
+        // The source agent's usage measured its own system prompt and tools, not the
+        // request ctxd compiles from these records.
+        for r in records.iter_mut().filter(|r| r.usage.is_some()) {
+            r.foreign_usage = true;
+        }
+        self.last = records.last().map(|r| (r.seq, r.uuid.clone()));
+        self.results
+            .extend(
+                records
+                    .iter()
+                    .flat_map(|r| r.content.iter())
+                    .filter_map(|b| match b {
+                        ContentBlock::ToolResult { tool_use_id, .. } => Some(tool_use_id.clone()),
+                        _ => None,
+                    }),
+            );
+        let boundary_uuid = last_boundary_uuid(&records);
+        if !boundary_uuid.is_empty() {
+            self.boundary_uuid = boundary_uuid;
+        }
+        if self.unstorable.is_some() {
+            return;
+        }
+        // Owned slices, each with the index of its first record, so that each record is
+        // moved into its row and freed on the thread that made it.
+        let mut slices = Vec::new();
+        while records.len() > len {
+            let at = records.len() - len;
+            slices.push((first + at, records.split_off(at)));
+        }
+        slices.push((first, records));
+        slices.reverse();
+        let made = chunks::map(slices, |(first, slice)| {
+            slice
+                .into_iter()
+                .enumerate()
+                .map(|(i, r)| {
+                    let row = records::Row::of(r)?;
+                    check_stored_size(first + i, row.body.len())?;
+                    Ok(row)
+                })
+                .collect::<Result<Vec<_>>>()
+        });
+        for slice in made {
+            match slice {
+                Ok(rows) => self.rows.extend(rows),
+                Err(e) => {
+                    self.unstorable = Some(in_jsonl(e));
+                    self.rows = Vec::new();
+                    return;
+                }
             }
-            continue;
+        }
+    }
+
+    /// The thread's rows, or the error of its first bad record.
+    fn done(mut self) -> Result<Self> {
+        match self.invalid.take().or(self.unstorable.take()) {
+            Some(e) => Err(e),
+            None => Ok(self),
+        }
+    }
+}
+
+/// The sub-agents' threads of a transcript, learnt from its records in order: the
+/// sidechain records naming an `agentId`, one thread per agent linked to the call that
+/// started it, named by the records (`parentToolUseID`) or by the call's result
+/// (`toolUseResult.agentId`). A thread with no such call stays in the main thread's
+/// sidechain, as stored before.
+#[derive(Default)]
+struct Splitter {
+    /// The main thread's calls (id → agent type) and results (id → record).
+    calls: BTreeMap<String, String>,
+    results: BTreeMap<String, (Option<String>, Option<String>)>,
+    by_result: BTreeMap<String, String>,
+    links: BTreeMap<String, String>,
+    /// Every agent, in the order its first record comes.
+    agents: Vec<String>,
+    seen: HashSet<String>,
+}
+
+/// The threads [`Splitter`] found: each agent's, in the order its first record comes.
+struct Threads {
+    agents: Vec<AgentInfo>,
+    index: HashMap<String, usize>,
+}
+
+impl Splitter {
+    fn observe(&mut self, r: &RecordInput) {
+        if let Some(agent) = r.claude_code_agent() {
+            if let Some(call) = r.claude_code("parentToolUseID").and_then(|v| v.as_str()) {
+                self.links
+                    .entry(agent.to_owned())
+                    .or_insert_with(|| call.to_owned());
+            }
+            if self.seen.insert(agent.to_owned()) {
+                self.agents.push(agent.to_owned());
+            }
+            return;
         }
         if r.is_sidechain {
-            continue;
+            return;
         }
         for b in &r.content {
             match b {
@@ -125,54 +173,61 @@ fn split_threads(records: Vec<RecordInput>) -> (Vec<RecordInput>, Vec<ThreadImpo
                         .get("subagent_type")
                         .and_then(|v| v.as_str())
                         .unwrap_or("general-purpose");
-                    calls.insert(id.clone(), kind.to_owned());
+                    self.calls.insert(id.clone(), kind.to_owned());
                 }
                 ContentBlock::ToolResult { tool_use_id, .. } => {
-                    results.insert(tool_use_id.clone(), (r.uuid.clone(), r.timestamp.clone()));
+                    self.results
+                        .insert(tool_use_id.clone(), (r.uuid.clone(), r.timestamp.clone()));
                     if let Some(a) = r
                         .claude_code("toolUseResult")
                         .and_then(|t| t.get("agentId"))
                         .and_then(|v| v.as_str())
                     {
-                        by_result.insert(a.to_owned(), tool_use_id.clone());
+                        self.by_result.insert(a.to_owned(), tool_use_id.clone());
                     }
                 }
                 _ => {}
             }
         }
     }
-    let mut main = Vec::with_capacity(records.len());
-    let mut threads: Vec<ThreadImport> = Vec::new();
-    for mut r in records {
-        let Some(agent) = agent_of(&r) else {
-            main.push(r);
-            continue;
+
+    fn finish(self) -> Threads {
+        let mut threads = Threads {
+            agents: Vec::new(),
+            index: HashMap::new(),
         };
-        let call = links.get(&agent).or_else(|| by_result.get(&agent));
-        let Some((call, kind)) = call.and_then(|c| calls.get(c).map(|k| (c, k))) else {
-            main.push(r);
-            continue;
+        for agent in self.agents {
+            let call = self
+                .links
+                .get(&agent)
+                .or_else(|| self.by_result.get(&agent));
+            let Some((call, kind)) = call.and_then(|c| self.calls.get(c).map(|k| (c, k))) else {
+                continue;
+            };
+            let (result_uuid, finished_at) = self.results.get(call).cloned().unwrap_or_default();
+            threads.index.insert(agent.clone(), threads.agents.len());
+            threads.agents.push(AgentInfo {
+                agent_id: agent,
+                agent_type: kind.clone(),
+                parent_session_id: String::new(),
+                tool_use_id: call.clone(),
+                finished_at: result_uuid.as_ref().and(finished_at),
+                result_uuid,
+            });
+        }
+        threads
+    }
+}
+
+impl Threads {
+    /// The thread a record goes to: 0 for the main one, else 1 + its agent's.
+    fn of(&self, r: &mut RecordInput) -> usize {
+        let Some(&i) = r.claude_code_agent().and_then(|a| self.index.get(a)) else {
+            return 0;
         };
         r.is_sidechain = false;
-        match threads.iter_mut().find(|t| t.agent.agent_id == agent) {
-            Some(t) => t.records.push(r),
-            None => {
-                let (result_uuid, finished_at) = results.get(call).cloned().unwrap_or_default();
-                threads.push(ThreadImport {
-                    agent: AgentInfo {
-                        agent_id: agent,
-                        agent_type: kind.clone(),
-                        parent_session_id: String::new(),
-                        tool_use_id: call.clone(),
-                        finished_at: result_uuid.as_ref().and(finished_at),
-                        result_uuid,
-                    },
-                    records: vec![r],
-                });
-            }
-        }
+        i + 1
     }
-    (main, threads)
 }
 
 /// The fates of imported results: each seen whole, unless a replacement says what the
@@ -194,20 +249,18 @@ enum Source {
 }
 
 impl Source {
-    /// The transcript's records; a file is held to the bound of a request's text.
-    fn parse(self, max: u64) -> Result<Imported> {
-        use crate::import::claude_code::{parse, parse_reader};
+    /// The transcript from its start (each pass reads it anew); a file is held to the
+    /// bound of a request's text.
+    fn open(&self, max: u64) -> Result<Box<dyn Read + '_>> {
         let path = match self {
-            Source::Text(jsonl) => {
-                return parse(&jsonl).map_err(|e| Error::invalid("jsonl", e.to_string()));
-            }
+            Source::Text(jsonl) => return Ok(Box::new(jsonl.as_bytes())),
             Source::File(path) => path,
         };
         let invalid = |message: String| Error::invalid("path", format!("{path}: {message}"));
-        if !std::path::Path::new(&path).is_absolute() {
+        if !std::path::Path::new(path).is_absolute() {
             return Err(invalid("must be an absolute path".into()));
         }
-        let file = std::fs::File::open(&path).map_err(|e| invalid(e.to_string()))?;
+        let file = std::fs::File::open(path).map_err(|e| invalid(e.to_string()))?;
         let meta = file.metadata().map_err(|e| invalid(e.to_string()))?;
         // A FIFO or a device could be read forever.
         if !meta.is_file() {
@@ -219,7 +272,71 @@ impl Source {
                 meta.len()
             )));
         }
-        parse_reader(file, max).map_err(|e| invalid(e.to_string()))
+        Ok(Box::new(file))
+    }
+
+    fn invalid(&self, e: ImportError) -> Error {
+        match self {
+            Source::Text(_) => Error::invalid("jsonl", e.to_string()),
+            Source::File(path) => Error::invalid("path", format!("{path}: {e}")),
+        }
+    }
+
+    /// Reads the transcript twice: first what it holds (counts, repeats, relinks, the
+    /// sub-agents' threads), then its records, each made into its row as it is read. So
+    /// only the rows are held, not every record's tree.
+    fn prepare(self, max: u64, now: &str) -> Result<Made> {
+        let mut splitter = Splitter::default();
+        let plan = claude_code::plan(self.open(max)?, max, |r| splitter.observe(r))
+            .map_err(|e| self.invalid(e))?;
+        let threads = splitter.finish();
+        let mut prepared: Vec<Prepared> = std::iter::repeat_with(Prepared::default)
+            .take(threads.agents.len() + 1)
+            .collect();
+        let read = claude_code::records(self.open(max)?, max, &plan, |made| {
+            let mut each: Vec<Vec<RecordInput>> = vec![Vec::new(); prepared.len()];
+            for (mut r, _) in made {
+                each[threads.of(&mut r)].push(r);
+            }
+            for (p, inputs) in prepared.iter_mut().zip(each) {
+                p.add(inputs, now);
+            }
+            // No later error outranks the main thread's first bad record.
+            match prepared[0].invalid.take() {
+                Some(e) => Err(Stopped::At(e)),
+                None => Ok(()),
+            }
+        });
+        match read {
+            Ok(()) => {}
+            Err(Stopped::At(e)) => return Err(e),
+            Err(Stopped::Import(e)) => return Err(self.invalid(e)),
+        }
+        let mut prepared = prepared.into_iter();
+        let main = prepared.next().unwrap_or_default().done()?;
+        let threads = threads
+            .agents
+            .into_iter()
+            .zip(prepared)
+            .map(|(agent, p)| Ok((agent, p.done()?)))
+            .collect::<Result<Vec<_>>>()?;
+        Ok((plan, main, threads))
+    }
+}
+
+/// What an import reads: the plan of its transcript, the main thread's rows and each
+/// sub-agent's.
+type Made = (Plan, Prepared, Vec<(AgentInfo, Prepared)>);
+
+/// Why the second pass stopped.
+enum Stopped {
+    Import(ImportError),
+    At(Error),
+}
+
+impl From<ImportError> for Stopped {
+    fn from(e: ImportError) -> Self {
+        Stopped::Import(e)
     }
 }
 
@@ -250,18 +367,10 @@ impl Engine {
         let max = u64::from(self.limits.max_request_bytes);
         let stamp = self.now_text();
         // Milliseconds of CPU for a long transcript: off the async workers.
-        let (mut imported, mut prepared, threads) = tokio::task::spawn_blocking(move || {
-            let mut imported = source.parse(max)?;
-            let (inputs, threads) = split_threads(std::mem::take(&mut imported.records));
-            let prepared = prepare(inputs, &stamp)?;
-            let threads = threads
-                .into_iter()
-                .map(|t| Ok((t.agent, prepare(t.records, &stamp)?)))
-                .collect::<Result<Vec<_>>>()?;
-            Ok::<_, Error>((imported, prepared, threads))
-        })
-        .await
-        .map_err(|e| Error::Internal(format!("import task: {e}")))??;
+        let (mut imported, mut prepared, threads) =
+            tokio::task::spawn_blocking(move || source.prepare(max, &stamp))
+                .await
+                .map_err(|e| Error::Internal(format!("import task: {e}")))??;
         let cwd = p
             .cwd
             .or(imported.cwd)
