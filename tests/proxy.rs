@@ -1,0 +1,624 @@
+//! The HTTP front door (`ctxd --http`): a real daemon between a client and a scripted
+//! upstream. Bytes forwarded unchanged both ways, the secret enforced, credentials kept
+//! out of logs and the home, and each conversation recorded as a session.
+#![allow(clippy::unwrap_used, clippy::expect_used)] // a test panics on what it did not expect
+
+mod common;
+
+use std::time::{Duration, Instant};
+
+use common::Daemon;
+use serde_json::{Value, json};
+use wiremock::matchers::{method, path};
+use wiremock::{Mock, MockServer, ResponseTemplate};
+
+const KEY: &str = "sk-ant-api03-proxy-test-NEVER-STORED-0123456789";
+
+/// A daemon whose front door forwards to `upstream`, and its base URL.
+fn front_door(upstream: &str) -> (Daemon, String) {
+    let d = Daemon::start_with(&["--http", "127.0.0.1:0", "--upstream-anthropic", upstream]);
+    let base = base_url(&d);
+    (d, base)
+}
+
+fn base_url(d: &Daemon) -> String {
+    let status = d.call("proxy.status", json!({}));
+    assert_eq!(status["listening"], true, "{status}");
+    status["anthropic_base_url"]
+        .as_str()
+        .expect("a base URL")
+        .to_string()
+}
+
+fn client() -> reqwest::Client {
+    let _ = rustls::crypto::ring::default_provider().install_default();
+    reqwest::Client::builder().build().unwrap()
+}
+
+/// POSTs `body` (its bytes as given) to `url` with the SDK's headers.
+async fn post(url: &str, body: &str, extra: &[(&str, &str)]) -> reqwest::Response {
+    let mut r = client()
+        .post(url)
+        .header("content-type", "application/json")
+        .header("x-api-key", KEY)
+        .header("anthropic-version", "2023-06-01")
+        .header("anthropic-beta", "interleaved-thinking-2025-05-14")
+        .body(body.to_string());
+    for (k, v) in extra {
+        r = r.header(*k, *v);
+    }
+    r.send().await.unwrap()
+}
+
+fn sessions(d: &Daemon) -> Vec<Value> {
+    d.call("session.list", json!({}))["sessions"]
+        .as_array()
+        .unwrap()
+        .clone()
+}
+
+fn records(d: &Daemon, session: &str) -> Vec<Value> {
+    d.call(
+        "transcript.read",
+        json!({"session_id": session, "limit": 5000}),
+    )["records"]
+        .as_array()
+        .unwrap()
+        .clone()
+}
+
+fn message(text: &str, id: &str) -> Value {
+    json!({
+        "id": id, "type": "message", "role": "assistant", "model": "claude-test",
+        "content": [
+            {"type": "text", "text": text, "citations": null},
+            {"type": "a_block_from_the_future", "payload": {"kept": [1, 2]}}
+        ],
+        "stop_reason": "end_turn", "stop_sequence": null,
+        "usage": {"input_tokens": 21, "output_tokens": 4, "cache_creation_input_tokens": 0,
+                  "cache_read_input_tokens": 0, "service_tier": "standard",
+                  "a_usage_field_from_the_future": 7}
+    })
+}
+
+/// The answer's bytes as the upstream writes them: not serde's layout, so only a
+/// forwarder that passes bytes gives them back unchanged.
+fn odd_layout(v: &Value) -> String {
+    serde_json::to_string_pretty(v)
+        .unwrap()
+        .replace("  ", "\t ")
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_call_goes_up_and_back_byte_for_byte_and_its_session_grows_by_the_new_tail() {
+    let up = MockServer::start().await;
+    let first = message("Hello!", "msg_1");
+    let second = message("Again.", "msg_2");
+    Mock::given(method("POST"))
+        .and(path("/v1/messages"))
+        .and(wiremock::matchers::body_string_contains("\"More\""))
+        .respond_with(
+            ResponseTemplate::new(200)
+                .insert_header("request-id", "req_2")
+                .set_body_raw(odd_layout(&second), "application/json"),
+        )
+        .with_priority(1)
+        .mount(&up)
+        .await;
+    Mock::given(method("POST"))
+        .and(path("/v1/messages"))
+        .respond_with(
+            ResponseTemplate::new(200)
+                .insert_header("request-id", "req_1")
+                .set_body_raw(odd_layout(&first), "application/json"),
+        )
+        .mount(&up)
+        .await;
+    let (d, base) = front_door(&up.uri());
+
+    let sent = "{\"model\":  \"claude-test\",\n \"max_tokens\": 64, \"messages\": [{\"role\": \"user\", \"content\": \"Hi there\"}]}";
+    let r = post(&format!("{base}/v1/messages?beta=true"), sent, &[]).await;
+    assert_eq!(r.status(), 200);
+    assert_eq!(r.headers()["request-id"], "req_1");
+    assert_eq!(r.text().await.unwrap(), odd_layout(&first));
+
+    let got = up.received_requests().await.unwrap();
+    assert_eq!(got.len(), 1);
+    assert_eq!(got[0].body, sent.as_bytes(), "the body went up as it came");
+    assert_eq!(got[0].url.query(), Some("beta=true"));
+    assert_eq!(got[0].headers["x-api-key"], KEY);
+    assert_eq!(got[0].headers["anthropic-version"], "2023-06-01");
+    assert_eq!(
+        got[0].headers["anthropic-beta"],
+        "interleaved-thinking-2025-05-14"
+    );
+
+    // The answer's end reached the client only once the session held the exchange.
+    let listed = sessions(&d);
+    assert_eq!(listed.len(), 1, "{listed:?}");
+    let sid = listed[0]["session_id"].as_str().unwrap().to_string();
+    let recs = records(&d, &sid);
+    assert_eq!(recs.len(), 2, "{recs:#?}");
+    assert_eq!(recs[0]["type"], "user");
+    assert_eq!(
+        recs[0]["content"],
+        json!([{"type": "text", "text": "Hi there"}])
+    );
+    assert_eq!(recs[1]["type"], "assistant");
+    assert_eq!(recs[1]["content"], first["content"]);
+    assert_eq!(recs[1]["usage"], first["usage"]);
+
+    // The client sends the history back (as SDKs do: without the null fields) and a new
+    // prompt: only those two messages' records are new.
+    let mut echoed = first["content"].clone();
+    echoed[0].as_object_mut().unwrap().remove("citations");
+    let next = json!({"model": "claude-test", "max_tokens": 64, "messages": [
+        {"role": "user", "content": [{"type": "text", "text": "Hi there", "cache_control": {"type": "ephemeral"}}]},
+        {"role": "assistant", "content": echoed},
+        {"role": "user", "content": "More"}
+    ]})
+    .to_string();
+    let r = post(&format!("{base}/v1/messages"), &next, &[]).await;
+    assert_eq!(r.status(), 200);
+    assert_eq!(r.text().await.unwrap(), odd_layout(&second));
+    assert_eq!(sessions(&d).len(), 1);
+    let recs = records(&d, &sid);
+    assert_eq!(recs.len(), 4, "{recs:#?}");
+    assert_eq!(
+        recs[2]["content"],
+        json!([{"type": "text", "text": "More"}])
+    );
+    assert_eq!(recs[3]["content"], second["content"]);
+    let status = d.call("proxy.status", json!({}));
+    assert_eq!(status["requests"], 2);
+    assert_eq!(status["sessions_seen"], 1);
+}
+
+fn stream_events() -> Vec<Value> {
+    vec![
+        json!({"type": "message_start", "message": {"id": "msg_s", "type": "message", "role": "assistant",
+            "model": "claude-test", "content": [], "stop_reason": null, "stop_sequence": null,
+            "usage": {"input_tokens": 30, "output_tokens": 1, "cache_read_input_tokens": 12}}}),
+        json!({"type": "content_block_start", "index": 0, "content_block": {"type": "thinking", "thinking": "", "signature": ""}}),
+        json!({"type": "content_block_delta", "index": 0, "delta": {"type": "thinking_delta", "thinking": "Let me look."}}),
+        json!({"type": "content_block_delta", "index": 0, "delta": {"type": "signature_delta", "signature": "c2ln"}}),
+        json!({"type": "content_block_stop", "index": 0}),
+        json!({"type": "ping"}),
+        json!({"type": "content_block_start", "index": 1, "content_block": {"type": "tool_use", "id": "toolu_1", "name": "Read", "input": {}}}),
+        json!({"type": "content_block_delta", "index": 1, "delta": {"type": "input_json_delta", "partial_json": "{\"file_path\": \"/tmp/"}}),
+        json!({"type": "content_block_delta", "index": 1, "delta": {"type": "input_json_delta", "partial_json": "a.txt\"}"}}),
+        json!({"type": "content_block_stop", "index": 1}),
+        json!({"type": "message_delta", "delta": {"stop_reason": "tool_use", "stop_sequence": null}, "usage": {"output_tokens": 40}}),
+        json!({"type": "message_stop"}),
+    ]
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_streamed_answer_comes_back_as_it_came_and_is_recorded_folded() {
+    let up = MockServer::start().await;
+    let body = common::sse_body(&stream_events());
+    Mock::given(method("POST"))
+        .and(path("/v1/messages"))
+        .respond_with(ResponseTemplate::new(200).set_body_raw(body.clone(), "text/event-stream"))
+        .mount(&up)
+        .await;
+    let (d, base) = front_door(&up.uri());
+    let sent = r#"{"model":"claude-test","max_tokens":64,"stream":true,"messages":[{"role":"user","content":[{"type":"text","text":"Read a.txt"}]}]}"#;
+    let r = post(
+        &format!("{base}/v1/messages"),
+        sent,
+        &[("x-ctxd-session", "mine")],
+    )
+    .await;
+    assert_eq!(r.status(), 200);
+    assert!(
+        r.headers()["content-type"]
+            .to_str()
+            .unwrap()
+            .starts_with("text/event-stream")
+    );
+    assert_eq!(r.text().await.unwrap(), body);
+    let got = up.received_requests().await.unwrap();
+    assert_eq!(got[0].body, sent.as_bytes());
+    assert!(
+        !got[0].headers.contains_key("x-ctxd-session"),
+        "ctxd's own header stays with ctxd"
+    );
+
+    let listed = sessions(&d);
+    assert_eq!(listed.len(), 1);
+    let recs = records(&d, listed[0]["session_id"].as_str().unwrap());
+    assert_eq!(recs.len(), 2, "{recs:#?}");
+    assert_eq!(
+        recs[1]["content"],
+        json!([
+            {"type": "thinking", "thinking": "Let me look.", "signature": "c2ln"},
+            {"type": "tool_use", "id": "toolu_1", "name": "Read", "input": {"file_path": "/tmp/a.txt"}}
+        ])
+    );
+    assert_eq!(recs[1]["stop_reason"], "tool_use");
+    for (k, v) in [
+        ("input_tokens", 30),
+        ("output_tokens", 40),
+        ("cache_read_input_tokens", 12),
+    ] {
+        assert_eq!(recs[1]["usage"][k], v, "{}", recs[1]["usage"]);
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn without_the_secret_every_path_is_404_and_nothing_goes_up() {
+    let up = MockServer::start().await;
+    Mock::given(method("POST"))
+        .respond_with(ResponseTemplate::new(200).set_body_json(message("x", "m")))
+        .expect(0)
+        .mount(&up)
+        .await;
+    let (d, base) = front_door(&up.uri());
+    let (origin, secret) = base.rsplit_once('/').unwrap();
+    let mut wrong = secret.to_string();
+    wrong.replace_range(0..1, if secret.starts_with('a') { "b" } else { "a" });
+    let body = r#"{"model":"m","max_tokens":1,"messages":[{"role":"user","content":"hi"}]}"#;
+    for url in [
+        format!("{origin}/v1/messages"),
+        format!("{origin}/{wrong}/v1/messages"),
+        format!("{origin}/{secret}"),
+        format!("{base}/v1/other"),
+        format!("{base}/../v1/messages"),
+    ] {
+        let r = post(&url, body, &[]).await;
+        assert_eq!(r.status(), 404, "{url}");
+        let e: Value = r.json().await.unwrap();
+        assert_eq!(e["type"], "error", "{url}: {e}");
+        assert_eq!(e["error"]["type"], "not_found_error", "{url}: {e}");
+    }
+    up.verify().await;
+    assert!(sessions(&d).is_empty());
+    let file = d.home.join("proxy-secret");
+    let mode =
+        std::os::unix::fs::PermissionsExt::mode(&std::fs::metadata(&file).unwrap().permissions());
+    assert_eq!(mode & 0o777, 0o600);
+    assert_eq!(std::fs::read_to_string(&file).unwrap(), secret);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn upstream_errors_go_back_unchanged_and_record_nothing() {
+    let up = MockServer::start().await;
+    for (status, kind) in [
+        (400, "invalid_request_error"),
+        (500, "api_error"),
+        (529, "overloaded_error"),
+    ] {
+        Mock::given(method("POST"))
+            .and(wiremock::matchers::body_string_contains(format!("\"{kind}\"")))
+            .respond_with(
+                ResponseTemplate::new(status)
+                    .insert_header("x-should-retry", "true")
+                    .set_body_raw(
+                        format!(
+                            "{{\"type\":\"error\",\"error\":{{\"type\":\"{kind}\",\"message\":\"no\"}}}}"
+                        ),
+                        "application/json",
+                    ),
+            )
+            .mount(&up)
+            .await;
+    }
+    let (d, base) = front_door(&up.uri());
+    for (status, kind) in [
+        (400, "invalid_request_error"),
+        (500, "api_error"),
+        (529, "overloaded_error"),
+    ] {
+        let body = format!(
+            r#"{{"model":"m","max_tokens":1,"messages":[{{"role":"user","content":"{kind}"}}]}}"#
+        );
+        let r = post(&format!("{base}/v1/messages"), &body, &[]).await;
+        assert_eq!(r.status(), status);
+        assert_eq!(r.headers()["x-should-retry"], "true");
+        assert_eq!(
+            r.text().await.unwrap(),
+            format!("{{\"type\":\"error\",\"error\":{{\"type\":\"{kind}\",\"message\":\"no\"}}}}")
+        );
+    }
+    assert!(sessions(&d).is_empty(), "an error records nothing");
+}
+
+/// An upstream that sends the head and half a stream, then drops the connection.
+async fn dropping_upstream() -> String {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let addr = listener.local_addr().unwrap();
+    tokio::spawn(async move {
+        while let Ok((mut s, _)) = listener.accept().await {
+            let mut buf = vec![0u8; 65536];
+            let _ = s.read(&mut buf).await;
+            let half: String = common::sse_body(&stream_events()[..4]);
+            let head = "HTTP/1.1 200 OK\r\ncontent-type: text/event-stream\r\ntransfer-encoding: chunked\r\n\r\n";
+            let chunk = format!("{:x}\r\n{half}\r\n", half.len());
+            let _ = s.write_all(head.as_bytes()).await;
+            let _ = s.write_all(chunk.as_bytes()).await;
+            let _ = s.flush().await;
+            drop(s);
+        }
+    });
+    format!("http://{addr}")
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_dropped_stream_reaches_the_client_as_an_error_and_records_nothing() {
+    let upstream = dropping_upstream().await;
+    let (d, base) = front_door(&upstream);
+    let body =
+        r#"{"model":"m","max_tokens":1,"stream":true,"messages":[{"role":"user","content":"hi"}]}"#;
+    let r = client()
+        .post(format!("{base}/v1/messages"))
+        .header("x-api-key", KEY)
+        .body(body)
+        .send()
+        .await;
+    // Whether the head left before the break or not, the client sees an answer that
+    // broke, never one that ended.
+    if let Ok(r) = r {
+        assert_eq!(r.status(), 200);
+        assert!(r.bytes().await.is_err(), "the client sees the stream break");
+    }
+    assert!(sessions(&d).is_empty(), "half an answer records nothing");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn conversations_map_by_header_by_claude_codes_metadata_and_by_content() {
+    let up = MockServer::start().await;
+    Mock::given(method("POST"))
+        .respond_with(ResponseTemplate::new(200).set_body_json(message("ok", "m")))
+        .mount(&up)
+        .await;
+    let (d, base) = front_door(&up.uri());
+    let url = format!("{base}/v1/messages");
+    let body = |first: &str, meta: Option<&str>| {
+        let mut b = json!({"model": "m", "max_tokens": 1,
+            "messages": [{"role": "user", "content": first}]});
+        if let Some(m) = meta {
+            b["metadata"] = json!({"user_id": m});
+        }
+        b.to_string()
+    };
+    // By header: a history that shares nothing with the last (the client compacted it)
+    // stays in the header's session, after a boundary.
+    post(&url, &body("one", None), &[("x-ctxd-session", "h1")])
+        .await
+        .text()
+        .await
+        .unwrap();
+    post(&url, &body("two", None), &[("x-ctxd-session", "h1")])
+        .await
+        .text()
+        .await
+        .unwrap();
+    // By Claude Code's session id, in both of its forms.
+    let old = "user_abc_account_def_session_7f0e-1";
+    post(&url, &body("three", Some(old)), &[])
+        .await
+        .text()
+        .await
+        .unwrap();
+    post(&url, &body("four", Some(old)), &[])
+        .await
+        .text()
+        .await
+        .unwrap();
+    let new = r#"{"device_id":"d","account_uuid":"","session_id":"7f0e-2"}"#;
+    post(&url, &body("five", Some(new)), &[])
+        .await
+        .text()
+        .await
+        .unwrap();
+    // By content: two first messages, two conversations.
+    post(&url, &body("six", None), &[])
+        .await
+        .text()
+        .await
+        .unwrap();
+    post(&url, &body("seven", None), &[])
+        .await
+        .text()
+        .await
+        .unwrap();
+
+    let listed = sessions(&d);
+    assert_eq!(listed.len(), 5, "{listed:#?}");
+    let mut shapes: Vec<Vec<String>> = listed
+        .iter()
+        .map(|s| {
+            records(&d, s["session_id"].as_str().unwrap())
+                .iter()
+                .map(|r| {
+                    let text = r["content"][0]["text"].as_str().unwrap_or("");
+                    format!(
+                        "{}:{}{}",
+                        r["type"].as_str().unwrap(),
+                        r["subtype"].as_str().unwrap_or(""),
+                        text
+                    )
+                })
+                .collect()
+        })
+        .collect();
+    shapes.sort();
+    assert_eq!(
+        shapes,
+        vec![
+            vec!["user:five", "assistant:ok"],
+            vec![
+                "user:one",
+                "assistant:ok",
+                "system:compact_boundary",
+                "user:two",
+                "assistant:ok"
+            ],
+            vec!["user:seven", "assistant:ok"],
+            vec!["user:six", "assistant:ok"],
+            vec![
+                "user:three",
+                "assistant:ok",
+                "system:compact_boundary",
+                "user:four",
+                "assistant:ok"
+            ],
+        ]
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_edited_history_forks_at_the_last_shared_message() {
+    let up = MockServer::start().await;
+    Mock::given(method("POST"))
+        .respond_with(ResponseTemplate::new(200).set_body_json(message("ok", "m")))
+        .mount(&up)
+        .await;
+    let (d, base) = front_door(&up.uri());
+    let url = format!("{base}/v1/messages");
+    let ok = json!({"role": "assistant", "content": [{"type": "text", "text": "ok"},
+        {"type": "a_block_from_the_future", "payload": {"kept": [1, 2]}}]});
+    let ask =
+        |msgs: Vec<Value>| json!({"model": "m", "max_tokens": 1, "messages": msgs}).to_string();
+    let u = |t: &str| json!({"role": "user", "content": t});
+    post(&url, &ask(vec![u("a")]), &[])
+        .await
+        .text()
+        .await
+        .unwrap();
+    post(&url, &ask(vec![u("a"), ok.clone(), u("b")]), &[])
+        .await
+        .text()
+        .await
+        .unwrap();
+    // The user edits their second prompt.
+    post(&url, &ask(vec![u("a"), ok.clone(), u("B")]), &[])
+        .await
+        .text()
+        .await
+        .unwrap();
+    let listed = sessions(&d);
+    assert_eq!(listed.len(), 2, "{listed:#?}");
+    let mut texts: Vec<Vec<String>> = listed
+        .iter()
+        .map(|s| {
+            records(&d, s["session_id"].as_str().unwrap())
+                .iter()
+                .map(|r| r["content"][0]["text"].as_str().unwrap_or("").to_string())
+                .collect()
+        })
+        .collect();
+    texts.sort();
+    assert_eq!(
+        texts,
+        vec![vec!["a", "ok", "B", "ok"], vec!["a", "ok", "b", "ok"]]
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn concurrent_conversations_each_get_their_own_session() {
+    let up = MockServer::start().await;
+    Mock::given(method("POST"))
+        .respond_with(ResponseTemplate::new(200).set_body_json(message("ok", "m")))
+        .mount(&up)
+        .await;
+    let (d, base) = front_door(&up.uri());
+    let url = format!("{base}/v1/messages");
+    let calls = (0..12).map(|i| {
+        let url = url.clone();
+        tokio::spawn(async move {
+            let body = json!({"model": "m", "max_tokens": 1,
+                "messages": [{"role": "user", "content": format!("conversation {i}")}]});
+            let r = post(&url, &body.to_string(), &[]).await;
+            assert_eq!(r.status(), 200);
+            r.text().await.unwrap()
+        })
+    });
+    for c in futures::future::join_all(calls).await {
+        c.unwrap();
+    }
+    let listed = sessions(&d);
+    assert_eq!(listed.len(), 12);
+    for s in &listed {
+        assert_eq!(records(&d, s["session_id"].as_str().unwrap()).len(), 2);
+    }
+}
+
+/// Every regular file under `dir`, read whole.
+fn files_under(dir: &std::path::Path, out: &mut Vec<(std::path::PathBuf, Vec<u8>)>) {
+    for entry in std::fs::read_dir(dir).into_iter().flatten().flatten() {
+        let p = entry.path();
+        let Ok(meta) = std::fs::symlink_metadata(&p) else {
+            continue;
+        };
+        if meta.is_dir() {
+            files_under(&p, out);
+        } else if meta.is_file() {
+            out.push((p.clone(), std::fs::read(&p).unwrap_or_default()));
+        }
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn credentials_go_up_and_are_never_logged_or_stored() {
+    let up = MockServer::start().await;
+    Mock::given(method("POST"))
+        .respond_with(
+            ResponseTemplate::new(200)
+                .set_body_raw(common::sse_body(&stream_events()), "text/event-stream"),
+        )
+        .mount(&up)
+        .await;
+    let mut d = Daemon::start_with(&["--http", "127.0.0.1:0", "--upstream-anthropic", &up.uri()]);
+    // Restarted with a trace-level log written to a file the test reads.
+    d.kill9();
+    let log = d.dir.path().join("ctxd.log");
+    let mut cmd = d.command();
+    cmd.env("CTXD_LOG", "trace")
+        .stderr(std::fs::File::create(&log).unwrap());
+    d.child = Some(cmd.spawn().unwrap());
+    let deadline = Instant::now() + Duration::from_secs(20);
+    while std::os::unix::net::UnixStream::connect(&d.socket).is_err()
+        || d.try_call("proxy.status", json!({})).is_err()
+    {
+        assert!(Instant::now() < deadline, "ctxd did not come back");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    let base = base_url(&d);
+    let bearer = "Bearer sk-ant-oat01-ANOTHER-SECRET-TOKEN";
+    let body =
+        r#"{"model":"m","max_tokens":1,"stream":true,"messages":[{"role":"user","content":"hi"}]}"#;
+    let r = post(
+        &format!("{base}/v1/messages?beta=true"),
+        body,
+        &[("authorization", bearer)],
+    )
+    .await;
+    assert_eq!(r.status(), 200);
+    r.text().await.unwrap();
+    let got = up.received_requests().await.unwrap();
+    assert_eq!(got[0].headers["authorization"], bearer);
+    assert_eq!(got[0].headers["x-api-key"], KEY);
+    assert_eq!(sessions(&d).len(), 1);
+    assert_eq!(d.terminate().code(), Some(0));
+
+    let mut all = Vec::new();
+    files_under(d.dir.path(), &mut all);
+    assert!(all.iter().any(|(p, _)| p == &log));
+    assert!(
+        std::fs::read_to_string(&log).unwrap().contains("TRACE")
+            || std::fs::read_to_string(&log).unwrap().contains("DEBUG"),
+        "the log is at trace level"
+    );
+    for (p, bytes) in &all {
+        for secret in [KEY, "ANOTHER-SECRET-TOKEN"] {
+            assert!(
+                !bytes.windows(secret.len()).any(|w| w == secret.as_bytes()),
+                "{} holds a credential",
+                p.display()
+            );
+        }
+    }
+}
