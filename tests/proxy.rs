@@ -246,6 +246,46 @@ async fn a_streamed_answer_comes_back_as_it_came_and_is_recorded_folded() {
     }
 }
 
+/// `ctx ARGS` against `d`, its stdout; `ctx` is built beside `ctxd` when absent.
+fn ctx(d: &Daemon, args: &[&str]) -> String {
+    let bin = common::ctxd_bin().with_file_name("ctx");
+    if !bin.exists() {
+        let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
+        let built = std::process::Command::new(cargo)
+            .args(["build", "-p", "ctx-cli"])
+            .status()
+            .unwrap();
+        assert!(built.success(), "cargo build -p ctx-cli");
+    }
+    let out = std::process::Command::new(bin)
+        .arg("--socket")
+        .arg(&d.socket)
+        .arg("--no-start")
+        .args(args)
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8(out.stdout).unwrap()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn ctx_proxy_env_prints_the_base_urls_for_a_shell() {
+    let up = MockServer::start().await;
+    let (d, base) = front_door(&up.uri());
+    assert!(base.starts_with("http://127.0.0.1:"), "{base}");
+    assert_eq!(
+        ctx(&d, &["proxy", "env"]),
+        format!("export ANTHROPIC_BASE_URL={base}\nexport OPENAI_BASE_URL={base}/v1\n")
+    );
+    assert!(ctx(&d, &["proxy", "status"]).contains("sessions seen 0"));
+    let off = Daemon::start();
+    assert_eq!(off.call("proxy.status", json!({}))["listening"], false);
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn without_the_secret_every_path_is_404_and_nothing_goes_up() {
     let up = MockServer::start().await;
