@@ -662,3 +662,108 @@ async fn credentials_go_up_and_are_never_logged_or_stored() {
         }
     }
 }
+
+/// A Messages API that refuses a body over `limit` estimated tokens (a token per four
+/// bytes) with `prompt_too_long`, and otherwise asks for one more tool call.
+struct Refusing {
+    limit: usize,
+    calls: std::sync::atomic::AtomicUsize,
+    refused: std::sync::atomic::AtomicUsize,
+}
+
+impl Refusing {
+    fn answer(&self, req: &wiremock::Request) -> ResponseTemplate {
+        let n = self.calls.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+        let tokens = req.body.len() / 4;
+        if tokens > self.limit {
+            self.refused
+                .fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+            return ResponseTemplate::new(400).set_body_json(json!({"type": "error", "error": {
+                "type": "invalid_request_error",
+                "message": format!("prompt is too long: {tokens} tokens > {} maximum", self.limit)}}));
+        }
+        ResponseTemplate::new(200).set_body_json(json!({
+            "id": format!("msg_{n}"), "type": "message", "role": "assistant", "model": "claude-sonnet-4-5",
+            "content": [{"type": "text", "text": format!("Reading part {n}.")},
+                        {"type": "tool_use", "id": format!("toolu_{n}"), "name": "Read", "input": {"part": n}}],
+            "stop_reason": "tool_use", "stop_sequence": null,
+            "usage": {"input_tokens": tokens, "output_tokens": 20}}))
+    }
+}
+
+struct Shared(std::sync::Arc<Refusing>);
+
+impl wiremock::Respond for Shared {
+    fn respond(&self, req: &wiremock::Request) -> ResponseTemplate {
+        self.0.answer(req)
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn manage_mode_keeps_a_40_turn_loop_under_a_20k_window() {
+    let up = MockServer::start().await;
+    let refusing = std::sync::Arc::new(Refusing {
+        limit: 20_000,
+        calls: 0.into(),
+        refused: 0.into(),
+    });
+    Mock::given(method("POST"))
+        .and(path("/v1/messages"))
+        .respond_with(Shared(refusing.clone()))
+        .mount(&up)
+        .await;
+    let (d, base) = front_door(&up.uri());
+    let cwd = d.dir.path().join("project");
+    std::fs::create_dir_all(&cwd).unwrap();
+    let sid = d.call(
+        "session.create",
+        json!({"cwd": cwd, "no_git": true,
+               "model": {"model": "claude-sonnet-4-5", "context_window": 20_000, "max_output_tokens": 2_000}}),
+    )["session"]["session_id"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    let system = "You read files in parts.";
+    let tools = json!([{"name": "Read", "description": "Read a part",
+        "input_schema": {"type": "object", "properties": {"part": {"type": "integer"}}}}]);
+    let mut messages = vec![json!({"role": "user", "content": "Read all the parts."})];
+    for turn in 0..40 {
+        let body = json!({"model": "claude-sonnet-4-5", "max_tokens": 1000, "system": system,
+            "tools": tools, "messages": messages});
+        let r = post(
+            &format!("{base}/v1/messages"),
+            &body.to_string(),
+            &[("x-ctxd-mode", "manage"), ("x-ctxd-session", &sid)],
+        )
+        .await;
+        let status = r.status();
+        let answer: Value = r.json().await.unwrap();
+        assert_eq!(status, 200, "turn {turn}: {answer}");
+        let tool = answer["content"][1]["id"].as_str().unwrap().to_string();
+        messages.push(json!({"role": "assistant", "content": answer["content"]}));
+        // About 2,000 tokens of a file's part.
+        let part: String = (0..2_000)
+            .map(|i| format!("{turn}:{i} "))
+            .collect::<String>()[..8_000]
+            .to_string();
+        messages.push(json!({"role": "user", "content": [
+            {"type": "tool_result", "tool_use_id": tool, "content": part}]}));
+    }
+    let got = up.received_requests().await.unwrap();
+    let last: Value = serde_json::from_slice(&got.last().unwrap().body).unwrap();
+    assert_eq!(last["system"], system, "the client's system went up");
+    assert_eq!(last["tools"], tools, "the client's tools went up");
+    assert_eq!(last["max_tokens"], 1000);
+    assert_eq!(
+        refusing.refused.load(std::sync::atomic::Ordering::SeqCst),
+        0,
+        "ctxd never sent a body the upstream refused"
+    );
+    let recs = records(&d, &sid);
+    assert!(
+        recs.iter().any(|r| r["subtype"] == "compact_boundary"),
+        "the session was compacted"
+    );
+    let answers = recs.iter().filter(|r| r["type"] == "assistant").count();
+    assert_eq!(answers, 40, "each answer recorded once");
+}

@@ -116,6 +116,9 @@ fn canonical(v: &Value, out: &mut String) {
 struct Branch {
     session_id: String,
     messages: Vec<(String, String)>,
+    /// Appends are checked against the last recorded message: only while nothing but the
+    /// front door writes the session (not one the client named, nor one ctxd compiles).
+    guarded: bool,
 }
 
 /// The conversations the front door has seen.
@@ -156,13 +159,15 @@ impl Conversations {
         keys.entry(key.to_string()).or_default().clone()
     }
 
-    /// Records one finished exchange: the request's messages not yet recorded, then the
-    /// answer as it came, in one append (all or nothing).
+    /// Records the request's messages not yet recorded, then the answer as it came when
+    /// there is one, in one append (all or nothing). `managed`: ctxd compiles the session
+    /// (so appends its own records between the client's).
     pub(crate) async fn record(
         &self,
         key: &str,
         request: &Value,
-        answer: Value,
+        answer: Option<Value>,
+        managed: bool,
     ) -> Result<Recorded, String> {
         let messages = request
             .get("messages")
@@ -204,12 +209,29 @@ impl Conversations {
                 let branch = Branch {
                     session_id: fork.session_id,
                     messages: from.messages[..n].to_vec(),
+                    guarded: from.guarded,
                 };
                 self.push(&mut branches, branch);
                 (branches.len() - 1, n)
             }
             Some(_) if explicit => {
                 boundary = true;
+                (branches.len() - 1, 0)
+            }
+            // A header naming one of ctxd's sessions records into it.
+            None if key.starts_with("header:")
+                && self
+                    .engine
+                    .get_session(&key["header:".len()..])
+                    .await
+                    .is_ok() =>
+            {
+                let branch = Branch {
+                    session_id: key["header:".len()..].to_string(),
+                    messages: Vec::new(),
+                    guarded: false,
+                };
+                self.push(&mut branches, branch);
                 (branches.len() - 1, 0)
             }
             _ => {
@@ -228,6 +250,7 @@ impl Conversations {
                     Branch {
                         session_id: session.session_id,
                         messages: Vec::new(),
+                        guarded: true,
                     },
                 );
                 (branches.len() - 1, 0)
@@ -252,20 +275,32 @@ impl Conversations {
                 serde_json::json!({"type": role, "content": content}),
             )?);
         }
-        let answer_print = fingerprint(&serde_json::json!({
-            "role": "assistant",
-            "content": answer.get("content").cloned().unwrap_or(Value::Null),
-        }));
-        records.push(record_input(
-            serde_json::json!({"type": "assistant", "message": answer}),
-        )?);
+        let answer_print = answer.map(|answer| {
+            let print = answer_fingerprint(&answer);
+            records.push(record_input(
+                serde_json::json!({"type": "assistant", "message": answer}),
+            )?);
+            Ok::<_, String>(print)
+        });
+        let answer_print = answer_print.transpose()?;
+        if managed {
+            branch.guarded = false;
+        }
+        if records.is_empty() {
+            return Ok(Recorded {
+                session_id: branch.session_id.clone(),
+                appended: 0,
+            });
+        }
         let appended = self
             .engine
             .append(AppendParams {
                 session_id: branch.session_id.clone(),
                 agent_id: None,
                 records,
-                expected_last_uuid: Some(branch.messages.last().map(|(_, u)| u.clone())),
+                expected_last_uuid: branch
+                    .guarded
+                    .then(|| branch.messages.last().map(|(_, u)| u.clone())),
             })
             .await
             .map_err(|e| e.to_string())?;
@@ -278,7 +313,7 @@ impl Conversations {
         for (print, uuid) in prints[common..]
             .iter()
             .cloned()
-            .chain(std::iter::once(answer_print))
+            .chain(answer_print)
             .zip(uuids.iter().cloned())
         {
             branch.messages.push((print, uuid));
@@ -289,6 +324,36 @@ impl Conversations {
         })
     }
 
+    /// Appends the answer to a managed request whose messages `record` appended.
+    pub(crate) async fn record_answer(
+        &self,
+        key: &str,
+        session_id: &str,
+        answer: Value,
+    ) -> Result<(), String> {
+        let branches = self.branches(key);
+        let mut branches = branches.lock().await;
+        let print = answer_fingerprint(&answer);
+        let record = record_input(serde_json::json!({"type": "assistant", "message": answer}))?;
+        let appended = self
+            .engine
+            .append(AppendParams {
+                session_id: session_id.to_string(),
+                agent_id: None,
+                records: vec![record],
+                expected_last_uuid: None,
+            })
+            .await
+            .map_err(|e| e.to_string())?;
+        if let (Some(branch), Some(r)) = (
+            branches.iter_mut().find(|b| b.session_id == session_id),
+            appended.appended.first(),
+        ) {
+            branch.messages.push((print, r.uuid.clone()));
+        }
+        Ok(())
+    }
+
     fn push(&self, branches: &mut Vec<Branch>, branch: Branch) {
         if branches.len() >= MAX_BRANCHES {
             branches.remove(0);
@@ -297,6 +362,13 @@ impl Conversations {
         self.sessions_seen
             .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
     }
+}
+
+fn answer_fingerprint(answer: &Value) -> String {
+    fingerprint(&serde_json::json!({
+        "role": "assistant",
+        "content": answer.get("content").cloned().unwrap_or(Value::Null),
+    }))
 }
 
 fn record_input(v: Value) -> Result<RecordInput, String> {

@@ -8,6 +8,7 @@
 //! nothing. Credentials pass through in headers and are never stored or logged.
 
 mod conversation;
+mod manage;
 
 use std::convert::Infallible;
 use std::net::SocketAddr;
@@ -68,6 +69,7 @@ pub(crate) struct Proxy {
     upstream_anthropic: String,
     upstream_openai: String,
     client: reqwest::Client,
+    engine: Arc<Engine>,
     max_request_bytes: usize,
     request_timeout: Duration,
     pub(crate) conversations: Conversations,
@@ -165,6 +167,7 @@ pub(crate) async fn bind(
         upstream_anthropic: options.upstream_anthropic.trim_end_matches('/').to_string(),
         upstream_openai: options.upstream_openai.trim_end_matches('/').to_string(),
         client,
+        engine: engine.clone(),
         max_request_bytes: usize::try_from(limits.max_request_bytes).unwrap_or(usize::MAX),
         request_timeout: limits.request_timeout,
         conversations: Conversations::new(engine, proxy_cwd(home)),
@@ -293,6 +296,10 @@ async fn handle(proxy: &Arc<Proxy>, req: Request<Incoming>) -> Response<Body> {
         }
         headers.append(name.clone(), value.clone());
     }
+    let manage = req
+        .headers()
+        .get("x-ctxd-mode")
+        .is_some_and(|v| v.as_bytes().eq_ignore_ascii_case(b"manage"));
     let session_header = req
         .headers()
         .get("x-ctxd-session")
@@ -331,6 +338,9 @@ async fn handle(proxy: &Arc<Proxy>, req: Request<Incoming>) -> Response<Body> {
         }
     };
     proxy.requests.fetch_add(1, Ordering::Relaxed);
+    if route == Route::Messages && manage {
+        return manage::manage(proxy, &url, headers, &body, session_header).await;
+    }
     // What to record is decided before the body goes: a body that is not JSON is still
     // forwarded (the upstream says what is wrong with it) but records nothing.
     let recording = (route == Route::Messages)
@@ -362,8 +372,26 @@ async fn handle(proxy: &Arc<Proxy>, req: Request<Incoming>) -> Response<Body> {
     proxy
         .bytes_up
         .fetch_add(u64::try_from(sent).unwrap_or(u64::MAX), Ordering::Relaxed);
+    forward_response(
+        proxy,
+        upstream,
+        recording.map(|(key, request)| Recorder {
+            key,
+            request,
+            streamed: false,
+            answer_to: None,
+        }),
+    )
+}
+
+/// The upstream's answer on its way back, recorded by `recorder` when it succeeded.
+fn forward_response(
+    proxy: &Arc<Proxy>,
+    upstream: reqwest::Response,
+    recorder: Option<Recorder>,
+) -> Response<Body> {
     let status = upstream.status();
-    let records = recording.is_some() && status.is_success();
+    let records = recorder.is_some() && status.is_success();
     let mut response = Response::builder().status(status.as_u16());
     for (name, value) in upstream.headers() {
         // A recorded answer goes chunked: its end is sent only once it is recorded, so a
@@ -379,14 +407,10 @@ async fn handle(proxy: &Arc<Proxy>, req: Request<Incoming>) -> Response<Body> {
         .get(reqwest::header::CONTENT_TYPE)
         .and_then(|v| v.to_str().ok())
         .is_some_and(|v| v.starts_with("text/event-stream"));
-    let side = match recording {
-        Some((key, request)) if status.is_success() => {
+    let side = match recorder {
+        Some(mut recorder) if status.is_success() => {
             let (tx, rx) = mpsc::unbounded_channel();
-            let recorder = Recorder {
-                key,
-                request,
-                streamed,
-            };
+            recorder.streamed = streamed;
             let proxy = proxy.clone();
             // The recording reads its copy of the answer on its own, off the forwarding
             // path.
@@ -496,6 +520,9 @@ struct Recorder {
     key: String,
     request: Value,
     streamed: bool,
+    /// Managed: the session the request's messages already went to; only the answer is
+    /// left to append.
+    answer_to: Option<String>,
 }
 
 impl Recorder {
@@ -533,16 +560,20 @@ impl Recorder {
                 return;
             }
         };
-        match proxy
-            .conversations
-            .record(&self.key, &self.request, answer)
-            .await
-        {
-            Ok(r) => tracing::debug!(
-                session = %r.session_id,
-                appended = r.appended,
-                "proxied exchange recorded"
-            ),
+        let recorded = match &self.answer_to {
+            Some(session) => proxy
+                .conversations
+                .record_answer(&self.key, session, answer)
+                .await
+                .map(|()| session.clone()),
+            None => proxy
+                .conversations
+                .record(&self.key, &self.request, Some(answer), false)
+                .await
+                .map(|r| r.session_id),
+        };
+        match recorded {
+            Ok(session) => tracing::debug!(%session, "proxied exchange recorded"),
             Err(e) => tracing::warn!(reason = %e, "a proxied exchange could not be recorded"),
         }
         if let Some(done) = done {
