@@ -767,3 +767,233 @@ async fn manage_mode_keeps_a_40_turn_loop_under_a_20k_window() {
     let answers = recs.iter().filter(|r| r["type"] == "assistant").count();
     assert_eq!(answers, 40, "each answer recorded once");
 }
+
+/// The scripted Messages API Claude Code talks to through ctxd: with the `Read` tool
+/// offered and no tool result yet, a `Read` of the project's NOTES.md; after it, a final
+/// answer quoting the result; anything else (a title, a side request) a short text.
+/// Streamed when asked.
+struct ScriptedForClaudeCode {
+    notes: String,
+}
+
+impl wiremock::Respond for ScriptedForClaudeCode {
+    fn respond(&self, req: &wiremock::Request) -> ResponseTemplate {
+        let path = req.url.path();
+        if path.ends_with("/count_tokens") {
+            return ResponseTemplate::new(200).set_body_json(json!({"input_tokens": 100}));
+        }
+        if req.method.as_str() == "GET" {
+            return ResponseTemplate::new(200)
+                .set_body_json(json!({"data": [], "has_more": false}));
+        }
+        let Ok(body) = serde_json::from_slice::<Value>(&req.body) else {
+            return ResponseTemplate::new(400);
+        };
+        let offers_read = body["tools"]
+            .as_array()
+            .is_some_and(|t| t.iter().any(|t| t["name"] == "Read"));
+        let last = body["messages"]
+            .as_array()
+            .and_then(|m| m.last())
+            .cloned()
+            .unwrap_or_default();
+        let result = last["content"].as_array().and_then(|c| {
+            c.iter()
+                .find(|b| b["type"] == "tool_result")
+                .map(|b| match &b["content"] {
+                    Value::String(s) => s.clone(),
+                    Value::Array(parts) => {
+                        parts.iter().filter_map(|p| p["text"].as_str()).collect()
+                    }
+                    _ => String::new(),
+                })
+        });
+        let model = body["model"].as_str().unwrap_or("claude-test").to_string();
+        let (blocks, stop) = match (offers_read, result) {
+            (true, None) => (
+                vec![
+                    json!({"type": "text", "text": "Reading the notes."}),
+                    json!({"type": "tool_use", "id": "toolu_read_1", "name": "Read", "input": {"file_path": self.notes}}),
+                ],
+                "tool_use",
+            ),
+            (true, Some(text)) => {
+                let word = if text.contains("pineapple") {
+                    "pineapple"
+                } else {
+                    "nothing"
+                };
+                (
+                    vec![json!({"type": "text", "text": format!("The notes say {word}.")})],
+                    "end_turn",
+                )
+            }
+            (false, _) => (vec![json!({"type": "text", "text": "Notes"})], "end_turn"),
+        };
+        let message = json!({"id": "msg_cc", "type": "message", "role": "assistant", "model": model,
+            "content": blocks, "stop_reason": stop, "stop_sequence": null,
+            "usage": {"input_tokens": 50, "output_tokens": 10}});
+        if body["stream"] != true {
+            return ResponseTemplate::new(200).set_body_json(message);
+        }
+        let mut start = message.clone();
+        start["content"] = json!([]);
+        start["stop_reason"] = Value::Null;
+        let mut events = vec![json!({"type": "message_start", "message": start})];
+        for (i, b) in message["content"].as_array().unwrap().iter().enumerate() {
+            let (empty, delta) = if b["type"] == "text" {
+                (
+                    json!({"type": "text", "text": ""}),
+                    json!({"type": "text_delta", "text": b["text"]}),
+                )
+            } else {
+                let mut e = b.clone();
+                e["input"] = json!({});
+                (
+                    e,
+                    json!({"type": "input_json_delta", "partial_json": b["input"].to_string()}),
+                )
+            };
+            events.push(json!({"type": "content_block_start", "index": i, "content_block": empty}));
+            events.push(json!({"type": "content_block_delta", "index": i, "delta": delta}));
+            events.push(json!({"type": "content_block_stop", "index": i}));
+        }
+        events.push(json!({"type": "message_delta", "delta": {"stop_reason": stop, "stop_sequence": null}, "usage": {"output_tokens": 10}}));
+        events.push(json!({"type": "message_stop"}));
+        ResponseTemplate::new(200).set_body_raw(common::sse_body(&events), "text/event-stream")
+    }
+}
+
+/// Claude Code installed from npm into the test cache (CTXD_TEST_CACHE), or why not.
+fn claude_code() -> Result<std::path::PathBuf, String> {
+    let cache = std::env::var_os("CTXD_TEST_CACHE")
+        .map(std::path::PathBuf::from)
+        .or_else(|| {
+            std::env::var_os("HOME").map(|h| std::path::PathBuf::from(h).join(".cache/ctxd-test"))
+        })
+        .ok_or("no HOME for the test cache")?;
+    let dir = cache.join("claude-code");
+    let bin = dir.join("node_modules/.bin/claude");
+    if bin.exists() {
+        return Ok(bin);
+    }
+    std::fs::create_dir_all(&dir).map_err(|e| e.to_string())?;
+    let installed = std::process::Command::new("npm")
+        .args([
+            "install",
+            "--no-audit",
+            "--no-fund",
+            "--loglevel=error",
+            "@anthropic-ai/claude-code",
+        ])
+        .current_dir(&dir)
+        .status()
+        .map_err(|e| format!("npm: {e}"))?;
+    if installed.success() && bin.exists() {
+        Ok(bin)
+    } else {
+        Err("npm could not install @anthropic-ai/claude-code".into())
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_real_claude_code_runs_a_tool_using_task_through_ctxd() {
+    let claude = match claude_code() {
+        Ok(b) => b,
+        Err(why) => {
+            // Ignored where it cannot be installed (no npm, no network).
+            eprintln!("SKIPPED: {why}");
+            return;
+        }
+    };
+    let (d, base) = {
+        let dir = tempfile::tempdir().unwrap();
+        let notes = dir.path().join("NOTES.md");
+        std::fs::write(&notes, "The secret fruit is pineapple.\n").unwrap();
+        let up = MockServer::start().await;
+        Mock::given(wiremock::matchers::any())
+            .respond_with(ScriptedForClaudeCode {
+                notes: notes.display().to_string(),
+            })
+            .mount(&up)
+            .await;
+        let (d, base) = front_door(&up.uri());
+        let user_home = d.dir.path().join("cc-home");
+        std::fs::create_dir_all(&user_home).unwrap();
+        let out = tokio::process::Command::new(&claude)
+            .args([
+                "-p",
+                "What does NOTES.md say the secret fruit is?",
+                "--allowedTools",
+                "Read",
+            ])
+            .current_dir(dir.path())
+            .env_clear()
+            .env("PATH", std::env::var("PATH").unwrap_or_default())
+            .env("HOME", &user_home)
+            .env("ANTHROPIC_BASE_URL", &base)
+            .env("ANTHROPIC_API_KEY", "sk-ant-dummy-key-for-the-test")
+            .env("CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC", "1")
+            .env("DISABLE_AUTOUPDATER", "1")
+            .stdin(std::process::Stdio::null())
+            .kill_on_drop(true)
+            .output();
+        let out = tokio::time::timeout(Duration::from_secs(120), out)
+            .await
+            .expect("claude finished")
+            .unwrap();
+        let stdout = String::from_utf8_lossy(&out.stdout);
+        assert!(
+            out.status.success() && stdout.contains("pineapple"),
+            "claude: {}\nstdout: {stdout}\nstderr: {}",
+            out.status,
+            String::from_utf8_lossy(&out.stderr)
+        );
+        drop(up);
+        (d, base)
+    };
+    let _ = base;
+    let all: Vec<Vec<Value>> = sessions(&d)
+        .iter()
+        .map(|s| records(&d, s["session_id"].as_str().unwrap()))
+        .collect();
+    let main = all
+        .iter()
+        .find(|recs| {
+            recs.iter().any(|r| {
+                r["content"]
+                    .as_array()
+                    .is_some_and(|c| c.iter().any(|b| b["type"] == "tool_use"))
+            })
+        })
+        .unwrap_or_else(|| panic!("no session holds the tool call: {all:#?}"));
+    let blocks: Vec<&Value> = main
+        .iter()
+        .flat_map(|r| r["content"].as_array().into_iter().flatten())
+        .collect();
+    assert!(
+        blocks
+            .iter()
+            .any(|b| b["type"] == "text"
+                && b["text"].as_str().unwrap_or("").contains("secret fruit")),
+        "the prompt"
+    );
+    assert!(
+        blocks
+            .iter()
+            .any(|b| b["type"] == "tool_use" && b["name"] == "Read"),
+        "the tool call"
+    );
+    assert!(
+        blocks
+            .iter()
+            .any(|b| b["type"] == "tool_result" && b["tool_use_id"] == "toolu_read_1"),
+        "its result"
+    );
+    let last = main.last().unwrap();
+    assert_eq!(last["type"], "assistant");
+    assert_eq!(
+        last["content"][0]["text"], "The notes say pineapple.",
+        "the final answer"
+    );
+}

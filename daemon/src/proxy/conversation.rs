@@ -119,6 +119,10 @@ struct Branch {
     /// Appends are checked against the last recorded message: only while nothing but the
     /// front door writes the session (not one the client named, nor one ctxd compiles).
     guarded: bool,
+    /// The system prompt and tools of its last request, compared when a history shares
+    /// nothing with it: the same frame is the conversation rewritten (the client's
+    /// compaction), another one a side request (a title, a summary) of its own.
+    frame: String,
 }
 
 /// The conversations the front door has seen.
@@ -174,6 +178,13 @@ impl Conversations {
             .and_then(Value::as_array)
             .ok_or("the request has no messages")?;
         let prints: Vec<String> = messages.iter().map(fingerprint).collect();
+        let frame = {
+            let mut f = String::new();
+            canonical(request.get("system").unwrap_or(&Value::Null), &mut f);
+            f.push('\u{1f}');
+            canonical(request.get("tools").unwrap_or(&Value::Null), &mut f);
+            hex::encode(sha2::Sha256::digest(f.as_bytes()))
+        };
         let branches = self.branches(key);
         let mut branches = branches.lock().await;
         let shared = |b: &Branch| {
@@ -210,13 +221,15 @@ impl Conversations {
                     session_id: fork.session_id,
                     messages: from.messages[..n].to_vec(),
                     guarded: from.guarded,
+                    frame: frame.clone(),
                 };
                 self.push(&mut branches, branch);
                 (branches.len() - 1, n)
             }
-            Some(_) if explicit => {
+            Some(_) if explicit && branches.iter().any(|b| b.frame == frame) => {
                 boundary = true;
-                (branches.len() - 1, 0)
+                let i = branches.iter().rposition(|b| b.frame == frame).unwrap_or(0);
+                (i, 0)
             }
             // A header naming one of ctxd's sessions records into it.
             None if key.starts_with("header:")
@@ -230,6 +243,7 @@ impl Conversations {
                     session_id: key["header:".len()..].to_string(),
                     messages: Vec::new(),
                     guarded: false,
+                    frame: frame.clone(),
                 };
                 self.push(&mut branches, branch);
                 (branches.len() - 1, 0)
@@ -251,12 +265,14 @@ impl Conversations {
                         session_id: session.session_id,
                         messages: Vec::new(),
                         guarded: true,
+                        frame: frame.clone(),
                     },
                 );
                 (branches.len() - 1, 0)
             }
         };
         let branch = &mut branches[index];
+        branch.frame = frame;
         let mut records = Vec::with_capacity(messages.len() - common + 2);
         if boundary {
             records.push(record_input(serde_json::json!({
@@ -267,10 +283,21 @@ impl Conversations {
         }
         for m in &messages[common..] {
             let role = m.get("role").and_then(Value::as_str).unwrap_or("user");
-            let content = match m.get("content") {
+            let mut content = match m.get("content") {
                 Some(c) => c.clone(),
                 None => Value::Array(Vec::new()),
             };
+            if role == "system" {
+                // A system message inside `messages`: ctxd's records hold system text as
+                // data, so it is kept whole there.
+                records.push(record_input(serde_json::json!({
+                    "type": "system",
+                    "subtype": "client_system_message",
+                    "data": {"content": content},
+                }))?);
+                continue;
+            }
+            strip_cache_markers(&mut content);
             records.push(record_input(
                 serde_json::json!({"type": role, "content": content}),
             )?);
@@ -361,6 +388,21 @@ impl Conversations {
         branches.push(branch);
         self.sessions_seen
             .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+    }
+}
+
+/// The client's cache markers say where its cache breaks, not what was said; ctxd places
+/// its own when it compiles, so they are not part of the record.
+fn strip_cache_markers(content: &mut Value) {
+    if let Value::Array(blocks) = content {
+        for b in blocks {
+            if let Value::Object(o) = b {
+                o.remove("cache_control");
+                if let Some(inner) = o.get_mut("content") {
+                    strip_cache_markers(inner);
+                }
+            }
+        }
     }
 }
 
