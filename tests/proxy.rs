@@ -997,3 +997,153 @@ async fn the_real_claude_code_runs_a_tool_using_task_through_ctxd() {
         "the final answer"
     );
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn chat_completions_go_to_the_openai_upstream_byte_for_byte() {
+    let anthropic = MockServer::start().await;
+    let openai = MockServer::start().await;
+    let chunks = "data: {\"id\":\"c1\",\"object\":\"chat.completion.chunk\",\"choices\":[{\"index\":0,\"delta\":{\"content\":\"Hi\"}}]}\n\ndata: [DONE]\n\n";
+    Mock::given(method("POST"))
+        .and(path("/v1/chat/completions"))
+        .respond_with(ResponseTemplate::new(200).set_body_raw(chunks, "text/event-stream"))
+        .expect(1)
+        .mount(&openai)
+        .await;
+    let d = Daemon::start_with(&[
+        "--http",
+        "127.0.0.1:0",
+        "--upstream-anthropic",
+        &anthropic.uri(),
+        "--upstream-openai",
+        &openai.uri(),
+    ]);
+    let status = d.call("proxy.status", json!({}));
+    let openai_base = status["openai_base_url"].as_str().unwrap();
+    let sent =
+        r#"{"model": "gpt-x", "stream": true, "messages": [{"role": "user", "content": "hi"}]}"#;
+    let r = client()
+        .post(format!("{openai_base}/chat/completions"))
+        .header("authorization", "Bearer sk-openai-test")
+        .header("content-type", "application/json")
+        .body(sent)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status(), 200);
+    assert_eq!(r.text().await.unwrap(), chunks);
+    let got = openai.received_requests().await.unwrap();
+    assert_eq!(got[0].body, sent.as_bytes());
+    assert_eq!(got[0].headers["authorization"], "Bearer sk-openai-test");
+    assert!(anthropic.received_requests().await.unwrap().is_empty());
+    openai.verify().await;
+}
+
+/// The Anthropic Python SDK from the test cache (scripts/test installs it), or why not.
+fn python_sdk_path() -> Result<String, String> {
+    let cache = std::env::var_os("CTXD_TEST_CACHE")
+        .map(std::path::PathBuf::from)
+        .or_else(|| {
+            std::env::var_os("HOME").map(|h| std::path::PathBuf::from(h).join(".cache/ctxd-test"))
+        })
+        .ok_or("no HOME for the test cache")?;
+    let py = cache.join("python");
+    let ok = std::process::Command::new("python3")
+        .args(["-c", "import anthropic"])
+        .env("PYTHONPATH", &py)
+        .status()
+        .is_ok_and(|s| s.success());
+    if ok {
+        Ok(py.display().to_string())
+    } else {
+        Err("the anthropic package is not in the test cache (scripts/test installs it)".into())
+    }
+}
+
+const SDK_SCRIPT: &str = r#"
+import json, sys, anthropic
+client = anthropic.Anthropic(base_url=sys.argv[1], api_key="sk-ant-sdk-test", max_retries=0)
+msgs = [{"role": "user", "content": "Read a.txt"}]
+created = client.messages.create(model="claude-test", max_tokens=64, messages=msgs)
+with client.messages.stream(model="claude-test", max_tokens=64, messages=msgs) as s:
+    streamed = s.get_final_message()
+print(json.dumps({"created": created.model_dump(mode="json"),
+                  "streamed": streamed.model_dump(mode="json")}))
+"#;
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_anthropic_python_sdk_gets_what_the_upstream_answered() {
+    let py = match python_sdk_path() {
+        Ok(p) => p,
+        Err(why) => {
+            eprintln!("SKIPPED: {why}");
+            return;
+        }
+    };
+    let answer = message("Hello!", "msg_sdk");
+    let scripted = || async {
+        let up = MockServer::start().await;
+        Mock::given(method("POST"))
+            .and(wiremock::matchers::body_string_contains("\"stream\":true"))
+            .respond_with(
+                ResponseTemplate::new(200)
+                    .set_body_raw(common::sse_body(&stream_events()), "text/event-stream"),
+            )
+            .with_priority(1)
+            .mount(&up)
+            .await;
+        Mock::given(method("POST"))
+            .respond_with(
+                ResponseTemplate::new(200).set_body_raw(odd_layout(&answer), "application/json"),
+            )
+            .mount(&up)
+            .await;
+        up
+    };
+    let run = |base: String| {
+        let py = py.clone();
+        async move {
+            let out = tokio::process::Command::new("python3")
+                .args(["-c", SDK_SCRIPT, &base])
+                .env("PYTHONPATH", &py)
+                .output()
+                .await
+                .unwrap();
+            assert!(
+                out.status.success(),
+                "{}",
+                String::from_utf8_lossy(&out.stderr)
+            );
+            serde_json::from_slice::<Value>(&out.stdout).unwrap()
+        }
+    };
+    // The same calls straight to an upstream, then through ctxd.
+    let direct = scripted().await;
+    let expected = run(direct.uri()).await;
+    let up = scripted().await;
+    let (d, base) = front_door(&up.uri());
+    let got = run(base).await;
+    assert_eq!(got, expected, "the SDK got what the upstream answered");
+    assert_eq!(got["created"]["content"][0]["text"], "Hello!");
+    assert_eq!(
+        got["streamed"]["content"][1]["input"],
+        json!({"file_path": "/tmp/a.txt"})
+    );
+    let sent = direct.received_requests().await.unwrap();
+    let received = up.received_requests().await.unwrap();
+    assert_eq!(received.len(), 2);
+    for (s, r) in sent.iter().zip(&received) {
+        assert_eq!(r.body, s.body, "the upstream got the SDK's bytes");
+        assert_eq!(r.url.path(), s.url.path());
+    }
+    // The second call asks again from the same first message: a fork of the first.
+    let listed = sessions(&d);
+    assert_eq!(listed.len(), 2);
+    for s in &listed {
+        let recs = records(&d, s["session_id"].as_str().unwrap());
+        assert_eq!(recs.len(), 2, "{recs:#?}");
+        assert_eq!(
+            recs[0]["content"],
+            json!([{"type": "text", "text": "Read a.txt"}])
+        );
+    }
+}
