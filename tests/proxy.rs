@@ -203,7 +203,7 @@ async fn a_streamed_answer_comes_back_as_it_came_and_is_recorded_folded() {
         .mount(&up)
         .await;
     let (d, base) = front_door(&up.uri());
-    let sent = r#"{"model":"claude-test","max_tokens":64,"stream":true,"messages":[{"role":"user","content":[{"type":"text","text":"Read a.txt"}]}]}"#;
+    let sent = r#"{"model":"claude-test","max_tokens":64,"stream":true,"system":[{"type":"text","text":"You are terse.","cache_control":{"type":"ephemeral"}}],"tools":[{"name":"Read","description":"Reads a file","input_schema":{"type":"object","properties":{"file_path":{"type":"string"}}}}],"messages":[{"role":"user","content":[{"type":"text","text":"Read a.txt"}]}]}"#;
     let r = post(
         &format!("{base}/v1/messages"),
         sent,
@@ -237,6 +237,19 @@ async fn a_streamed_answer_comes_back_as_it_came_and_is_recorded_folded() {
         ])
     );
     assert_eq!(recs[1]["stop_reason"], "tool_use");
+    // The system prompt and tools the request carried are the session's.
+    let compiled: Value =
+        serde_json::from_str(&d.compile_body(listed[0]["session_id"].as_str().unwrap())).unwrap();
+    assert!(
+        compiled["system"].to_string().contains("You are terse."),
+        "{}",
+        compiled["system"]
+    );
+    assert_eq!(
+        compiled["tools"][0]["name"], "Read",
+        "{}",
+        compiled["tools"]
+    );
     for (k, v) in [
         ("input_tokens", 30),
         ("output_tokens", 40),

@@ -123,6 +123,8 @@ struct Branch {
     /// nothing with it: the same frame is the conversation rewritten (the client's
     /// compaction), another one a side request (a title, a summary) of its own.
     frame: String,
+    /// The frame whose system prompt and tools the session holds.
+    stored_frame: Option<String>,
 }
 
 /// The conversations the front door has seen.
@@ -222,6 +224,7 @@ impl Conversations {
                     messages: from.messages[..n].to_vec(),
                     guarded: from.guarded,
                     frame: frame.clone(),
+                    stored_frame: None,
                 };
                 self.push(&mut branches, branch);
                 (branches.len() - 1, n)
@@ -244,6 +247,7 @@ impl Conversations {
                     messages: Vec::new(),
                     guarded: false,
                     frame: frame.clone(),
+                    stored_frame: None,
                 };
                 self.push(&mut branches, branch);
                 (branches.len() - 1, 0)
@@ -266,6 +270,7 @@ impl Conversations {
                         messages: Vec::new(),
                         guarded: true,
                         frame: frame.clone(),
+                        stored_frame: None,
                     },
                 );
                 (branches.len() - 1, 0)
@@ -345,10 +350,75 @@ impl Conversations {
         {
             branch.messages.push((print, uuid));
         }
+        if branch.stored_frame.as_deref() != Some(branch.frame.as_str()) {
+            self.keep_frame(&branch.session_id, request).await;
+            branch.stored_frame = Some(branch.frame.clone());
+        }
         Ok(Recorded {
             session_id: branch.session_id.clone(),
             appended: added,
         })
+    }
+
+    /// Keeps the request's system prompt and tools with the session, when they changed: a
+    /// compile of the session then carries them. One ctxd cannot take (a tool its
+    /// validation refuses) leaves what the session had; the traffic is recorded anyway.
+    async fn keep_frame(&self, session_id: &str, request: &Value) {
+        let tools = match request.get("tools") {
+            Some(t) => serde_json::from_value::<Vec<ctxd_protocol::ToolSpec>>(t.clone()),
+            None => Ok(Vec::new()),
+        };
+        match tools {
+            Ok(tools) => {
+                let set = self
+                    .engine
+                    .set_tools(ctxd_protocol::ToolsSetParams {
+                        session_id: session_id.to_string(),
+                        tools,
+                    })
+                    .await;
+                if let Err(e) = set {
+                    tracing::debug!(error = %e, "the client's tools are not kept");
+                }
+            }
+            Err(e) => tracing::debug!(error = %e, "the client's tools are not kept"),
+        }
+        let texts: Vec<String> = match request.get("system") {
+            Some(Value::String(s)) => vec![s.clone()],
+            Some(Value::Array(blocks)) => blocks
+                .iter()
+                .filter_map(|b| b.get("text").and_then(Value::as_str).map(str::to_string))
+                .collect(),
+            _ => Vec::new(),
+        };
+        let system = ctxd_protocol::SystemPrompt {
+            static_sections: texts
+                .into_iter()
+                .enumerate()
+                .map(|(i, text)| ctxd_protocol::SystemSection {
+                    name: format!("client_{i}"),
+                    text,
+                    caching: None,
+                    reason: None,
+                    source: None,
+                })
+                .collect(),
+            dynamic_sections: Vec::new(),
+        };
+        let updated = self
+            .engine
+            .update_session(ctxd_protocol::SessionUpdateParams {
+                session_id: session_id.to_string(),
+                cwd: None,
+                settings: None,
+                model: None,
+                system: Some(system),
+                title: None,
+            })
+            .await;
+        if let Err(e) = updated {
+            tracing::debug!(error = %e, "the client's system prompt is not kept");
+        }
     }
 
     /// Appends the answer to a managed request whose messages `record` appended.
