@@ -568,6 +568,14 @@ async fn an_edited_history_forks_at_the_last_shared_message() {
         texts,
         vec![vec!["a", "ok", "B", "ok"], vec!["a", "ok", "b", "ok"]]
     );
+    assert_eq!(
+        listed
+            .iter()
+            .filter(|s| s["forked_from_uuid"].is_string())
+            .count(),
+        1,
+        "the edit is a fork of the first session: {listed:#?}"
+    );
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
