@@ -1168,3 +1168,20 @@ async fn the_anthropic_python_sdk_gets_what_the_upstream_answered() {
         );
     }
 }
+
+#[test]
+fn the_front_door_listens_on_loopback_only() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = std::process::Command::new(common::ctxd_bin())
+        .arg("--home")
+        .arg(dir.path().join("home"))
+        .arg("--socket")
+        .arg(dir.path().join("ctxd.sock"))
+        .args(["--http", "0.0.0.0:0"])
+        .env("CTXD_LOG", "warn")
+        .output()
+        .unwrap();
+    assert!(!out.status.success());
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("loopback only"), "{err}");
+}
