@@ -219,14 +219,14 @@ fn malformed(what: impl Into<String>) -> StreamError {
     StreamError::Malformed(what.into())
 }
 
-/// `target[key]` as a string, with `more` appended (created when absent).
+/// `target[key]` as a string, with `more` appended (created when absent). Appended in
+/// place: a long answer comes in many small deltas, and copying the text so far for each
+/// one made folding it quadratic.
 fn append_str(target: &mut Value, key: &str, more: &str) {
-    let old = target
-        .get(key)
-        .and_then(Value::as_str)
-        .unwrap_or("")
-        .to_string();
-    target[key] = Value::String(old + more);
+    match target.get_mut(key) {
+        Some(Value::String(text)) => text.push_str(more),
+        _ => target[key] = Value::String(more.to_string()),
+    }
 }
 
 impl Assembler {
