@@ -68,7 +68,7 @@ class Upstream(BaseHTTPRequestHandler):
         self.send_header("transfer-encoding", "chunked")
         self.end_headers()
         if body.get("max_tokens") == 99999:
-            piece = "x" * 60_000
+            piece = "x" * 1_000
             events = answer_events([piece] * (BIG // len(piece)))
         else:
             events = SMALL
