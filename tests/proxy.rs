@@ -1185,3 +1185,36 @@ fn the_front_door_listens_on_loopback_only() {
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(err.contains("loopback only"), "{err}");
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn past_its_connections_the_front_door_answers_overloaded_and_forwards_nothing() {
+    let up = MockServer::start().await;
+    Mock::given(method("POST"))
+        .respond_with(ResponseTemplate::new(200).set_body_json(message("x", "m")))
+        .expect(0)
+        .mount(&up)
+        .await;
+    let d = Daemon::start_with(&[
+        "--http",
+        "127.0.0.1:0",
+        "--upstream-anthropic",
+        &up.uri(),
+        "--max-connections",
+        "1",
+    ]);
+    let base = base_url(&d);
+    let addr = base
+        .trim_start_matches("http://")
+        .split('/')
+        .next()
+        .unwrap()
+        .to_string();
+    // One connection holds the only slot.
+    let _held = tokio::net::TcpStream::connect(&addr).await.unwrap();
+    let body = r#"{"model":"m","max_tokens":1,"messages":[{"role":"user","content":"hi"}]}"#;
+    let r = post(&format!("{base}/v1/messages"), body, &[]).await;
+    assert_eq!(r.status(), 503);
+    let e: Value = r.json().await.unwrap();
+    assert_eq!(e["error"]["type"], "overloaded_error", "{e}");
+    up.verify().await;
+}

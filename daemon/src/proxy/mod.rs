@@ -72,6 +72,7 @@ pub(crate) struct Proxy {
     engine: Arc<Engine>,
     max_request_bytes: usize,
     request_timeout: Duration,
+    slots: Arc<tokio::sync::Semaphore>,
     pub(crate) conversations: Conversations,
     requests: AtomicU64,
     bytes_up: AtomicU64,
@@ -170,6 +171,7 @@ pub(crate) async fn bind(
         engine: engine.clone(),
         max_request_bytes: usize::try_from(limits.max_request_bytes).unwrap_or(usize::MAX),
         request_timeout: limits.request_timeout,
+        slots: Arc::new(tokio::sync::Semaphore::new(limits.max_connections.max(1))),
         conversations: Conversations::new(engine, proxy_cwd(home)),
         requests: AtomicU64::new(0),
         bytes_up: AtomicU64::new(0),
@@ -197,18 +199,32 @@ pub(crate) async fn serve(
         };
         let Ok((stream, _)) = accepted else { continue };
         let _ = stream.set_nodelay(true);
+        // Past `max_connections` a connection is answered, not served: its requests get
+        // the API's overloaded error, which SDKs retry.
+        let slot = proxy.slots.clone().try_acquire_owned().ok();
         let proxy = proxy.clone();
         tokio::spawn(async move {
             let timeout = proxy.request_timeout;
+            let served = slot.is_some();
             let service = hyper::service::service_fn(move |req| {
                 let proxy = proxy.clone();
-                async move { Ok::<_, Infallible>(handle(&proxy, req).await) }
+                async move {
+                    if !served {
+                        return Ok::<_, Infallible>(error(
+                            StatusCode::SERVICE_UNAVAILABLE,
+                            "overloaded_error",
+                            "ctxd's front door is serving all the connections it may",
+                        ));
+                    }
+                    Ok(handle(&proxy, req).await)
+                }
             });
             let _ = hyper::server::conn::http1::Builder::new()
                 .timer(TokioTimer::new())
                 .header_read_timeout(timeout)
                 .serve_connection(TokioIo::new(stream), service)
                 .await;
+            drop(slot);
         });
     }
 }
