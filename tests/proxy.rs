@@ -1200,17 +1200,29 @@ async fn past_its_connections_the_front_door_answers_overloaded_and_forwards_not
         "--upstream-anthropic",
         &up.uri(),
         "--max-connections",
-        "1",
+        "2",
     ]);
-    let base = base_url(&d);
+    // The bound is the RPC server's too: a readiness probe's connection may still hold
+    // a slot there for a moment.
+    let deadline = Instant::now() + Duration::from_secs(20);
+    let base = loop {
+        if let Ok(s) = d.try_call("proxy.status", json!({})) {
+            break s["anthropic_base_url"].as_str().unwrap().to_string();
+        }
+        assert!(Instant::now() < deadline, "proxy.status");
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    };
     let addr = base
         .trim_start_matches("http://")
         .split('/')
         .next()
         .unwrap()
         .to_string();
-    // One connection holds the only slot.
-    let _held = tokio::net::TcpStream::connect(&addr).await.unwrap();
+    // Two connections hold both slots.
+    let _held = [
+        tokio::net::TcpStream::connect(&addr).await.unwrap(),
+        tokio::net::TcpStream::connect(&addr).await.unwrap(),
+    ];
     let body = r#"{"model":"m","max_tokens":1,"messages":[{"role":"user","content":"hi"}]}"#;
     let r = post(&format!("{base}/v1/messages"), body, &[]).await;
     assert_eq!(r.status(), 503);
