@@ -120,6 +120,11 @@ enum Command {
     /// Queue input typed while a turn runs; the next compile delivers it (`--list` shows
     /// what waits).
     Queue(QueueArgs),
+    /// The daemon's HTTP front door (`ctxd --http`): the base URLs for a shell, its state.
+    Proxy {
+        #[command(subcommand)]
+        action: commands::proxy::ProxyCmd,
+    },
     /// Print a shell completion script: `source <(ctx completions bash)`.
     Completions {
         /// The shell to complete for.
@@ -145,6 +150,7 @@ async fn run(cli: Cli) -> Result<()> {
     // Commands that must not start a daemon, or that need none.
     match &cli.command {
         Command::Daemon { action } => return commands::daemon::run(&ctx, action).await,
+        Command::Proxy { action } => return commands::proxy::run(&ctx, action).await,
         Command::MemoryWorker(a) => return commands::memory::worker(&ctx, a).await,
         Command::Completions { shell } => {
             // clap_complete panics on a failed write; written here, a closed pipe
@@ -181,7 +187,10 @@ async fn run(cli: Cli) -> Result<()> {
         Command::Capabilities(a) => commands::capabilities::capabilities(&ctx, c, a).await,
         Command::Plan(a) => commands::attachments::plan(&ctx, c, a).await,
         Command::Queue(a) => commands::attachments::queue(&ctx, c, a).await,
-        Command::Daemon { .. } | Command::MemoryWorker(_) | Command::Completions { .. } => Ok(()),
+        Command::Daemon { .. }
+        | Command::Proxy { .. }
+        | Command::MemoryWorker(_)
+        | Command::Completions { .. } => Ok(()),
     }
 }
 

@@ -1421,6 +1421,45 @@ export type ProviderContextManagement = {
   }>;
 };
 
+/**
+ * The HTTP front door's state. Its base URLs carry the home's secret: they are for the
+ * user's own shell (`ctx proxy env`), which is why only the socket's owner may ask.
+ */
+export type ProxyStatusResponse = {
+  /**
+   * `ANTHROPIC_BASE_URL` for a client: `http://127.0.0.1:PORT/SECRET`.
+   */
+  anthropic_base_url?: string | null;
+  /**
+   * Answer bytes passed back to clients.
+   */
+  bytes_down: number;
+  /**
+   * Request body bytes sent upstream.
+   */
+  bytes_up: number;
+  /**
+   * The address it listens on (`127.0.0.1:PORT`).
+   */
+  listen?: string | null;
+  /**
+   * Whether `ctxd --http` started the front door; the other fields are absent when not.
+   */
+  listening: boolean;
+  /**
+   * `OPENAI_BASE_URL` for a client: the same with `/v1`.
+   */
+  openai_base_url?: string | null;
+  /**
+   * Requests forwarded since the daemon started.
+   */
+  requests: number;
+  /**
+   * Sessions the front door's traffic made since the daemon started (forks included).
+   */
+  sessions_seen: number;
+};
+
 export type QueueResponse = {
   /**
    * Entries now waiting for the same agent, this one included.
@@ -2619,6 +2658,13 @@ export interface Methods {
   "daemon.shutdown": {
     params: { [key: string]: unknown };
     result: ShutdownResponse;
+  };
+  /**
+   * The HTTP front door (`ctxd --http`): whether it listens, its base URLs (secret included), sessions seen and bytes forwarded.
+   */
+  "proxy.status": {
+    params: { [key: string]: unknown };
+    result: ProxyStatusResponse;
   };
   /**
    * Create a session for a working directory.

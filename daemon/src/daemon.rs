@@ -244,6 +244,8 @@ pub struct Options {
     pub limits: ctxd_pipeline::limits::Limits,
     /// Where sessions are stored (SQLite in the home unless a PostgreSQL URL is given).
     pub store: ctxd_store::StoreConfig,
+    /// The HTTP front door (`--http`), off when absent.
+    pub http: Option<crate::proxy::ProxyOptions>,
 }
 
 impl Default for Options {
@@ -254,6 +256,7 @@ impl Default for Options {
             summariser: ctxd_protocol::SummariserConfig::Embedded,
             limits: ctxd_pipeline::limits::Limits::default(),
             store: ctxd_store::StoreConfig::default(),
+            http: None,
         }
     }
 }
@@ -292,8 +295,24 @@ pub async fn run(
     engine.start_watching().await?;
     engine.start_remote();
     tracing::info!(socket = %paths.socket.display(), home = %paths.home.display(), store = %store.describe(), "ctxd listening");
+    let stop_http = Arc::new(Notify::new());
+    let proxy = match &options.http {
+        Some(http) => {
+            let (proxy, listener) =
+                crate::proxy::bind(http, &paths.home, engine.clone(), &options.limits)
+                    .await
+                    .map_err(|e| StartError::Rpc(e.to_string()))?;
+            let stop = stop_http.clone();
+            tokio::spawn(crate::proxy::serve(proxy.clone(), listener, async move {
+                stop.notified().await;
+            }));
+            Some(proxy)
+        }
+        None => None,
+    };
     let ctx = RpcContext {
         engine,
+        proxy,
         shutdown: Arc::new(Notify::new()),
         socket: paths.socket.clone(),
     };
@@ -307,6 +326,7 @@ pub async fn run(
     let result = serve(listener, ctx, &options.limits, shutdown)
         .await
         .map_err(|e| StartError::Rpc(e.to_string()));
+    stop_http.notify_one();
     drop(socket_file);
     drop(lock);
     store.close();

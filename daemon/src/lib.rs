@@ -4,4 +4,5 @@
 pub mod daemon;
 #[cfg(test)]
 mod fuzz;
+pub mod proxy;
 pub(crate) mod rpc;

@@ -81,6 +81,18 @@ struct Args {
     /// `CTXD_HOME/config.toml`, then the defaults) as TOML, passwords masked, and exit.
     #[arg(long)]
     print_config: bool,
+    /// Serve the Messages API (and Chat Completions) on this loopback address, e.g.
+    /// `127.0.0.1:8719`, under a secret path (`ctx proxy env` prints the base URLs),
+    /// forwarding to the upstreams below and recording each conversation as a session.
+    /// Off by default.
+    #[arg(long, env = "CTXD_HTTP")]
+    http: Option<std::net::SocketAddr>,
+    /// The Messages API the front door forwards to.
+    #[arg(long, env = "CTXD_UPSTREAM_ANTHROPIC", default_value = ctxd::proxy::DEFAULT_UPSTREAM_ANTHROPIC)]
+    upstream_anthropic: String,
+    /// The Chat Completions API the front door forwards `/v1/chat/completions` to.
+    #[arg(long, env = "CTXD_UPSTREAM_OPENAI", default_value = ctxd::proxy::DEFAULT_UPSTREAM_OPENAI)]
+    upstream_openai: String,
     #[command(subcommand)]
     command: Option<Command>,
 }
@@ -342,6 +354,11 @@ async fn main() -> anyhow::Result<()> {
             ws_ping_interval: Duration::from_millis(args.ws_ping_interval_ms.max(1)),
         },
         store,
+        http: args.http.map(|addr| ctxd::proxy::ProxyOptions {
+            addr,
+            upstream_anthropic: args.upstream_anthropic,
+            upstream_openai: args.upstream_openai,
+        }),
     };
     ctxd::daemon::run(paths, options, shutdown_signal())
         .await

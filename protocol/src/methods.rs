@@ -52,6 +52,8 @@ macro_rules! with_methods {
                 "No-op round trip.";
             DAEMON_SHUTDOWN DaemonShutdown daemon_shutdown = "daemon.shutdown" ($crate::NoParams) -> $crate::ShutdownResponse:
                 "Stop the daemon cleanly after answering.";
+            PROXY_STATUS ProxyStatus proxy_status = "proxy.status" ($crate::NoParams) -> $crate::ProxyStatusResponse:
+                "The HTTP front door (`ctxd --http`): whether it listens, its base URLs (secret included), sessions seen and bytes forwarded.";
             SESSION_CREATE SessionCreate session_create = "session.create" ($crate::SessionCreateParams) -> $crate::SessionCreateResponse:
                 "Create a session for a working directory.";
             SESSION_LIST SessionList session_list = "session.list" ($crate::SessionListParams) -> $crate::SessionListResponse:
@@ -298,6 +300,31 @@ pub struct WebSocketStatus {
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 pub struct ShutdownResponse {
     pub stopping: bool,
+}
+
+/// The HTTP front door's state. Its base URLs carry the home's secret: they are for the
+/// user's own shell (`ctx proxy env`), which is why only the socket's owner may ask.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+pub struct ProxyStatusResponse {
+    /// Whether `ctxd --http` started the front door; the other fields are absent when not.
+    pub listening: bool,
+    /// The address it listens on (`127.0.0.1:PORT`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub listen: Option<String>,
+    /// `ANTHROPIC_BASE_URL` for a client: `http://127.0.0.1:PORT/SECRET`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub anthropic_base_url: Option<String>,
+    /// `OPENAI_BASE_URL` for a client: the same with `/v1`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub openai_base_url: Option<String>,
+    /// Sessions the front door's traffic made since the daemon started (forks included).
+    pub sessions_seen: u64,
+    /// Requests forwarded since the daemon started.
+    pub requests: u64,
+    /// Request body bytes sent upstream.
+    pub bytes_up: u64,
+    /// Answer bytes passed back to clients.
+    pub bytes_down: u64,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]

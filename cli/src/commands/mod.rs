@@ -12,6 +12,7 @@ pub mod demo;
 pub mod events;
 pub mod hooks;
 pub mod memory;
+pub mod proxy;
 pub mod session;
 pub mod settings;
 pub mod transcript;

@@ -500,6 +500,16 @@ class ProviderContextManagement(_ProviderContextManagementRequired, _ProviderCon
     """`settings.provider_context_management`."""
 
 
+_ProxyStatusResponseRequired = TypedDict("_ProxyStatusResponseRequired", {"bytes_down": "int", "bytes_up": "int", "listening": "bool", "requests": "int", "sessions_seen": "int"})
+_ProxyStatusResponseOptional = TypedDict("_ProxyStatusResponseOptional", {"anthropic_base_url": "Optional[str]", "listen": "Optional[str]", "openai_base_url": "Optional[str]"}, total=False)
+
+
+class ProxyStatusResponse(_ProxyStatusResponseRequired, _ProxyStatusResponseOptional):
+    """The HTTP front door's state. Its base URLs carry the home's secret: they are for the
+    user's own shell (`ctx proxy env`), which is why only the socket's owner may ask.
+    """
+
+
 _QueueResponseRequired = TypedDict("_QueueResponseRequired", {"pending": "int", "queue_id": "str"})
 _QueueResponseOptional = TypedDict("_QueueResponseOptional", {}, total=False)
 
@@ -919,6 +929,11 @@ class Methods:
         params: Dict[str, Any] = {}
         return self.call("daemon.shutdown", **params)
 
+    def proxy_status(self) -> ProxyStatusResponse:
+        """The HTTP front door (`ctxd --http`): whether it listens, its base URLs (secret included), sessions seen and bytes forwarded."""
+        params: Dict[str, Any] = {}
+        return self.call("proxy.status", **params)
+
     def session_create(self, *, cwd: str, additional_directories: Optional[List[str]] = None, model: Optional[ModelProfile] = None, no_git: Optional[bool] = None, settings: Optional[SessionSettings] = None, start_date: Optional[str] = None, system: Optional[SystemPrompt] = None, title: Optional[str] = None, tools: Optional[List[ToolSpec]] = None) -> SessionCreateResponse:
         """Create a session for a working directory."""
         params = {k: v for k, v in [("cwd", cwd), ("additional_directories", additional_directories), ("model", model), ("no_git", no_git), ("settings", settings), ("start_date", start_date), ("system", system), ("title", title), ("tools", tools)] if v is not None}
@@ -1270,6 +1285,11 @@ class AsyncMethods:
         """Stop the daemon cleanly after answering."""
         params: Dict[str, Any] = {}
         return await self.call("daemon.shutdown", **params)
+
+    async def proxy_status(self) -> ProxyStatusResponse:
+        """The HTTP front door (`ctxd --http`): whether it listens, its base URLs (secret included), sessions seen and bytes forwarded."""
+        params: Dict[str, Any] = {}
+        return await self.call("proxy.status", **params)
 
     async def session_create(self, *, cwd: str, additional_directories: Optional[List[str]] = None, model: Optional[ModelProfile] = None, no_git: Optional[bool] = None, settings: Optional[SessionSettings] = None, start_date: Optional[str] = None, system: Optional[SystemPrompt] = None, title: Optional[str] = None, tools: Optional[List[ToolSpec]] = None) -> SessionCreateResponse:
         """Create a session for a working directory."""

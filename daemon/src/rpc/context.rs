@@ -19,6 +19,8 @@ pub(crate) struct RpcContext {
     /// Notified by `daemon.shutdown`; the server's owner decides what stopping means.
     pub(crate) shutdown: Arc<Notify>,
     pub(crate) socket: PathBuf,
+    /// The HTTP front door, when `--http` started one.
+    pub(crate) proxy: Option<Arc<crate::proxy::Proxy>>,
 }
 
 /// Decodes by-name params, naming the offending field on failure. Absent params decode

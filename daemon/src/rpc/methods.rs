@@ -59,6 +59,33 @@ pub(crate) fn build_module(
             websocket: super::outbox::status(),
         })
     })?;
+    sync_method!(m, method::ProxyStatus, |ctx, _p| {
+        Ok(match &ctx.proxy {
+            Some(proxy) => {
+                let s = proxy.status();
+                ProxyStatusResponse {
+                    listening: true,
+                    listen: Some(s.listen),
+                    openai_base_url: Some(format!("{}/v1", s.base_url)),
+                    anthropic_base_url: Some(s.base_url),
+                    sessions_seen: s.sessions_seen,
+                    requests: s.requests,
+                    bytes_up: s.bytes_up,
+                    bytes_down: s.bytes_down,
+                }
+            }
+            None => ProxyStatusResponse {
+                listening: false,
+                listen: None,
+                anthropic_base_url: None,
+                openai_base_url: None,
+                sessions_seen: 0,
+                requests: 0,
+                bytes_up: 0,
+                bytes_down: 0,
+            },
+        })
+    })?;
     sync_method!(m, method::DaemonPing, |_ctx, _p| Ok(PingResponse {
         pong: true
     }))?;
@@ -340,6 +367,7 @@ mod tests {
             engine,
             shutdown: Arc::new(Notify::new()),
             socket: dir.path().join("s"),
+            proxy: None,
         })
         .unwrap();
         let registered: BTreeSet<String> = module.method_names().map(str::to_string).collect();

@@ -294,6 +294,7 @@ mod tests {
             engine: engine.clone(),
             shutdown: Arc::new(Notify::new()),
             socket: dir.path().join("s"),
+            proxy: None,
         })
         .unwrap();
         let sid = engine

@@ -30,6 +30,30 @@ mod stream_error;
 pub(crate) use http::{EnvLookup, client as http_client, process_env};
 pub use stream::{Progress, ProgressReceiver, progress_channel};
 
+/// Folds the events of one streamed Messages-API answer into the message, for a caller
+/// that forwards the stream itself (the daemon's HTTP front door) and records what it
+/// carried: the same folding `context.send` does, so both record alike.
+#[derive(Debug, Default)]
+pub struct MessageFolder(stream::Assembler);
+
+impl MessageFolder {
+    /// Takes one event's data (its `type` says what it is); an `error` event is an error.
+    ///
+    /// # Errors
+    /// The event breaks the stream's grammar, or is the provider's `error` event.
+    pub fn apply(&mut self, data: &serde_json::Value) -> Result<(), String> {
+        self.0.apply(data).map_err(|e| e.to_string())
+    }
+
+    /// The message, once `message_stop` came.
+    ///
+    /// # Errors
+    /// The stream ended before `message_stop`.
+    pub fn finish(self) -> Result<serde_json::Value, String> {
+        self.0.finish().map_err(|e| e.to_string())
+    }
+}
+
 use std::sync::Arc;
 use std::time::Duration;
 
