@@ -113,6 +113,8 @@ enum Command {
     /// Write a session as a Claude Code JSONL transcript to stdout; `ctx import` reads
     /// it back to a session that compiles the same request.
     Export(commands::export::ExportArgs),
+    /// Write a consistent copy of the daemon's SQLite store to a new file while it runs.
+    Backup(commands::export::BackupArgs),
     /// A session's skills: listed, pending, dormant (conditional), omitted, invoked.
     Skills(SessionArg),
     /// A session's tools (sent, deferred, discovered), MCP servers, agent types and what
@@ -167,6 +169,7 @@ async fn run(cli: Cli) -> Result<()> {
         Command::Read(a) => commands::transcript::read(&ctx, c, a).await,
         Command::Import(a) => commands::transcript::import(&ctx, c, a).await,
         Command::Export(a) => commands::export::export(&ctx, c, a).await,
+        Command::Backup(a) => commands::export::backup(&ctx, c, a).await,
         Command::Compile(a) => commands::context::compile(&ctx, c, a).await,
         Command::Send(a) => commands::context::send(&ctx, c, a).await,
         Command::Replacements(a) => commands::context::replacements(&ctx, c, a).await,

@@ -161,6 +161,21 @@ export type AttachmentSettings = {
 };
 
 /**
+ * `daemon.backup`: the copy written.
+ */
+export type BackupResponse = {
+  /**
+   * The copy's size in bytes.
+   */
+  bytes: number;
+  /**
+   * How long the copy took.
+   */
+  elapsed_ms: number;
+  path: string;
+};
+
+/**
  * A piece of a content block.
  */
 export type BlockDelta = {
@@ -2619,6 +2634,19 @@ export interface Methods {
   "daemon.shutdown": {
     params: { [key: string]: unknown };
     result: ShutdownResponse;
+  };
+  /**
+   * Write a consistent copy of the SQLite store to a new file while the daemon runs (a PostgreSQL store answers an error pointing to pg_dump).
+   */
+  "daemon.backup": {
+    params: {
+      /**
+       * Absolute path of the copy, a file that does not exist yet in a directory that
+       * does (the daemon writes it, so a relative path would name its own directory).
+       */
+      path: string;
+    };
+    result: BackupResponse;
   };
   /**
    * Create a session for a working directory.

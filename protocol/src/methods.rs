@@ -52,6 +52,8 @@ macro_rules! with_methods {
                 "No-op round trip.";
             DAEMON_SHUTDOWN DaemonShutdown daemon_shutdown = "daemon.shutdown" ($crate::NoParams) -> $crate::ShutdownResponse:
                 "Stop the daemon cleanly after answering.";
+            DAEMON_BACKUP DaemonBackup daemon_backup = "daemon.backup" ($crate::BackupParams) -> $crate::BackupResponse:
+                "Write a consistent copy of the SQLite store to a new file while the daemon runs (a PostgreSQL store answers an error pointing to pg_dump).";
             SESSION_CREATE SessionCreate session_create = "session.create" ($crate::SessionCreateParams) -> $crate::SessionCreateResponse:
                 "Create a session for a working directory.";
             SESSION_LIST SessionList session_list = "session.list" ($crate::SessionListParams) -> $crate::SessionListResponse:
@@ -298,6 +300,25 @@ pub struct WebSocketStatus {
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 pub struct ShutdownResponse {
     pub stopping: bool,
+}
+
+/// `daemon.backup`: where the copy goes.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct BackupParams {
+    /// Absolute path of the copy, a file that does not exist yet in a directory that
+    /// does (the daemon writes it, so a relative path would name its own directory).
+    pub path: String,
+}
+
+/// `daemon.backup`: the copy written.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+pub struct BackupResponse {
+    pub path: String,
+    /// The copy's size in bytes.
+    pub bytes: u64,
+    /// How long the copy took.
+    pub elapsed_ms: u64,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]

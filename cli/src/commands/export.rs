@@ -1,4 +1,4 @@
-//! `ctx export`: a session as a Claude Code JSONL transcript that `ctx import` reads
+//! `ctx backup`: a copy of the store; `ctx export`: a session as a Claude Code JSONL transcript that `ctx import` reads
 //! back to a session compiling the same bytes.
 //!
 //! Built here from `transcript.read` pages rather than by the daemon: the stored record
@@ -16,6 +16,28 @@ use ctxd_protocol::*;
 use serde_json::{Map, Value};
 
 use super::{Ctx, session_id};
+use crate::output::{outln, print_json};
+
+#[derive(Args, Debug)]
+pub struct BackupArgs {
+    /// The copy: a new file (the daemon writes it; an existing file is refused).
+    file: std::path::PathBuf,
+}
+
+pub async fn backup(ctx: &Ctx, client: &Client, a: &BackupArgs) -> Result<()> {
+    // The daemon resolves no path of ours: it gets the absolute one.
+    let path = std::path::absolute(&a.file)?;
+    let r = client
+        .daemon_backup(BackupParams {
+            path: path.display().to_string(),
+        })
+        .await?;
+    if ctx.json {
+        return print_json(&r);
+    }
+    outln!("{} ({} bytes, {} ms)", r.path, r.bytes, r.elapsed_ms);
+    Ok(())
+}
 
 #[derive(Args, Debug)]
 pub struct ExportArgs {

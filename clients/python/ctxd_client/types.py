@@ -100,6 +100,14 @@ class AttachmentSettings(_AttachmentSettingsRequired, _AttachmentSettingsOptiona
     """Attachment collection. Every field is optional; absent means the default."""
 
 
+_BackupResponseRequired = TypedDict("_BackupResponseRequired", {"bytes": "int", "elapsed_ms": "int", "path": "str"})
+_BackupResponseOptional = TypedDict("_BackupResponseOptional", {}, total=False)
+
+
+class BackupResponse(_BackupResponseRequired, _BackupResponseOptional):
+    """`daemon.backup`: the copy written."""
+
+
 BlockDelta = "Dict[str, Any]"
 
 
@@ -919,6 +927,11 @@ class Methods:
         params: Dict[str, Any] = {}
         return self.call("daemon.shutdown", **params)
 
+    def daemon_backup(self, *, path: str) -> BackupResponse:
+        """Write a consistent copy of the SQLite store to a new file while the daemon runs (a PostgreSQL store answers an error pointing to pg_dump)."""
+        params = {k: v for k, v in [("path", path)] if v is not None}
+        return self.call("daemon.backup", **params)
+
     def session_create(self, *, cwd: str, additional_directories: Optional[List[str]] = None, model: Optional[ModelProfile] = None, no_git: Optional[bool] = None, settings: Optional[SessionSettings] = None, start_date: Optional[str] = None, system: Optional[SystemPrompt] = None, title: Optional[str] = None, tools: Optional[List[ToolSpec]] = None) -> SessionCreateResponse:
         """Create a session for a working directory."""
         params = {k: v for k, v in [("cwd", cwd), ("additional_directories", additional_directories), ("model", model), ("no_git", no_git), ("settings", settings), ("start_date", start_date), ("system", system), ("title", title), ("tools", tools)] if v is not None}
@@ -1270,6 +1283,11 @@ class AsyncMethods:
         """Stop the daemon cleanly after answering."""
         params: Dict[str, Any] = {}
         return await self.call("daemon.shutdown", **params)
+
+    async def daemon_backup(self, *, path: str) -> BackupResponse:
+        """Write a consistent copy of the SQLite store to a new file while the daemon runs (a PostgreSQL store answers an error pointing to pg_dump)."""
+        params = {k: v for k, v in [("path", path)] if v is not None}
+        return await self.call("daemon.backup", **params)
 
     async def session_create(self, *, cwd: str, additional_directories: Optional[List[str]] = None, model: Optional[ModelProfile] = None, no_git: Optional[bool] = None, settings: Optional[SessionSettings] = None, start_date: Optional[str] = None, system: Optional[SystemPrompt] = None, title: Optional[str] = None, tools: Optional[List[ToolSpec]] = None) -> SessionCreateResponse:
         """Create a session for a working directory."""

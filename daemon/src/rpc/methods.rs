@@ -72,6 +72,7 @@ pub(crate) fn build_module(
         Ok(ShutdownResponse { stopping: true })
     })?;
 
+    async_method!(m, method::DaemonBackup, |ctx, p| ctx.engine.backup(p).await)?;
     async_method!(m, method::SessionCreate, |ctx, p| ctx
         .engine
         .create_session(p)

@@ -192,6 +192,29 @@ impl Engine {
         self.store.read(sessions::count).await
     }
 
+    /// `daemon.backup`: a consistent copy of the store in a new file.
+    pub async fn backup(&self, p: BackupParams) -> Result<BackupResponse> {
+        let path = Path::new(&p.path);
+        let invalid = |m: &str| Error::invalid("path", format!("{}: {m}", p.path));
+        if !path.is_absolute() {
+            return Err(invalid("must be an absolute path"));
+        }
+        // Never over an existing file: a backup that replaced the wrong one is lost data.
+        if std::fs::symlink_metadata(path).is_ok() {
+            return Err(invalid("already exists"));
+        }
+        if !path.parent().is_some_and(Path::is_dir) {
+            return Err(invalid("its directory does not exist"));
+        }
+        let started = std::time::Instant::now();
+        let bytes = self.store.backup(path.to_path_buf()).await?;
+        Ok(BackupResponse {
+            path: p.path,
+            bytes,
+            elapsed_ms: ctxd_pipeline::saturate::millis(started.elapsed()),
+        })
+    }
+
     pub async fn update_session(&self, p: SessionUpdateParams) -> Result<SessionInfo> {
         if let Some(m) = &p.model {
             check_model(m)?;
