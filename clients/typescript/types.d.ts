@@ -809,6 +809,37 @@ export type DaemonStatus = {
 };
 
 /**
+ * One session `daemon.gc` deleted.
+ */
+export type GcDeleted = {
+  /**
+   * The stored JSON of its records and its threads' records, in bytes.
+   */
+  bytes: number;
+  /**
+   * `idle` (past `idle_days`) or `quota` (over `max_store_bytes`).
+   */
+  reason: string;
+  session_id: string;
+  updated_at: string;
+};
+
+/**
+ * `daemon.gc`: the sessions deleted (or, on a dry run, that would be).
+ */
+export type GcResponse = {
+  /**
+   * Least recently updated first.
+   */
+  deleted: Array<GcDeleted>;
+  dry_run: boolean;
+  /**
+   * The stored JSON of the records of the sessions kept, in bytes.
+   */
+  kept_bytes: number;
+};
+
+/**
  * A hook context the compiled request carries (`metadata.hook_contexts`).
  */
 export type HookContextRef = {
@@ -2647,6 +2678,32 @@ export interface Methods {
       path: string;
     };
     result: BackupResponse;
+  };
+  /**
+   * Delete sessions idle for idle_days, then the least recently updated until the rest fit max_store_bytes; dry_run only says which.
+   */
+  "daemon.gc": {
+    params: {
+      /**
+       * Say what would be deleted; delete nothing.
+       */
+      dry_run?: boolean;
+      /**
+       * Delete the sessions (with their sub-agents' threads) not updated for this many
+       * days (at least 1).
+       */
+      idle_days?: number | null;
+      /**
+       * Then delete the least recently updated sessions until the stored JSON of the
+       * remaining ones' records is at most this many bytes.
+       */
+      max_store_bytes?: number | null;
+      /**
+       * RFC 3339 time the idle days count back from; the daemon's clock when absent.
+       */
+      now?: string | null;
+    };
+    result: GcResponse;
   };
   /**
    * Create a session for a working directory.

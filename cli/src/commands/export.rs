@@ -1,4 +1,4 @@
-//! `ctx backup`: a copy of the store; `ctx export`: a session as a Claude Code JSONL transcript that `ctx import` reads
+//! `ctx backup`: a copy of the store; `ctx gc`: retention; `ctx export`: a session as a Claude Code JSONL transcript that `ctx import` reads
 //! back to a session compiling the same bytes.
 //!
 //! Built here from `transcript.read` pages rather than by the daemon: the stored record
@@ -17,6 +17,50 @@ use serde_json::{Map, Value};
 
 use super::{Ctx, session_id};
 use crate::output::{outln, print_json};
+
+#[derive(Args, Debug)]
+pub struct GcArgs {
+    /// Delete sessions not updated for this many days (at least 1).
+    #[arg(long)]
+    idle_days: Option<u32>,
+    /// Then delete the least recently updated sessions until the stored JSON of the
+    /// rest's records is at most this many bytes.
+    #[arg(long)]
+    max_store_bytes: Option<u64>,
+    /// List what would be deleted; delete nothing.
+    #[arg(long)]
+    dry_run: bool,
+}
+
+pub async fn gc(ctx: &Ctx, client: &Client, a: &GcArgs) -> Result<()> {
+    let r = client
+        .daemon_gc(GcParams {
+            idle_days: a.idle_days,
+            max_store_bytes: a.max_store_bytes,
+            dry_run: a.dry_run,
+            now: None,
+        })
+        .await?;
+    if ctx.json {
+        return print_json(&r);
+    }
+    let verb = if r.dry_run { "would delete" } else { "deleted" };
+    for d in &r.deleted {
+        outln!(
+            "{verb} {} ({}, updated {}, {} bytes)",
+            d.session_id,
+            d.reason,
+            d.updated_at,
+            d.bytes
+        );
+    }
+    outln!(
+        "{verb} {}; {} bytes of records kept",
+        crate::output::count(r.deleted.len() as u64, "session"),
+        r.kept_bytes
+    );
+    Ok(())
+}
 
 #[derive(Args, Debug)]
 pub struct BackupArgs {

@@ -73,6 +73,7 @@ pub(crate) fn build_module(
     })?;
 
     async_method!(m, method::DaemonBackup, |ctx, p| ctx.engine.backup(p).await)?;
+    async_method!(m, method::DaemonGc, |ctx, p| ctx.engine.gc(p).await)?;
     async_method!(m, method::SessionCreate, |ctx, p| ctx
         .engine
         .create_session(p)
