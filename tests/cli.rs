@@ -1095,3 +1095,105 @@ fn an_auto_started_daemon_has_a_private_directory_and_log() {
     assert_eq!(mode(&home), 0o700, "socket directory {}", home.display());
     assert_eq!(mode(&home.join("ctxd.log")), 0o600, "log");
 }
+
+/// `ctx export SID > f.jsonl && ctx import f.jsonl` gives a session compiling the same
+/// bytes as the original, for every fixture that imports; the export of the re-import is
+/// the same file but for the session ids, so nothing is lost on a second round either.
+#[test]
+fn export_then_import_compiles_the_same_bytes_for_every_fixture() {
+    let guard = Home::new();
+    let home = guard.home.clone();
+    let mut checked = 0;
+    // No fixture carries a content-replacement line: one made of a fixture's first result.
+    let heavy = common::fixtures().join("spotter/tool_heavy.jsonl");
+    let text = std::fs::read_to_string(&heavy).unwrap();
+    let first_result = text
+        .split("\"tool_use_id\":\"")
+        .nth(1)
+        .and_then(|t| t.split('"').next())
+        .unwrap()
+        .to_owned();
+    let replaced = guard.dir.path().join("replaced.jsonl");
+    let line = serde_json::json!({"type": "content-replacement", "replacements": [
+        {"kind": "tool-result", "toolUseId": first_result, "replacement": "[shown instead]"}]});
+    std::fs::write(&replaced, format!("{text}{line}\n")).unwrap();
+    for f in common::fixture_files().into_iter().chain([replaced]) {
+        let imported = ctx(&home).arg("import").arg(&f).output().unwrap();
+        if !imported.status.success() {
+            continue;
+        }
+        let original = String::from_utf8(imported.stdout)
+            .unwrap()
+            .trim()
+            .to_owned();
+        let out = ctx(&home).args(["export", &original]).output().unwrap();
+        assert!(
+            out.status.success(),
+            "{}: {}",
+            f.display(),
+            String::from_utf8_lossy(&out.stderr)
+        );
+        let file = guard.dir.path().join("export.jsonl");
+        std::fs::write(&file, &out.stdout).unwrap();
+        let again = json_out(ctx(&home).arg("import").arg(&file).arg("--json"));
+        let copy = again["session_id"].as_str().unwrap().to_owned();
+        assert_eq!(
+            compile_at_last(&home, &copy),
+            compile_at_last(&home, &original),
+            "{}",
+            f.display()
+        );
+        let second = ctx(&home).args(["export", &copy]).output().unwrap();
+        assert_eq!(
+            String::from_utf8(second.stdout)
+                .unwrap()
+                .replace(&copy, &original),
+            String::from_utf8(out.stdout).unwrap(),
+            "{}",
+            f.display()
+        );
+        checked += 1;
+    }
+    assert!(checked > 5, "only {checked} fixtures imported");
+    // `ctx backup` and `ctx gc` reach their methods.
+    let copy = guard.dir.path().join("copy.db");
+    let backup = json_out(ctx(&home).arg("--json").arg("backup").arg(&copy));
+    assert_eq!(
+        backup["bytes"].as_u64(),
+        Some(std::fs::metadata(&copy).unwrap().len())
+    );
+    let gc = json_out(ctx(&home).args(["--json", "gc", "--max-store-bytes", "0", "--dry-run"]));
+    assert_eq!(gc["deleted"].as_array().unwrap().len(), checked * 2, "{gc}");
+    stop(&home);
+}
+
+/// The exact request body of a compile at the time of the session's last record, over
+/// the socket of the daemon `ctx` started (`ctx compile` takes no clock).
+fn compile_at_last(home: &std::path::Path, sid: &str) -> String {
+    let socket = home.join("ctxd.sock");
+    let call = |method: &str, params: Value| -> String {
+        let body =
+            serde_json::json!({"jsonrpc": "2.0", "id": 1, "method": method, "params": params});
+        let (status, text) = common::raw_http(&socket, &body.to_string());
+        assert_eq!(status, 200, "{text}");
+        text
+    };
+    let read: Value = serde_json::from_str(&call(
+        "transcript.read",
+        serde_json::json!({"session_id": sid, "limit": 5000}),
+    ))
+    .unwrap();
+    let last = read["result"]["records"]
+        .as_array()
+        .unwrap()
+        .last()
+        .unwrap()["timestamp"]
+        .clone();
+    let raw = call(
+        "context.compile",
+        serde_json::json!({"session_id": sid, "now": last}),
+    );
+    let start = raw.find("{\"request\":").expect("request") + "{\"request\":".len();
+    let end = raw.rfind(",\"metadata\":").expect("metadata");
+    raw[start..end].to_string()
+}

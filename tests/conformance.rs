@@ -209,6 +209,9 @@ fn realistic(doc: &Document, w: &World, method: &str) -> Value {
     match method {
         "daemon.initialize" => json!({ "protocol_version": doc.doc["info"]["version"] }),
         "session.create" => json!({ "cwd": w.cwd }),
+        "daemon.backup" => json!({ "path": w.cwd.join("backup.db") }),
+        // A dry run: the calls after it still find their sessions.
+        "daemon.gc" => json!({ "idle_days": 3650, "dry_run": true }),
         "session.delete" => json!({ "session_id": w.victim }),
         "session.import" | "transcript.parse_claude_code" => json!({ "jsonl": w.jsonl }),
         "transcript.append" => json!({
@@ -276,6 +279,11 @@ async fn every_method_accepts_calls_generated_from_the_document_alone() {
     for m in doc.methods() {
         let name = m["name"].as_str().unwrap();
         if later.contains(&name) {
+            continue;
+        }
+        // A PostgreSQL store is copied by pg_dump, not by the daemon.
+        if name == "daemon.backup" && d.store_url().is_some() {
+            covered.insert(name.to_string());
             continue;
         }
         let params = doc.params(name, &realistic(&doc, &w, name));

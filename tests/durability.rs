@@ -131,3 +131,102 @@ fn kill_9_during_appends_loses_no_acknowledged_record() {
         assert_eq!(check, "ok");
     }
 }
+
+/// `daemon.backup` while appends run: the copy passes `PRAGMA integrity_check`, and a
+/// daemon started on it (as `ctxd.db` of a fresh home) serves every record acknowledged
+/// before the backup was asked for, as a gap-free prefix of the session.
+#[test]
+fn a_backup_taken_during_appends_serves_every_acknowledged_record() {
+    let d = Daemon::start();
+    let copy = d.dir.path().join("backup.db");
+    if d.store_url().is_some() {
+        let e = d
+            .try_call("daemon.backup", json!({"path": copy.display().to_string()}))
+            .unwrap_err();
+        assert!(e.to_string().contains("pg_dump"), "{e}");
+        return;
+    }
+    let sid =
+        d.call("session.create", json!({"cwd": "/tmp", "no_git": true}))["session"]["session_id"]
+            .as_str()
+            .unwrap()
+            .to_string();
+    let (socket, sid2) = (d.socket.clone(), sid.clone());
+    let (acks, acknowledged) = mpsc::channel::<String>();
+    let stop = Arc::new(AtomicBool::new(false));
+    let stopped = stop.clone();
+    let appender = std::thread::spawn(move || {
+        for n in 0.. {
+            if stopped.load(Ordering::SeqCst) {
+                break;
+            }
+            let req = json!({"jsonrpc": "2.0", "id": 1, "method": "transcript.append", "params": {
+                "session_id": sid2,
+                "records": [{"type": "user", "content": format!("message {n} {}", "x".repeat(2000))}]
+            }});
+            let (_, body) = common::raw_http(&socket, &req.to_string());
+            let v: serde_json::Value = serde_json::from_str(&body).unwrap();
+            let uuid = v["result"]["appended"][0]["uuid"]
+                .as_str()
+                .unwrap()
+                .to_owned();
+            if acks.send(uuid).is_err() {
+                break;
+            }
+        }
+    });
+    let mut before = Vec::new();
+    while before.len() < 200 {
+        before.push(acknowledged.recv_timeout(Duration::from_secs(30)).unwrap());
+    }
+    before.extend(acknowledged.try_iter());
+    let r = d.call("daemon.backup", json!({"path": copy.display().to_string()}));
+    let during: Vec<String> = acknowledged.try_iter().collect();
+    assert!(r["bytes"].as_u64().unwrap() > 0, "{r}");
+    stop.store(true, Ordering::SeqCst);
+    // Every acknowledgement, the last ones included, in the order the appends were made.
+    let mut all = before.clone();
+    all.extend(during.iter().cloned());
+    all.extend(std::iter::from_fn(|| acknowledged.recv().ok()));
+    appender.join().unwrap();
+    // Appends ran while the copy was taken, or the test proves nothing.
+    assert!(!during.is_empty(), "no append ran during the backup");
+    let again = d.try_call("daemon.backup", json!({"path": copy.display().to_string()}));
+    assert!(again.unwrap_err().to_string().contains("already exists"));
+    let relative = d.try_call("daemon.backup", json!({"path": "backup.db"}));
+    assert!(relative.unwrap_err().to_string().contains("absolute"));
+
+    let conn = rusqlite::Connection::open(&copy).unwrap();
+    let check: String = conn
+        .query_row("PRAGMA integrity_check", [], |r| r.get(0))
+        .unwrap();
+    assert_eq!(check, "ok");
+    drop(conn);
+
+    let dir = tempfile::tempdir().unwrap();
+    let home = dir.path().join("home");
+    std::fs::create_dir_all(&home).unwrap();
+    std::fs::copy(&copy, home.join("ctxd.db")).unwrap();
+    let mut restored = Daemon {
+        socket: dir.path().join("run").join("ctxd.sock"),
+        home,
+        dir,
+        child: None,
+        args: Vec::new(),
+        env: Vec::new(),
+        store: None,
+        db: None,
+    };
+    restored.spawn();
+    let page = restored.call("transcript.read", json!({"session_id": sid, "limit": 5000}));
+    let served: Vec<&str> = page["records"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| r["uuid"].as_str().unwrap())
+        .collect();
+    assert!(served.len() >= before.len());
+    // Acknowledged order is the session's order (one client): the copy holds a prefix.
+    assert!(served.len() <= all.len());
+    assert_eq!(served[..], all[..served.len()]);
+}

@@ -296,3 +296,84 @@ fn sigterm_and_shutdown_stop_cleanly() {
         std::thread::sleep(Duration::from_millis(20));
     }
 }
+
+/// `daemon.gc` by age: with `now` one day past a time between two sessions' last
+/// updates, `idle_days: 1` deletes the older (its thread-free transcript gone) and keeps
+/// the newer; a dry run before it deleted nothing. By quota: the least recently updated
+/// goes first until the rest fit. Bad input names its field.
+#[test]
+fn gc_deletes_idle_sessions_then_the_oldest_over_the_quota() {
+    let d = Daemon::start();
+    let create = |text: &str| -> (String, String) {
+        let sid = d.call("session.create", json!({"cwd": "/tmp", "no_git": true}))["session"]
+            ["session_id"]
+            .as_str()
+            .unwrap()
+            .to_owned();
+        d.call(
+            "transcript.append",
+            json!({"session_id": sid, "records": [{"type": "user", "content": text}]}),
+        );
+        let at = d.call("session.get", json!({"session_id": sid}))["session"]["updated_at"]
+            .as_str()
+            .unwrap()
+            .to_owned();
+        (sid, at)
+    };
+    let (old, old_at) = create("old");
+    // The next update after the first one's, whatever the clock's resolution.
+    let (new, new_at) = loop {
+        let (sid, at) = create(&"new ".repeat(500));
+        if at > old_at {
+            break (sid, at);
+        }
+        d.call("session.delete", json!({"session_id": sid}));
+    };
+    let t = |s: &str| chrono::DateTime::parse_from_rfc3339(s).unwrap();
+    let between = t(&old_at) + (t(&new_at) - t(&old_at)) / 2;
+    let now = (between + chrono::Duration::days(1)).to_rfc3339();
+    let exists = |sid: &str| {
+        d.try_call("session.get", json!({"session_id": sid}))
+            .is_ok()
+    };
+
+    let dry = d.call(
+        "daemon.gc",
+        json!({"idle_days": 1, "now": now, "dry_run": true}),
+    );
+    assert_eq!(dry["deleted"].as_array().unwrap().len(), 1, "{dry}");
+    assert_eq!(dry["deleted"][0]["session_id"], old.as_str());
+    assert!(exists(&old));
+    let done = d.call("daemon.gc", json!({"idle_days": 1, "now": now}));
+    assert_eq!(done["deleted"][0]["reason"], "idle", "{done}");
+    assert!(!exists(&old) && exists(&new));
+
+    // By quota: the older of two goes when only the newer fits.
+    let (newest, _) = loop {
+        let (sid, at) = create("newest");
+        if at > new_at {
+            break (sid, at);
+        }
+        d.call("session.delete", json!({"session_id": sid}));
+    };
+    let all = d.call("daemon.gc", json!({"max_store_bytes": 0, "dry_run": true}));
+    let sizes = all["deleted"].as_array().unwrap();
+    assert_eq!(sizes.len(), 2, "{all}");
+    assert_eq!(sizes[0]["session_id"], new.as_str(), "oldest first: {all}");
+    let newest_bytes = sizes[1]["bytes"].as_u64().unwrap();
+    let quota = d.call("daemon.gc", json!({"max_store_bytes": newest_bytes}));
+    assert_eq!(quota["deleted"].as_array().unwrap().len(), 1, "{quota}");
+    assert_eq!(quota["deleted"][0]["reason"], "quota");
+    assert_eq!(quota["kept_bytes"], newest_bytes);
+    assert!(!exists(&new) && exists(&newest));
+
+    for (params, field) in [
+        (json!({}), "idle_days"),
+        (json!({"idle_days": 0}), "idle_days"),
+        (json!({"idle_days": 1, "now": "yesterday"}), "now"),
+    ] {
+        let e = d.try_call("daemon.gc", params).unwrap_err();
+        assert_eq!(e["data"]["field"], field, "{e}");
+    }
+    assert!(exists(&newest));
+}

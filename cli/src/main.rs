@@ -110,6 +110,14 @@ enum Command {
     Snip(SnipArgs),
     /// Import a Claude Code JSONL transcript as a new session.
     Import(ImportArgs),
+    /// Write a session as a Claude Code JSONL transcript to stdout; `ctx import` reads
+    /// it back to a session that compiles the same request.
+    Export(commands::export::ExportArgs),
+    /// Write a consistent copy of the daemon's SQLite store to a new file while it runs.
+    Backup(commands::export::BackupArgs),
+    /// Retention: delete sessions idle for N days, then the least recently updated over
+    /// a size quota (`--dry-run` only lists them).
+    Gc(commands::export::GcArgs),
     /// A session's skills: listed, pending, dormant (conditional), omitted, invoked.
     Skills(SessionArg),
     /// A session's tools (sent, deferred, discovered), MCP servers, agent types and what
@@ -169,6 +177,9 @@ async fn run(cli: Cli) -> Result<()> {
         Command::Append(a) => commands::transcript::append(&ctx, c, a).await,
         Command::Read(a) => commands::transcript::read(&ctx, c, a).await,
         Command::Import(a) => commands::transcript::import(&ctx, c, a).await,
+        Command::Export(a) => commands::export::export(&ctx, c, a).await,
+        Command::Backup(a) => commands::export::backup(&ctx, c, a).await,
+        Command::Gc(a) => commands::export::gc(&ctx, c, a).await,
         Command::Compile(a) => commands::context::compile(&ctx, c, a).await,
         Command::Send(a) => commands::context::send(&ctx, c, a).await,
         Command::Replacements(a) => commands::context::replacements(&ctx, c, a).await,

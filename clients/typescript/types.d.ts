@@ -161,6 +161,21 @@ export type AttachmentSettings = {
 };
 
 /**
+ * `daemon.backup`: the copy written.
+ */
+export type BackupResponse = {
+  /**
+   * The copy's size in bytes.
+   */
+  bytes: number;
+  /**
+   * How long the copy took.
+   */
+  elapsed_ms: number;
+  path: string;
+};
+
+/**
  * A piece of a content block.
  */
 export type BlockDelta = {
@@ -791,6 +806,37 @@ export type DaemonStatus = {
    * What the daemon holds for its WebSocket clients now.
    */
   websocket?: WebSocketStatus;
+};
+
+/**
+ * One session `daemon.gc` deleted.
+ */
+export type GcDeleted = {
+  /**
+   * The stored JSON of its records and its threads' records, in bytes.
+   */
+  bytes: number;
+  /**
+   * `idle` (past `idle_days`) or `quota` (over `max_store_bytes`).
+   */
+  reason: string;
+  session_id: string;
+  updated_at: string;
+};
+
+/**
+ * `daemon.gc`: the sessions deleted (or, on a dry run, that would be).
+ */
+export type GcResponse = {
+  /**
+   * Least recently updated first.
+   */
+  deleted: Array<GcDeleted>;
+  dry_run: boolean;
+  /**
+   * The stored JSON of the records of the sessions kept, in bytes.
+   */
+  kept_bytes: number;
 };
 
 /**
@@ -2665,6 +2711,45 @@ export interface Methods {
   "proxy.status": {
     params: { [key: string]: unknown };
     result: ProxyStatusResponse;
+  };
+  /**
+   * Write a consistent copy of the SQLite store to a new file while the daemon runs (a PostgreSQL store answers an error pointing to pg_dump).
+   */
+  "daemon.backup": {
+    params: {
+      /**
+       * Absolute path of the copy, a file that does not exist yet in a directory that
+       * does (the daemon writes it, so a relative path would name its own directory).
+       */
+      path: string;
+    };
+    result: BackupResponse;
+  };
+  /**
+   * Delete sessions idle for idle_days, then the least recently updated until the rest fit max_store_bytes; dry_run only says which.
+   */
+  "daemon.gc": {
+    params: {
+      /**
+       * Say what would be deleted; delete nothing.
+       */
+      dry_run?: boolean;
+      /**
+       * Delete the sessions (with their sub-agents' threads) not updated for this many
+       * days (at least 1).
+       */
+      idle_days?: number | null;
+      /**
+       * Then delete the least recently updated sessions until the stored JSON of the
+       * remaining ones' records is at most this many bytes.
+       */
+      max_store_bytes?: number | null;
+      /**
+       * RFC 3339 time the idle days count back from; the daemon's clock when absent.
+       */
+      now?: string | null;
+    };
+    result: GcResponse;
   };
   /**
    * Create a session for a working directory.

@@ -54,6 +54,10 @@ macro_rules! with_methods {
                 "Stop the daemon cleanly after answering.";
             PROXY_STATUS ProxyStatus proxy_status = "proxy.status" ($crate::NoParams) -> $crate::ProxyStatusResponse:
                 "The HTTP front door (`ctxd --http`): whether it listens, its base URLs (secret included), sessions seen and bytes forwarded.";
+            DAEMON_BACKUP DaemonBackup daemon_backup = "daemon.backup" ($crate::BackupParams) -> $crate::BackupResponse:
+                "Write a consistent copy of the SQLite store to a new file while the daemon runs (a PostgreSQL store answers an error pointing to pg_dump).";
+            DAEMON_GC DaemonGc daemon_gc = "daemon.gc" ($crate::GcParams) -> $crate::GcResponse:
+                "Delete sessions idle for idle_days, then the least recently updated until the rest fit max_store_bytes; dry_run only says which.";
             SESSION_CREATE SessionCreate session_create = "session.create" ($crate::SessionCreateParams) -> $crate::SessionCreateResponse:
                 "Create a session for a working directory.";
             SESSION_LIST SessionList session_list = "session.list" ($crate::SessionListParams) -> $crate::SessionListResponse:
@@ -325,6 +329,67 @@ pub struct ProxyStatusResponse {
     pub bytes_up: u64,
     /// Answer bytes passed back to clients.
     pub bytes_down: u64,
+}
+
+/// `daemon.gc`: what retention deletes. At least one of `idle_days` and
+/// `max_store_bytes` is given.
+#[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct GcParams {
+    /// Delete the sessions (with their sub-agents' threads) not updated for this many
+    /// days (at least 1).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub idle_days: Option<u32>,
+    /// Then delete the least recently updated sessions until the stored JSON of the
+    /// remaining ones' records is at most this many bytes.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub max_store_bytes: Option<u64>,
+    /// Say what would be deleted; delete nothing.
+    #[serde(default)]
+    pub dry_run: bool,
+    /// RFC 3339 time the idle days count back from; the daemon's clock when absent.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub now: Option<String>,
+}
+
+/// `daemon.gc`: the sessions deleted (or, on a dry run, that would be).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+pub struct GcResponse {
+    pub dry_run: bool,
+    /// Least recently updated first.
+    pub deleted: Vec<GcDeleted>,
+    /// The stored JSON of the records of the sessions kept, in bytes.
+    pub kept_bytes: u64,
+}
+
+/// One session `daemon.gc` deleted.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+pub struct GcDeleted {
+    pub session_id: String,
+    pub updated_at: String,
+    /// The stored JSON of its records and its threads' records, in bytes.
+    pub bytes: u64,
+    /// `idle` (past `idle_days`) or `quota` (over `max_store_bytes`).
+    pub reason: String,
+}
+
+/// `daemon.backup`: where the copy goes.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct BackupParams {
+    /// Absolute path of the copy, a file that does not exist yet in a directory that
+    /// does (the daemon writes it, so a relative path would name its own directory).
+    pub path: String,
+}
+
+/// `daemon.backup`: the copy written.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+pub struct BackupResponse {
+    pub path: String,
+    /// The copy's size in bytes.
+    pub bytes: u64,
+    /// How long the copy took.
+    pub elapsed_ms: u64,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]

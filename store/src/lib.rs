@@ -34,7 +34,7 @@ pub use postgres::{DEFAULT_POOL, PgOptions};
 pub use sqlite::{PAGE_SIZE, migrate};
 
 use std::any::Any;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
@@ -185,6 +185,14 @@ pub(crate) trait Backend: Send + Sync {
     }
     /// Tells the other daemons of a shared database about an event.
     fn publish(&self, _note: &Remote) {}
+    /// Writes a consistent copy of the database to the new file `dest`. Blocking.
+    fn backup(&self, _dest: &Path) -> Result<()> {
+        Err(Error::invalid(
+            "path",
+            "this daemon's store is a PostgreSQL database, which ctxd does not copy: \
+             back it up with `pg_dump` (docs/postgresql.md)",
+        ))
+    }
     /// The other daemons' notes (once: the engine takes the receiver).
     fn remote(&self) -> Option<tokio::sync::mpsc::UnboundedReceiver<Remote>> {
         None
@@ -497,6 +505,18 @@ impl Store {
             return self.read(f).await;
         }
         read_once(self.inner.as_ref(), f)
+    }
+
+    /// Writes a consistent copy of the database to `dest`, a file that must not exist yet,
+    /// while writes go on; its size in bytes.
+    pub async fn backup(&self, dest: PathBuf) -> Result<u64> {
+        self.blocking(move |inner| {
+            inner.backup(&dest)?;
+            std::fs::metadata(&dest)
+                .map(|m| m.len())
+                .map_err(|e| Error::Storage(format!("{}: {e}", dest.display())))
+        })
+        .await
     }
 
     /// Stops accepting writes; queued writes still finish.

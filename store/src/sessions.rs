@@ -183,6 +183,20 @@ pub fn list(db: &mut dyn Db, limit: u32) -> Result<Vec<SessionRow>> {
     )
 }
 
+/// Every main session (not a sub-agent's thread), least recently updated first:
+/// `(id, updated_at, bytes)`, where `bytes` is the length of its records' stored JSON and
+/// of its threads' (what deleting it frees, near enough, on either backend).
+pub fn by_age(db: &mut dyn Db) -> Result<Vec<(String, String, u64)>> {
+    db.query_map(
+        "SELECT s.id, s.updated_at, \
+           COALESCE((SELECT SUM(length(r.body)) FROM records r WHERE r.session_id = s.id \
+             OR r.session_id IN (SELECT c.id FROM sessions c WHERE c.parent_session_id = s.id)), 0) \
+         FROM sessions s WHERE s.agent_id IS NULL ORDER BY s.updated_at, s.id",
+        params![],
+        |r| Ok((r.text(0)?, r.text(1)?, r.u64(2)?)),
+    )
+}
+
 pub fn count(db: &mut dyn Db) -> Result<u64> {
     db.query_one("SELECT count(*) FROM sessions", params![])?
         .u64(0)

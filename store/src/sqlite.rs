@@ -644,6 +644,22 @@ impl Backend for Sqlite {
     fn describe(&self) -> String {
         self.path.display().to_string()
     }
+
+    fn backup(&self, dest: &Path) -> Result<()> {
+        // `VACUUM INTO` copies one read snapshot, so appends committed meanwhile are
+        // either wholly in the copy or not at all, and the writer is never held; it runs
+        // on a connection of its own, since a pooled reader is always in a transaction.
+        let conn = Connection::open_with_flags(
+            &self.path,
+            OpenFlags::SQLITE_OPEN_READ_ONLY | OpenFlags::SQLITE_OPEN_NO_MUTEX,
+        )?;
+        configure(&conn)?;
+        let dest_text = dest
+            .to_str()
+            .ok_or_else(|| Error::invalid("path", format!("{} is not UTF-8", dest.display())))?;
+        conn.execute("VACUUM INTO ?1", [dest_text])?;
+        Ok(())
+    }
 }
 
 #[cfg(test)]

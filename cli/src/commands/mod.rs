@@ -10,6 +10,7 @@ pub mod context;
 pub mod daemon;
 pub mod demo;
 pub mod events;
+pub mod export;
 pub mod hooks;
 pub mod memory;
 pub mod proxy;

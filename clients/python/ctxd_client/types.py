@@ -100,6 +100,14 @@ class AttachmentSettings(_AttachmentSettingsRequired, _AttachmentSettingsOptiona
     """Attachment collection. Every field is optional; absent means the default."""
 
 
+_BackupResponseRequired = TypedDict("_BackupResponseRequired", {"bytes": "int", "elapsed_ms": "int", "path": "str"})
+_BackupResponseOptional = TypedDict("_BackupResponseOptional", {}, total=False)
+
+
+class BackupResponse(_BackupResponseRequired, _BackupResponseOptional):
+    """`daemon.backup`: the copy written."""
+
+
 BlockDelta = "Dict[str, Any]"
 
 
@@ -268,6 +276,22 @@ _DaemonStatusOptional = TypedDict("_DaemonStatusOptional", {"loaded_sessions": "
 
 class DaemonStatus(_DaemonStatusRequired, _DaemonStatusOptional):
     pass
+
+
+_GcDeletedRequired = TypedDict("_GcDeletedRequired", {"bytes": "int", "reason": "str", "session_id": "str", "updated_at": "str"})
+_GcDeletedOptional = TypedDict("_GcDeletedOptional", {}, total=False)
+
+
+class GcDeleted(_GcDeletedRequired, _GcDeletedOptional):
+    """One session `daemon.gc` deleted."""
+
+
+_GcResponseRequired = TypedDict("_GcResponseRequired", {"deleted": "List[GcDeleted]", "dry_run": "bool", "kept_bytes": "int"})
+_GcResponseOptional = TypedDict("_GcResponseOptional", {}, total=False)
+
+
+class GcResponse(_GcResponseRequired, _GcResponseOptional):
+    """`daemon.gc`: the sessions deleted (or, on a dry run, that would be)."""
 
 
 _HookContextRefRequired = TypedDict("_HookContextRefRequired", {"hook_event_name": "str", "type": "str", "uuid": "str"})
@@ -934,6 +958,16 @@ class Methods:
         params: Dict[str, Any] = {}
         return self.call("proxy.status", **params)
 
+    def daemon_backup(self, *, path: str) -> BackupResponse:
+        """Write a consistent copy of the SQLite store to a new file while the daemon runs (a PostgreSQL store answers an error pointing to pg_dump)."""
+        params = {k: v for k, v in [("path", path)] if v is not None}
+        return self.call("daemon.backup", **params)
+
+    def daemon_gc(self, *, dry_run: Optional[bool] = None, idle_days: Optional[int] = None, max_store_bytes: Optional[int] = None, now: Optional[str] = None) -> GcResponse:
+        """Delete sessions idle for idle_days, then the least recently updated until the rest fit max_store_bytes; dry_run only says which."""
+        params = {k: v for k, v in [("dry_run", dry_run), ("idle_days", idle_days), ("max_store_bytes", max_store_bytes), ("now", now)] if v is not None}
+        return self.call("daemon.gc", **params)
+
     def session_create(self, *, cwd: str, additional_directories: Optional[List[str]] = None, model: Optional[ModelProfile] = None, no_git: Optional[bool] = None, settings: Optional[SessionSettings] = None, start_date: Optional[str] = None, system: Optional[SystemPrompt] = None, title: Optional[str] = None, tools: Optional[List[ToolSpec]] = None) -> SessionCreateResponse:
         """Create a session for a working directory."""
         params = {k: v for k, v in [("cwd", cwd), ("additional_directories", additional_directories), ("model", model), ("no_git", no_git), ("settings", settings), ("start_date", start_date), ("system", system), ("title", title), ("tools", tools)] if v is not None}
@@ -1290,6 +1324,16 @@ class AsyncMethods:
         """The HTTP front door (`ctxd --http`): whether it listens, its base URLs (secret included), sessions seen and bytes forwarded."""
         params: Dict[str, Any] = {}
         return await self.call("proxy.status", **params)
+
+    async def daemon_backup(self, *, path: str) -> BackupResponse:
+        """Write a consistent copy of the SQLite store to a new file while the daemon runs (a PostgreSQL store answers an error pointing to pg_dump)."""
+        params = {k: v for k, v in [("path", path)] if v is not None}
+        return await self.call("daemon.backup", **params)
+
+    async def daemon_gc(self, *, dry_run: Optional[bool] = None, idle_days: Optional[int] = None, max_store_bytes: Optional[int] = None, now: Optional[str] = None) -> GcResponse:
+        """Delete sessions idle for idle_days, then the least recently updated until the rest fit max_store_bytes; dry_run only says which."""
+        params = {k: v for k, v in [("dry_run", dry_run), ("idle_days", idle_days), ("max_store_bytes", max_store_bytes), ("now", now)] if v is not None}
+        return await self.call("daemon.gc", **params)
 
     async def session_create(self, *, cwd: str, additional_directories: Optional[List[str]] = None, model: Optional[ModelProfile] = None, no_git: Optional[bool] = None, settings: Optional[SessionSettings] = None, start_date: Optional[str] = None, system: Optional[SystemPrompt] = None, title: Optional[str] = None, tools: Optional[List[ToolSpec]] = None) -> SessionCreateResponse:
         """Create a session for a working directory."""

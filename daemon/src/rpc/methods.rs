@@ -99,6 +99,8 @@ pub(crate) fn build_module(
         Ok(ShutdownResponse { stopping: true })
     })?;
 
+    async_method!(m, method::DaemonBackup, |ctx, p| ctx.engine.backup(p).await)?;
+    async_method!(m, method::DaemonGc, |ctx, p| ctx.engine.gc(p).await)?;
     async_method!(m, method::SessionCreate, |ctx, p| ctx
         .engine
         .create_session(p)

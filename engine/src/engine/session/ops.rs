@@ -192,6 +192,101 @@ impl Engine {
         self.store.read(sessions::count).await
     }
 
+    /// `daemon.gc`: retention by age, then by the size of what is stored.
+    pub async fn gc(&self, p: GcParams) -> Result<GcResponse> {
+        if p.idle_days.is_none() && p.max_store_bytes.is_none() {
+            return Err(Error::invalid(
+                "idle_days",
+                "give idle_days, max_store_bytes or both",
+            ));
+        }
+        if p.idle_days == Some(0) {
+            return Err(Error::invalid("idle_days", "must be at least 1"));
+        }
+        let now = match &p.now {
+            Some(t) => chrono::DateTime::parse_from_rfc3339(t)
+                .map_err(|e| Error::invalid("now", format!("not RFC 3339 ({t:?}): {e}")))?
+                .with_timezone(&chrono::Utc),
+            None => self.clock.now(),
+        };
+        let cutoff = p
+            .idle_days
+            .map(|d| now - chrono::Duration::days(i64::from(d)));
+        let sessions = self.store.read(sessions::by_age).await?;
+        let mut deleted = Vec::new();
+        let mut kept = Vec::new();
+        for (id, updated_at, bytes) in sessions {
+            // A time that does not parse is never taken for old.
+            let idle = cutoff.is_some_and(|c| {
+                chrono::DateTime::parse_from_rfc3339(&updated_at).is_ok_and(|t| t < c)
+            });
+            if idle {
+                deleted.push(GcDeleted {
+                    session_id: id,
+                    updated_at,
+                    bytes,
+                    reason: "idle".into(),
+                });
+            } else {
+                kept.push((id, updated_at, bytes));
+            }
+        }
+        let mut kept_bytes: u64 = kept.iter().map(|k| k.2).sum();
+        if let Some(max) = p.max_store_bytes {
+            // Oldest first: `by_age` orders by `updated_at`.
+            let mut rest = kept.into_iter();
+            while kept_bytes > max {
+                let Some((id, updated_at, bytes)) = rest.next() else {
+                    break;
+                };
+                kept_bytes -= bytes;
+                deleted.push(GcDeleted {
+                    session_id: id,
+                    updated_at,
+                    bytes,
+                    reason: "quota".into(),
+                });
+            }
+        }
+        if !p.dry_run {
+            for d in &deleted {
+                match self.delete_session(&d.session_id).await {
+                    // Deleted meanwhile by someone else: what gc wanted.
+                    Ok(_) | Err(Error::SessionNotFound(_)) => {}
+                    Err(e) => return Err(e),
+                }
+            }
+        }
+        Ok(GcResponse {
+            dry_run: p.dry_run,
+            deleted,
+            kept_bytes,
+        })
+    }
+
+    /// `daemon.backup`: a consistent copy of the store in a new file.
+    pub async fn backup(&self, p: BackupParams) -> Result<BackupResponse> {
+        let path = Path::new(&p.path);
+        let invalid = |m: &str| Error::invalid("path", format!("{}: {m}", p.path));
+        if !path.is_absolute() {
+            return Err(invalid("must be an absolute path"));
+        }
+        // Never over an existing file: a backup that replaced the wrong one is lost data.
+        if std::fs::symlink_metadata(path).is_ok() {
+            return Err(invalid("already exists"));
+        }
+        if !path.parent().is_some_and(Path::is_dir) {
+            return Err(invalid("its directory does not exist"));
+        }
+        let started = std::time::Instant::now();
+        let bytes = self.store.backup(path.to_path_buf()).await?;
+        Ok(BackupResponse {
+            path: p.path,
+            bytes,
+            elapsed_ms: ctxd_pipeline::saturate::millis(started.elapsed()),
+        })
+    }
+
     pub async fn update_session(&self, p: SessionUpdateParams) -> Result<SessionInfo> {
         if let Some(m) = &p.model {
             check_model(m)?;
