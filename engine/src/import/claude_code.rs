@@ -429,7 +429,7 @@ fn finish(p: Pending, relinked: Option<Option<String>>) -> (RecordInput, usize) 
 }
 
 /// The first pass over a transcript read from `reader`, at most `max` bytes of it, read
-/// [`READ_BYTES`] at a time: `observe` sees each record that will be imported.
+/// `READ_BYTES` (8 MiB of whole lines) at a time: `observe` sees each record that will be imported.
 pub fn plan(
     reader: impl Read,
     max: u64,
