@@ -144,13 +144,37 @@ fn a_malformed_line_is_reported_and_nothing_is_imported() {
     let d = Daemon::start();
     let good = std::fs::read_to_string(common::fixtures().join("spotter/short.jsonl")).unwrap();
     let mut lines: Vec<&str> = good.lines().collect();
-    lines.insert(5, "{not json");
+    lines.insert(
+        5,
+        r#"{"type": "user", "uuid": "u-bad", "message": {"role": "user", "content": 5}}"#,
+    );
     let err = d
         .try_call("session.import", json!({ "jsonl": lines.join("\n") }))
         .unwrap_err();
     assert_eq!(err["code"], -32602);
     assert!(err["message"].as_str().unwrap().contains("line 6"), "{err}");
     assert_eq!(d.session_count(), 0);
+}
+
+/// A line that is not JSON at all (a real file's line cut short) is skipped and named in
+/// a warning with its number; the rest imports as it would without it.
+#[test]
+fn a_line_that_is_not_json_is_skipped_and_named() {
+    let d = Daemon::start();
+    let good = std::fs::read_to_string(common::fixtures().join("spotter/short.jsonl")).unwrap();
+    let whole = d.call("session.import", json!({ "jsonl": good }));
+    let mut lines: Vec<&str> = good.lines().collect();
+    lines.insert(5, "{not json");
+    lines.insert(9, "[1, 2]");
+    let r = d.call("session.import", json!({ "jsonl": lines.join("\n") }));
+    assert_eq!(r["stats"]["records"], whole["stats"]["records"], "{r}");
+    assert_eq!(r["stats"]["skipped"]["not_json"], 2, "{r}");
+    let warnings = r["stats"]["warnings"].to_string();
+    assert!(warnings.contains("line 6 (not valid JSON"), "{warnings}");
+    assert!(
+        warnings.contains("line 10 (expected a JSON object, found an array)"),
+        "{warnings}"
+    );
 }
 
 /// A record whose JSON would be stored at more than `MAX_RECORD_BYTES` is refused by

@@ -130,6 +130,10 @@ pub struct ReplaySummary {
     /// Set on a sub-agent's thread: its agent.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub agent_id: Option<String>,
+    /// What reading the source passed over or changed: lines that are not JSON (by
+    /// number), a cwd that is not an absolute path here.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub warnings: Vec<String>,
     pub session_id: String,
     pub records: u64,
     pub compiles: u64,
@@ -291,10 +295,20 @@ pub async fn replay(
         .model
         .clone()
         .or_else(|| source_window(&parsed.records));
+    let mut warnings = parsed.stats.warnings.clone();
     let cwd = match (opts.cwd, &parsed.cwd) {
         (Some(c), _) => std::path::absolute(c)?.display().to_string(),
-        (None, Some(c)) => c.clone(),
-        (None, None) => std::env::current_dir()?.display().to_string(),
+        (None, Some(c)) if std::path::Path::new(c).is_absolute() => c.clone(),
+        (None, source) => {
+            let here = std::env::current_dir()?.display().to_string();
+            if let Some(c) = source {
+                // Written on another machine (a Windows path, a relative one).
+                warnings.push(format!(
+                    "the transcript's cwd {c:?} is not an absolute path; replayed in {here}"
+                ));
+            }
+            here
+        }
     };
     let start_date = parsed
         .first_timestamp
@@ -347,6 +361,7 @@ pub async fn replay(
             .map(|r| r.deleted);
     }
     let mut summary = result?;
+    summary.warnings = warnings;
     for (agent, records, lines) in threads {
         let thread = client
             .session_create(SessionCreateParams {

@@ -75,8 +75,17 @@ struct PieceOut {
     cwd: Option<String>,
     source_session_id: Option<String>,
     skipped: BTreeMap<String, u64>,
+    /// Lines that are not a JSON object, with why: skipped and reported, not fatal (real
+    /// files hold the odd line cut short or mangled).
+    unreadable: Vec<(usize, String)>,
     items: Vec<Item>,
 }
+
+/// Key under which lines that are not a JSON object are counted.
+const UNREADABLE: &str = "not_json";
+
+/// Unreadable lines a plan names in its warning; the rest are counted.
+const UNREADABLE_NAMED: usize = 10;
 
 enum Item {
     Replacements(Vec<(String, String)>),
@@ -95,13 +104,19 @@ fn parse_piece(piece: Piece<'_>) -> Result<PieceOut, ImportError> {
         out.lines += 1;
         let malformed = |message: String| ImportError::Malformed { line, message };
 
-        let value: Value =
-            serde_json::from_str(raw).map_err(|e| malformed(format!("not valid JSON: {e}")))?;
+        let value: Value = match serde_json::from_str(raw) {
+            Ok(v) => v,
+            Err(e) => {
+                out.unreadable.push((line, format!("not valid JSON: {e}")));
+                continue;
+            }
+        };
         let Value::Object(mut obj) = value else {
-            return Err(malformed(format!(
-                "expected a JSON object, found {}",
-                json_type(&value)
-            )));
+            out.unreadable.push((
+                line,
+                format!("expected a JSON object, found {}", json_type(&value)),
+            ));
+            continue;
         };
 
         // Taken from any line (progress and queue lines carry them too), so a transcript
@@ -270,6 +285,8 @@ struct Planner<F> {
     unresolved: Vec<(u64, u64, String)>,
     /// (count, first line, its uuid) of lines repeating an earlier line's uuid.
     duplicates: Option<(u64, usize, String)>,
+    /// The first lines that are not a JSON object, with why, for the warning.
+    unreadable: Vec<(usize, String)>,
 }
 
 impl<F: FnMut(&RecordInput)> Planner<F> {
@@ -290,6 +307,7 @@ impl<F: FnMut(&RecordInput)> Planner<F> {
             skipped_parents: HashMap::new(),
             unresolved: Vec::new(),
             duplicates: None,
+            unreadable: Vec::new(),
         }
     }
 
@@ -300,6 +318,12 @@ impl<F: FnMut(&RecordInput)> Planner<F> {
         plan.source_session_id = plan.source_session_id.take().or(piece.source_session_id);
         for (key, n) in piece.skipped {
             *plan.stats.skipped.entry(key).or_insert(0) += n;
+        }
+        for (line, why) in piece.unreadable {
+            bump(&mut plan.stats.skipped, UNREADABLE);
+            if self.unreadable.len() < UNREADABLE_NAMED {
+                self.unreadable.push((line, why));
+            }
         }
         for item in piece.items {
             match item {
@@ -357,6 +381,23 @@ impl<F: FnMut(&RecordInput)> Planner<F> {
             plan.relinked.insert(item, resolved);
         }
         plan.stats.replacements = plan.replacements.len() as u64;
+        let unreadable = plan.stats.skipped.get(UNREADABLE).copied().unwrap_or(0);
+        if unreadable > 0 {
+            let named: Vec<String> = self
+                .unreadable
+                .iter()
+                .map(|(line, why)| format!("line {line} ({why})"))
+                .collect();
+            plan.stats.warnings.push(format!(
+                "{unreadable} line(s) are not a JSON object and were skipped: {}{}",
+                named.join("; "),
+                if unreadable > named.len() as u64 {
+                    "; ..."
+                } else {
+                    ""
+                }
+            ));
+        }
         if let Some((n, line, uuid)) = self.duplicates {
             plan.stats.warnings.push(format!(
                 "{n} line(s) repeat the uuid of an earlier line and were skipped, keeping the first occurrence (first at line {line}, uuid {uuid})"

@@ -371,11 +371,24 @@ impl Engine {
             tokio::task::spawn_blocking(move || source.prepare(max, &stamp))
                 .await
                 .map_err(|e| Error::Internal(format!("import task: {e}")))??;
-        let cwd = p
-            .cwd
-            .or(imported.cwd)
-            .or(p.fallback_cwd)
-            .ok_or_else(|| Error::invalid("cwd", "the transcript names no cwd; pass one"))?;
+        // A transcript written elsewhere may name a cwd that is not an absolute path here
+        // (a Windows path, a relative one): reported, and the caller's fallback used.
+        let source_cwd = match imported.cwd.take() {
+            Some(c) if !std::path::Path::new(&c).is_absolute() => {
+                imported.stats.warnings.push(format!(
+                    "the transcript's cwd {c:?} is not an absolute path; the session's cwd is {}",
+                    p.cwd
+                        .as_deref()
+                        .or(p.fallback_cwd.as_deref())
+                        .unwrap_or("the one you pass")
+                ));
+                None
+            }
+            other => other,
+        };
+        let cwd = p.cwd.or(source_cwd).or(p.fallback_cwd).ok_or_else(|| {
+            Error::invalid("cwd", "the transcript names no absolute cwd; pass one")
+        })?;
         let start_date = imported
             .first_timestamp
             .as_deref()
