@@ -375,12 +375,16 @@ fn malformed_lines_name_line_and_field() {
     assert!(msg.contains("message"), "{msg}");
 
     let ok = r#"{"type":"user","uuid":"a","message":{"role":"user","content":"hi"}}"#;
-    let (line, msg) = malformed_line(parse(&format!("{ok}\n\n   \nnot json\n")));
-    assert_eq!(line, 4);
-    assert!(msg.contains("JSON"), "{msg}");
-
-    let (line, msg) = malformed_line(parse(&format!("{ok}\n[1,2]")));
-    assert_eq!((line, msg.contains("object")), (2, true), "{msg}");
+    // A line that is no JSON object is skipped and named, not fatal.
+    let skipped = parse(&format!("{ok}\n\n   \nnot json\n[1,2]\n")).unwrap();
+    assert_eq!(skipped.records.len(), 1);
+    assert_eq!(skipped.stats.skipped["not_json"], 2);
+    assert!(
+        skipped.stats.warnings[0].contains("line 4 (not valid JSON")
+            && skipped.stats.warnings[0].contains("line 5 (expected a JSON object"),
+        "{:?}",
+        skipped.stats.warnings
+    );
 
     let (line, msg) = malformed_line(parse(&format!("{ok}\n{{\"uuid\":\"x\"}}")));
     assert_eq!((line, msg.contains("`type`")), (2, true), "{msg}");
@@ -668,8 +672,8 @@ fn pieces_parse_as_one() {
     // Two malformed lines, in different pieces: the first is reported, by its number.
     let mut lines: Vec<&str> = whole.lines().collect();
     let (early, late) = (lines.len() / 3, lines.len() * 5 / 6);
-    lines[early] = "{not json";
-    lines[late] = "[]";
+    lines[early] = r#"{"type":"user","uuid":"u-bad","message":{"role":"user","content":5}}"#;
+    lines[late] = r#"{"uuid":"late"}"#;
     let broken = lines.join("\n");
     for parts in [1, 2, 5] {
         match parse_in(&broken, chunks::split(&broken, parts, 1)) {
@@ -702,7 +706,7 @@ fn a_transcript_read_in_pieces_is_the_same_as_whole() {
 
     let mut lines: Vec<&str> = whole.lines().collect();
     let early = lines.len() / 3;
-    lines[early] = "{not json";
+    lines[early] = r#"{"type":"user","uuid":"u-bad","message":{"role":"user","content":5}}"#;
     let broken = lines.join("\n");
     for read_bytes in [1, 100, 1 << 20] {
         match read_in(broken.as_bytes(), u64::MAX, read_bytes) {
