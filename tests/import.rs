@@ -264,8 +264,10 @@ fn a_long_import_by_path_holds_a_bounded_multiple_of_its_size() {
         r["stats"]
     );
     let grown = (d.peak_rss_kib() * 1024).saturating_sub(before);
+    // Pieces parsed at once on every core add to the peak, so the bound leaves room for
+    // them; holding the records (the old import) took 5x.
     assert!(
-        grown < 2 * size + (48 << 20),
+        grown < size * 5 / 2 + (64 << 20),
         "importing {size} bytes took the daemon's peak memory up by {grown} bytes ({:.1}x)",
         grown as f64 / size as f64
     );
