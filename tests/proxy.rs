@@ -634,19 +634,7 @@ async fn credentials_go_up_and_are_never_logged_or_stored() {
         .await;
     let mut d = Daemon::start_with(&["--http", "127.0.0.1:0", "--upstream-anthropic", &up.uri()]);
     // Restarted with a trace-level log written to a file the test reads.
-    d.kill9();
-    let log = d.dir.path().join("ctxd.log");
-    let mut cmd = d.command();
-    cmd.env("CTXD_LOG", "trace")
-        .stderr(std::fs::File::create(&log).unwrap());
-    d.child = Some(cmd.spawn().unwrap());
-    let deadline = Instant::now() + Duration::from_secs(20);
-    while std::os::unix::net::UnixStream::connect(&d.socket).is_err()
-        || d.try_call("proxy.status", json!({})).is_err()
-    {
-        assert!(Instant::now() < deadline, "ctxd did not come back");
-        std::thread::sleep(Duration::from_millis(20));
-    }
+    let log = d.respawn_logging(Some("trace"));
     let base = base_url(&d);
     let bearer = "Bearer sk-ant-oat01-ANOTHER-SECRET-TOKEN";
     let body =

@@ -95,30 +95,6 @@ fn last_record(d: &Daemon, sid: &str) -> Value {
     page["records"].as_array().unwrap().last().unwrap().clone()
 }
 
-/// Restarts `d` with its whole log in a file, whose path it returns; at the daemon's
-/// default level when `default_level`, else at the level `d` was started with.
-fn respawn_logging(d: &mut Daemon, default_level: bool) -> std::path::PathBuf {
-    let log = d.dir.path().join("daemon.log");
-    d.kill9();
-    let mut cmd = d.command();
-    if default_level {
-        cmd.env_remove("CTXD_LOG");
-    }
-    cmd.stderr(std::fs::File::create(&log).unwrap());
-    d.child = Some(cmd.spawn().unwrap());
-    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(20);
-    while std::os::unix::net::UnixStream::connect(&d.socket).is_err()
-        || d.try_call("daemon.ping", json!({})).is_err()
-    {
-        assert!(
-            std::time::Instant::now() < deadline,
-            "the daemon did not come back"
-        );
-        std::thread::yield_now();
-    }
-    log
-}
-
 /// The compiled body goes out streamed with the key and the API version; the answer is
 /// appended with exactly the streamed blocks and the server's usage, and returned.
 #[test]
@@ -267,7 +243,7 @@ fn the_key_appears_nowhere() {
                 r#"{{"type":"error","error":{{"type":"authentication_error","message":"invalid x-api-key {KEY}"}}}}"#
             )));
     let mut d = Daemon::start_with_env(&[(KEY_VAR, KEY), ("CTXD_LOG", "trace")]);
-    let log = respawn_logging(&mut d, false);
+    let log = d.respawn_logging(Some("trace"));
     let sid = session(&d, &server);
     let refused = d
         .try_call("context.send", json!({"session_id": sid}))
@@ -962,7 +938,7 @@ fn an_echoed_key_is_scrubbed_from_answers_events_records_and_logs() {
             .await;
     });
     let mut d = Daemon::start_with_env(&[(KEY_VAR, KEY)]);
-    let log = respawn_logging(&mut d, true);
+    let log = d.respawn_logging(None);
     let sid = session(&d, &server);
     let events: Vec<TurnEvent> = rt.block_on(async {
         let client = d.client().await;

@@ -326,6 +326,28 @@ impl Daemon {
         }
     }
 
+    /// Restarts the daemon with its whole log in a file, whose path it returns, at log
+    /// level `level` (`None`: the daemon's own default), and waits until it answers.
+    pub fn respawn_logging(&mut self, level: Option<&str>) -> PathBuf {
+        let log = self.dir.path().join("daemon.log");
+        self.kill9();
+        let mut cmd = self.command();
+        match level {
+            Some(l) => cmd.env("CTXD_LOG", l),
+            None => cmd.env_remove("CTXD_LOG"),
+        };
+        cmd.stderr(std::fs::File::create(&log).expect("log file"));
+        self.child = Some(cmd.spawn().expect("respawn ctxd"));
+        let deadline = Instant::now() + Duration::from_secs(20);
+        while StdUnixStream::connect(&self.socket).is_err()
+            || self.try_call("daemon.ping", serde_json::json!({})).is_err()
+        {
+            assert!(Instant::now() < deadline, "the daemon did not come back");
+            std::thread::yield_now();
+        }
+        log
+    }
+
     pub fn kill9(&mut self) {
         if let Some(mut c) = self.child.take() {
             let _ = c.kill();
