@@ -11,7 +11,7 @@ use http_body_util::BodyExt as _;
 use hyper::{Response, StatusCode};
 use serde_json::Value;
 
-use super::{Body, Proxy, Recorder, conversation, error, without_url};
+use super::{Body, Proxy, Recorder, conversation, error, unreachable_upstream};
 
 /// Bytes of a refusal read to tell a too-long prompt from other errors.
 const MAX_REFUSAL_BYTES: usize = 1 << 20;
@@ -65,14 +65,7 @@ pub(super) async fn manage(
             .await
         {
             Ok(r) => r,
-            Err(e) => {
-                tracing::warn!(error = %without_url(&e), "the upstream did not answer");
-                return error(
-                    StatusCode::BAD_GATEWAY,
-                    "api_error",
-                    "ctxd could not reach the upstream API",
-                );
-            }
+            Err(e) => return unreachable_upstream(&e),
         };
         proxy.bytes_up.fetch_add(
             u64::try_from(sent).unwrap_or(u64::MAX),

@@ -376,14 +376,7 @@ async fn handle(proxy: &Arc<Proxy>, req: Request<Incoming>) -> Response<Body> {
         .await;
     let upstream = match upstream {
         Ok(r) => r,
-        Err(e) => {
-            tracing::warn!(error = %without_url(&e), "the upstream did not answer");
-            return error(
-                StatusCode::BAD_GATEWAY,
-                "api_error",
-                "ctxd could not reach the upstream API",
-            );
-        }
+        Err(e) => return unreachable_upstream(&e),
     };
     proxy
         .bytes_up
@@ -451,6 +444,17 @@ fn forward_response(
             "the upstream answered with a head ctxd cannot pass on",
         ),
     }
+}
+
+/// The answer when the upstream could not be reached: logged (without its URL), and a
+/// 502 in the API's shape for the client.
+fn unreachable_upstream(e: &reqwest::Error) -> Response<Body> {
+    tracing::warn!(error = %without_url(e), "the upstream did not answer");
+    error(
+        StatusCode::BAD_GATEWAY,
+        "api_error",
+        "ctxd could not reach the upstream API",
+    )
 }
 
 /// A reqwest error as text without its URL, which holds the secret-free upstream path
