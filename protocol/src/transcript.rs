@@ -110,6 +110,28 @@ pub struct ToolResultReplacement {
     pub replacement: String,
 }
 
+/// Fields every Claude Code transcript line carries that describe the writer rather than
+/// the record (or that ctxd maps to a record's own fields): the import keeps them out of
+/// a record's `meta` and a system record's `data`, and the export writes them from the
+/// record, so that the one is the other's inverse.
+pub const CLAUDE_CODE_ENVELOPE: &[&str] = &[
+    "parentUuid",
+    "uuid",
+    "timestamp",
+    "cwd",
+    "sessionId",
+    "version",
+    "gitBranch",
+    "userType",
+    "isSidechain",
+    "slug",
+    "type",
+    "subtype",
+    "isMeta",
+    "isCompactSummary",
+    "isVisibleInTranscriptOnly",
+];
+
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 pub struct ParseClaudeCodeResponse {
     pub records: Vec<RecordInput>,

@@ -17,6 +17,7 @@ use serde_json::{Map, Value};
 
 use super::{Ctx, session_id};
 use crate::output::{outln, print_json};
+use ctxd_protocol::CLAUDE_CODE_ENVELOPE as ENVELOPE;
 
 #[derive(Args, Debug)]
 pub struct GcArgs {
@@ -88,27 +89,6 @@ pub struct ExportArgs {
     /// Session: its id, `last` (the one updated most recently), or the unique start or end of its id.
     session: String,
 }
-
-/// The line fields an import maps itself (or takes as the writer's): a kept field of the
-/// same name never overrides them. A kept `parentUuid` is the one before relinking, whose
-/// parent the file no longer holds; the record's own is the one to keep.
-const ENVELOPE: &[&str] = &[
-    "parentUuid",
-    "uuid",
-    "timestamp",
-    "cwd",
-    "sessionId",
-    "version",
-    "gitBranch",
-    "userType",
-    "isSidechain",
-    "slug",
-    "type",
-    "subtype",
-    "isMeta",
-    "isCompactSummary",
-    "isVisibleInTranscriptOnly",
-];
 
 /// Records per `transcript.read` page: the daemon's bound.
 const PAGE: u32 = 5000;
@@ -195,6 +175,8 @@ fn line_of(r: &Record, agent: Option<&AgentInfo>, envelope: &Envelope<'_>) -> Va
     // Kept fields first, so the envelope written after them wins.
     if let Some(Value::Object(kept)) = r.meta.as_ref().and_then(|m| m.get("claude_code")) {
         for (k, v) in kept {
+            // A field the import maps itself never comes from a kept copy: a kept
+            // `parentUuid` is the one before relinking, whose parent the file lacks.
             if !ENVELOPE.contains(&k.as_str()) {
                 line.insert(k.clone(), v.clone());
             }

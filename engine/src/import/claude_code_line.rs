@@ -4,29 +4,10 @@
 
 use std::collections::BTreeMap;
 
+use ctxd_protocol::CLAUDE_CODE_ENVELOPE as ENVELOPE;
 use ctxd_protocol::{ContentBlock, RecordInput, RecordKind, Usage};
 use serde::Deserialize;
 use serde_json::{Map, Value};
-
-/// Fields every Claude Code line carries that describe the writer rather than the record
-/// (or that ctxd maps itself). They are neither copied into `meta` nor into system `data`.
-const ENVELOPE: &[&str] = &[
-    "parentUuid",
-    "uuid",
-    "timestamp",
-    "cwd",
-    "sessionId",
-    "version",
-    "gitBranch",
-    "userType",
-    "isSidechain",
-    "slug",
-    "type",
-    "subtype",
-    "isMeta",
-    "isCompactSummary",
-    "isVisibleInTranscriptOnly",
-];
 
 /// `{"type":"content-replacement","replacements":[{"kind":"tool-result","toolUseId":..,"replacement":..}]}`
 pub(super) fn content_replacements(
