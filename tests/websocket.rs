@@ -306,21 +306,39 @@ fn a_call_sent_with_the_upgrade_request_is_answered() {
 }
 
 /// A message over `max_request_bytes` is refused with REQUEST_TOO_BIG, and the
-/// connection goes on.
+/// connection goes on: just over the bound, far over it (never held whole), and in
+/// fragments with a ping between them; a message of exactly the bound is served.
 #[test]
 fn a_message_over_the_bound_is_refused_and_the_connection_goes_on() {
     let d = Daemon::start_with(&["--max-request-bytes", "4096"]);
     let mut ws = Ws::connect(&d.socket);
-    let big = json!({"jsonrpc": "2.0", "id": 1, "method": "daemon.ping", "params": {"pad": "x".repeat(5000)}});
-    let answer = ws.call(&big);
-    assert_eq!(
-        answer["error"]["code"],
-        ctxd_protocol::REQUEST_TOO_BIG,
-        "{answer}"
-    );
-    assert_eq!(answer["id"], Value::Null);
-    let fits = json!({"jsonrpc": "2.0", "id": 2, "method": "daemon.ping"});
-    assert_eq!(ws.call(&fits)["result"]["pong"], true);
+    let refused = |ws: &mut Ws| {
+        let answer = ws.answer();
+        assert_eq!(
+            answer["error"]["code"],
+            ctxd_protocol::REQUEST_TOO_BIG,
+            "{answer}"
+        );
+        assert_eq!(answer["id"], Value::Null);
+    };
+    let padded = |id: u64, pad: usize| json!({"jsonrpc": "2.0", "id": id, "method": "daemon.ping", "params": {"pad": "x".repeat(pad)}});
+    ws.text(&padded(1, 5000));
+    refused(&mut ws);
+    ws.text(&padded(2, 1 << 20));
+    refused(&mut ws);
+    let body = padded(3, 3000).to_string();
+    let (a, b) = body.as_bytes().split_at(body.len() / 2);
+    ws.0.write_all(&Ws::frame(false, TEXT, a)).unwrap();
+    ws.0.write_all(&Ws::frame(true, PING, b"hi")).unwrap();
+    ws.0.write_all(&Ws::frame(false, CONTINUATION, b)).unwrap();
+    ws.0.write_all(&Ws::frame(true, CONTINUATION, &[b' '; 2000]))
+        .unwrap();
+    assert_eq!(ws.read_frame(), Some((PONG, b"hi".to_vec())));
+    refused(&mut ws);
+    let fits = json!({"jsonrpc": "2.0", "id": 4, "method": "daemon.ping"});
+    let exact = format!("{fits}{}", " ".repeat(4096 - fits.to_string().len()));
+    ws.send(TEXT, exact.as_bytes());
+    assert_eq!(ws.answer()["result"]["pong"], true);
 }
 
 /// A frame the protocol forbids (a client frame without a mask) closes the connection

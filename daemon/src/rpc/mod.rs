@@ -10,6 +10,7 @@ mod ids;
 mod limits;
 mod methods;
 mod outbox;
+mod oversize;
 mod send_stream;
 mod server;
 mod slot;

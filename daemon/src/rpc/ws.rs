@@ -46,6 +46,7 @@ use tokio_tungstenite::tungstenite::{Error as WsError, Message, handshake::deriv
 use super::dispatch::{Dispatch, handle_message};
 use super::ids::{Ids, Swaps, examine};
 use super::outbox::{Counted as Total, Outbox};
+use super::oversize::Oversize;
 use super::slot::Counted;
 use super::transport::TransportRules;
 use ctxd_pipeline::limits::MAX_CALLS_IN_FLIGHT;
@@ -77,7 +78,7 @@ pub(crate) struct Context {
 }
 
 type Service = TransportRules<Dispatch>;
-type Socket = WebSocketStream<Counted>;
+type Socket = WebSocketStream<Oversize<Counted>>;
 
 /// Answers a WebSocket upgrade request (RFC 6455 §4.2), and serves the connection once
 /// hyper hands it over.
@@ -322,13 +323,13 @@ async fn serve(io: Counted, early: Vec<u8>, ctx: Context) {
         sink: sink.clone(),
         id_provider: Arc::new(RandomIntegerIdProvider),
     }));
-    // Messages up to a quarter over the bound are read and answered -32007, so a client
-    // that misjudged its size can go on; beyond that the connection closes with 1009
-    // instead of buffering whatever the client declares.
-    let hard_limit = ctx.max_message.saturating_add(ctx.max_message / 4);
+    // Messages over the bound never reach tungstenite: `Oversize` drops them and counts
+    // them in `dropped`, and each is answered -32007 while the connection goes on.
+    // tungstenite's own bound is a backstop for frames `Oversize` leaves to it.
+    let (io, early, dropped) = Oversize::new(io, ctx.max_message, &early);
     let config = WebSocketConfig::default()
-        .max_message_size(Some(hard_limit))
-        .max_frame_size(Some(hard_limit));
+        .max_message_size(Some(ctx.max_message))
+        .max_frame_size(Some(ctx.max_message));
     let mut ws = WebSocketStream::from_partially_read(io, early, Role::Server, Some(config)).await;
     let mut queue = Queue {
         messages: VecDeque::new(),
@@ -397,6 +398,9 @@ async fn serve(io: Counted, early: Vec<u8>, ctx: Context) {
             }
             Step::Io(Io::Message(message)) => {
                 last_heard = Instant::now();
+                for _ in 0..dropped.swap(0, Ordering::Relaxed) {
+                    queue.push_text(too_big(ctx.max_message));
+                }
                 if let Message::Ping(payload) = &message {
                     queue.pong_buffered(payload.len());
                 }
