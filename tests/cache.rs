@@ -331,6 +331,52 @@ fn usage_picture_sums_to_the_window_and_changes_nothing() {
     assert_eq!(e["code"], ctxd_protocol::SESSION_NOT_FOUND);
 }
 
+/// `context.usage` pictures the next request: what its compile would append (here the
+/// queued input, and the date when it moved) is counted but not appended, so the picture
+/// before the compile is the picture after it (issue 52, item 5).
+#[test]
+fn usage_counts_the_attachments_the_next_compile_adds() {
+    let d = Daemon::start();
+    let sid = session(&d);
+    append(
+        &d,
+        &sid,
+        json!([{"type": "user", "content": "start", "timestamp": T0}]),
+    );
+    append(&d, &sid, call(1, &at(1), 0));
+    d.call(
+        "transcript.queue",
+        json!({"session_id": sid, "text": "also check the lexer, the parser and the tests"}),
+    );
+    let read = || d.call("transcript.read", json!({"session_id": sid}));
+    let usage = || d.call("context.usage", json!({"session_id": sid}));
+    let attachment_tokens = |u: &Value| {
+        u["categories"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|c| c["name"] == "attachments")
+            .map(|c| c["tokens"].as_u64().unwrap())
+            .unwrap()
+    };
+    let records = read();
+    let before = usage();
+    assert_eq!(read(), records, "the picture appends nothing");
+    let compiled = d.call("context.compile", json!({"session_id": sid}));
+    let added = compiled["metadata"]["added_attachments"]
+        .as_array()
+        .unwrap();
+    assert!(
+        added.iter().any(|a| a["type"] == "queued_command"),
+        "{added:?}"
+    );
+    let after = usage();
+    assert_eq!(before["attachments"], after["attachments"]);
+    assert!(attachment_tokens(&before) > 0, "{before}");
+    assert_eq!(attachment_tokens(&before), attachment_tokens(&after));
+    assert_eq!(before["used_tokens"], after["used_tokens"]);
+}
+
 /// 27 minutes after the last model call the 5-minute entry is gone: the prediction is
 /// 0 with the break named `ttl_expiry`; with the one-hour TTL latched the same gap keeps
 /// the prefix (issue 41, item 8).

@@ -108,9 +108,6 @@ pub fn render_context(u: &UsageResponse, color: bool) -> String {
         crate::output::count(u.attachments, "attachment"),
         tokens_short(u.autocompact_threshold)
     ));
-    // The picture is of what is recorded; attachments are collected by a compile, so
-    // one that runs next may add some (changed files, reminders) with nothing appended.
-    legend.push("attachments as of the last compile; the next one adds what changed".into());
     let mut out = String::from("Context usage\n");
     for row in 0..ROWS.max(legend.len()) {
         let mut line = String::new();

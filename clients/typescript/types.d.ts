@@ -2621,7 +2621,7 @@ export type UsageCategory = {
 
 export type UsageResponse = {
   /**
-   * Attachment records in the view.
+   * Attachment records in the view, those the next compile would append included.
    */
   attachments: number;
   autocompact_threshold: number;
@@ -3397,7 +3397,7 @@ export interface Methods {
     result: ReplacementsResponse;
   };
   /**
-   * What fills the context window now, by category (Claude Code's /context); changes nothing.
+   * What the next request would fill the context window with, by category (Claude Code's /context), counting the attachments its compile would add; changes nothing.
    */
   "context.usage": {
     params: {

@@ -177,7 +177,7 @@ pub struct UsageResponse {
     pub autocompact_threshold: u64,
     /// Categories in display order; they sum to the context window.
     pub categories: Vec<UsageCategory>,
-    /// Attachment records in the view.
+    /// Attachment records in the view, those the next compile would append included.
     pub attachments: u64,
     /// Messages of the request that would be compiled now.
     pub messages: u64,

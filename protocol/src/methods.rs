@@ -147,7 +147,7 @@ macro_rules! with_methods {
             CONTEXT_REPLACEMENTS ContextReplacements context_replacements = "context.replacements" ($crate::SessionIdParams) -> $crate::ReplacementsResponse:
                 "The frozen fates of the session's tool results (content-replacement records).";
             CONTEXT_USAGE ContextUsage context_usage = "context.usage" ($crate::UsageParams) -> $crate::UsageResponse:
-                "What fills the context window now, by category (Claude Code's /context); changes nothing.";
+                "What the next request would fill the context window with, by category (Claude Code's /context), counting the attachments its compile would add; changes nothing.";
             CONTEXT_CACHE_REPORT ContextCacheReport context_cache_report = "context.cache_report" ($crate::CacheReportParams) -> $crate::CacheReportResponse:
                 "Every model call's reported cache reads next to ctxd's prediction, with cache breaks and their causes.";
             HOOKS_LIST HooksList hooks_list = "hooks.list" ($crate::SessionIdParams) -> $crate::HooksListResponse:

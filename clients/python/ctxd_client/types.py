@@ -1184,7 +1184,7 @@ class Methods:
         return self.call("context.replacements", **params)
 
     def context_usage(self, *, session_id: str) -> UsageResponse:
-        """What fills the context window now, by category (Claude Code's /context); changes nothing."""
+        """What the next request would fill the context window with, by category (Claude Code's /context), counting the attachments its compile would add; changes nothing."""
         params = {k: v for k, v in [("session_id", session_id)] if v is not None}
         return self.call("context.usage", **params)
 
@@ -1551,7 +1551,7 @@ class AsyncMethods:
         return await self.call("context.replacements", **params)
 
     async def context_usage(self, *, session_id: str) -> UsageResponse:
-        """What fills the context window now, by category (Claude Code's /context); changes nothing."""
+        """What the next request would fill the context window with, by category (Claude Code's /context), counting the attachments its compile would add; changes nothing."""
         params = {k: v for k, v in [("session_id", session_id)] if v is not None}
         return await self.call("context.usage", **params)
 

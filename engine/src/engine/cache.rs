@@ -9,6 +9,7 @@ use ctxd_protocol::{CacheReportResponse, RecordKind, RequestFlags, SessionEvent,
 
 use crate::engine::compile;
 use crate::engine::session::loaded::loaded_mut;
+use crate::engine::session::transcript::materialise;
 use crate::engine::{Engine, Loaded, SessionCell};
 use ctxd_pipeline::cache_break::{self, Fingerprint};
 use ctxd_pipeline::cache_prefix::KeyShape;
@@ -267,21 +268,45 @@ impl Engine {
     }
 
     /// `context.usage`: the picture of what the next request would hold, computed without
-    /// changing anything (no attachments collected, no fate frozen, no compaction).
+    /// changing anything: the attachments the next compile would append are counted
+    /// (capability deltas, the skill listing, what the sources find) but not appended,
+    /// no fate is frozen, nothing is compacted.
     pub async fn usage(&self, sid: &str) -> Result<UsageResponse> {
         let cell = self.cells.cell(sid);
         let mut guard = cell.state.lock().await;
         self.load_or_drop(sid, &mut guard).await?;
         let l = loaded_mut(&mut guard)?;
         let now = self.clock.now();
-        let c = compile::assemble(
-            l,
-            None,
-            &compile::Ask {
-                usage_picture: true,
-                ..compile::Ask::at(now)
-            },
-        )?;
+        let ask = compile::Ask {
+            usage_picture: true,
+            ..compile::Ask::at(now)
+        };
+        let ts = ctxd_pipeline::clock::rfc3339(now);
+        let mut pending: Vec<ctxd_protocol::RecordInput> = self
+            .pending_capabilities(&cell, l)
+            .await?
+            .into_iter()
+            .map(|p| ctxd_pipeline::attachments::record(p, &ts))
+            .collect();
+        pending.extend(self.pending_attachments(l, now).await);
+        let c = if pending.is_empty() {
+            compile::assemble(l, None, &ask)?
+        } else {
+            let last = l.records.last().map(|r| (r.seq, r.uuid.clone()));
+            let mut records: Vec<ctxd_protocol::Record> = l.records.iter().cloned().collect();
+            records.extend(materialise(pending, last, &ts));
+            let history = compile::History {
+                records: &records,
+                lineage: None,
+                projection: None,
+                boundary: None,
+                snip_boundaries: None,
+                facts: &[],
+                boundary_uuid: &l.boundary_uuid,
+                pinned_edits: &l.pinned_edits,
+            };
+            compile::assemble(l, Some(history), &ask)?
+        };
         let picture = c
             .usage
             .ok_or_else(|| Error::Internal("usage picture missing".into()))?;

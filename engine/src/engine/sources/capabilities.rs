@@ -212,6 +212,25 @@ fn check_text(field: &str, text: Option<&str>) -> Result<()> {
     Ok(())
 }
 
+/// At the session's first compile, the MCP instructions of the servers connected so far
+/// that go into `system` — except what the transcript already announced (an imported
+/// session's deltas). `None` at every later compile.
+fn first_mcp_memo(l: &Loaded) -> Option<Vec<caps::McpBlock>> {
+    l.caps.state.mcp_memo.is_none().then(|| {
+        let told = l.caps.ledger.announced.mcp_blocks(&[]);
+        l.caps
+            .state
+            .mcp_blocks()
+            .into_iter()
+            .filter(|b| {
+                !told
+                    .get(&b.name)
+                    .is_some_and(|t| t.is_empty() || *t == b.block)
+            })
+            .collect()
+    })
+}
+
 fn last_seq(l: &Loaded) -> u64 {
     l.records.last().map_or(0, |r| r.seq)
 }
@@ -227,28 +246,8 @@ impl Engine {
         now: DateTime<Utc>,
     ) -> Result<Vec<Record>> {
         l.refresh_ledger();
-        // The first compile puts the servers connected so far into `system` — except
-        // what the transcript already announced (an imported session's deltas).
-        let memo = l.caps.state.mcp_memo.is_none().then(|| {
-            let told = l.caps.ledger.announced.mcp_blocks(&[]);
-            l.caps
-                .state
-                .mcp_blocks()
-                .into_iter()
-                .filter(|b| {
-                    !told
-                        .get(&b.name)
-                        .is_some_and(|t| t.is_empty() || *t == b.block)
-                })
-                .collect::<Vec<_>>()
-        });
-        let base: &[caps::McpBlock] = match (&memo, &l.caps.state.mcp_memo) {
-            (Some(m), _) | (None, Some(m)) => m,
-            (None, None) => &[],
-        };
-        let mut payloads = l.current_deltas(&l.caps.ledger.announced, base);
-        let (listing, generation) = self.skill_listing(cell, l).await?;
-        payloads.extend(listing);
+        let memo = first_mcp_memo(l);
+        let (payloads, generation) = self.capability_payloads(cell, l, memo.as_deref()).await?;
         if payloads.is_empty() && memo.is_none() {
             l.caps.skills_seen = Some((generation, l.caps.ledger.sent_skills.records));
             return Ok(Vec::new());
@@ -281,6 +280,43 @@ impl Engine {
         l.refresh_ledger();
         l.caps.skills_seen = Some((generation, l.caps.ledger.sent_skills.records));
         Ok(built)
+    }
+
+    /// The capability attachments the next compile would append, found without
+    /// appending them or changing what the session remembers of its announcements.
+    pub(crate) async fn pending_capabilities(
+        &self,
+        cell: &SessionCell,
+        l: &mut Loaded,
+    ) -> Result<Vec<Value>> {
+        l.refresh_ledger();
+        let memo = first_mcp_memo(l);
+        // Where the skill listing last looked for touched paths: the real compile must
+        // look at the same records again.
+        let looked = l.caps.touch_seen;
+        let found = self.capability_payloads(cell, l, memo.as_deref()).await;
+        l.caps.touch_seen = looked;
+        Ok(found?.0)
+    }
+
+    /// The capability deltas and the skill listing owed to the model, with the skill
+    /// catalogue's generation; `memo` is the MCP instructions the first compile puts
+    /// into `system`, when this is that compile.
+    async fn capability_payloads(
+        &self,
+        cell: &SessionCell,
+        l: &mut Loaded,
+        memo: Option<&[caps::McpBlock]>,
+    ) -> Result<(Vec<Value>, u64)> {
+        let base: &[caps::McpBlock] = match (memo, &l.caps.state.mcp_memo) {
+            (Some(m), _) => m,
+            (None, Some(m)) => m,
+            (None, None) => &[],
+        };
+        let mut payloads = l.current_deltas(&l.caps.ledger.announced, base);
+        let (listing, generation) = self.skill_listing(cell, l).await?;
+        payloads.extend(listing);
+        Ok((payloads, generation))
     }
 
     /// The invoked skills a new history restores (the same for every candidate of one

@@ -88,6 +88,31 @@ impl Engine {
         l: &mut Loaded,
         now: DateTime<Utc>,
     ) -> Result<Collected> {
+        let (found, reports) = self.run_sources(l, now, false).await;
+        let records = self.write_found(cell, l, found).await?;
+        Ok(Collected { records, reports })
+    }
+
+    /// The attachments the next compile's collection would append, found within the
+    /// same time bound, with nothing appended or consumed. The prefetched memories are
+    /// left out: looking at them would wait for, or use up, the prompt's prefetch.
+    pub(crate) async fn pending_attachments(
+        &self,
+        l: &mut Loaded,
+        now: DateTime<Utc>,
+    ) -> Vec<RecordInput> {
+        let (found, _) = self.run_sources(l, now, true).await;
+        found.into_iter().flat_map(|f| f.records).collect()
+    }
+
+    /// Runs every source (but the memories' when `preview`) within the session's time
+    /// bound: what each found, and how each fared.
+    async fn run_sources(
+        &self,
+        l: &mut Loaded,
+        now: DateTime<Utc>,
+        preview: bool,
+    ) -> (Vec<Found>, Vec<SourceReport>) {
         // The sources share the transcript; it is released before the appending below,
         // so that does not copy it.
         let records = l.records.clone();
@@ -139,6 +164,10 @@ impl Engine {
             (RELEVANT_MEMORIES, self.source_memories(&input).boxed()),
         ];
         debug_assert!(sources.iter().map(|s| s.0).eq(ORDER));
+        let mut sources = sources;
+        if preview {
+            sources.retain(|(name, _)| *name != RELEVANT_MEMORIES);
+        }
         #[cfg(test)]
         let sources = {
             let mut sources = sources;
@@ -183,8 +212,7 @@ impl Engine {
         drop(read);
         drop(input);
         drop(records);
-        let records = self.write_found(cell, l, found).await?;
-        Ok(Collected { records, reports })
+        (found, reports)
     }
 
     /// Appends the found attachments (already in [`ORDER`]) and consumes their state,
