@@ -65,11 +65,24 @@ impl Daemon {
             .arg("--managed-root")
             .arg(dir.path().join("managed"))
             .env("HOME", dir.path().join("user-home"))
-            .env("CTXD_LOG", "error")
             .args(["--max-connections", "1024"])
             .stdin(Stdio::null())
-            .stdout(Stdio::null())
-            .stderr(Stdio::null());
+            .stdout(Stdio::null());
+        // `CTXD_LOAD_LOG=FILE` keeps the daemon's log (at `CTXD_LOG`, default `info`)
+        // to see where a slow call went.
+        match std::env::var_os("CTXD_LOAD_LOG") {
+            Some(path) => {
+                let log = std::fs::File::create(path).unwrap();
+                cmd.env(
+                    "CTXD_LOG",
+                    std::env::var("CTXD_LOG").unwrap_or_else(|_| "info".into()),
+                )
+                .stderr(log);
+            }
+            None => {
+                cmd.env("CTXD_LOG", "error").stderr(Stdio::null());
+            }
+        }
         if let Ok(url) = std::env::var("CTXD_LOAD_STORE") {
             cmd.arg("--store").arg(url);
         }

@@ -4,6 +4,7 @@
 
 use std::path::PathBuf;
 use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
 use chrono::{DateTime, Utc};
@@ -28,37 +29,79 @@ const WAIT_FOR_EXTRACTION: Duration = Duration::from_secs(15);
 
 /// The extractions running, one per session at most, and how to wait for each.
 #[derive(Default)]
-pub(crate) struct Extractions(std::sync::Mutex<std::collections::HashMap<String, Arc<Notify>>>);
+pub(crate) struct Extractions(std::sync::Mutex<std::collections::HashMap<String, Arc<Extraction>>>);
+
+/// One running extraction.
+#[derive(Debug, Default)]
+pub(crate) struct Extraction {
+    done: Notify,
+    /// It has taken its copy of the transcript and holds the session's lock no more. One
+    /// that has not may be waiting for that lock, so whoever holds it must not wait for
+    /// the extraction.
+    copied: AtomicBool,
+}
 
 impl Extractions {
-    /// The session's running extraction, to wait for.
-    fn running(&self, sid: &str) -> Option<Arc<Notify>> {
-        self.0.lock().ok()?.get(sid).cloned()
+    fn map(&self) -> std::sync::MutexGuard<'_, std::collections::HashMap<String, Arc<Extraction>>> {
+        // Plain map operations: a panic elsewhere leaves it whole.
+        self.0
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
     }
 
-    /// Claims the session's one extraction slot: `Ok(notify)` when this caller now runs
-    /// the extraction (and must call [`Engine::run_claimed`]), `Err(notify)` to wait for
-    /// the one already running. Synchronous, so an append that starts an extraction has
-    /// claimed it before it is answered.
-    fn claim(&self, sid: &str) -> Result<std::result::Result<Arc<Notify>, Arc<Notify>>> {
-        let mut map = self
-            .0
-            .lock()
-            .map_err(|_| Error::Internal("extraction lock".into()))?;
-        if let Some(n) = map.get(sid) {
-            return Ok(Err(n.clone()));
+    /// Whether the session has an extraction running.
+    fn is_running(&self, sid: &str) -> bool {
+        self.map().contains_key(sid)
+    }
+
+    /// The session's running extraction, to wait for.
+    fn running(&self, sid: &str) -> Option<Arc<Extraction>> {
+        self.map().get(sid).cloned()
+    }
+
+    /// Claims the session's one extraction slot: `Ok(x)` when this caller now runs the
+    /// extraction (and must call [`Engine::run_claimed`]), `Err(x)` for the one already
+    /// running. Synchronous, so an append that starts an extraction has claimed it before
+    /// it is answered.
+    fn claim(&self, sid: &str) -> std::result::Result<Arc<Extraction>, Arc<Extraction>> {
+        let mut map = self.map();
+        if let Some(x) = map.get(sid) {
+            return Err(x.clone());
         }
-        let n = Arc::new(Notify::new());
-        map.insert(sid.to_string(), n.clone());
-        Ok(Ok(n))
+        let x = Arc::new(Extraction::default());
+        map.insert(sid.to_string(), x.clone());
+        Ok(x)
+    }
+
+    /// The session's extraction took its copy and let the session's lock go.
+    fn copied(&self, sid: &str) {
+        if let Some(x) = self.map().get(sid) {
+            x.copied.store(true, Ordering::Release);
+        }
     }
 
     /// Frees the slot `claim` gave and wakes those waiting on it.
-    fn release(&self, sid: &str, notify: &Notify) {
-        if let Ok(mut map) = self.0.lock() {
-            map.remove(sid);
+    fn release(&self, sid: &str, x: &Extraction) {
+        self.map().remove(sid);
+        x.done.notify_waiters();
+    }
+
+    /// Waits, at most `limit`, for the extraction `x` of `sid` to end. With
+    /// `holding_lock` (the caller holds the session's lock) an extraction that has not
+    /// taken its copy yet is not waited for: it would be waiting for that lock.
+    async fn wait(&self, sid: &str, x: &Extraction, limit: Duration, holding_lock: bool) {
+        if holding_lock && !x.copied.load(Ordering::Acquire) {
+            return;
         }
-        notify.notify_waiters();
+        let ended = x.done.notified();
+        tokio::pin!(ended);
+        // Registered before looking: `release` removes the slot, then wakes whoever is
+        // registered, so an extraction still in the map after this wakes us when it ends.
+        ended.as_mut().enable();
+        let current = self.map().get(sid).is_some_and(|y| std::ptr::eq(&**y, x));
+        if current {
+            let _ = tokio::time::timeout(limit, ended).await;
+        }
     }
 }
 
@@ -105,7 +148,7 @@ impl Engine {
                 memory::get(c, &s)
             })
             .await?;
-        let extracting = self.extractions.running(sid).is_some();
+        let extracting = self.extractions.is_running(sid);
         // Another daemon may have written it: the mirror here follows the store.
         if self.store.shared()
             && let Some(m) = &row
@@ -220,12 +263,12 @@ impl Engine {
                     return;
                 }
                 // One at a time per session; claimed before the append is answered.
-                let Ok(Ok(notify)) = self.extractions.claim(&sid) else {
+                let Ok(claimed) = self.extractions.claim(&sid) else {
                     return;
                 };
                 self.background(move |engine| {
                     async move {
-                        if let Err(e) = engine.run_claimed(&sid, notify).await {
+                        if let Err(e) = engine.run_claimed(&sid, claimed).await {
                             tracing::warn!(session = %sid, error = %e, "session memory extraction failed");
                         }
                     }
@@ -239,19 +282,21 @@ impl Engine {
     /// Runs one extraction for the session and writes the result. At most one runs per
     /// session; a second call waits for the running one instead.
     pub async fn extract_now(&self, sid: &str) -> Result<u64> {
-        match self.extractions.claim(sid)? {
-            Ok(notify) => self.run_claimed(sid, notify).await,
+        match self.extractions.claim(sid) {
+            Ok(claimed) => self.run_claimed(sid, claimed).await,
             Err(running) => {
-                let _ = tokio::time::timeout(EXTRACTION_TIMEOUT, running.notified()).await;
+                self.extractions
+                    .wait(sid, &running, EXTRACTION_TIMEOUT, false)
+                    .await;
                 Ok(self.memory_get(sid).await?.version)
             }
         }
     }
 
     /// Runs the extraction this caller claimed, then frees the slot and wakes waiters.
-    async fn run_claimed(&self, sid: &str, notify: Arc<Notify>) -> Result<u64> {
+    async fn run_claimed(&self, sid: &str, claimed: Arc<Extraction>) -> Result<u64> {
         let result = tokio::time::timeout(EXTRACTION_TIMEOUT, self.extract_inner(sid)).await;
-        self.extractions.release(sid, &notify);
+        self.extractions.release(sid, &claimed);
         match result {
             Ok(r) => r,
             Err(_) => Err(Error::Internal(format!(
@@ -294,6 +339,7 @@ impl Engine {
                 l.rejected_media.clone(),
             )
         };
+        self.extractions.copied(sid);
         let new: Vec<&Record> = copied.iter().collect();
         let new = new.as_slice();
         let summariser = Summariser::with_env(&cfg, None, self.env.clone())
@@ -342,8 +388,12 @@ impl Engine {
             return Ok(Err("session-memory compact is off for this session".into()));
         }
         let started = Instant::now();
-        if let Some(n) = self.extractions.running(&l.row.id) {
-            let _ = tokio::time::timeout(WAIT_FOR_EXTRACTION, n.notified()).await;
+        // Called under the session's lock: an extraction still waiting for it to take
+        // its copy is not waited for (it could not go on before this compaction ends).
+        if let Some(running) = self.extractions.running(&l.row.id) {
+            self.extractions
+                .wait(&l.row.id, &running, WAIT_FOR_EXTRACTION, true)
+                .await;
         }
         let sid = l.row.id.clone();
         let s = sid.clone();
@@ -570,4 +620,57 @@ fn covered_up_to(view: &[&Record], records: &[Record], last: &str) -> Option<Str
                     .is_some_and(|s| s <= last_seq)
         })
         .map(|r| r.uuid.clone())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Long enough that a wait which runs to its limit fails the test's own bound.
+    const HOUR: Duration = Duration::from_secs(3600);
+    const BOUND: Duration = Duration::from_secs(30);
+
+    /// Under the session's lock, an extraction that has not taken its copy is waiting for
+    /// that lock: waiting for it would hold both until the limit.
+    #[tokio::test]
+    async fn the_lock_holder_does_not_wait_for_an_extraction_waiting_for_the_lock() {
+        let x = Extractions::default();
+        let running = x.claim("s").unwrap();
+        let waited = tokio::time::timeout(BOUND, x.wait("s", &running, HOUR, true)).await;
+        assert!(waited.is_ok(), "waited for an extraction that cannot go on");
+        assert!(x.is_running("s"));
+    }
+
+    /// One that has its copy is waited for, and the wait ends when it does.
+    #[tokio::test]
+    async fn a_copied_extraction_is_waited_for_until_it_ends() {
+        let x = Arc::new(Extractions::default());
+        let claimed = x.claim("s").unwrap();
+        x.copied("s");
+        let running = x.claim("s").unwrap_err();
+        let ender = {
+            let x = x.clone();
+            tokio::spawn(async move {
+                tokio::task::yield_now().await;
+                x.release("s", &claimed);
+            })
+        };
+        let waited = tokio::time::timeout(BOUND, x.wait("s", &running, HOUR, true)).await;
+        assert!(waited.is_ok());
+        ender.await.unwrap();
+        assert!(!x.is_running("s"));
+    }
+
+    /// An extraction that ended between being found and being waited for is not waited
+    /// for: its wake-up is gone.
+    #[tokio::test]
+    async fn an_extraction_that_ended_meanwhile_is_not_waited_for() {
+        let x = Extractions::default();
+        let claimed = x.claim("s").unwrap();
+        x.copied("s");
+        let running = x.running("s").unwrap();
+        x.release("s", &claimed);
+        let waited = tokio::time::timeout(BOUND, x.wait("s", &running, HOUR, false)).await;
+        assert!(waited.is_ok(), "waited for a wake-up already given");
+    }
 }
