@@ -13,7 +13,8 @@ given size can be observed.
 
 Kept in OUT_DIR: `transcript.jsonl` (the session's transcript as Claude Code wrote it),
 `requests/NNN.json` (every request body it sent, in order, with its path and headers),
-`stdout.txt`, `stderr.txt`, `version.txt`. A black-box reference: nothing of Claude Code's
+`transcript.redacted.jsonl` (the same with every long prose string replaced by its
+length, what a test fixture may hold), `stdout.txt`, `stderr.txt`, `version.txt`. A black-box reference: nothing of Claude Code's
 own code or texts is copied into the project from here.
 """
 
@@ -159,6 +160,32 @@ def make_handler(state):
     return Handler
 
 
+# Strings this long with a space in them are prose: Claude Code's own system prompt,
+# tool descriptions, listings and reminders. Replaced in the redacted copy, so a fixture
+# made from a probe keeps the records' structure and none of those texts. The lines of
+# the conversation itself (the probe's prompt, the scripted answers) are ours and kept.
+PROSE = 24
+OURS = ("user", "assistant", "queue-operation", "last-prompt")
+
+
+def redact(value, key=None):
+    if isinstance(value, str):
+        if key == "description" or (len(value) > PROSE and " " in value):
+            return f"[{len(value)} characters of Claude Code's text]"
+        return value
+    if isinstance(value, list):
+        return [redact(v) for v in value]
+    if isinstance(value, dict):
+        return {k: redact(v, k) for k, v in value.items()}
+    return value
+
+
+def redact_line(line):
+    if line.get("type") in OURS:
+        return line
+    return redact(line)
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("out")
@@ -202,6 +229,13 @@ def main():
     if not found:
         sys.exit(f"claude exited {run.returncode} and wrote no transcript; see {out}/stderr.txt")
     shutil.copy(found[-1], os.path.join(out, "transcript.jsonl"))
+    with open(found[-1]) as src, open(os.path.join(out, "transcript.redacted.jsonl"), "w") as dst:
+        for line in src:
+            try:
+                dst.write(json.dumps(redact_line(json.loads(line)), ensure_ascii=False,
+                                     separators=(",", ":")) + "\n")
+            except ValueError:
+                dst.write(line)
     kinds = {}
     with open(found[-1]) as f:
         for line in f:

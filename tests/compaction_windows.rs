@@ -200,3 +200,23 @@ fn a_session_past_200k_is_replayed_on_its_1m_window() {
         .args(["daemon", "stop"])
         .output();
 }
+
+#[test]
+fn a_transcript_that_records_its_requests_is_replayed_on_their_model_and_limit() {
+    let dir = tempfile::tempdir().unwrap();
+    let home = dir.path().join("home");
+    let file = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../tests/fixtures/probe/claude-code-2.1.332.jsonl");
+    let lines = replay(&home, &file, None);
+    // Two recorded calls to `claude-opus-5-5` at `max_tokens` 128000, whose usage stays
+    // far below 200k: the window is the model's (1M), the reserve the 20k cap.
+    assert_eq!(lines.len(), 2, "{lines:?}");
+    for l in &lines {
+        assert_eq!(l["autocompact_threshold"], 967_000, "{l}");
+    }
+    let _ = Command::new(env!("CARGO_BIN_EXE_ctx"))
+        .env("CTXD_HOME", &home)
+        .env_remove("CTXD_SOCKET")
+        .args(["daemon", "stop"])
+        .output();
+}

@@ -255,11 +255,15 @@ const DEFAULT_WINDOW: u64 = 200_000;
 /// The larger window Claude Code offers (the `[1m]` models).
 const LARGE_WINDOW: u64 = 1_000_000;
 
-/// The window the source ran with, when its own usage shows it was not the default: a
-/// recorded input above 200,000 tokens was sent to a 1M window (the model's name does not
-/// always say so). The whole file is read first, so the replay decides on that window
-/// from its first call, as the source did.
-fn source_window(records: &[RecordInput]) -> Option<ModelProfile> {
+/// The profile the source ran with, as far as the transcript tells it: the window
+/// Claude Code reported (`cost-state`'s `modelUsage.*.contextWindow`), else the window of
+/// the model its recorded requests asked for (`api-request`'s `params.model`), else the 1M window
+/// when a recorded input passed 200,000 tokens (the model's name does not always say
+/// so); the output limit it asked for (`api-request`'s `params.max_tokens`, else
+/// `cost-state`'s `maxOutputTokens`). `None` when the transcript tells neither, so the
+/// default profile stands. The whole file is read first, so the replay decides on that
+/// window from its first call, as the source did.
+fn source_profile(records: &[RecordInput]) -> Option<ModelProfile> {
     let largest = records
         .iter()
         .filter_map(|r| r.usage.as_ref())
@@ -268,10 +272,50 @@ fn source_window(records: &[RecordInput]) -> Option<ModelProfile> {
                 .saturating_add(u.cache_creation_input_tokens)
                 .saturating_add(u.cache_read_input_tokens)
         })
-        .max()?;
-    (largest > DEFAULT_WINDOW).then(|| ModelProfile {
-        context_window: LARGE_WINDOW,
-        ..ModelProfile::default()
+        .max()
+        .unwrap_or(0);
+    let recorded = |subtype: &'static str| {
+        records.iter().filter(move |r| {
+            r.kind == Some(RecordKind::System) && r.subtype.as_deref() == Some(subtype)
+        })
+    };
+    let per_model = |key: &'static str| {
+        recorded("cost-state")
+            .filter_map(|r| r.data.as_ref()?.get("modelUsage")?.as_object())
+            .flat_map(|m| m.values())
+            .filter_map(move |u| u.get(key)?.as_u64())
+            .max()
+    };
+    // A transcript that records its requests is of a version whose models run on their
+    // full window (before, a 1M window was asked for by name): the requested model's
+    // window in the catalogue.
+    let requested = recorded("api-request")
+        .filter_map(|r| r.data.as_ref()?.get("params")?.get("model")?.as_str())
+        .filter_map(|m| ctxd_protocol::models::lookup(m.trim_end_matches("[1m]")))
+        .map(|e| e.context_window)
+        .max();
+    let window = per_model("contextWindow").filter(|w| *w > 0).or_else(|| {
+        let past_default = (largest > DEFAULT_WINDOW).then_some(LARGE_WINDOW);
+        requested.into_iter().chain(past_default).max()
+    });
+    let max_output = recorded("api-request")
+        .filter_map(|r| r.data.as_ref()?.get("params")?.get("max_tokens")?.as_u64())
+        .max()
+        .or_else(|| per_model("maxOutputTokens"))
+        .filter(|m| *m > 0);
+    if window.is_none() && max_output.is_none() {
+        return None;
+    }
+    let default = ModelProfile::default();
+    let context_window = window.unwrap_or(default.context_window);
+    Some(ModelProfile {
+        context_window,
+        // A profile whose output limit is not below its window is refused; the window
+        // wins where the two recorded figures disagree.
+        max_output_tokens: max_output
+            .unwrap_or(default.max_output_tokens)
+            .min(context_window.saturating_sub(1)),
+        ..default
     })
 }
 
@@ -294,7 +338,7 @@ pub async fn replay(
     let model = opts
         .model
         .clone()
-        .or_else(|| source_window(&parsed.records));
+        .or_else(|| source_profile(&parsed.records));
     let mut warnings = parsed.stats.warnings.clone();
     let cwd = match (opts.cwd, &parsed.cwd) {
         (Some(c), _) => std::path::absolute(c)?.display().to_string(),
@@ -366,7 +410,7 @@ pub async fn replay(
         let thread = client
             .session_create(SessionCreateParams {
                 cwd: session.cwd.clone(),
-                model: opts.model.clone().or_else(|| source_window(&records)),
+                model: opts.model.clone().or_else(|| source_profile(&records)),
                 start_date: Some(session.start_date.clone()),
                 no_git: true,
                 title: Some(format!("replay of agent {agent} of {}", file.display())),
@@ -493,6 +537,7 @@ async fn feed(
     let mut errors: Vec<f64> = Vec::new();
     let mut last_response: Option<Option<String>> = None;
     let mut strip_usage = false;
+    let mut last_timestamp: Option<String> = None;
     let mut bill = bill::Bill::default();
     summary.cache_ttl = match opts.cache_ttl_1h {
         Some(true) => "1h",
@@ -606,6 +651,14 @@ async fn feed(
             }
         }
         let mut record = record;
+        // A line written without a time (the bookkeeping of recorded calls) happened
+        // when the line before it did; the daemon would stamp it with the wall clock,
+        // far from the replay's own.
+        if record.timestamp.is_none() {
+            record.timestamp.clone_from(&last_timestamp);
+        } else {
+            last_timestamp.clone_from(&record.timestamp);
+        }
         if is_source_boundary {
             strip_usage = false;
         }
@@ -808,6 +861,44 @@ async fn compile_step(
 mod tests {
     use super::*;
     use serde_json::json;
+
+    fn recorded(subtype: &str, data: serde_json::Value) -> RecordInput {
+        serde_json::from_value(json!({"type": "system", "subtype": subtype, "data": data})).unwrap()
+    }
+
+    #[test]
+    fn the_source_profile_comes_from_what_the_transcript_recorded() {
+        // Nothing recorded: the default profile stands.
+        assert_eq!(source_profile(&[]), None);
+        // The requested model's window, the requested output limit.
+        let request = recorded(
+            "api-request",
+            json!({"params": {"model": "claude-opus-5-5", "max_tokens": 128000}}),
+        );
+        let p = source_profile(std::slice::from_ref(&request)).unwrap();
+        assert_eq!(
+            (p.context_window, p.max_output_tokens),
+            (1_000_000, 128_000)
+        );
+        // The window Claude Code reported wins over the model's.
+        let cost = recorded(
+            "cost-state",
+            json!({"modelUsage": {"claude-opus-5-5": {"contextWindow": 200000, "maxOutputTokens": 64000}}}),
+        );
+        let p = source_profile(&[request.clone(), cost.clone()]).unwrap();
+        assert_eq!((p.context_window, p.max_output_tokens), (200_000, 128_000));
+        let p = source_profile(std::slice::from_ref(&cost)).unwrap();
+        assert_eq!((p.context_window, p.max_output_tokens), (200_000, 64_000));
+        // An output limit at or above the window is not a profile the daemon takes.
+        let odd = recorded(
+            "cost-state",
+            json!({"modelUsage": {"m": {"contextWindow": 100000, "maxOutputTokens": 128000}}}),
+        );
+        assert_eq!(source_profile(&[odd]).unwrap().max_output_tokens, 99_999);
+        // A model the catalogue does not know says nothing of the window.
+        let unknown = recorded("api-request", json!({"params": {"model": "gpt-x"}}));
+        assert_eq!(source_profile(&[unknown]), None);
+    }
 
     #[test]
     fn sidechains_without_an_agent_split_by_their_chains() {
