@@ -8,7 +8,8 @@ sessions); --ctx to target/release/ctx, else target/debug/ctx (CARGO_TARGET_DIR 
 Each file is imported and replayed against a daemon of its own in a temporary --home, so
 nothing of the user's store is touched. Printed: a Markdown table (exit codes, warnings,
 the estimator's p90 error, the window the replay took, ctxd's count against the source's
-at each of its compactions); --out keeps every figure as JSON. Exits 1 when any file's
+at each of its compactions and microcompactions, and how many automatic compactions
+of versions >= 2.1.21 it counts within 1 %); --out keeps every figure as JSON. Exits 1 when any file's
 import or replay did not exit 0.
 """
 
@@ -82,21 +83,40 @@ def one(ctx, path):
         out["first_autocompact_line"] = next(
             (s["source_line"] for s in steps if s.get("autocompact")), None)
         out["ctxd_compactions"] = len(summary.get("compactions", []))
-        out["source_compactions"] = summary.get("source_compactions", [])
-        out["source_microcompactions"] = summary.get("source_microcompactions", [])
+        out["version"] = version_of(path)
+        out["source_boundaries"] = summary.get("source_boundaries", [])
         return out
 
 
+def version_of(path):
+    """The Claude Code version of the first line that names one."""
+    with open(path, errors="replace") as f:
+        for line in f:
+            try:
+                v = json.loads(line).get("version")
+            except (ValueError, AttributeError):
+                continue
+            if v:
+                return v
+    return None
+
+
+def at_least(version, floor):
+    try:
+        return tuple(int(x) for x in version.split(".")) >= floor
+    except (AttributeError, ValueError):
+        return False
+
+
 def fmt_compactions(items):
-    if not isinstance(items, list):
-        return str(items)
     parts = []
-    for c in items:
+    for c in items or []:
+        micro = "micro " if c.get("kind") == "microcompact_boundary" else ""
         pre, ours = c.get("source_pre_tokens"), c.get("count_at_source_compaction")
-        if pre and ours:
-            parts.append(f"{c.get('trigger', '?')}:{pre} vs {ours} ({(ours - pre) / pre * 100:+.1f} %)")
-        else:
-            parts.append(f"{c.get('trigger', '?')}:{pre}")
+        diff = c.get("difference_pct")
+        note = f" ({diff:+.1f} %)" if diff is not None else (
+            "" if c.get("history_in_file") else " (history not in the file)")
+        parts.append(f"{micro}{c.get('trigger', '?')}:{pre} vs {ours}{note}")
     return "; ".join(parts) or "-"
 
 
@@ -112,17 +132,29 @@ def main():
     if not files:
         sys.exit(f"no .jsonl under {args.corpus}")
     rows = []
-    print("| file | import | replay | warnings | p90 % | threshold | largest input "
+    print("| file | version | import | replay | warnings | p90 % | threshold | largest input "
           "| first autocompact line | ctxd compactions | source compactions: preTokens vs ctxd |")
-    print("|---|---|---|---|---|---|---|---|---|---|")
+    print("|---|---|---|---|---|---|---|---|---|---|---|")
     for f in files:
         r = one(ctx, f)
         rows.append(r)
-        print(f"| {r['file']} | {r['import_exit']} | {r['replay_exit']} "
+        print(f"| {r['file']} | {r.get('version')} | {r['import_exit']} | {r['replay_exit']} "
               f"| {len(r.get('warnings', []))} | {r.get('p90_abs_error_pct', '-')} "
               f"| {r.get('autocompact_threshold', '-')} | {r.get('largest_recorded_input', '-')} "
               f"| {r.get('first_autocompact_line') or '-'} | {r.get('ctxd_compactions', '-')} "
-              f"| {fmt_compactions(r.get('source_compactions'))} |", flush=True)
+              f"| {fmt_compactions(r.get('source_boundaries'))} |", flush=True)
+    # The issue's measure: automatic compactions of versions from 2.1.21 on (earlier ones
+    # reserved a larger buffer and anchored their count differently).
+    autos = [(r, c) for r in rows for c in r.get("source_boundaries", [])
+             if c.get("kind") == "compact_boundary" and c.get("trigger") == "auto"
+             and c.get("difference_pct") is not None and at_least(r.get("version"), (2, 1, 21))]
+    close = [x for x in autos if abs(x[1]["difference_pct"]) <= 1.0]
+    print(f"\nautomatic compactions of versions >= 2.1.21: {len(close)}/{len(autos)} "
+          "counted within 1 % of the source's preTokens")
+    for r, c in autos:
+        print(f"  {r['file']} ({r['version']}) line {c['source_line']}: "
+              f"{c['source_pre_tokens']} vs {c['count_at_source_compaction']} "
+              f"({c['difference_pct']:+.2f} %)")
     failed = [r["file"] for r in rows if r["import_exit"] != 0 or r["replay_exit"] != 0]
     print(f"\n{len(rows) - len(failed)}/{len(rows)} files imported and replayed with exit 0")
     for r in rows:

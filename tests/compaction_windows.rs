@@ -220,3 +220,74 @@ fn a_transcript_that_records_its_requests_is_replayed_on_their_model_and_limit()
         .args(["daemon", "stop"])
         .output();
 }
+
+#[test]
+fn the_sources_boundaries_are_counted_side_by_side_with_ctxd() {
+    let dir = tempfile::tempdir().unwrap();
+    let home = dir.path().join("home");
+    let file = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../tests/fixtures/corpus/entireio+cli.6cb5a6e8989d.jsonl");
+    let out = Command::new(env!("CARGO_BIN_EXE_ctx"))
+        .env("CTXD_HOME", &home)
+        .env_remove("CTXD_SOCKET")
+        .env("CTXD_BIN", common::ctxd_bin())
+        .stdin(Stdio::null())
+        .args(["replay", "--json"])
+        .arg(&file)
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{stderr}");
+    let summary: Value = serde_json::from_str(stderr.lines().last().unwrap()).unwrap();
+    let steps: Vec<Value> = String::from_utf8(out.stdout)
+        .unwrap()
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    let boundaries = summary["source_boundaries"].as_array().unwrap();
+    let kinds: Vec<&str> = boundaries
+        .iter()
+        .map(|b| b["kind"].as_str().unwrap())
+        .collect();
+    assert_eq!(
+        kinds,
+        [
+            "microcompact_boundary",
+            "microcompact_boundary",
+            "compact_boundary"
+        ]
+    );
+    for b in boundaries {
+        let line = &b["source_line"];
+        assert!(b["history_in_file"].as_bool().unwrap(), "{b}");
+        assert!(b["source_pre_tokens"].as_u64().unwrap() > 0, "{b}");
+        assert!(b["count_at_source_compaction"].as_u64().unwrap() > 0, "{b}");
+        let flag = if b["kind"] == "compact_boundary" {
+            "source_compaction"
+        } else {
+            "source_microcompaction"
+        };
+        assert!(
+            steps
+                .iter()
+                .any(|s| &s["source_line"] == line && s[flag] == true),
+            "no compile at {b}"
+        );
+        if b["kind"] == "microcompact_boundary" {
+            assert!(b["tokens_saved"].as_u64().unwrap() > 0, "{b}");
+            assert!(b["compacted_tools"].as_u64().unwrap() > 0, "{b}");
+            assert!(b["ctxd_cleared_of_them"].is_u64(), "{b}");
+            assert!(b.get("difference_pct").is_none(), "{b}");
+        } else {
+            // ctxd's own count of the history Claude Code counted, within 1 %.
+            assert_eq!(b["source_pre_tokens"], 157_692, "{b}");
+            let diff = b["difference_pct"].as_f64().unwrap();
+            assert!(diff.abs() <= 1.0, "{b}");
+        }
+    }
+    let _ = Command::new(env!("CARGO_BIN_EXE_ctx"))
+        .env("CTXD_HOME", &home)
+        .env_remove("CTXD_SOCKET")
+        .args(["daemon", "stop"])
+        .output();
+}
