@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Drive the real Claude Code in print mode against a scripted Messages API, offline.
 
-Usage: scripts/claude-code-probe.py OUT_DIR [--input-tokens N] [--prompt TEXT]
+Usage: scripts/claude-code-probe.py OUT_DIR [--input-tokens N] [--prompt TEXT] [--model M]
 
 Claude Code comes from the test cache (CTXD_TEST_CACHE or ~/.cache/ctxd-test/claude-code,
 installed there with `npm install @anthropic-ai/claude-code` when missing). It runs in a
@@ -191,6 +191,7 @@ def main():
     ap.add_argument("out")
     ap.add_argument("--input-tokens", type=int, default=12000)
     ap.add_argument("--prompt", default="What does NOTES.md say the secret fruit is?")
+    ap.add_argument("--model", default=None, help="passed to claude --model")
     args = ap.parse_args()
     install()
     out = os.path.abspath(args.out)
@@ -215,7 +216,10 @@ def main():
         "CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC": "1",
         "DISABLE_AUTOUPDATER": "1",
     }
-    run = subprocess.run([CLAUDE, "-p", args.prompt, "--allowedTools", "Read"],
+    argv = [CLAUDE, "-p", args.prompt, "--allowedTools", "Read"]
+    if args.model:
+        argv += ["--model", args.model]
+    run = subprocess.run(argv,
                          cwd=project, env=env, stdin=subprocess.DEVNULL,
                          capture_output=True, timeout=TIMEOUT_S)
     server.shutdown()
