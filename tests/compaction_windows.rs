@@ -213,6 +213,11 @@ fn a_transcript_that_records_its_requests_is_replayed_on_their_model_and_limit()
     assert_eq!(lines.len(), 2, "{lines:?}");
     for l in &lines {
         assert_eq!(l["autocompact_threshold"], 967_000, "{l}");
+        // Each answers a recorded call: compared with the request Claude Code recorded.
+        let r = &l["recorded_request"];
+        let matched = r["structure_match"].as_bool().expect("structure_match");
+        assert!(matched || r["first_difference"].is_string(), "{l}");
+        assert_eq!(r["tools"], 12, "{l}");
     }
     let _ = Command::new(env!("CARGO_BIN_EXE_ctx"))
         .env("CTXD_HOME", &home)

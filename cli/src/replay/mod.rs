@@ -12,6 +12,7 @@ use ctxd_protocol::*;
 use serde::Serialize;
 
 mod bill;
+mod recorded;
 
 use crate::clears::ClearReport;
 use crate::cost::PriceTable;
@@ -77,6 +78,10 @@ pub struct ReplayStep {
     /// The source's own bill for this call, from its recorded usage.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub recorded_cost: Option<f64>,
+    /// The request the source recorded for this call (Claude Code 2.1.3xx), against
+    /// this compile's, in structure.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub recorded_request: Option<recorded::RecordedRequest>,
 }
 
 impl ReplayStep {
@@ -110,6 +115,7 @@ impl ReplayStep {
             cache_expired: false,
             simulated_cost: 0.0,
             recorded_cost: None,
+            recorded_request: None,
         }
     }
 }
@@ -745,6 +751,7 @@ async fn feed_into(
     shadow: &mut Shadow,
 ) -> Result<ReplaySummary> {
     let has_boundaries = records.iter().any(|r| boundary_of(r, 0).is_some());
+    let recorded_requests = recorded::Recorded::of(&records);
     // Since the last boundary of the source: whether a response with usage was recorded.
     let mut responded = false;
     let mut cleared: std::collections::HashSet<String> = Default::default();
@@ -862,6 +869,12 @@ async fn feed_into(
                 flags.as_ref(),
             )
             .await?;
+            if !recorded_requests.is_empty() {
+                step.recorded_request = record
+                    .claude_code("requestRef")
+                    .and_then(|v| v.as_str())
+                    .and_then(|id| recorded_requests.compare(id, &body));
+            }
             watch.compiled(&clears_of(&step), Some(body));
             cleared.extend(clears_of(&step).into_iter().map(|(id, _)| id));
             let model = record.model.as_deref().unwrap_or(session_model);
@@ -958,6 +971,9 @@ async fn feed_into(
 /// added to the request as a placeholder when its first call appears, changing the tools
 /// (and the cached prefix) mid-session as the source's tools never did.
 fn source_tools(records: &[RecordInput]) -> Vec<ToolSpec> {
+    if let Some(recorded) = recorded_tools(records) {
+        return recorded;
+    }
     let mut names: Vec<&str> = Vec::new();
     for r in records.iter().filter(|r| !r.is_sidechain) {
         for b in &r.content {
@@ -979,6 +995,34 @@ fn source_tools(records: &[RecordInput]) -> Vec<ToolSpec> {
             mcp_server: None,
             defer_loading: false,
             extra: Default::default(),
+        })
+        .collect()
+}
+
+/// The tools the source sent with its first recorded request (a 2.1.3xx transcript's
+/// first `api-request-shape`), as it sent them; `None` without one, or when one of them
+/// is not a tool ctxd can send.
+fn recorded_tools(records: &[RecordInput]) -> Option<Vec<ToolSpec>> {
+    let shape = records.iter().find(|r| {
+        !r.is_sidechain
+            && r.kind == Some(RecordKind::System)
+            && r.subtype.as_deref() == Some("api-request-shape")
+    })?;
+    let tools = shape
+        .data
+        .as_ref()?
+        .get("shape")?
+        .get("tools")?
+        .as_array()?;
+    tools
+        .iter()
+        .map(|t| {
+            let mut t = t.clone();
+            // Markers are ctxd's to place.
+            if let Some(o) = t.as_object_mut() {
+                o.remove("cache_control");
+            }
+            serde_json::from_value::<ToolSpec>(t).ok()
         })
         .collect()
 }
