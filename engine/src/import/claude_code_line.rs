@@ -201,21 +201,9 @@ pub(super) fn convert_line(mut obj: Map<String, Value>) -> Result<Line, String> 
     })))
 }
 
-/// Lines of Claude Code 2.1.3xx that are not conversation but describe the calls made
-/// from it: each request's parameters, cache markers and message tail (`api-request`), the
-/// system prompt and tools it sent (`api-request-shape`), the messages it sent
-/// (`api-request-blob`), the tools in use, the cost and usage so far per model
-/// (`cost-state`), the last prompt. A replay needs them to size the window and compare
-/// its requests with the ones sent, so they are kept as records, never rendered.
-pub(crate) const RECORDED_CALL_KINDS: &[&str] = &[
-    "api-request",
-    "api-request-shape",
-    "api-request-blob",
-    "tools-used",
-    "atis-latch",
-    "cost-state",
-    "last-prompt",
-];
+/// Kept as system records, so a replay can size the window and compare its requests
+/// with the ones sent; never rendered.
+pub(crate) use ctxd_protocol::CLAUDE_CODE_RECORDED_CALLS as RECORDED_CALL_KINDS;
 
 /// One of [`RECORDED_CALL_KINDS`] as a system record: its type is the subtype, and every
 /// field beyond the envelope is kept in `data` with its own key and value (a request's
