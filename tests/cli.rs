@@ -1173,6 +1173,50 @@ fn export_then_import_compiles_the_same_bytes_for_every_fixture() {
     stop(&home);
 }
 
+/// A Claude Code 2.1.3xx transcript's recorded-call lines (`api-request`, `cost-state`,
+/// ...) are exported as the lines they were: their own type, their own fields.
+#[test]
+fn recorded_call_lines_are_exported_as_they_came() {
+    let guard = Home::new();
+    let home = guard.home.clone();
+    let probe = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../tests/fixtures/probe/claude-code-2.1.332.jsonl");
+    let kinds = ctxd_protocol::CLAUDE_CODE_RECORDED_CALLS;
+    let envelope = ctxd_protocol::CLAUDE_CODE_ENVELOPE;
+    let of_kinds = |text: &str| -> Vec<Value> {
+        text.lines()
+            .map(|l| serde_json::from_str::<Value>(l).unwrap())
+            .filter(|v| v["type"].as_str().is_some_and(|t| kinds.contains(&t)))
+            .map(|mut v| {
+                let o = v.as_object_mut().unwrap();
+                o.retain(|k, _| k == "type" || !envelope.contains(&k.as_str()));
+                v
+            })
+            .collect()
+    };
+    let source = of_kinds(&std::fs::read_to_string(&probe).unwrap());
+    assert!(source.len() >= 7, "{source:?}");
+    let sid = String::from_utf8(
+        ctx(&home)
+            .arg("import")
+            .arg(&probe)
+            .output()
+            .unwrap()
+            .stdout,
+    )
+    .unwrap()
+    .trim()
+    .to_owned();
+    let out = ctx(&home).args(["export", &sid]).output().unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert_eq!(of_kinds(&String::from_utf8(out.stdout).unwrap()), source);
+    stop(&home);
+}
+
 /// The exact request body of a compile at the time of the session's last record, over
 /// the socket of the daemon `ctx` started (`ctx compile` takes no clock).
 fn compile_at_last(home: &std::path::Path, sid: &str) -> String {

@@ -200,3 +200,99 @@ fn a_session_past_200k_is_replayed_on_its_1m_window() {
         .args(["daemon", "stop"])
         .output();
 }
+
+#[test]
+fn a_transcript_that_records_its_requests_is_replayed_on_their_model_and_limit() {
+    let dir = tempfile::tempdir().unwrap();
+    let home = dir.path().join("home");
+    let file = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../tests/fixtures/probe/claude-code-2.1.332.jsonl");
+    let lines = replay(&home, &file, None);
+    // Two recorded calls to `claude-opus-5-5` at `max_tokens` 128000, whose usage stays
+    // far below 200k: the window is the model's (1M), the reserve the 20k cap.
+    assert_eq!(lines.len(), 2, "{lines:?}");
+    for l in &lines {
+        assert_eq!(l["autocompact_threshold"], 967_000, "{l}");
+        // Each answers a recorded call: compared with the request Claude Code recorded.
+        let r = &l["recorded_request"];
+        let matched = r["structure_match"].as_bool().expect("structure_match");
+        assert!(matched || r["first_difference"].is_string(), "{l}");
+        assert_eq!(r["tools"], 12, "{l}");
+    }
+    let _ = Command::new(env!("CARGO_BIN_EXE_ctx"))
+        .env("CTXD_HOME", &home)
+        .env_remove("CTXD_SOCKET")
+        .args(["daemon", "stop"])
+        .output();
+}
+
+#[test]
+fn the_sources_boundaries_are_counted_side_by_side_with_ctxd() {
+    let dir = tempfile::tempdir().unwrap();
+    let home = dir.path().join("home");
+    let file = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../tests/fixtures/corpus/entireio+cli.6cb5a6e8989d.jsonl");
+    let out = Command::new(env!("CARGO_BIN_EXE_ctx"))
+        .env("CTXD_HOME", &home)
+        .env_remove("CTXD_SOCKET")
+        .env("CTXD_BIN", common::ctxd_bin())
+        .stdin(Stdio::null())
+        .args(["replay", "--json"])
+        .arg(&file)
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{stderr}");
+    let summary: Value = serde_json::from_str(stderr.lines().last().unwrap()).unwrap();
+    let steps: Vec<Value> = String::from_utf8(out.stdout)
+        .unwrap()
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    let boundaries = summary["source_boundaries"].as_array().unwrap();
+    let kinds: Vec<&str> = boundaries
+        .iter()
+        .map(|b| b["kind"].as_str().unwrap())
+        .collect();
+    assert_eq!(
+        kinds,
+        [
+            "microcompact_boundary",
+            "microcompact_boundary",
+            "compact_boundary"
+        ]
+    );
+    for b in boundaries {
+        let line = &b["source_line"];
+        assert!(b["history_in_file"].as_bool().unwrap(), "{b}");
+        assert!(b["source_pre_tokens"].as_u64().unwrap() > 0, "{b}");
+        assert!(b["count_at_source_compaction"].as_u64().unwrap() > 0, "{b}");
+        let flag = if b["kind"] == "compact_boundary" {
+            "source_compaction"
+        } else {
+            "source_microcompaction"
+        };
+        assert!(
+            steps
+                .iter()
+                .any(|s| &s["source_line"] == line && s[flag] == true),
+            "no compile at {b}"
+        );
+        if b["kind"] == "microcompact_boundary" {
+            assert!(b["tokens_saved"].as_u64().unwrap() > 0, "{b}");
+            assert!(b["compacted_tools"].as_u64().unwrap() > 0, "{b}");
+            assert!(b["ctxd_cleared_of_them"].is_u64(), "{b}");
+            assert!(b.get("difference_pct").is_none(), "{b}");
+        } else {
+            // ctxd's own count of the history Claude Code counted, within 1 %.
+            assert_eq!(b["source_pre_tokens"], 157_692, "{b}");
+            let diff = b["difference_pct"].as_f64().unwrap();
+            assert!(diff.abs() <= 1.0, "{b}");
+        }
+    }
+    let _ = Command::new(env!("CARGO_BIN_EXE_ctx"))
+        .env("CTXD_HOME", &home)
+        .env_remove("CTXD_SOCKET")
+        .args(["daemon", "stop"])
+        .output();
+}

@@ -1336,7 +1336,8 @@ export type ModelProfile = {
    */
   context_window?: number | null;
   /**
-   * The model's output limit, at most 32,000; 32,000 for a model not listed.
+   * What Claude Code asks for on a listed model (128,000 on `claude-opus-5-5`), else
+   * the model's limit up to 32,000; 32,000 for a model not listed.
    */
   max_output_tokens?: number | null;
   /**

@@ -156,10 +156,24 @@ fn is_date_or_tag(rest: &str) -> bool {
     !(first.len() <= 2 && first.chars().all(|c| c.is_ascii_digit()))
 }
 
+/// The `max_tokens` Claude Code asks for by default on these models (its current
+/// release, docs/claude-code-versions.md); on the others it asked for 32,000.
+pub const CLAUDE_CODE_MAX_TOKENS: &[(&str, u64)] = &[
+    ("claude-opus-5-5", 128 * K),
+    ("claude-sonnet-5-5", 128 * K),
+    ("claude-opus-4-6", 64 * K),
+    ("claude-sonnet-4-5", 32 * K),
+    ("claude-haiku-4-5", 32 * K),
+];
+
 /// The output limit a session gets when its profile names a listed model and no limit:
-/// the model's, at most 32,000 (what Claude Code asks for by default).
+/// what Claude Code asks for on that model, else the model's limit up to 32,000.
 pub fn default_max_output(entry: &ModelEntry) -> u64 {
-    entry.max_output_tokens.min(32_000)
+    CLAUDE_CODE_MAX_TOKENS
+        .iter()
+        .find(|(id, _)| *id == entry.id)
+        .map_or(32_000, |(_, n)| *n)
+        .min(entry.max_output_tokens)
 }
 
 #[cfg(test)]
@@ -192,6 +206,10 @@ mod tests {
             assert!(e.max_output_tokens < e.context_window);
             assert!((e.prices.cache_write_1h - 2.0 * e.prices.input).abs() < 1e-9);
         }
+        for (id, n) in CLAUDE_CODE_MAX_TOKENS {
+            let e = CATALOGUE.iter().find(|e| e.id == *id).expect(id);
+            assert!(*n <= e.max_output_tokens, "{id}");
+        }
     }
 }
 
@@ -202,7 +220,17 @@ mod profile_tests {
     #[test]
     fn a_profile_naming_a_listed_model_takes_its_figures() {
         let p: ModelProfile = serde_json::from_str(r#"{"model": "claude-opus-4-6"}"#).unwrap();
+        assert_eq!((p.context_window, p.max_output_tokens), (1_000_000, 64_000));
+        let p: ModelProfile = serde_json::from_str(r#"{"model": "claude-opus-5-5"}"#).unwrap();
+        assert_eq!(
+            (p.context_window, p.max_output_tokens),
+            (1_000_000, 128_000)
+        );
+        // Where Claude Code's own default is not known, 32,000 as before.
+        let p: ModelProfile = serde_json::from_str(r#"{"model": "claude-opus-4-8"}"#).unwrap();
         assert_eq!((p.context_window, p.max_output_tokens), (1_000_000, 32_000));
+        let p: ModelProfile = serde_json::from_str(r#"{"model": "claude-sonnet-4-5"}"#).unwrap();
+        assert_eq!((p.context_window, p.max_output_tokens), (200_000, 32_000));
         let p: ModelProfile =
             serde_json::from_str(r#"{"model": "claude-3-5-haiku-20241022"}"#).unwrap();
         assert_eq!((p.max_output_tokens, p.supports_thinking), (8_000, false));

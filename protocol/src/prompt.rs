@@ -30,7 +30,8 @@ pub struct ModelProfileInput {
     /// The catalogue's window for a listed model; required otherwise.
     #[serde(default)]
     pub context_window: Option<u64>,
-    /// The model's output limit, at most 32,000; 32,000 for a model not listed.
+    /// What Claude Code asks for on a listed model (128,000 on `claude-opus-5-5`), else
+    /// the model's limit up to 32,000; 32,000 for a model not listed.
     #[serde(default)]
     pub max_output_tokens: Option<u64>,
     #[serde(default)]

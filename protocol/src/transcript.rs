@@ -132,6 +132,20 @@ pub const CLAUDE_CODE_ENVELOPE: &[&str] = &[
     "isVisibleInTranscriptOnly",
 ];
 
+/// Claude Code line types that describe the calls made from a conversation rather than
+/// the conversation (2.1.3xx): an import keeps each as a `system` record whose subtype is
+/// the type and whose `data` is the line's other fields as written, and an export writes
+/// it back as the line it was.
+pub const CLAUDE_CODE_RECORDED_CALLS: &[&str] = &[
+    "api-request",
+    "api-request-shape",
+    "api-request-blob",
+    "tools-used",
+    "atis-latch",
+    "cost-state",
+    "last-prompt",
+];
+
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 pub struct ParseClaudeCodeResponse {
     pub records: Vec<RecordInput>,

@@ -234,11 +234,16 @@ fn line_of(r: &Record, agent: Option<&AgentInfo>, envelope: &Envelope<'_>) -> Va
                 line.insert("attachment".into(), a.clone());
             }
         }
-        RecordKind::System => {
-            if let Some(subtype) = &r.subtype {
-                line.insert("subtype".into(), subtype.clone().into());
+        RecordKind::System => match r.subtype.as_deref() {
+            // The line it was imported from had this type and no subtype.
+            Some(t) if CLAUDE_CODE_RECORDED_CALLS.contains(&t) => {
+                line.insert("type".into(), t.into());
             }
-        }
+            Some(subtype) => {
+                line.insert("subtype".into(), subtype.into());
+            }
+            None => {}
+        },
     }
     Value::Object(line)
 }

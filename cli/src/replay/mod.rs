@@ -12,6 +12,7 @@ use ctxd_protocol::*;
 use serde::Serialize;
 
 mod bill;
+mod recorded;
 
 use crate::clears::ClearReport;
 use crate::cost::PriceTable;
@@ -26,6 +27,9 @@ pub struct ReplayStep {
     /// `autocompact` says whether ctxd would have compacted there too.
     #[serde(skip_serializing_if = "std::ops::Not::not")]
     pub source_compaction: bool,
+    /// This compile stands where the source microcompacted (a `microcompact_boundary`).
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    pub source_microcompaction: bool,
     pub estimated_tokens: u64,
     pub anchor_tokens: u64,
     /// The estimate after snip, as tested against the threshold.
@@ -74,6 +78,10 @@ pub struct ReplayStep {
     /// The source's own bill for this call, from its recorded usage.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub recorded_cost: Option<f64>,
+    /// The request the source recorded for this call (Claude Code 2.1.3xx), against
+    /// this compile's, in structure.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub recorded_request: Option<recorded::RecordedRequest>,
 }
 
 impl ReplayStep {
@@ -82,6 +90,7 @@ impl ReplayStep {
         ReplayStep {
             source_line: 0,
             source_compaction: false,
+            source_microcompaction: false,
             estimated_tokens: 0,
             anchor_tokens: 0,
             effective_tokens: 0,
@@ -106,6 +115,7 @@ impl ReplayStep {
             cache_expired: false,
             simulated_cost: 0.0,
             recorded_cost: None,
+            recorded_request: None,
         }
     }
 }
@@ -149,6 +159,10 @@ pub struct ReplaySummary {
     pub seconds: f64,
     /// Compactions in the source transcript (each also compiled by the replay).
     pub source_compactions: u64,
+    /// Each compaction and microcompaction of the source, with what the source counted
+    /// there and what ctxd counts of the same history.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub source_boundaries: Vec<SourceBoundary>,
     /// Size of the original agent's system prompt and tools, inferred from the first
     /// recorded usage, counted as a constant cached prefix.
     pub inferred_prefix_tokens: u64,
@@ -181,6 +195,172 @@ pub struct ReplaySummary {
     /// not printed; their figures are not in the totals above).
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub threads: Vec<ReplaySummary>,
+}
+
+/// One compaction or microcompaction of the source, side by side with ctxd.
+#[derive(Debug, Default, Clone, Serialize, PartialEq)]
+pub struct SourceBoundary {
+    pub source_line: u64,
+    /// `compact_boundary` or `microcompact_boundary`.
+    pub kind: String,
+    /// `auto` or `manual`, as the source recorded it.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub trigger: Option<String>,
+    /// The source's count just before the boundary (`preTokens`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub source_pre_tokens: Option<u64>,
+    /// ctxd's count of the source's own history just before the boundary, whatever ctxd
+    /// itself decided earlier (a session fed the same records with autocompact off).
+    pub count_at_source_compaction: u64,
+    /// Whether the file holds the history the source counted: a recorded response comes
+    /// before the boundary (a transcript that starts with a boundary continues a
+    /// session whose history is elsewhere).
+    pub history_in_file: bool,
+    /// `(count - source_pre_tokens) / source_pre_tokens`, in percent, for a compaction
+    /// whose history is in the file.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub difference_pct: Option<f64>,
+    /// The replay's own estimate and decision at that point (after any compaction of
+    /// its own).
+    pub ctxd_estimated_tokens: u64,
+    pub ctxd_autocompact: bool,
+    /// A microcompaction's `tokensSaved`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub tokens_saved: Option<u64>,
+    /// A microcompaction's `compactedToolIds`: how many, and how many of them ctxd's
+    /// replay had cleared by then.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub compacted_tools: Option<u64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub ctxd_cleared_of_them: Option<u64>,
+}
+
+const COMPACT_BOUNDARY: &str = "compact_boundary";
+const MICROCOMPACT_BOUNDARY: &str = "microcompact_boundary";
+
+/// The source's figures of a boundary record: trigger, preTokens, and for a
+/// microcompaction tokensSaved and the tool ids it cleared. The import keeps a compact
+/// boundary's metadata flattened in `data` (snake_case) and a microcompaction's under
+/// `microcompact_metadata` as written.
+fn boundary_of(record: &RecordInput, source_line: u64) -> Option<(SourceBoundary, Vec<String>)> {
+    if record.kind != Some(RecordKind::System) || record.is_sidechain {
+        return None;
+    }
+    let kind = record.subtype.as_deref()?;
+    if kind != COMPACT_BOUNDARY && kind != MICROCOMPACT_BOUNDARY {
+        return None;
+    }
+    let data = record.data.as_ref();
+    let meta = if kind == COMPACT_BOUNDARY {
+        data.and_then(|d| d.get("compact_metadata")).or(data)
+    } else {
+        data.and_then(|d| d.get("microcompact_metadata"))
+    };
+    let field = |camel: &str, snake: &str| meta.and_then(|m| m.get(camel).or_else(|| m.get(snake)));
+    let ids: Vec<String> = field("compactedToolIds", "compacted_tool_ids")
+        .and_then(|v| v.as_array())
+        .map(|a| {
+            a.iter()
+                .filter_map(|v| v.as_str().map(str::to_owned))
+                .collect()
+        })
+        .unwrap_or_default();
+    let micro = kind == MICROCOMPACT_BOUNDARY;
+    Some((
+        SourceBoundary {
+            source_line,
+            kind: kind.to_owned(),
+            trigger: field("trigger", "trigger")
+                .and_then(|v| v.as_str())
+                .map(str::to_owned),
+            source_pre_tokens: field("preTokens", "pre_tokens").and_then(|v| v.as_u64()),
+            tokens_saved: field("tokensSaved", "tokens_saved").and_then(|v| v.as_u64()),
+            compacted_tools: micro.then_some(ids.len() as u64),
+            ..SourceBoundary::default()
+        },
+        ids,
+    ))
+}
+
+/// The source's own history, never compacted by ctxd: a second session fed the same
+/// records (usage kept) with autocompact off, compiled only at the source's boundaries.
+/// Records are sent in batches when a boundary needs them, so a replay without
+/// boundaries never creates it.
+struct Shadow {
+    create: SessionCreateParams,
+    sid: Option<String>,
+    pending: Vec<RecordInput>,
+}
+
+/// Records per append to the shadow: bounds one request's size.
+const SHADOW_BATCH: usize = 64;
+
+impl Shadow {
+    fn new(mut create: SessionCreateParams) -> Shadow {
+        let mut settings = create.settings.take().unwrap_or_default();
+        settings.autocompact = Some(false);
+        create.settings = Some(settings);
+        Shadow {
+            create,
+            sid: None,
+            pending: Vec::new(),
+        }
+    }
+
+    /// ctxd's count of every record held so far, at `now`.
+    async fn count(&mut self, client: &Client, now: Option<String>) -> Result<u64> {
+        let sid = match &self.sid {
+            Some(s) => s.clone(),
+            None => {
+                let s = client
+                    .session_create(self.create.clone())
+                    .await?
+                    .session
+                    .session_id;
+                self.sid = Some(s.clone());
+                s
+            }
+        };
+        let pending = std::mem::take(&mut self.pending);
+        for batch in pending.chunks(SHADOW_BATCH) {
+            client
+                .transcript_append(AppendParams {
+                    session_id: sid.clone(),
+                    agent_id: None,
+                    records: batch.to_vec(),
+                    expected_last_uuid: None,
+                })
+                .await
+                .context("appending to the replay's uncompacted copy")?;
+        }
+        let compiled = client
+            .context_compile(CompileParams {
+                session_id: sid,
+                side_request: false,
+                now,
+                ..Default::default()
+            })
+            .await;
+        match compiled {
+            Ok(c) => Ok(c.metadata.tokens.estimated_tokens),
+            // Past the blocking limit (nothing compacts this copy) the refusal still
+            // carries the count.
+            Err(ClientError::Rpc { code, data, .. }) if code == PROMPT_TOO_LONG => data
+                .as_ref()
+                .and_then(|d| d.get("estimated_tokens"))
+                .and_then(serde_json::Value::as_u64)
+                .context("a prompt_too_long refusal without its estimated_tokens"),
+            Err(e) => Err(e.into()),
+        }
+    }
+
+    async fn delete(self, client: &Client) {
+        if let Some(sid) = self.sid {
+            let _ = client
+                .session_delete(ctxd_protocol::SessionIdParams { session_id: sid })
+                .await;
+        }
+    }
 }
 
 /// A transcript's main thread and sub-agent threads together.
@@ -255,11 +435,15 @@ const DEFAULT_WINDOW: u64 = 200_000;
 /// The larger window Claude Code offers (the `[1m]` models).
 const LARGE_WINDOW: u64 = 1_000_000;
 
-/// The window the source ran with, when its own usage shows it was not the default: a
-/// recorded input above 200,000 tokens was sent to a 1M window (the model's name does not
-/// always say so). The whole file is read first, so the replay decides on that window
-/// from its first call, as the source did.
-fn source_window(records: &[RecordInput]) -> Option<ModelProfile> {
+/// The profile the source ran with, as far as the transcript tells it: the window
+/// Claude Code reported (`cost-state`'s `modelUsage.*.contextWindow`), else the window of
+/// the model its recorded requests asked for (`api-request`'s `params.model`), else the 1M window
+/// when a recorded input passed 200,000 tokens (the model's name does not always say
+/// so); the output limit it asked for (`api-request`'s `params.max_tokens`, else
+/// `cost-state`'s `maxOutputTokens`). `None` when the transcript tells neither, so the
+/// default profile stands. The whole file is read first, so the replay decides on that
+/// window from its first call, as the source did.
+fn source_profile(records: &[RecordInput]) -> Option<ModelProfile> {
     let largest = records
         .iter()
         .filter_map(|r| r.usage.as_ref())
@@ -268,10 +452,50 @@ fn source_window(records: &[RecordInput]) -> Option<ModelProfile> {
                 .saturating_add(u.cache_creation_input_tokens)
                 .saturating_add(u.cache_read_input_tokens)
         })
-        .max()?;
-    (largest > DEFAULT_WINDOW).then(|| ModelProfile {
-        context_window: LARGE_WINDOW,
-        ..ModelProfile::default()
+        .max()
+        .unwrap_or(0);
+    let recorded = |subtype: &'static str| {
+        records.iter().filter(move |r| {
+            r.kind == Some(RecordKind::System) && r.subtype.as_deref() == Some(subtype)
+        })
+    };
+    let per_model = |key: &'static str| {
+        recorded("cost-state")
+            .filter_map(|r| r.data.as_ref()?.get("modelUsage")?.as_object())
+            .flat_map(|m| m.values())
+            .filter_map(move |u| u.get(key)?.as_u64())
+            .max()
+    };
+    // A transcript that records its requests is of a version whose models run on their
+    // full window (before, a 1M window was asked for by name): the requested model's
+    // window in the catalogue.
+    let requested = recorded("api-request")
+        .filter_map(|r| r.data.as_ref()?.get("params")?.get("model")?.as_str())
+        .filter_map(|m| ctxd_protocol::models::lookup(m.trim_end_matches("[1m]")))
+        .map(|e| e.context_window)
+        .max();
+    let window = per_model("contextWindow").filter(|w| *w > 0).or_else(|| {
+        let past_default = (largest > DEFAULT_WINDOW).then_some(LARGE_WINDOW);
+        requested.into_iter().chain(past_default).max()
+    });
+    let max_output = recorded("api-request")
+        .filter_map(|r| r.data.as_ref()?.get("params")?.get("max_tokens")?.as_u64())
+        .max()
+        .or_else(|| per_model("maxOutputTokens"))
+        .filter(|m| *m > 0);
+    if window.is_none() && max_output.is_none() {
+        return None;
+    }
+    let default = ModelProfile::default();
+    let context_window = window.unwrap_or(default.context_window);
+    Some(ModelProfile {
+        context_window,
+        // A profile whose output limit is not below its window is refused; the window
+        // wins where the two recorded figures disagree.
+        max_output_tokens: max_output
+            .unwrap_or(default.max_output_tokens)
+            .min(context_window.saturating_sub(1)),
+        ..default
     })
 }
 
@@ -294,7 +518,7 @@ pub async fn replay(
     let model = opts
         .model
         .clone()
-        .or_else(|| source_window(&parsed.records));
+        .or_else(|| source_profile(&parsed.records));
     let mut warnings = parsed.stats.warnings.clone();
     let cwd = match (opts.cwd, &parsed.cwd) {
         (Some(c), _) => std::path::absolute(c)?.display().to_string(),
@@ -315,6 +539,7 @@ pub async fn replay(
         .as_deref()
         .and_then(|t| t.get(..10))
         .map(str::to_string);
+    let main_tools = source_tools(&parsed.records);
     let session = client
         .session_create(SessionCreateParams {
             cwd,
@@ -322,7 +547,7 @@ pub async fn replay(
             start_date,
             no_git: true,
             title: Some(format!("replay of {}", file.display())),
-            tools: source_tools(&parsed.records),
+            tools: main_tools.clone(),
             // A replay must not run the project's hooks, nor add their context.
             settings: Some(SessionSettings {
                 hooks: HookSettings {
@@ -349,6 +574,7 @@ pub async fn replay(
         &opts,
         true,
         started,
+        copy_of(&session, main_tools),
     )
     .await;
     // The replay session is scaffolding: removed unless the user keeps it.
@@ -363,14 +589,15 @@ pub async fn replay(
     let mut summary = result?;
     summary.warnings = warnings;
     for (agent, records, lines) in threads {
+        let tools = source_tools(&records);
         let thread = client
             .session_create(SessionCreateParams {
                 cwd: session.cwd.clone(),
-                model: opts.model.clone().or_else(|| source_window(&records)),
+                model: opts.model.clone().or_else(|| source_profile(&records)),
                 start_date: Some(session.start_date.clone()),
                 no_git: true,
                 title: Some(format!("replay of agent {agent} of {}", file.display())),
-                tools: source_tools(&records),
+                tools: tools.clone(),
                 settings: Some(session.settings.clone()),
                 ..Default::default()
             })
@@ -386,6 +613,7 @@ pub async fn replay(
             &opts,
             false,
             std::time::Instant::now(),
+            copy_of(&thread, tools),
         )
         .await;
         if !opts.keep {
@@ -405,6 +633,20 @@ pub async fn replay(
         .collect();
     summary.totals = Some(ReplayTotals::of(&all));
     Ok(summary)
+}
+
+/// A session made as `s` was, for [`Shadow`].
+fn copy_of(s: &SessionInfo, tools: Vec<ToolSpec>) -> SessionCreateParams {
+    SessionCreateParams {
+        cwd: s.cwd.clone(),
+        model: Some(s.model.clone()),
+        start_date: Some(s.start_date.clone()),
+        no_git: true,
+        title: Some(format!("uncompacted copy of {}", s.session_id)),
+        tools,
+        settings: Some(s.settings.clone()),
+        ..Default::default()
+    }
 }
 
 /// The main thread's records (and lines), and each sub-agent's, in first-seen order, as
@@ -462,7 +704,8 @@ fn split_threads(
     (main.0, main.1, threads)
 }
 
-/// Appends the records one by one, compiling before each new model response.
+/// Appends the records one by one, compiling before each new model response and at
+/// each boundary of the source; the shadow session of `shadow` is removed afterwards.
 #[allow(clippy::too_many_arguments)]
 async fn feed(
     client: &Client,
@@ -474,7 +717,44 @@ async fn feed(
     opts: &ReplayOptions<'_>,
     steps: bool,
     started: std::time::Instant,
+    shadow: SessionCreateParams,
 ) -> Result<ReplaySummary> {
+    let mut shadow = Shadow::new(shadow);
+    let fed = feed_into(
+        client,
+        sid,
+        session_model,
+        records,
+        source_lines,
+        source_bytes,
+        opts,
+        steps,
+        started,
+        &mut shadow,
+    )
+    .await;
+    shadow.delete(client).await;
+    fed
+}
+
+#[allow(clippy::too_many_arguments)]
+async fn feed_into(
+    client: &Client,
+    sid: &str,
+    session_model: &str,
+    records: Vec<RecordInput>,
+    source_lines: &[u64],
+    source_bytes: usize,
+    opts: &ReplayOptions<'_>,
+    steps: bool,
+    started: std::time::Instant,
+    shadow: &mut Shadow,
+) -> Result<ReplaySummary> {
+    let has_boundaries = records.iter().any(|r| boundary_of(r, 0).is_some());
+    let recorded_requests = recorded::Recorded::of(&records);
+    // Since the last boundary of the source: whether a response with usage was recorded.
+    let mut responded = false;
+    let mut cleared: std::collections::HashSet<String> = Default::default();
     let json = opts.json && steps;
     let total = records.len();
     let progress = !opts.json && steps && std::io::stderr().is_terminal();
@@ -493,6 +773,7 @@ async fn feed(
     let mut errors: Vec<f64> = Vec::new();
     let mut last_response: Option<Option<String>> = None;
     let mut strip_usage = false;
+    let mut last_timestamp: Option<String> = None;
     let mut bill = bill::Bill::default();
     summary.cache_ttl = match opts.cache_ttl_1h {
         Some(true) => "1h",
@@ -513,13 +794,22 @@ async fn feed(
         ..RequestFlags::default()
     });
     let mut out = std::io::stdout().lock();
-    for (i, record) in records.into_iter().enumerate() {
+    for (i, mut record) in records.into_iter().enumerate() {
         let line = source_lines.get(i).copied().unwrap_or(0);
-        let is_source_boundary = record.kind == Some(RecordKind::System)
-            && !record.is_sidechain
-            && record.subtype.as_deref() == Some("compact_boundary");
-        if is_source_boundary {
-            summary.source_compactions += 1;
+        // A line written without a time (the bookkeeping of recorded calls) happened
+        // when the line before it did; the daemon would stamp it with the wall clock,
+        // far from the replay's own.
+        if record.timestamp.is_none() {
+            record.timestamp.clone_from(&last_timestamp);
+        } else {
+            last_timestamp.clone_from(&record.timestamp);
+        }
+        let boundary = boundary_of(&record, line);
+        let is_source_boundary = boundary
+            .as_ref()
+            .is_some_and(|(b, _)| b.kind == COMPACT_BOUNDARY);
+        if let Some((mut b, ids)) = boundary {
+            let count = shadow.count(client, record.timestamp.clone()).await?;
             let (mut step, _) = compile_step(
                 client,
                 sid,
@@ -531,7 +821,27 @@ async fn feed(
             .await?;
             // Not a call of the source: its clears count, its request answers nothing.
             watch.compiled(&clears_of(&step), None);
-            step.source_compaction = true;
+            cleared.extend(clears_of(&step).into_iter().map(|(id, _)| id));
+            if is_source_boundary {
+                summary.source_compactions += 1;
+                step.source_compaction = true;
+            } else {
+                step.source_microcompaction = true;
+                b.ctxd_cleared_of_them =
+                    Some(ids.iter().filter(|id| cleared.contains(*id)).count() as u64);
+            }
+            b.count_at_source_compaction = count;
+            b.history_in_file = responded;
+            // A microcompaction's preTokens is not the whole context's count (it is
+            // followed at once by compactions whose preTokens are twice as large), so
+            // only a compaction's is compared.
+            b.difference_pct = b
+                .source_pre_tokens
+                .filter(|p| *p > 0 && is_source_boundary && responded)
+                .map(|p| (count as f64 - p as f64) / p as f64 * 100.0);
+            b.ctxd_estimated_tokens = step.estimated_tokens;
+            b.ctxd_autocompact = step.autocompact;
+            summary.source_boundaries.push(b);
             count_compile(&mut summary, &step);
             if json {
                 serde_json::to_writer(&mut out, &step)?;
@@ -559,7 +869,14 @@ async fn feed(
                 flags.as_ref(),
             )
             .await?;
+            if !recorded_requests.is_empty() {
+                step.recorded_request = record
+                    .claude_code("requestRef")
+                    .and_then(|v| v.as_str())
+                    .and_then(|id| recorded_requests.compare(id, &body));
+            }
             watch.compiled(&clears_of(&step), Some(body));
+            cleared.extend(clears_of(&step).into_iter().map(|(id, _)| id));
             let model = record.model.as_deref().unwrap_or(session_model);
             bill.simulate(
                 &mut step,
@@ -605,7 +922,14 @@ async fn feed(
                 last_response = None;
             }
         }
-        let mut record = record;
+        if has_boundaries {
+            shadow.pending.push(record.clone());
+        }
+        if is_source_boundary {
+            responded = false;
+        } else if is_main_assistant && record.usage.is_some() {
+            responded = true;
+        }
         if is_source_boundary {
             strip_usage = false;
         }
@@ -647,6 +971,9 @@ async fn feed(
 /// added to the request as a placeholder when its first call appears, changing the tools
 /// (and the cached prefix) mid-session as the source's tools never did.
 fn source_tools(records: &[RecordInput]) -> Vec<ToolSpec> {
+    if let Some(recorded) = recorded_tools(records) {
+        return recorded;
+    }
     let mut names: Vec<&str> = Vec::new();
     for r in records.iter().filter(|r| !r.is_sidechain) {
         for b in &r.content {
@@ -668,6 +995,34 @@ fn source_tools(records: &[RecordInput]) -> Vec<ToolSpec> {
             mcp_server: None,
             defer_loading: false,
             extra: Default::default(),
+        })
+        .collect()
+}
+
+/// The tools the source sent with its first recorded request (a 2.1.3xx transcript's
+/// first `api-request-shape`), as it sent them; `None` without one, or when one of them
+/// is not a tool ctxd can send.
+fn recorded_tools(records: &[RecordInput]) -> Option<Vec<ToolSpec>> {
+    let shape = records.iter().find(|r| {
+        !r.is_sidechain
+            && r.kind == Some(RecordKind::System)
+            && r.subtype.as_deref() == Some("api-request-shape")
+    })?;
+    let tools = shape
+        .data
+        .as_ref()?
+        .get("shape")?
+        .get("tools")?
+        .as_array()?;
+    tools
+        .iter()
+        .map(|t| {
+            let mut t = t.clone();
+            // Markers are ctxd's to place.
+            if let Some(o) = t.as_object_mut() {
+                o.remove("cache_control");
+            }
+            serde_json::from_value::<ToolSpec>(t).ok()
         })
         .collect()
 }
@@ -808,6 +1163,71 @@ async fn compile_step(
 mod tests {
     use super::*;
     use serde_json::json;
+
+    fn recorded(subtype: &str, data: serde_json::Value) -> RecordInput {
+        serde_json::from_value(json!({"type": "system", "subtype": subtype, "data": data})).unwrap()
+    }
+
+    #[test]
+    fn the_source_profile_comes_from_what_the_transcript_recorded() {
+        // Nothing recorded: the default profile stands.
+        assert_eq!(source_profile(&[]), None);
+        // The requested model's window, the requested output limit.
+        let request = recorded(
+            "api-request",
+            json!({"params": {"model": "claude-opus-5-5", "max_tokens": 128000}}),
+        );
+        let p = source_profile(std::slice::from_ref(&request)).unwrap();
+        assert_eq!(
+            (p.context_window, p.max_output_tokens),
+            (1_000_000, 128_000)
+        );
+        // The window Claude Code reported wins over the model's.
+        let cost = recorded(
+            "cost-state",
+            json!({"modelUsage": {"claude-opus-5-5": {"contextWindow": 200000, "maxOutputTokens": 64000}}}),
+        );
+        let p = source_profile(&[request.clone(), cost.clone()]).unwrap();
+        assert_eq!((p.context_window, p.max_output_tokens), (200_000, 128_000));
+        let p = source_profile(std::slice::from_ref(&cost)).unwrap();
+        assert_eq!((p.context_window, p.max_output_tokens), (200_000, 64_000));
+        // An output limit at or above the window is not a profile the daemon takes.
+        let odd = recorded(
+            "cost-state",
+            json!({"modelUsage": {"m": {"contextWindow": 100000, "maxOutputTokens": 128000}}}),
+        );
+        assert_eq!(source_profile(&[odd]).unwrap().max_output_tokens, 99_999);
+        // A model the catalogue does not know says nothing of the window.
+        let unknown = recorded("api-request", json!({"params": {"model": "gpt-x"}}));
+        assert_eq!(source_profile(&[unknown]), None);
+    }
+
+    #[test]
+    fn boundaries_read_the_figures_the_import_kept() {
+        let compact = recorded(
+            "compact_boundary",
+            json!({"trigger": "auto", "pre_tokens": 167123}),
+        );
+        let (b, ids) = boundary_of(&compact, 7).unwrap();
+        assert_eq!(
+            (b.source_line, b.trigger.as_deref(), b.source_pre_tokens),
+            (7, Some("auto"), Some(167_123))
+        );
+        assert!(ids.is_empty() && b.compacted_tools.is_none());
+        let micro = recorded(
+            "microcompact_boundary",
+            json!({"microcompact_metadata": {"trigger": "auto", "preTokens": 60364,
+                "tokensSaved": 21294, "compactedToolIds": ["toolu_a", "toolu_b"]}}),
+        );
+        let (b, ids) = boundary_of(&micro, 9).unwrap();
+        assert_eq!(b.kind, "microcompact_boundary");
+        assert_eq!(
+            (b.source_pre_tokens, b.tokens_saved),
+            (Some(60_364), Some(21_294))
+        );
+        assert_eq!((ids.len(), b.compacted_tools), (2, Some(2)));
+        assert!(boundary_of(&recorded("informational", json!({})), 1).is_none());
+    }
 
     #[test]
     fn sidechains_without_an_agent_split_by_their_chains() {

@@ -23,7 +23,9 @@ use ctxd_protocol::{ContentBlock, ImportStats, RecordInput, RecordKind};
 use serde_json::{Map, Value};
 
 use super::chunks::{self, Piece};
-use super::claude_code_line::{Line, Pending, bump, content_replacements, convert_line, json_type};
+use super::claude_code_line::{
+    Line, Pending, RECORDED_CALL_KINDS, bump, content_replacements, convert_line, json_type,
+};
 
 /// The result of converting one transcript.
 #[derive(Debug, Clone, PartialEq)]
@@ -411,11 +413,17 @@ impl<F: FnMut(&RecordInput)> Planner<F> {
 struct Builder<'a> {
     plan: &'a Plan,
     item: u64,
+    /// The time of the last record with one, in file order.
+    last_timestamp: Option<String>,
 }
 
 impl<'a> Builder<'a> {
     fn new(plan: &'a Plan) -> Self {
-        Builder { plan, item: 0 }
+        Builder {
+            plan,
+            item: 0,
+            last_timestamp: None,
+        }
     }
 
     fn push(&mut self, piece: PieceOut) -> Vec<(RecordInput, usize)> {
@@ -429,7 +437,21 @@ impl<'a> Builder<'a> {
             if self.plan.repeats.contains(&at) {
                 continue;
             }
-            out.push(finish(*p, self.plan.relinked.get(&at).cloned()));
+            let (mut record, line) = finish(*p, self.plan.relinked.get(&at).cloned());
+            // Some recorded-call lines are written without a time: they happened when the
+            // line before them did, not when the daemon stores them.
+            match &record.timestamp {
+                Some(t) => self.last_timestamp = Some(t.clone()),
+                None if record
+                    .subtype
+                    .as_deref()
+                    .is_some_and(|t| RECORDED_CALL_KINDS.contains(&t)) =>
+                {
+                    record.timestamp.clone_from(&self.last_timestamp);
+                }
+                None => {}
+            }
+            out.push((record, line));
         }
         out
     }

@@ -79,6 +79,15 @@ pub(super) fn convert_line(mut obj: Map<String, Value>) -> Result<Line, String> 
         }
         None => return Err("field `type` is missing".into()),
     };
+    if RECORDED_CALL_KINDS.contains(&line_type) {
+        return recorded_call_line(obj).map(|r| {
+            Line::Record(Box::new(Pending {
+                line: 0,
+                record: r,
+                claude_code: Map::new(),
+            }))
+        });
+    }
     let kind = match line_type {
         "user" => RecordKind::User,
         "assistant" => RecordKind::Assistant,
@@ -190,6 +199,35 @@ pub(super) fn convert_line(mut obj: Map<String, Value>) -> Result<Line, String> 
         record,
         claude_code,
     })))
+}
+
+/// Kept as system records, so a replay can size the window and compare its requests
+/// with the ones sent; never rendered.
+pub(crate) use ctxd_protocol::CLAUDE_CODE_RECORDED_CALLS as RECORDED_CALL_KINDS;
+
+/// One of [`RECORDED_CALL_KINDS`] as a system record: its type is the subtype, and every
+/// field beyond the envelope is kept in `data` with its own key and value (a request's
+/// hashes and paths are compared as written, so nothing is renamed).
+fn recorded_call_line(mut obj: Map<String, Value>) -> Result<RecordInput, String> {
+    let Some(Value::String(subtype)) = obj.remove("type") else {
+        return Err("field `type` must be a string".into());
+    };
+    let record = RecordInput {
+        uuid: record_uuid(&obj)?,
+        kind: Some(RecordKind::System),
+        timestamp: timestamp(&obj)?,
+        is_sidechain: flag(&obj, "isSidechain")?,
+        subtype: Some(subtype),
+        ..RecordInput::default()
+    };
+    let data: Map<String, Value> = obj
+        .into_iter()
+        .filter(|(k, _)| !ENVELOPE.contains(&k.as_str()))
+        .collect();
+    Ok(RecordInput {
+        data: Some(Value::Object(data)),
+        ..record
+    })
 }
 
 /// Moves every field that is not envelope into `claude_code` (`toolUseResult`,

@@ -755,3 +755,65 @@ fn a_transcript_that_changes_between_the_reads_is_refused() {
     let longer = format!("{text}\n{}\n", user.replace("\"uuid\":\"", "\"uuid\":\"0"));
     assert!(matches!(records(&longer), Err(ImportError::Changed)));
 }
+
+#[test]
+fn recorded_call_lines_are_kept_as_system_records_with_their_fields() {
+    let text =
+        std::fs::read_to_string(format!("{FIXTURES}/../probe/claude-code-2.1.332.jsonl")).unwrap();
+    let imported = parse(&text).unwrap();
+    let raw = lines(&text);
+    let mut kinds: Vec<&str> = Vec::new();
+    for (record, line) in imported.records.iter().zip(&imported.source_lines) {
+        let source = &raw[line - 1];
+        let Some(subtype) = record.subtype.as_deref() else {
+            continue;
+        };
+        if !super::super::claude_code_line::RECORDED_CALL_KINDS.contains(&subtype) {
+            continue;
+        }
+        assert_eq!(source["type"], subtype);
+        // Every field beyond the envelope, under its own name, with its own value.
+        let data = record.data.as_ref().unwrap().as_object().unwrap();
+        for (k, v) in source.as_object().unwrap() {
+            if ctxd_protocol::CLAUDE_CODE_ENVELOPE.contains(&k.as_str()) {
+                assert!(!data.contains_key(k), "{k}");
+            } else {
+                assert_eq!(&data[k], v, "{subtype}.{k}");
+            }
+        }
+        match source["timestamp"].as_str() {
+            Some(t) => assert_eq!(record.timestamp.as_deref(), Some(t)),
+            // The time of the line before it.
+            None => assert!(record.timestamp.is_some(), "{subtype} at line {line}"),
+        }
+        if !kinds.contains(&subtype) {
+            kinds.push(subtype);
+        }
+    }
+    kinds.sort_unstable();
+    let mut all = super::super::claude_code_line::RECORDED_CALL_KINDS.to_vec();
+    all.sort_unstable();
+    assert_eq!(kinds, all, "the probe writes every kind");
+    assert_eq!(
+        imported.stats.skipped.keys().collect::<Vec<_>>(),
+        ["queue-operation"]
+    );
+
+    // The 2.1.3xx fields of conversation lines stay on their records.
+    let rendered = imported
+        .records
+        .iter()
+        .find(|r| {
+            r.kind == Some(RecordKind::Attachment) && claude_code(r).get("rendered").is_some()
+        })
+        .expect("an attachment with `rendered`");
+    assert!(claude_code(rendered)["renderedRole"].is_string());
+    let answer = imported
+        .records
+        .iter()
+        .find(|r| r.kind == Some(RecordKind::Assistant))
+        .unwrap();
+    for key in ["requestRef", "requestedModel", "promptCacheRequested"] {
+        assert!(claude_code(answer)[key].is_string(), "{key}");
+    }
+}
