@@ -246,6 +246,11 @@ pub struct Options {
     pub store: ctxd_store::StoreConfig,
     /// The HTTP front door (`--http`), off when absent.
     pub http: Option<crate::proxy::ProxyOptions>,
+    /// The paths the log file and its rotated copies may occupy, when the log goes to a
+    /// file (`--log-file`): the daemon's own files, never reported as changes.
+    pub log_files: Vec<PathBuf>,
+    /// Retention run by the daemon on a schedule; none when absent.
+    pub retention: Option<crate::retention::RetentionOptions>,
 }
 
 impl Default for Options {
@@ -257,6 +262,8 @@ impl Default for Options {
             limits: ctxd_pipeline::limits::Limits::default(),
             store: ctxd_store::StoreConfig::default(),
             http: None,
+            log_files: Vec::new(),
+            retention: None,
         }
     }
 }
@@ -286,8 +293,8 @@ pub async fn run(
         .map_err(|e| StartError::Rpc(e.to_string()))??;
     let clock = options.clock.unwrap_or_else(|| Arc::new(SystemClock));
     let engine = Arc::new(
-        Engine::new(store.clone(), &paths.home, clock)
-            .with_own_files(own_files(&paths))
+        Engine::new(store.clone(), &paths.home, clock.clone())
+            .with_own_files(own_files(&paths, &options.log_files))
             .with_discovery(options.discovery)
             .with_summariser(options.summariser)
             .with_limits(options.limits.clone()),
@@ -310,6 +317,22 @@ pub async fn run(
         }
         None => None,
     };
+    let retention = Arc::new(crate::retention::RetentionStats::default());
+    let stop_retention = Arc::new(Notify::new());
+    let retention_task = options
+        .retention
+        .clone()
+        .filter(crate::retention::RetentionOptions::enabled)
+        .map(|r| {
+            tracing::info!(idle_days = ?r.idle_days, max_store_bytes = ?r.max_store_bytes, every_s = r.every.as_secs(), "retention on a schedule");
+            tokio::spawn(crate::retention::worker(
+                engine.clone(),
+                r,
+                clock,
+                retention.clone(),
+                stop_retention.clone(),
+            ))
+        });
     let ctx = RpcContext {
         engine,
         proxy,
@@ -327,6 +350,11 @@ pub async fn run(
         .await
         .map_err(|e| StartError::Rpc(e.to_string()));
     stop_http.notify_one();
+    stop_retention.notify_one();
+    if let Some(task) = retention_task {
+        // A pass under way finishes its delete before the store closes.
+        let _ = task.await;
+    }
     drop(socket_file);
     drop(lock);
     store.close();
@@ -339,7 +367,7 @@ pub async fn run(
 /// locks, its socket, and its log and output when they go to a file. A session may watch
 /// their directory (a home or log inside a project); they must not be reported, or every
 /// line logged about a change would be the next change.
-fn own_files(paths: &Paths) -> Vec<PathBuf> {
+fn own_files(paths: &Paths, log_files: &[PathBuf]) -> Vec<PathBuf> {
     let db = paths.database();
     let mut files: Vec<PathBuf> = ["-wal", "-shm", "-journal"]
         .iter()
@@ -353,6 +381,7 @@ fn own_files(paths: &Paths) -> Vec<PathBuf> {
     files.push(paths.home.join("daemon.lock"));
     files.push(paths.socket.clone());
     files.push(paths.socket.with_extension("lock"));
+    files.extend(log_files.iter().cloned());
     for fd in ["/proc/self/fd/1", "/proc/self/fd/2"] {
         if std::fs::metadata(fd).is_ok_and(|m| m.is_file())
             && let Ok(target) = std::fs::read_link(fd)

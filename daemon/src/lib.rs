@@ -5,4 +5,5 @@ pub mod daemon;
 #[cfg(test)]
 mod fuzz;
 pub mod proxy;
+pub mod retention;
 pub(crate) mod rpc;

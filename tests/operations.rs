@@ -1,0 +1,170 @@
+//! Black-box tests of running a daemon for a long time: its log file and its rotation,
+//! retention on a schedule, metrics, and socket activation.
+#![allow(clippy::unwrap_used, clippy::expect_used)] // a test panics on what it did not expect
+
+mod common;
+
+use std::os::unix::fs::PermissionsExt;
+use std::time::{Duration, Instant};
+
+use common::Daemon;
+use serde_json::{Value, json};
+
+/// Calls `daemon.ping` until `done` holds, failing after 30 s: the daemon's own work is
+/// the event waited for, never a fixed sleep.
+fn until(d: &Daemon, what: &str, mut done: impl FnMut() -> bool) {
+    let deadline = Instant::now() + Duration::from_secs(30);
+    while !done() {
+        assert!(Instant::now() < deadline, "timed out waiting for {what}");
+        d.call("daemon.ping", json!({}));
+    }
+}
+
+/// `--log-file` in the home, rotated at a small size: the file and two rotated copies
+/// appear, never a third, each closed at the first line past the size, all `0600`, and
+/// nothing is logged to stderr meanwhile.
+#[test]
+fn the_log_file_is_written_and_its_rotation_bounds_it() {
+    let d = Daemon::start_with(&[
+        "--log-file",
+        "ctxd.log",
+        "--log-max-bytes",
+        "2048",
+        "--log-max-files",
+        "2",
+        "--log",
+        "warn,jsonrpsee-server=debug",
+    ]);
+    let log = d.home.join("ctxd.log");
+    let rotated = |n: u32| d.home.join(format!("ctxd.log.{n}"));
+    until(&d, "a second rotation", || rotated(2).exists());
+    // Past the point where a third copy would have appeared.
+    for _ in 0..100 {
+        d.call("daemon.ping", json!({}));
+    }
+    assert!(
+        !rotated(3).exists(),
+        "more rotated files than --log-max-files"
+    );
+    for path in [log.clone(), rotated(1), rotated(2)] {
+        let text = std::fs::read_to_string(&path).unwrap();
+        assert!(text.contains("jsonrpsee-server"), "{}", path.display());
+        let mode = std::fs::metadata(&path).unwrap().permissions().mode() & 0o777;
+        assert_eq!(mode, 0o600, "{}", path.display());
+        // Closed at the first line that took it past the size, and not before.
+        let last_line = text.trim_end().rsplit('\n').next().unwrap_or_default();
+        let before_last = text.len() - last_line.len() - 1;
+        assert!(before_last <= 2048, "{}: {}", path.display(), text.len());
+    }
+    for path in [rotated(1), rotated(2)] {
+        let len = std::fs::metadata(&path).unwrap().len();
+        assert!(len > 2048, "{} rotated early at {len}", path.display());
+    }
+}
+
+/// A bad log filter or rotation size stops the daemon at start, naming what is wrong.
+#[test]
+fn a_bad_log_setting_is_refused_at_start() {
+    let d = Daemon::start();
+    for (args, says) in [
+        (&["--log", "info,ctxd_engine=loud"][..], "CTXD_LOG"),
+        (
+            &["--log-file", "x.log", "--log-max-bytes", "10"][..],
+            "--log-max-bytes",
+        ),
+    ] {
+        let out = d.command().args(args).output().unwrap();
+        assert!(!out.status.success(), "{args:?}");
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert!(err.contains(says), "{args:?}: {err}");
+    }
+}
+
+fn session_with(d: &Daemon, text: &str) -> (String, String) {
+    let sid =
+        d.call("session.create", json!({"cwd": "/tmp", "no_git": true}))["session"]["session_id"]
+            .as_str()
+            .unwrap()
+            .to_owned();
+    d.call(
+        "transcript.append",
+        json!({"session_id": sid, "records": [{"type": "user", "content": text}]}),
+    );
+    let at = d.call("session.get", json!({"session_id": sid}))["session"]["updated_at"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    (sid, at)
+}
+
+fn session_ids(d: &Daemon) -> Vec<String> {
+    d.call("session.list", json!({}))["sessions"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|s| s["session_id"].as_str().unwrap().to_owned())
+        .collect()
+}
+
+/// Retention by quota run by the daemon itself: at start it deletes the least recently
+/// updated sessions until the rest fit, as `daemon.gc` would; then, on its schedule with
+/// no call and no restart, the older of the two once a newer one takes it over again.
+#[test]
+fn the_daemon_applies_retention_at_start_and_on_its_schedule() {
+    let mut d = Daemon::start();
+    for _ in 0..3 {
+        session_with(&d, "kept for a while");
+    }
+    let plan = d.call("daemon.gc", json!({"max_store_bytes": 0, "dry_run": true}));
+    let plan = plan["deleted"].as_array().unwrap();
+    assert_eq!(plan.len(), 3, "{plan:?}");
+    let newest = plan[2]["session_id"].as_str().unwrap().to_owned();
+    let newest_at = plan[2]["updated_at"].as_str().unwrap().to_owned();
+    // Room for one session's records and not for two.
+    let quota = plan[2]["bytes"].as_u64().unwrap() + 100;
+
+    d.args.extend(
+        [
+            "--retention-max-store-bytes",
+            &quota.to_string(),
+            "--retention-interval-secs",
+            "1",
+        ]
+        .map(String::from),
+    );
+    d.kill9();
+    d.spawn();
+    until(&d, "the pass at start", || session_ids(&d).len() == 1);
+    assert_eq!(session_ids(&d), std::slice::from_ref(&newest));
+
+    let later = loop {
+        let (sid, at) = session_with(&d, "kept for a while");
+        if at > newest_at {
+            break sid;
+        }
+        d.call("session.delete", json!({"session_id": sid}));
+    };
+    until(&d, "a scheduled pass", || {
+        !session_ids(&d).contains(&newest)
+    });
+    assert_eq!(session_ids(&d), [later]);
+}
+
+/// The retention settings are checked at start like any other.
+#[test]
+fn a_bad_retention_setting_is_refused_at_start() {
+    let d = Daemon::start();
+    for (args, says) in [
+        (&["--retention-idle-days", "0"][..], "--retention-idle-days"),
+        (
+            &["--retention-interval-secs", "0"][..],
+            "--retention-interval-secs",
+        ),
+    ] {
+        let out = d.command().args(args).output().unwrap();
+        assert!(!out.status.success(), "{args:?}");
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert!(err.contains(says), "{args:?}: {err}");
+    }
+    let _: Value = d.call("daemon.ping", json!({}));
+}
