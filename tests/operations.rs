@@ -168,3 +168,97 @@ fn a_bad_retention_setting_is_refused_at_start() {
     }
     let _: Value = d.call("daemon.ping", json!({}));
 }
+
+fn metrics(d: &Daemon) -> String {
+    d.call("daemon.metrics", json!({}))["text"]
+        .as_str()
+        .unwrap()
+        .to_owned()
+}
+
+/// One HTTP/1.1 GET on 127.0.0.1:`port`; the whole answer.
+fn http_get(port: u16, path: &str) -> String {
+    use std::io::{Read, Write};
+    let mut s = std::net::TcpStream::connect(("127.0.0.1", port)).unwrap();
+    s.set_read_timeout(Some(Duration::from_secs(30))).unwrap();
+    write!(
+        s,
+        "GET {path} HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n"
+    )
+    .unwrap();
+    let mut out = String::new();
+    s.read_to_string(&mut out).unwrap();
+    out
+}
+
+/// After known calls, `daemon.metrics` has counted exactly them (by method and outcome,
+/// errors by code, one latency sample each) and reports the sessions, the store's size
+/// and the uptime; `GET /metrics` on `--metrics` serves the same text, and nothing else.
+#[test]
+fn metrics_count_known_calls_over_rpc_and_http() {
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port();
+    let d = Daemon::start_with(&["--metrics", &format!("127.0.0.1:{port}")]);
+    let before = metrics(&d);
+    let count = |text: &str, method: &str, outcome: &str| {
+        common::metric(
+            text,
+            "ctxd_rpc_calls_total",
+            &[("method", method), ("outcome", outcome)],
+        )
+        .unwrap_or(0.0)
+    };
+    for _ in 0..3 {
+        d.call("daemon.ping", json!({}));
+    }
+    session_with(&d, "counted");
+    for _ in 0..2 {
+        let e = d
+            .try_call("session.get", json!({"session_id": "no-such-session"}))
+            .unwrap_err();
+        assert_eq!(e["code"], ctxd_protocol::SESSION_NOT_FOUND, "{e}");
+    }
+    let after = metrics(&d);
+    let delta = |method, outcome| count(&after, method, outcome) - count(&before, method, outcome);
+    assert_eq!(delta("daemon.ping", "ok"), 3.0, "{after}");
+    assert_eq!(delta("session.create", "ok"), 1.0, "{after}");
+    assert_eq!(delta("session.get", "error"), 2.0, "{after}");
+    assert_eq!(delta("daemon.metrics", "ok"), 1.0, "{after}");
+    let code = ctxd_protocol::SESSION_NOT_FOUND.to_string();
+    let errors = common::metric(
+        &after,
+        "ctxd_rpc_errors_total",
+        &[("method", "session.get"), ("code", &code)],
+    );
+    assert_eq!(errors, Some(2.0), "{after}");
+    let latency = |text: &str| {
+        common::metric(
+            text,
+            "ctxd_rpc_call_duration_seconds_count",
+            &[("method", "daemon.ping")],
+        )
+        .unwrap_or(0.0)
+    };
+    assert_eq!(latency(&after) - latency(&before), 3.0, "{after}");
+    assert_eq!(
+        common::metric(&after, "ctxd_sessions_stored", &[]),
+        Some(1.0)
+    );
+    assert!(common::metric(&after, "ctxd_uptime_seconds", &[]).unwrap() > 0.0);
+    let store = common::metric(&after, "ctxd_store_file_bytes", &[]);
+    match d.store_url() {
+        None => assert!(store.unwrap() > 0.0, "{after}"),
+        Some(_) => assert_eq!(store, None, "no SQLite file on PostgreSQL"),
+    }
+
+    let answer = http_get(port, "/metrics");
+    assert!(answer.starts_with("HTTP/1.1 200"), "{answer}");
+    assert!(answer.contains("text/plain; version=0.0.4"), "{answer}");
+    let body = &answer[answer.find("\r\n\r\n").unwrap() + 4..];
+    let scraped = count(body, "daemon.ping", "ok");
+    assert_eq!(scraped, count(&after, "daemon.ping", "ok"), "{body}");
+    assert!(http_get(port, "/").starts_with("HTTP/1.1 404"));
+}

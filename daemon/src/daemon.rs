@@ -251,6 +251,8 @@ pub struct Options {
     pub log_files: Vec<PathBuf>,
     /// Retention run by the daemon on a schedule; none when absent.
     pub retention: Option<crate::retention::RetentionOptions>,
+    /// Where `GET /metrics` is served (`--metrics`); nowhere when absent.
+    pub metrics: Option<std::net::SocketAddr>,
 }
 
 impl Default for Options {
@@ -264,6 +266,7 @@ impl Default for Options {
             http: None,
             log_files: Vec::new(),
             retention: None,
+            metrics: None,
         }
     }
 }
@@ -333,9 +336,44 @@ pub async fn run(
                 stop_retention.clone(),
             ))
         });
+    let sqlite_db =
+        matches!(options.store, ctxd_store::StoreConfig::Sqlite).then(|| paths.database());
+    let metrics = Arc::new(
+        crate::metrics::Metrics::new(sqlite_db).map_err(|e| StartError::Rpc(e.to_string()))?,
+    );
+    let stop_metrics = Arc::new(Notify::new());
+    if let Some(addr) = options.metrics {
+        let listener = tokio::net::TcpListener::bind(addr)
+            .await
+            .map_err(|e| StartError::Rpc(format!("--metrics {addr}: {e}")))?;
+        tracing::info!(%addr, "serving GET /metrics");
+        let (metrics, engine, retention, proxy) = (
+            metrics.clone(),
+            engine.clone(),
+            retention.clone(),
+            proxy.clone(),
+        );
+        let render: Arc<dyn Fn() -> futures::future::BoxFuture<'static, String> + Send + Sync> =
+            Arc::new(move || {
+                let (metrics, engine, retention, proxy) = (
+                    metrics.clone(),
+                    engine.clone(),
+                    retention.clone(),
+                    proxy.clone(),
+                );
+                Box::pin(async move { metrics.render(&engine, &retention, proxy.as_deref()).await })
+            });
+        tokio::spawn(crate::metrics::serve(
+            listener,
+            render,
+            stop_metrics.clone(),
+        ));
+    }
     let ctx = RpcContext {
         engine,
         proxy,
+        retention,
+        metrics,
         shutdown: Arc::new(Notify::new()),
         socket: paths.socket.clone(),
     };
@@ -351,6 +389,7 @@ pub async fn run(
         .map_err(|e| StartError::Rpc(e.to_string()));
     stop_http.notify_one();
     stop_retention.notify_one();
+    stop_metrics.notify_one();
     if let Some(task) = retention_task {
         // A pass under way finishes its delete before the store closes.
         let _ = task.await;

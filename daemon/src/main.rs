@@ -102,6 +102,10 @@ struct Args {
     /// Seconds between two retention passes.
     #[arg(long, env = "CTXD_RETENTION_INTERVAL_SECS", default_value_t = 3600, value_parser = clap::value_parser!(u64).range(1..=31_536_000))]
     retention_interval_secs: u64,
+    /// Serve the metrics of `daemon.metrics` as `GET /metrics` (Prometheus text format) on
+    /// this TCP address, e.g. `127.0.0.1:9187`. Off by default.
+    #[arg(long, env = "CTXD_METRICS")]
+    metrics: Option<std::net::SocketAddr>,
     /// Print the effective configuration (flags, then the environment, then
     /// `CTXD_HOME/config.toml`, then the defaults) as TOML, passwords masked, and exit.
     #[arg(long)]
@@ -316,6 +320,9 @@ fn effective_config(
     if let Some(b) = args.retention_max_store_bytes {
         t.insert("retention_max_store_bytes".into(), int(b)?);
     }
+    if let Some(addr) = args.metrics {
+        t.insert("metrics".into(), Value::String(addr.to_string()));
+    }
     t.insert(
         "retention_interval_secs".into(),
         int(args.retention_interval_secs)?,
@@ -426,6 +433,7 @@ async fn main() -> anyhow::Result<()> {
             max_store_bytes: args.retention_max_store_bytes,
             every: Duration::from_secs(args.retention_interval_secs),
         }),
+        metrics: args.metrics,
         http: args.http.map(|addr| ctxd::proxy::ProxyOptions {
             addr,
             upstream_anthropic: args.upstream_anthropic,
