@@ -262,3 +262,96 @@ fn metrics_count_known_calls_over_rpc_and_http() {
     assert_eq!(scraped, count(&after, "daemon.ping", "ok"), "{body}");
     assert!(http_get(port, "/").starts_with("HTTP/1.1 404"));
 }
+
+/// Socket activation: a listening socket bound by someone else (systemd; here the test)
+/// and passed as fd 3 with `LISTEN_FDS=1` and `LISTEN_PID` is served. A client that
+/// connected before the daemon existed gets its answer; the daemon binds no socket of its
+/// own (the configured path is the inherited one, whose live listener would make a bind
+/// fail with "already serving"); its status names that socket; and the socket file stays
+/// when the daemon stops, for the service manager to start the next one on.
+#[test]
+fn an_inherited_listening_socket_is_served() {
+    use std::io::{Read, Write};
+    use std::os::fd::AsRawFd;
+    use std::os::unix::process::CommandExt;
+
+    let dir = tempfile::tempdir().unwrap();
+    let run = dir.path().join("run");
+    std::fs::create_dir(&run).unwrap();
+    std::fs::set_permissions(&run, std::fs::Permissions::from_mode(0o700)).unwrap();
+    let socket = run.join("ctxd.sock");
+    let listener = std::os::unix::net::UnixListener::bind(&socket).unwrap();
+    let db = common::TestDb::create().map(std::sync::Arc::new);
+    let mut d = Daemon {
+        home: dir.path().join("home"),
+        socket: socket.clone(),
+        dir,
+        child: None,
+        args: Vec::new(),
+        env: Vec::new(),
+        store: db.as_ref().map(|d| d.url.clone()),
+        db,
+    };
+
+    let body = r#"{"jsonrpc":"2.0","id":1,"method":"daemon.status"}"#;
+    let mut early = std::os::unix::net::UnixStream::connect(&socket).unwrap();
+    early
+        .set_read_timeout(Some(Duration::from_secs(30)))
+        .unwrap();
+    write!(
+        early,
+        "POST / HTTP/1.1\r\nHost: localhost\r\nContent-Type: application/json\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}",
+        body.len()
+    )
+    .unwrap();
+
+    // `$$` is the shell's pid, which `exec` hands to ctxd: LISTEN_PID names the daemon.
+    let inner = d.command();
+    let mut cmd = std::process::Command::new("sh");
+    cmd.arg("-c")
+        .arg(r#"LISTEN_PID=$$ exec "$0" "$@""#)
+        .arg(inner.get_program())
+        .args(inner.get_args())
+        .env("LISTEN_FDS", "1")
+        .stdin(std::process::Stdio::null())
+        .stdout(std::process::Stdio::null())
+        .stderr(std::fs::File::create(d.dir.path().join("stderr")).unwrap());
+    for (k, v) in inner.get_envs() {
+        match v {
+            Some(v) => cmd.env(k, v),
+            None => cmd.env_remove(k),
+        };
+    }
+    let fd = listener.as_raw_fd();
+    // SAFETY: dup2 and fcntl are async-signal-safe; nothing else runs between fork and
+    // exec.
+    unsafe {
+        cmd.pre_exec(move || {
+            if fd == 3 {
+                if libc::fcntl(3, libc::F_SETFD, 0) == -1 {
+                    return Err(std::io::Error::last_os_error());
+                }
+            } else if libc::dup2(fd, 3) == -1 {
+                return Err(std::io::Error::last_os_error());
+            }
+            Ok(())
+        });
+    }
+    d.child = Some(cmd.spawn().unwrap());
+
+    let mut answer = String::new();
+    early.read_to_string(&mut answer).unwrap();
+    let stderr_file = d.dir.path().join("stderr");
+    let stderr = || std::fs::read_to_string(&stderr_file).unwrap_or_default();
+    assert!(answer.starts_with("HTTP/1.1 200"), "{answer}\n{}", stderr());
+    let status: Value = serde_json::from_str(&answer[answer.find("\r\n\r\n").unwrap() + 4..])
+        .unwrap_or_else(|e| panic!("{e}: {answer}"));
+    assert_eq!(status["result"]["socket"], socket.display().to_string());
+    assert!(socket.exists(), "gone after the first answer: {}", stderr());
+    assert_eq!(d.call("daemon.ping", json!({}))["pong"], true);
+    assert!(!d.home.join("ctxd.sock").exists());
+
+    assert!(d.terminate().success(), "{}", stderr());
+    assert!(socket.exists(), "the service manager's socket was removed");
+    drop(listener);
+}

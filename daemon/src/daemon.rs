@@ -84,6 +84,52 @@ pub(crate) struct Claimed {
     pub(crate) listener: UnixListener,
     pub(crate) lock: std::fs::File,
     pub(crate) socket: PathBuf,
+    /// Whether the daemon bound the socket file itself, and so removes it when it stops.
+    /// An inherited one belongs to the service manager, which keeps listening on it to
+    /// start the next daemon.
+    pub(crate) bound: bool,
+}
+
+/// The listening socket a service manager passed (systemd's socket activation: fd 3 with
+/// `LISTEN_FDS` and `LISTEN_PID` naming this process), if any. `listenfd` checks that it
+/// is a Unix stream socket, marks it close-on-exec (hooks never inherit it) and clears the
+/// variables from the environment, which is why this runs first thing in `main`, before
+/// any other thread may read the environment.
+pub fn inherited_listener() -> Result<Option<std::os::unix::net::UnixListener>, StartError> {
+    listenfd::ListenFd::from_env()
+        .take_unix_listener(0)
+        .map_err(|source| StartError::Io {
+            what: "take the inherited socket (LISTEN_FDS)",
+            path: PathBuf::from("fd 3"),
+            source,
+        })
+}
+
+/// Serves on a listener the service manager bound: the socket path is its, the lock beside
+/// it still keeps a second daemon off it.
+fn adopt(listener: std::os::unix::net::UnixListener) -> Result<Claimed, StartError> {
+    let path = PathBuf::from("fd 3");
+    listener
+        .set_nonblocking(true)
+        .map_err(io("set non-blocking", &path))?;
+    let socket = listener
+        .local_addr()
+        .ok()
+        .and_then(|a| a.as_pathname().map(Path::to_path_buf))
+        .ok_or_else(|| StartError::UnsafeSocketDir {
+            dir: path.clone(),
+            why: "the inherited socket has no path clients could find".into(),
+        })?;
+    let lock = try_lock_file(&socket.with_extension("lock"), || {
+        StartError::AlreadyRunning(socket.clone())
+    })?;
+    let listener = UnixListener::from_std(listener).map_err(io("adopt", &socket))?;
+    Ok(Claimed {
+        listener,
+        lock,
+        socket,
+        bound: false,
+    })
 }
 
 /// Makes sure the socket's directory exists and is safe to serve from. A missing
@@ -229,6 +275,7 @@ pub(crate) async fn claim_socket(socket: &Path) -> Result<Claimed, StartError> {
         listener,
         lock,
         socket: socket.to_path_buf(),
+        bound: true,
     })
 }
 
@@ -253,6 +300,9 @@ pub struct Options {
     pub retention: Option<crate::retention::RetentionOptions>,
     /// Where `GET /metrics` is served (`--metrics`); nowhere when absent.
     pub metrics: Option<std::net::SocketAddr>,
+    /// A listening socket passed by a service manager ([`inherited_listener`]): served
+    /// instead of binding `Paths::socket`.
+    pub listener: Option<std::os::unix::net::UnixListener>,
 }
 
 impl Default for Options {
@@ -267,6 +317,7 @@ impl Default for Options {
             log_files: Vec::new(),
             retention: None,
             metrics: None,
+            listener: None,
         }
     }
 }
@@ -274,7 +325,7 @@ impl Default for Options {
 /// Runs a daemon until `shutdown` resolves or a client asks it to stop.
 pub async fn run(
     paths: Paths,
-    options: Options,
+    mut options: Options,
     shutdown: impl std::future::Future<Output = ()>,
 ) -> Result<(), StartError> {
     std::fs::DirBuilder::new()
@@ -288,7 +339,20 @@ pub async fn run(
         socket: paths.socket,
     };
     let home_lock = lock_home(&paths.home)?;
-    let claimed = claim_socket(&paths.socket).await?;
+    let claimed = match options.listener.take() {
+        Some(inherited) => {
+            let claimed = adopt(inherited)?;
+            if claimed.socket != paths.socket {
+                tracing::info!(configured = %paths.socket.display(), inherited = %claimed.socket.display(), "serving the inherited socket instead of the configured one");
+            }
+            claimed
+        }
+        None => claim_socket(&paths.socket).await?,
+    };
+    let paths = Paths {
+        socket: claimed.socket.clone(),
+        ..paths
+    };
     let db = paths.database();
     let config = options.store.clone();
     let store = tokio::task::spawn_blocking(move || config.open(&db))
@@ -381,9 +445,11 @@ pub async fn run(
         listener,
         lock,
         socket,
+        bound,
     } = claimed;
-    // The socket file goes when serving ends, before the lock is released.
-    let socket_file = SocketFile(socket);
+    // The socket file goes when serving ends, before the lock is released. Made only when
+    // bound here: the guard removes the file whenever it is dropped.
+    let socket_file = bound.then(|| SocketFile(socket));
     let result = serve(listener, ctx, &options.limits, shutdown)
         .await
         .map_err(|e| StartError::Rpc(e.to_string()));

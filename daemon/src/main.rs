@@ -339,8 +339,18 @@ fn effective_config(
     ))
 }
 
-#[tokio::main]
-async fn main() -> anyhow::Result<()> {
+fn main() -> anyhow::Result<()> {
+    // First, while this is the only thread: taking it clears `LISTEN_*` from the
+    // environment, which is unsound once other threads may read it.
+    let inherited = ctxd::daemon::inherited_listener()?;
+    tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+        .context("start the runtime")?
+        .block_on(daemon_main(inherited))
+}
+
+async fn daemon_main(inherited: Option<std::os::unix::net::UnixListener>) -> anyhow::Result<()> {
     let argv: Vec<std::ffi::OsString> = std::env::args_os().collect();
     let cmd = <Args as clap::CommandFactory>::command();
     // Once for the home (where the config file is) and for what the command line and the
@@ -434,6 +444,7 @@ async fn main() -> anyhow::Result<()> {
             every: Duration::from_secs(args.retention_interval_secs),
         }),
         metrics: args.metrics,
+        listener: inherited,
         http: args.http.map(|addr| ctxd::proxy::ProxyOptions {
             addr,
             upstream_anthropic: args.upstream_anthropic,
