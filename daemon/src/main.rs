@@ -217,15 +217,25 @@ fn url_has_password(url: &str) -> bool {
 /// The log filter of `--log` / `CTXD_LOG` (EnvFilter syntax), with the body-logging
 /// targets capped. A filter that does not parse is an error: a daemon meant to log a
 /// module at `debug` that silently logged at `info` would be found out too late.
+///
+/// A cap is a directive `target=level`, which sets that target's level rather than
+/// lowering it; so it is added only when the filter asks somewhere for more than the cap
+/// (then the capped targets log at the cap). Under `info` those targets stay at `info`
+/// instead of logging every connection at `debug`.
 fn log_filter(spec: &str) -> anyhow::Result<EnvFilter> {
+    use tracing_subscriber::filter::LevelFilter;
     let mut filter = EnvFilter::builder()
         .parse(spec)
         .with_context(|| format!("log / CTXD_LOG: {spec:?} is not a log filter"))?;
+    let asked = filter.max_level_hint().unwrap_or(LevelFilter::TRACE);
     for (target, level) in BODY_LOGGING_TARGETS
         .into_iter()
         .chain(PER_EVENT_LOGGING_TARGETS)
     {
-        if let Ok(d) = format!("{target}={level}").parse() {
+        let cap: LevelFilter = level.parse().unwrap_or(LevelFilter::INFO);
+        if asked > cap
+            && let Ok(d) = format!("{target}={level}").parse()
+        {
             filter = filter.add_directive(d);
         }
     }
@@ -468,6 +478,19 @@ mod tests {
             assert!(filter.contains("notify=debug"), "{spec}: {filter}");
             assert!(!filter.contains("notify=trace"), "{spec}: {filter}");
         }
+    }
+
+    #[test]
+    fn caps_never_raise_a_level() {
+        for spec in ["info", "warn", "info,ctxd_engine=debug"] {
+            let filter = log_filter(spec).unwrap().to_string();
+            assert!(!filter.contains("jsonrpsee"), "{spec}: {filter}");
+        }
+        let filter = log_filter("info,jsonrpsee-server=trace")
+            .unwrap()
+            .to_string();
+        assert!(filter.contains("jsonrpsee-server=debug"), "{filter}");
+        assert!(!filter.contains("jsonrpsee-server=trace"), "{filter}");
     }
 
     #[test]
