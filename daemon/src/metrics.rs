@@ -44,6 +44,9 @@ pub(crate) struct Metrics {
     ws_queued_bytes: IntGauge,
     /// Counters whose count another part keeps: set from it at each scrape.
     mirrored: Vec<(&'static str, IntCounter)>,
+    /// Held while the mirrored counters catch up: two scrapes at once would each add the
+    /// same difference.
+    mirroring: std::sync::Mutex<()>,
 }
 
 /// The mirrored counters: their name (without `ctxd_` and `_total`) and help.
@@ -186,6 +189,7 @@ impl Metrics {
             ws_subscriptions,
             ws_queued_bytes,
             mirrored,
+            mirroring: std::sync::Mutex::new(()),
         })
     }
 
@@ -242,6 +246,10 @@ impl Metrics {
         let turns = engine.turn_stats();
         let proxy = proxy.map(crate::proxy::Proxy::status);
         let load = |a: &std::sync::atomic::AtomicU64| a.load(Ordering::Relaxed);
+        let mirroring = self
+            .mirroring
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
         for (name, counter) in &self.mirrored {
             let now = match *name {
                 "send_turns" => turns.answered,
@@ -266,6 +274,7 @@ impl Metrics {
                 counter.inc_by(now - was);
             }
         }
+        drop(mirroring);
         let mut out = Vec::new();
         // Encoding into memory fails only on a metric the registry itself refused.
         if let Err(e) = TextEncoder::new().encode(&self.registry.gather(), &mut out) {
