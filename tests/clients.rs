@@ -563,6 +563,52 @@ fn a_public_generator_types_the_document() {
     assert!(hashed.is_empty(), "hashed names: {hashed:?}");
 }
 
+/// `scripts/install --service --no-enable` writes the systemd user units to
+/// `$XDG_CONFIG_HOME/systemd/user`: a socket unit on the clients' default socket and a
+/// service that runs the installed `ctxd`. Where `systemd-analyze` is installed, the
+/// script verifies them itself (a unit with a bad setting, or whose `ExecStart` does not
+/// exist, fails it) and says so.
+#[test]
+fn scripts_install_service_writes_valid_user_units() {
+    let state = tempfile::tempdir().unwrap();
+    let prefix = state.path().join("prefix");
+    let config = state.path().join("config");
+    let out = Command::new(repo().join("scripts/install"))
+        .args([
+            "--no-python",
+            "--no-node",
+            "--service",
+            "--no-enable",
+            "--prefix",
+        ])
+        .arg(&prefix)
+        .arg("--from-target")
+        .arg(ctx_bin().parent().unwrap())
+        .env("XDG_CONFIG_HOME", &config)
+        .env_remove("XDG_RUNTIME_DIR")
+        .output()
+        .unwrap();
+    let said = check(out, "scripts/install --service --no-enable");
+    let units = config.join("systemd/user");
+    let service = std::fs::read_to_string(units.join("ctxd.service")).unwrap();
+    let socket = std::fs::read_to_string(units.join("ctxd.socket")).unwrap();
+    let exec = format!("ExecStart={}", prefix.join("bin/ctxd").display());
+    assert!(service.lines().any(|l| l == exec), "{service}");
+    assert!(service.contains("Requires=ctxd.socket"), "{service}");
+    assert!(
+        socket
+            .lines()
+            .any(|l| l == "ListenStream=%t/ctxd/ctxd.sock"),
+        "{socket}"
+    );
+    assert!(socket.contains("SocketMode=0600"), "{socket}");
+    if have("systemd-analyze") {
+        assert!(said.contains("the units are valid"), "{said}");
+    } else {
+        skip("systemd-analyze (the units were written, not verified)");
+    }
+}
+
 /// `scripts/install --prefix DIR` leaves `DIR/bin/ctxd` and `DIR/bin/ctx`, the Python
 /// client, and the Node client's tarball; with only `DIR/bin` on PATH the Python client
 /// starts and reaches a daemon, and the tarball installs with its `ws`. The binaries are

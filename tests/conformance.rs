@@ -249,8 +249,8 @@ fn realistic(doc: &Document, w: &World, method: &str) -> Value {
         "transcript.take_queued" => json!({ "session_id": w.main, "agent_id": "agent-1" }),
         "context.set_section" => json!({ "session_id": w.main, "section": {
             "name": "clock", "caching": "uncached", "reason": "the time of day", "source": "current_time"} }),
-        "daemon.ping" | "daemon.status" | "proxy.status" | "daemon.shutdown" | "session.list"
-        | "rpc.discover" => {
+        "daemon.ping" | "daemon.status" | "daemon.metrics" | "proxy.status" | "daemon.shutdown"
+        | "session.list" | "rpc.discover" => {
             json!({})
         }
         _ => main,

@@ -165,6 +165,63 @@ fn an_overloaded_answer_is_retried_after_what_the_provider_says() {
     assert_eq!(rt.block_on(server.received_requests()).unwrap().len(), 2);
 }
 
+/// `daemon.metrics` counts the turns: one answered after a retry, its usage summed
+/// (the streamed answer's: 1,234 in, 87 out, 1,000 read from the cache, 100 written),
+/// and one that failed (its session has no provider).
+#[test]
+fn metrics_count_turns_retries_and_tokens() {
+    let (_rt, server) = refusing_once(
+        ResponseTemplate::new(529)
+            .insert_header("retry-after", "0")
+            .set_body_string(
+                r#"{"type":"error","error":{"type":"overloaded_error","message":"Overloaded"}}"#,
+            ),
+    );
+    let d = Daemon::start_with_env(&[(KEY_VAR, KEY)]);
+    let sid = session(&d, &server);
+    d.call("context.send", json!({"session_id": sid}));
+    let bare = d.call(
+        "session.create",
+        json!({"cwd": d.dir.path(), "no_git": true}),
+    );
+    let bare = bare["session"]["session_id"].as_str().unwrap();
+    assert!(
+        d.try_call("context.send", json!({"session_id": bare}))
+            .is_err()
+    );
+    let text = d.call("daemon.metrics", json!({}))["text"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    for (name, want) in [
+        ("ctxd_send_turns_total", 1.0),
+        ("ctxd_send_turns_failed_total", 1.0),
+        ("ctxd_send_retries_total", 1.0),
+        ("ctxd_send_input_tokens_total", 1234.0),
+        ("ctxd_send_output_tokens_total", 87.0),
+        ("ctxd_send_cache_read_input_tokens_total", 1000.0),
+        ("ctxd_send_cache_creation_input_tokens_total", 100.0),
+    ] {
+        assert_eq!(
+            common::metric(&text, name, &[]),
+            Some(want),
+            "{name}\n{text}"
+        );
+    }
+    let calls = |outcome| {
+        common::metric(
+            &text,
+            "ctxd_rpc_calls_total",
+            &[("method", "context.send"), ("outcome", outcome)],
+        )
+    };
+    assert_eq!(
+        (calls("ok"), calls("error")),
+        (Some(1.0), Some(1.0)),
+        "{text}"
+    );
+}
+
 /// An error event, or a refusal that no retry helps, fails the turn with the
 /// provider's kind and appends nothing.
 #[test]

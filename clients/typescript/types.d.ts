@@ -1273,6 +1273,17 @@ export type MessageInput = {
 };
 
 /**
+ * `daemon.metrics`: the metrics as a Prometheus scrape would read them.
+ */
+export type MetricsResponse = {
+  /**
+   * Prometheus text exposition format 0.0.4 (`# HELP`, `# TYPE`, then one sample a
+   * line), the metrics named `ctxd_*`.
+   */
+  text: string;
+};
+
+/**
  * What microcompact did in this compile.
  */
 export type MicrocompactReport = {
@@ -2751,6 +2762,13 @@ export interface Methods {
       now?: string | null;
     };
     result: GcResponse;
+  };
+  /**
+   * The daemon's counters and gauges in the Prometheus text format: calls and errors by method, call latencies, sessions stored and loaded, store size, context.send turns and tokens, retention, the front door's traffic, uptime.
+   */
+  "daemon.metrics": {
+    params: { [key: string]: unknown };
+    result: MetricsResponse;
   };
   /**
    * Create a session for a working directory.

@@ -84,6 +84,52 @@ pub(crate) struct Claimed {
     pub(crate) listener: UnixListener,
     pub(crate) lock: std::fs::File,
     pub(crate) socket: PathBuf,
+    /// Whether the daemon bound the socket file itself, and so removes it when it stops.
+    /// An inherited one belongs to the service manager, which keeps listening on it to
+    /// start the next daemon.
+    pub(crate) bound: bool,
+}
+
+/// The listening socket a service manager passed (systemd's socket activation: fd 3 with
+/// `LISTEN_FDS` and `LISTEN_PID` naming this process), if any. `listenfd` checks that it
+/// is a Unix stream socket, marks it close-on-exec (hooks never inherit it) and clears the
+/// variables from the environment, which is why this runs first thing in `main`, before
+/// any other thread may read the environment.
+pub fn inherited_listener() -> Result<Option<std::os::unix::net::UnixListener>, StartError> {
+    listenfd::ListenFd::from_env()
+        .take_unix_listener(0)
+        .map_err(|source| StartError::Io {
+            what: "take the inherited socket (LISTEN_FDS)",
+            path: PathBuf::from("fd 3"),
+            source,
+        })
+}
+
+/// Serves on a listener the service manager bound: the socket path is its, the lock beside
+/// it still keeps a second daemon off it.
+fn adopt(listener: std::os::unix::net::UnixListener) -> Result<Claimed, StartError> {
+    let path = PathBuf::from("fd 3");
+    listener
+        .set_nonblocking(true)
+        .map_err(io("set non-blocking", &path))?;
+    let socket = listener
+        .local_addr()
+        .ok()
+        .and_then(|a| a.as_pathname().map(Path::to_path_buf))
+        .ok_or_else(|| StartError::UnsafeSocketDir {
+            dir: path.clone(),
+            why: "the inherited socket has no path clients could find".into(),
+        })?;
+    let lock = try_lock_file(&socket.with_extension("lock"), || {
+        StartError::AlreadyRunning(socket.clone())
+    })?;
+    let listener = UnixListener::from_std(listener).map_err(io("adopt", &socket))?;
+    Ok(Claimed {
+        listener,
+        lock,
+        socket,
+        bound: false,
+    })
 }
 
 /// Makes sure the socket's directory exists and is safe to serve from. A missing
@@ -229,6 +275,7 @@ pub(crate) async fn claim_socket(socket: &Path) -> Result<Claimed, StartError> {
         listener,
         lock,
         socket: socket.to_path_buf(),
+        bound: true,
     })
 }
 
@@ -246,6 +293,16 @@ pub struct Options {
     pub store: ctxd_store::StoreConfig,
     /// The HTTP front door (`--http`), off when absent.
     pub http: Option<crate::proxy::ProxyOptions>,
+    /// The paths the log file and its rotated copies may occupy, when the log goes to a
+    /// file (`--log-file`): the daemon's own files, never reported as changes.
+    pub log_files: Vec<PathBuf>,
+    /// Retention run by the daemon on a schedule; none when absent.
+    pub retention: Option<crate::retention::RetentionOptions>,
+    /// Where `GET /metrics` is served (`--metrics`); nowhere when absent.
+    pub metrics: Option<std::net::SocketAddr>,
+    /// A listening socket passed by a service manager ([`inherited_listener`]): served
+    /// instead of binding `Paths::socket`.
+    pub listener: Option<std::os::unix::net::UnixListener>,
 }
 
 impl Default for Options {
@@ -257,6 +314,10 @@ impl Default for Options {
             limits: ctxd_pipeline::limits::Limits::default(),
             store: ctxd_store::StoreConfig::default(),
             http: None,
+            log_files: Vec::new(),
+            retention: None,
+            metrics: None,
+            listener: None,
         }
     }
 }
@@ -264,7 +325,7 @@ impl Default for Options {
 /// Runs a daemon until `shutdown` resolves or a client asks it to stop.
 pub async fn run(
     paths: Paths,
-    options: Options,
+    mut options: Options,
     shutdown: impl std::future::Future<Output = ()>,
 ) -> Result<(), StartError> {
     std::fs::DirBuilder::new()
@@ -278,7 +339,20 @@ pub async fn run(
         socket: paths.socket,
     };
     let home_lock = lock_home(&paths.home)?;
-    let claimed = claim_socket(&paths.socket).await?;
+    let claimed = match options.listener.take() {
+        Some(inherited) => {
+            let claimed = adopt(inherited)?;
+            if claimed.socket != paths.socket {
+                tracing::info!(configured = %paths.socket.display(), inherited = %claimed.socket.display(), "serving the inherited socket instead of the configured one");
+            }
+            claimed
+        }
+        None => claim_socket(&paths.socket).await?,
+    };
+    let paths = Paths {
+        socket: claimed.socket.clone(),
+        ..paths
+    };
     let db = paths.database();
     let config = options.store.clone();
     let store = tokio::task::spawn_blocking(move || config.open(&db))
@@ -286,8 +360,8 @@ pub async fn run(
         .map_err(|e| StartError::Rpc(e.to_string()))??;
     let clock = options.clock.unwrap_or_else(|| Arc::new(SystemClock));
     let engine = Arc::new(
-        Engine::new(store.clone(), &paths.home, clock)
-            .with_own_files(own_files(&paths))
+        Engine::new(store.clone(), &paths.home, clock.clone())
+            .with_own_files(own_files(&paths, &options.log_files))
             .with_discovery(options.discovery)
             .with_summariser(options.summariser)
             .with_limits(options.limits.clone()),
@@ -310,9 +384,60 @@ pub async fn run(
         }
         None => None,
     };
+    let retention = Arc::new(crate::retention::RetentionStats::default());
+    let stop_retention = Arc::new(Notify::new());
+    let retention_task = options
+        .retention
+        .clone()
+        .filter(crate::retention::RetentionOptions::enabled)
+        .map(|r| {
+            tracing::info!(idle_days = ?r.idle_days, max_store_bytes = ?r.max_store_bytes, every_s = r.every.as_secs(), "retention on a schedule");
+            tokio::spawn(crate::retention::worker(
+                engine.clone(),
+                r,
+                clock,
+                retention.clone(),
+                stop_retention.clone(),
+            ))
+        });
+    let sqlite_db =
+        matches!(options.store, ctxd_store::StoreConfig::Sqlite).then(|| paths.database());
+    let metrics = Arc::new(
+        crate::metrics::Metrics::new(sqlite_db).map_err(|e| StartError::Rpc(e.to_string()))?,
+    );
+    let stop_metrics = Arc::new(Notify::new());
+    if let Some(addr) = options.metrics {
+        let listener = tokio::net::TcpListener::bind(addr)
+            .await
+            .map_err(|e| StartError::Rpc(format!("--metrics {addr}: {e}")))?;
+        tracing::info!(%addr, "serving GET /metrics");
+        let (metrics, engine, retention, proxy) = (
+            metrics.clone(),
+            engine.clone(),
+            retention.clone(),
+            proxy.clone(),
+        );
+        let render: Arc<dyn Fn() -> futures::future::BoxFuture<'static, String> + Send + Sync> =
+            Arc::new(move || {
+                let (metrics, engine, retention, proxy) = (
+                    metrics.clone(),
+                    engine.clone(),
+                    retention.clone(),
+                    proxy.clone(),
+                );
+                Box::pin(async move { metrics.render(&engine, &retention, proxy.as_deref()).await })
+            });
+        tokio::spawn(crate::metrics::serve(
+            listener,
+            render,
+            stop_metrics.clone(),
+        ));
+    }
     let ctx = RpcContext {
         engine,
         proxy,
+        retention,
+        metrics,
         shutdown: Arc::new(Notify::new()),
         socket: paths.socket.clone(),
     };
@@ -320,13 +445,21 @@ pub async fn run(
         listener,
         lock,
         socket,
+        bound,
     } = claimed;
-    // The socket file goes when serving ends, before the lock is released.
-    let socket_file = SocketFile(socket);
+    // The socket file goes when serving ends, before the lock is released. Made only when
+    // bound here: the guard removes the file whenever it is dropped.
+    let socket_file = bound.then(|| SocketFile(socket));
     let result = serve(listener, ctx, &options.limits, shutdown)
         .await
         .map_err(|e| StartError::Rpc(e.to_string()));
     stop_http.notify_one();
+    stop_retention.notify_one();
+    stop_metrics.notify_one();
+    if let Some(task) = retention_task {
+        // A pass under way finishes its delete before the store closes.
+        let _ = task.await;
+    }
     drop(socket_file);
     drop(lock);
     store.close();
@@ -339,7 +472,7 @@ pub async fn run(
 /// locks, its socket, and its log and output when they go to a file. A session may watch
 /// their directory (a home or log inside a project); they must not be reported, or every
 /// line logged about a change would be the next change.
-fn own_files(paths: &Paths) -> Vec<PathBuf> {
+fn own_files(paths: &Paths, log_files: &[PathBuf]) -> Vec<PathBuf> {
     let db = paths.database();
     let mut files: Vec<PathBuf> = ["-wal", "-shm", "-journal"]
         .iter()
@@ -353,6 +486,7 @@ fn own_files(paths: &Paths) -> Vec<PathBuf> {
     files.push(paths.home.join("daemon.lock"));
     files.push(paths.socket.clone());
     files.push(paths.socket.with_extension("lock"));
+    files.extend(log_files.iter().cloned());
     for fd in ["/proc/self/fd/1", "/proc/self/fd/2"] {
         if std::fs::metadata(fd).is_ok_and(|m| m.is_file())
             && let Ok(target) = std::fs::read_link(fd)

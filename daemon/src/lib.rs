@@ -4,5 +4,7 @@
 pub mod daemon;
 #[cfg(test)]
 mod fuzz;
+mod metrics;
 pub mod proxy;
+pub mod retention;
 pub(crate) mod rpc;

@@ -9,6 +9,7 @@ use ctxd_pipeline::limits::Limits;
 use tracing_subscriber::EnvFilter;
 
 mod config_file;
+mod log_file;
 
 /// A compile, an import and an append allocate and free many small blocks (records,
 /// content blocks, JSON values); mimalloc does that markedly faster than the system's
@@ -71,12 +72,40 @@ struct Args {
     /// Milliseconds between WebSocket pings; a socket silent for three is closed.
     #[arg(long, env = "CTXD_WS_PING_INTERVAL_MS", default_value_t = Limits::default().ws_ping_interval.as_millis() as u64)]
     ws_ping_interval_ms: u64,
-    /// Log filter (tracing EnvFilter syntax); also read from CTXD_LOG.
+    /// Log filter (tracing EnvFilter syntax: a default level, then `target=level` per
+    /// module, e.g. `info,ctxd_engine=debug`); also read from CTXD_LOG.
     #[arg(long, env = "CTXD_LOG", default_value = "info")]
     log: String,
+    /// Write the log to this file (a relative path is in the home) instead of stderr,
+    /// rotated by size: `FILE.1` is the newest rotated copy.
+    #[arg(long, env = "CTXD_LOG_FILE")]
+    log_file: Option<PathBuf>,
+    /// Size in bytes past which the log file is rotated.
+    #[arg(long, env = "CTXD_LOG_MAX_BYTES", default_value_t = 10 << 20, value_parser = clap::value_parser!(u64).range(log_file::MIN_MAX_BYTES..=1 << 40))]
+    log_max_bytes: u64,
+    /// Rotated log files kept besides the current one; older ones are deleted.
+    #[arg(long, env = "CTXD_LOG_MAX_FILES", default_value_t = 5, value_parser = clap::value_parser!(u16).range(1..=1000))]
+    log_max_files: u16,
     /// Log line format: `text` for people, `json` (one object per line) for collectors.
     #[arg(long, env = "CTXD_LOG_FORMAT", value_enum, default_value_t = LogFormat::Text)]
     log_format: LogFormat,
+    /// Retention run by the daemon: delete the sessions (with their sub-agents' threads
+    /// and files) not updated for this many days, at start and then every
+    /// `--retention-interval-secs`. Off when neither this nor `--retention-max-store-bytes`
+    /// is given.
+    #[arg(long, env = "CTXD_RETENTION_IDLE_DAYS", value_parser = clap::value_parser!(u32).range(1..=1_000_000))]
+    retention_idle_days: Option<u32>,
+    /// Retention run by the daemon: then delete the least recently updated sessions until
+    /// the stored JSON of the rest's records is at most this many bytes.
+    #[arg(long, env = "CTXD_RETENTION_MAX_STORE_BYTES")]
+    retention_max_store_bytes: Option<u64>,
+    /// Seconds between two retention passes.
+    #[arg(long, env = "CTXD_RETENTION_INTERVAL_SECS", default_value_t = 3600, value_parser = clap::value_parser!(u64).range(1..=31_536_000))]
+    retention_interval_secs: u64,
+    /// Serve the metrics of `daemon.metrics` as `GET /metrics` (Prometheus text format) on
+    /// this TCP address, e.g. `127.0.0.1:9187`. Off by default.
+    #[arg(long, env = "CTXD_METRICS")]
+    metrics: Option<std::net::SocketAddr>,
     /// Print the effective configuration (flags, then the environment, then
     /// `CTXD_HOME/config.toml`, then the defaults) as TOML, passwords masked, and exit.
     #[arg(long)]
@@ -185,19 +214,63 @@ fn url_has_password(url: &str) -> bool {
     in_userinfo || in_query
 }
 
-/// The log filter of `--log` / `CTXD_LOG` (EnvFilter syntax, `info` when it does not
-/// parse), with the body-logging targets capped.
-fn log_filter(spec: &str) -> EnvFilter {
-    let mut filter = EnvFilter::try_new(spec).unwrap_or_else(|_| EnvFilter::new("info"));
+/// The log filter of `--log` / `CTXD_LOG` (EnvFilter syntax), with the body-logging
+/// targets capped. A filter that does not parse is an error: a daemon meant to log a
+/// module at `debug` that silently logged at `info` would be found out too late.
+///
+/// A cap is a directive `target=level`, which sets that target's level rather than
+/// lowering it; so it is added only when the filter asks somewhere for more than the cap
+/// (then the capped targets log at the cap). Under `info` those targets stay at `info`
+/// instead of logging every connection at `debug`.
+fn log_filter(spec: &str) -> anyhow::Result<EnvFilter> {
+    use tracing_subscriber::filter::LevelFilter;
+    let mut filter = EnvFilter::builder()
+        .parse(spec)
+        .with_context(|| format!("log / CTXD_LOG: {spec:?} is not a log filter"))?;
+    let asked = filter.max_level_hint().unwrap_or(LevelFilter::TRACE);
     for (target, level) in BODY_LOGGING_TARGETS
         .into_iter()
         .chain(PER_EVENT_LOGGING_TARGETS)
     {
-        if let Ok(d) = format!("{target}={level}").parse() {
+        let cap: LevelFilter = level.parse().unwrap_or(LevelFilter::INFO);
+        if asked > cap
+            && let Ok(d) = format!("{target}={level}").parse()
+        {
             filter = filter.add_directive(d);
         }
     }
-    filter
+    Ok(filter)
+}
+
+/// Starts logging: to stderr, or to the rotated file of `--log-file`. Returns the paths
+/// the log file may occupy (none on stderr).
+fn init_logging(args: &Args) -> anyhow::Result<Vec<PathBuf>> {
+    let filter = log_filter(&args.log)?;
+    let Some(file) = &args.log_file else {
+        let logs = tracing_subscriber::fmt()
+            .with_env_filter(filter)
+            .with_writer(|| LossyStderr);
+        match args.log_format {
+            LogFormat::Text => logs
+                .with_ansi(std::io::IsTerminal::is_terminal(&std::io::stderr()))
+                .init(),
+            LogFormat::Json => logs.json().init(),
+        }
+        return Ok(Vec::new());
+    };
+    let home = ctxd::daemon::Paths::resolve(args.home.clone(), None)?.home;
+    let path = home.join(file);
+    let max_files = usize::from(args.log_max_files);
+    let writer = log_file::LogFile::open(&path, args.log_max_bytes, max_files)?;
+    let logs = tracing_subscriber::fmt()
+        .with_env_filter(filter)
+        .with_ansi(false)
+        .with_writer(writer);
+    match args.log_format {
+        LogFormat::Text => logs.init(),
+        LogFormat::Json => logs.json().init(),
+    }
+    Ok(log_file::LogFile::paths(&path, max_files))
 }
 
 /// The configuration a daemon would run with, as TOML a config file could hold (plus the
@@ -246,6 +319,24 @@ fn effective_config(
     t.insert("request_timeout_ms".into(), int(args.request_timeout_ms)?);
     t.insert("ws_ping_interval_ms".into(), int(args.ws_ping_interval_ms)?);
     t.insert("log".into(), Value::String(args.log.clone()));
+    if let Some(f) = &args.log_file {
+        t.insert("log_file".into(), path(&paths.home.join(f)));
+    }
+    t.insert("log_max_bytes".into(), int(args.log_max_bytes)?);
+    t.insert("log_max_files".into(), int(u64::from(args.log_max_files))?);
+    if let Some(d) = args.retention_idle_days {
+        t.insert("retention_idle_days".into(), int(u64::from(d))?);
+    }
+    if let Some(b) = args.retention_max_store_bytes {
+        t.insert("retention_max_store_bytes".into(), int(b)?);
+    }
+    if let Some(addr) = args.metrics {
+        t.insert("metrics".into(), Value::String(addr.to_string()));
+    }
+    t.insert(
+        "retention_interval_secs".into(),
+        int(args.retention_interval_secs)?,
+    );
     let format = match args.log_format {
         LogFormat::Text => "text",
         LogFormat::Json => "json",
@@ -258,8 +349,18 @@ fn effective_config(
     ))
 }
 
-#[tokio::main]
-async fn main() -> anyhow::Result<()> {
+fn main() -> anyhow::Result<()> {
+    // First, while this is the only thread: taking it clears `LISTEN_*` from the
+    // environment, which is unsound once other threads may read it.
+    let inherited = ctxd::daemon::inherited_listener()?;
+    tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+        .context("start the runtime")?
+        .block_on(daemon_main(inherited))
+}
+
+async fn daemon_main(inherited: Option<std::os::unix::net::UnixListener>) -> anyhow::Result<()> {
     let argv: Vec<std::ffi::OsString> = std::env::args_os().collect();
     let cmd = <Args as clap::CommandFactory>::command();
     // Once for the home (where the config file is) and for what the command line and the
@@ -284,15 +385,7 @@ async fn main() -> anyhow::Result<()> {
         print!("{}", effective_config(&args, &paths, &config_path)?);
         return Ok(());
     }
-    let logs = tracing_subscriber::fmt()
-        .with_env_filter(log_filter(&args.log))
-        .with_writer(|| LossyStderr);
-    match args.log_format {
-        LogFormat::Text => logs
-            .with_ansi(std::io::IsTerminal::is_terminal(&std::io::stderr()))
-            .init(),
-        LogFormat::Json => logs.json().init(),
-    }
+    let log_files = init_logging(&args)?;
     // A write past RLIMIT_FSIZE raises SIGXFSZ, whose default action kills the daemon;
     // with a handler installed the write fails with EFBIG and reaches the caller as a
     // storage error like any other full disk.
@@ -354,6 +447,14 @@ async fn main() -> anyhow::Result<()> {
             ws_ping_interval: Duration::from_millis(args.ws_ping_interval_ms.max(1)),
         },
         store,
+        log_files,
+        retention: Some(ctxd::retention::RetentionOptions {
+            idle_days: args.retention_idle_days,
+            max_store_bytes: args.retention_max_store_bytes,
+            every: Duration::from_secs(args.retention_interval_secs),
+        }),
+        metrics: args.metrics,
+        listener: inherited,
         http: args.http.map(|addr| ctxd::proxy::ProxyOptions {
             addr,
             upstream_anthropic: args.upstream_anthropic,
@@ -373,10 +474,30 @@ mod tests {
     #[test]
     fn the_watchers_per_event_lines_are_not_logged_even_at_trace() {
         for spec in ["trace", "notify=trace", "info,notify=trace"] {
-            let filter = log_filter(spec).to_string();
+            let filter = log_filter(spec).unwrap().to_string();
             assert!(filter.contains("notify=debug"), "{spec}: {filter}");
             assert!(!filter.contains("notify=trace"), "{spec}: {filter}");
         }
+    }
+
+    #[test]
+    fn caps_never_raise_a_level() {
+        for spec in ["info", "warn", "info,ctxd_engine=debug"] {
+            let filter = log_filter(spec).unwrap().to_string();
+            assert!(!filter.contains("jsonrpsee"), "{spec}: {filter}");
+        }
+        let filter = log_filter("info,jsonrpsee-server=trace")
+            .unwrap()
+            .to_string();
+        assert!(filter.contains("jsonrpsee-server=debug"), "{filter}");
+        assert!(!filter.contains("jsonrpsee-server=trace"), "{filter}");
+    }
+
+    #[test]
+    fn a_filter_that_does_not_parse_is_an_error() {
+        assert!(log_filter("info,ctxd_engine=debug").is_ok());
+        let e = log_filter("info,ctxd_engine=loud").unwrap_err().to_string();
+        assert!(e.contains("CTXD_LOG"), "{e}");
     }
 
     #[test]

@@ -13,4 +13,6 @@ mod safe_read;
 pub mod validate;
 pub(crate) mod watch;
 
-pub use engine::{DiscoveryDefaults, EVENT_BUFFER, Emitted, Engine, Subscription, as_caller};
+pub use engine::{
+    DiscoveryDefaults, EVENT_BUFFER, Emitted, Engine, Subscription, TurnStats, as_caller,
+};

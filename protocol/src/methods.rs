@@ -58,6 +58,8 @@ macro_rules! with_methods {
                 "Write a consistent copy of the SQLite store to a new file while the daemon runs (a PostgreSQL store answers an error pointing to pg_dump).";
             DAEMON_GC DaemonGc daemon_gc = "daemon.gc" ($crate::GcParams) -> $crate::GcResponse:
                 "Delete sessions idle for idle_days, then the least recently updated until the rest fit max_store_bytes; dry_run only says which.";
+            DAEMON_METRICS DaemonMetrics daemon_metrics = "daemon.metrics" ($crate::NoParams) -> $crate::MetricsResponse:
+                "The daemon's counters and gauges in the Prometheus text format: calls and errors by method, call latencies, sessions stored and loaded, store size, context.send turns and tokens, retention, the front door's traffic, uptime.";
             SESSION_CREATE SessionCreate session_create = "session.create" ($crate::SessionCreateParams) -> $crate::SessionCreateResponse:
                 "Create a session for a working directory.";
             SESSION_LIST SessionList session_list = "session.list" ($crate::SessionListParams) -> $crate::SessionListResponse:
@@ -390,6 +392,14 @@ pub struct BackupResponse {
     pub bytes: u64,
     /// How long the copy took.
     pub elapsed_ms: u64,
+}
+
+/// `daemon.metrics`: the metrics as a Prometheus scrape would read them.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+pub struct MetricsResponse {
+    /// Prometheus text exposition format 0.0.4 (`# HELP`, `# TYPE`, then one sample a
+    /// line), the metrics named `ctxd_*`.
+    pub text: String,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]

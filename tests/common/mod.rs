@@ -622,3 +622,24 @@ impl Drop for ScriptedModel {
         let _ = self.child.wait();
     }
 }
+
+/// The value of the sample `name` with `labels` (all of them, in any order) in a
+/// Prometheus text exposition (`daemon.metrics`); `None` when absent.
+pub fn metric(text: &str, name: &str, labels: &[(&str, &str)]) -> Option<f64> {
+    text.lines()
+        .filter(|l| !l.starts_with('#'))
+        .find_map(|line| {
+            let (series, value) = line.rsplit_once(' ')?;
+            let (sample, rest) = match series.split_once('{') {
+                Some((s, rest)) => (s, rest.strip_suffix('}')?),
+                None => (series, ""),
+            };
+            let have: Vec<&str> = rest.split(',').filter(|p| !p.is_empty()).collect();
+            let all = labels
+                .iter()
+                .all(|(k, v)| have.contains(&format!("{k}=\"{v}\"").as_str()));
+            (sample == name && all && have.len() == labels.len())
+                .then(|| value.parse().ok())
+                .flatten()
+        })
+}

@@ -1,4 +1,4 @@
-//! `ctx daemon status|stop`.
+//! `ctx daemon status|metrics|stop`.
 
 use anyhow::Result;
 use clap::Subcommand;
@@ -11,6 +11,9 @@ use crate::output::{outln, print_json};
 pub enum DaemonCmd {
     /// Protocol version, paths, uptime.
     Status,
+    /// The daemon's metrics in the Prometheus text format (calls and errors by method,
+    /// sessions, store size, context.send turns and tokens, retention, uptime).
+    Metrics,
     /// Stop the daemon (never starts one).
     Stop,
 }
@@ -36,6 +39,20 @@ pub async fn run(ctx: &Ctx, cmd: &DaemonCmd) -> Result<()> {
                     s.home,
                     s.sessions
                 );
+            }
+        }
+        DaemonCmd::Metrics => {
+            let m = ctx
+                .connect()
+                .await?
+                .daemon_metrics(ctxd_protocol::NoParams {})
+                .await?;
+            if ctx.json {
+                print_json(&m)?;
+            } else {
+                // The text ends with its own newline.
+                use std::io::Write as _;
+                std::io::stdout().lock().write_all(m.text.as_bytes())?;
             }
         }
         DaemonCmd::Stop => {

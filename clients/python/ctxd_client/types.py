@@ -446,6 +446,14 @@ class MessageInput(_MessageInputRequired, _MessageInputOptional):
     """
 
 
+_MetricsResponseRequired = TypedDict("_MetricsResponseRequired", {"text": "str"})
+_MetricsResponseOptional = TypedDict("_MetricsResponseOptional", {}, total=False)
+
+
+class MetricsResponse(_MetricsResponseRequired, _MetricsResponseOptional):
+    """`daemon.metrics`: the metrics as a Prometheus scrape would read them."""
+
+
 _MicrocompactReportRequired = TypedDict("_MicrocompactReportRequired", {"cache_edits_added": "List[str]", "cache_edits_pinned": "int", "time_based_cleared": "List[str]"})
 _MicrocompactReportOptional = TypedDict("_MicrocompactReportOptional", {"policy_cleared": "List[PolicyClear]"}, total=False)
 
@@ -968,6 +976,11 @@ class Methods:
         params = {k: v for k, v in [("dry_run", dry_run), ("idle_days", idle_days), ("max_store_bytes", max_store_bytes), ("now", now)] if v is not None}
         return self.call("daemon.gc", **params)
 
+    def daemon_metrics(self) -> MetricsResponse:
+        """The daemon's counters and gauges in the Prometheus text format: calls and errors by method, call latencies, sessions stored and loaded, store size, context.send turns and tokens, retention, the front door's traffic, uptime."""
+        params: Dict[str, Any] = {}
+        return self.call("daemon.metrics", **params)
+
     def session_create(self, *, cwd: str, additional_directories: Optional[List[str]] = None, model: Optional[ModelProfile] = None, no_git: Optional[bool] = None, settings: Optional[SessionSettings] = None, start_date: Optional[str] = None, system: Optional[SystemPrompt] = None, title: Optional[str] = None, tools: Optional[List[ToolSpec]] = None) -> SessionCreateResponse:
         """Create a session for a working directory."""
         params = {k: v for k, v in [("cwd", cwd), ("additional_directories", additional_directories), ("model", model), ("no_git", no_git), ("settings", settings), ("start_date", start_date), ("system", system), ("title", title), ("tools", tools)] if v is not None}
@@ -1334,6 +1347,11 @@ class AsyncMethods:
         """Delete sessions idle for idle_days, then the least recently updated until the rest fit max_store_bytes; dry_run only says which."""
         params = {k: v for k, v in [("dry_run", dry_run), ("idle_days", idle_days), ("max_store_bytes", max_store_bytes), ("now", now)] if v is not None}
         return await self.call("daemon.gc", **params)
+
+    async def daemon_metrics(self) -> MetricsResponse:
+        """The daemon's counters and gauges in the Prometheus text format: calls and errors by method, call latencies, sessions stored and loaded, store size, context.send turns and tokens, retention, the front door's traffic, uptime."""
+        params: Dict[str, Any] = {}
+        return await self.call("daemon.metrics", **params)
 
     async def session_create(self, *, cwd: str, additional_directories: Optional[List[str]] = None, model: Optional[ModelProfile] = None, no_git: Optional[bool] = None, settings: Optional[SessionSettings] = None, start_date: Optional[str] = None, system: Optional[SystemPrompt] = None, title: Optional[str] = None, tools: Optional[List[ToolSpec]] = None) -> SessionCreateResponse:
         """Create a session for a working directory."""

@@ -21,6 +21,10 @@ pub(crate) struct RpcContext {
     pub(crate) socket: PathBuf,
     /// The HTTP front door, when `--http` started one.
     pub(crate) proxy: Option<Arc<crate::proxy::Proxy>>,
+    /// What the retention worker did, for `daemon.metrics`.
+    pub(crate) retention: Arc<crate::retention::RetentionStats>,
+    /// Calls counted as they are answered, for `daemon.metrics`.
+    pub(crate) metrics: Arc<crate::metrics::Metrics>,
 }
 
 /// Decodes by-name params, naming the offending field on failure. Absent params decode
@@ -50,28 +54,57 @@ pub(super) fn caller_of(ext: &jsonrpsee::Extensions) -> Option<u64> {
     ext.get::<jsonrpsee::ConnectionId>().map(|c| c.0 as u64)
 }
 
+/// Counts an answered call of `method` in the daemon's metrics.
+pub(crate) fn count<T>(
+    metrics: &crate::metrics::Metrics,
+    method: &str,
+    started: std::time::Instant,
+    r: &Result<T, ErrorObjectOwned>,
+) {
+    metrics.call(
+        method,
+        r.as_ref().err().map(|e| e.code()),
+        started.elapsed(),
+    );
+}
+
 /// Registers an engine call for the table's `$method` (a marker of
 /// `ctxd_protocol::method`): params decoded by name as the table's params type (naming the
 /// bad field), the call run as its connection (so the events it causes are `own` there),
-/// its answer checked against the table's result type, engine errors mapped. Every
-/// method that reaches the engine is registered through this.
+/// its answer checked against the table's result type, engine errors mapped, the call
+/// counted in the metrics. Every method that reaches the engine is registered through
+/// this.
 macro_rules! async_method {
     ($module:expr, $method:ty, |$ctx:ident, $p:ident| $body:expr) => {
         $module.register_async_method(
             <$method as ctxd_protocol::Method>::NAME,
             |params, $ctx, ext| async move {
-                let $p: <$method as ctxd_protocol::Method>::Params =
-                    $crate::rpc::context::parse(&params)?;
-                // The params' text is a copy of the request's: not kept through the call
-                // (an import's is the whole transcript).
-                drop(params);
-                let call = async { $body };
-                let r: ctxd_store::error::Result<<$method as ctxd_protocol::Method>::Result> =
-                    match $crate::rpc::context::caller_of(&ext) {
-                        Some(caller) => ctxd_engine::as_caller(caller, call).await,
-                        None => call.await,
-                    };
-                r.map_err($crate::rpc::to_rpc_error)
+                let started = std::time::Instant::now();
+                let answered: Result<
+                    <$method as ctxd_protocol::Method>::Result,
+                    jsonrpsee::types::ErrorObjectOwned,
+                > = async {
+                    let $p: <$method as ctxd_protocol::Method>::Params =
+                        $crate::rpc::context::parse(&params)?;
+                    // The params' text is a copy of the request's: not kept through the
+                    // call (an import's is the whole transcript).
+                    drop(params);
+                    let call = async { $body };
+                    let r: ctxd_store::error::Result<<$method as ctxd_protocol::Method>::Result> =
+                        match $crate::rpc::context::caller_of(&ext) {
+                            Some(caller) => ctxd_engine::as_caller(caller, call).await,
+                            None => call.await,
+                        };
+                    r.map_err($crate::rpc::to_rpc_error)
+                }
+                .await;
+                $crate::rpc::context::count(
+                    &$ctx.metrics,
+                    <$method as ctxd_protocol::Method>::NAME,
+                    started,
+                    &answered,
+                );
+                answered
             },
         )
     };
@@ -86,10 +119,23 @@ macro_rules! sync_method {
         $module.register_method(
             <$method as ctxd_protocol::Method>::NAME,
             |params, $ctx, _| {
-                let $p: <$method as ctxd_protocol::Method>::Params =
-                    $crate::rpc::context::parse(&params)?;
-                let r: Result<<$method as ctxd_protocol::Method>::Result, ErrorObjectOwned> = $body;
-                r
+                let started = std::time::Instant::now();
+                let answered = (|| {
+                    let $p: <$method as ctxd_protocol::Method>::Params =
+                        $crate::rpc::context::parse(&params)?;
+                    let r: Result<
+                        <$method as ctxd_protocol::Method>::Result,
+                        jsonrpsee::types::ErrorObjectOwned,
+                    > = $body;
+                    r
+                })();
+                $crate::rpc::context::count(
+                    &$ctx.metrics,
+                    <$method as ctxd_protocol::Method>::NAME,
+                    started,
+                    &answered,
+                );
+                answered
             },
         )
     };

@@ -5,7 +5,7 @@ use jsonrpsee::RpcModule;
 use jsonrpsee::types::ErrorObjectOwned;
 use serde_json::json;
 
-use super::context::{RpcContext, async_method, parse, sync_method};
+use super::context::{RpcContext, async_method, sync_method};
 use super::to_rpc_error;
 
 type RpcResult<T> = Result<T, ErrorObjectOwned>;
@@ -31,8 +31,7 @@ pub(crate) fn build_module(
     let mut m = RpcModule::new(ctx);
 
     sync_method!(m, method::DaemonInitialize, |ctx, p| initialize(ctx, p))?;
-    m.register_async_method(method::DaemonStatus::NAME, |params, ctx, _| async move {
-        let _: <method::DaemonStatus as Method>::Params = parse(&params)?;
+    async_method!(m, method::DaemonStatus, |ctx, _p| {
         // The status answers while the store does not, and says so.
         let (sessions, store_error) =
             match tokio::time::timeout(STATUS_STORE_WAIT, ctx.engine.session_count()).await {
@@ -46,7 +45,7 @@ pub(crate) fn build_module(
                     )),
                 ),
             };
-        RpcResult::Ok(DaemonStatus {
+        Ok(DaemonStatus {
             protocol_version: PROTOCOL_VERSION.into(),
             daemon_version: env!("CARGO_PKG_VERSION").into(),
             pid: std::process::id(),
@@ -101,6 +100,12 @@ pub(crate) fn build_module(
 
     async_method!(m, method::DaemonBackup, |ctx, p| ctx.engine.backup(p).await)?;
     async_method!(m, method::DaemonGc, |ctx, p| ctx.engine.gc(p).await)?;
+    async_method!(m, method::DaemonMetrics, |ctx, _p| Ok(MetricsResponse {
+        text: ctx
+            .metrics
+            .render(&ctx.engine, &ctx.retention, ctx.proxy.as_deref())
+            .await,
+    }))?;
     async_method!(m, method::SessionCreate, |ctx, p| ctx
         .engine
         .create_session(p)
@@ -370,6 +375,8 @@ mod tests {
             shutdown: Arc::new(Notify::new()),
             socket: dir.path().join("s"),
             proxy: None,
+            retention: Default::default(),
+            metrics: Arc::new(crate::metrics::Metrics::new(None).unwrap()),
         })
         .unwrap();
         let registered: BTreeSet<String> = module.method_names().map(str::to_string).collect();

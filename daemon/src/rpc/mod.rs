@@ -22,6 +22,7 @@ pub(crate) use context::RpcContext;
 #[cfg(test)]
 pub(crate) use context::parse as parse_params;
 pub(crate) use methods::build_module;
+pub(crate) use outbox::status as websocket_status;
 pub(crate) use server::serve;
 
 use ctxd_protocol as proto;

@@ -295,6 +295,8 @@ mod tests {
             shutdown: Arc::new(Notify::new()),
             socket: dir.path().join("s"),
             proxy: None,
+            retention: Default::default(),
+            metrics: Arc::new(crate::metrics::Metrics::new(None).unwrap()),
         })
         .unwrap();
         let sid = engine

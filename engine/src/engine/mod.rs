@@ -15,6 +15,7 @@ pub(crate) mod test_support;
 mod turn;
 mod watches;
 
+pub use send::TurnStats;
 pub use session::cells::EVENT_BUFFER;
 pub(crate) use session::cells::SessionCell;
 pub use session::cells::Subscription;

@@ -4,6 +4,7 @@
 //! at a time per session; nothing is appended when the provider fails.
 
 use std::collections::HashMap;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 
 use tokio::sync::Notify;
@@ -14,9 +15,71 @@ use crate::engine::Engine;
 use crate::providers::stream::{self, StreamError};
 use ctxd_store::error::{Error, Result};
 
-/// The sessions with a turn running, each with what cancels it.
+/// The sessions with a turn running, each with what cancels it, and what the turns
+/// since the start did.
 #[derive(Default)]
-pub(crate) struct Turns(Mutex<HashMap<String, Arc<Notify>>>);
+pub(crate) struct Turns(Mutex<HashMap<String, Arc<Notify>>>, TurnCounters);
+
+/// What the `context.send` turns since the daemon started did, summed (saturating).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct TurnStats {
+    /// Turns that appended the provider's answer.
+    pub answered: u64,
+    /// Turns that failed (at the provider, cancelled, or refused before the call).
+    pub failed: u64,
+    /// Provider retries of the answered turns.
+    pub retries: u64,
+    /// Answered turns that recovered from a too-long request.
+    pub recovered: u64,
+    /// The answers' `usage`, summed.
+    pub input_tokens: u64,
+    pub output_tokens: u64,
+    pub cache_read_input_tokens: u64,
+    pub cache_creation_input_tokens: u64,
+}
+
+#[derive(Default)]
+struct TurnCounters([AtomicU64; 8]);
+
+impl TurnCounters {
+    fn add(&self, i: usize, n: u64) {
+        // Saturating: a counter that wrapped would read as a reset.
+        let _ = self.0[i].fetch_update(Ordering::Relaxed, Ordering::Relaxed, |v| {
+            Some(v.saturating_add(n))
+        });
+    }
+
+    fn record(&self, result: &Result<SendResponse>) {
+        match result {
+            Ok(r) => {
+                self.add(0, 1);
+                self.add(2, u64::from(r.retries));
+                self.add(3, u64::from(r.recovery.is_some()));
+                if let Some(u) = &r.usage {
+                    self.add(4, u.input_tokens);
+                    self.add(5, u.output_tokens);
+                    self.add(6, u.cache_read_input_tokens);
+                    self.add(7, u.cache_creation_input_tokens);
+                }
+            }
+            Err(_) => self.add(1, 1),
+        }
+    }
+
+    fn snapshot(&self) -> TurnStats {
+        let v = |i: usize| self.0[i].load(Ordering::Relaxed);
+        TurnStats {
+            answered: v(0),
+            failed: v(1),
+            retries: v(2),
+            recovered: v(3),
+            input_tokens: v(4),
+            output_tokens: v(5),
+            cache_read_input_tokens: v(6),
+            cache_creation_input_tokens: v(7),
+        }
+    }
+}
 
 /// A running turn; the session is free again when it goes.
 struct Turn<'a> {
@@ -74,6 +137,11 @@ impl Turns {
 }
 
 impl Engine {
+    /// What the `context.send` turns since the start did (for `daemon.metrics`).
+    pub fn turn_stats(&self) -> TurnStats {
+        self.turns.1.snapshot()
+    }
+
     /// `context.cancel`: the running turn's provider call stops; nothing is appended.
     pub async fn cancel_turn(&self, p: SessionIdParams) -> Result<AckResponse> {
         self.get_session(&p.session_id).await?;
@@ -124,6 +192,16 @@ impl Engine {
     }
 
     async fn run_turn(
+        &self,
+        p: SendParams,
+        progress: Option<&stream::Progress>,
+    ) -> Result<SendResponse> {
+        let result = self.run_turn_once(p, progress).await;
+        self.turns.1.record(&result);
+        result
+    }
+
+    async fn run_turn_once(
         &self,
         mut p: SendParams,
         progress: Option<&stream::Progress>,
