@@ -5,13 +5,19 @@
 
 use std::process::Command;
 
+fn import_graph(tree: Option<&std::path::Path>) -> std::process::Output {
+    let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("..");
+    let mut cmd = Command::new("python3");
+    cmd.arg(root.join("scripts/import-graph.py")).arg("--edges");
+    if let Some(tree) = tree {
+        cmd.env("CTXD_ROOT", tree);
+    }
+    cmd.output().expect("python3 runs")
+}
+
 #[test]
 fn no_module_cycles_and_no_upward_arrows() {
-    let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("..");
-    let out = Command::new("python3")
-        .arg(root.join("scripts/import-graph.py"))
-        .output()
-        .expect("python3 runs");
+    let out = import_graph(None);
     let report = String::from_utf8_lossy(&out.stdout);
     assert!(
         out.status.success(),
@@ -33,4 +39,45 @@ fn no_module_cycles_and_no_upward_arrows() {
     ] {
         assert!(report.contains(arrow), "{arrow} missing from:\n{report}");
     }
+}
+
+/// The check can fail: two modules that name each other only by paths inside code (no
+/// `use` line) are a cycle, and a leaf of the engine crate naming `engine` is an arrow
+/// up a layer.
+#[test]
+fn an_injected_cycle_and_an_upward_arrow_are_found() {
+    let tree = tempfile::tempdir().expect("a temp dir");
+    let files = [
+        ("pipeline/src/lib.rs", "pub mod a;\npub mod b;\n"),
+        (
+            "pipeline/src/a.rs",
+            "pub fn f() -> u32 {\n    super::b::g()\n}\n",
+        ),
+        (
+            "pipeline/src/b.rs",
+            "pub fn g() -> u32 {\n    1\n}\npub fn h() -> u32 {\n    crate::a::f()\n}\n",
+        ),
+        ("engine/src/lib.rs", "pub mod engine;\npub mod watch;\n"),
+        ("engine/src/engine.rs", "pub fn run() {}\n"),
+        (
+            "engine/src/watch.rs",
+            "pub fn w() {\n    crate::engine::run()\n}\n",
+        ),
+    ];
+    for (path, text) in files {
+        let path = tree.path().join(path);
+        std::fs::create_dir_all(path.parent().expect("a parent")).expect("a dir");
+        std::fs::write(path, text).expect("written");
+    }
+    let out = import_graph(Some(tree.path()));
+    let report = String::from_utf8_lossy(&out.stdout);
+    assert!(!out.status.success(), "{report}");
+    assert!(
+        report.contains("cycles: 1") && report.contains("ctxd_pipeline::a <-> ctxd_pipeline::b"),
+        "{report}"
+    );
+    assert!(
+        report.contains("upward arrows: 1") && report.contains("ctxd_engine::watch -> engine"),
+        "{report}"
+    );
 }
