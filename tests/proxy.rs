@@ -1218,3 +1218,151 @@ async fn past_its_connections_the_front_door_answers_overloaded_and_forwards_not
     assert_eq!(e["error"]["type"], "overloaded_error", "{e}");
     up.verify().await;
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_conversation_continues_in_its_session_after_a_restart() {
+    let up = MockServer::start().await;
+    Mock::given(method("POST"))
+        .and(wiremock::matchers::body_string_contains("tool_result"))
+        .respond_with(ResponseTemplate::new(200).set_body_json(message("Done.", "m2")))
+        .with_priority(1)
+        .mount(&up)
+        .await;
+    let reading = json!({"id": "m1", "type": "message", "role": "assistant", "model": "m",
+        "content": [{"type": "text", "text": "Reading."},
+                    {"type": "tool_use", "id": "toolu_r", "name": "Read", "input": {"path": "a"}}],
+        "stop_reason": "tool_use", "stop_sequence": null,
+        "usage": {"input_tokens": 10, "output_tokens": 5}});
+    Mock::given(method("POST"))
+        .respond_with(ResponseTemplate::new(200).set_body_json(reading.clone()))
+        .mount(&up)
+        .await;
+    let mut d = Daemon::start_with(&["--http", "127.0.0.1:0", "--upstream-anthropic", &up.uri()]);
+    let first = |meta: Option<&str>, text: &str| {
+        let mut b = json!({"model": "m", "max_tokens": 9,
+            "messages": [{"role": "user", "content": text}]});
+        if let Some(m) = meta {
+            b["metadata"] = json!({"user_id": m});
+        }
+        b
+    };
+    let cc = r#"{"device_id":"d","session_id":"cc-restart"}"#;
+    let conversations = [first(None, "by content"), first(Some(cc), "by metadata")];
+    let base = base_url(&d);
+    for body in &conversations {
+        let r = post(&format!("{base}/v1/messages"), &body.to_string(), &[]).await;
+        assert_eq!(r.status(), 200);
+        r.text().await.unwrap();
+    }
+    let before = sessions(&d);
+    assert_eq!(before.len(), 2);
+    let mut keys: Vec<&str> = before
+        .iter()
+        .map(|s| s["settings"]["proxy"]["conversation"].as_str().unwrap())
+        .collect();
+    keys.sort_unstable();
+    assert!(keys[0].starts_with("claude-code:cc-restart"), "{keys:?}");
+    assert!(keys[1].starts_with("content:"), "{keys:?}");
+    let listed = ctx(&d, &["session", "list"]);
+    assert_eq!(listed.matches("[proxied]").count(), 2, "{listed}");
+
+    assert_eq!(d.terminate().code(), Some(0));
+    d.spawn();
+    let base = base_url(&d);
+    for body in &conversations {
+        let mut next = body.clone();
+        let msgs = next["messages"].as_array_mut().unwrap();
+        msgs.push(json!({"role": "assistant", "content": reading["content"]}));
+        msgs.push(json!({"role": "user", "content": [
+            {"type": "tool_result", "tool_use_id": "toolu_r", "content": "text of a", "is_error": false},
+            {"type": "text", "text": "and now?"}]}));
+        let r = post(&format!("{base}/v1/messages"), &next.to_string(), &[]).await;
+        assert_eq!(r.status(), 200);
+        r.text().await.unwrap();
+    }
+    let after = sessions(&d);
+    assert_eq!(
+        after.len(),
+        2,
+        "no new session after the restart: {after:#?}"
+    );
+    for s in &after {
+        let recs = records(&d, s["session_id"].as_str().unwrap());
+        let kinds: Vec<&str> = recs.iter().map(|r| r["type"].as_str().unwrap()).collect();
+        assert_eq!(
+            kinds,
+            ["user", "assistant", "user", "assistant"],
+            "{recs:#?}"
+        );
+        assert_eq!(recs[2]["content"][0]["tool_use_id"], "toolu_r");
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn manage_mode_is_a_setting_of_the_session_and_the_header_overrides_it() {
+    let up = MockServer::start().await;
+    Mock::given(method("POST"))
+        .respond_with(ResponseTemplate::new(200).set_body_json(message("ok", "m")))
+        .mount(&up)
+        .await;
+    let (d, base) = front_door(&up.uri());
+    let url = format!("{base}/v1/messages");
+    // Each request extends the history by the answer and a new prompt.
+    let ok = json!({"role": "assistant", "content": message("ok", "m")["content"]});
+    let ask = |texts: &[&str]| {
+        let mut msgs = Vec::new();
+        for (i, t) in texts.iter().enumerate() {
+            if i > 0 {
+                msgs.push(ok.clone());
+            }
+            msgs.push(json!({"role": "user", "content": t}));
+        }
+        json!({"model": "m", "max_tokens": 9, "system": "Be brief.", "messages": msgs}).to_string()
+    };
+    let sent = ask(&["first"]);
+    post(&url, &sent, &[("x-ctxd-session", "conv")])
+        .await
+        .text()
+        .await
+        .unwrap();
+    let sid = sessions(&d)[0]["session_id"].as_str().unwrap().to_string();
+    assert_eq!(
+        up.received_requests().await.unwrap()[0].body,
+        sent.as_bytes()
+    );
+    ctx(&d, &["session", "set", &sid, "proxy.mode=manage"]);
+    let info = d.call("session.get", json!({"session_id": sid}));
+    assert_eq!(info["session"]["settings"]["proxy"]["mode"], "manage");
+    assert!(ctx(&d, &["session", "list"]).contains("[proxied, manage]"));
+
+    // Without the header, the session's setting: ctxd's compile goes up.
+    let sent = ask(&["first", "second"]);
+    post(&url, &sent, &[("x-ctxd-session", "conv")])
+        .await
+        .text()
+        .await
+        .unwrap();
+    let got = up.received_requests().await.unwrap();
+    assert_eq!(got.len(), 2);
+    assert_ne!(got[1].body, sent.as_bytes(), "ctxd sent its own compile");
+    let compiled: Value = serde_json::from_slice(&got[1].body).unwrap();
+    let texts = compiled["messages"].to_string();
+    assert!(
+        texts.contains("first") && texts.contains("second"),
+        "{compiled}"
+    );
+
+    // The header says otherwise: the client's bytes go up.
+    let sent = ask(&["first", "second", "third"]);
+    post(
+        &url,
+        &sent,
+        &[("x-ctxd-session", "conv"), ("x-ctxd-mode", "observe")],
+    )
+    .await
+    .text()
+    .await
+    .unwrap();
+    let got = up.received_requests().await.unwrap();
+    assert_eq!(got[2].body, sent.as_bytes());
+}

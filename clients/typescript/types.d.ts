@@ -1468,6 +1468,29 @@ export type ProviderContextManagement = {
 };
 
 /**
+ * `settings.proxy.mode`.
+ */
+export type ProxyMode = "observe" | "manage";
+
+/**
+ * `settings.proxy`.
+ */
+export type ProxySettings = {
+  /**
+   * The conversation whose traffic made the session: `header:NAME` (the
+   * `x-ctxd-session` header), `claude-code:ID` (Claude Code's session id) or
+   * `content:SHA256` (its first message). The front door finds the session by it again
+   * after a restart. Absent on a session ctxd did not make from traffic.
+   */
+  conversation?: string | null;
+  /**
+   * How the front door serves requests that go to this session when they carry no
+   * `x-ctxd-mode` header: `observe` (the default) or `manage`.
+   */
+  mode?: ProxyMode;
+};
+
+/**
  * The HTTP front door's state. Its base URLs carry the home's secret: they are for the
  * user's own shell (`ctx proxy env`), which is why only the socket's owner may ask.
  */
@@ -2136,6 +2159,12 @@ export type SessionSettings = {
    * tool results: ctxd's microcompact clears nothing.
    */
   provider_context_management?: ProviderContextManagement | null;
+  /**
+   * The HTTP front door's part (`ctxd --http`): set on every session it made from
+   * traffic, so a client tells a proxied session from others; settable on any session
+   * to serve its traffic in manage mode.
+   */
+  proxy?: ProxySettings | null;
   /**
    * Append `[id:xxxxxx]` short ids to user messages so ranges can be snipped.
    */

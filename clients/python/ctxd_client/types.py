@@ -524,6 +524,17 @@ class ProviderContextManagement(_ProviderContextManagementRequired, _ProviderCon
     """`settings.provider_context_management`."""
 
 
+ProxyMode = "Union[Literal[\"observe\"], Literal[\"manage\"]]"
+
+
+_ProxySettingsRequired = TypedDict("_ProxySettingsRequired", {})
+_ProxySettingsOptional = TypedDict("_ProxySettingsOptional", {"conversation": "Optional[str]", "mode": "ProxyMode"}, total=False)
+
+
+class ProxySettings(_ProxySettingsRequired, _ProxySettingsOptional):
+    """`settings.proxy`."""
+
+
 _ProxyStatusResponseRequired = TypedDict("_ProxyStatusResponseRequired", {"bytes_down": "int", "bytes_up": "int", "listening": "bool", "requests": "int", "sessions_seen": "int"})
 _ProxyStatusResponseOptional = TypedDict("_ProxyStatusResponseOptional", {"anthropic_base_url": "Optional[str]", "listen": "Optional[str]", "openai_base_url": "Optional[str]"}, total=False)
 
@@ -713,7 +724,7 @@ SessionNotification = "Dict[str, Any]"
 
 
 _SessionSettingsRequired = TypedDict("_SessionSettingsRequired", {})
-_SessionSettingsOptional = TypedDict("_SessionSettingsOptional", {"attachments": "AttachmentSettings", "autocompact": "Optional[bool]", "autocompact_pct_override": "Optional[int]", "blocking_limit_margin": "Optional[int]", "cache_diagnostics": "bool", "collapse": "CollapseConfig", "hooks": "HookSettings", "instructions": "InstructionSettings", "language": "Optional[str]", "lean": "LeanSettings", "memory": "MemorySettings", "microcompact": "MicrocompactSettings", "output_style": "Optional[str]", "plan_file": "Optional[str]", "plan_mode": "bool", "platform": "Optional[str]", "policy": "ContextPolicy", "provider": "Optional[ProviderConfig]", "provider_context_management": "Optional[ProviderContextManagement]", "snip_enabled": "bool", "summariser": "Optional[SummariserConfig]", "tool_result_size_overrides": "Dict[str, Any]"}, total=False)
+_SessionSettingsOptional = TypedDict("_SessionSettingsOptional", {"attachments": "AttachmentSettings", "autocompact": "Optional[bool]", "autocompact_pct_override": "Optional[int]", "blocking_limit_margin": "Optional[int]", "cache_diagnostics": "bool", "collapse": "CollapseConfig", "hooks": "HookSettings", "instructions": "InstructionSettings", "language": "Optional[str]", "lean": "LeanSettings", "memory": "MemorySettings", "microcompact": "MicrocompactSettings", "output_style": "Optional[str]", "plan_file": "Optional[str]", "plan_mode": "bool", "platform": "Optional[str]", "policy": "ContextPolicy", "provider": "Optional[ProviderConfig]", "provider_context_management": "Optional[ProviderContextManagement]", "proxy": "Optional[ProxySettings]", "snip_enabled": "bool", "summariser": "Optional[SummariserConfig]", "tool_result_size_overrides": "Dict[str, Any]"}, total=False)
 
 
 class SessionSettings(_SessionSettingsRequired, _SessionSettingsOptional):

@@ -312,10 +312,15 @@ async fn handle(proxy: &Arc<Proxy>, req: Request<Incoming>) -> Response<Body> {
         }
         headers.append(name.clone(), value.clone());
     }
-    let manage = req
-        .headers()
-        .get("x-ctxd-mode")
-        .is_some_and(|v| v.as_bytes().eq_ignore_ascii_case(b"manage"));
+    let mode_header = req.headers().get("x-ctxd-mode").and_then(|v| {
+        if v.as_bytes().eq_ignore_ascii_case(b"manage") {
+            Some(ctxd_protocol::ProxyMode::Manage)
+        } else if v.as_bytes().eq_ignore_ascii_case(b"observe") {
+            Some(ctxd_protocol::ProxyMode::Observe)
+        } else {
+            None
+        }
+    });
     let session_header = req
         .headers()
         .get("x-ctxd-session")
@@ -354,9 +359,6 @@ async fn handle(proxy: &Arc<Proxy>, req: Request<Incoming>) -> Response<Body> {
         }
     };
     proxy.requests.fetch_add(1, Ordering::Relaxed);
-    if route == Route::Messages && manage {
-        return manage::manage(proxy, &url, headers, &body, session_header).await;
-    }
     // What to record is decided before the body goes: a body that is not JSON is still
     // forwarded (the upstream says what is wrong with it) but records nothing.
     let recording = (route == Route::Messages)
@@ -366,6 +368,15 @@ async fn handle(proxy: &Arc<Proxy>, req: Request<Incoming>) -> Response<Body> {
             let key = conversation::key(session_header.as_deref(), &request)?;
             Some((key, request))
         });
+    // Without the header, the setting of the conversation's session decides.
+    let mode = match (mode_header, &recording) {
+        (Some(m), _) => m,
+        (None, Some((key, _))) => proxy.conversations.mode(key).await,
+        (None, None) => ctxd_protocol::ProxyMode::Observe,
+    };
+    if route == Route::Messages && mode == ctxd_protocol::ProxyMode::Manage {
+        return manage::manage(proxy, &url, headers, &body, session_header).await;
+    }
     let sent = body.len();
     let upstream = proxy
         .client
