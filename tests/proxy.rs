@@ -1366,3 +1366,96 @@ async fn manage_mode_is_a_setting_of_the_session_and_the_header_overrides_it() {
     let got = up.received_requests().await.unwrap();
     assert_eq!(got[2].body, sent.as_bytes());
 }
+
+/// A Messages API whose n-th answer reports `reads[n]` cache-read tokens.
+struct Reads(Vec<u64>, std::sync::atomic::AtomicUsize);
+
+impl wiremock::Respond for Reads {
+    fn respond(&self, _: &wiremock::Request) -> ResponseTemplate {
+        let n = self.1.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+        let read = self.0.get(n).copied().unwrap_or(0);
+        ResponseTemplate::new(200).set_body_json(json!({
+            "id": format!("msg_{n}"), "type": "message", "role": "assistant", "model": "claude-sonnet-4-5",
+            "content": [{"type": "text", "text": format!("answer {n}")}],
+            "stop_reason": "end_turn", "stop_sequence": null,
+            "usage": {"input_tokens": 100, "output_tokens": 5,
+                      "cache_read_input_tokens": read,
+                      "cache_creation_input_tokens": 12_000 - read}}))
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn observed_calls_are_accounted_and_their_cache_breaks_named() {
+    let up = MockServer::start().await;
+    Mock::given(method("POST"))
+        .respond_with(Reads(vec![10_000, 0, 10_000, 0], 0.into()))
+        .mount(&up)
+        .await;
+    let (d, base) = front_door(&up.uri());
+    let url = format!("{base}/v1/messages");
+    let marker = json!({"type": "ephemeral"});
+    let read = json!({"name": "Read", "description": "Reads a file",
+        "input_schema": {"type": "object", "properties": {"path": {"type": "string"}}}});
+    let grep = json!({"name": "Grep", "description": "Searches files",
+        "input_schema": {"type": "object", "properties": {"pattern": {"type": "string"}}}});
+    let mut history: Vec<Value> = Vec::new();
+    // (system, tools) of each call: the second changes the system prompt, the fourth
+    // adds a tool.
+    let frames = [
+        ("You are terse.", vec![read.clone()]),
+        ("You are terse. Today is Monday.", vec![read.clone()]),
+        ("You are terse. Today is Monday.", vec![read.clone()]),
+        ("You are terse. Today is Monday.", vec![read.clone(), grep]),
+    ];
+    for (i, (system, tools)) in frames.iter().enumerate() {
+        history.push(json!({"role": "user", "content": [
+            {"type": "text", "text": format!("question {i}"), "cache_control": marker}]}));
+        let body = json!({"model": "claude-sonnet-4-5", "max_tokens": 64,
+            "system": [{"type": "text", "text": system, "cache_control": marker}],
+            "tools": tools, "messages": history});
+        let r = post(&url, &body.to_string(), &[("x-ctxd-session", "accounted")]).await;
+        let answer: Value = r.json().await.unwrap();
+        history.push(json!({"role": "assistant", "content": answer["content"]}));
+    }
+    let listed = sessions(&d);
+    assert_eq!(listed.len(), 1, "{listed:#?}");
+    let sid = listed[0]["session_id"].as_str().unwrap();
+
+    let report = d.call("context.cache_report", json!({"session_id": sid}));
+    let calls = report["calls"].as_array().unwrap();
+    assert_eq!(calls.len(), 4, "{report:#}");
+    assert_eq!(report["breaks"], 2, "{report:#}");
+    let second = &calls[1]["cache_break"];
+    assert_eq!(second["cause"], "client_change", "{report:#}");
+    assert!(
+        second["changes"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|c| c.as_str().unwrap().starts_with("system")),
+        "{report:#}"
+    );
+    let fourth = &calls[3]["cache_break"];
+    assert_eq!(fourth["cause"], "client_change", "{report:#}");
+    assert_eq!(
+        fourth["changes"],
+        json!(["tools added: Grep"]),
+        "{report:#}"
+    );
+    // The prediction stood beside each answer's usage: nothing before the changed
+    // system prompt, the cached prefix once the frame was kept.
+    assert_eq!(calls[1]["predicted_read_tokens"], 0, "{report:#}");
+    assert!(
+        calls[2]["predicted_read_tokens"].as_u64().unwrap() > 0,
+        "{report:#}"
+    );
+    let shown = ctx(&d, &["cache", sid]);
+    assert!(shown.contains("tools added: Grep"), "{shown}");
+
+    // The window's picture starts from the last answer's usage.
+    let usage = d.call("context.usage", json!({"session_id": sid}));
+    assert!(
+        usage["used_tokens"].as_u64().unwrap() >= 12_100,
+        "{usage:#}"
+    );
+}

@@ -240,8 +240,9 @@ export type CacheCall = {
   /**
    * The drop in cache reads was expected: `compaction` (ctxd's or the provider's),
    * `cache_edit`, `time_based_microcompact`, `lean_policy`, `ttl_expiry` (the compile saw the TTL
-   * run out) or `server_context_edit` (the provider's context editing cleared part
-   * of this call's request).
+   * run out), `server_context_edit` (the provider's context editing cleared part
+   * of this call's request) or `history_edited` (a client's request through the HTTP
+   * front door whose messages differ from those it sent before).
    */
   expected_drop?: string | null;
   input_tokens: number;
@@ -303,8 +304,10 @@ export type CacheMetadata = {
    * `ttl_expiry` (the last model call answered longer ago
    * than the latched TTL: nothing is predicted read), `server_context_edit` (the
    * provider's context editing cleared part of the last request: it rewrites the
-   * prefix from the first cleared result), or `uncached_section:NAME` (an uncached
-   * system section changed; `metadata.uncached_sections` gives its reason).
+   * prefix from the first cleared result), `uncached_section:NAME` (an uncached
+   * system section changed; `metadata.uncached_sections` gives its reason), or, for a
+   * client's own request seen by the HTTP front door, `history_edited` (its messages
+   * differ from those it sent before).
    */
   expected_break?: string | null;
   /**

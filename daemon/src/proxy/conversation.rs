@@ -207,6 +207,13 @@ fn resumed(r: &ctxd_protocol::Record) -> Option<Resumed> {
     }
 }
 
+/// How a request the client wrote itself went upstream (observe mode).
+pub(crate) struct Sent {
+    /// The `anthropic-beta` header's betas, part of the cache key.
+    pub(crate) betas: Vec<String>,
+    pub(crate) at: chrono::DateTime<chrono::Utc>,
+}
+
 /// Which session an exchange went to, and how many records it added.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub(crate) struct Recorded {
@@ -363,6 +370,7 @@ impl Conversations {
         request: &Value,
         answer: Option<Value>,
         managed: bool,
+        sent: Option<&Sent>,
     ) -> Result<Recorded, String> {
         let messages = request
             .get("messages")
@@ -491,6 +499,17 @@ impl Conversations {
         let branch = &mut branches[index];
         *last = Some(branch.session_id.clone());
         branch.frame = frame;
+        if let Some(sent) = sent {
+            // Before the answer is appended: its usage is then judged against this
+            // request's prediction.
+            let noted = self
+                .engine
+                .note_request(&branch.session_id, request, &sent.betas, sent.at)
+                .await;
+            if let Err(e) = noted {
+                tracing::debug!(error = %e, "the request's cache key is not noted");
+            }
+        }
         let mut records = Vec::with_capacity(messages.len() - common + 2);
         if boundary {
             records.push(record_input(serde_json::json!({

@@ -312,6 +312,15 @@ async fn handle(proxy: &Arc<Proxy>, req: Request<Incoming>) -> Response<Body> {
         }
         headers.append(name.clone(), value.clone());
     }
+    let betas: Vec<String> = req
+        .headers()
+        .get_all("anthropic-beta")
+        .iter()
+        .filter_map(|v| v.to_str().ok())
+        .flat_map(|v| v.split(','))
+        .map(|b| b.trim().to_string())
+        .filter(|b| !b.is_empty())
+        .collect();
     let mode_header = req.headers().get("x-ctxd-mode").and_then(|v| {
         if v.as_bytes().eq_ignore_ascii_case(b"manage") {
             Some(ctxd_protocol::ProxyMode::Manage)
@@ -378,6 +387,7 @@ async fn handle(proxy: &Arc<Proxy>, req: Request<Incoming>) -> Response<Body> {
         return manage::manage(proxy, &url, headers, &body, session_header).await;
     }
     let sent = body.len();
+    let sent_at = chrono::Utc::now();
     let upstream = proxy
         .client
         .request(method, &url)
@@ -400,6 +410,10 @@ async fn handle(proxy: &Arc<Proxy>, req: Request<Incoming>) -> Response<Body> {
             request,
             streamed: false,
             answer_to: None,
+            sent: Some(conversation::Sent {
+                betas: betas.clone(),
+                at: sent_at,
+            }),
         }),
     )
 }
@@ -554,6 +568,8 @@ struct Recorder {
     /// Managed: the session the request's messages already went to; only the answer is
     /// left to append.
     answer_to: Option<String>,
+    /// Observed: how the client's own request went up.
+    sent: Option<conversation::Sent>,
 }
 
 impl Recorder {
@@ -599,7 +615,13 @@ impl Recorder {
                 .map(|()| session.clone()),
             None => proxy
                 .conversations
-                .record(&self.key, &self.request, Some(answer), false)
+                .record(
+                    &self.key,
+                    &self.request,
+                    Some(answer),
+                    false,
+                    self.sent.as_ref(),
+                )
                 .await
                 .map(|r| r.session_id),
         };
