@@ -1451,6 +1451,14 @@ async fn observed_calls_are_accounted_and_their_cache_breaks_named() {
     );
     let shown = ctx(&d, &["cache", sid]);
     assert!(shown.contains("tools added: Grep"), "{shown}");
+    // Priced at the catalogue's claude-sonnet-4-5 list prices ($3 in, $3.75 written,
+    // $0.30 read, $15 out per million): 2 × 10,000 read, 2,000 + 12,000 × 2 + 2,000
+    // written, 400 uncached, 20 out.
+    let expected = (400.0 * 3.0 + 28_000.0 * 3.75 + 20_000.0 * 0.3 + 20.0 * 15.0) / 1e6;
+    let cost = report["cost_usd"].as_f64().unwrap();
+    assert!((cost - expected).abs() < 1e-9, "{cost} != {expected}");
+    assert_eq!(calls[0]["model"], "claude-sonnet-4-5");
+    assert!(shown.contains(&format!("cost ${expected:.4}")), "{shown}");
 
     // The window's picture starts from the last answer's usage.
     let usage = d.call("context.usage", json!({"session_id": sid}));

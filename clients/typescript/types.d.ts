@@ -238,6 +238,12 @@ export type CacheCall = {
   cache_creation_tokens: number;
   cache_read_tokens: number;
   /**
+   * The call's cost in US dollars at the model catalogue's list prices (uncached
+   * input, cache writes by TTL, cache reads, output); absent for a model the
+   * catalogue does not list.
+   */
+  cost_usd?: number | null;
+  /**
    * The drop in cache reads was expected: `compaction` (ctxd's or the provider's),
    * `cache_edit`, `time_based_microcompact`, `lean_policy`, `ttl_expiry` (the compile saw the TTL
    * run out), `server_context_edit` (the provider's context editing cleared part
@@ -246,6 +252,10 @@ export type CacheCall = {
    */
   expected_drop?: string | null;
   input_tokens: number;
+  /**
+   * The model that answered (the response's `model`).
+   */
+  model?: string | null;
   output_tokens: number;
   /**
    * What ctxd predicted for the request of this call, when ctxd compiled it.
@@ -355,6 +365,11 @@ export type CacheReportResponse = {
    */
   breaks: number;
   calls: Array<CacheCall>;
+  /**
+   * The session's cost so far in US dollars: the sum of the calls' `cost_usd`
+   * (calls of models the catalogue does not list count nothing).
+   */
+  cost_usd?: number;
   /**
    * Calls the provider gave a verdict on (`agrees` set), and those where ctxd's
    * reading agreed with it.

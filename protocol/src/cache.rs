@@ -138,6 +138,14 @@ pub struct CacheCall {
     /// verdict (no diagnosis, still pending, previous message not found, unavailable).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub agrees: Option<bool>,
+    /// The model that answered (the response's `model`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub model: Option<String>,
+    /// The call's cost in US dollars at the model catalogue's list prices (uncached
+    /// input, cache writes by TTL, cache reads, output); absent for a model the
+    /// catalogue does not list.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cost_usd: Option<f64>,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
@@ -151,6 +159,10 @@ pub struct CacheReportResponse {
     pub diagnosed: u64,
     #[serde(default)]
     pub agreed: u64,
+    /// The session's cost so far in US dollars: the sum of the calls' `cost_usd`
+    /// (calls of models the catalogue does not list count nothing).
+    #[serde(default)]
+    pub cost_usd: f64,
 }
 
 /// `context.usage`: what fills the window now.

@@ -120,7 +120,7 @@ class CacheBreak(_CacheBreakRequired, _CacheBreakOptional):
 
 
 _CacheCallRequired = TypedDict("_CacheCallRequired", {"cache_creation_tokens": "int", "cache_read_tokens": "int", "input_tokens": "int", "output_tokens": "int", "seq": "int", "timestamp": "str", "uuid": "str"})
-_CacheCallOptional = TypedDict("_CacheCallOptional", {"agrees": "Optional[bool]", "cache_break": "Optional[CacheBreak]", "expected_drop": "Optional[str]", "predicted_read_tokens": "Optional[int]", "provider_miss_reason": "Dict[str, Any]", "server_cleared_tokens": "Optional[int]"}, total=False)
+_CacheCallOptional = TypedDict("_CacheCallOptional", {"agrees": "Optional[bool]", "cache_break": "Optional[CacheBreak]", "cost_usd": "Optional[float]", "expected_drop": "Optional[str]", "model": "Optional[str]", "predicted_read_tokens": "Optional[int]", "provider_miss_reason": "Dict[str, Any]", "server_cleared_tokens": "Optional[int]"}, total=False)
 
 
 class CacheCall(_CacheCallRequired, _CacheCallOptional):
@@ -155,7 +155,7 @@ class CacheMetadata(_CacheMetadataRequired, _CacheMetadataOptional):
 
 
 _CacheReportResponseRequired = TypedDict("_CacheReportResponseRequired", {"breaks": "int", "calls": "List[CacheCall]"})
-_CacheReportResponseOptional = TypedDict("_CacheReportResponseOptional", {"agreed": "int", "diagnosed": "int"}, total=False)
+_CacheReportResponseOptional = TypedDict("_CacheReportResponseOptional", {"agreed": "int", "cost_usd": "float", "diagnosed": "int"}, total=False)
 
 
 class CacheReportResponse(_CacheReportResponseRequired, _CacheReportResponseOptional):

@@ -314,7 +314,26 @@ impl Engine {
                 .cloned(),
         );
         let (calls, boundaries) = cache_break::calls(&l.records);
-        let calls = cache_break::analyse(&calls, &boundaries, &all);
+        let mut calls = cache_break::analyse(&calls, &boundaries, &all);
+        // Each call priced at the model that answered it, the session's when unnamed.
+        let by_uuid: std::collections::HashMap<&str, &ctxd_protocol::Record> = l
+            .records
+            .iter()
+            .filter(|r| r.usage.is_some())
+            .map(|r| (r.uuid.as_str(), r))
+            .collect();
+        let mut cost_usd = 0.0;
+        for c in &mut calls {
+            let Some(r) = by_uuid.get(c.uuid.as_str()) else {
+                continue;
+            };
+            let model = r.model.clone().unwrap_or_else(|| l.row.model.model.clone());
+            c.cost_usd = ctxd_protocol::models::lookup(&model)
+                .zip(r.usage.as_ref())
+                .map(|(e, u)| e.prices.cost(u));
+            cost_usd += c.cost_usd.unwrap_or(0.0);
+            c.model = Some(model);
+        }
         let breaks = calls.iter().filter(|c| c.cache_break.is_some()).count() as u64;
         let diagnosed = calls.iter().filter(|c| c.agrees.is_some()).count() as u64;
         let agreed = calls.iter().filter(|c| c.agrees == Some(true)).count() as u64;
@@ -323,6 +342,7 @@ impl Engine {
             breaks,
             diagnosed,
             agreed,
+            cost_usd,
         })
     }
 

@@ -384,6 +384,8 @@ pub fn analyse(calls: &[Call], boundaries: &[u64], compiles: &[Fingerprint]) -> 
                 .then_some(c.server.cleared_input_tokens),
             provider_miss_reason: asked.then(|| c.server.miss_reason()),
             agrees: None,
+            model: None,
+            cost_usd: None,
         };
         if let Some(prev) = i.checked_sub(1).map(|k| &calls[k]) {
             let (pr, cr) = (
