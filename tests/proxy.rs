@@ -1467,3 +1467,130 @@ async fn observed_calls_are_accounted_and_their_cache_breaks_named() {
         "{usage:#}"
     );
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn chat_completions_are_recorded_as_a_session_in_observe_mode() {
+    let anthropic = MockServer::start().await;
+    let openai = MockServer::start().await;
+    let chunk = |delta: Value, finish: Value| {
+        json!({"id": "c1", "object": "chat.completion.chunk", "model": "gpt-x",
+            "choices": [{"index": 0, "delta": delta, "finish_reason": finish}]})
+    };
+    let streamed: String = [
+        chunk(
+            json!({"role": "assistant", "content": null, "tool_calls": [{"index": 0, "id": "call_1",
+            "type": "function", "function": {"name": "read", "arguments": ""}}]}),
+            Value::Null,
+        ),
+        chunk(
+            json!({"tool_calls": [{"index": 0, "function": {"arguments": "{\"path\":"}}]}),
+            Value::Null,
+        ),
+        chunk(
+            json!({"tool_calls": [{"index": 0, "function": {"arguments": "\"a.txt\"}"}}]}),
+            Value::Null,
+        ),
+        chunk(json!({}), json!("tool_calls")),
+        json!({"id": "c1", "object": "chat.completion.chunk", "model": "gpt-x", "choices": [],
+            "usage": {"prompt_tokens": 40, "completion_tokens": 9,
+                      "prompt_tokens_details": {"cached_tokens": 32}}}),
+    ]
+    .iter()
+    .map(|c| format!("data: {c}\n\n"))
+    .chain(["data: [DONE]\n\n".to_string()])
+    .collect();
+    Mock::given(method("POST"))
+        .and(wiremock::matchers::body_string_contains("\"stream\":true"))
+        .respond_with(
+            ResponseTemplate::new(200).set_body_raw(streamed.clone(), "text/event-stream"),
+        )
+        .with_priority(1)
+        .mount(&openai)
+        .await;
+    let whole = json!({"id": "c2", "object": "chat.completion", "model": "gpt-x",
+        "choices": [{"index": 0, "finish_reason": "stop",
+                     "message": {"role": "assistant", "content": "a.txt says hello."}}],
+        "usage": {"prompt_tokens": 60, "completion_tokens": 5}});
+    Mock::given(method("POST"))
+        .respond_with(ResponseTemplate::new(200).set_body_json(whole.clone()))
+        .mount(&openai)
+        .await;
+    let d = Daemon::start_with(&[
+        "--http",
+        "127.0.0.1:0",
+        "--upstream-anthropic",
+        &anthropic.uri(),
+        "--upstream-openai",
+        &openai.uri(),
+    ]);
+    let status = d.call("proxy.status", json!({}));
+    let url = format!(
+        "{}/chat/completions",
+        status["openai_base_url"].as_str().unwrap()
+    );
+    let tools = json!([{"type": "function", "function": {"name": "read",
+        "description": "Reads a file", "parameters": {"type": "object"}}}]);
+    let mut messages = vec![
+        json!({"role": "system", "content": "You read files."}),
+        json!({"role": "user", "content": "What is in a.txt?"}),
+    ];
+    let sent = json!({"model": "gpt-x", "stream": true, "tools": tools, "messages": messages});
+    let sent = serde_json::to_string(&sent).unwrap();
+    let r = post(&url, &sent, &[]).await;
+    assert_eq!(r.text().await.unwrap(), streamed);
+    messages.push(
+        json!({"role": "assistant", "content": null, "tool_calls": [{"id": "call_1",
+        "type": "function", "function": {"name": "read", "arguments": "{\"path\":\"a.txt\"}"}}]}),
+    );
+    messages.push(json!({"role": "tool", "tool_call_id": "call_1", "content": "hello"}));
+    let next = json!({"model": "gpt-x", "tools": tools, "messages": messages}).to_string();
+    let r = post(&url, &next, &[]).await;
+    assert_eq!(r.json::<Value>().await.unwrap(), whole);
+    let got = openai.received_requests().await.unwrap();
+    assert_eq!(got[0].body, sent.as_bytes(), "the body went up as it came");
+    assert_eq!(got[1].body, next.as_bytes());
+
+    let listed = sessions(&d);
+    assert_eq!(listed.len(), 1, "{listed:#?}");
+    assert!(listed[0]["settings"]["proxy"]["conversation"].is_string());
+    let recs = records(&d, listed[0]["session_id"].as_str().unwrap());
+    let shape: Vec<String> = recs
+        .iter()
+        .map(|r| {
+            format!(
+                "{}:{}",
+                r["type"].as_str().unwrap(),
+                r["subtype"]
+                    .as_str()
+                    .or_else(|| r["content"][0]["type"].as_str())
+                    .unwrap_or("")
+            )
+        })
+        .collect();
+    assert_eq!(
+        shape,
+        [
+            "system:client_system_message",
+            "user:text",
+            "assistant:tool_use",
+            "user:tool_result",
+            "assistant:text"
+        ],
+        "{recs:#?}"
+    );
+    assert_eq!(
+        recs[2]["content"][0]["input"],
+        json!({"path": "a.txt"}),
+        "{recs:#?}"
+    );
+    assert_eq!(recs[2]["usage"]["cache_read_input_tokens"], 32);
+    assert_eq!(recs[2]["usage"]["input_tokens"], 8);
+    assert_eq!(recs[3]["content"][0]["tool_use_id"], "call_1");
+    assert_eq!(recs[4]["content"][0]["text"], "a.txt says hello.");
+    assert_eq!(recs[4]["usage"]["input_tokens"], 60);
+    let tools = d.call(
+        "capabilities.list_tools",
+        json!({"session_id": listed[0]["session_id"]}),
+    );
+    assert_eq!(tools["tools"][0]["name"], "read", "{tools}");
+}

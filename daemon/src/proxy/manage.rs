@@ -115,6 +115,7 @@ pub(super) async fn manage(
                 key,
                 request,
                 streamed: false,
+                chat: false,
                 answer_to: Some(session),
                 sent: None,
             }),
