@@ -1594,3 +1594,42 @@ async fn chat_completions_are_recorded_as_a_session_in_observe_mode() {
     );
     assert_eq!(tools["tools"][0]["name"], "read", "{tools}");
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_edited_history_is_an_expected_drop_named_history_edited() {
+    let up = MockServer::start().await;
+    Mock::given(method("POST"))
+        .respond_with(Reads(vec![10_000, 10_000, 0], 0.into()))
+        .mount(&up)
+        .await;
+    let (d, base) = front_door(&up.uri());
+    let url = format!("{base}/v1/messages");
+    let u = |t: &str| json!({"role": "user", "content": t});
+    let said = |n: usize| json!({"role": "assistant", "content": [{"type": "text", "text": format!("answer {n}")}]});
+    let ask = |msgs: Vec<Value>| {
+        json!({"model": "claude-sonnet-4-5", "max_tokens": 9, "system": "Be brief.",
+            "messages": msgs})
+        .to_string()
+    };
+    for body in [
+        ask(vec![u("a")]),
+        ask(vec![u("a"), said(0), u("b")]),
+        ask(vec![u("a"), said(0), u("B")]),
+    ] {
+        post(&url, &body, &[]).await.text().await.unwrap();
+    }
+    let listed = sessions(&d);
+    assert_eq!(listed.len(), 2, "{listed:#?}");
+    let fork = listed
+        .iter()
+        .find(|s| s["forked_from_uuid"].is_string())
+        .unwrap();
+    let report = d.call(
+        "context.cache_report",
+        json!({"session_id": fork["session_id"]}),
+    );
+    let last = report["calls"].as_array().unwrap().last().unwrap().clone();
+    assert_eq!(last["cache_read_tokens"], 0, "{report:#}");
+    assert_eq!(last["expected_drop"], "history_edited", "{report:#}");
+    assert_eq!(report["breaks"], 0, "{report:#}");
+}

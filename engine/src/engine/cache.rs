@@ -224,10 +224,7 @@ impl Engine {
             .as_deref()
             .is_some_and(|d| d.starts_with("messages"));
         fp.expected_break = match &l.cache.previous {
-            None if last.is_none() => Some("first_compile"),
-            // A session with calls but no request of its own before: the client's
-            // history left the one it had (a fork of an edited history).
-            None => Some(HISTORY_EDITED),
+            None => Some("first_compile"),
             Some(_) if expired => Some("ttl_expiry"),
             Some(_) if edited => Some(HISTORY_EDITED),
             Some(_) => None,
