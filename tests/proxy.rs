@@ -1218,3 +1218,418 @@ async fn past_its_connections_the_front_door_answers_overloaded_and_forwards_not
     assert_eq!(e["error"]["type"], "overloaded_error", "{e}");
     up.verify().await;
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_conversation_continues_in_its_session_after_a_restart() {
+    let up = MockServer::start().await;
+    Mock::given(method("POST"))
+        .and(wiremock::matchers::body_string_contains("tool_result"))
+        .respond_with(ResponseTemplate::new(200).set_body_json(message("Done.", "m2")))
+        .with_priority(1)
+        .mount(&up)
+        .await;
+    let reading = json!({"id": "m1", "type": "message", "role": "assistant", "model": "m",
+        "content": [{"type": "text", "text": "Reading."},
+                    {"type": "tool_use", "id": "toolu_r", "name": "Read", "input": {"path": "a"}}],
+        "stop_reason": "tool_use", "stop_sequence": null,
+        "usage": {"input_tokens": 10, "output_tokens": 5}});
+    Mock::given(method("POST"))
+        .respond_with(ResponseTemplate::new(200).set_body_json(reading.clone()))
+        .mount(&up)
+        .await;
+    let mut d = Daemon::start_with(&["--http", "127.0.0.1:0", "--upstream-anthropic", &up.uri()]);
+    let first = |meta: Option<&str>, text: &str| {
+        let mut b = json!({"model": "m", "max_tokens": 9,
+            "messages": [{"role": "user", "content": text}]});
+        if let Some(m) = meta {
+            b["metadata"] = json!({"user_id": m});
+        }
+        b
+    };
+    let cc = r#"{"device_id":"d","session_id":"cc-restart"}"#;
+    let conversations = [first(None, "by content"), first(Some(cc), "by metadata")];
+    let base = base_url(&d);
+    for body in &conversations {
+        let r = post(&format!("{base}/v1/messages"), &body.to_string(), &[]).await;
+        assert_eq!(r.status(), 200);
+        r.text().await.unwrap();
+    }
+    let before = sessions(&d);
+    assert_eq!(before.len(), 2);
+    let mut keys: Vec<&str> = before
+        .iter()
+        .map(|s| s["settings"]["proxy"]["conversation"].as_str().unwrap())
+        .collect();
+    keys.sort_unstable();
+    assert!(keys[0].starts_with("claude-code:cc-restart"), "{keys:?}");
+    assert!(keys[1].starts_with("content:"), "{keys:?}");
+    let listed = ctx(&d, &["session", "list"]);
+    assert_eq!(listed.matches("[proxied]").count(), 2, "{listed}");
+
+    assert_eq!(d.terminate().code(), Some(0));
+    d.spawn();
+    let base = base_url(&d);
+    for body in &conversations {
+        let mut next = body.clone();
+        let msgs = next["messages"].as_array_mut().unwrap();
+        msgs.push(json!({"role": "assistant", "content": reading["content"]}));
+        msgs.push(json!({"role": "user", "content": [
+            {"type": "tool_result", "tool_use_id": "toolu_r", "content": "text of a", "is_error": false},
+            {"type": "text", "text": "and now?"}]}));
+        let r = post(&format!("{base}/v1/messages"), &next.to_string(), &[]).await;
+        assert_eq!(r.status(), 200);
+        r.text().await.unwrap();
+    }
+    let after = sessions(&d);
+    assert_eq!(
+        after.len(),
+        2,
+        "no new session after the restart: {after:#?}"
+    );
+    for s in &after {
+        let recs = records(&d, s["session_id"].as_str().unwrap());
+        let kinds: Vec<&str> = recs.iter().map(|r| r["type"].as_str().unwrap()).collect();
+        assert_eq!(
+            kinds,
+            ["user", "assistant", "user", "assistant"],
+            "{recs:#?}"
+        );
+        assert_eq!(recs[2]["content"][0]["tool_use_id"], "toolu_r");
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn manage_mode_is_a_setting_of_the_session_and_the_header_overrides_it() {
+    let up = MockServer::start().await;
+    Mock::given(method("POST"))
+        .respond_with(ResponseTemplate::new(200).set_body_json(message("ok", "m")))
+        .mount(&up)
+        .await;
+    let (d, base) = front_door(&up.uri());
+    let url = format!("{base}/v1/messages");
+    // Each request extends the history by the answer and a new prompt.
+    let ok = json!({"role": "assistant", "content": message("ok", "m")["content"]});
+    let ask = |texts: &[&str]| {
+        let mut msgs = Vec::new();
+        for (i, t) in texts.iter().enumerate() {
+            if i > 0 {
+                msgs.push(ok.clone());
+            }
+            msgs.push(json!({"role": "user", "content": t}));
+        }
+        json!({"model": "m", "max_tokens": 9, "system": "Be brief.", "messages": msgs}).to_string()
+    };
+    let sent = ask(&["first"]);
+    post(&url, &sent, &[("x-ctxd-session", "conv")])
+        .await
+        .text()
+        .await
+        .unwrap();
+    let sid = sessions(&d)[0]["session_id"].as_str().unwrap().to_string();
+    assert_eq!(
+        up.received_requests().await.unwrap()[0].body,
+        sent.as_bytes()
+    );
+    ctx(&d, &["session", "set", &sid, "proxy.mode=manage"]);
+    let info = d.call("session.get", json!({"session_id": sid}));
+    assert_eq!(info["session"]["settings"]["proxy"]["mode"], "manage");
+    assert!(ctx(&d, &["session", "list"]).contains("[proxied, manage]"));
+
+    // Without the header, the session's setting: ctxd's compile goes up.
+    let sent = ask(&["first", "second"]);
+    post(&url, &sent, &[("x-ctxd-session", "conv")])
+        .await
+        .text()
+        .await
+        .unwrap();
+    let got = up.received_requests().await.unwrap();
+    assert_eq!(got.len(), 2);
+    assert_ne!(got[1].body, sent.as_bytes(), "ctxd sent its own compile");
+    let compiled: Value = serde_json::from_slice(&got[1].body).unwrap();
+    let texts = compiled["messages"].to_string();
+    assert!(
+        texts.contains("first") && texts.contains("second"),
+        "{compiled}"
+    );
+
+    // The header says otherwise: the client's bytes go up.
+    let sent = ask(&["first", "second", "third"]);
+    post(
+        &url,
+        &sent,
+        &[("x-ctxd-session", "conv"), ("x-ctxd-mode", "observe")],
+    )
+    .await
+    .text()
+    .await
+    .unwrap();
+    let got = up.received_requests().await.unwrap();
+    assert_eq!(got[2].body, sent.as_bytes());
+}
+
+/// A Messages API whose n-th answer reports `reads[n]` cache-read tokens.
+struct Reads(Vec<u64>, std::sync::atomic::AtomicUsize);
+
+impl wiremock::Respond for Reads {
+    fn respond(&self, _: &wiremock::Request) -> ResponseTemplate {
+        let n = self.1.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+        let read = self.0.get(n).copied().unwrap_or(0);
+        ResponseTemplate::new(200).set_body_json(json!({
+            "id": format!("msg_{n}"), "type": "message", "role": "assistant", "model": "claude-sonnet-4-5",
+            "content": [{"type": "text", "text": format!("answer {n}")}],
+            "stop_reason": "end_turn", "stop_sequence": null,
+            "usage": {"input_tokens": 100, "output_tokens": 5,
+                      "cache_read_input_tokens": read,
+                      "cache_creation_input_tokens": 12_000 - read}}))
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn observed_calls_are_accounted_and_their_cache_breaks_named() {
+    let up = MockServer::start().await;
+    Mock::given(method("POST"))
+        .respond_with(Reads(vec![10_000, 0, 10_000, 0], 0.into()))
+        .mount(&up)
+        .await;
+    let (d, base) = front_door(&up.uri());
+    let url = format!("{base}/v1/messages");
+    let marker = json!({"type": "ephemeral"});
+    let read = json!({"name": "Read", "description": "Reads a file",
+        "input_schema": {"type": "object", "properties": {"path": {"type": "string"}}}});
+    let grep = json!({"name": "Grep", "description": "Searches files",
+        "input_schema": {"type": "object", "properties": {"pattern": {"type": "string"}}}});
+    let mut history: Vec<Value> = Vec::new();
+    // (system, tools) of each call: the second changes the system prompt, the fourth
+    // adds a tool.
+    let frames = [
+        ("You are terse.", vec![read.clone()]),
+        ("You are terse. Today is Monday.", vec![read.clone()]),
+        ("You are terse. Today is Monday.", vec![read.clone()]),
+        ("You are terse. Today is Monday.", vec![read.clone(), grep]),
+    ];
+    for (i, (system, tools)) in frames.iter().enumerate() {
+        history.push(json!({"role": "user", "content": [
+            {"type": "text", "text": format!("question {i}"), "cache_control": marker}]}));
+        let body = json!({"model": "claude-sonnet-4-5", "max_tokens": 64,
+            "system": [{"type": "text", "text": system, "cache_control": marker}],
+            "tools": tools, "messages": history});
+        let r = post(&url, &body.to_string(), &[("x-ctxd-session", "accounted")]).await;
+        let answer: Value = r.json().await.unwrap();
+        history.push(json!({"role": "assistant", "content": answer["content"]}));
+    }
+    let listed = sessions(&d);
+    assert_eq!(listed.len(), 1, "{listed:#?}");
+    let sid = listed[0]["session_id"].as_str().unwrap();
+
+    let report = d.call("context.cache_report", json!({"session_id": sid}));
+    let calls = report["calls"].as_array().unwrap();
+    assert_eq!(calls.len(), 4, "{report:#}");
+    assert_eq!(report["breaks"], 2, "{report:#}");
+    let second = &calls[1]["cache_break"];
+    assert_eq!(second["cause"], "client_change", "{report:#}");
+    assert!(
+        second["changes"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|c| c.as_str().unwrap().starts_with("system")),
+        "{report:#}"
+    );
+    let fourth = &calls[3]["cache_break"];
+    assert_eq!(fourth["cause"], "client_change", "{report:#}");
+    assert_eq!(
+        fourth["changes"],
+        json!(["tools added: Grep"]),
+        "{report:#}"
+    );
+    // The prediction stood beside each answer's usage: nothing before the changed
+    // system prompt, the cached prefix once the frame was kept.
+    assert_eq!(calls[1]["predicted_read_tokens"], 0, "{report:#}");
+    assert!(
+        calls[2]["predicted_read_tokens"].as_u64().unwrap() > 0,
+        "{report:#}"
+    );
+    let shown = ctx(&d, &["cache", sid]);
+    assert!(shown.contains("tools added: Grep"), "{shown}");
+    // Priced at the catalogue's claude-sonnet-4-5 list prices ($3 in, $3.75 written,
+    // $0.30 read, $15 out per million): 2 × 10,000 read, 2,000 + 12,000 × 2 + 2,000
+    // written, 400 uncached, 20 out.
+    let expected = (400.0 * 3.0 + 28_000.0 * 3.75 + 20_000.0 * 0.3 + 20.0 * 15.0) / 1e6;
+    let cost = report["cost_usd"].as_f64().unwrap();
+    assert!((cost - expected).abs() < 1e-9, "{cost} != {expected}");
+    assert_eq!(calls[0]["model"], "claude-sonnet-4-5");
+    assert!(shown.contains(&format!("cost ${expected:.4}")), "{shown}");
+
+    // The window's picture starts from the last answer's usage.
+    let usage = d.call("context.usage", json!({"session_id": sid}));
+    assert!(
+        usage["used_tokens"].as_u64().unwrap() >= 12_100,
+        "{usage:#}"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn chat_completions_are_recorded_as_a_session_in_observe_mode() {
+    let anthropic = MockServer::start().await;
+    let openai = MockServer::start().await;
+    let chunk = |delta: Value, finish: Value| {
+        json!({"id": "c1", "object": "chat.completion.chunk", "model": "gpt-x",
+            "choices": [{"index": 0, "delta": delta, "finish_reason": finish}]})
+    };
+    let streamed: String = [
+        chunk(
+            json!({"role": "assistant", "content": null, "tool_calls": [{"index": 0, "id": "call_1",
+            "type": "function", "function": {"name": "read", "arguments": ""}}]}),
+            Value::Null,
+        ),
+        chunk(
+            json!({"tool_calls": [{"index": 0, "function": {"arguments": "{\"path\":"}}]}),
+            Value::Null,
+        ),
+        chunk(
+            json!({"tool_calls": [{"index": 0, "function": {"arguments": "\"a.txt\"}"}}]}),
+            Value::Null,
+        ),
+        chunk(json!({}), json!("tool_calls")),
+        json!({"id": "c1", "object": "chat.completion.chunk", "model": "gpt-x", "choices": [],
+            "usage": {"prompt_tokens": 40, "completion_tokens": 9,
+                      "prompt_tokens_details": {"cached_tokens": 32}}}),
+    ]
+    .iter()
+    .map(|c| format!("data: {c}\n\n"))
+    .chain(["data: [DONE]\n\n".to_string()])
+    .collect();
+    Mock::given(method("POST"))
+        .and(wiremock::matchers::body_string_contains("\"stream\":true"))
+        .respond_with(
+            ResponseTemplate::new(200).set_body_raw(streamed.clone(), "text/event-stream"),
+        )
+        .with_priority(1)
+        .mount(&openai)
+        .await;
+    let whole = json!({"id": "c2", "object": "chat.completion", "model": "gpt-x",
+        "choices": [{"index": 0, "finish_reason": "stop",
+                     "message": {"role": "assistant", "content": "a.txt says hello."}}],
+        "usage": {"prompt_tokens": 60, "completion_tokens": 5}});
+    Mock::given(method("POST"))
+        .respond_with(ResponseTemplate::new(200).set_body_json(whole.clone()))
+        .mount(&openai)
+        .await;
+    let d = Daemon::start_with(&[
+        "--http",
+        "127.0.0.1:0",
+        "--upstream-anthropic",
+        &anthropic.uri(),
+        "--upstream-openai",
+        &openai.uri(),
+    ]);
+    let status = d.call("proxy.status", json!({}));
+    let url = format!(
+        "{}/chat/completions",
+        status["openai_base_url"].as_str().unwrap()
+    );
+    let tools = json!([{"type": "function", "function": {"name": "read",
+        "description": "Reads a file", "parameters": {"type": "object"}}}]);
+    let mut messages = vec![
+        json!({"role": "system", "content": "You read files."}),
+        json!({"role": "user", "content": "What is in a.txt?"}),
+    ];
+    let sent = json!({"model": "gpt-x", "stream": true, "tools": tools, "messages": messages});
+    let sent = serde_json::to_string(&sent).unwrap();
+    let r = post(&url, &sent, &[]).await;
+    assert_eq!(r.text().await.unwrap(), streamed);
+    messages.push(
+        json!({"role": "assistant", "content": null, "tool_calls": [{"id": "call_1",
+        "type": "function", "function": {"name": "read", "arguments": "{\"path\":\"a.txt\"}"}}]}),
+    );
+    messages.push(json!({"role": "tool", "tool_call_id": "call_1", "content": "hello"}));
+    let next = json!({"model": "gpt-x", "tools": tools, "messages": messages}).to_string();
+    let r = post(&url, &next, &[]).await;
+    assert_eq!(r.json::<Value>().await.unwrap(), whole);
+    let got = openai.received_requests().await.unwrap();
+    assert_eq!(got[0].body, sent.as_bytes(), "the body went up as it came");
+    assert_eq!(got[1].body, next.as_bytes());
+
+    let listed = sessions(&d);
+    assert_eq!(listed.len(), 1, "{listed:#?}");
+    assert!(listed[0]["settings"]["proxy"]["conversation"].is_string());
+    let recs = records(&d, listed[0]["session_id"].as_str().unwrap());
+    let shape: Vec<String> = recs
+        .iter()
+        .map(|r| {
+            format!(
+                "{}:{}",
+                r["type"].as_str().unwrap(),
+                r["subtype"]
+                    .as_str()
+                    .or_else(|| r["content"][0]["type"].as_str())
+                    .unwrap_or("")
+            )
+        })
+        .collect();
+    assert_eq!(
+        shape,
+        [
+            "system:client_system_message",
+            "user:text",
+            "assistant:tool_use",
+            "user:tool_result",
+            "assistant:text"
+        ],
+        "{recs:#?}"
+    );
+    assert_eq!(
+        recs[2]["content"][0]["input"],
+        json!({"path": "a.txt"}),
+        "{recs:#?}"
+    );
+    assert_eq!(recs[2]["usage"]["cache_read_input_tokens"], 32);
+    assert_eq!(recs[2]["usage"]["input_tokens"], 8);
+    assert_eq!(recs[3]["content"][0]["tool_use_id"], "call_1");
+    assert_eq!(recs[4]["content"][0]["text"], "a.txt says hello.");
+    assert_eq!(recs[4]["usage"]["input_tokens"], 60);
+    let tools = d.call(
+        "capabilities.list_tools",
+        json!({"session_id": listed[0]["session_id"]}),
+    );
+    assert_eq!(tools["tools"][0]["name"], "read", "{tools}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_edited_history_is_an_expected_drop_named_history_edited() {
+    let up = MockServer::start().await;
+    Mock::given(method("POST"))
+        .respond_with(Reads(vec![10_000, 10_000, 0], 0.into()))
+        .mount(&up)
+        .await;
+    let (d, base) = front_door(&up.uri());
+    let url = format!("{base}/v1/messages");
+    let u = |t: &str| json!({"role": "user", "content": t});
+    let said = |n: usize| json!({"role": "assistant", "content": [{"type": "text", "text": format!("answer {n}")}]});
+    let ask = |msgs: Vec<Value>| {
+        json!({"model": "claude-sonnet-4-5", "max_tokens": 9, "system": "Be brief.",
+            "messages": msgs})
+        .to_string()
+    };
+    for body in [
+        ask(vec![u("a")]),
+        ask(vec![u("a"), said(0), u("b")]),
+        ask(vec![u("a"), said(0), u("B")]),
+    ] {
+        post(&url, &body, &[]).await.text().await.unwrap();
+    }
+    let listed = sessions(&d);
+    assert_eq!(listed.len(), 2, "{listed:#?}");
+    let fork = listed
+        .iter()
+        .find(|s| s["forked_from_uuid"].is_string())
+        .unwrap();
+    let report = d.call(
+        "context.cache_report",
+        json!({"session_id": fork["session_id"]}),
+    );
+    let last = report["calls"].as_array().unwrap().last().unwrap().clone();
+    assert_eq!(last["cache_read_tokens"], 0, "{report:#}");
+    assert_eq!(last["expected_drop"], "history_edited", "{report:#}");
+    assert_eq!(report["breaks"], 0, "{report:#}");
+}

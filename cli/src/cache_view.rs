@@ -197,6 +197,13 @@ pub fn render_cache(r: &CacheReportResponse) -> String {
         count(ctxd_pipeline::saturate::u64_of(r.calls.len()), "call"),
         count(r.breaks, "cache break")
     );
+    if r.cost_usd > 0.0 {
+        let _ = writeln!(
+            out,
+            "cost ${:.4} at the model catalogue's list prices",
+            r.cost_usd
+        );
+    }
     if r.diagnosed > 0 {
         let _ = writeln!(
             out,
@@ -304,12 +311,19 @@ mod tests {
                     serde_json::json!({"type": "messages_changed", "cache_missed_input_tokens": 47_000}),
                 ),
                 agrees: Some(true),
+                model: None,
+                cost_usd: None,
             }],
             breaks: 1,
             diagnosed: 1,
             agreed: 1,
+            cost_usd: 0.4215,
         };
         let t = render_cache(&r);
+        assert!(
+            t.contains("cost $0.4215 at the model catalogue's list prices"),
+            "{t}"
+        );
         assert!(
             t.contains("provider cleared 9000 tokens; provider: messages_changed, agrees"),
             "{t}"

@@ -238,13 +238,24 @@ export type CacheCall = {
   cache_creation_tokens: number;
   cache_read_tokens: number;
   /**
+   * The call's cost in US dollars at the model catalogue's list prices (uncached
+   * input, cache writes by TTL, cache reads, output); absent for a model the
+   * catalogue does not list.
+   */
+  cost_usd?: number | null;
+  /**
    * The drop in cache reads was expected: `compaction` (ctxd's or the provider's),
    * `cache_edit`, `time_based_microcompact`, `lean_policy`, `ttl_expiry` (the compile saw the TTL
-   * run out) or `server_context_edit` (the provider's context editing cleared part
-   * of this call's request).
+   * run out), `server_context_edit` (the provider's context editing cleared part
+   * of this call's request) or `history_edited` (a client's request through the HTTP
+   * front door whose messages differ from those it sent before).
    */
   expected_drop?: string | null;
   input_tokens: number;
+  /**
+   * The model that answered (the response's `model`).
+   */
+  model?: string | null;
   output_tokens: number;
   /**
    * What ctxd predicted for the request of this call, when ctxd compiled it.
@@ -303,8 +314,10 @@ export type CacheMetadata = {
    * `ttl_expiry` (the last model call answered longer ago
    * than the latched TTL: nothing is predicted read), `server_context_edit` (the
    * provider's context editing cleared part of the last request: it rewrites the
-   * prefix from the first cleared result), or `uncached_section:NAME` (an uncached
-   * system section changed; `metadata.uncached_sections` gives its reason).
+   * prefix from the first cleared result), `uncached_section:NAME` (an uncached
+   * system section changed; `metadata.uncached_sections` gives its reason), or, for a
+   * client's own request seen by the HTTP front door, `history_edited` (its messages
+   * differ from those it sent before).
    */
   expected_break?: string | null;
   /**
@@ -352,6 +365,11 @@ export type CacheReportResponse = {
    */
   breaks: number;
   calls: Array<CacheCall>;
+  /**
+   * The session's cost so far in US dollars: the sum of the calls' `cost_usd`
+   * (calls of models the catalogue does not list count nothing).
+   */
+  cost_usd?: number;
   /**
    * Calls the provider gave a verdict on (`agrees` set), and those where ctxd's
    * reading agreed with it.
@@ -1480,6 +1498,29 @@ export type ProviderContextManagement = {
 };
 
 /**
+ * `settings.proxy.mode`.
+ */
+export type ProxyMode = "observe" | "manage";
+
+/**
+ * `settings.proxy`.
+ */
+export type ProxySettings = {
+  /**
+   * The conversation whose traffic made the session: `header:NAME` (the
+   * `x-ctxd-session` header), `claude-code:ID` (Claude Code's session id) or
+   * `content:SHA256` (its first message). The front door finds the session by it again
+   * after a restart. Absent on a session ctxd did not make from traffic.
+   */
+  conversation?: string | null;
+  /**
+   * How the front door serves requests that go to this session when they carry no
+   * `x-ctxd-mode` header: `observe` (the default) or `manage`.
+   */
+  mode?: ProxyMode;
+};
+
+/**
  * The HTTP front door's state. Its base URLs carry the home's secret: they are for the
  * user's own shell (`ctx proxy env`), which is why only the socket's owner may ask.
  */
@@ -2148,6 +2189,12 @@ export type SessionSettings = {
    * tool results: ctxd's microcompact clears nothing.
    */
   provider_context_management?: ProviderContextManagement | null;
+  /**
+   * The HTTP front door's part (`ctxd --http`): set on every session it made from
+   * traffic, so a client tells a proxied session from others; settable on any session
+   * to serve its traffic in manage mode.
+   */
+  proxy?: ProxySettings | null;
   /**
    * Append `[id:xxxxxx]` short ids to user messages so ranges can be snipped.
    */

@@ -57,8 +57,10 @@ pub struct CacheMetadata {
     /// `ttl_expiry` (the last model call answered longer ago
     /// than the latched TTL: nothing is predicted read), `server_context_edit` (the
     /// provider's context editing cleared part of the last request: it rewrites the
-    /// prefix from the first cleared result), or `uncached_section:NAME` (an uncached
-    /// system section changed; `metadata.uncached_sections` gives its reason).
+    /// prefix from the first cleared result), `uncached_section:NAME` (an uncached
+    /// system section changed; `metadata.uncached_sections` gives its reason), or, for a
+    /// client's own request seen by the HTTP front door, `history_edited` (its messages
+    /// differ from those it sent before).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub expected_break: Option<String>,
     /// The flags this request carries (what the latch holds).
@@ -113,8 +115,9 @@ pub struct CacheCall {
     pub predicted_read_tokens: Option<u64>,
     /// The drop in cache reads was expected: `compaction` (ctxd's or the provider's),
     /// `cache_edit`, `time_based_microcompact`, `lean_policy`, `ttl_expiry` (the compile saw the TTL
-    /// run out) or `server_context_edit` (the provider's context editing cleared part
-    /// of this call's request).
+    /// run out), `server_context_edit` (the provider's context editing cleared part
+    /// of this call's request) or `history_edited` (a client's request through the HTTP
+    /// front door whose messages differ from those it sent before).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub expected_drop: Option<String>,
     /// Set when the cache read fell below 95% of the previous call's and by at least
@@ -135,6 +138,14 @@ pub struct CacheCall {
     /// verdict (no diagnosis, still pending, previous message not found, unavailable).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub agrees: Option<bool>,
+    /// The model that answered (the response's `model`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub model: Option<String>,
+    /// The call's cost in US dollars at the model catalogue's list prices (uncached
+    /// input, cache writes by TTL, cache reads, output); absent for a model the
+    /// catalogue does not list.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cost_usd: Option<f64>,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
@@ -148,6 +159,10 @@ pub struct CacheReportResponse {
     pub diagnosed: u64,
     #[serde(default)]
     pub agreed: u64,
+    /// The session's cost so far in US dollars: the sum of the calls' `cost_usd`
+    /// (calls of models the catalogue does not list count nothing).
+    #[serde(default)]
+    pub cost_usd: f64,
 }
 
 /// `context.usage`: what fills the window now.

@@ -42,6 +42,27 @@ impl Prices {
     }
 }
 
+impl Prices {
+    /// Dollars for one response's usage: uncached input, cache writes by TTL (all at the
+    /// five-minute price when the usage does not split them), cache reads and output.
+    pub fn cost(&self, u: &crate::Usage) -> f64 {
+        let (w1h, w5m) = match &u.cache_creation {
+            Some(c) if c.ephemeral_5m_input_tokens + c.ephemeral_1h_input_tokens > 0 => (
+                c.ephemeral_1h_input_tokens,
+                u.cache_creation_input_tokens
+                    .saturating_sub(c.ephemeral_1h_input_tokens),
+            ),
+            _ => (0, u.cache_creation_input_tokens),
+        };
+        (u.input_tokens as f64 * self.input
+            + w5m as f64 * self.cache_write_5m
+            + w1h as f64 * self.cache_write_1h
+            + u.cache_read_input_tokens as f64 * self.cache_read
+            + u.output_tokens as f64 * self.output)
+            / 1e6
+    }
+}
+
 /// One model of the catalogue.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct ModelEntry {

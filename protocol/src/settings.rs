@@ -102,6 +102,44 @@ pub struct SessionSettings {
     /// the client sends the compiled request itself).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub provider: Option<crate::send::ProviderConfig>,
+    /// The HTTP front door's part (`ctxd --http`): set on every session it made from
+    /// traffic, so a client tells a proxied session from others; settable on any session
+    /// to serve its traffic in manage mode.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub proxy: Option<ProxySettings>,
+}
+
+/// `settings.proxy`.
+#[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct ProxySettings {
+    /// The conversation whose traffic made the session: `header:NAME` (the
+    /// `x-ctxd-session` header), `claude-code:ID` (Claude Code's session id) or
+    /// `content:SHA256` (its first message). The front door finds the session by it again
+    /// after a restart. Absent on a session ctxd did not make from traffic.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub conversation: Option<String>,
+    /// How the front door serves requests that go to this session when they carry no
+    /// `x-ctxd-mode` header: `observe` (the default) or `manage`.
+    #[serde(default, skip_serializing_if = "ProxyMode::is_default")]
+    pub mode: ProxyMode,
+}
+
+/// `settings.proxy.mode`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum ProxyMode {
+    /// The client's body goes upstream byte for byte; ctxd records the exchange.
+    #[default]
+    Observe,
+    /// ctxd sends its own compile of the session instead of the client's messages.
+    Manage,
+}
+
+impl ProxyMode {
+    pub fn is_default(&self) -> bool {
+        *self == ProxyMode::default()
+    }
 }
 
 /// `settings.provider_context_management`.

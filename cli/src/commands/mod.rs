@@ -132,12 +132,26 @@ pub fn feature_off(feature: &str, sid: &str, setting: &str) -> anyhow::Error {
 
 /// One line per session for `session list`.
 pub fn session_line(s: &SessionInfo) -> String {
+    let proxy = match &s.settings.proxy {
+        Some(p) => {
+            let made = p.conversation.as_ref().map(|_| "proxied");
+            let manage = (p.mode == ctxd_protocol::ProxyMode::Manage).then_some("manage");
+            let marks: Vec<&str> = made.into_iter().chain(manage).collect();
+            if marks.is_empty() {
+                String::new()
+            } else {
+                format!("  [{}]", marks.join(", "))
+            }
+        }
+        None => String::new(),
+    };
     format!(
-        "{}  {}  {}  {}{}",
+        "{}  {}  {}  {}{}{}",
         s.session_id,
         s.created_at,
         crate::output::count(s.record_count, "record"),
         s.cwd,
+        proxy,
         s.title
             .as_deref()
             .map(|t| format!("  ({t})"))

@@ -120,7 +120,7 @@ class CacheBreak(_CacheBreakRequired, _CacheBreakOptional):
 
 
 _CacheCallRequired = TypedDict("_CacheCallRequired", {"cache_creation_tokens": "int", "cache_read_tokens": "int", "input_tokens": "int", "output_tokens": "int", "seq": "int", "timestamp": "str", "uuid": "str"})
-_CacheCallOptional = TypedDict("_CacheCallOptional", {"agrees": "Optional[bool]", "cache_break": "Optional[CacheBreak]", "expected_drop": "Optional[str]", "predicted_read_tokens": "Optional[int]", "provider_miss_reason": "Dict[str, Any]", "server_cleared_tokens": "Optional[int]"}, total=False)
+_CacheCallOptional = TypedDict("_CacheCallOptional", {"agrees": "Optional[bool]", "cache_break": "Optional[CacheBreak]", "cost_usd": "Optional[float]", "expected_drop": "Optional[str]", "model": "Optional[str]", "predicted_read_tokens": "Optional[int]", "provider_miss_reason": "Dict[str, Any]", "server_cleared_tokens": "Optional[int]"}, total=False)
 
 
 class CacheCall(_CacheCallRequired, _CacheCallOptional):
@@ -155,7 +155,7 @@ class CacheMetadata(_CacheMetadataRequired, _CacheMetadataOptional):
 
 
 _CacheReportResponseRequired = TypedDict("_CacheReportResponseRequired", {"breaks": "int", "calls": "List[CacheCall]"})
-_CacheReportResponseOptional = TypedDict("_CacheReportResponseOptional", {"agreed": "int", "diagnosed": "int"}, total=False)
+_CacheReportResponseOptional = TypedDict("_CacheReportResponseOptional", {"agreed": "int", "cost_usd": "float", "diagnosed": "int"}, total=False)
 
 
 class CacheReportResponse(_CacheReportResponseRequired, _CacheReportResponseOptional):
@@ -532,6 +532,17 @@ class ProviderContextManagement(_ProviderContextManagementRequired, _ProviderCon
     """`settings.provider_context_management`."""
 
 
+ProxyMode = "Union[Literal[\"observe\"], Literal[\"manage\"]]"
+
+
+_ProxySettingsRequired = TypedDict("_ProxySettingsRequired", {})
+_ProxySettingsOptional = TypedDict("_ProxySettingsOptional", {"conversation": "Optional[str]", "mode": "ProxyMode"}, total=False)
+
+
+class ProxySettings(_ProxySettingsRequired, _ProxySettingsOptional):
+    """`settings.proxy`."""
+
+
 _ProxyStatusResponseRequired = TypedDict("_ProxyStatusResponseRequired", {"bytes_down": "int", "bytes_up": "int", "listening": "bool", "requests": "int", "sessions_seen": "int"})
 _ProxyStatusResponseOptional = TypedDict("_ProxyStatusResponseOptional", {"anthropic_base_url": "Optional[str]", "listen": "Optional[str]", "openai_base_url": "Optional[str]"}, total=False)
 
@@ -721,7 +732,7 @@ SessionNotification = "Dict[str, Any]"
 
 
 _SessionSettingsRequired = TypedDict("_SessionSettingsRequired", {})
-_SessionSettingsOptional = TypedDict("_SessionSettingsOptional", {"attachments": "AttachmentSettings", "autocompact": "Optional[bool]", "autocompact_pct_override": "Optional[int]", "blocking_limit_margin": "Optional[int]", "cache_diagnostics": "bool", "collapse": "CollapseConfig", "hooks": "HookSettings", "instructions": "InstructionSettings", "language": "Optional[str]", "lean": "LeanSettings", "memory": "MemorySettings", "microcompact": "MicrocompactSettings", "output_style": "Optional[str]", "plan_file": "Optional[str]", "plan_mode": "bool", "platform": "Optional[str]", "policy": "ContextPolicy", "provider": "Optional[ProviderConfig]", "provider_context_management": "Optional[ProviderContextManagement]", "snip_enabled": "bool", "summariser": "Optional[SummariserConfig]", "tool_result_size_overrides": "Dict[str, Any]"}, total=False)
+_SessionSettingsOptional = TypedDict("_SessionSettingsOptional", {"attachments": "AttachmentSettings", "autocompact": "Optional[bool]", "autocompact_pct_override": "Optional[int]", "blocking_limit_margin": "Optional[int]", "cache_diagnostics": "bool", "collapse": "CollapseConfig", "hooks": "HookSettings", "instructions": "InstructionSettings", "language": "Optional[str]", "lean": "LeanSettings", "memory": "MemorySettings", "microcompact": "MicrocompactSettings", "output_style": "Optional[str]", "plan_file": "Optional[str]", "plan_mode": "bool", "platform": "Optional[str]", "policy": "ContextPolicy", "provider": "Optional[ProviderConfig]", "provider_context_management": "Optional[ProviderContextManagement]", "proxy": "Optional[ProxySettings]", "snip_enabled": "bool", "summariser": "Optional[SummariserConfig]", "tool_result_size_overrides": "Dict[str, Any]"}, total=False)
 
 
 class SessionSettings(_SessionSettingsRequired, _SessionSettingsOptional):

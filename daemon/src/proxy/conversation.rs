@@ -20,8 +20,16 @@ use sha2::Digest;
 /// rewriting its history costs bounded memory.
 const MAX_BRANCHES: usize = 16;
 /// Keys remembered; past this the map is cleared (a later request of a forgotten
-/// conversation starts a new session rather than growing memory without end).
+/// conversation is found again from the store, as after a restart).
 const MAX_KEYS: usize = 4096;
+/// The newest sessions searched for the front door's own at the first request.
+const MAX_STORED_SESSIONS: u32 = 10_000;
+/// Conversations findable from the store; past this, a new conversation forgotten from
+/// memory starts a new session.
+const MAX_INDEXED_KEYS: usize = 65_536;
+/// Records read to find one session's messages again; a longer session is not resumed
+/// (its conversation's next request starts a new session).
+const MAX_RESUMED_RECORDS: usize = 200_000;
 
 /// The key a request's conversation is filed under.
 pub(crate) fn key(header: Option<&str>, body: &Value) -> Option<String> {
@@ -72,6 +80,15 @@ pub(crate) fn fingerprint(message: &Value) -> String {
             // A text block's citations come back as the client kept them, or not at all.
             Some("text") => {
                 serde_json::json!({"type": "text", "text": block.get("text").cloned().unwrap_or(Value::Null)})
+            }
+            // ctxd's records leave out a false `is_error`, so a history read back from the
+            // store compares equal to the client's.
+            Some("tool_result") if block.get("is_error") == Some(&Value::Bool(false)) => {
+                let mut b = block.clone();
+                if let Value::Object(o) = &mut b {
+                    o.remove("is_error");
+                }
+                b
             }
             _ => block.clone(),
         };
@@ -125,14 +142,76 @@ struct Branch {
     frame: String,
     /// The frame whose system prompt and tools the session holds.
     stored_frame: Option<String>,
+    /// The session carries the key in `settings.proxy.conversation` (the front door
+    /// made it, or forked it from one it made).
+    made: bool,
+}
+
+/// One key's branches, found again from the store on first use.
+#[derive(Default)]
+struct Slot {
+    resumed: bool,
+    branches: Vec<Branch>,
+    /// The session the key's last request went to.
+    last: Option<String>,
 }
 
 /// The conversations the front door has seen.
 pub(crate) struct Conversations {
     engine: Arc<Engine>,
     cwd: PathBuf,
-    keys: std::sync::Mutex<HashMap<String, Arc<tokio::sync::Mutex<Vec<Branch>>>>>,
+    keys: std::sync::Mutex<HashMap<String, Arc<tokio::sync::Mutex<Slot>>>>,
+    /// The front door's sessions by conversation (`settings.proxy.conversation`), read
+    /// from the store at the first request and kept up to date: how a conversation is
+    /// found again after a restart.
+    stored: tokio::sync::OnceCell<std::sync::Mutex<HashMap<String, Vec<String>>>>,
     sessions_seen: std::sync::atomic::AtomicU64,
+}
+
+/// What a stored record was of the conversation.
+enum Resumed {
+    Message(String),
+    /// The client's own compaction: the history before it is not sent again.
+    Restart,
+}
+
+fn resumed(r: &ctxd_protocol::Record) -> Option<Resumed> {
+    use ctxd_protocol::RecordKind;
+    if r.is_sidechain || r.is_meta || r.is_virtual || r.is_compact_summary {
+        return None;
+    }
+    match r.kind {
+        RecordKind::User | RecordKind::Assistant => {
+            let content = serde_json::to_value(&r.content).ok()?;
+            Some(Resumed::Message(fingerprint(
+                &serde_json::json!({"role": r.kind.as_str(), "content": content}),
+            )))
+        }
+        RecordKind::System => {
+            let data = r.data.as_ref();
+            match r.subtype.as_deref() {
+                Some("compact_boundary")
+                    if data.and_then(|d| d.get("trigger")).and_then(Value::as_str)
+                        == Some("client") =>
+                {
+                    Some(Resumed::Restart)
+                }
+                Some("client_system_message") => Some(Resumed::Message(fingerprint(
+                    &serde_json::json!({"role": "system",
+                        "content": data.and_then(|d| d.get("content")).cloned().unwrap_or(Value::Null)}),
+                ))),
+                _ => None,
+            }
+        }
+        RecordKind::Attachment => None,
+    }
+}
+
+/// How a request the client wrote itself went upstream (observe mode).
+pub(crate) struct Sent {
+    /// The `anthropic-beta` header's betas, part of the cache key.
+    pub(crate) betas: Vec<String>,
+    pub(crate) at: chrono::DateTime<chrono::Utc>,
 }
 
 /// Which session an exchange went to, and how many records it added.
@@ -148,7 +227,124 @@ impl Conversations {
             engine,
             cwd,
             keys: std::sync::Mutex::new(HashMap::new()),
+            stored: tokio::sync::OnceCell::new(),
             sessions_seen: std::sync::atomic::AtomicU64::new(0),
+        }
+    }
+
+    async fn stored(&self) -> &std::sync::Mutex<HashMap<String, Vec<String>>> {
+        self.stored
+            .get_or_init(|| async {
+                let mut map: HashMap<String, Vec<String>> = HashMap::new();
+                match self.engine.proxied_sessions(MAX_STORED_SESSIONS).await {
+                    Ok(found) => {
+                        for (id, key) in found {
+                            let ids = map.entry(key).or_default();
+                            ids.push(id);
+                            if ids.len() > MAX_BRANCHES {
+                                ids.remove(0);
+                            }
+                        }
+                    }
+                    Err(e) => tracing::warn!(error = %e,
+                        "the front door's sessions could not be listed; running conversations start new sessions"),
+                }
+                std::sync::Mutex::new(map)
+            })
+            .await
+    }
+
+    /// The key's branches, found again from the store on the key's first use.
+    async fn resume(&self, key: &str, slot: &mut Slot) {
+        if slot.resumed {
+            return;
+        }
+        slot.resumed = true;
+        let ids = ctxd_pipeline::sync::lock(self.stored().await)
+            .get(key)
+            .cloned()
+            .unwrap_or_default();
+        for id in ids {
+            if slot.branches.iter().any(|b| b.session_id == id) {
+                continue;
+            }
+            if let Some(b) = self.resumed_branch(&id).await {
+                slot.last = Some(b.session_id.clone());
+                slot.branches.push(b);
+            }
+        }
+    }
+
+    /// A stored session as a branch: the messages it recorded, read back.
+    async fn resumed_branch(&self, session_id: &str) -> Option<Branch> {
+        let settings = self.engine.session_settings(session_id).await.ok()?;
+        let managed = settings
+            .proxy
+            .is_some_and(|p| p.mode == ctxd_protocol::ProxyMode::Manage);
+        let mut messages: Vec<(String, String)> = Vec::new();
+        let mut last = None;
+        let mut read = 0usize;
+        let mut after_seq = 0;
+        loop {
+            let page = self
+                .engine
+                .read(ctxd_protocol::ReadParams {
+                    session_id: session_id.to_string(),
+                    agent_id: None,
+                    after_seq,
+                    limit: Some(ctxd_pipeline::limits::MAX_READ_PAGE),
+                })
+                .await
+                .ok()?;
+            read = read.saturating_add(page.records.len());
+            if read > MAX_RESUMED_RECORDS {
+                return None;
+            }
+            for r in &page.records {
+                last = Some(r.uuid.clone());
+                match resumed(r) {
+                    Some(Resumed::Message(print)) => messages.push((print, r.uuid.clone())),
+                    Some(Resumed::Restart) => messages.clear(),
+                    None => {}
+                }
+            }
+            match page.next_after_seq {
+                Some(n) => after_seq = n,
+                None => break,
+            }
+        }
+        let guarded = !managed && messages.last().map(|m| &m.1) == last.as_ref();
+        Some(Branch {
+            session_id: session_id.to_string(),
+            messages,
+            guarded,
+            frame: String::new(),
+            stored_frame: None,
+            made: true,
+        })
+    }
+
+    /// The session a request of `key` would go to, by its key alone (the one the key's
+    /// last request went to, else the one its header names): whose settings say how
+    /// the front door serves it.
+    pub(crate) async fn mode(&self, key: &str) -> ctxd_protocol::ProxyMode {
+        let slot = self.slot(key);
+        let session = {
+            let mut slot = slot.lock().await;
+            self.resume(key, &mut slot).await;
+            slot.last.clone()
+        };
+        let session = session.or_else(|| key.strip_prefix("header:").map(str::to_string));
+        match session {
+            Some(id) => self
+                .engine
+                .session_settings(&id)
+                .await
+                .ok()
+                .and_then(|s| s.proxy)
+                .map(|p| p.mode)
+                .unwrap_or_default(),
+            None => ctxd_protocol::ProxyMode::Observe,
         }
     }
 
@@ -157,7 +353,7 @@ impl Conversations {
             .load(std::sync::atomic::Ordering::Relaxed)
     }
 
-    fn branches(&self, key: &str) -> Arc<tokio::sync::Mutex<Vec<Branch>>> {
+    fn slot(&self, key: &str) -> Arc<tokio::sync::Mutex<Slot>> {
         let mut keys = ctxd_pipeline::sync::lock(&self.keys);
         if keys.len() >= MAX_KEYS && !keys.contains_key(key) {
             keys.clear();
@@ -174,6 +370,7 @@ impl Conversations {
         request: &Value,
         answer: Option<Value>,
         managed: bool,
+        sent: Option<&Sent>,
     ) -> Result<Recorded, String> {
         let messages = request
             .get("messages")
@@ -187,8 +384,10 @@ impl Conversations {
             canonical(request.get("tools").unwrap_or(&Value::Null), &mut f);
             hex::encode(sha2::Sha256::digest(f.as_bytes()))
         };
-        let branches = self.branches(key);
-        let mut branches = branches.lock().await;
+        let slot = self.slot(key);
+        let mut slot = slot.lock().await;
+        self.resume(key, &mut slot).await;
+        let Slot { branches, last, .. } = &mut *slot;
         let shared = |b: &Branch| {
             b.messages
                 .iter()
@@ -225,8 +424,9 @@ impl Conversations {
                     guarded: from.guarded,
                     frame: frame.clone(),
                     stored_frame: None,
+                    made: from.made,
                 };
-                self.push(&mut branches, branch);
+                self.push(key, branches, branch);
                 (branches.len() - 1, n)
             }
             Some(_) if explicit && branches.iter().any(|b| b.frame == frame) => {
@@ -234,7 +434,8 @@ impl Conversations {
                 let i = branches.iter().rposition(|b| b.frame == frame).unwrap_or(0);
                 (i, 0)
             }
-            // A header naming one of ctxd's sessions records into it.
+            // A header naming one of ctxd's sessions records into it: after what the
+            // session holds of this history, if it holds its start, else after all.
             None if key.starts_with("header:")
                 && self
                     .engine
@@ -242,15 +443,25 @@ impl Conversations {
                     .await
                     .is_ok() =>
             {
-                let branch = Branch {
-                    session_id: key["header:".len()..].to_string(),
+                let id = &key["header:".len()..];
+                let mut branch = self.resumed_branch(id).await.unwrap_or_else(|| Branch {
+                    session_id: id.to_string(),
                     messages: Vec::new(),
                     guarded: false,
-                    frame: frame.clone(),
+                    frame: String::new(),
                     stored_frame: None,
-                };
-                self.push(&mut branches, branch);
-                (branches.len() - 1, 0)
+                    made: false,
+                });
+                branch.guarded = false;
+                branch.made = false;
+                branch.frame.clone_from(&frame);
+                let n = shared(&branch);
+                if n < branch.messages.len() {
+                    branch.messages.clear();
+                }
+                let common = branch.messages.len();
+                self.push(key, branches, branch);
+                (branches.len() - 1, common)
             }
             _ => {
                 let session = self
@@ -259,25 +470,46 @@ impl Conversations {
                         cwd: self.cwd.display().to_string(),
                         title: Some(title(messages)),
                         no_git: true,
+                        settings: Some(ctxd_protocol::SessionSettings {
+                            proxy: Some(ctxd_protocol::ProxySettings {
+                                conversation: Some(key.to_string()),
+                                mode: ctxd_protocol::ProxyMode::Observe,
+                            }),
+                            ..Default::default()
+                        }),
                         ..Default::default()
                     })
                     .await
                     .map_err(|e| e.to_string())?;
                 self.push(
-                    &mut branches,
+                    key,
+                    branches,
                     Branch {
                         session_id: session.session_id,
                         messages: Vec::new(),
                         guarded: true,
                         frame: frame.clone(),
                         stored_frame: None,
+                        made: true,
                     },
                 );
                 (branches.len() - 1, 0)
             }
         };
         let branch = &mut branches[index];
+        *last = Some(branch.session_id.clone());
         branch.frame = frame;
+        if let Some(sent) = sent {
+            // Before the answer is appended: its usage is then judged against this
+            // request's prediction.
+            let noted = self
+                .engine
+                .note_request(&branch.session_id, request, &sent.betas, sent.at)
+                .await;
+            if let Err(e) = noted {
+                tracing::debug!(error = %e, "the request's cache key is not noted");
+            }
+        }
         let mut records = Vec::with_capacity(messages.len() - common + 2);
         if boundary {
             records.push(record_input(serde_json::json!({
@@ -428,8 +660,8 @@ impl Conversations {
         session_id: &str,
         answer: Value,
     ) -> Result<(), String> {
-        let branches = self.branches(key);
-        let mut branches = branches.lock().await;
+        let slot = self.slot(key);
+        let mut slot = slot.lock().await;
         let print = answer_fingerprint(&answer);
         let record = record_input(serde_json::json!({"type": "assistant", "message": answer}))?;
         let appended = self
@@ -443,7 +675,9 @@ impl Conversations {
             .await
             .map_err(|e| e.to_string())?;
         if let (Some(branch), Some(r)) = (
-            branches.iter_mut().find(|b| b.session_id == session_id),
+            slot.branches
+                .iter_mut()
+                .find(|b| b.session_id == session_id),
             appended.appended.first(),
         ) {
             branch.messages.push((print, r.uuid.clone()));
@@ -451,9 +685,23 @@ impl Conversations {
         Ok(())
     }
 
-    fn push(&self, branches: &mut Vec<Branch>, branch: Branch) {
+    fn push(&self, key: &str, branches: &mut Vec<Branch>, branch: Branch) {
         if branches.len() >= MAX_BRANCHES {
             branches.remove(0);
+        }
+        // Only the sessions that carry the key in their settings are found by it after a
+        // restart; a header naming a session of ctxd's finds that session by itself.
+        if let Some(stored) = self.stored.get()
+            && branch.made
+        {
+            let mut stored = ctxd_pipeline::sync::lock(stored);
+            if stored.len() < MAX_INDEXED_KEYS || stored.contains_key(key) {
+                let ids = stored.entry(key.to_string()).or_default();
+                ids.push(branch.session_id.clone());
+                if ids.len() > MAX_BRANCHES {
+                    ids.remove(0);
+                }
+            }
         }
         branches.push(branch);
         self.sessions_seen
@@ -487,7 +735,7 @@ fn record_input(v: Value) -> Result<RecordInput, String> {
     serde_json::from_value(v).map_err(|e| format!("a message ctxd cannot record: {e}"))
 }
 
-/// A proxied session's title: marked as such, with the start of its first prompt.
+/// A proxied session's title: the start of its first prompt.
 fn title(messages: &[Value]) -> String {
     let text = messages
         .first()
@@ -503,7 +751,7 @@ fn title(messages: &[Value]) -> String {
         .unwrap_or_default();
     let short: String = text.split_whitespace().collect::<Vec<_>>().join(" ");
     let short: String = short.chars().take(60).collect();
-    format!("proxy: {short}")
+    short
 }
 
 #[cfg(test)]

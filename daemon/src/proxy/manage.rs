@@ -30,7 +30,11 @@ pub(super) async fn manage(
     let Some(key) = conversation::key(session_header.as_deref(), &request) else {
         return bad("the request has no messages");
     };
-    let session = match proxy.conversations.record(&key, &request, None, true).await {
+    let session = match proxy
+        .conversations
+        .record(&key, &request, None, true, None)
+        .await
+    {
         Ok(r) => r.session_id,
         Err(e) => {
             return error(
@@ -111,7 +115,9 @@ pub(super) async fn manage(
                 key,
                 request,
                 streamed: false,
+                chat: false,
                 answer_to: Some(session),
+                sent: None,
             }),
         );
     }

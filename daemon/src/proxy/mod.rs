@@ -7,6 +7,7 @@
 //! appends only once the answer ended whole, so an error or a dropped stream records
 //! nothing. Credentials pass through in headers and are never stored or logged.
 
+mod chat;
 mod conversation;
 mod manage;
 
@@ -312,10 +313,24 @@ async fn handle(proxy: &Arc<Proxy>, req: Request<Incoming>) -> Response<Body> {
         }
         headers.append(name.clone(), value.clone());
     }
-    let manage = req
+    let betas: Vec<String> = req
         .headers()
-        .get("x-ctxd-mode")
-        .is_some_and(|v| v.as_bytes().eq_ignore_ascii_case(b"manage"));
+        .get_all("anthropic-beta")
+        .iter()
+        .filter_map(|v| v.to_str().ok())
+        .flat_map(|v| v.split(','))
+        .map(|b| b.trim().to_string())
+        .filter(|b| !b.is_empty())
+        .collect();
+    let mode_header = req.headers().get("x-ctxd-mode").and_then(|v| {
+        if v.as_bytes().eq_ignore_ascii_case(b"manage") {
+            Some(ctxd_protocol::ProxyMode::Manage)
+        } else if v.as_bytes().eq_ignore_ascii_case(b"observe") {
+            Some(ctxd_protocol::ProxyMode::Observe)
+        } else {
+            None
+        }
+    });
     let session_header = req
         .headers()
         .get("x-ctxd-session")
@@ -354,19 +369,32 @@ async fn handle(proxy: &Arc<Proxy>, req: Request<Incoming>) -> Response<Body> {
         }
     };
     proxy.requests.fetch_add(1, Ordering::Relaxed);
-    if route == Route::Messages && manage {
-        return manage::manage(proxy, &url, headers, &body, session_header).await;
-    }
     // What to record is decided before the body goes: a body that is not JSON is still
     // forwarded (the upstream says what is wrong with it) but records nothing.
-    let recording = (route == Route::Messages)
+    let recording = (route != Route::Other)
         .then(|| serde_json::from_slice::<Value>(&body).ok())
         .flatten()
+        .and_then(|request| match route {
+            Route::Chat => chat::as_messages_request(&request),
+            _ => Some(request),
+        })
         .and_then(|request| {
             let key = conversation::key(session_header.as_deref(), &request)?;
             Some((key, request))
         });
+    // Without the header, the setting of the conversation's session decides. Chat
+    // Completions are observed only.
+    let mode = match (mode_header, &recording) {
+        _ if route == Route::Chat => ctxd_protocol::ProxyMode::Observe,
+        (Some(m), _) => m,
+        (None, Some((key, _))) => proxy.conversations.mode(key).await,
+        (None, None) => ctxd_protocol::ProxyMode::Observe,
+    };
+    if route == Route::Messages && mode == ctxd_protocol::ProxyMode::Manage {
+        return manage::manage(proxy, &url, headers, &body, session_header).await;
+    }
     let sent = body.len();
+    let sent_at = chrono::Utc::now();
     let upstream = proxy
         .client
         .request(method, &url)
@@ -388,7 +416,13 @@ async fn handle(proxy: &Arc<Proxy>, req: Request<Incoming>) -> Response<Body> {
             key,
             request,
             streamed: false,
+            chat: route == Route::Chat,
             answer_to: None,
+            // A Chat Completions request keys another cache than its Messages reading.
+            sent: (route == Route::Messages).then(|| conversation::Sent {
+                betas: betas.clone(),
+                at: sent_at,
+            }),
         }),
     )
 }
@@ -540,9 +574,13 @@ struct Recorder {
     key: String,
     request: Value,
     streamed: bool,
+    /// The answer is a Chat Completions one, folded into the message it stands for.
+    chat: bool,
     /// Managed: the session the request's messages already went to; only the answer is
     /// left to append.
     answer_to: Option<String>,
+    /// Observed: how the client's own request went up.
+    sent: Option<conversation::Sent>,
 }
 
 impl Recorder {
@@ -550,7 +588,7 @@ impl Recorder {
         // Dropped (and so told) on every path out.
         let mut done = None;
         let answer = if self.streamed {
-            fold_stream(&mut rx, &mut done).await
+            fold_stream(&mut rx, &mut done, self.chat).await
         } else {
             let mut all = Vec::new();
             while let Some(piece) = rx.recv().await {
@@ -563,8 +601,13 @@ impl Recorder {
                 }
             }
             if done.is_some() {
-                serde_json::from_slice::<Value>(&all)
-                    .map_err(|e| format!("the answer is not JSON: {e}"))
+                let whole = serde_json::from_slice::<Value>(&all)
+                    .map_err(|e| format!("the answer is not JSON: {e}"));
+                if self.chat {
+                    whole.and_then(|a| ctxd_engine::providers::ChatFolder::whole(&a))
+                } else {
+                    whole
+                }
             } else {
                 Err("the answer did not end".to_string())
             }
@@ -588,7 +631,13 @@ impl Recorder {
                 .map(|()| session.clone()),
             None => proxy
                 .conversations
-                .record(&self.key, &self.request, Some(answer), false)
+                .record(
+                    &self.key,
+                    &self.request,
+                    Some(answer),
+                    false,
+                    self.sent.as_ref(),
+                )
                 .await
                 .map(|r| r.session_id),
         };
@@ -602,10 +651,12 @@ impl Recorder {
     }
 }
 
-/// The streamed answer folded into its message, by the engine's own folding.
+/// The streamed answer folded into its message, by the engine's own folding (of Chat
+/// Completions chunks when `chat`).
 async fn fold_stream(
     rx: &mut mpsc::UnboundedReceiver<Piece>,
     done: &mut Option<tokio::sync::oneshot::Sender<()>>,
+    chat: bool,
 ) -> Result<Value, String> {
     use eventsource_stream::Eventsource;
     let end = Arc::new(std::sync::Mutex::new(None));
@@ -625,15 +676,27 @@ async fn fold_stream(
     });
     let mut events = std::pin::pin!(chunks.eventsource());
     let mut folder = ctxd_engine::providers::MessageFolder::default();
+    let mut chat_folder = ctxd_engine::providers::ChatFolder::default();
     while let Some(event) = events.next().await {
         let event = event.map_err(|e| e.to_string())?;
+        if chat && event.data.trim() == "[DONE]" {
+            continue;
+        }
         let data: Value = serde_json::from_str(&event.data)
             .map_err(|e| format!("an event that is not JSON: {e}"))?;
-        folder.apply(&data)?;
+        if chat {
+            chat_folder.chunk(&data)?;
+        } else {
+            folder.apply(&data)?;
+        }
     }
     *done = ctxd_pipeline::sync::lock(&end).take();
     if done.is_none() {
         return Err("the stream did not end".to_string());
     }
-    folder.finish()
+    if chat {
+        chat_folder.finish()
+    } else {
+        folder.finish()
+    }
 }

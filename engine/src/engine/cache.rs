@@ -20,6 +20,8 @@ use ctxd_store::error::{Error, Result};
 
 /// Fingerprints kept in memory: a break is judged against the calls just before it.
 const RECENT: usize = 16;
+/// The expected break of a client's request whose history is not the one it sent before.
+pub const HISTORY_EDITED: &str = "history_edited";
 
 /// The cache-related state of a loaded session (cloned into every compile's snapshot,
 /// so the previous request's units are shared, not copied).
@@ -194,6 +196,61 @@ impl Engine {
             });
     }
 
+    /// Takes note of a request a client sent itself (the HTTP front door's observe
+    /// mode) before its exchange is appended, as `record_compile` does of ctxd's own: its
+    /// predicted cache read against the previous request, and its fingerprint, so a drop
+    /// in the answer's cache reads is named (`context.cache_report`, `cache_break`).
+    pub async fn note_request(
+        &self,
+        sid: &str,
+        body: &serde_json::Value,
+        betas: &[String],
+        sent_at: chrono::DateTime<chrono::Utc>,
+    ) -> Result<()> {
+        let cell = self.cells.cell(sid);
+        let mut guard = cell.state.lock().await;
+        self.load_or_drop(sid, &mut guard).await?;
+        let l = loaded_mut(&mut guard)?;
+        let shape = KeyShape::of_request(body, betas);
+        let prediction = ctxd_pipeline::cache_prefix::predict(l.cache.previous.as_deref(), &shape);
+        let last_seq = l.records.last().map_or(0, |r| r.seq);
+        let mut fp = Fingerprint::of_request(body, &shape, betas, last_seq, sent_at);
+        let last = last_call(&l.records);
+        let ttl_secs = if fp.ttl_is_1h() { 3_600 } else { 300 };
+        let expired = last
+            .and_then(call_time)
+            .is_some_and(|at| (sent_at - at).num_seconds() > ttl_secs);
+        let edited = prediction
+            .first_difference
+            .as_deref()
+            .is_some_and(|d| d.starts_with("messages"));
+        fp.expected_break = match &l.cache.previous {
+            None => Some("first_compile"),
+            Some(_) if expired => Some("ttl_expiry"),
+            Some(_) if edited => Some(HISTORY_EDITED),
+            Some(_) => None,
+        }
+        .map(str::to_string);
+        fp.predicted_read_tokens = if expired { 0 } else { prediction.read_tokens() };
+        fp.predicted_miss =
+            l.cache.previous.is_some() && (expired || prediction.first_difference.is_some());
+        let id = l.cache.next_id;
+        l.cache.next_id += 1;
+        let shape = Arc::new(shape);
+        l.cache.previous = Some(shape.clone());
+        l.cache.previous_boundary = Some(l.boundary_uuid.clone());
+        l.cache.recent.push(fp.clone());
+        if l.cache.recent.len() > RECENT {
+            l.cache.recent.remove(0);
+        }
+        let (sid, boundary) = (l.row.id.clone(), l.boundary_uuid.clone());
+        self.store
+            .write_detached("compile log", &l.row.id, move |tx| {
+                compile_log::insert(tx, &sid, id, &boundary, &fp, &shape)
+            });
+        Ok(())
+    }
+
     /// After an append whose records from `first_seq` on report usage: a new call whose
     /// cache reads dropped is a break; announce it.
     pub(crate) fn check_cache_break(&self, cell: &SessionCell, l: &Loaded, first_seq: u64) {
@@ -255,7 +312,26 @@ impl Engine {
                 .cloned(),
         );
         let (calls, boundaries) = cache_break::calls(&l.records);
-        let calls = cache_break::analyse(&calls, &boundaries, &all);
+        let mut calls = cache_break::analyse(&calls, &boundaries, &all);
+        // Each call priced at the model that answered it, the session's when unnamed.
+        let by_uuid: std::collections::HashMap<&str, &ctxd_protocol::Record> = l
+            .records
+            .iter()
+            .filter(|r| r.usage.is_some())
+            .map(|r| (r.uuid.as_str(), r))
+            .collect();
+        let mut cost_usd = 0.0;
+        for c in &mut calls {
+            let Some(r) = by_uuid.get(c.uuid.as_str()) else {
+                continue;
+            };
+            let model = r.model.clone().unwrap_or_else(|| l.row.model.model.clone());
+            c.cost_usd = ctxd_protocol::models::lookup(&model)
+                .zip(r.usage.as_ref())
+                .map(|(e, u)| e.prices.cost(u));
+            cost_usd += c.cost_usd.unwrap_or(0.0);
+            c.model = Some(model);
+        }
         let breaks = calls.iter().filter(|c| c.cache_break.is_some()).count() as u64;
         let diagnosed = calls.iter().filter(|c| c.agrees.is_some()).count() as u64;
         let agreed = calls.iter().filter(|c| c.agrees == Some(true)).count() as u64;
@@ -264,6 +340,7 @@ impl Engine {
             breaks,
             diagnosed,
             agreed,
+            cost_usd,
         })
     }
 

@@ -54,6 +54,80 @@ impl MessageFolder {
     }
 }
 
+/// Folds a Chat Completions answer into the Messages-API message it stands for, as the
+/// OpenAI-compatible provider's answers are recorded: its streamed chunks one by one, or
+/// a whole `chat.completion` at once.
+#[derive(Debug, Default)]
+pub struct ChatFolder {
+    chunks: chat_stream::ChatStream,
+    folder: stream::Assembler,
+}
+
+impl ChatFolder {
+    /// Takes one streamed chunk (a `data:` line's JSON).
+    ///
+    /// # Errors
+    /// The chunk is an error chunk, or breaks the stream's grammar.
+    pub fn chunk(&mut self, chunk: &serde_json::Value) -> Result<(), String> {
+        for event in self.chunks.chunk(chunk).map_err(|e| e.to_string())? {
+            self.folder.apply(&event).map_err(|e| e.to_string())?;
+        }
+        Ok(())
+    }
+
+    /// The message, once the stream ended (`[DONE]`, or after its `finish_reason`).
+    ///
+    /// # Errors
+    /// The stream ended before it began or before a `finish_reason`.
+    pub fn finish(mut self) -> Result<serde_json::Value, String> {
+        for event in self.chunks.finish().map_err(|e| e.to_string())? {
+            self.folder.apply(&event).map_err(|e| e.to_string())?;
+        }
+        self.folder.finish().map_err(|e| e.to_string())
+    }
+
+    /// A whole `chat.completion`, folded as the one chunk that would carry it all.
+    ///
+    /// # Errors
+    /// As [`ChatFolder::chunk`] and [`ChatFolder::finish`].
+    pub fn whole(answer: &serde_json::Value) -> Result<serde_json::Value, String> {
+        let choice = answer
+            .pointer("/choices/0")
+            .ok_or("the answer has no choice")?;
+        let message = choice.get("message").cloned().unwrap_or_default();
+        let calls: Vec<serde_json::Value> = message
+            .get("tool_calls")
+            .and_then(serde_json::Value::as_array)
+            .into_iter()
+            .flatten()
+            .enumerate()
+            .map(|(i, c)| {
+                let mut c = c.clone();
+                c["index"] = i.into();
+                c
+            })
+            .collect();
+        let content = match message.get("content") {
+            Some(serde_json::Value::Array(parts)) => parts
+                .iter()
+                .filter_map(|p| p.get("text").and_then(serde_json::Value::as_str))
+                .collect::<String>()
+                .into(),
+            Some(c) => c.clone(),
+            None => serde_json::Value::Null,
+        };
+        let chunk = serde_json::json!({
+            "id": answer.get("id"), "model": answer.get("model"),
+            "choices": [{"index": 0, "delta": {"content": content, "tool_calls": calls},
+                         "finish_reason": choice.get("finish_reason")}],
+            "usage": answer.get("usage"),
+        });
+        let mut folder = ChatFolder::default();
+        folder.chunk(&chunk)?;
+        folder.finish()
+    }
+}
+
 use std::sync::Arc;
 use std::time::Duration;
 

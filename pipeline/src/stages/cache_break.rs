@@ -57,6 +57,90 @@ pub struct Fingerprint {
 }
 
 impl Fingerprint {
+    /// What keyed the cache in a request ctxd did not compile (a client's own, seen by
+    /// the HTTP front door), sent at `sent_at` after the transcript's `last_seq`.
+    pub fn of_request(
+        body: &serde_json::Value,
+        shape: &super::cache_prefix::KeyShape,
+        betas: &[String],
+        last_seq: u64,
+        sent_at: DateTime<Utc>,
+    ) -> Fingerprint {
+        use super::cache_prefix::Locus;
+        use serde_json::Value;
+        let system_blocks: Vec<Value> = match body.get("system") {
+            Some(Value::String(s)) => vec![serde_json::json!({"type": "text", "text": s})],
+            Some(Value::Array(a)) => a.clone(),
+            _ => Vec::new(),
+        };
+        let system = shape
+            .units
+            .iter()
+            .filter(|u| matches!(u.locus, Locus::System(_)))
+            .zip(&system_blocks)
+            .map(|(u, b)| {
+                let chars = b
+                    .get("text")
+                    .and_then(Value::as_str)
+                    .map_or(u64::from(u.bytes), |t| t.chars().count() as u64);
+                (u.hash, chars)
+            })
+            .collect();
+        let tools = shape
+            .units
+            .iter()
+            .filter(|u| matches!(u.locus, Locus::Tool(_)))
+            .zip(&shape.tool_names)
+            .map(|(u, n)| (n.clone(), u.hash))
+            .collect();
+        let scope = system_blocks
+            .first()
+            .and_then(|b| b.pointer("/cache_control/scope"))
+            .and_then(Value::as_str)
+            .unwrap_or("org")
+            .to_string();
+        // A marker's TTL anywhere in the request is the one its entries live for.
+        let ttl = if body.to_string().contains("\"ttl\":\"1h\"") {
+            super::latch::TTL_1H
+        } else {
+            super::latch::TTL_5M
+        };
+        let extra = body
+            .as_object()
+            .into_iter()
+            .flatten()
+            .filter(|(k, _)| !super::cache_prefix::UNKEYED_FIELDS.contains(&k.as_str()))
+            .map(|(k, v)| {
+                (
+                    k.clone(),
+                    super::cache_prefix::hash_bytes(v.to_string().as_bytes()),
+                )
+            })
+            .collect();
+        Fingerprint {
+            compiled_at: crate::clock::rfc3339(sent_at),
+            last_seq,
+            model: shape.model.clone(),
+            system,
+            tools,
+            scope,
+            ttl: ttl.to_string(),
+            betas: betas.to_vec(),
+            extra,
+            flags_hash: shape.flags_hash,
+            predicted_read_tokens: 0,
+            expected_break: None,
+            predicted_miss: false,
+            side_request: false,
+            diagnostics: body.get("diagnostics").is_some(),
+            uncached: BTreeMap::new(),
+        }
+    }
+
+    pub fn ttl_is_1h(&self) -> bool {
+        self.ttl == super::latch::TTL_1H
+    }
+
     fn ttl_secs(&self) -> u64 {
         if self.ttl == super::latch::TTL_1H {
             3_600
@@ -300,6 +384,8 @@ pub fn analyse(calls: &[Call], boundaries: &[u64], compiles: &[Fingerprint]) -> 
                 .then_some(c.server.cleared_input_tokens),
             provider_miss_reason: asked.then(|| c.server.miss_reason()),
             agrees: None,
+            model: None,
+            cost_usd: None,
         };
         if let Some(prev) = i.checked_sub(1).map(|k| &calls[k]) {
             let (pr, cr) = (

@@ -63,6 +63,13 @@ pub struct Prediction {
     pub first_difference: Option<String>,
 }
 
+impl Prediction {
+    /// Estimated tokens the cache will serve.
+    pub fn read_tokens(&self) -> u64 {
+        self.read_tokens
+    }
+}
+
 impl KeyShape {
     pub fn tokens(&self) -> u64 {
         self.units.iter().map(|u| u64::from(u.tokens)).sum()
@@ -76,6 +83,103 @@ impl KeyShape {
                 None => format!("tools[{i}]"),
             },
             Locus::Message { index, .. } => format!("messages[{index}]"),
+        }
+    }
+}
+
+/// Parameters of a request that are not part of its cache key (or are keyed as units).
+pub(crate) const UNKEYED_FIELDS: [&str; 7] = [
+    "model",
+    "max_tokens",
+    "system",
+    "tools",
+    "messages",
+    "stream",
+    "metadata",
+];
+
+impl KeyShape {
+    /// The cache key of a request ctxd did not write (a client's own, seen by the HTTP
+    /// front door), read from its JSON: a unit per system block, tool and content
+    /// block, each hashed without its `cache_control` marker, a token per four bytes;
+    /// `betas` (the `anthropic-beta` header) and the other parameters as the flags.
+    pub fn of_request(body: &serde_json::Value, betas: &[String]) -> KeyShape {
+        use serde_json::Value;
+        let mut units = Vec::new();
+        let mut push = |locus: Locus, block: &Value| {
+            let mut key = block.clone();
+            let breakpoint = match &mut key {
+                Value::Object(o) => o.remove("cache_control").is_some(),
+                _ => false,
+            };
+            let bytes = serde_json::to_vec(&key).unwrap_or_default();
+            units.push(Unit {
+                locus,
+                hash: hash_bytes(&bytes),
+                bytes: u32::try_from(bytes.len()).unwrap_or(u32::MAX),
+                tokens: u32::try_from(bytes.len().div_ceil(4)).unwrap_or(u32::MAX),
+                breakpoint,
+            });
+        };
+        let blocks = |v: Option<&Value>| -> Vec<Value> {
+            match v {
+                Some(Value::String(s)) => vec![serde_json::json!({"type": "text", "text": s})],
+                Some(Value::Array(a)) => a.clone(),
+                _ => Vec::new(),
+            }
+        };
+        for (i, b) in blocks(body.get("system")).iter().enumerate() {
+            push(Locus::System(crate::saturate::u32_of(i)), b);
+        }
+        let tools = body
+            .get("tools")
+            .and_then(Value::as_array)
+            .cloned()
+            .unwrap_or_default();
+        for (i, t) in tools.iter().enumerate() {
+            push(Locus::Tool(crate::saturate::u32_of(i)), t);
+        }
+        let messages = body
+            .get("messages")
+            .and_then(Value::as_array)
+            .map_or(&[][..], Vec::as_slice);
+        for (index, m) in messages.iter().enumerate() {
+            for (block, b) in blocks(m.get("content")).iter().enumerate() {
+                push(
+                    Locus::Message {
+                        index: crate::saturate::u32_of(index),
+                        block: crate::saturate::u32_of(block),
+                    },
+                    b,
+                );
+            }
+        }
+        let mut flags = serde_json::Map::new();
+        if let Some(fields) = body.as_object() {
+            for (k, v) in fields {
+                if !UNKEYED_FIELDS.contains(&k.as_str()) {
+                    flags.insert(k.clone(), v.clone());
+                }
+            }
+        }
+        flags.insert("anthropic-beta".into(), serde_json::json!(betas));
+        KeyShape {
+            model: body
+                .get("model")
+                .and_then(Value::as_str)
+                .unwrap_or_default()
+                .to_string(),
+            flags_hash: hash_bytes(Value::Object(flags).to_string().as_bytes()),
+            units,
+            tool_names: tools
+                .iter()
+                .map(|t| {
+                    t.get("name")
+                        .and_then(Value::as_str)
+                        .unwrap_or_default()
+                        .to_string()
+                })
+                .collect(),
         }
     }
 }

@@ -188,6 +188,32 @@ impl Engine {
             .await
     }
 
+    /// A session's settings alone (one row read, nothing counted).
+    pub async fn session_settings(&self, id: &str) -> Result<SessionSettings> {
+        let sid = id.to_string();
+        self.store
+            .read(move |c| sessions::get(c, &sid).map(|r| r.settings))
+            .await
+    }
+
+    /// The sessions the HTTP front door made, among the newest `limit`, oldest first:
+    /// each with the conversation it records.
+    pub async fn proxied_sessions(&self, limit: u32) -> Result<Vec<(String, String)>> {
+        self.store
+            .read(move |c| {
+                let mut out: Vec<(String, String)> = sessions::list(c, limit)?
+                    .into_iter()
+                    .filter_map(|r| {
+                        let key = r.settings.proxy?.conversation?;
+                        Some((r.id, key))
+                    })
+                    .collect();
+                out.reverse();
+                Ok(out)
+            })
+            .await
+    }
+
     pub async fn session_count(&self) -> Result<u64> {
         self.store.read(sessions::count).await
     }
