@@ -1096,6 +1096,32 @@ fn an_auto_started_daemon_has_a_private_directory_and_log() {
     assert_eq!(mode(&home.join("ctxd.log")), 0o600, "log");
 }
 
+/// The daemon `ctx` starts rotates its log: one that runs for months keeps a bounded
+/// log (the size bound comes from the environment `ctx` passes on).
+#[test]
+fn an_auto_started_daemon_rotates_its_log() {
+    let guard = Home::new();
+    let home = guard.home.clone();
+    let status = || {
+        ctx(&home)
+            .env("CTXD_LOG", "debug")
+            .env("CTXD_LOG_MAX_BYTES", "1024")
+            .args(["daemon", "status", "--json"])
+            .output()
+            .unwrap()
+    };
+    let rotated = home.join("ctxd.log.1");
+    for _ in 0..200 {
+        assert!(status().status.success());
+        if rotated.exists() {
+            break;
+        }
+    }
+    assert!(rotated.exists(), "no rotation of {}", home.display());
+    let current = std::fs::metadata(home.join("ctxd.log")).unwrap().len();
+    assert!(current < 64 * 1024, "ctxd.log holds {current} bytes");
+}
+
 /// `ctx export SID > f.jsonl && ctx import f.jsonl` gives a session compiling the same
 /// bytes as the original, for every fixture that imports; the export of the re-import is
 /// the same file but for the session ids, so nothing is lost on a second round either.

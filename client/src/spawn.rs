@@ -65,7 +65,7 @@ fn open_private_log(dir: &Path, log_path: &Path) -> std::io::Result<std::fs::Fil
 }
 
 /// Connects to the daemon on `socket`, starting one in the background first if nothing
-/// answers. The daemon's log goes to `ctxd.log` beside the socket.
+/// answers. The daemon's log goes to `ctxd.log` beside the socket, rotated by the daemon.
 pub async fn ensure_daemon(socket: &Path, home: Option<&Path>) -> Result<Client, ClientError> {
     if let Ok(c) = Client::connect(socket).await {
         return Ok(c);
@@ -76,7 +76,13 @@ pub async fn ensure_daemon(socket: &Path, home: Option<&Path>) -> Result<Client,
         .map_err(|e| ClientError::Spawn(format!("{}: {e}", log_path.display())))?;
     let bin = find_ctxd_binary();
     let mut cmd = std::process::Command::new(&bin);
-    cmd.arg("--socket").arg(socket);
+    // The daemon writes its log there itself, rotated by size, so a daemon that runs for
+    // months keeps a bounded log; stderr goes to the same file for what comes before the
+    // log starts (a refused flag, a store that will not open).
+    cmd.arg("--socket")
+        .arg(socket)
+        .arg("--log-file")
+        .arg(&log_path);
     if let Some(h) = home {
         cmd.arg("--home").arg(h);
     }

@@ -264,7 +264,9 @@ export async function connect({ socket, home, start = true } = {}) {
   // The log names the user's sessions and files: 0600, narrowed even when it exists.
   const log = openSync(join(dir, "ctxd.log"), "a", 0o600);
   fchmodSync(log, 0o600);
-  const args = ["--socket", path, ...(home ? ["--home", home] : [])];
+  // The daemon rotates its log itself (bounded however long it runs); stderr goes to
+  // the same file for what comes before the log starts.
+  const args = ["--socket", path, "--log-file", join(dir, "ctxd.log"), ...(home ? ["--home", home] : [])];
   const child = spawn(findCtxd(), args, { detached: true, stdio: ["ignore", "ignore", log] });
   closeSync(log);
   let exited = null;

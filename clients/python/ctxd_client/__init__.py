@@ -406,7 +406,10 @@ def connect(socket: Optional[str] = None, home: Optional[str] = None, start: boo
     log_fd = os.open(directory / "ctxd.log", os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600)
     os.fchmod(log_fd, 0o600)
     log = os.fdopen(log_fd, "ab")
-    cmd = [find_ctxd(), "--socket", path] + (["--home", home] if home else [])
+    # The daemon rotates its log itself (bounded however long it runs); stderr goes to
+    # the same file for what comes before the log starts.
+    cmd = [find_ctxd(), "--socket", path, "--log-file", str(directory / "ctxd.log")]
+    cmd += ["--home", home] if home else []
     child = subprocess.Popen(
         cmd, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=log, start_new_session=True
     )
