@@ -1005,6 +1005,29 @@ async fn the_real_claude_code_runs_a_tool_using_task_through_ctxd() {
         last["content"][0]["text"], "The notes say pineapple.",
         "the final answer"
     );
+    // What Claude Code's own traffic looks like: one session, mapped by Claude Code's
+    // session id, with two model calls; the second request extends the first, so ctxd
+    // predicts its prefix read from the cache (the scripted upstream caches nothing and
+    // reports no reads, a drop from nothing that names no break).
+    let listed = sessions(&d);
+    assert_eq!(listed.len(), 1, "{listed:#?}");
+    let conversation = listed[0]["settings"]["proxy"]["conversation"]
+        .as_str()
+        .unwrap_or_default();
+    assert!(conversation.starts_with("claude-code:"), "{conversation}");
+    let sid = listed[0]["session_id"].as_str().unwrap();
+    let report = d.call(
+        "context.cache_report",
+        serde_json::json!({"session_id": sid}),
+    );
+    let calls = report["calls"].as_array().unwrap();
+    assert_eq!(calls.len(), 2, "{report:#}");
+    assert_eq!(calls[0]["predicted_read_tokens"], 0, "{report:#}");
+    assert!(
+        calls[1]["predicted_read_tokens"].as_u64().unwrap() > 1000,
+        "{report:#}"
+    );
+    assert_eq!(report["breaks"], 0, "{report:#}");
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
