@@ -34,6 +34,8 @@ fn no_module_cycles_and_no_upward_arrows() {
         "ctx_client -> ctxd_protocol",
         "ctxd -> ctxd_engine",
         "ctxd_engine -> ctxd_store",
+        "ctxd_engine -> ctxd_providers",
+        "ctxd_providers -> ctxd_pipeline",
         "ctxd_store -> ctxd_pipeline",
         "ctxd_pipeline -> ctxd_protocol",
     ] {
