@@ -9,7 +9,6 @@ mod engine;
 mod git;
 pub mod hooks;
 pub mod import;
-mod safe_read;
 pub mod validate;
 pub(crate) mod watch;
 

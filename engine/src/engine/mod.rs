@@ -204,7 +204,7 @@ impl Engine {
         let places = hooks::Places {
             managed_root: self.discovery.managed_root.clone(),
             user_home: self.discovery.user_home.clone(),
-            trust_list: crate::hooks::trust::list_path(&self.home),
+            trust_list: ctxd_fs::trust::list_path(&self.home),
         };
         self.hooks
             .configure(places, self.limits.max_loaded_sessions);
