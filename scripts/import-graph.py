@@ -18,6 +18,8 @@ ROOT = os.environ.get("CTXD_ROOT") or os.path.dirname(os.path.dirname(os.path.ab
 CRATES = {  # crate name as code names it -> source root
     "ctxd_protocol": "protocol/src",
     "ctxd_pipeline": "pipeline/src",
+    "ctxd_fs": "fs/src",
+    "ctxd_providers": "providers/src",
     "ctxd_store": "store/src",
     "ctxd_engine": "engine/src",
     "ctxd": "daemon/src",
@@ -27,7 +29,7 @@ CRATES = {  # crate name as code names it -> source root
 # reverse (a module not listed is free). The first path segment decides.
 LAYERS = {
     "ctxd_engine": [
-        ["git", "safe_read", "validate", "watch", "discovery", "import", "providers", "hooks"],
+        ["git", "validate", "watch", "discovery", "import", "hooks"],
         ["engine"],
     ],
     # The daemon crate before the engine and its edges left it (for measuring old trees).

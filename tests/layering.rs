@@ -1,5 +1,6 @@
 //! The module graph inside each crate has no cycle and no arrow up a layer
-//! (`scripts/import-graph.py`); the crate graph itself is enforced by Cargo.
+//! (`scripts/import-graph.py`); the crate graph itself is enforced by Cargo, and what
+//! `ctx` links is checked on `cargo tree`.
 
 #![allow(clippy::expect_used)] // a test panics on what it did not expect
 
@@ -34,6 +35,10 @@ fn no_module_cycles_and_no_upward_arrows() {
         "ctx_client -> ctxd_protocol",
         "ctxd -> ctxd_engine",
         "ctxd_engine -> ctxd_store",
+        "ctxd_engine -> ctxd_providers",
+        "ctxd_engine -> ctxd_fs",
+        "ctxd_fs -> ctxd_pipeline",
+        "ctxd_providers -> ctxd_pipeline",
         "ctxd_store -> ctxd_pipeline",
         "ctxd_pipeline -> ctxd_protocol",
     ] {
@@ -80,4 +85,42 @@ fn an_injected_cycle_and_an_upward_arrow_are_found() {
         report.contains("upward arrows: 1") && report.contains("ctxd_engine::watch -> engine"),
         "{report}"
     );
+}
+
+/// `ctx` is a client: it reaches sessions through the daemon, so it links neither the
+/// engine nor the store, and so no database either (issue 55's contract point, checked
+/// the way it is stated, on `cargo tree`'s normal edges).
+#[test]
+fn ctx_links_neither_the_engine_nor_the_store() {
+    let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("..");
+    let out = Command::new(env!("CARGO"))
+        .current_dir(&root)
+        .args([
+            "tree",
+            "-p",
+            "ctx-cli",
+            "-e",
+            "normal",
+            "--prefix",
+            "none",
+            "--offline",
+        ])
+        .output()
+        .expect("cargo runs");
+    let tree = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success() && tree.contains("ctx-client"),
+        "cargo tree failed:\n{tree}{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    for name in [
+        "rusqlite",
+        "postgres",
+        "tokio-postgres",
+        "ctxd-store",
+        "ctxd-engine",
+    ] {
+        let found: Vec<&str> = tree.lines().filter(|l| l.contains(name)).collect();
+        assert!(found.is_empty(), "ctx links {name}: {found:?}");
+    }
 }

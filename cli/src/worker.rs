@@ -5,8 +5,8 @@
 
 use anyhow::{Context, Result};
 use ctx_client::Client;
-use ctxd_engine::providers::{Summariser, SummaryInput};
 use ctxd_protocol::*;
+use ctxd_providers::{Summariser, SummaryInput};
 use futures::StreamExt;
 
 async fn all_records(client: &Client, sid: &str) -> Result<Vec<Record>> {

@@ -1,6 +1,7 @@
 //! The engine: one state cell per live session, the turn (compile, collapse, compact,
-//! send), and the edges it asks for I/O — instruction and skill discovery, hooks, model
-//! providers, file watching, the git snapshot, Claude Code import. It knows no JSON-RPC:
+//! send), and the edges it asks for I/O — instruction and skill discovery, hooks, file
+//! watching, the git snapshot, Claude Code import (the model providers are
+//! `ctxd-providers`). It knows no JSON-RPC:
 //! the daemon's RPC server calls in through [`Engine`].
 
 pub mod discovery;
@@ -8,8 +9,6 @@ mod engine;
 mod git;
 pub mod hooks;
 pub mod import;
-pub mod providers;
-mod safe_read;
 pub mod validate;
 pub(crate) mod watch;
 

@@ -27,9 +27,9 @@ pub struct TrustArgs {
 pub async fn trust(ctx: &Ctx, client: &Client, a: &TrustArgs) -> Result<()> {
     let home =
         std::path::PathBuf::from(client.daemon_status(ctxd_protocol::NoParams {}).await?.home);
-    let list = ctxd_engine::hooks::trust::list_path(&home);
+    let list = ctxd_fs::trust::list_path(&home);
     if a.list {
-        let entries: Vec<String> = ctxd_engine::hooks::trust::entries(&list)
+        let entries: Vec<String> = ctxd_fs::trust::entries(&list)
             .iter()
             .map(|p| p.display().to_string())
             .collect();
@@ -47,7 +47,7 @@ pub async fn trust(ctx: &Ctx, client: &Client, a: &TrustArgs) -> Result<()> {
     };
     anyhow::ensure!(dir.is_dir(), "{} is not a directory", dir.display());
     if a.remove {
-        let was = ctxd_engine::hooks::trust::distrust(&list, &dir)?;
+        let was = ctxd_fs::trust::distrust(&list, &dir)?;
         if ctx.json {
             return print_json(&serde_json::json!({ "removed": was, "dir": dir }));
         }
@@ -62,7 +62,7 @@ pub async fn trust(ctx: &Ctx, client: &Client, a: &TrustArgs) -> Result<()> {
         );
         return Ok(());
     }
-    ctxd_engine::hooks::trust::trust(&list, &dir)?;
+    ctxd_fs::trust::trust(&list, &dir)?;
     if ctx.json {
         return print_json(&serde_json::json!({ "trusted": dir }));
     }

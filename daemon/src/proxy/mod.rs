@@ -604,7 +604,7 @@ impl Recorder {
                 let whole = serde_json::from_slice::<Value>(&all)
                     .map_err(|e| format!("the answer is not JSON: {e}"));
                 if self.chat {
-                    whole.and_then(|a| ctxd_engine::providers::ChatFolder::whole(&a))
+                    whole.and_then(|a| ctxd_providers::ChatFolder::whole(&a))
                 } else {
                     whole
                 }
@@ -675,8 +675,8 @@ async fn fold_stream(
         }
     });
     let mut events = std::pin::pin!(chunks.eventsource());
-    let mut folder = ctxd_engine::providers::MessageFolder::default();
-    let mut chat_folder = ctxd_engine::providers::ChatFolder::default();
+    let mut folder = ctxd_providers::MessageFolder::default();
+    let mut chat_folder = ctxd_providers::ChatFolder::default();
     while let Some(event) = events.next().await {
         let event = event.map_err(|e| e.to_string())?;
         if chat && event.data.trim() == "[DONE]" {

@@ -41,7 +41,7 @@ pub(super) fn register(
             let sink = pending.accept().await?;
             let session_id = p.session_id.clone();
             let outbox = ext.get::<Arc<Outbox>>().cloned();
-            let (tx, mut rx) = ctxd_engine::providers::progress_channel();
+            let (tx, mut rx) = ctxd_providers::progress_channel();
             // Subscriptions run on WebSocket connections only, which always have an id;
             // no connection has the fallback's.
             let caller = caller_of(&ext).unwrap_or(u64::MAX);

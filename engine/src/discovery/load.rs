@@ -10,7 +10,7 @@ use std::path::{Path, PathBuf};
 use super::exclude::Excludes;
 use super::types::{DiscoveryConfig, InstructionFile, MemoryType};
 use super::{front_matter, include, paths, rules};
-use crate::safe_read::ReadError;
+use ctxd_fs::safe_read::ReadError;
 use ctxd_pipeline::limits::MAX_INSTRUCTION_FILE_BYTES;
 
 /// The directory a discovered file belongs to: the one holding its `.claude` folder
@@ -184,7 +184,7 @@ impl<'a> Loader<'a> {
             tracing::warn!(path = %path.display(), target = %canonical.display(), "instruction file links outside the workspace; skipped");
             return;
         }
-        let raw = match crate::safe_read::read_text(
+        let raw = match ctxd_fs::safe_read::read_text(
             path,
             MAX_INSTRUCTION_FILE_BYTES,
             "MAX_INSTRUCTION_FILE_BYTES",

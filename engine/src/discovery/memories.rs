@@ -16,7 +16,7 @@ use std::path::{Path, PathBuf};
 
 use serde::Deserialize;
 
-use crate::safe_read::read_text;
+use ctxd_fs::safe_read::read_text;
 use ctxd_pipeline::limits::MAX_MEMORY_DEPTH;
 use ctxd_pipeline::limits::MAX_MEMORY_FILES;
 use ctxd_pipeline::limits::MAX_MEMORY_SCAN_BYTES;
@@ -200,7 +200,7 @@ pub fn scan(dirs: &[PathBuf]) -> Vec<MemoryFile> {
                 .ok()
                 .or_else(|| {
                     // Larger files are scored and surfaced by their head.
-                    crate::safe_read::read_head(&path, MAX_MEMORY_SCAN_BYTES).ok()
+                    ctxd_fs::safe_read::read_head(&path, MAX_MEMORY_SCAN_BYTES).ok()
                 })?;
             let (fm, body) = split_front_matter(&raw);
             let rel = path

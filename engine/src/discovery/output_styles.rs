@@ -89,9 +89,9 @@ fn in_folder(folder: &Path, name: &str, confined_to: Option<&Path>) -> Option<Ou
 fn read(path: &Path, confined_to: Option<&Path>) -> Option<OutputStyle> {
     let raw = match confined_to {
         Some(root) => {
-            crate::safe_read::read_text_within(path, root, MAX_STYLE_BYTES, "MAX_STYLE_BYTES")
+            ctxd_fs::safe_read::read_text_within(path, root, MAX_STYLE_BYTES, "MAX_STYLE_BYTES")
         }
-        None => crate::safe_read::read_text(path, MAX_STYLE_BYTES, "MAX_STYLE_BYTES"),
+        None => ctxd_fs::safe_read::read_text(path, MAX_STYLE_BYTES, "MAX_STYLE_BYTES"),
     };
     let raw = match raw {
         Ok(raw) => raw,

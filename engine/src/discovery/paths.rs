@@ -1,32 +1,12 @@
 //! Path arithmetic shared by the discovery walks.
 
 use std::ffi::OsStr;
-use std::path::{Component, Path, PathBuf};
+use std::path::{Path, PathBuf};
+
+pub(crate) use ctxd_fs::paths::{canonical, canonicalish, normalize};
 
 /// Files hooks write for themselves; they are never instructions.
 const INJECTED_PREFIX: &str = ".claude-injected-";
-
-/// Resolves `.` and `..` without touching the disk, so that include targets and walk
-/// directories compare equal however they were spelled. `..` at the root stays at the
-/// root, as the OS does.
-pub(crate) fn normalize(path: &Path) -> PathBuf {
-    let mut out = PathBuf::new();
-    for component in path.components() {
-        match component {
-            Component::Prefix(_) | Component::RootDir => out.push(component.as_os_str()),
-            Component::CurDir => {}
-            Component::ParentDir => match out.components().next_back() {
-                Some(Component::Normal(_)) => {
-                    out.pop();
-                }
-                Some(Component::RootDir | Component::Prefix(_)) => {}
-                _ => out.push(".."),
-            },
-            Component::Normal(name) => out.push(name),
-        }
-    }
-    out
-}
 
 /// `path` itself when absolute, otherwise `base/path`; normalised either way.
 pub(crate) fn absolutize(path: &Path, base: &Path) -> PathBuf {
@@ -52,34 +32,6 @@ pub(crate) fn workspace_roots(cwd: &str, additional: &[String]) -> Vec<PathBuf> 
 pub(crate) fn inside_any(path: &Path, roots: &[PathBuf]) -> bool {
     let p = canonicalish(path);
     roots.iter().any(|r| p.starts_with(r))
-}
-
-pub(crate) fn canonical(path: &Path) -> Option<PathBuf> {
-    std::fs::canonicalize(path).ok()
-}
-
-/// Canonical form of a path that may not exist yet (a file about to be written): the
-/// deepest existing ancestor is resolved and the rest appended. Falls back to the
-/// lexical form, so comparisons degrade instead of failing.
-pub(crate) fn canonicalish(path: &Path) -> PathBuf {
-    if let Some(found) = canonical(path) {
-        return found;
-    }
-    let mut tail = Vec::new();
-    let mut cursor = path;
-    while let Some(parent) = cursor.parent() {
-        if let Some(name) = cursor.file_name() {
-            tail.push(name.to_os_string());
-        }
-        if let Some(mut found) = canonical(parent) {
-            for name in tail.iter().rev() {
-                found.push(name);
-            }
-            return found;
-        }
-        cursor = parent;
-    }
-    normalize(path)
 }
 
 /// `path` relative to `base`, if it lies inside it (`base` itself yields an empty
@@ -126,13 +78,6 @@ mod tests {
     use super::*;
 
     #[test]
-    fn normalize_resolves_dots_lexically() {
-        assert_eq!(normalize(Path::new("/a/./b/../c")), PathBuf::from("/a/c"));
-        assert_eq!(normalize(Path::new("/../a")), PathBuf::from("/a"));
-        assert_eq!(normalize(Path::new("a/../../b")), PathBuf::from("../b"));
-    }
-
-    #[test]
     fn ancestors_run_from_root_down() {
         assert_eq!(
             ancestors_top_down(Path::new("/a/b")),
@@ -153,16 +98,6 @@ mod tests {
         assert_eq!(
             relative_within(Path::new("/a/b"), Path::new("/no/such/dir/x")),
             None
-        );
-    }
-
-    #[test]
-    fn canonicalish_resolves_existing_prefix() {
-        let tmp = tempfile::tempdir().expect("tempdir");
-        let real = std::fs::canonicalize(tmp.path()).expect("canon");
-        assert_eq!(
-            canonicalish(&tmp.path().join("missing/file.rs")),
-            real.join("missing/file.rs")
         );
     }
 

@@ -28,7 +28,7 @@ use sha2::{Digest, Sha256};
 
 use super::front_matter::{normalize_patterns, split, split_patterns};
 use super::paths;
-use crate::safe_read;
+use ctxd_fs::safe_read;
 use ctxd_pipeline::limits::{MAX_SKILL_FILE_BYTES, MAX_SKILLS};
 
 /// Where a skill came from.

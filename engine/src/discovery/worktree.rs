@@ -56,7 +56,7 @@ impl NestedWorktree {
 
 /// A git pointer file (`.git`, `commondir`): a few lines; a FIFO or a huge file is not one.
 fn read_small(path: &Path) -> Option<String> {
-    crate::safe_read::read_text(path, 64 * 1024, "git pointer file").ok()
+    ctxd_fs::safe_read::read_text(path, 64 * 1024, "git pointer file").ok()
 }
 
 /// The main checkout of a linked worktree whose `.git` file is `dot_git`: git's

@@ -71,7 +71,7 @@ pub struct Engine {
     /// One `agent.finish` at a time: its checks and its two writes are one step.
     agent_finishes: tokio::sync::Mutex<()>,
     /// How provider keys are looked up (the process environment; tests inject theirs).
-    env: crate::providers::EnvLookup,
+    env: ctxd_providers::EnvLookup,
     /// The daemon's own files (database, locks, socket, log): the watcher never reports
     /// them.
     own_files: Vec<PathBuf>,
@@ -120,7 +120,7 @@ impl Engine {
             platform: std::env::consts::OS.to_string(),
             turns: Default::default(),
             agent_finishes: Default::default(),
-            env: crate::providers::process_env().with_file(&home.join("env")),
+            env: ctxd_providers::process_env().with_file(&home.join("env")),
             own_files: Vec::new(),
             #[cfg(test)]
             source_faults: sources::collect::SourceFaults::default(),
@@ -204,7 +204,7 @@ impl Engine {
         let places = hooks::Places {
             managed_root: self.discovery.managed_root.clone(),
             user_home: self.discovery.user_home.clone(),
-            trust_list: crate::hooks::trust::list_path(&self.home),
+            trust_list: ctxd_fs::trust::list_path(&self.home),
         };
         self.hooks
             .configure(places, self.limits.max_loaded_sessions);

@@ -12,7 +12,7 @@ use tokio::sync::Notify;
 use ctxd_protocol::*;
 
 use crate::engine::Engine;
-use crate::providers::stream::{self, StreamError};
+use ctxd_providers::stream::{self, StreamError};
 use ctxd_store::error::{Error, Result};
 
 /// The sessions with a turn running, each with what cancels it, and what the turns

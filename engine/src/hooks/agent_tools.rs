@@ -142,7 +142,7 @@ fn read(
 ) -> Result<String, String> {
     let real = confined(path, cwd, roots)?;
     let text =
-        crate::safe_read::read_head(&real, MAX_AGENT_READ_BYTES).map_err(|e| e.to_string())?;
+        ctxd_fs::safe_read::read_head(&real, MAX_AGENT_READ_BYTES).map_err(|e| e.to_string())?;
     let first = offset.unwrap_or(1).max(1);
     let lines: Vec<&str> = text
         .lines()
@@ -230,7 +230,7 @@ fn grep(
         if only.as_ref().is_some_and(|m| !m.is_match(&rel)) {
             continue;
         }
-        let Ok(text) = crate::safe_read::read_head(&p, MAX_AGENT_READ_BYTES) else {
+        let Ok(text) = ctxd_fs::safe_read::read_head(&p, MAX_AGENT_READ_BYTES) else {
             continue;
         };
         for (i, line) in text.lines().enumerate() {

@@ -100,7 +100,7 @@ fn distrust_dir(path: &Path) -> Option<String> {
 
 /// Opens, checks and reads one settings file, all through one open file.
 fn read_trusted(source: Source, path: &Path) -> FileState {
-    use crate::safe_read::{ReadError, open_regular, read_opened};
+    use ctxd_fs::safe_read::{ReadError, open_regular, read_opened};
     if let Some(why) = distrust_dir(path) {
         return FileState::Untrusted(why);
     }
@@ -143,6 +143,17 @@ pub(crate) fn load(source: Source, path: &Path) -> Layer {
         source,
         file,
         state,
+    }
+}
+
+/// The layer of a project settings file whose directory is not trusted.
+pub(crate) fn untrusted_layer(source: Source, path: &Path) -> Layer {
+    Layer {
+        source,
+        file: path.display().to_string(),
+        state: FileState::Untrusted(
+            "the project directory is not trusted: run `ctx trust DIR` (or create the session with settings.hooks.trust_project)".into(),
+        ),
     }
 }
 

@@ -77,7 +77,7 @@ pub(crate) async fn run(
         ..RawRun::default()
     };
     // The daemon's one HTTP client (its TLS set up once), as the providers use.
-    let client = match crate::providers::http_client() {
+    let client = match ctxd_providers::http_client() {
         Ok(c) => c,
         Err(e) => return done(1, String::new(), format!("no HTTP client: {e}"), false),
     };

@@ -4,7 +4,8 @@
 //! (`config`), which hooks match an event (`matcher`, `config::Effective`), what a
 //! hook's exit code and output mean and how parallel results merge (`decide`), the
 //! event JSON a hook reads (`input`) and the transcript lines it may read
-//! (`transcript`). The edges are `files` (settings files on disk, trust, stamps)
+//! (`transcript`). The edges are `files` (settings files on disk, trust, stamps; the
+//! trust list itself is `ctxd_fs::trust`)
 //! and `runner` (the process). The engine (`engine/hooks/mod.rs`) decides when an event
 //! fires and what its outcome does to the session.
 
@@ -18,4 +19,3 @@ pub(crate) mod matcher;
 pub(crate) mod prompt;
 pub(crate) mod runner;
 pub(crate) mod transcript;
-pub mod trust;

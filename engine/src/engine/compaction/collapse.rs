@@ -12,7 +12,7 @@ pub(crate) use collapse::savings;
 use ctxd_store::collapses as store;
 
 use crate::engine::session::loaded::loaded_mut;
-use crate::providers::SummaryInput;
+use ctxd_providers::SummaryInput;
 
 /// What a model is asked for when it summarises one collapsed span.
 const SPAN_INSTRUCTIONS: &str = "This is only a short span of a longer conversation that will be folded out of view. \
@@ -35,7 +35,7 @@ pub(crate) fn live(l: &Loaded) -> Vec<Collapse> {
 /// A model's summary of a span to collapse; `None` when the call fails (staging must not
 /// fail a compile: the span summary stands in).
 async fn model_summary(
-    m: &crate::providers::Summariser,
+    m: &ctxd_providers::Summariser,
     l: &Loaded,
     plan: &collapse::SpanPlan<'_>,
 ) -> Option<String> {

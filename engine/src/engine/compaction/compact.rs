@@ -13,12 +13,12 @@ use crate::engine::compile::{Ask, History, assemble};
 use crate::engine::session::transcript::{expect_last, insert_batch, materialise};
 use crate::engine::sources::files::snapshot;
 use crate::engine::{Engine, Loaded, SessionCell};
-use crate::providers::{ProviderError, Summariser, SummaryInput};
 use ctxd_pipeline::autocompact::{
     self, MAX_CONSECUTIVE_FAILURES, MAX_TRUNCATION_RETRIES, RoomBudget, Trigger,
 };
 use ctxd_pipeline::compile::Compiled;
 use ctxd_pipeline::{attachments, thresholds};
+use ctxd_providers::{ProviderError, Summariser, SummaryInput};
 use ctxd_store::context_state;
 use ctxd_store::error::{Error, Result};
 

@@ -15,10 +15,10 @@ use tokio::sync::Notify;
 use crate::engine::compaction::compact;
 use crate::engine::session::loaded::summary_messages;
 use crate::engine::{Engine, Loaded, SessionCell};
-use crate::providers::{Summariser, SummaryInput};
 use ctxd_pipeline::autocompact::{self, Trigger};
 use ctxd_pipeline::budget;
 use ctxd_pipeline::session_memory as sm;
+use ctxd_providers::{Summariser, SummaryInput};
 use ctxd_store::error::{Error, Result};
 use ctxd_store::memory;
 

@@ -15,10 +15,10 @@ use crate::engine::compaction::memory;
 use crate::engine::compile::Ask;
 use crate::engine::session::transcript::{expect_last, insert_batch};
 use crate::engine::{Engine, Loaded, SessionCell};
-use crate::providers::stream;
 use ctxd_pipeline::kinds;
 use ctxd_pipeline::latch::COMPACT_BETA;
 use ctxd_pipeline::projection::server_compaction;
+use ctxd_providers::stream;
 use ctxd_store::error::{Error, Result};
 
 /// The compiled `body` as a compaction request: `compaction` set, and no

@@ -11,7 +11,7 @@ use futures::future::BoxFuture;
 use tokio::sync::{broadcast, oneshot};
 
 use crate::engine::{Engine, Loaded, SessionCell};
-use crate::providers::{ModelRunner, ProviderError, Summariser};
+use ctxd_providers::{ModelRunner, ProviderError, Summariser};
 use ctxd_store::error::{Error, Result};
 
 /// Replies awaited from clients that run the model for the daemon.
@@ -124,7 +124,7 @@ impl Summaries {
         &self,
         l: &Loaded,
         cell: &SessionCell,
-        env: &crate::providers::EnvLookup,
+        env: &ctxd_providers::EnvLookup,
     ) -> Result<Summariser> {
         let cfg = self.resolved(l)?;
         let runner: Arc<dyn ModelRunner> = Arc::new(ClientRunner {

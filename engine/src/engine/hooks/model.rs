@@ -16,7 +16,7 @@ pub(super) async fn prompt_hook(
     hook: &crate::hooks::prompt::PromptHook,
     input: &[u8],
     timeout: std::time::Duration,
-    env: &crate::providers::EnvLookup,
+    env: &ctxd_providers::EnvLookup,
 ) -> crate::hooks::decide::RawRun {
     use crate::hooks::prompt;
     let started = std::time::Instant::now();
@@ -31,7 +31,7 @@ pub(super) async fn prompt_hook(
     let user = prompt::user_message(hook, &String::from_utf8_lossy(input));
     let answer = async {
         let cfg = resolve_summariser(cfg, &settings, &f.model).map_err(|e| e.to_string())?;
-        let model = crate::providers::Summariser::with_env(&cfg, None, env.clone())
+        let model = ctxd_providers::Summariser::with_env(&cfg, None, env.clone())
             .map_err(|e| e.to_string())?;
         if hook.agent {
             let work = std::sync::Arc::new(crate::hooks::agent_tools::Work::default());
@@ -58,7 +58,7 @@ pub(super) async fn prompt_hook(
 /// future (the hook's timeout) cancels the tool calls still running.
 async fn agent_hook(
     f: &Facts,
-    model: &crate::providers::Summariser,
+    model: &ctxd_providers::Summariser,
     user: &str,
     work: std::sync::Arc<crate::hooks::agent_tools::Work>,
 ) -> std::result::Result<String, String> {
@@ -139,8 +139,8 @@ mod tests {
 
     use super::*;
     use crate::hooks::agent_tools::Work;
-    use crate::providers::Summariser;
     use ctxd_pipeline::limits::MAX_AGENT_TOOL_CALLS_PER_ANSWER;
+    use ctxd_providers::Summariser;
 
     fn facts(cwd: &Path) -> Facts {
         let cwd = cwd.display().to_string();
@@ -188,7 +188,7 @@ mod tests {
         let model = Summariser::with_env(
             &cfg,
             None,
-            crate::providers::EnvLookup::vars(|_| Some("sk-test".into())),
+            ctxd_providers::EnvLookup::vars(|_| Some("sk-test".into())),
         )
         .expect("summariser");
         (server, model)

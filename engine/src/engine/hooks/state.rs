@@ -353,11 +353,11 @@ impl HookState {
                     let project = matches!(source, Source::Project | Source::Local);
                     let trusted = || {
                         *trusted.get_or_init(|| {
-                            crate::hooks::trust::is_trusted(trust_file, Path::new(&f.project))
+                            ctxd_fs::trust::is_trusted(trust_file, Path::new(&f.project))
                         })
                     };
                     if project && stamps[i].is_some() && !trusted() {
-                        Arc::new(crate::hooks::trust::untrusted_layer(*source, path))
+                        Arc::new(crate::hooks::files::untrusted_layer(*source, path))
                     } else {
                         self.shared_layer(*source, path, stamps[i])
                     }

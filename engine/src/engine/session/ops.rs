@@ -76,9 +76,9 @@ impl Engine {
         let tools = p.tools;
         check_tools(&tools)?;
         if row.settings.hooks.trust_project {
-            let list = crate::hooks::trust::list_path(&self.home);
+            let list = ctxd_fs::trust::list_path(&self.home);
             let project = std::path::PathBuf::from(&row.original_cwd);
-            tokio::task::spawn_blocking(move || crate::hooks::trust::trust(&list, &project))
+            tokio::task::spawn_blocking(move || ctxd_fs::trust::trust(&list, &project))
                 .await
                 .map_err(|e| Error::Internal(format!("trust task: {e}")))?
                 .map_err(|e| Error::Storage(format!("writing the trust list: {e}")))?;

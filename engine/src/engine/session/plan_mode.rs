@@ -14,7 +14,7 @@ impl Engine {
     pub(crate) fn plan_after_compaction(&self, row: &SessionRow) -> Vec<serde_json::Value> {
         let path = self.plan_file_path(row);
         let text = if self.plan_file_allowed(row, &path) {
-            crate::safe_read::read_text(&path, MAX_PLAN_BYTES, "MAX_PLAN_BYTES").ok()
+            ctxd_fs::safe_read::read_text(&path, MAX_PLAN_BYTES, "MAX_PLAN_BYTES").ok()
         } else {
             tracing::warn!(session = %row.id, path = %path.display(), "plan file outside the workspace: not read");
             None

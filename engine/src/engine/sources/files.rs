@@ -71,7 +71,7 @@ fn mtime_ns(meta: &std::fs::Metadata) -> i64 {
 /// in memory, so a huge file costs its read, never its size in memory.
 pub(crate) fn snapshot(path: &Path) -> Option<ReadState> {
     use std::io::Read;
-    let (file, meta) = crate::safe_read::open_regular(path).ok()?;
+    let (file, meta) = ctxd_fs::safe_read::open_regular(path).ok()?;
     let mut hasher = Sha256::new();
     let keep = meta.len() <= MAX_TRACKED_FILE_BYTES;
     let mut kept = Vec::new();

@@ -18,9 +18,9 @@ use tokio::sync::watch;
 use crate::discovery::memories::{self, MemoryFile};
 use crate::engine::sources::source_input::{Effect, Found, SourceInput};
 use crate::engine::{Engine, Loaded, SessionCell};
-use crate::providers::Summariser;
 use ctxd_pipeline::plan_mode;
 use ctxd_pipeline::relevant_memories::{self as rm, Chosen, Surfaced};
+use ctxd_providers::Summariser;
 use ctxd_store::error::{Error, Result};
 
 /// A prefetch gives up after this long (a model selector that never answers).

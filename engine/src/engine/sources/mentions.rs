@@ -12,7 +12,7 @@ use serde_json::{Value, json};
 use crate::discovery::{self as paths};
 use crate::engine::sources::files;
 use crate::engine::sources::source_input::{Effect, Found, SourceInput};
-use crate::safe_read::{self, ReadError};
+use ctxd_fs::safe_read::{self, ReadError};
 use ctxd_pipeline::capabilities::McpServer;
 use ctxd_pipeline::kinds::AT_MENTION;
 use ctxd_pipeline::limits::{MAX_MENTION_ENTRIES, MAX_MENTION_FILE_BYTES, MAX_MENTION_LINES};

@@ -92,7 +92,7 @@ impl Engine {
             l.output_style = None;
             return;
         };
-        let list = crate::hooks::trust::list_path(&self.home);
+        let list = ctxd_fs::trust::list_path(&self.home);
         let key = StyleKey {
             name,
             cwd: l.row.cwd.clone(),
@@ -102,7 +102,7 @@ impl Engine {
             return;
         }
         let cwd = std::path::Path::new(&l.row.cwd);
-        let trusted = crate::hooks::trust::is_trusted(&list, cwd);
+        let trusted = ctxd_fs::trust::is_trusted(&list, cwd);
         let found = crate::discovery::output_styles::find(
             &key.name,
             cwd,

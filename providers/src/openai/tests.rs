@@ -7,8 +7,8 @@ use serde_json::{Value, json};
 use wiremock::matchers::{header, method, path};
 use wiremock::{Mock, MockServer, ResponseTemplate};
 
-use crate::providers::http::EnvLookup;
-use crate::providers::{Backend, COMPACT_PROMPT, ProviderError, Summariser, SummaryInput};
+use crate::http::EnvLookup;
+use crate::{Backend, COMPACT_PROMPT, ProviderError, Summariser, SummaryInput};
 use ctxd_pipeline::message::ApiMessage;
 
 const KEY: &str = "sk-openai-test-DISTINCTIVE-51b2";

@@ -10,9 +10,9 @@
 
 use std::path::{Path, PathBuf};
 
-use super::config::{FileState, Layer, Source};
 use ctxd_pipeline::limits::MAX_TRUST_LIST_BYTES;
 
+/// Where the list lives in `home`.
 pub fn list_path(home: &Path) -> PathBuf {
     home.join("trusted-projects")
 }
@@ -30,8 +30,9 @@ pub fn entries(list: &Path) -> Vec<PathBuf> {
         .unwrap_or_default()
 }
 
-pub(crate) fn is_trusted(list: &Path, project: &Path) -> bool {
-    let project = crate::discovery::canonicalish(project);
+/// Whether `project`, or a directory above it, is in the list.
+pub fn is_trusted(list: &Path, project: &Path) -> bool {
+    let project = crate::paths::canonicalish(project);
     entries(list).iter().any(|e| project.starts_with(e))
 }
 
@@ -48,7 +49,7 @@ fn write(list: &Path, all: &[PathBuf]) -> std::io::Result<()> {
 
 /// Adds `project` (canonical) to the list, once.
 pub fn trust(list: &Path, project: &Path) -> std::io::Result<()> {
-    let canonical = crate::discovery::canonicalish(project);
+    let canonical = crate::paths::canonicalish(project);
     let mut all = entries(list);
     if all.contains(&canonical) {
         return Ok(());
@@ -59,7 +60,7 @@ pub fn trust(list: &Path, project: &Path) -> std::io::Result<()> {
 
 /// Removes `project` (as given, or canonical) from the list; whether it was there.
 pub fn distrust(list: &Path, project: &Path) -> std::io::Result<bool> {
-    let canonical = crate::discovery::canonicalish(project);
+    let canonical = crate::paths::canonicalish(project);
     let mut all = entries(list);
     let before = all.len();
     all.retain(|e| e != project && *e != canonical);
@@ -68,17 +69,6 @@ pub fn distrust(list: &Path, project: &Path) -> std::io::Result<bool> {
     }
     write(list, &all)?;
     Ok(true)
-}
-
-/// The layer of a project settings file whose directory is not trusted.
-pub(crate) fn untrusted_layer(source: Source, path: &Path) -> Layer {
-    Layer {
-        source,
-        file: path.display().to_string(),
-        state: FileState::Untrusted(
-            "the project directory is not trusted: run `ctx trust DIR` (or create the session with settings.hooks.trust_project)".into(),
-        ),
-    }
 }
 
 #[cfg(test)]

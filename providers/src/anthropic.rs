@@ -150,5 +150,4 @@ pub(crate) fn response_text(answer: &Value) -> Result<String, ProviderError> {
 }
 
 #[cfg(test)]
-#[path = "anthropic_tests.rs"]
 mod tests;

@@ -16,7 +16,7 @@ answer when none clearly helps.";
 impl Summariser {
     /// File names (as given in `manifest`) the model picks for `query`, at most five.
     /// Only the Anthropic and OpenAI-compatible back ends run a model here.
-    pub(crate) async fn select_memories(
+    pub async fn select_memories(
         &self,
         query: &str,
         manifest: &str,

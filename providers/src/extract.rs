@@ -189,8 +189,8 @@ mod tests {
     use wiremock::{Mock, MockServer, ResponseTemplate};
 
     use super::*;
-    use crate::providers::COMPACT_PROMPT;
-    use crate::providers::http::EnvLookup;
+    use crate::COMPACT_PROMPT;
+    use crate::http::EnvLookup;
     use ctxd_pipeline::message::ApiMessage;
 
     const KEY: &str = "sk-extract-test-DISTINCTIVE-90c1";

@@ -293,7 +293,7 @@ impl Facts {
             None => self.tools.push((name.to_string(), 1)),
         }
         if let Some(cmd) = input.get("command").and_then(Value::as_str) {
-            for program in crate::providers::commands::programs(cmd) {
+            for program in crate::commands::programs(cmd) {
                 push_unique(&mut self.commands, program);
             }
         }

@@ -17,7 +17,7 @@ use ctxd_protocol::{ProviderConfig, TurnEvent};
 use reqwest::header::{HeaderName, HeaderValue};
 
 use super::http::{self, ErrorBody, RetryPolicy};
-pub(crate) use super::stream_error::StreamError;
+pub use super::stream_error::StreamError;
 use ctxd_pipeline::limits::{
     MAX_PROGRESS_QUEUE_BYTES, MAX_PROVIDER_ANSWER_BYTES, MAX_PROVIDER_ERROR_BYTES,
     MAX_PROVIDER_STREAM_BYTES,
@@ -88,7 +88,7 @@ impl Progress {
     }
 
     /// Queues one of the turn's own few, small events (started, retrying, recovering).
-    pub(crate) fn note(&self, event: TurnEvent) {
+    pub fn note(&self, event: TurnEvent) {
         let _ = self.tx.send(Queued { event, _room: None });
     }
 }
@@ -117,7 +117,7 @@ pub(crate) enum Dialect {
 /// One turn through the session's provider: `body` is the compiled Messages API request,
 /// `headers` what the compile says it needs (`anthropic-beta`). The key is read from the
 /// environment now, sent in a sensitive header, and scrubbed from every error.
-pub(crate) async fn turn(
+pub async fn turn(
     cfg: &ProviderConfig,
     body: &str,
     headers: &BTreeMap<String, String>,
@@ -503,7 +503,10 @@ pub(crate) struct Call<'a> {
 /// Sends `call` and folds its stream into the message; retries a refusal the provider
 /// says may pass (408, 429, 5xx, 529, and an `overloaded_error` event before any
 /// content), honouring `retry-after`. Returns the message and the retries it took.
-pub async fn send(client: &reqwest::Client, call: &Call<'_>) -> Result<(Value, u32), StreamError> {
+pub(crate) async fn send(
+    client: &reqwest::Client,
+    call: &Call<'_>,
+) -> Result<(Value, u32), StreamError> {
     let mut attempt: u32 = 0;
     loop {
         let outcome = tokio::time::timeout(call.timeout, once(client, call)).await;

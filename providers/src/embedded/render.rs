@@ -7,7 +7,7 @@ use ctxd_protocol::ContentBlock;
 
 use super::facts::{Facts, Step, UserItem};
 use super::{INDENT, LEFT_OUT, NONE};
-use crate::providers::prompt::SECTION_TITLES;
+use crate::prompt::SECTION_TITLES;
 use ctxd_pipeline::text::{clip, cut_middle};
 use ctxd_pipeline::tokens::{block_tokens, scaled};
 

@@ -11,9 +11,12 @@
 //! an `<analysis>` scratchpad and a `<summary>`; only the summary is returned
 //! (`extract_summary`), because the reasoning would cost context without adding facts.
 //!
-//! This module does no retries of its own beyond transport-level ones: shrinking a
+//! This crate does no retries of its own beyond transport-level ones: shrinking a
 //! request that is too long (dropping the oldest rounds) is the caller's, driven by
 //! [`ProviderError::PromptTooLong`].
+//!
+//! A crate of its own, on the protocol and the pipeline alone, so that `ctx memory-worker`
+//! summarises without linking the engine, the store or their databases.
 
 mod anthropic;
 mod chat_stream;
@@ -24,10 +27,10 @@ mod http;
 mod openai;
 mod prompt;
 mod select;
-pub(crate) mod stream;
+pub mod stream;
 mod stream_error;
 
-pub(crate) use http::{EnvLookup, client as http_client, process_env};
+pub use http::{EnvLookup, client as http_client, process_env};
 pub use stream::{Progress, ProgressReceiver, progress_channel};
 
 /// Folds the events of one streamed Messages-API answer into the message, for a caller
@@ -220,7 +223,7 @@ impl Summariser {
         Summariser::with_env(cfg, runner, http::process_env())
     }
 
-    pub(crate) fn with_env(
+    pub fn with_env(
         cfg: &SummariserConfig,
         runner: Option<Arc<dyn ModelRunner>>,
         env: http::EnvLookup,
@@ -288,7 +291,7 @@ impl Summariser {
     }
 
     /// The summary text (nine sections, analysis stripped).
-    pub(crate) async fn summarise(&self, input: SummaryInput<'_>) -> Result<String, ProviderError> {
+    pub async fn summarise(&self, input: SummaryInput<'_>) -> Result<String, ProviderError> {
         let model_text = match &self.backend {
             Backend::Embedded => {
                 if input.custom_instructions.is_some() {
@@ -330,7 +333,7 @@ impl Summariser {
 
     /// One text completion of `user` under `system` through the backend's model (prompt
     /// hooks); the embedded and client backends have none to offer.
-    pub(crate) async fn complete(&self, system: &str, user: &str) -> Result<String, ProviderError> {
+    pub async fn complete(&self, system: &str, user: &str) -> Result<String, ProviderError> {
         let messages = [ApiMessage::user(vec![ctxd_protocol::ContentBlock::text(
             user,
         )])];
@@ -345,7 +348,7 @@ impl Summariser {
 
     /// One model call with tools the caller runs; the Messages API's answer as it came.
     /// Only the Anthropic backend has tools to offer here.
-    pub(crate) async fn converse(
+    pub async fn converse(
         &self,
         system: &str,
         messages: &[serde_json::Value],

@@ -207,5 +207,4 @@ pub(crate) fn response_text(answer: &Value) -> Result<String, ProviderError> {
 }
 
 #[cfg(test)]
-#[path = "openai_tests.rs"]
 mod tests;

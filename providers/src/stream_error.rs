@@ -5,7 +5,7 @@ use std::time::Duration;
 
 /// Why a streamed call failed.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-pub(crate) enum StreamError {
+pub enum StreamError {
     /// The provider refused or failed: its HTTP status when it answered with one, the
     /// error's type (`overloaded_error`, `invalid_request_error`, ...) and message.
     #[error("{message}")]

@@ -9,7 +9,7 @@ use std::os::unix::fs::OpenOptionsExt;
 use std::path::Path;
 
 #[derive(Debug, thiserror::Error)]
-pub(crate) enum ReadError {
+pub enum ReadError {
     #[error("not a regular file")]
     NotRegular,
     #[error("{size} bytes, more than the {limit} allowed ({bound})")]
@@ -27,7 +27,7 @@ pub(crate) enum ReadError {
 }
 
 /// Opens `path` for reading if it is a regular file (symlinks followed).
-pub(crate) fn open_regular(path: &Path) -> Result<(File, Metadata), ReadError> {
+pub fn open_regular(path: &Path) -> Result<(File, Metadata), ReadError> {
     if !std::fs::metadata(path)?.is_file() {
         return Err(ReadError::NotRegular);
     }
@@ -44,7 +44,7 @@ pub(crate) fn open_regular(path: &Path) -> Result<(File, Metadata), ReadError> {
 
 /// The whole text of a regular file of at most `limit` bytes; `bound` names the limit in
 /// the error.
-pub(crate) fn read_text(path: &Path, limit: u64, bound: &'static str) -> Result<String, ReadError> {
+pub fn read_text(path: &Path, limit: u64, bound: &'static str) -> Result<String, ReadError> {
     let (file, meta) = open_regular(path)?;
     read_opened(file, &meta, limit, bound)
 }
@@ -53,14 +53,14 @@ pub(crate) fn read_text(path: &Path, limit: u64, bound: &'static str) -> Result<
 /// path (every symlink on the way resolved) lies inside `root`, so a link to
 /// `~/.aws/credentials` is refused, whoever wrote it. The canonical path is what is opened,
 /// and with `O_NOFOLLOW`, so a link put in its place after the check is not followed.
-pub(crate) fn read_text_within(
+pub fn read_text_within(
     path: &Path,
     root: &Path,
     limit: u64,
     bound: &'static str,
 ) -> Result<String, ReadError> {
     let real = std::fs::canonicalize(path)?;
-    if !real.starts_with(crate::discovery::canonicalish(root)) {
+    if !real.starts_with(crate::paths::canonicalish(root)) {
         return Err(ReadError::Outside(root.to_path_buf()));
     }
     if !std::fs::symlink_metadata(&real)?.is_file() {
@@ -79,7 +79,7 @@ pub(crate) fn read_text_within(
 
 /// [`read_text`] of a file [`open_regular`] opened, for a caller that checks the open
 /// file's metadata before it reads.
-pub(crate) fn read_opened(
+pub fn read_opened(
     file: File,
     meta: &Metadata,
     limit: u64,
@@ -100,7 +100,7 @@ pub(crate) fn read_opened(
 
 /// At most `limit` bytes from the start of a regular file, cut back to whole UTF-8
 /// characters; for files that are read for their head only (large memory files).
-pub(crate) fn read_head(path: &Path, limit: u64) -> Result<String, ReadError> {
+pub fn read_head(path: &Path, limit: u64) -> Result<String, ReadError> {
     let (file, _) = open_regular(path)?;
     let mut bytes = Vec::new();
     file.take(limit).read_to_end(&mut bytes)?;

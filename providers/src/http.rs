@@ -24,13 +24,13 @@ use ctxd_pipeline::limits::{
 type VarLookup = Arc<dyn Fn(&str) -> Option<String> + Send + Sync>;
 
 #[derive(Clone)]
-pub(crate) struct EnvLookup {
+pub struct EnvLookup {
     vars: VarLookup,
     file: Option<Arc<Path>>,
 }
 
 impl EnvLookup {
-    pub(crate) fn vars(f: impl Fn(&str) -> Option<String> + Send + Sync + 'static) -> EnvLookup {
+    pub fn vars(f: impl Fn(&str) -> Option<String> + Send + Sync + 'static) -> EnvLookup {
         EnvLookup {
             vars: Arc::new(f),
             file: None,
@@ -39,7 +39,7 @@ impl EnvLookup {
 
     /// Also looks in `file` (`KEY=VALUE` lines) for what the environment lacks. The file
     /// is read at each lookup, so a key added to it needs no restart.
-    pub(crate) fn with_file(mut self, file: &Path) -> EnvLookup {
+    pub fn with_file(mut self, file: &Path) -> EnvLookup {
         self.file = Some(Arc::from(file));
         self
     }
@@ -57,7 +57,7 @@ impl EnvLookup {
     }
 }
 
-pub(crate) fn process_env() -> EnvLookup {
+pub fn process_env() -> EnvLookup {
     EnvLookup::vars(|name| std::env::var(name).ok())
 }
 
@@ -229,7 +229,7 @@ pub(crate) fn timeout(secs: Option<u64>) -> Result<Duration, ProviderError> {
 /// provider (built from C and Rust sources alone; aws-lc-rs would need cmake and takes
 /// far longer to build). The provider is installed as the process default once; if
 /// something else installed one first, that one is used.
-pub(crate) fn client() -> Result<reqwest::Client, ProviderError> {
+pub fn client() -> Result<reqwest::Client, ProviderError> {
     // Unit tests each run their own runtime; a pooled connection whose task died with an
     // earlier test's runtime must not be handed to a later one.
     if cfg!(test) {

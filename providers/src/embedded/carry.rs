@@ -4,7 +4,7 @@
 
 use super::NONE;
 use super::facts::{Facts, FileEntry, UserItem};
-use crate::providers::prompt::SECTION_TITLES;
+use crate::prompt::SECTION_TITLES;
 use ctxd_pipeline::text::clip;
 
 impl Facts {
