@@ -358,30 +358,19 @@ impl Engine {
             usage_picture: true,
             ..compile::Ask::at(now)
         };
-        let ts = ctxd_pipeline::clock::rfc3339(now);
-        let mut pending: Vec<ctxd_protocol::RecordInput> = self
-            .pending_capabilities(&cell, l)
-            .await?
-            .into_iter()
-            .map(|p| ctxd_pipeline::attachments::record(p, &ts))
-            .collect();
+        let mut pending = self.pending_capabilities(&cell, l, now).await?;
         pending.extend(self.pending_attachments(l, now).await);
         let c = if pending.is_empty() {
             compile::assemble(l, None, &ask)?
         } else {
             let last = l.records.last().map(|r| (r.seq, r.uuid.clone()));
             let mut records: Vec<ctxd_protocol::Record> = l.records.iter().cloned().collect();
-            records.extend(materialise(pending, last, &ts));
-            let history = compile::History {
-                records: &records,
-                lineage: None,
-                projection: None,
-                boundary: None,
-                snip_boundaries: None,
-                facts: &[],
-                boundary_uuid: &l.boundary_uuid,
-                pinned_edits: &l.pinned_edits,
-            };
+            records.extend(materialise(
+                pending,
+                last,
+                &ctxd_pipeline::clock::rfc3339(now),
+            ));
+            let history = compile::History::unindexed(&records, &l.boundary_uuid, &l.pinned_edits);
             compile::assemble(l, Some(history), &ask)?
         };
         let picture = c

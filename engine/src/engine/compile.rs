@@ -289,6 +289,27 @@ pub(crate) struct History<'a> {
     pub(crate) pinned_edits: &'a [ctxd_pipeline::microcompact::PinnedEdit],
 }
 
+impl<'a> History<'a> {
+    /// Records kept in no index (a compaction's candidate, or the transcript with what
+    /// the next compile would append): the assembly works their projection out itself.
+    pub(crate) fn unindexed(
+        records: &'a [Record],
+        boundary_uuid: &'a str,
+        pinned_edits: &'a [ctxd_pipeline::microcompact::PinnedEdit],
+    ) -> History<'a> {
+        History {
+            records,
+            lineage: None,
+            projection: None,
+            boundary: None,
+            snip_boundaries: None,
+            facts: &[],
+            boundary_uuid,
+            pinned_edits,
+        }
+    }
+}
+
 /// The pure part of a compile: the session's state and `history` (the transcript when
 /// `None`) as the request `ask` names. Every compile in the engine goes through here.
 pub(crate) fn assemble(

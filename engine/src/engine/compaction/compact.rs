@@ -602,16 +602,11 @@ pub(crate) fn estimate_new_history(
 ) -> Result<u64> {
     let last = l.records.last().map(|r| (r.seq, r.uuid.clone()));
     let records = materialise(history.to_vec(), last, &ctxd_pipeline::clock::rfc3339(now));
-    let history = History {
-        records: &records,
-        lineage: None,
-        projection: None,
-        boundary: None,
-        snip_boundaries: None,
-        facts: &[],
-        boundary_uuid: records.first().map_or("", |r| r.uuid.as_str()),
-        pinned_edits: &[],
-    };
+    let history = History::unindexed(
+        &records,
+        records.first().map_or("", |r| r.uuid.as_str()),
+        &[],
+    );
     Ok(assemble(l, Some(history), &Ask::at(now))?
         .metadata
         .context

@@ -231,6 +231,15 @@ fn first_mcp_memo(l: &Loaded) -> Option<Vec<caps::McpBlock>> {
     })
 }
 
+/// Capability payloads as the attachment records a compile at `now` appends.
+fn as_records(payloads: Vec<Value>, now: DateTime<Utc>) -> Vec<RecordInput> {
+    let ts = ctxd_pipeline::clock::rfc3339(now);
+    payloads
+        .into_iter()
+        .map(|p| ctxd_pipeline::attachments::record(p, &ts))
+        .collect()
+}
+
 fn last_seq(l: &Loaded) -> u64 {
     l.records.last().map_or(0, |r| r.seq)
 }
@@ -256,11 +265,7 @@ impl Engine {
         if let Some(m) = memo {
             state.mcp_memo = Some(m);
         }
-        let ts = ctxd_pipeline::clock::rfc3339(now);
-        let inputs: Vec<RecordInput> = payloads
-            .into_iter()
-            .map(|p| ctxd_pipeline::attachments::record(p, &ts))
-            .collect();
+        let inputs = as_records(payloads, now);
         let (sid, st, now_text) = (l.row.id.clone(), state.clone(), self.now_text());
         let built = self
             .store
@@ -288,7 +293,8 @@ impl Engine {
         &self,
         cell: &SessionCell,
         l: &mut Loaded,
-    ) -> Result<Vec<Value>> {
+        now: DateTime<Utc>,
+    ) -> Result<Vec<RecordInput>> {
         l.refresh_ledger();
         let memo = first_mcp_memo(l);
         // Where the skill listing last looked for touched paths: the real compile must
@@ -296,7 +302,7 @@ impl Engine {
         let looked = l.caps.touch_seen;
         let found = self.capability_payloads(cell, l, memo.as_deref()).await;
         l.caps.touch_seen = looked;
-        Ok(found?.0)
+        Ok(as_records(found?.0, now))
     }
 
     /// The capability deltas and the skill listing owed to the model, with the skill
