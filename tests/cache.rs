@@ -287,8 +287,8 @@ fn flags_are_latched_until_compaction_and_the_prediction_survives_a_restart() {
     assert!(c["request"].get("temperature").is_none());
 }
 
-#[test]
-fn usage_picture_sums_to_the_window_and_changes_nothing() {
+/// A daemon with a session of one prompt and one answered model call.
+fn one_call_session() -> (Daemon, String) {
     let d = Daemon::start();
     let sid = session(&d);
     append(
@@ -297,6 +297,12 @@ fn usage_picture_sums_to_the_window_and_changes_nothing() {
         json!([{"type": "user", "content": "start", "timestamp": T0}]),
     );
     append(&d, &sid, call(1, &at(1), 0));
+    (d, sid)
+}
+
+#[test]
+fn usage_picture_sums_to_the_window_and_changes_nothing() {
+    let (d, sid) = one_call_session();
     let before = d.call("transcript.read", json!({"session_id": sid}));
     let u = d.call("context.usage", json!({"session_id": sid}));
     let window = u["context_window"].as_u64().unwrap();
@@ -336,14 +342,7 @@ fn usage_picture_sums_to_the_window_and_changes_nothing() {
 /// before the compile is the picture after it (issue 52, item 5).
 #[test]
 fn usage_counts_the_attachments_the_next_compile_adds() {
-    let d = Daemon::start();
-    let sid = session(&d);
-    append(
-        &d,
-        &sid,
-        json!([{"type": "user", "content": "start", "timestamp": T0}]),
-    );
-    append(&d, &sid, call(1, &at(1), 0));
+    let (d, sid) = one_call_session();
     d.call(
         "transcript.queue",
         json!({"session_id": sid, "text": "also check the lexer, the parser and the tests"}),

@@ -21,6 +21,24 @@ fn front_door(upstream: &str) -> (Daemon, String) {
     (d, base)
 }
 
+/// A front door with both upstreams; its OpenAI base URL.
+fn front_door_with_openai(anthropic: &str, openai: &str) -> (Daemon, String) {
+    let d = Daemon::start_with(&[
+        "--http",
+        "127.0.0.1:0",
+        "--upstream-anthropic",
+        anthropic,
+        "--upstream-openai",
+        openai,
+    ]);
+    let status = d.call("proxy.status", json!({}));
+    let base = status["openai_base_url"]
+        .as_str()
+        .expect("an OpenAI base URL")
+        .to_string();
+    (d, base)
+}
+
 fn base_url(d: &Daemon) -> String {
     let status = d.call("proxy.status", json!({}));
     assert_eq!(status["listening"], true, "{status}");
@@ -1041,16 +1059,7 @@ async fn chat_completions_go_to_the_openai_upstream_byte_for_byte() {
         .expect(1)
         .mount(&openai)
         .await;
-    let d = Daemon::start_with(&[
-        "--http",
-        "127.0.0.1:0",
-        "--upstream-anthropic",
-        &anthropic.uri(),
-        "--upstream-openai",
-        &openai.uri(),
-    ]);
-    let status = d.call("proxy.status", json!({}));
-    let openai_base = status["openai_base_url"].as_str().unwrap();
+    let (_d, openai_base) = front_door_with_openai(&anthropic.uri(), &openai.uri());
     let sent =
         r#"{"model": "gpt-x", "stream": true, "messages": [{"role": "user", "content": "hi"}]}"#;
     let r = client()
@@ -1538,19 +1547,8 @@ async fn chat_completions_are_recorded_as_a_session_in_observe_mode() {
         .respond_with(ResponseTemplate::new(200).set_body_json(whole.clone()))
         .mount(&openai)
         .await;
-    let d = Daemon::start_with(&[
-        "--http",
-        "127.0.0.1:0",
-        "--upstream-anthropic",
-        &anthropic.uri(),
-        "--upstream-openai",
-        &openai.uri(),
-    ]);
-    let status = d.call("proxy.status", json!({}));
-    let url = format!(
-        "{}/chat/completions",
-        status["openai_base_url"].as_str().unwrap()
-    );
+    let (d, openai_base) = front_door_with_openai(&anthropic.uri(), &openai.uri());
+    let url = format!("{openai_base}/chat/completions");
     let tools = json!([{"type": "function", "function": {"name": "read",
         "description": "Reads a file", "parameters": {"type": "object"}}}]);
     let mut messages = vec![
