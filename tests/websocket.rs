@@ -328,13 +328,21 @@ fn a_message_over_the_bound_is_refused_and_the_connection_goes_on() {
     refused(&mut ws);
     let body = padded(3, 3000).to_string();
     let (a, b) = body.as_bytes().split_at(body.len() / 2);
-    ws.0.write_all(&Ws::frame(false, TEXT, a)).unwrap();
-    ws.0.write_all(&Ws::frame(true, PING, b"hi")).unwrap();
-    ws.0.write_all(&Ws::frame(false, CONTINUATION, b)).unwrap();
-    ws.0.write_all(&Ws::frame(true, CONTINUATION, &[b' '; 2000]))
-        .unwrap();
+    // In one write, so that the daemon reads the ping and the message's end together:
+    // the refusal still comes after the pong, where the message's end stood.
+    let sequence = [
+        Ws::frame(false, TEXT, a),
+        Ws::frame(true, PING, b"hi"),
+        Ws::frame(false, CONTINUATION, b),
+        Ws::frame(true, CONTINUATION, &[b' '; 2000]),
+    ]
+    .concat();
+    ws.0.write_all(&sequence).unwrap();
     assert_eq!(ws.read_frame(), Some((PONG, b"hi".to_vec())));
     refused(&mut ws);
+    // A pong of the client's own is no refusal: the next answer is the next call's.
+    ws.send(PONG, b"");
+    ws.send(PONG, &[0; 16]);
     let fits = json!({"jsonrpc": "2.0", "id": 4, "method": "daemon.ping"});
     let exact = format!("{fits}{}", " ".repeat(4096 - fits.to_string().len()));
     ws.send(TEXT, exact.as_bytes());

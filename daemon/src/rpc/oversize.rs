@@ -6,8 +6,9 @@
 //! The bytes from the client therefore pass through `Oversize` first. It reads just
 //! enough of each frame's header (RFC 6455 §5.2) to know a data message's size: a
 //! message within the bound reaches tungstenite unchanged; one over it is read and
-//! dropped as it comes, never held, and an empty pong takes its place, so the connection
-//! wakes and answers -32007 for it. A fragmented message is held until its last frame
+//! dropped as it comes, never held, and a pong carrying the connection's marker takes
+//! its place, so the connection answers -32007 for it where it stood among the client's
+//! messages (after a ping sent before its last fragment, before the next call). A fragmented message is held until its last frame
 //! shows it fits, at most the bound; control frames between its fragments pass at once.
 //!
 //! Owning this much framing has a reason a user feels (one oversized call does not cost
@@ -16,8 +17,6 @@
 //! rules decide the close code.
 
 use std::pin::Pin;
-use std::sync::Arc;
-use std::sync::atomic::{AtomicUsize, Ordering};
 use std::task::{Context, Poll, ready};
 
 use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
@@ -27,15 +26,23 @@ const READ_CHUNK: usize = 16 * 1024;
 /// Capacity kept by the output buffer between reads; a released fragmented message may
 /// have grown it to the bound.
 const KEPT_CAPACITY: usize = 64 * 1024;
-/// A client's empty pong (masked, as a client's frames are; the key is zero).
-const EMPTY_PONG: [u8; 6] = [0x8A, 0x80, 0, 0, 0, 0];
+/// The payload of the pong that stands for a dropped message: random per connection, so
+/// a pong the client sends itself is not taken for one.
+pub(crate) type Marker = [u8; 16];
 
-/// A client's byte stream with messages over `max` bytes dropped. Each dropped message
-/// adds one to the shared count, before its pong is read.
+/// A client's pong frame carrying `marker` (masked, as a client's frames are; the key is
+/// zero, so the payload reads as written).
+fn marker_pong(marker: &Marker) -> Vec<u8> {
+    let mut frame = vec![0x8A, 0x80 | 16, 0, 0, 0, 0];
+    frame.extend_from_slice(marker);
+    frame
+}
+
+/// A client's byte stream with messages over `max` bytes dropped, each replaced by a
+/// pong carrying the connection's marker.
 pub(crate) struct Oversize<S> {
     inner: S,
     filter: Filter,
-    dropped: Arc<AtomicUsize>,
     scratch: Box<[u8]>,
     out: Vec<u8>,
     taken: usize,
@@ -43,21 +50,21 @@ pub(crate) struct Oversize<S> {
 
 impl<S> Oversize<S> {
     /// Wraps `inner`; `early` is what was read from it before, filtered at once (its
-    /// result is for tungstenite to read first).
-    pub(crate) fn new(inner: S, max: usize, early: &[u8]) -> (Self, Vec<u8>, Arc<AtomicUsize>) {
-        let dropped = Arc::new(AtomicUsize::new(0));
-        let mut filter = Filter::new(u64::try_from(max).unwrap_or(u64::MAX));
+    /// result is for tungstenite to read first). Returns the marker the pongs of dropped
+    /// messages carry.
+    pub(crate) fn new(inner: S, max: usize, early: &[u8]) -> (Self, Vec<u8>, Marker) {
+        let marker = uuid::Uuid::new_v4().into_bytes();
+        let mut filter = Filter::new(u64::try_from(max).unwrap_or(u64::MAX), &marker);
         let mut first = Vec::with_capacity(early.len());
-        dropped.fetch_add(filter.feed(early, &mut first), Ordering::Relaxed);
+        filter.feed(early, &mut first);
         let this = Oversize {
             inner,
             filter,
-            dropped: dropped.clone(),
             scratch: vec![0; READ_CHUNK].into_boxed_slice(),
             out: Vec::new(),
             taken: 0,
         };
-        (this, first, dropped)
+        (this, first, marker)
     }
 }
 
@@ -86,10 +93,7 @@ impl<S: AsyncRead + Unpin> AsyncRead for Oversize<S> {
             if got == 0 {
                 return Poll::Ready(Ok(()));
             }
-            let dropped = this.filter.feed(&this.scratch[..got], &mut this.out);
-            if dropped > 0 {
-                this.dropped.fetch_add(dropped, Ordering::Relaxed);
-            }
+            this.filter.feed(&this.scratch[..got], &mut this.out);
         }
     }
 }
@@ -142,6 +146,8 @@ struct Fragmented {
 #[derive(Debug)]
 struct Filter {
     max: u64,
+    /// What takes a dropped message's place.
+    pong: Vec<u8>,
     state: State,
     header: Vec<u8>,
     message: Option<Fragmented>,
@@ -149,9 +155,10 @@ struct Filter {
 }
 
 impl Filter {
-    fn new(max: u64) -> Self {
+    fn new(max: u64, marker: &Marker) -> Self {
         Filter {
             max,
+            pong: marker_pong(marker),
             state: State::Header,
             header: Vec::with_capacity(14),
             message: None,
@@ -275,7 +282,7 @@ impl Filter {
     fn end_message(&mut self, out: &mut Vec<u8>) -> usize {
         let dropping = self.message.take().is_some_and(|m| m.dropping);
         if dropping {
-            out.extend_from_slice(&EMPTY_PONG);
+            out.extend_from_slice(&self.pong);
             1
         } else {
             out.append(&mut self.held);
@@ -304,6 +311,7 @@ mod tests {
     use super::*;
 
     const MASK: [u8; 4] = [1, 2, 3, 4];
+    const MARKER: Marker = [9; 16];
 
     fn frame(fin: bool, opcode: u8, payload: &[u8]) -> Vec<u8> {
         let mut f = vec![if fin { 0x80 } else { 0 } | opcode];
@@ -326,17 +334,17 @@ mod tests {
     /// Feeds `input` split at every position (and whole), checking each split gives the
     /// same as feeding it byte by byte.
     fn filtered(max: u64, input: &[u8]) -> (Vec<u8>, usize) {
-        let mut whole = Filter::new(max);
+        let mut whole = Filter::new(max, &MARKER);
         let mut expected = Vec::new();
         let dropped = whole.feed(input, &mut expected);
         for at in 0..=input.len() {
-            let mut f = Filter::new(max);
+            let mut f = Filter::new(max, &MARKER);
             let mut out = Vec::new();
             let mut n = f.feed(&input[..at], &mut out);
             n += f.feed(&input[at..], &mut out);
             assert_eq!((&out, n), (&expected, dropped), "split at {at}");
         }
-        let mut f = Filter::new(max);
+        let mut f = Filter::new(max, &MARKER);
         let mut out = Vec::new();
         let n: usize = input.iter().map(|b| f.feed(&[*b], &mut out)).sum();
         assert_eq!((&out, n), (&expected, dropped), "byte by byte");
@@ -357,7 +365,7 @@ mod tests {
         let mut input = frame(true, 0x1, &[b'x'; 1001]);
         let next = frame(true, 0x1, b"{}");
         input.extend(&next);
-        let mut expected = EMPTY_PONG.to_vec();
+        let mut expected = marker_pong(&MARKER);
         expected.extend(&next);
         assert_eq!(filtered(1000, &input), (expected, 1));
     }
@@ -382,7 +390,7 @@ mod tests {
             frame(true, 0x1, b"{}"),
         ]
         .concat();
-        let expected = [ping, EMPTY_PONG.to_vec(), frame(true, 0x1, b"{}")].concat();
+        let expected = [ping, marker_pong(&MARKER), frame(true, 0x1, b"{}")].concat();
         assert_eq!(filtered(1000, &input), (expected, 1));
     }
 

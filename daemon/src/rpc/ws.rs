@@ -323,10 +323,10 @@ async fn serve(io: Counted, early: Vec<u8>, ctx: Context) {
         sink: sink.clone(),
         id_provider: Arc::new(RandomIntegerIdProvider),
     }));
-    // Messages over the bound never reach tungstenite: `Oversize` drops them and counts
-    // them in `dropped`, and each is answered -32007 while the connection goes on.
+    // Messages over the bound never reach tungstenite: `Oversize` puts a pong carrying
+    // `marker` in the place of each, answered -32007 while the connection goes on.
     // tungstenite's own bound is a backstop for frames `Oversize` leaves to it.
-    let (io, early, dropped) = Oversize::new(io, ctx.max_message, &early);
+    let (io, early, marker) = Oversize::new(io, ctx.max_message, &early);
     let config = WebSocketConfig::default()
         .max_message_size(Some(ctx.max_message))
         .max_frame_size(Some(ctx.max_message));
@@ -398,11 +398,13 @@ async fn serve(io: Counted, early: Vec<u8>, ctx: Context) {
             }
             Step::Io(Io::Message(message)) => {
                 last_heard = Instant::now();
-                for _ in 0..dropped.swap(0, Ordering::Relaxed) {
-                    queue.push_text(too_big(ctx.max_message));
-                }
-                if let Message::Ping(payload) = &message {
-                    queue.pong_buffered(payload.len());
+                match &message {
+                    Message::Ping(payload) => queue.pong_buffered(payload.len()),
+                    Message::Pong(payload) if payload[..] == marker[..] => {
+                        queue.push_text(too_big(ctx.max_message));
+                        continue;
+                    }
+                    _ => {}
                 }
                 let (Some(service), Some(in_flight)) = (&service, &in_flight) else {
                     continue;
@@ -416,10 +418,6 @@ async fn serve(io: Counted, early: Vec<u8>, ctx: Context) {
                         continue;
                     }
                 };
-                if data.len() > ctx.max_message {
-                    queue.push_text(too_big(ctx.max_message));
-                    continue;
-                }
                 let conn = Conn {
                     service,
                     extensions: &extensions,
