@@ -107,7 +107,9 @@ USE = re.compile(r"^\s*pub(?:\([a-z]+\))?\s+use\s+([^;]+);", re.M)
 
 def reexports(mods):
     """Per module: a name it re-exports -> the module defining it (one level of `pub use`
-    from a child or sibling module, braces and globs included)."""
+    from a child or sibling module, braces and globs included). A re-exported module
+    (`pub use stages::budget;`) maps its name to the module itself, under the key
+    `("mod", name)`, so that paths through it land where the compiler lands."""
     defined = {p: set(ITEM.findall(open(f).read())) for p, f in mods.items()}
     out = {}
     for path, file in mods.items():
@@ -130,8 +132,10 @@ def reexports(mods):
                 part = part.strip()
                 if not part or "::" in part:
                     continue
+                orig = part.split(" as ")[0].strip()
                 name = part.split(" as ")[-1].strip()
-                if name in mods and target + (name,) in mods:
+                if target + (orig,) in mods:
+                    table[("mod", name)] = target + (orig,)
                     continue
                 table[name] = target
         out[path] = table
@@ -139,11 +143,17 @@ def reexports(mods):
 
 
 def resolve(mods, segments, rx=None):
-    """The module `segments` land in: the longest module prefix, then one re-export."""
-    best, k_best = None, 0
-    for k in range(1, len(segments) + 1):
-        if tuple(segments[:k]) in mods:
-            best, k_best = tuple(segments[:k]), k
+    """The module `segments` land in: the longest module prefix (through re-exported
+    modules), then one re-export."""
+    best, k_best, cur = None, 0, ()
+    for k, seg in enumerate(segments, 1):
+        if cur + (seg,) in mods:
+            cur = cur + (seg,)
+        elif rx is not None and ("mod", seg) in rx.get(cur, {}):
+            cur = rx[cur][("mod", seg)]
+        else:
+            break
+        best, k_best = cur, k
     start = best if best is not None else ()
     if rx is not None and k_best < len(segments):
         hop = rx.get(start, {}).get(segments[k_best])

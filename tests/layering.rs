@@ -53,7 +53,14 @@ fn no_module_cycles_and_no_upward_arrows() {
 fn an_injected_cycle_and_an_upward_arrow_are_found() {
     let tree = tempfile::tempdir().expect("a temp dir");
     let files = [
-        ("pipeline/src/lib.rs", "pub mod a;\npub mod b;\n"),
+        (
+            "pipeline/src/lib.rs",
+            "pub mod a;\npub mod b;\npub mod d;\npub mod g;\npub use g::c;\n",
+        ),
+        // A cycle through a module re-exported at the root: `crate::c` is `g::c`.
+        ("pipeline/src/g/mod.rs", "pub mod c;\n"),
+        ("pipeline/src/g/c.rs", "pub fn y() {\n    crate::d::x()\n}\n"),
+        ("pipeline/src/d.rs", "pub fn x() {}\npub fn z() {\n    crate::c::y()\n}\n"),
         (
             "pipeline/src/a.rs",
             "pub fn f() -> u32 {\n    super::b::g()\n}\n",
@@ -78,7 +85,9 @@ fn an_injected_cycle_and_an_upward_arrow_are_found() {
     let report = String::from_utf8_lossy(&out.stdout);
     assert!(!out.status.success(), "{report}");
     assert!(
-        report.contains("cycles: 1") && report.contains("ctxd_pipeline::a <-> ctxd_pipeline::b"),
+        report.contains("cycles: 2")
+            && report.contains("ctxd_pipeline::a <-> ctxd_pipeline::b")
+            && report.contains("ctxd_pipeline::d <-> ctxd_pipeline::g::c"),
         "{report}"
     );
     assert!(

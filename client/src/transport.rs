@@ -585,5 +585,4 @@ async fn read_loop(shared: Weak<Shared>) {
 }
 
 #[cfg(test)]
-#[path = "transport_tests.rs"]
 mod tests;

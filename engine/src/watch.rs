@@ -27,7 +27,6 @@ use notify::event::{MetadataKind, ModifyKind};
 use notify::{ErrorKind, Event, EventKind, RecursiveMode};
 use tokio::sync::mpsc::UnboundedSender;
 
-#[path = "watch_debounce.rs"]
 mod debounce;
 use debounce::{Batch, Debouncer, Window};
 
@@ -439,5 +438,4 @@ fn is_noise(kind: EventKind) -> bool {
 }
 
 #[cfg(test)]
-#[path = "watch_tests.rs"]
 mod tests;

@@ -663,5 +663,4 @@ impl Backend for Sqlite {
 }
 
 #[cfg(test)]
-#[path = "sqlite_tests.rs"]
 mod tests;

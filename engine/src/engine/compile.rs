@@ -418,5 +418,4 @@ pub(crate) fn assemble(
 }
 
 #[cfg(test)]
-#[path = "compile_tests.rs"]
 mod tests;

@@ -494,5 +494,4 @@ pub(crate) fn listing<L: Borrow<Layer>>(layers: &[L], eff: &Effective) -> HooksL
 }
 
 #[cfg(test)]
-#[path = "config_tests.rs"]
 mod tests;

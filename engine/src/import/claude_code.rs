@@ -641,5 +641,4 @@ fn count(stats: &mut ImportStats, record: &RecordInput) {
 }
 
 #[cfg(test)]
-#[path = "claude_code_tests.rs"]
 mod tests;

@@ -12,7 +12,7 @@ use std::ops::Range;
 use ctxd_protocol::{ContentBlock, Record, RecordInput, RecordKind};
 use serde_json::{Value, json};
 
-use super::{attachments, session_memory, tokens};
+use crate::{attachments, session_memory, tokens};
 
 /// Consecutive failures after which autocompact stops trying (until a success or a
 /// manual compact).
@@ -107,7 +107,7 @@ impl RoomBudget {
 pub fn new_messages_since_boundary(view: &[&Record]) -> bool {
     let compacted = view
         .first()
-        .is_some_and(|r| super::projection::is_compact_boundary(r));
+        .is_some_and(|r| crate::projection::is_compact_boundary(r));
     !compacted
         || view.iter().skip(1).any(|r| {
             matches!(r.kind, RecordKind::User | RecordKind::Assistant)
@@ -247,7 +247,7 @@ pub fn head_records(boundary: Value, summary_message: String, timestamp: &str) -
     vec![
         RecordInput {
             kind: Some(RecordKind::System),
-            subtype: Some(super::projection::COMPACT_BOUNDARY.into()),
+            subtype: Some(crate::projection::COMPACT_BOUNDARY.into()),
             data: Some(boundary),
             timestamp: Some(timestamp.to_string()),
             ..RecordInput::default()

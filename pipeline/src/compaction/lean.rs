@@ -29,10 +29,10 @@ use chrono::{DateTime, Utc};
 use ctxd_protocol::{ContentBlock, LeanSettings, Record, RecordKind, ToolResultContent};
 use serde_json::Value;
 
-use super::budget::Fate;
 use super::items;
 use super::microcompact::{CLEARED, last_assistant_time};
-use super::tokens::block_tokens;
+use crate::budget::Fate;
+use crate::tokens::block_tokens;
 
 /// Tools whose output can be produced again by calling them again: the stale rule's
 /// candidates. Edits and writes are left out: their results are short confirmations.
@@ -340,7 +340,7 @@ fn used_by(view: &[&Record], call: &Call<'_>, used: &items::Used) -> bool {
     else {
         return false;
     };
-    let text = super::records::result_text(content);
+    let text = crate::records::result_text(content);
     used.first_used(&items::distinctive(&text)).is_some()
 }
 
@@ -375,5 +375,4 @@ fn warm_batch_start(calls: &[Call<'_>], sizes: &[u64], open: &[(usize, Rule)], p
 }
 
 #[cfg(test)]
-#[path = "lean_tests.rs"]
 mod tests;

@@ -19,7 +19,7 @@ use chrono::{DateTime, Utc};
 use ctxd_protocol::{ContentBlock, MicrocompactSettings, Record, RecordKind};
 use serde::{Deserialize, Serialize};
 
-use super::budget::Fate;
+use crate::budget::Fate;
 
 pub const CLEARED: &str = "[Old tool result content cleared]";
 

@@ -12,9 +12,9 @@ use std::collections::{BTreeSet, HashSet};
 use ctxd_protocol::{ContentBlock, Record, RecordKind};
 use thiserror::Error;
 
-use super::normalize::short_id;
-use super::records::is_user_typed;
-use super::{attachments, tokens};
+use crate::normalize::short_id;
+use crate::records::is_user_typed;
+use crate::{attachments, tokens};
 
 pub const SNIP_BOUNDARY: &str = "snip_boundary";
 

@@ -19,8 +19,8 @@ use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value, json};
 
 pub use super::reported::{McpBlock, McpServer, Stamped};
-use super::text::string_list;
-use super::tool_plan::{discovery_order, tool_references};
+use crate::text::string_list;
+use crate::tool_plan::{discovery_order, tool_references};
 
 /// Claude Code's heading of MCP instructions, in `system` and in deltas.
 pub(crate) const MCP_HEADING: &str = "# MCP Server Instructions\n\nThe following MCP servers have provided instructions for how to use their tools and resources:";
@@ -381,10 +381,10 @@ pub struct Ledger {
     pub invoked: BTreeMap<String, u64>,
 }
 
-fn view_key(boundary_uuid: &str, collapses: &[super::collapse::Collapse]) -> (String, Vec<String>) {
+fn view_key(boundary_uuid: &str, collapses: &[crate::collapse::Collapse]) -> (String, Vec<String>) {
     let committed = collapses
         .iter()
-        .filter(|c| c.status == super::collapse::CollapseStatus::Committed)
+        .filter(|c| c.status == crate::collapse::CollapseStatus::Committed)
         .map(|c| c.id.clone())
         .collect();
     (boundary_uuid.to_string(), committed)
@@ -396,7 +396,7 @@ impl Ledger {
         &self,
         records: &[Record],
         boundary_uuid: &str,
-        collapses: &[super::collapse::Collapse],
+        collapses: &[crate::collapse::Collapse],
     ) -> bool {
         self.upto == records.len()
             && self.upto > 0
@@ -407,7 +407,7 @@ impl Ledger {
         &mut self,
         records: &[Record],
         boundary_uuid: &str,
-        collapses: &[super::collapse::Collapse],
+        collapses: &[crate::collapse::Collapse],
     ) {
         if records.len() < self.upto {
             *self = Ledger::default();
@@ -442,8 +442,8 @@ impl Ledger {
             }
         }
         if refold {
-            let projected = super::projection::project(records);
-            let view = super::collapse::apply(&projected, collapses);
+            let projected = crate::projection::project(records);
+            let view = crate::collapse::apply(&projected, collapses);
             self.announced = Announced::fold(view.iter().map(|c| c.as_ref()));
             self.view_key = key;
         }
@@ -482,5 +482,4 @@ impl Ledger {
 }
 
 #[cfg(test)]
-#[path = "capabilities_tests.rs"]
 mod tests;

@@ -25,7 +25,7 @@ use std::fmt::Write as _;
 use ctxd_protocol::{Record, RecordKind};
 use serde_json::{Value, json};
 
-use super::records::{INTERRUPTED, is_user_typed};
+use crate::records::{INTERRUPTED, is_user_typed};
 
 /// Every `FULL_EVERY`th reminder since entry is a full one.
 pub(crate) const FULL_EVERY: usize = 5;
@@ -278,5 +278,4 @@ fn reentry_text(path: Option<&str>, exists: bool) -> String {
 }
 
 #[cfg(test)]
-#[path = "plan_mode_tests.rs"]
 mod tests;

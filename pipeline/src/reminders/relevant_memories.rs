@@ -269,5 +269,4 @@ pub fn render(obj: &serde_json::Map<String, Value>) -> Option<String> {
 }
 
 #[cfg(test)]
-#[path = "relevant_memories_tests.rs"]
 mod tests;

@@ -53,7 +53,7 @@ pub struct Sent {
 
 fn strings(v: &Value, key: &str) -> Vec<String> {
     v.as_object()
-        .map(|o| super::text::string_list(o, &[key]))
+        .map(|o| crate::text::string_list(o, &[key]))
         .unwrap_or_default()
 }
 

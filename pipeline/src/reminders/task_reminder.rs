@@ -16,7 +16,7 @@ use std::fmt::Write as _;
 use ctxd_protocol::{ContentBlock, Record, RecordKind};
 use serde_json::{Value, json};
 
-use super::records::result_text;
+use crate::records::result_text;
 
 /// Assistant turns without a task tool before a reminder, and between two reminders.
 pub(crate) const SILENT_TURNS: usize = 10;
@@ -273,5 +273,4 @@ pub fn render(kind: &str, obj: &serde_json::Map<String, Value>) -> Option<String
 }
 
 #[cfg(test)]
-#[path = "task_reminder_tests.rs"]
 mod tests;

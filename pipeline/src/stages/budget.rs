@@ -518,5 +518,4 @@ mod tests {
 }
 
 #[cfg(test)]
-#[path = "budget_tests.rs"]
 mod plan_tests;

@@ -19,15 +19,15 @@ use ctxd_protocol::{
 use super::budget::{self, Fate};
 use super::cache_break::Fingerprint;
 use super::cache_prefix::{self, KeyShape};
-use super::collapse::{self, Collapse};
 use super::digest::BodyDigest;
 use super::message::{ApiMessage, Block, BlockMut, Lineage, Role};
-use super::microcompact::{self, CLEARED, PinnedEdit};
 use super::normalize::{NormalizeOptions, RecordFacts, TranscriptRef, normalize};
 use super::projection::Shown;
 use super::system::SystemInputs;
 use super::usage::{self, Picture, UsageInputs};
-use super::{
+use crate::collapse::{self, Collapse};
+use crate::microcompact::{self, CLEARED, PinnedEdit};
+use crate::{
     attachments, cache_markers, latch, lean, projection, snip, system, thresholds, tokens,
     tool_plan, tools, user_context, wire,
 };

@@ -26,8 +26,8 @@
 
 use serde_json::{Map, Value, json};
 
-use super::text::verbatim_block_text;
 use super::tool_plan::tool_reference_text;
+use crate::text::verbatim_block_text;
 
 /// Characters of an untranslatable block given to the model as text.
 const MAX_BLOCK_TEXT: usize = 100_000;

@@ -12,8 +12,8 @@ use std::collections::HashSet;
 
 use ctxd_protocol::{Record, RecordKind};
 
-use super::relevant_memories::Surfaced;
 use super::tokens::Tally;
+use crate::relevant_memories::Surfaced;
 
 /// The text an attachment record shows the model (`attachments::render`): passed in, so
 /// the projection does not reach up to the attachment kinds.
@@ -71,7 +71,7 @@ pub(crate) fn after_last_boundary(records: &[Record]) -> &[Record] {
 /// Records removed by snip boundaries (after the last compact boundary) are left out too.
 pub fn project(records: &[Record]) -> Vec<&Record> {
     let view = after_last_boundary(records);
-    let snipped = super::snip::removed_uuids(view);
+    let snipped = crate::snip::removed_uuids(view);
     view.iter()
         .filter(|r| !r.is_sidechain && !r.is_virtual && !snipped.contains(r.uuid.as_str()))
         .collect()
@@ -120,11 +120,11 @@ impl LiveProjection {
                 self.tally = Tally::default();
                 self.surfaced = Surfaced::default();
             }
-            if super::snip::is_snip_boundary(r) {
+            if crate::snip::is_snip_boundary(r) {
                 self.snips.push(i);
                 let before = self.snipped.len();
                 self.snipped.extend(
-                    super::snip::removed_uuids(std::slice::from_ref(r))
+                    crate::snip::removed_uuids(std::slice::from_ref(r))
                         .into_iter()
                         .map(str::to_string),
                 );

@@ -36,7 +36,7 @@ pub fn block_tokens(block: &ContentBlock) -> u64 {
                 .map(|b| match b {
                     ToolResultBlock::Text { text, .. } => chars_tokens(text),
                     ToolResultBlock::ToolReference { tool_name, .. } => {
-                        chars_tokens(&super::text::tool_reference_text(tool_name))
+                        chars_tokens(&crate::text::tool_reference_text(tool_name))
                     }
                     ToolResultBlock::Other(fields) => json_tokens(fields),
                     _ => MEDIA_TOKENS,

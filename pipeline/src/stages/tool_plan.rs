@@ -11,7 +11,7 @@ use std::collections::BTreeSet;
 use ctxd_protocol::{ContentBlock, Record, ToolResultBlock, ToolResultContent, ToolSpec};
 
 use super::message::{ApiMessage, BlockMut};
-use super::reported::{McpServer, Stamped};
+use crate::reported::{McpServer, Stamped};
 
 /// How each tool goes out in the next request.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -173,7 +173,7 @@ pub(crate) fn tool_references(r: &Record) -> impl Iterator<Item = &str> {
         })
 }
 
-pub use super::text::tool_reference_text;
+pub use crate::text::tool_reference_text;
 
 /// Replaces `tool_reference` blocks by text: the tool is sent in full, so no provider
 /// needs to expand the reference (and providers without tool search would refuse it).

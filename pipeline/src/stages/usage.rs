@@ -18,7 +18,7 @@ pub(crate) const FREE: &str = "free_space";
 pub(crate) const BUFFER: &str = "autocompact_buffer";
 
 /// Attachment types that carry instruction files.
-const INSTRUCTION_ATTACHMENTS: [&str; 1] = [super::kinds::NESTED_MEMORY];
+const INSTRUCTION_ATTACHMENTS: [&str; 1] = [crate::kinds::NESTED_MEMORY];
 
 pub(crate) struct UsageInputs<'a> {
     pub(crate) system_chars: u64,

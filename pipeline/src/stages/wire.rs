@@ -640,5 +640,4 @@ fn edits_block<'a>(ids: &'a [&'a str]) -> CacheEditsBlock<'a> {
 }
 
 #[cfg(test)]
-#[path = "wire_tests.rs"]
 mod tests;

@@ -474,5 +474,4 @@ fn source_task_reminder(input: &SourceInput<'_>) -> Result<Found> {
 }
 
 #[cfg(test)]
-#[path = "collect_tests.rs"]
 mod tests;

@@ -65,8 +65,8 @@ use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
 
 use super::autocompact::api_rounds;
-use super::projection::{COMPACT_BOUNDARY, Shown};
-use super::{attachments, tokens};
+use crate::projection::{COMPACT_BOUNDARY, Shown};
+use crate::{attachments, tokens};
 
 /// The assumed summary of a span not yet summarised: a tenth of it, at least this.
 pub(super) const MIN_SUMMARY_TOKENS: u64 = 50;
@@ -286,7 +286,7 @@ pub(super) fn span_range(pos: &HashMap<&str, usize>, c: &Collapse) -> Option<(us
 pub(super) fn is_compaction_record(r: &Record) -> bool {
     r.is_compact_summary
         || (r.kind == RecordKind::System && r.subtype.as_deref() == Some(COMPACT_BOUNDARY))
-        || super::projection::server_compaction(r).is_some()
+        || crate::projection::server_compaction(r).is_some()
 }
 
 pub(super) struct Candidate {

@@ -1,0 +1,7 @@
+pub mod autocompact;
+pub mod collapse;
+pub mod items;
+pub(crate) mod lean;
+pub mod microcompact;
+pub mod session_memory;
+pub mod snip;

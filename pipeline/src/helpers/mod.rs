@@ -1,0 +1,3 @@
+#[cfg(test)]
+pub(crate) mod choices;
+pub mod text;

@@ -1,0 +1,10 @@
+pub mod attachments;
+pub mod capabilities;
+pub mod changed_files;
+pub mod kinds;
+pub mod mentions;
+pub mod plan_mode;
+pub mod relevant_memories;
+pub(crate) mod reported;
+pub mod skills;
+pub mod task_reminder;
