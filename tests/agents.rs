@@ -2,9 +2,8 @@
 //! (system prompt, tools, thresholds, compaction), starts from the session's file state,
 //! answers its parent as the call's tool result, and keeps its thread across restart,
 //! fork, delete and import.
-#![allow(clippy::unwrap_used, clippy::expect_used)] // a test panics on what it did not expect
 
-mod common;
+use crate::common;
 
 use std::path::{Path, PathBuf};
 use std::time::Duration;

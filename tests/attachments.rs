@@ -1,9 +1,8 @@
 //! The attachments ctxd produces itself, through a real daemon: plan mode, task
 //! reminders, queued input, relevant memories (from an isolated HOME), AGENTS.md, the
 //! collection's time bound, and byte-identical compiles across a restart.
-#![allow(clippy::unwrap_used, clippy::expect_used)] // a test panics on what it did not expect
 
-mod common;
+use crate::common;
 
 use std::path::Path;
 

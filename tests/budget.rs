@@ -1,8 +1,7 @@
 //! The tool-result budget through a real daemon: frozen fates survive recompiles,
 //! restarts and forks, and the persisted file holds the full output.
-#![allow(clippy::unwrap_used, clippy::expect_used)] // a test panics on what it did not expect
 
-mod common;
+use crate::common;
 
 use common::Daemon;
 use serde_json::{Value, json};

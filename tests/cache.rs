@@ -1,9 +1,8 @@
 //! Prompt-cache care through a real daemon: the predicted prefix of every compile, latched
 //! request flags, cache breaks detected from reported usage and attributed, and the
 //! usage picture.
-#![allow(clippy::unwrap_used, clippy::expect_used)] // a test panics on what it did not expect
 
-mod common;
+use crate::common;
 
 use std::time::Duration;
 

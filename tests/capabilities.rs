@@ -2,11 +2,9 @@
 //! first compile, deltas after), deferred tools and their discovery, agent types, and
 //! every delta kind replayed byte-identically across restart, fork and import; the
 //! re-announcement after a compaction.
-#![allow(clippy::unwrap_used, clippy::expect_used)] // a test panics on what it did not expect
 
-mod common;
-#[path = "support/capabilities.rs"]
-mod support;
+use crate::common;
+use crate::support::capabilities as support;
 
 use std::path::Path;
 

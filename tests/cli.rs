@@ -1,7 +1,6 @@
 //! The `ctx` CLI end to end: it starts a daemon on demand and prints JSON for scripts.
-#![allow(clippy::unwrap_used, clippy::expect_used)] // a test panics on what it did not expect
 
-mod common;
+use crate::common;
 
 use std::process::{Command, Stdio};
 

@@ -1,8 +1,7 @@
 //! `ctx context`, `ctx cache` and `ctx replay`'s cost simulation, end to end against a
 //! daemon the test owns.
-#![allow(clippy::unwrap_used, clippy::expect_used)] // a test panics on what it did not expect
 
-mod common;
+use crate::common;
 
 use std::process::{Command, Stdio};
 

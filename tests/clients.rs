@@ -5,9 +5,8 @@
 //! cache folder (`websockets` and `anthropic` on `PYTHONPATH`, `ws` on `NODE_PATH`). A test skips,
 //! loudly, only when the interpreter or editor itself is absent; a missing package is a
 //! failure that says how to install it.
-#![allow(clippy::unwrap_used, clippy::expect_used)] // a test panics on what it did not expect
 
-mod common;
+use crate::common;
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};

@@ -1,9 +1,8 @@
 //! Compaction through a real daemon: autocompact in the same compile, the circuit
 //! breaker, head truncation of a too-long summary request, the post-compact history, and
 //! recovery from a reported prompt_too_long.
-#![allow(clippy::unwrap_used, clippy::expect_used)] // a test panics on what it did not expect
 
-mod common;
+use crate::common;
 
 use std::path::Path;
 use std::sync::{Arc, Mutex};

@@ -3,9 +3,8 @@
 //! next compile at most half the autocompact threshold, so none follows another without
 //! the conversation growing in between, and session memory keeps serving compactions
 //! after the first.
-#![allow(clippy::unwrap_used, clippy::expect_used)] // a test panics on what it did not expect
 
-mod common;
+use crate::common;
 
 use std::process::{Command, Stdio};
 

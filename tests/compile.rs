@@ -1,8 +1,7 @@
 //! The compiled request: snapshots of its exact layout for fixture sessions, and byte
 //! identity across daemon restarts.
-#![allow(clippy::unwrap_used, clippy::expect_used)] // a test panics on what it did not expect
 
-mod common;
+use crate::common;
 
 use common::{Daemon, pretty_preserving};
 use serde_json::{Value, json};

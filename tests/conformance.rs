@@ -2,11 +2,9 @@
 //! synthesised from their schemas, a few realistic values where a schema cannot yield
 //! a valid one) are accepted by a real daemon, and every result validates against its
 //! documented schema. The README's examples are checked the same way.
-#![allow(clippy::unwrap_used, clippy::expect_used)] // a test panics on what it did not expect
 
-mod common;
-#[path = "support/openrpc.rs"]
-mod openrpc;
+use crate::common;
+use crate::support::openrpc;
 
 use std::collections::BTreeSet;
 use std::time::Duration;

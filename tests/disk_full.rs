@@ -2,9 +2,8 @@
 //! daemon's stderr on the same full disk; a tool result that cannot be persisted is not
 //! frozen as kept whole but persisted by a later compile; no empty files are left.
 //! Needs a tmpfs mount (root in a sandbox); skipped with a message where that fails.
-#![allow(clippy::unwrap_used, clippy::expect_used)] // a test panics on what it did not expect
 
-mod common;
+use crate::common;
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};

@@ -1,8 +1,7 @@
 //! Nothing acknowledged is lost: `kill -9` during a stream of appends from several
 //! clients, then a restart.
-#![allow(clippy::unwrap_used, clippy::expect_used)] // a test panics on what it did not expect
 
-mod common;
+use crate::common;
 
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, mpsc};

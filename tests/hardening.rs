@@ -1,8 +1,7 @@
 //! Hardening (issue 17): no input, file or client can exhaust, hang, crash or read
 //! through ctxd. One black-box test per finding, each against a real daemon.
-#![allow(clippy::unwrap_used, clippy::expect_used)] // a test panics on what it did not expect
 
-mod common;
+use crate::common;
 
 use std::io::{Read, Write};
 use std::os::unix::net::UnixStream;

@@ -1,9 +1,8 @@
 //! Hooks through a real daemon: settings files in Claude Code's format, the
 //! events ctxd fires itself and those the client asks for, decisions, and the context
 //! hooks add to the compiled request. What a hook may not do is `hooks_bounds.rs`.
-#![allow(clippy::unwrap_used, clippy::expect_used)] // a test panics on what it did not expect
 
-mod common;
+use crate::common;
 
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};

@@ -2,9 +2,8 @@
 //! trusted (or from a settings file swapped during the check), see the daemon's provider
 //! keys or get event data other than on stdin, outlive its timeout, or flood the
 //! transcript with its output.
-#![allow(clippy::unwrap_used, clippy::expect_used)] // a test panics on what it did not expect
 
-mod common;
+use crate::common;
 
 use std::path::Path;
 use std::time::{Duration, Instant};

@@ -1,9 +1,8 @@
 //! Hooks answered by something other than a command, through a real daemon: an `http`
 //! hook's endpoint, and `prompt` and `agent` hooks, which ask the session's provider (a
 //! scripted Messages API here).
-#![allow(clippy::unwrap_used, clippy::expect_used)] // a test panics on what it did not expect
 
-mod common;
+use crate::common;
 
 use common::Daemon;
 use common::hooks::*;

@@ -1,7 +1,6 @@
 //! Import of every Claude Code fixture through the running daemon.
-#![allow(clippy::unwrap_used, clippy::expect_used)] // a test panics on what it did not expect
 
-mod common;
+use crate::common;
 
 use common::Daemon;
 use serde_json::{Value, json};

@@ -1,9 +1,8 @@
 //! Instruction files, nested memory, changed files and date changes through a real
 //! daemon, on a monorepo-shaped tree in a temp dir (HOME and the managed root point into
 //! the test's own temp dir).
-#![allow(clippy::unwrap_used, clippy::expect_used)] // a test panics on what it did not expect
 
-mod common;
+use crate::common;
 
 use std::path::Path;
 use std::time::Duration;

@@ -59,8 +59,14 @@ fn an_injected_cycle_and_an_upward_arrow_are_found() {
         ),
         // A cycle through a module re-exported at the root: `crate::c` is `g::c`.
         ("pipeline/src/g/mod.rs", "pub mod c;\n"),
-        ("pipeline/src/g/c.rs", "pub fn y() {\n    crate::d::x()\n}\n"),
-        ("pipeline/src/d.rs", "pub fn x() {}\npub fn z() {\n    crate::c::y()\n}\n"),
+        (
+            "pipeline/src/g/c.rs",
+            "pub fn y() {\n    crate::d::x()\n}\n",
+        ),
+        (
+            "pipeline/src/d.rs",
+            "pub fn x() {}\npub fn z() {\n    crate::c::y()\n}\n",
+        ),
         (
             "pipeline/src/a.rs",
             "pub fn f() -> u32 {\n    super::b::g()\n}\n",

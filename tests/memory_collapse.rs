@@ -1,7 +1,6 @@
 //! Session memory and context collapse through a real daemon.
-#![allow(clippy::unwrap_used, clippy::expect_used)] // a test panics on what it did not expect
 
-mod common;
+use crate::common;
 
 use std::time::Duration;
 

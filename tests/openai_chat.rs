@@ -1,9 +1,8 @@
 //! `context.compile {format: "openai_chat"}`: every real session translated into a Chat
 //! Completions body that the official OpenAI SDK's request types accept, with each tool
 //! result answering a call of the assistant message before it, snapshotted.
-#![allow(clippy::unwrap_used, clippy::expect_used)] // a test panics on what it did not expect
 
-mod common;
+use crate::common;
 
 use common::{Daemon, pretty_preserving};
 use serde_json::{Value, json};

@@ -1,8 +1,7 @@
 //! Black-box tests of running a daemon for a long time: its log file and its rotation,
 //! retention on a schedule, metrics, and socket activation.
-#![allow(clippy::unwrap_used, clippy::expect_used)] // a test panics on what it did not expect
 
-mod common;
+use crate::common;
 
 use std::os::unix::fs::PermissionsExt;
 use std::time::{Duration, Instant};

@@ -1,8 +1,7 @@
 //! The handshake, resumable subscriptions and the connection limit, against a real
 //! daemon.
-#![allow(clippy::unwrap_used, clippy::expect_used)] // a test panics on what it did not expect
 
-mod common;
+use crate::common;
 
 use std::time::Duration;
 

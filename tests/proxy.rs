@@ -1,9 +1,8 @@
 //! The HTTP front door (`ctxd --http`): a real daemon between a client and a scripted
 //! upstream. Bytes forwarded unchanged both ways, the secret enforced, credentials kept
 //! out of logs and the home, and each conversation recorded as a session.
-#![allow(clippy::unwrap_used, clippy::expect_used)] // a test panics on what it did not expect
 
-mod common;
+use crate::common;
 
 use std::time::{Duration, Instant};
 

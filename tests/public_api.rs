@@ -1,9 +1,8 @@
 //! The public Messages API as the contract: what the official SDK dumps is appended as
 //! it is and compiled back as the same JSON, blocks and fields ctxd does not know
 //! included, and a default compile holds only what the SDK's request types define.
-#![allow(clippy::unwrap_used, clippy::expect_used)] // a test panics on what it did not expect
 
-mod common;
+use crate::common;
 
 use std::path::PathBuf;
 

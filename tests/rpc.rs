@@ -1,7 +1,6 @@
 //! Black-box tests of the RPC surface: a real `ctxd` on a temp socket and home.
-#![allow(clippy::unwrap_used, clippy::expect_used)] // a test panics on what it did not expect
 
-mod common;
+use crate::common;
 
 use std::os::unix::fs::PermissionsExt;
 use std::time::Duration;

@@ -1,9 +1,8 @@
 //! `context.send` through a real daemon against a scripted Messages API on 127.0.0.1:
 //! the streamed answer recorded as it came, retries, refusals, one turn at a time, and
 //! the key kept out of logs, events and the store.
-#![allow(clippy::unwrap_used, clippy::expect_used)] // a test panics on what it did not expect
 
-mod common;
+use crate::common;
 
 use common::Daemon;
 use serde_json::{Value, json};

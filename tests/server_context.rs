@@ -1,9 +1,8 @@
 //! The provider's own context management as levers ctxd owns: its compaction block
 //! starts the next history, its context editing is a session setting with its beta and
 //! one owner, and its cache diagnostics stand beside ctxd's own reading.
-#![allow(clippy::unwrap_used, clippy::expect_used)] // a test panics on what it did not expect
 
-mod common;
+use crate::common;
 
 use common::Daemon;
 use serde_json::{Value, json};

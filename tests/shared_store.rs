@@ -10,11 +10,8 @@
 //! `scripts/test` (`CTXD_TEST_PG` set, `--include-ignored`); the restart test stops and starts a throwaway server of its own, so the
 //! suite's server never goes away under the other tests.
 
-#![allow(clippy::unwrap_used, clippy::expect_used)] // a test panics on what it did not expect
-
-mod common;
-#[path = "support/pg_cluster.rs"]
-mod pg_cluster;
+use crate::common;
+use crate::support::pg_cluster;
 
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Condvar, Mutex};

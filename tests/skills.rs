@@ -2,11 +2,9 @@
 //! once, conditional skills activated by a touched path exactly once, the listing's
 //! budget with a thousand skills, malformed files skipped with a warning event, and
 //! added/changed/removed skill files reflected by the next listing.
-#![allow(clippy::unwrap_used, clippy::expect_used)] // a test panics on what it did not expect
 
-mod common;
-#[path = "support/capabilities.rs"]
-mod support;
+use crate::common;
+use crate::support::capabilities as support;
 
 use std::path::Path;
 use std::time::Duration;

@@ -1,8 +1,7 @@
 //! Black-box tests of the WebSocket transport, driven frame by frame as a client library
 //! would: a real `ctxd` on a temp socket, a plain Unix socket on this side.
-#![allow(clippy::unwrap_used, clippy::expect_used)] // a test panics on what it did not expect
 
-mod common;
+use crate::common;
 
 use std::io::{ErrorKind, Read, Write};
 use std::os::unix::net::UnixStream;

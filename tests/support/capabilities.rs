@@ -6,7 +6,7 @@ use std::path::Path;
 
 use serde_json::{Value, json};
 
-use super::common::Daemon;
+use crate::common::Daemon;
 
 /// Every compile of these tests runs at this instant (the sessions' start date).
 pub const T0: &str = "2026-11-29T10:00:00Z";

@@ -1,0 +1,5 @@
+//! Helpers a few areas of the daemon's tests share.
+
+pub mod capabilities;
+pub mod openrpc;
+pub mod pg_cluster;
