@@ -1,5 +1,7 @@
 //! `ctx daemon status|metrics|stop`.
 
+use std::path::Path;
+
 use anyhow::Result;
 use clap::Subcommand;
 use ctx_client::Client;
@@ -64,20 +66,32 @@ pub async fn run(ctx: &Ctx, cmd: &DaemonCmd) -> Result<()> {
                 }
                 return Ok(());
             };
-            let pid = c.daemon_status(ctxd_protocol::NoParams {}).await?.pid;
+            let status = c.daemon_status(ctxd_protocol::NoParams {}).await?;
+            let pid = status.pid;
+            // Opened before the call, so that a daemon gone by the time it answers still
+            // leaves a file to wait on; a daemon too old to hold one is not waited for.
+            let home_lock = std::fs::File::open(Path::new(&status.home).join("daemon.lock")).ok();
             let r = c.daemon_shutdown(ctxd_protocol::NoParams {}).await?;
             drop(c);
             // The answer comes before the daemon has closed its store and exited; a
-            // caller that starts another daemon (or copies the store) needs it gone.
-            let deadline = std::time::Instant::now() + STOP_WAIT;
-            while running(pid) {
-                if std::time::Instant::now() > deadline {
-                    anyhow::bail!(
+            // caller that starts another daemon (or copies the store) needs it gone. The
+            // daemon lets go of its home's lock after closing the store, as it exits.
+            if let Some(lock) = home_lock {
+                let (tx, rx) = tokio::sync::oneshot::channel();
+                // A thread of its own: a blocking lock cannot be abandoned, and this one
+                // ends with the process if the daemon never lets go.
+                std::thread::spawn(move || {
+                    let _ = tx.send(lock.lock_shared().map(|()| lock));
+                });
+                match tokio::time::timeout(STOP_WAIT, rx).await {
+                    Ok(Ok(Ok(lock))) => drop(lock),
+                    Ok(Ok(Err(e))) => anyhow::bail!("waiting for ctxd (pid {pid}) to exit: {e}"),
+                    Ok(Err(_)) => anyhow::bail!("waiting for ctxd (pid {pid}) to exit failed"),
+                    Err(_) => anyhow::bail!(
                         "ctxd (pid {pid}) is still stopping after {} s",
                         STOP_WAIT.as_secs()
-                    );
+                    ),
                 }
-                tokio::time::sleep(std::time::Duration::from_millis(20)).await;
             }
             if ctx.json {
                 print_json(&r)?;
@@ -91,16 +105,3 @@ pub async fn run(ctx: &Ctx, cmd: &DaemonCmd) -> Result<()> {
 
 /// How long `ctx daemon stop` waits for the daemon to exit.
 const STOP_WAIT: std::time::Duration = std::time::Duration::from_secs(30);
-
-/// Whether process `pid` still runs (a zombie, exited but not yet reaped by its parent,
-/// does not).
-fn running(pid: u32) -> bool {
-    match std::fs::read_to_string(format!("/proc/{pid}/stat")) {
-        // The state follows the command name, which is in parentheses.
-        Ok(stat) => stat
-            .rsplit_once(')')
-            .and_then(|(_, rest)| rest.split_whitespace().next())
-            .is_some_and(|state| state != "Z" && state != "X"),
-        Err(_) => false,
-    }
-}
