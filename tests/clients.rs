@@ -591,7 +591,7 @@ fn scripts_install_service_writes_valid_user_units() {
     let units = config.join("systemd/user");
     let service = std::fs::read_to_string(units.join("ctxd.service")).unwrap();
     let socket = std::fs::read_to_string(units.join("ctxd.socket")).unwrap();
-    let exec = format!("ExecStart={}", prefix.join("bin/ctxd").display());
+    let exec = format!("ExecStart=\"{}\"", prefix.join("bin/ctxd").display());
     assert!(service.lines().any(|l| l == exec), "{service}");
     assert!(service.contains("Requires=ctxd.socket"), "{service}");
     assert!(
@@ -605,6 +605,114 @@ fn scripts_install_service_writes_valid_user_units() {
         assert!(said.contains("the units are valid"), "{said}");
     } else {
         skip("systemd-analyze (the units were written, not verified)");
+    }
+}
+
+/// `ctx daemon install-service --no-enable` writes units naming the `ctxd` it would
+/// start, its home (a path with a space) and that home's socket, verified where
+/// `systemd-analyze` is installed; the launchd agent is a property list that says the
+/// same; `uninstall-service` removes them, and a second time finds nothing. With no
+/// `ctxd` to name, or one systemd would refuse, nothing is left written.
+#[test]
+fn ctx_installs_and_removes_the_user_service() {
+    let state = tempfile::tempdir().unwrap();
+    let user = state.path().join("user");
+    let home = state.path().join("ctxd home");
+    let config = state.path().join("config");
+    let units = config.join("systemd/user");
+    let agent = user.join("Library/LaunchAgents/dev.ctxd.ctxd.plist");
+    let ctxd = common::ctxd_bin();
+    let ctx = |ctxd: &Path, args: &[&str]| {
+        Command::new(ctx_bin())
+            .args(["daemon"])
+            .args(args)
+            .env("HOME", &user)
+            .env("XDG_CONFIG_HOME", &config)
+            .env("CTXD_HOME", &home)
+            .env("CTXD_BIN", ctxd)
+            .env_remove("CTXD_SOCKET")
+            .env_remove("XDG_RUNTIME_DIR")
+            .output()
+            .unwrap()
+    };
+    let said = check(
+        ctx(
+            &ctxd,
+            &["install-service", "--manager", "systemd", "--no-enable"],
+        ),
+        "ctx daemon install-service",
+    );
+    let service = std::fs::read_to_string(units.join("ctxd.service")).unwrap();
+    let socket = std::fs::read_to_string(units.join("ctxd.socket")).unwrap();
+    let exec = format!("ExecStart=\"{}\"", ctxd.display());
+    assert!(service.lines().any(|l| l == exec), "{service}");
+    let env = format!("Environment=\"CTXD_HOME={}\"", home.display());
+    assert!(service.lines().any(|l| l == env), "{service}");
+    let listen = format!("ListenStream={}", home.join("ctxd.sock").display());
+    assert!(socket.lines().any(|l| l == listen), "{socket}");
+    if have("systemd-analyze") {
+        assert!(said.contains("the units are valid"), "{said}");
+    } else {
+        skip("systemd-analyze (the units were written, not verified)");
+    }
+
+    check(
+        ctx(
+            &ctxd,
+            &["install-service", "--manager", "launchd", "--no-enable"],
+        ),
+        "ctx daemon install-service --manager launchd",
+    );
+    if have("python3") {
+        let read = Command::new("python3")
+            .args([
+                "-c",
+                "import json, plistlib, sys; print(json.dumps(plistlib.load(open(sys.argv[1], 'rb'))))",
+            ])
+            .arg(&agent)
+            .output()
+            .unwrap();
+        let plist: serde_json::Value =
+            serde_json::from_str(&check(read, "plistlib reading the agent")).unwrap();
+        assert_eq!(plist["Label"], "dev.ctxd.ctxd");
+        assert_eq!(plist["ProgramArguments"][0], ctxd.display().to_string());
+        assert_eq!(
+            plist["EnvironmentVariables"]["CTXD_HOME"],
+            home.display().to_string()
+        );
+    } else {
+        skip("python3 (the agent was written, not parsed)");
+    }
+
+    for manager in ["systemd", "launchd"] {
+        let args = ["uninstall-service", "--manager", manager, "--no-enable"];
+        check(ctx(&ctxd, &args), "ctx daemon uninstall-service");
+        let again = check(ctx(&ctxd, &args), "ctx daemon uninstall-service, again");
+        assert!(again.contains("no service files to remove"), "{again}");
+    }
+    assert!(!units.join("ctxd.service").exists() && !units.join("ctxd.socket").exists());
+    assert!(!agent.exists());
+
+    let missing = ctx(
+        &state.path().join("no-ctxd"),
+        &["install-service", "--manager", "systemd", "--no-enable"],
+    );
+    assert!(!missing.status.success());
+    assert!(String::from_utf8_lossy(&missing.stderr).contains("no ctxd binary"));
+    assert!(!units.join("ctxd.service").exists());
+    if have("systemd-analyze") {
+        // A file systemd cannot run: verify refuses it, and the units go again.
+        let plain = state.path().join("ctxd-not-executable");
+        std::fs::write(&plain, "").unwrap();
+        let refused = ctx(
+            &plain,
+            &["install-service", "--manager", "systemd", "--no-enable"],
+        );
+        assert!(
+            !refused.status.success(),
+            "a unit systemd refuses was accepted"
+        );
+        assert!(!units.join("ctxd.service").exists() && !units.join("ctxd.socket").exists());
     }
 }
 

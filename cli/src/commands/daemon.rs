@@ -1,4 +1,4 @@
-//! `ctx daemon status|metrics|stop`.
+//! `ctx daemon status|metrics|stop|install-service|uninstall-service`.
 
 use std::path::Path;
 
@@ -18,10 +18,18 @@ pub enum DaemonCmd {
     Metrics,
     /// Stop the daemon (never starts one).
     Stop,
+    /// Run the daemon as a user service: write a systemd user unit pair (socket
+    /// activated, on the socket the clients find) or a launchd agent naming the `ctxd`
+    /// ctx would start, with ctx's home and socket, and enable it.
+    InstallService(super::service::ServiceArgs),
+    /// Disable the user service and remove its files.
+    UninstallService(super::service::ServiceArgs),
 }
 
 pub async fn run(ctx: &Ctx, cmd: &DaemonCmd) -> Result<()> {
     match cmd {
+        DaemonCmd::InstallService(a) => return super::service::install(ctx, a),
+        DaemonCmd::UninstallService(a) => return super::service::uninstall(ctx, a),
         DaemonCmd::Status => {
             let s = ctx
                 .connect()

@@ -14,6 +14,7 @@ pub mod export;
 pub mod hooks;
 pub mod memory;
 pub mod proxy;
+pub mod service;
 pub mod session;
 pub mod settings;
 pub mod transcript;
