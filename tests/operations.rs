@@ -190,6 +190,63 @@ fn http_get(port: u16, path: &str) -> String {
     out
 }
 
+/// Compactions are counted by who wrote the summary, their trigger and outcome: a manual
+/// compaction of an empty session fails, one of a session with a turn succeeds (the
+/// embedded summariser, so `full`).
+#[test]
+fn metrics_count_compactions_by_kind_trigger_and_outcome() {
+    let d = Daemon::start();
+    let compactions = |text: &str, outcome: &str| {
+        common::metric(
+            text,
+            "ctxd_compactions_total",
+            &[
+                ("kind", "full"),
+                ("trigger", "manual"),
+                ("outcome", outcome),
+            ],
+        )
+        .unwrap_or(0.0)
+    };
+    let before = metrics(&d);
+    let sid =
+        d.call("session.create", json!({"cwd": "/tmp", "no_git": true}))["session"]["session_id"]
+            .as_str()
+            .unwrap()
+            .to_owned();
+    d.try_call("context.compact", json!({"session_id": sid}))
+        .unwrap_err();
+    d.call(
+        "transcript.append",
+        json!({"session_id": sid, "records": [
+            {"type": "user", "content": "Name the capital of France."},
+            {"type": "assistant", "content": [{"type": "text", "text": "Paris."}]},
+        ]}),
+    );
+    d.call("context.compact", json!({"session_id": sid}));
+    let after = metrics(&d);
+    assert_eq!(
+        compactions(&after, "error") - compactions(&before, "error"),
+        1.0,
+        "{after}"
+    );
+    assert_eq!(
+        compactions(&after, "ok") - compactions(&before, "ok"),
+        1.0,
+        "{after}"
+    );
+    for name in [
+        "ctxd_collapses_total",
+        "ctxd_memory_extractions_total",
+        "ctxd_cache_breaks_total",
+    ] {
+        assert!(
+            common::metric(&after, name, &[]).is_some(),
+            "{name}: {after}"
+        );
+    }
+}
+
 /// After known calls, `daemon.metrics` has counted exactly them (by method and outcome,
 /// errors by code, one latency sample each) and reports the sessions, the store's size
 /// and the uptime; `GET /metrics` on `--metrics` serves the same text, and nothing else.

@@ -44,13 +44,15 @@ pub(crate) struct Metrics {
     ws_queued_bytes: IntGauge,
     /// Counters whose count another part keeps: set from it at each scrape.
     mirrored: Vec<(&'static str, IntCounter)>,
+    /// Compactions by kind, trigger and outcome, mirrored from the engine likewise.
+    compactions: IntCounterVec,
     /// Held while the mirrored counters catch up: two scrapes at once would each add the
     /// same difference.
     mirroring: std::sync::Mutex<()>,
 }
 
 /// The mirrored counters: their name (without `ctxd_` and `_total`) and help.
-const MIRRORED: [(&str, &str); 15] = [
+const MIRRORED: [(&str, &str); 19] = [
     (
         "send_turns",
         "context.send turns that appended the provider's answer",
@@ -76,6 +78,22 @@ const MIRRORED: [(&str, &str); 15] = [
     (
         "send_cache_creation_input_tokens",
         "usage.cache_creation_input_tokens of the answers",
+    ),
+    (
+        "collapses",
+        "compiles whose context collapse committed at least one span",
+    ),
+    (
+        "memory_extractions",
+        "session-memory extractions that updated the document",
+    ),
+    (
+        "memory_extractions_failed",
+        "session-memory extractions that failed or were abandoned",
+    ),
+    (
+        "cache_breaks",
+        "answers whose prompt-cache reads fell unexpectedly (the cache_break event)",
     ),
     ("retention_passes", "retention passes run by the daemon"),
     ("retention_failures", "retention passes that failed"),
@@ -169,6 +187,14 @@ impl Metrics {
         if let Some((g, _)) = &store_bytes {
             registry.register(Box::new(g.clone()))?;
         }
+        let compactions = IntCounterVec::new(
+            Opts::new(
+                "ctxd_compactions_total",
+                "Compactions by who wrote the summary (full, session_memory, server), trigger (auto, manual) and outcome",
+            ),
+            &["kind", "trigger", "outcome"],
+        )?;
+        registry.register(Box::new(compactions.clone()))?;
         let mut mirrored = Vec::with_capacity(MIRRORED.len());
         for (name, help) in MIRRORED {
             let c = IntCounter::new(format!("ctxd_{name}_total"), help)?;
@@ -189,6 +215,7 @@ impl Metrics {
             ws_subscriptions,
             ws_queued_bytes,
             mirrored,
+            compactions,
             mirroring: std::sync::Mutex::new(()),
         })
     }
@@ -244,6 +271,7 @@ impl Metrics {
         self.ws_subscriptions.set(int(ws.subscriptions));
         self.ws_queued_bytes.set(int(ws.queued_bytes));
         let turns = engine.turn_stats();
+        let activity = engine.activity_stats();
         let proxy = proxy.map(crate::proxy::Proxy::status);
         let load = |a: &std::sync::atomic::AtomicU64| a.load(Ordering::Relaxed);
         let mirroring = self
@@ -260,6 +288,10 @@ impl Metrics {
                 "send_output_tokens" => turns.output_tokens,
                 "send_cache_read_input_tokens" => turns.cache_read_input_tokens,
                 "send_cache_creation_input_tokens" => turns.cache_creation_input_tokens,
+                "collapses" => activity.collapses,
+                "memory_extractions" => activity.extractions_ok,
+                "memory_extractions_failed" => activity.extractions_failed,
+                "cache_breaks" => activity.cache_breaks,
                 "retention_passes" => retention.passes(),
                 "retention_failures" => load(&retention.failures),
                 "retention_deleted_sessions" => load(&retention.deleted_sessions),
@@ -269,6 +301,17 @@ impl Metrics {
                 "proxy_bytes_down" => proxy.as_ref().map_or(0, |p| p.bytes_down),
                 _ => counter.get(),
             };
+            let was = counter.get();
+            if now > was {
+                counter.inc_by(now - was);
+            }
+        }
+        for (kind, auto, ok, now) in activity.compactions {
+            let trigger = if auto { "auto" } else { "manual" };
+            let outcome = if ok { "ok" } else { "error" };
+            let counter = self
+                .compactions
+                .with_label_values(&[kind.as_str(), trigger, outcome]);
             let was = counter.get();
             if now > was {
                 counter.inc_by(now - was);

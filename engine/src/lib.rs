@@ -13,5 +13,6 @@ pub mod validate;
 pub(crate) mod watch;
 
 pub use engine::{
-    DiscoveryDefaults, EVENT_BUFFER, Emitted, Engine, Subscription, TurnStats, as_caller,
+    ActivityStats, CompactionKind, DiscoveryDefaults, EVENT_BUFFER, Emitted, Engine, Subscription,
+    TurnStats, as_caller,
 };

@@ -275,6 +275,7 @@ impl Engine {
         let rows = cache_break::analyse(&calls, &boundaries, &l.cache.recent);
         for row in rows.into_iter().filter(|r| r.seq >= first_seq) {
             if let Some(b) = row.cache_break {
+                self.activity.cache_break();
                 tracing::info!(session = %l.row.id, cause = %b.cause, read = b.read_tokens,
                     previous = b.previous_read_tokens, "cache break");
                 self.emit(

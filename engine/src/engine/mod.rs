@@ -3,6 +3,7 @@
 //! in-memory transcript in step with the store. The RPC edge calls in here; nothing here
 //! knows JSON-RPC.
 
+mod activity;
 mod cache;
 mod compaction;
 mod compile;
@@ -15,6 +16,7 @@ pub(crate) mod test_support;
 mod turn;
 mod watches;
 
+pub use activity::{ActivityStats, CompactionKind};
 pub use send::TurnStats;
 pub use session::cells::EVENT_BUFFER;
 pub(crate) use session::cells::SessionCell;
@@ -68,6 +70,8 @@ pub struct Engine {
     platform: String,
     /// Sessions with a `context.send` turn running.
     turns: send::Turns,
+    /// Compactions, collapses, extractions and cache breaks since the start.
+    activity: activity::Activity,
     /// One `agent.finish` at a time: its checks and its two writes are one step.
     agent_finishes: tokio::sync::Mutex<()>,
     /// How provider keys are looked up (the process environment; tests inject theirs).
@@ -119,6 +123,7 @@ impl Engine {
             memories: Default::default(),
             platform: std::env::consts::OS.to_string(),
             turns: Default::default(),
+            activity: Default::default(),
             agent_finishes: Default::default(),
             env: ctxd_providers::process_env().with_file(&home.join("env")),
             own_files: Vec::new(),

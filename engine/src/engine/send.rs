@@ -142,6 +142,11 @@ impl Engine {
         self.turns.1.snapshot()
     }
 
+    /// What compactions, collapses, extractions and cache breaks since the start did.
+    pub fn activity_stats(&self) -> crate::engine::ActivityStats {
+        self.activity.snapshot()
+    }
+
     /// `context.cancel`: the running turn's provider call stops; nothing is appended.
     pub async fn cancel_turn(&self, p: SessionIdParams) -> Result<AckResponse> {
         self.get_session(&p.session_id).await?;

@@ -127,6 +127,9 @@ impl Engine {
             })
             .await?;
         self.took_effect(cell, l, staged, &commit, seq);
+        if !commit.is_empty() {
+            self.activity.collapse();
+        }
         Ok(!commit.is_empty())
     }
 

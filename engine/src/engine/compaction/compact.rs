@@ -1,6 +1,7 @@
 //! The compactor: full compact (autocompact, manual, reactive), the post-compact rebuild
 //! and the circuit breaker. Which summariser writes the summary is `summariser.rs`.
 
+use crate::engine::CompactionKind;
 use std::path::{Path, PathBuf};
 use std::time::Instant;
 
@@ -147,6 +148,11 @@ impl Engine {
                 ..ask
             };
             let result = self.server_compact(cell, l, ask, started).await;
+            self.activity.compaction(
+                CompactionKind::Server,
+                trigger == Trigger::Auto,
+                result.is_ok(),
+            );
             if let Err(e) = &result {
                 self.record_failure(&l.row.id, &e.to_string(), trigger)
                     .await;
@@ -159,9 +165,15 @@ impl Engine {
                 .session_memory_compact(cell, l, ask.now, ask.pre_tokens)
                 .await
             {
-                Ok(Ok(report)) => return Ok(report),
+                Ok(Ok(report)) => {
+                    self.activity
+                        .compaction(CompactionKind::SessionMemory, true, true);
+                    return Ok(report);
+                }
                 Ok(Err(why)) => sm_skipped = Some(why),
                 Err(e) => {
+                    self.activity
+                        .compaction(CompactionKind::SessionMemory, true, false);
                     tracing::warn!(session = %l.row.id, error = %e, "session-memory compact failed; full compact");
                     sm_skipped = Some(format!("failed: {e}"));
                 }
@@ -174,6 +186,11 @@ impl Engine {
                 r.session_memory_skipped = sm_skipped;
                 r
             });
+        self.activity.compaction(
+            CompactionKind::Full,
+            trigger == Trigger::Auto,
+            result.is_ok(),
+        );
         if let Err(e) = &result {
             self.record_failure(&l.row.id, &e.to_string(), trigger)
                 .await;

@@ -297,6 +297,7 @@ impl Engine {
     async fn run_claimed(&self, sid: &str, claimed: Arc<Extraction>) -> Result<u64> {
         let result = tokio::time::timeout(EXTRACTION_TIMEOUT, self.extract_inner(sid)).await;
         self.extractions.release(sid, &claimed);
+        self.activity.extraction(matches!(result, Ok(Ok(_))));
         match result {
             Ok(r) => r,
             Err(_) => Err(Error::Internal(format!(
