@@ -725,3 +725,42 @@ fn a_subscriber_too_far_behind_is_ended_with_lagged() {
         }
     }
 }
+
+/// Subscriptions are counted in the metrics when they open or are refused, as calls are:
+/// `session.subscribe` to a session and to none, `context.send_stream` on a session
+/// without a provider.
+#[test]
+fn subscriptions_are_counted_when_they_open_or_are_refused() {
+    let d = Daemon::start();
+    let sid =
+        d.call("session.create", json!({"cwd": "/tmp", "no_git": true}))["session"]["session_id"]
+            .as_str()
+            .unwrap()
+            .to_string();
+    let calls = |method: &str, outcome: &str| {
+        let text = d.call("daemon.metrics", json!({}))["text"]
+            .as_str()
+            .unwrap()
+            .to_string();
+        common::metric(
+            &text,
+            "ctxd_rpc_calls_total",
+            &[("method", method), ("outcome", outcome)],
+        )
+        .unwrap_or(0.0)
+    };
+    let mut ws = Ws::connect(&d.socket);
+    let ok = ws.call(&json!({"jsonrpc": "2.0", "id": 1, "method": "session.subscribe", "params": {"session_id": sid}}));
+    assert!(ok["result"].is_number() || ok["result"].is_string(), "{ok}");
+    let refused = ws.call(&json!({"jsonrpc": "2.0", "id": 2, "method": "session.subscribe", "params": {"session_id": "no-such-session"}}));
+    assert_eq!(
+        refused["error"]["code"],
+        ctxd_protocol::SESSION_NOT_FOUND,
+        "{refused}"
+    );
+    let turn = ws.call(&json!({"jsonrpc": "2.0", "id": 3, "method": "context.send_stream", "params": {"session_id": "no-such-session"}}));
+    assert!(turn["error"]["code"].is_i64(), "{turn}");
+    assert_eq!(calls("session.subscribe", "ok"), 1.0);
+    assert_eq!(calls("session.subscribe", "error"), 1.0);
+    assert_eq!(calls("context.send_stream", "error"), 1.0);
+}

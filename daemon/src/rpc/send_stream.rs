@@ -8,7 +8,7 @@ use std::sync::Arc;
 use ctxd_protocol::*;
 use jsonrpsee::{RpcModule, SubscriptionMessage, SubscriptionSink};
 
-use super::context::{caller_of, parse};
+use super::context::{caller_of, count, parse};
 use super::outbox::{LAG_GRACE, Outbox};
 use super::{RpcContext, to_rpc_error};
 
@@ -20,25 +20,38 @@ pub(super) fn register(
         method::ContextSendStream::NOTIFICATION,
         method::ContextSendStream::UNSUBSCRIBE,
         |params, pending, ctx, ext| async move {
+            // Counted when the stream opens or is refused; the turn itself is counted by
+            // the `send` counters.
+            let started = std::time::Instant::now();
+            let answered = |r: &Result<(), jsonrpsee::types::ErrorObjectOwned>| {
+                count(&ctx.metrics, method::ContextSendStream::NAME, started, r);
+            };
             let mut p: <method::ContextSendStream as Method>::Params = match parse(&params) {
                 Ok(p) => p,
                 Err(e) => {
+                    answered(&Err(e.clone()));
                     pending.reject(e).await;
                     return Ok(());
                 }
             };
             let engine = ctx.engine.clone();
-            if let Err(e) = engine.on_thread(&mut p.session_id, &mut p.agent_id).await {
-                pending.reject(to_rpc_error(e)).await;
-                return Ok(());
+            let mut refused = engine
+                .on_thread(&mut p.session_id, &mut p.agent_id)
+                .await
+                .err();
+            if refused.is_none() {
+                // Refused before the stream opens, as `context.send` would be; the turn
+                // itself checks again (two callers may pass this at once).
+                refused = engine.check_turn(&p.session_id).await.err();
             }
-            // Refused before the stream opens, as `context.send` would be; the turn
-            // itself checks again (two callers may pass this at once).
-            if let Err(e) = engine.check_turn(&p.session_id).await {
-                pending.reject(to_rpc_error(e)).await;
+            if let Some(e) = refused {
+                let e = to_rpc_error(e);
+                answered(&Err(e.clone()));
+                pending.reject(e).await;
                 return Ok(());
             }
             let sink = pending.accept().await?;
+            answered(&Ok(()));
             let session_id = p.session_id.clone();
             let outbox = ext.get::<Arc<Outbox>>().cloned();
             let (tx, mut rx) = ctxd_providers::progress_channel();

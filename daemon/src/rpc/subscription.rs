@@ -14,7 +14,7 @@ use jsonrpsee::{PendingSubscriptionSink, RpcModule, SubscriptionMessage, Subscri
 use serde_json::json;
 use tokio::sync::broadcast;
 
-use super::context::{caller_of, parse};
+use super::context::{caller_of, count, parse};
 use super::outbox::{LAG_GRACE, Outbox};
 use super::{RpcContext, to_rpc_error};
 use ctxd_engine::{Emitted, Engine, Subscription};
@@ -30,16 +30,23 @@ pub(super) fn register(
         method::SessionSubscribe::NOTIFICATION,
         method::SessionSubscribe::UNSUBSCRIBE,
         |params, pending, ctx, ext| async move {
+            // Counted when the stream opens or is refused.
+            let started = std::time::Instant::now();
+            let answered = |r: &Result<(), ErrorObjectOwned>| {
+                count(&ctx.metrics, method::SessionSubscribe::NAME, started, r);
+            };
             let p: <method::SessionSubscribe as Method>::Params = match parse(&params) {
                 Ok(p) => p,
                 Err(e) => {
+                    answered(&Err(e.clone()));
                     pending.reject(e).await;
                     return Ok(());
                 }
             };
             let caller = caller_of(&ext);
             let outbox = ext.get::<Arc<Outbox>>().cloned();
-            let Some(stream) = Stream::open(&ctx.engine, p, caller, outbox, pending).await? else {
+            let opened = Stream::open(&ctx.engine, p, caller, outbox, pending, &answered).await?;
+            let Some(stream) = opened else {
                 return Ok(());
             };
             stream.run().await
@@ -72,36 +79,42 @@ impl Stream {
         caller: Option<u64>,
         outbox: Option<Arc<Outbox>>,
         pending: PendingSubscriptionSink,
+        answered: &(dyn Fn(&Result<(), ErrorObjectOwned>) + Sync),
     ) -> Result<Option<Stream>, jsonrpsee::core::SubscriptionError> {
-        let rx = match engine.subscribe(&p.session_id).await {
-            Ok(rx) => rx,
-            Err(e) => {
-                pending.reject(to_rpc_error(e)).await;
-                return Ok(None);
-            }
-        };
-        // Seqs are gap-free from 1, so the count is the last seq.
-        let last = match engine.get_session(&p.session_id).await {
-            Ok(s) => s.record_count,
-            Err(e) => {
-                pending.reject(to_rpc_error(e)).await;
-                return Ok(None);
-            }
-        };
-        if let Some(after) = p.after_seq
-            && after > last
-        {
-            let reason = format!("is {after}, beyond the transcript's last seq {last}");
-            pending
-                .reject(ErrorObjectOwned::owned(
+        let opened = async {
+            let rx = engine
+                .subscribe(&p.session_id)
+                .await
+                .map_err(to_rpc_error)?;
+            // Seqs are gap-free from 1, so the count is the last seq.
+            let last = engine
+                .get_session(&p.session_id)
+                .await
+                .map_err(to_rpc_error)?
+                .record_count;
+            if let Some(after) = p.after_seq
+                && after > last
+            {
+                let reason = format!("is {after}, beyond the transcript's last seq {last}");
+                return Err(ErrorObjectOwned::owned(
                     INVALID_PARAMS,
                     format!("invalid params: after_seq {reason}"),
                     Some(json!({ "field": "after_seq", "reason": reason })),
-                ))
-                .await;
-            return Ok(None);
+                ));
+            }
+            Ok((rx, last))
         }
+        .await;
+        let (rx, last) = match opened {
+            Ok(opened) => opened,
+            Err(e) => {
+                answered(&Err(e.clone()));
+                pending.reject(e).await;
+                return Ok(None);
+            }
+        };
         let sink = pending.accept().await?;
+        answered(&Ok(()));
         let mut stream = Stream {
             engine: engine.clone(),
             session_id: p.session_id,
