@@ -45,8 +45,8 @@ pub fn install(ctx: &Ctx, a: &ServiceArgs) -> Result<()> {
             "no ctxd binary found (looked at CTXD_BIN, beside ctx, on PATH and in ~/.local/bin): install it first (scripts/install) or set CTXD_BIN"
         );
     }
-    let files = unit_files(ctx, a.manager.unwrap_or_else(default_manager), &ctxd)?;
     let manager = a.manager.unwrap_or_else(default_manager);
+    let files = unit_files(ctx, manager, &ctxd)?;
     for (path, text) in &files {
         if let Some(dir) = path.parent() {
             std::fs::create_dir_all(dir).with_context(|| format!("creating {}", dir.display()))?;
