@@ -9,7 +9,10 @@ Each file is imported and replayed against a daemon of its own in a temporary --
 nothing of the user's store is touched. Printed: a Markdown table (exit codes, warnings,
 the estimator's p90 error, the window the replay took, ctxd's count against the source's
 at each of its compactions and microcompactions, and how many automatic compactions
-of versions >= 2.1.21 it counts within 1 %); --out keeps every figure as JSON. Exits 1 when any file's
+of versions >= 2.1.21 it counts within 1 %, over all of them and over those whose
+history the file holds whole: a boundary right after a tool call whose result the file
+never holds is named, since Claude Code counted that result); --out keeps every figure
+as JSON. Exits 1 when any file's
 import or replay did not exit 0.
 """
 
@@ -101,6 +104,38 @@ def version_of(path):
     return None
 
 
+def unanswered_before(path, line):
+    """The tool_use ids of the main chain, since the compaction boundary before `line`,
+    that have no tool_result in the file before `line`: calls whose results Claude Code
+    counted in its preTokens but did not write before the boundary."""
+    used, answered = [], set()
+    with open(path, encoding="utf-8", errors="replace") as f:
+        for n, text in enumerate(f, 1):
+            if n >= line:
+                break
+            try:
+                r = json.loads(text)
+            except ValueError:
+                continue
+            if not isinstance(r, dict) or r.get("isSidechain"):
+                continue
+            if r.get("type") == "system" and r.get("subtype") == "compact_boundary":
+                used, answered = [], set()
+                continue
+            m = r.get("message")
+            content = m.get("content") if isinstance(m, dict) else None
+            if not isinstance(content, list):
+                continue
+            for b in content:
+                if not isinstance(b, dict):
+                    continue
+                if b.get("type") == "tool_use" and b.get("id"):
+                    used.append(b["id"])
+                elif b.get("type") == "tool_result" and b.get("tool_use_id"):
+                    answered.add(b["tool_use_id"])
+    return [u for u in used if u not in answered]
+
+
 def at_least(version, floor):
     try:
         return tuple(int(x) for x in version.split(".")) >= floor
@@ -148,13 +183,23 @@ def main():
     autos = [(r, c) for r in rows for c in r.get("source_boundaries", [])
              if c.get("kind") == "compact_boundary" and c.get("trigger") == "auto"
              and c.get("difference_pct") is not None and at_least(r.get("version"), (2, 1, 21))]
-    close = [x for x in autos if abs(x[1]["difference_pct"]) <= 1.0]
-    print(f"\nautomatic compactions of versions >= 2.1.21: {len(close)}/{len(autos)} "
-          "counted within 1 % of the source's preTokens")
+    # A boundary right after a call whose result the file never holds cannot be counted
+    # from the file: Claude Code counted that result in preTokens.
     for r, c in autos:
+        c["unanswered_tool_uses"] = unanswered_before(
+            os.path.join(args.corpus, r["file"]), c["source_line"])
+    comparable = [x for x in autos if not x[1]["unanswered_tool_uses"]]
+    close = [x for x in autos if abs(x[1]["difference_pct"]) <= 1.0]
+    close_comparable = [x for x in comparable if abs(x[1]["difference_pct"]) <= 1.0]
+    print(f"\nautomatic compactions of versions >= 2.1.21: {len(close)}/{len(autos)} "
+          "counted within 1 % of the source's preTokens; "
+          f"{len(close_comparable)}/{len(comparable)} of those whose history the file holds whole")
+    for r, c in autos:
+        lacks = c["unanswered_tool_uses"]
+        note = f"; the file lacks the result of {', '.join(lacks)}" if lacks else ""
         print(f"  {r['file']} ({r['version']}) line {c['source_line']}: "
               f"{c['source_pre_tokens']} vs {c['count_at_source_compaction']} "
-              f"({c['difference_pct']:+.2f} %)")
+              f"({c['difference_pct']:+.2f} %){note}")
     failed = [r["file"] for r in rows if r["import_exit"] != 0 or r["replay_exit"] != 0]
     print(f"\n{len(rows) - len(failed)}/{len(rows)} files imported and replayed with exit 0")
     for r in rows:
