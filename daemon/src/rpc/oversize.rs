@@ -8,8 +8,9 @@
 //! message within the bound reaches tungstenite unchanged; one over it is read and
 //! dropped as it comes, never held, and a pong carrying the connection's marker takes
 //! its place, so the connection answers -32007 for it where it stood among the client's
-//! messages (after a ping sent before its last fragment, before the next call). A fragmented message is held until its last frame
-//! shows it fits, at most the bound; control frames between its fragments pass at once.
+//! messages (after a ping sent before its last fragment, before the next call). A
+//! fragmented message is held until its last frame shows it fits, at most the bound;
+//! control frames between its fragments pass at once.
 //!
 //! Owning this much framing has a reason a user feels (one oversized call does not cost
 //! the connection), and it stays small: the moment a header is one this reader does not
