@@ -6,7 +6,7 @@ use crate::common;
 
 use std::path::Path;
 
-use common::Daemon;
+use common::{Daemon, NewSession};
 use serde_json::{Value, json};
 
 const T0: &str = "2026-11-29T10:00:00Z";
@@ -17,14 +17,11 @@ fn write(path: &Path, text: &str) {
 }
 
 fn session(d: &Daemon, cwd: &Path, settings: Value, tools: Value) -> String {
-    d.call(
-        "session.create",
-        json!({"cwd": cwd, "no_git": true, "start_date": "2026-11-29",
-               "settings": settings, "tools": tools}),
-    )["session"]["session_id"]
-        .as_str()
-        .unwrap()
-        .to_string()
+    NewSession::at(cwd)
+        .start_date("2026-11-29")
+        .settings(settings)
+        .tools(tools)
+        .create(d)
 }
 
 fn append(d: &Daemon, sid: &str, records: Value) {

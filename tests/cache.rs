@@ -6,7 +6,7 @@ use crate::common;
 
 use std::time::Duration;
 
-use common::Daemon;
+use common::{Daemon, NewSession};
 use ctxd_protocol::SessionEvent;
 use serde_json::{Value, json};
 
@@ -24,13 +24,10 @@ fn tools(extra: &[&str]) -> Value {
 }
 
 fn session(d: &Daemon) -> String {
-    d.call(
-        "session.create",
-        json!({"cwd": "/tmp/p", "no_git": true, "start_date": "2026-11-29", "tools": tools(&[])}),
-    )["session"]["session_id"]
-        .as_str()
-        .unwrap()
-        .to_string()
+    NewSession::at("/tmp/p")
+        .start_date("2026-11-29")
+        .tools(tools(&[]))
+        .create(d)
 }
 
 fn append(d: &Daemon, sid: &str, records: Value) {

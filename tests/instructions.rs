@@ -7,7 +7,7 @@ use crate::common;
 use std::path::Path;
 use std::time::Duration;
 
-use common::Daemon;
+use common::{Daemon, NewSession};
 use serde_json::{Value, json};
 
 fn write(path: &Path, text: &str) {
@@ -67,13 +67,7 @@ fn tree(d: &Daemon) -> std::path::PathBuf {
 }
 
 fn session(d: &Daemon, cwd: &Path) -> String {
-    d.call(
-        "session.create",
-        json!({"cwd": cwd, "no_git": true, "start_date": "2026-11-29"}),
-    )["session"]["session_id"]
-        .as_str()
-        .unwrap()
-        .to_string()
+    NewSession::at(cwd).start_date("2026-11-29").create(d)
 }
 
 fn compile(d: &Daemon, sid: &str, now: &str) -> Value {

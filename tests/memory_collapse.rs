@@ -4,19 +4,17 @@ use crate::common;
 
 use std::time::Duration;
 
-use common::Daemon;
+use common::{Daemon, NewSession};
 use serde_json::{Value, json};
 
 const T0: &str = "2026-11-29T10:00:00Z";
 
 fn session(d: &Daemon, model: Value, settings: Value) -> String {
-    d.call(
-        "session.create",
-        json!({"cwd": d.dir.path(), "no_git": true, "start_date": "2026-11-29", "model": model, "settings": settings}),
-    )["session"]["session_id"]
-        .as_str()
-        .unwrap()
-        .to_string()
+    NewSession::at(d.dir.path())
+        .start_date("2026-11-29")
+        .model(model)
+        .settings(settings)
+        .create(d)
 }
 
 fn round(d: &Daemon, sid: &str, i: usize, chars: usize) {

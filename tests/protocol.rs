@@ -5,18 +5,12 @@ use crate::common;
 
 use std::time::Duration;
 
-use common::Daemon;
+use common::{Daemon, NewSession};
 use ctxd_protocol::{SessionEvent, SessionNotification};
 use serde_json::{Value, json};
 
 fn session(d: &Daemon) -> String {
-    d.call(
-        "session.create",
-        json!({"cwd": d.dir.path(), "no_git": true}),
-    )["session"]["session_id"]
-        .as_str()
-        .unwrap()
-        .to_string()
+    NewSession::at(d.dir.path()).create(d)
 }
 
 #[test]

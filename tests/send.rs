@@ -4,7 +4,7 @@
 
 use crate::common;
 
-use common::Daemon;
+use common::{Daemon, NewSession};
 use serde_json::{Value, json};
 use wiremock::matchers::{header, method, path};
 use wiremock::{Mock, MockServer, ResponseTemplate};
@@ -54,13 +54,12 @@ fn streamed_content() -> Value {
 /// A session on `server` with a prompt appended.
 fn session(d: &Daemon, server: &MockServer) -> String {
     let tools = json!([{"name": "Read", "description": "Read a file", "input_schema": {"type": "object", "properties": {"file_path": {"type": "string"}}}}]);
-    let s = d.call(
-        "session.create",
-        json!({"cwd": d.dir.path(), "no_git": true, "tools": tools, "settings": {"provider": {
+    let sid = NewSession::at(d.dir.path())
+        .tools(tools)
+        .settings(json!({"provider": {
             "kind": "anthropic", "base_url": server.uri(), "api_key_env": KEY_VAR, "max_retries": 2
-        }}}),
-    );
-    let sid = s["session"]["session_id"].as_str().unwrap().to_string();
+        }}))
+        .create(d);
     d.call(
         "transcript.append",
         json!({"session_id": sid, "records": [{"type": "user", "content": "Read /tmp/a.txt"}]}),

@@ -4,7 +4,7 @@
 
 use crate::common;
 
-use common::Daemon;
+use common::{Daemon, NewSession};
 use serde_json::{Value, json};
 
 fn sdk_dump(name: &str) -> Value {
@@ -13,13 +13,10 @@ fn sdk_dump(name: &str) -> Value {
 }
 
 fn session(d: &Daemon, settings: Value) -> String {
-    d.call(
-        "session.create",
-        json!({"cwd": d.dir.path(), "no_git": true, "start_date": "2026-12-01", "settings": settings}),
-    )["session"]["session_id"]
-        .as_str()
-        .unwrap()
-        .to_string()
+    NewSession::at(d.dir.path())
+        .start_date("2026-12-01")
+        .settings(settings)
+        .create(d)
 }
 
 fn append(d: &Daemon, sid: &str, records: Value) -> Value {

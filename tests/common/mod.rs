@@ -453,6 +453,56 @@ impl Drop for Daemon {
     }
 }
 
+/// A `session.create` call built up field by field: a session in `cwd` without git
+/// (the machine's repository must not leak into a test), then what the test sets.
+///
+/// `NewSession::at("/tmp/p").start_date("2026-11-29").settings(json!({..})).create(&d)`
+pub struct NewSession(serde_json::Map<String, Value>);
+
+impl NewSession {
+    pub fn at(cwd: impl serde::Serialize) -> NewSession {
+        let mut params = serde_json::Map::new();
+        params.insert("cwd".into(), serde_json::json!(cwd));
+        params.insert("no_git".into(), Value::Bool(true));
+        NewSession(params)
+    }
+
+    pub fn start_date(self, date: &str) -> NewSession {
+        self.set("start_date", serde_json::json!(date))
+    }
+
+    pub fn settings(self, settings: Value) -> NewSession {
+        self.set("settings", settings)
+    }
+
+    pub fn tools(self, tools: Value) -> NewSession {
+        self.set("tools", tools)
+    }
+
+    pub fn model(self, model: Value) -> NewSession {
+        self.set("model", model)
+    }
+
+    /// Any other field of `session.create`'s params (`null` leaves it out).
+    pub fn set(mut self, key: &str, value: Value) -> NewSession {
+        if value.is_null() {
+            self.0.remove(key);
+        } else {
+            self.0.insert(key.into(), value);
+        }
+        self
+    }
+
+    /// Creates it; returns its id.
+    pub fn create(self, d: &Daemon) -> String {
+        let created = d.call("session.create", Value::Object(self.0));
+        created["session"]["session_id"]
+            .as_str()
+            .unwrap_or_else(|| panic!("no session id in {created}"))
+            .to_string()
+    }
+}
+
 /// One HTTP/1.1 POST over the Unix socket; returns status and body.
 pub fn raw_http(socket: &Path, body: &str) -> (u16, String) {
     let mut s = StdUnixStream::connect(socket).expect("connect");
