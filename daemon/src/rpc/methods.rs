@@ -11,11 +11,9 @@ use super::to_rpc_error;
 type RpcResult<T> = Result<T, ErrorObjectOwned>;
 
 /// The compiled body travels as a `RawValue`, so no layer re-encodes (and reorders) it.
-fn compile_response(
-    c: ctxd_pipeline::compile::Compiled,
-) -> ctxd_store::error::Result<CompileResponse> {
+fn compile_response(c: ctxd_pipeline::compile::Compiled) -> ctxd_engine::Result<CompileResponse> {
     let request = serde_json::value::RawValue::from_string(c.body)
-        .map_err(|e| ctxd_store::error::Error::Internal(e.to_string()))?;
+        .map_err(|e| ctxd_engine::Error::Internal(e.to_string()))?;
     Ok(CompileResponse {
         request,
         metadata: c.metadata,
@@ -361,8 +359,8 @@ mod tests {
 
     use super::*;
     use ctxd_engine::Engine;
+    use ctxd_engine::Store;
     use ctxd_pipeline::clock::SystemClock;
-    use ctxd_store::Store;
 
     /// The OpenRPC document and the registered methods must name the same set.
     #[tokio::test]

@@ -29,7 +29,7 @@ use ctxd_protocol as proto;
 use jsonrpsee::types::ErrorObjectOwned;
 use serde_json::json;
 
-use ctxd_store::error::Error;
+use ctxd_engine::Error;
 
 /// Maps an engine error to its documented JSON-RPC error.
 pub(crate) fn to_rpc_error(e: Error) -> ErrorObjectOwned {
