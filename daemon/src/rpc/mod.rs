@@ -1,11 +1,9 @@
 //! The JSON-RPC edge: turns calls into engine operations and engine events into
 //! notifications. Knows the protocol; knows no SQL.
 
-mod attachments;
 mod connection;
 mod context;
 mod dispatch;
-mod hooks;
 mod ids;
 mod limits;
 mod methods;
