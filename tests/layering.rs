@@ -1,6 +1,6 @@
 //! The module graph inside each crate has no cycle and no arrow up a layer
 //! (`scripts/import-graph.py`); the crate graph itself is enforced by Cargo, and what
-//! `ctx` links is checked on `cargo tree`.
+//! `ctx` and the daemon link is checked on `cargo tree`.
 
 #![allow(clippy::expect_used)] // a test panics on what it did not expect
 
@@ -102,32 +102,41 @@ fn an_injected_cycle_and_an_upward_arrow_are_found() {
     );
 }
 
+/// What `package` links, one crate a line: `cargo tree`'s normal edges (no dev or build
+/// dependencies), `--depth 1` for its direct dependencies alone.
+fn normal_tree(package: &str, depth: Option<&str>) -> String {
+    let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("..");
+    let mut cmd = Command::new(env!("CARGO"));
+    cmd.current_dir(&root).args([
+        "tree",
+        "-p",
+        package,
+        "-e",
+        "normal",
+        "--prefix",
+        "none",
+        "--offline",
+    ]);
+    if let Some(depth) = depth {
+        cmd.args(["--depth", depth]);
+    }
+    let out = cmd.output().expect("cargo runs");
+    let tree = String::from_utf8_lossy(&out.stdout).into_owned();
+    assert!(
+        out.status.success() && tree.starts_with(&format!("{package} v")),
+        "cargo tree failed:\n{tree}{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    tree
+}
+
 /// `ctx` is a client: it reaches sessions through the daemon, so it links neither the
 /// engine nor the store, and so no database either (issue 55's contract point, checked
 /// the way it is stated, on `cargo tree`'s normal edges).
 #[test]
 fn ctx_links_neither_the_engine_nor_the_store() {
-    let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("..");
-    let out = Command::new(env!("CARGO"))
-        .current_dir(&root)
-        .args([
-            "tree",
-            "-p",
-            "ctx-cli",
-            "-e",
-            "normal",
-            "--prefix",
-            "none",
-            "--offline",
-        ])
-        .output()
-        .expect("cargo runs");
-    let tree = String::from_utf8_lossy(&out.stdout);
-    assert!(
-        out.status.success() && tree.contains("ctx-client"),
-        "cargo tree failed:\n{tree}{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    let tree = normal_tree("ctx-cli", None);
+    assert!(tree.contains("ctx-client"), "{tree}");
     for name in [
         "rusqlite",
         "postgres",
@@ -137,5 +146,21 @@ fn ctx_links_neither_the_engine_nor_the_store() {
     ] {
         let found: Vec<&str> = tree.lines().filter(|l| l.contains(name)).collect();
         assert!(found.is_empty(), "ctx links {name}: {found:?}");
+    }
+}
+
+/// The daemon knows no SQL: it opens the store, and maps its errors, through the
+/// engine, so the store is not among its own dependencies (its benches and tests may
+/// name it).
+#[test]
+fn the_daemon_reaches_the_store_through_the_engine_alone() {
+    let direct = normal_tree("ctxd", Some("1"));
+    assert!(direct.contains("ctxd-engine"), "{direct}");
+    for name in ["ctxd-store", "rusqlite", "postgres"] {
+        let found: Vec<&str> = direct
+            .lines()
+            .filter(|l| l.split_whitespace().next() == Some(name))
+            .collect();
+        assert!(found.is_empty(), "the daemon depends on {name}: {found:?}");
     }
 }

@@ -14,12 +14,12 @@ use std::path::Path;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
+use ctxd_engine::Store;
 use ctxd_engine::discovery::memories;
 use ctxd_engine::{DiscoveryDefaults, Engine};
 use ctxd_pipeline::clock::SystemClock;
 use ctxd_pipeline::relevant_memories as rm;
 use ctxd_protocol::{AppendParams, CompileParams, RecordInput, SessionCreateParams};
-use ctxd_store::Store;
 use serde_json::json;
 
 fn iters() -> usize {

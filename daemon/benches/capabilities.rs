@@ -16,10 +16,10 @@ use std::path::Path;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
+use ctxd_engine::Store;
 use ctxd_engine::{DiscoveryDefaults, Engine};
 use ctxd_pipeline::clock::SystemClock;
 use ctxd_protocol::*;
-use ctxd_store::Store;
 
 fn iters() -> usize {
     std::env::var("CTXD_BENCH_ITERS")

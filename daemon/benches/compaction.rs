@@ -10,9 +10,9 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use ctxd_engine::Engine;
+use ctxd_engine::Store;
 use ctxd_pipeline::clock::SystemClock;
 use ctxd_protocol::*;
-use ctxd_store::Store;
 use serde_json::json;
 
 fn iters() -> usize {

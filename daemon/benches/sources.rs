@@ -13,11 +13,11 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
+use ctxd_engine::Store;
 use ctxd_engine::discovery::{self, DiscoveryConfig};
 use ctxd_engine::{DiscoveryDefaults, Engine};
 use ctxd_pipeline::clock::SystemClock;
 use ctxd_protocol::{AppendParams, CompileParams, RecordInput, SessionCreateParams, SessionEvent};
-use ctxd_store::Store;
 
 fn iters() -> usize {
     std::env::var("CTXD_BENCH_ITERS")

@@ -28,9 +28,9 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use ctxd_engine::Engine;
+use ctxd_engine::Store;
 use ctxd_pipeline::clock::SystemClock;
 use ctxd_protocol::*;
-use ctxd_store::Store;
 
 #[path = "spine/append.rs"]
 mod append;

@@ -37,7 +37,7 @@ pub enum StartError {
     #[error("cannot determine a home directory; pass --home or set CTXD_HOME")]
     NoHome,
     #[error("store: {0}")]
-    Store(#[from] ctxd_store::error::Error),
+    Store(#[from] ctxd_engine::Error),
     #[error("rpc: {0}")]
     Rpc(String),
 }
@@ -290,7 +290,7 @@ pub struct Options {
     /// Bounds on connections, requests and memory.
     pub limits: ctxd_pipeline::limits::Limits,
     /// Where sessions are stored (SQLite in the home unless a PostgreSQL URL is given).
-    pub store: ctxd_store::StoreConfig,
+    pub store: ctxd_engine::StoreConfig,
     /// The HTTP front door (`--http`), off when absent.
     pub http: Option<crate::proxy::ProxyOptions>,
     /// The paths the log file and its rotated copies may occupy, when the log goes to a
@@ -312,7 +312,7 @@ impl Default for Options {
             discovery: DiscoveryDefaults::default(),
             summariser: ctxd_protocol::SummariserConfig::Embedded,
             limits: ctxd_pipeline::limits::Limits::default(),
-            store: ctxd_store::StoreConfig::default(),
+            store: ctxd_engine::StoreConfig::default(),
             http: None,
             log_files: Vec::new(),
             retention: None,
@@ -401,7 +401,7 @@ pub async fn run(
             ))
         });
     let sqlite_db =
-        matches!(options.store, ctxd_store::StoreConfig::Sqlite).then(|| paths.database());
+        matches!(options.store, ctxd_engine::StoreConfig::Sqlite).then(|| paths.database());
     let metrics = Arc::new(
         crate::metrics::Metrics::new(sqlite_db).map_err(|e| StartError::Rpc(e.to_string()))?,
     );

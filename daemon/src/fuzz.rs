@@ -158,7 +158,7 @@ fn check_params(raw: &str) {
 fn check_records(records: &mut [RecordInput]) {
     if let Err(e) = ctxd_engine::validate::validate_batch(records) {
         match e {
-            ctxd_store::error::Error::Invalid { field, .. } => {
+            ctxd_engine::Error::Invalid { field, .. } => {
                 assert!(field.starts_with("records["), "{field}");
             }
             other => panic!("validation failed with {other:?}"),

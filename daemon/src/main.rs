@@ -43,7 +43,7 @@ struct Args {
     store_file: Option<PathBuf>,
     /// PostgreSQL read connections of this daemon (besides one writer, one listener and
     /// one publisher); reads beyond wait for one.
-    #[arg(long, env = "CTXD_STORE_POOL", default_value_t = ctxd_store::DEFAULT_POOL, global = true)]
+    #[arg(long, env = "CTXD_STORE_POOL", default_value_t = ctxd_engine::DEFAULT_POOL, global = true)]
     store_pool: usize,
     /// How long a call waits for a PostgreSQL store that does not answer before it fails
     /// with the storage error (-32020), in milliseconds.
@@ -409,15 +409,15 @@ async fn daemon_main(inherited: Option<std::os::unix::net::UnixListener>) -> any
         anyhow::ensure!(!url.is_empty(), "{} holds no store URL", file.display());
         args.store = Some(url);
     }
-    let mut store = ctxd_store::StoreConfig::parse(args.store.as_deref(), args.store_pool)
+    let mut store = ctxd_engine::StoreConfig::parse(args.store.as_deref(), args.store_pool)
         .context("--store / CTXD_STORE")?;
-    if let ctxd_store::StoreConfig::Postgres(o) = &mut store {
+    if let ctxd_engine::StoreConfig::Postgres(o) = &mut store {
         o.deadline = std::time::Duration::from_millis(args.store_timeout_ms);
     }
     let paths = ctxd::daemon::Paths::resolve(args.home, args.socket)?;
     if let Some(Command::Migrate) = args.command {
         let db = paths.database();
-        if matches!(store, ctxd_store::StoreConfig::Sqlite) {
+        if matches!(store, ctxd_engine::StoreConfig::Sqlite) {
             std::fs::create_dir_all(&paths.home).context("create the home")?;
         }
         let said = tokio::task::spawn_blocking(move || store.migrate(&db))

@@ -160,7 +160,7 @@ mod tests {
     async fn the_worker_deletes_by_its_clock_at_start() {
         for (idle_days, left) in [(7, 0), (30, 2)] {
             let dir = tempfile::tempdir().unwrap();
-            let store = ctxd_store::Store::open(&dir.path().join("t.db")).unwrap();
+            let store = ctxd_engine::Store::open(&dir.path().join("t.db")).unwrap();
             let written = Arc::new(FixedClock("2026-03-01T10:00:00Z".parse().unwrap()));
             let engine = Arc::new(Engine::new(store, &dir.path().join("home"), written));
             session(&engine, dir.path()).await;

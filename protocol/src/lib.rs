@@ -3,7 +3,7 @@
 //!
 //! It also holds where the daemon's socket is (`socket`), the one rule clients and the
 //! daemon must agree on outside the wire. This crate depends on serde, serde_json,
-//! schemars, thiserror and libc only, so any client can embed it without pulling in the
+//! schemars and libc only, so any client can embed it without pulling in the
 //! daemon.
 
 pub mod agents;

@@ -2,8 +2,9 @@
 //! subscription, what it streams. It is written once, in [`crate::with_methods!`], and everything
 //! else is generated from it: the name constants, a marker type per method in [`method`]
 //! (implementing [`Method`], so the daemon registers a handler and a client calls it with
-//! the table's types), [`method_table`] (and so the OpenRPC document), and the Rust
-//! client's typed methods.
+//! the table's types), [`MethodHandlers`] (the functions a server must write, one per
+//! method), [`method_table`] (and so the OpenRPC document), and the Rust client's typed
+//! methods.
 
 use schemars::{JsonSchema, Schema, SchemaGenerator};
 use serde::{Deserialize, Serialize};
@@ -227,6 +228,25 @@ macro_rules! define_methods {
                     }
                 )?
             )*
+        }
+
+        /// What serving the table takes: one function per method, each registering that
+        /// method's handler with the server. Generated from the table, so a method added
+        /// there and not served is a missing item of the server's implementation, and the
+        /// server does not compile.
+        pub trait MethodHandlers {
+            /// What a registration fails with.
+            type Error;
+            $(
+                #[doc = concat!("Registers the handler of `", $name, "`.")]
+                fn $fname(&mut self) -> Result<(), Self::Error>;
+            )*
+        }
+
+        /// Registers every method of the table through `handlers`, in the table's order.
+        pub fn register_every_method<H: MethodHandlers>(handlers: &mut H) -> Result<(), H::Error> {
+            $( handlers.$fname()?; )*
+            Ok(())
         }
 
         /// Every method the daemon serves, in documentation order. `rpc.discover` itself

@@ -144,9 +144,9 @@ fn outgoing(compiled: &str, request: &Value) -> Result<String, String> {
     serde_json::to_string(&body).map_err(|e| e.to_string())
 }
 
-fn compile_error(e: &ctxd_store::error::Error) -> Response<Body> {
+fn compile_error(e: &ctxd_engine::Error) -> Response<Body> {
     match e {
-        ctxd_store::error::Error::PromptTooLong { estimated, limit } => error(
+        ctxd_engine::Error::PromptTooLong { estimated, limit } => error(
             StatusCode::BAD_REQUEST,
             "invalid_request_error",
             &format!(

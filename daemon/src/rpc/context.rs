@@ -90,7 +90,7 @@ macro_rules! async_method {
                     // call (an import's is the whole transcript).
                     drop(params);
                     let call = async { $body };
-                    let r: ctxd_store::error::Result<<$method as ctxd_protocol::Method>::Result> =
+                    let r: ctxd_engine::Result<<$method as ctxd_protocol::Method>::Result> =
                         match $crate::rpc::context::caller_of(&ext) {
                             Some(caller) => ctxd_engine::as_caller(caller, call).await,
                             None => call.await,

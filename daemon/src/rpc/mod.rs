@@ -1,11 +1,9 @@
 //! The JSON-RPC edge: turns calls into engine operations and engine events into
 //! notifications. Knows the protocol; knows no SQL.
 
-mod attachments;
 mod connection;
 mod context;
 mod dispatch;
-mod hooks;
 mod ids;
 mod limits;
 mod methods;
@@ -29,7 +27,7 @@ use ctxd_protocol as proto;
 use jsonrpsee::types::ErrorObjectOwned;
 use serde_json::json;
 
-use ctxd_store::error::Error;
+use ctxd_engine::Error;
 
 /// Maps an engine error to its documented JSON-RPC error.
 pub(crate) fn to_rpc_error(e: Error) -> ErrorObjectOwned {

@@ -293,8 +293,8 @@ mod tests {
 
     use super::*;
     use crate::rpc::build_module;
+    use ctxd_engine::Store;
     use ctxd_pipeline::clock::SystemClock;
-    use ctxd_store::Store;
 
     /// A subscriber that stops reading overflows the channel: it is told `lagged` with
     /// the last seq it got, and still receives every record exactly once, in order.
