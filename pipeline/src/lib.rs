@@ -34,6 +34,8 @@ pub mod collapse;
 pub mod compile;
 #[path = "stages/contract.rs"]
 pub(crate) mod contract;
+#[path = "compaction/cost.rs"]
+pub(crate) mod cost;
 #[path = "stages/digest.rs"]
 pub mod digest;
 #[path = "compaction/items.rs"]

@@ -445,6 +445,17 @@ pub struct LeanSettings {
     /// its last use. Default on.
     #[serde(default = "default_touch_by_use")]
     pub touch_by_use: bool,
+    /// Each call's cache markers take the lifetime the cost model prices lower: one hour
+    /// when the chance of a gap between five minutes and an hour before the next call
+    /// (from the session's own pace) makes the saved rewrite worth the dearer write,
+    /// five minutes otherwise. Off: the latched `cache_ttl`. Default on.
+    #[serde(default = "default_on")]
+    pub choose_ttl: bool,
+    /// While the cache is warm, a batch is cleared when the cost model expects it to
+    /// save more over the session's expected remaining warm calls than its rewrite
+    /// costs, instead of by `warm_min_ratio_pct`. Default on.
+    #[serde(default = "default_on")]
+    pub priced_clears: bool,
 }
 
 fn default_stale_after() -> u32 {
@@ -459,6 +470,9 @@ fn default_warm_ratio() -> u32 {
 fn default_touch_by_use() -> bool {
     true
 }
+fn default_on() -> bool {
+    true
+}
 
 impl Default for LeanSettings {
     fn default() -> Self {
@@ -467,6 +481,8 @@ impl Default for LeanSettings {
             keep_recent: default_lean_keep(),
             warm_min_ratio_pct: default_warm_ratio(),
             touch_by_use: default_touch_by_use(),
+            choose_ttl: true,
+            priced_clears: true,
         }
     }
 }

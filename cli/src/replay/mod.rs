@@ -78,6 +78,10 @@ pub struct ReplayStep {
     /// The source's own bill for this call, from its recorded usage.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub recorded_cost: Option<f64>,
+    /// The lean policy's cost model at this compile (`metadata.cost`): the lifetime its
+    /// markers carry, which the simulation prices this call's writes at.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub cost: Option<CostExpectation>,
     /// The request the source recorded for this call (Claude Code 2.1.3xx), against
     /// this compile's, in structure.
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -116,6 +120,7 @@ impl ReplayStep {
             simulated_cost: 0.0,
             recorded_cost: None,
             recorded_request: None,
+            cost: None,
         }
     }
 }
@@ -1124,6 +1129,7 @@ async fn compile_step(
                 predicted_read_tokens: m.cache.predicted_read_tokens,
                 request_tokens: m.cache.request_tokens,
                 first_difference: m.cache.first_difference,
+                cost: m.cost,
                 ..ReplayStep::costless()
             };
             Ok((step, body))

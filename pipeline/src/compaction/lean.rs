@@ -74,8 +74,18 @@ impl Rule {
 #[derive(Debug, Clone, Copy)]
 pub(crate) struct CacheClock {
     pub(crate) now: DateTime<Utc>,
-    /// The TTL the requests are cached with, in seconds.
+    /// The TTL the previous request was cached with, in seconds.
     pub(crate) ttl_secs: i64,
+    /// The prefix is written again whatever the clears (the model changed): a cold
+    /// point like a lapsed cache.
+    pub(crate) rewritten: bool,
+}
+
+/// The cost model's terms for a warm clear (`cost::warm_clear_saving`).
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct ClearPricing {
+    pub(crate) prices: ctxd_protocol::models::Prices,
+    pub(crate) warm_calls: f64,
 }
 
 /// One tool call of the view and what is known of it.
@@ -262,17 +272,21 @@ fn candidates(calls: &[Call<'_>], rounds: usize, settings: &LeanSettings) -> Vec
 }
 
 /// What the policy clears in one compile.
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
+#[derive(Debug, Clone, Default, PartialEq)]
 pub(crate) struct Decision {
     /// The results to clear now, oldest first, each with its rule.
     pub(crate) clears: Vec<(String, Rule)>,
     /// The cache had gone cold: the whole request is written again.
     pub(crate) cold: bool,
+    /// With priced clears on a warm cache: the best expected saving of a batch at the
+    /// end, in dollars (cleared when positive).
+    pub(crate) saving: Option<f64>,
 }
 
 /// The results to clear now: none when clearing now would cost more than it saves.
 /// `warm_allowed` is false while another lever edits the warm cache (pinned cache
-/// edits): then only a cold cache is cleared.
+/// edits): then only a cold cache is cleared. With `pricing`, a warm batch is weighed
+/// by the cost model instead of `warm_min_ratio_pct`.
 pub fn decide(
     view: &[&Record],
     cleared: &BTreeMap<String, Fate>,
@@ -280,6 +294,7 @@ pub fn decide(
     settings: &LeanSettings,
     clock: CacheClock,
     warm_allowed: bool,
+    pricing: Option<ClearPricing>,
 ) -> Decision {
     let Scan {
         calls,
@@ -304,18 +319,26 @@ pub fn decide(
         let used = items::Used::new(used);
         open.retain(|(i, rule)| *rule != Rule::Stale || !used_by(view, &calls[*i], &used));
     }
-    let cold = last_assistant_time(view)
-        .is_some_and(|t| clock.now.signed_duration_since(t).num_seconds() > clock.ttl_secs);
+    let cold = clock.rewritten
+        || last_assistant_time(view)
+            .is_some_and(|t| clock.now.signed_duration_since(t).num_seconds() > clock.ttl_secs);
     if open.is_empty() {
         return Decision {
             clears: Vec::new(),
             cold,
+            saving: None,
         };
     }
-    let from = match (cold, warm_allowed) {
-        (true, _) => 0,
-        (false, true) => warm_batch_start(&calls, &sizes, &open, settings.warm_min_ratio_pct),
-        (false, false) => open.len(),
+    let mut saving = None;
+    let from = match (cold, warm_allowed, pricing) {
+        (true, _, _) => 0,
+        (false, true, Some(p)) => {
+            let (from, best) = priced_batch_start(&calls, &sizes, &open, p);
+            saving = Some(best);
+            from
+        }
+        (false, true, None) => warm_batch_start(&calls, &sizes, &open, settings.warm_min_ratio_pct),
+        (false, false, _) => open.len(),
     };
     Decision {
         clears: open[from..]
@@ -323,6 +346,41 @@ pub fn decide(
             .map(|(i, rule)| (calls[*i].id.to_string(), *rule))
             .collect(),
         cold,
+        saving,
+    }
+}
+
+/// While the cache is warm, priced: the first candidate of the run at the end whose
+/// clear the cost model expects to save the most, `open.len()` if none saves anything;
+/// and the best expected saving found (negative when none pays).
+fn priced_batch_start(
+    calls: &[Call<'_>],
+    sizes: &[u64],
+    open: &[(usize, Rule)],
+    pricing: ClearPricing,
+) -> (usize, f64) {
+    let mut best = (open.len(), f64::NEG_INFINITY);
+    let mut cleared_tokens = 0u64;
+    for k in (0..open.len()).rev() {
+        let c = &calls[open[k].0];
+        cleared_tokens += c.result_tokens;
+        let at = c.result_at.unwrap_or(0);
+        let after: u64 = sizes[at..].iter().sum();
+        let rewritten = after.saturating_sub(cleared_tokens);
+        let saving = super::cost::warm_clear_saving(
+            &pricing.prices,
+            pricing.warm_calls,
+            cleared_tokens,
+            rewritten,
+        );
+        if saving > best.1 {
+            best = (k, saving);
+        }
+    }
+    if best.1 > 0.0 {
+        best
+    } else {
+        (open.len(), best.1)
     }
 }
 

@@ -29,6 +29,7 @@ fn at(minutes: i64) -> CacheClock {
     CacheClock {
         now: T0.parse::<DateTime<Utc>>().unwrap() + chrono::Duration::minutes(minutes),
         ttl_secs: 300,
+        rewritten: false,
     }
 }
 
@@ -51,6 +52,7 @@ fn cold(records: &[Record], settings: &LeanSettings) -> Vec<(String, Rule)> {
         settings,
         at(6),
         true,
+        None,
     );
     assert!(d.cold);
     d.clears
@@ -182,7 +184,7 @@ fn a_warm_cache_clears_only_a_batch_worth_its_rewrite() {
     let settings = superseded_only();
     // Warm: t2 (1,000 tokens) is worth the few tokens after it; from t0 on, the batch
     // would write the edit's 2,000 tokens again to save 1,002.
-    let warm = decide(&view, &none, &none, &settings, at(1), true);
+    let warm = decide(&view, &none, &none, &settings, at(1), true, None);
     assert!(!warm.cold);
     assert_eq!(ids(&warm.clears), vec!["t2"]);
     // A higher bar than the batch reaches: nothing while warm, everything once cold.
@@ -191,20 +193,88 @@ fn a_warm_cache_clears_only_a_batch_worth_its_rewrite() {
         ..settings.clone()
     };
     assert!(
-        decide(&view, &none, &none, &strict, at(1), true)
+        decide(&view, &none, &none, &strict, at(1), true, None)
             .clears
             .is_empty()
     );
     assert_eq!(
-        ids(&decide(&view, &none, &none, &strict, at(6), true).clears),
+        ids(&decide(&view, &none, &none, &strict, at(6), true, None).clears),
         vec!["t0", "t2"]
     );
     // Another lever edits the warm cache: the policy waits for it to go cold.
     assert!(
-        decide(&view, &none, &none, &settings, at(1), false)
+        decide(&view, &none, &none, &settings, at(1), false, None)
             .clears
             .is_empty()
     );
+}
+
+/// `a_warm_cache_clears_only_a_batch_worth_its_rewrite`'s transcript: a 1,000-token
+/// output (t2) with little after it, and a small read (t0) before an edit of 2,000.
+fn priced(recs: &[Record], warm_calls: f64, clock: CacheClock) -> Decision {
+    let view: Vec<&Record> = recs.iter().collect();
+    let none = BTreeMap::new();
+    let pricing = ClearPricing {
+        prices: ctxd_protocol::models::Prices::list(3.0, 15.0),
+        warm_calls,
+    };
+    decide(
+        &view,
+        &none,
+        &none,
+        &superseded_only(),
+        clock,
+        true,
+        Some(pricing),
+    )
+}
+
+#[test]
+fn a_priced_warm_clear_weighs_the_calls_left_before_the_cache_goes_cold() {
+    let big = "x".repeat(4_000);
+    let edit = "y".repeat(8_000);
+    let recs = transcript(&[
+        ("Read", json!({"file_path": "/p/a.rs"}), "small"),
+        (
+            "Edit",
+            json!({"file_path": "/p/b.rs", "old_string": edit, "new_string": ""}),
+            "ok",
+        ),
+        ("Bash", json!({"command": "make"}), &big),
+        ("Read", json!({"file_path": "/p/a.rs"}), "small again"),
+        ("Bash", json!({"command": "make"}), "done"),
+    ]);
+    // 20 warm calls: t2 saves 20 × 1,000 reads ($0.006) for a rewrite of a few tokens;
+    // adding t0 saves 20 × 2 more reads but writes the edit's 2,000 tokens again
+    // ($0.0069).
+    let d = priced(&recs, 20.0, at(1));
+    assert_eq!(ids(&d.clears), vec!["t2"]);
+    assert!(d.saving.is_some_and(|s| s > 0.0059 && s < 0.006));
+    // A long tool loop ahead: 100 calls of 1,002 fewer reads ($0.0301) would pay for
+    // the edit's rewrite too, but t2 alone saves more ($0.0300 less a few tokens).
+    assert_eq!(ids(&priced(&recs, 100.0, at(1)).clears), vec!["t2"]);
+    // The cache is about to go cold anyway: waiting clears it for nothing.
+    let d = priced(&recs, 0.01, at(1));
+    assert!(d.clears.is_empty());
+    assert!(d.saving.is_some_and(|s| s < 0.0));
+}
+
+#[test]
+fn a_changed_model_is_a_cold_point() {
+    let recs = transcript(&[
+        ("Bash", json!({"command": "make"}), "1 failed"),
+        ("Bash", json!({"command": "make"}), "ok"),
+    ]);
+    // Warm, and too few calls left for the clear to pay: nothing.
+    assert!(priced(&recs, 0.01, at(1)).clears.is_empty());
+    // The model changed: the prefix is written again whatever, so the batch goes now.
+    let clock = CacheClock {
+        rewritten: true,
+        ..at(1)
+    };
+    let d = priced(&recs, 0.01, clock);
+    assert!(d.cold);
+    assert_eq!(ids(&d.clears), vec!["t0"]);
 }
 
 #[test]
@@ -224,6 +294,7 @@ fn what_is_cleared_already_is_not_cleared_again() {
         &superseded_only(),
         at(6),
         true,
+        None,
     );
     assert!(d.clears.is_empty());
 }
@@ -255,6 +326,7 @@ fn use_aware() -> LeanSettings {
         keep_recent: 0,
         warm_min_ratio_pct: 100,
         touch_by_use: true,
+        ..LeanSettings::default()
     }
 }
 

@@ -47,6 +47,11 @@ pub struct KeyShape {
     pub units: Vec<Unit>,
     /// Tool names by index, to name a differing tool.
     pub tool_names: Vec<String>,
+    /// Whether the markers carried the one-hour lifetime, when the lean policy chose it
+    /// for this request (else the latched `cache_ttl` says): the next compile's cache
+    /// is cold after the lifetime this one was written with.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub ttl_1h: Option<bool>,
 }
 
 pub(crate) fn hash_bytes(bytes: &[u8]) -> u64 {
@@ -180,6 +185,7 @@ impl KeyShape {
                         .to_string()
                 })
                 .collect(),
+            ttl_1h: None,
         }
     }
 }
@@ -329,6 +335,7 @@ mod tests {
             flags_hash: 0,
             units,
             tool_names: vec!["Read".into(), "Bash".into()],
+            ttl_1h: None,
         }
     }
 
