@@ -232,16 +232,17 @@ fn time_based_microcompact_clears_all_but_the_recent_and_stays_cleared() {
     );
     // The transcript itself still holds every result.
     let recs = d.call("transcript.read", json!({"session_id": sid}));
-    assert!(recs.to_string().contains("output 0"));
+    assert!(recs.to_string().contains("run 0"));
 }
 
-/// One call of `tool` with `input` at `ts`, and its result.
+/// One call of `tool` with `input` at `ts`, and its result: the same long line every
+/// time, so a repetition holds everything an earlier result showed.
 fn call_turn(i: usize, tool: &str, input: Value, ts: &str) -> Value {
     json!([
         {"type": "assistant", "message_id": format!("m{i}"), "timestamp": ts,
          "content": [{"type": "tool_use", "id": format!("t{i}"), "name": tool, "input": input}]},
         {"type": "user", "timestamp": ts,
-         "content": [{"type": "tool_result", "tool_use_id": format!("t{i}"), "content": format!("output {i} {}", "z".repeat(400))}]}
+         "content": [{"type": "tool_result", "tool_use_id": format!("t{i}"), "content": format!("run {i}\n{}", "z".repeat(400))}]}
     ])
 }
 
@@ -301,7 +302,7 @@ fn lean_policy_clears_superseded_results_once_and_for_good() {
     assert_eq!(cold["metadata"]["cache"]["expected_break"], "lean_policy");
     let shown = results(&cold["request"]);
     assert_eq!(shown[0].1, "\"[Old tool result content cleared]\"");
-    assert!(shown[1].1.contains("output 1") && shown[2].1.contains("output 2"));
+    assert!(shown[1].1.contains("run 1") && shown[2].1.contains("run 2"));
     // Frozen: later compiles, a restart and a fork show the same bytes.
     let body = d.compile_body_with(json!({"session_id": sid, "now": at(7)}));
     assert!(body.contains("[Old tool result content cleared]"));
@@ -321,7 +322,7 @@ fn lean_policy_clears_superseded_results_once_and_for_good() {
     );
     // The transcript keeps the result.
     let recs = d.call("transcript.read", json!({"session_id": sid}));
-    assert!(recs.to_string().contains("output 0"));
+    assert!(recs.to_string().contains("run 0"));
 }
 
 /// Forty tool calls, `gap_secs` apart from 10:00, the last with a 2,000-character

@@ -310,6 +310,9 @@ pub fn decide(
             !cleared.contains_key(id) && !already.contains(&id)
         })
         .collect();
+    // A later result that lost some of what the earlier one showed (the command's
+    // output changed, the file was edited between the reads) does not stand in for it.
+    open.retain(|(i, rule)| *rule != Rule::Superseded || held_by_successor(view, &calls, *i));
     if settings.touch_by_use && open.iter().any(|(_, rule)| *rule == Rule::Stale) {
         let horizon = rounds.saturating_sub(settings.stale_after_rounds as usize);
         let mut used = String::new();
@@ -400,6 +403,41 @@ fn used_by(view: &[&Record], call: &Call<'_>, used: &items::Used) -> bool {
     };
     let text = super::records::result_text(content);
     used.first_used(&items::distinctive(&text)).is_some()
+}
+
+/// Whether what supersedes call `i` (the last repetition with a result, else the last
+/// whole-file write of its file) holds every distinctive item of its result, so that
+/// clearing it takes nothing out of the request.
+fn held_by_successor(view: &[&Record], calls: &[Call<'_>], i: usize) -> bool {
+    let c = &calls[i];
+    let key = repeat_key(c);
+    let path = file_of(c);
+    let later = &calls[i + 1..];
+    let successor = later
+        .iter()
+        .rev()
+        .find(|l| l.result_at.is_some() && key.is_some() && repeat_key(l) == key)
+        .or_else(|| {
+            later.iter().rev().find(|l| {
+                WHOLE_FILE_WRITES.contains(&l.name) && path.is_some() && file_of(l) == path
+            })
+        });
+    let text_of = |call: &Call<'_>| {
+        call.result_at
+            .and_then(|at| result_content(view[at], call.id))
+            .map(super::records::result_text)
+    };
+    let (Some(successor), Some(old)) = (successor, text_of(c)) else {
+        return false;
+    };
+    let new = if WHOLE_FILE_WRITES.contains(&successor.name) {
+        str_field(successor.input, &["content"]).map(str::to_owned)
+    } else {
+        text_of(successor)
+    };
+    let Some(new) = new else { return false };
+    let held = items::Used::new(new);
+    items::distinctive(&old).iter().all(|item| held.uses(item))
 }
 
 /// The content of the call's result in the record that holds it.

@@ -166,7 +166,8 @@ fn edits_and_unknown_tools_are_never_cleared() {
 
 #[test]
 fn a_warm_cache_clears_only_a_batch_worth_its_rewrite() {
-    let big = "x".repeat(4_000);
+    // 1,000 tokens with no distinctive item: "done" holds all of them.
+    let big = "x\n".repeat(2_000);
     let edit = "y".repeat(8_000);
     let recs = transcript(&[
         ("Read", json!({"file_path": "/p/a.rs"}), "small"),
@@ -231,7 +232,8 @@ fn priced(recs: &[Record], warm_calls: f64, clock: CacheClock) -> Decision {
 
 #[test]
 fn a_priced_warm_clear_weighs_the_calls_left_before_the_cache_goes_cold() {
-    let big = "x".repeat(4_000);
+    // 1,000 tokens with no distinctive item: "done" holds all of them.
+    let big = "x\n".repeat(2_000);
     let edit = "y".repeat(8_000);
     let recs = transcript(&[
         ("Read", json!({"file_path": "/p/a.rs"}), "small"),
@@ -397,6 +399,10 @@ fn a_use_does_not_keep_a_superseded_result() {
     recs[2 * 7].content = serde_json::from_value(json!([{"type": "tool_use", "id": "t7",
         "name": "Grep", "input": {"pattern": "load"}}]))
     .unwrap();
+    recs[2 * 7 + 1].content = serde_json::from_value(json!([{"type": "tool_result",
+        "tool_use_id": "t7",
+        "content": "src/session/load.ts:12: export function loadSession(id) {"}]))
+    .unwrap();
     let clears = cold(&recs, &use_aware());
     assert!(
         clears.contains(&("t0".to_string(), Rule::Superseded)),
@@ -411,4 +417,29 @@ fn settings_written_before_touch_by_use_still_parse_and_get_it() {
     assert_eq!(old.keep_recent, LeanSettings::default().keep_recent);
     let off: LeanSettings = serde_json::from_value(json!({"touch_by_use": false})).unwrap();
     assert!(!off.touch_by_use);
+}
+
+#[test]
+fn a_repetition_that_lost_what_the_earlier_result_showed_does_not_supersede_it() {
+    let recs = transcript(&[
+        (
+            "Bash",
+            json!({"command": "cargo test"}),
+            "test session::load_rejects_a_missing_id ... FAILED",
+        ),
+        ("Bash", json!({"command": "cargo test"}), "test result: ok"),
+        (
+            "Read",
+            json!({"file_path": "/p/a.rs"}),
+            "fn load_session() {}",
+        ),
+        (
+            "Read",
+            json!({"file_path": "/p/a.rs"}),
+            "fn load_session() {}\nfn save_session() {}",
+        ),
+    ]);
+    // The failing test's name is gone from the later run: the model may still name it.
+    // The later read holds all of the earlier one.
+    assert_eq!(ids(&cold(&recs, &superseded_only())), vec!["t2"]);
 }
