@@ -273,7 +273,7 @@ fn lean_policy_clears_superseded_results_once_and_for_good() {
         );
     };
     let plain = session(&d, json!({}));
-    // The warm clear by `warm_min_ratio_pct`; the cost model's is tested below.
+    // The warm clear by `warm_min_ratio_pct` (the cost model's is in lean_tests.rs).
     let sid = session(
         &d,
         json!({"settings": {"policy": "lean", "lean": {"priced_clears": false}}}),

@@ -160,7 +160,8 @@ const LOSS_TOLERANCE: f64 = 0.01;
 /// sessions where lean costs more than `claude_code` by over 1 %, what each lever
 /// saved (lean without it, less lean), and the frontier: pooled cost against premature
 /// clears for every setting tried. `variants[0]` is `claude_code`, `variants[1]` lean
-/// as asked; the rest are lean with one lever off, named `lean without LEVER`.
+/// as asked; the rest are lean with one lever flipped, named `lean without LEVER` (on
+/// as asked) or `lean with LEVER` (off as asked).
 pub fn frontier(files: &[String], variants: &[Variant]) -> String {
     let mut out = String::new();
     let w = &mut out;
@@ -216,7 +217,7 @@ pub fn frontier(files: &[String], variants: &[Variant]) -> String {
     }
     let _ = writeln!(
         w,
-        "savings by lever (lean without it, less lean; of claude_code's ${:.4}):",
+        "savings by lever (lean without it less lean, or lean less lean with it; of claude_code's ${:.4}):",
         pooled[0].simulated_cost
     );
     let _ = writeln!(
@@ -230,10 +231,19 @@ pub fn frontier(files: &[String], variants: &[Variant]) -> String {
         ))
     );
     for (v, p) in variants.iter().zip(&pooled).skip(2) {
-        let Some(lever) = v.name.strip_prefix("lean without ") else {
-            continue;
+        // A lever that is on saved what lean without it costs more; one that is off
+        // would save what lean with it costs less (negative: it would cost more).
+        let (lever, saved) = match (
+            v.name.strip_prefix("lean without "),
+            v.name.strip_prefix("lean with "),
+        ) {
+            (Some(l), _) => (l.to_string(), p.simulated_cost - pooled[1].simulated_cost),
+            (None, Some(l)) => (
+                format!("{l} (off; if on)"),
+                pooled[1].simulated_cost - p.simulated_cost,
+            ),
+            (None, None) => continue,
         };
-        let saved = p.simulated_cost - pooled[1].simulated_cost;
         let _ = writeln!(
             w,
             "  {lever:<32} ${saved:>9.4} ({})",
@@ -312,7 +322,7 @@ mod tests {
                 totals(4.0, 4.0, 2, 1),
             ),
             variant(
-                "lean without priced_clears",
+                "lean with priced_clears",
                 totals(7.6, 10.0, 4, 0),
                 totals(4.1, 4.0, 1, 1),
             ),

@@ -1164,7 +1164,8 @@ export type LeanSettings = {
   /**
    * While the cache is warm, a batch is cleared when the cost model expects it to
    * save more over the session's expected remaining warm calls than its rewrite
-   * costs, instead of by `warm_min_ratio_pct`. Default on.
+   * costs, instead of by `warm_min_ratio_pct`. Default off: on real sessions its
+   * clears cost more than they saved (docs/policy.md).
    */
   priced_clears?: boolean;
   /**

@@ -453,8 +453,9 @@ pub struct LeanSettings {
     pub choose_ttl: bool,
     /// While the cache is warm, a batch is cleared when the cost model expects it to
     /// save more over the session's expected remaining warm calls than its rewrite
-    /// costs, instead of by `warm_min_ratio_pct`. Default on.
-    #[serde(default = "default_on")]
+    /// costs, instead of by `warm_min_ratio_pct`. Default off: on real sessions its
+    /// clears cost more than they saved (docs/policy.md).
+    #[serde(default)]
     pub priced_clears: bool,
 }
 
@@ -482,7 +483,7 @@ impl Default for LeanSettings {
             warm_min_ratio_pct: default_warm_ratio(),
             touch_by_use: default_touch_by_use(),
             choose_ttl: true,
-            priced_clears: true,
+            priced_clears: false,
         }
     }
 }

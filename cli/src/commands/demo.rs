@@ -55,7 +55,7 @@ pub struct ReplayArgs {
     lean: Option<String>,
     /// Replay twice, under `claude_code` and under `lean`, and print both side by side
     /// with what each lever saved and every premature clear. Over a directory: also
-    /// lean with each cost lever off, and the frontier of the settings tried.
+    /// lean with each cost lever flipped, and the frontier of the settings tried.
     #[arg(long)]
     compare: bool,
 }
@@ -90,10 +90,13 @@ async fn replay_dir<'a>(
         .collect();
     if a.compare {
         let lean = options(ContextPolicy::Lean, false).lean;
-        let off = |name: &str, edit: fn(&mut LeanSettings)| {
+        // Each cost lever flipped from what was asked: "without" one that is on,
+        // "with" one that is off.
+        let flip = |name: &str, on: bool, edit: fn(&mut LeanSettings, bool)| {
             let mut l = lean.clone();
-            edit(&mut l);
-            (format!("lean without {name}"), ContextPolicy::Lean, l)
+            edit(&mut l, !on);
+            let how = if on { "without" } else { "with" };
+            (format!("lean {how} {name}"), ContextPolicy::Lean, l)
         };
         let settings = [
             (
@@ -102,8 +105,12 @@ async fn replay_dir<'a>(
                 lean.clone(),
             ),
             ("lean".to_string(), ContextPolicy::Lean, lean.clone()),
-            off("choose_ttl", |l| l.choose_ttl = false),
-            off("priced_clears", |l| l.priced_clears = false),
+            flip("choose_ttl", lean.choose_ttl, |l, v| {
+                l.choose_ttl = v;
+            }),
+            flip("priced_clears", lean.priced_clears, |l, v| {
+                l.priced_clears = v;
+            }),
         ];
         let mut variants = Vec::new();
         for (name, policy, lean) in settings {
