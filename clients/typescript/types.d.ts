@@ -1171,9 +1171,11 @@ export type LeanSettings = {
   /**
    * A reproducible tool's result is stale once this many model responses have
    * followed the last touch of its subject (the file it read, else the call itself)
-   * or, with `touch_by_use`, the last response that used one of its items.
+   * or, with `touch_by_use`, the last response that used one of its items. Default
+   * `null`: nothing goes stale (on real sessions every age tried cleared results the
+   * model named again; docs/policy.md).
    */
-  stale_after_rounds?: number;
+  stale_after_rounds?: number | null;
   /**
    * A later model response that uses one of a result's distinctive items (a line,
    * path, identifier or long number of it, in its text or a tool call's input)

@@ -428,9 +428,11 @@ impl ContextPolicy {
 pub struct LeanSettings {
     /// A reproducible tool's result is stale once this many model responses have
     /// followed the last touch of its subject (the file it read, else the call itself)
-    /// or, with `touch_by_use`, the last response that used one of its items.
-    #[serde(default = "default_stale_after")]
-    pub stale_after_rounds: u32,
+    /// or, with `touch_by_use`, the last response that used one of its items. Default
+    /// `null`: nothing goes stale (on real sessions every age tried cleared results the
+    /// model named again; docs/policy.md).
+    #[serde(default)]
+    pub stale_after_rounds: Option<u32>,
     /// The most recent results of reproducible tools are never cleared as stale.
     #[serde(default = "default_lean_keep")]
     pub keep_recent: u32,
@@ -459,9 +461,6 @@ pub struct LeanSettings {
     pub priced_clears: bool,
 }
 
-fn default_stale_after() -> u32 {
-    24
-}
 fn default_lean_keep() -> u32 {
     6
 }
@@ -478,7 +477,7 @@ fn default_on() -> bool {
 impl Default for LeanSettings {
     fn default() -> Self {
         LeanSettings {
-            stale_after_rounds: default_stale_after(),
+            stale_after_rounds: None,
             keep_recent: default_lean_keep(),
             warm_min_ratio_pct: default_warm_ratio(),
             touch_by_use: default_touch_by_use(),

@@ -382,7 +382,7 @@ class InstructionSettings(_InstructionSettingsRequired, _InstructionSettingsOpti
 
 
 _LeanSettingsRequired = TypedDict("_LeanSettingsRequired", {})
-_LeanSettingsOptional = TypedDict("_LeanSettingsOptional", {"choose_ttl": "bool", "keep_recent": "int", "priced_clears": "bool", "stale_after_rounds": "int", "touch_by_use": "bool", "warm_min_ratio_pct": "int"}, total=False)
+_LeanSettingsOptional = TypedDict("_LeanSettingsOptional", {"choose_ttl": "bool", "keep_recent": "int", "priced_clears": "bool", "stale_after_rounds": "Optional[int]", "touch_by_use": "bool", "warm_min_ratio_pct": "int"}, total=False)
 
 
 class LeanSettings(_LeanSettingsRequired, _LeanSettingsOptional):

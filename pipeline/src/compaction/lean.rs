@@ -264,7 +264,10 @@ fn candidates(calls: &[Call<'_>], rounds: usize, settings: &LeanSettings) -> Vec
         }
         let touched = last_touch.get(&subject(c)).copied().unwrap_or(c.round);
         let age = rounds.saturating_sub(touched.max(c.round));
-        if age >= settings.stale_after_rounds as usize && !protected.contains(&i) {
+        let stale = settings
+            .stale_after_rounds
+            .is_some_and(|after| age >= after as usize);
+        if stale && !protected.contains(&i) {
             out.push((i, Rule::Stale));
         }
     }
@@ -314,7 +317,8 @@ pub fn decide(
     // output changed, the file was edited between the reads) does not stand in for it.
     open.retain(|(i, rule)| *rule != Rule::Superseded || held_by_successor(view, &calls, *i));
     if settings.touch_by_use && open.iter().any(|(_, rule)| *rule == Rule::Stale) {
-        let horizon = rounds.saturating_sub(settings.stale_after_rounds as usize);
+        let after = settings.stale_after_rounds.unwrap_or(u32::MAX);
+        let horizon = rounds.saturating_sub(after as usize);
         let mut used = String::new();
         for (_, r) in responses.iter().filter(|(round, _)| *round > horizon) {
             items::push_used(&r.content, &mut used);

@@ -36,7 +36,7 @@ fn at(minutes: i64) -> CacheClock {
 /// Never stale within these tests unless asked.
 fn superseded_only() -> LeanSettings {
     LeanSettings {
-        stale_after_rounds: 1_000,
+        stale_after_rounds: None,
         keep_recent: 0,
         warm_min_ratio_pct: 100,
         ..LeanSettings::default()
@@ -131,7 +131,7 @@ fn stale_results_age_from_the_last_touch_of_their_file_and_the_recent_are_kept()
     ));
     let recs = transcript(&calls);
     let settings = LeanSettings {
-        stale_after_rounds: 4,
+        stale_after_rounds: Some(4),
         keep_recent: 2,
         warm_min_ratio_pct: 100,
         ..LeanSettings::default()
@@ -156,7 +156,7 @@ fn edits_and_unknown_tools_are_never_cleared() {
         ("Task", json!({"prompt": "look"}), "found"),
     ]);
     let settings = LeanSettings {
-        stale_after_rounds: 0,
+        stale_after_rounds: Some(0),
         keep_recent: 0,
         warm_min_ratio_pct: 0,
         ..LeanSettings::default()
@@ -324,7 +324,7 @@ fn a_search_then_commands(rounds: usize) -> Vec<Record> {
 
 fn use_aware() -> LeanSettings {
     LeanSettings {
-        stale_after_rounds: 4,
+        stale_after_rounds: Some(4),
         keep_recent: 0,
         warm_min_ratio_pct: 100,
         touch_by_use: true,
