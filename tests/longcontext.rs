@@ -325,6 +325,54 @@ fn lean_policy_clears_superseded_results_once_and_for_good() {
     assert!(recs.to_string().contains("run 0"));
 }
 
+#[test]
+fn a_priced_warm_clear_is_frozen_across_restart_and_fork() {
+    let mut d = Daemon::start();
+    let sid = session(
+        &d,
+        json!({"settings": {"policy": "lean", "lean": {"priced_clears": true}}}),
+    );
+    let ts = "2026-11-29T10:00:00Z";
+    append(
+        &d,
+        &sid,
+        json!([{"type": "user", "content": "go", "timestamp": ts}]),
+    );
+    for (i, tool, input) in [
+        (0, "Bash", json!({"command": "cargo test"})),
+        (1, "Read", json!({"file_path": "/tmp/p/a.rs"})),
+        (2, "Bash", json!({"command": "cargo test"})),
+    ] {
+        append(&d, &sid, call_turn(i, tool, input, ts));
+    }
+    // Warm, where three times the rewrite is not met (the test above): the calls come
+    // seconds apart, so reading the cleared run no more over the expected warm calls
+    // outweighs writing the rest again.
+    let now = "2026-11-29T10:04:00Z";
+    let warm = d.call("context.compile", json!({"session_id": sid, "now": now}));
+    assert_eq!(
+        warm["metadata"]["microcompact"]["policy_cleared"],
+        json!([{"tool_use_id": "t0", "rule": "superseded"}])
+    );
+    assert!(warm["metadata"]["cost"]["clear_saving"].as_f64().unwrap() > 0.0);
+    let body = d.compile_body_with(json!({"session_id": sid, "now": now}));
+    assert!(body.contains("[Old tool result content cleared]"));
+    let fork = d.call("session.fork", json!({"session_id": sid}))["session"]["session_id"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    d.kill9();
+    d.spawn();
+    assert_eq!(
+        d.compile_body_with(json!({"session_id": sid, "now": now})),
+        body
+    );
+    assert_eq!(
+        d.compile_body_with(json!({"session_id": fork, "now": now})),
+        body.replace(&sid, &fork)
+    );
+}
+
 /// Forty tool calls, `gap_secs` apart from 10:00, the last with a 2,000-character
 /// result; the time of the last.
 fn paced_session(d: &Daemon, sid: &str, gap_secs: i64) -> chrono::DateTime<chrono::Utc> {
