@@ -226,7 +226,15 @@ fn scan<'r>(view: &[&'r Record], fates: &BTreeMap<String, Fate>) -> Scan<'r> {
 }
 
 /// The results the rules select, oldest first, with the rule that selected each.
-fn candidates(calls: &[Call<'_>], rounds: usize, settings: &LeanSettings) -> Vec<(usize, Rule)> {
+/// A repetition that lost some of what the earlier result showed (the command's output
+/// changed, the file was edited between the reads) does not stand in for it: the
+/// earlier result is then judged by the stale rule like any other.
+fn candidates(
+    view: &[&Record],
+    calls: &[Call<'_>],
+    rounds: usize,
+    settings: &LeanSettings,
+) -> Vec<(usize, Rule)> {
     let mut later_keys: HashMap<String, usize> = HashMap::new();
     let mut last_write: HashMap<&str, usize> = HashMap::new();
     let mut last_touch: HashMap<String, usize> = HashMap::new();
@@ -258,7 +266,7 @@ fn candidates(calls: &[Call<'_>], rounds: usize, settings: &LeanSettings) -> Vec
         }
         let repeated = repeat_key(c).is_some_and(|k| later_keys.get(&k).is_some_and(|&j| j > i));
         let rewritten = file_of(c).is_some_and(|p| last_write.get(p).is_some_and(|&j| j > i));
-        if repeated || rewritten {
+        if (repeated || rewritten) && held_by_successor(view, calls, i) {
             out.push((i, Rule::Superseded));
             continue;
         }
@@ -306,16 +314,13 @@ pub fn decide(
         responses,
         rounds,
     } = scan(view, fates);
-    let mut open: Vec<(usize, Rule)> = candidates(&calls, rounds, settings)
+    let mut open: Vec<(usize, Rule)> = candidates(view, &calls, rounds, settings)
         .into_iter()
         .filter(|(i, _)| {
             let id = calls[*i].id;
             !cleared.contains_key(id) && !already.contains(&id)
         })
         .collect();
-    // A later result that lost some of what the earlier one showed (the command's
-    // output changed, the file was edited between the reads) does not stand in for it.
-    open.retain(|(i, rule)| *rule != Rule::Superseded || held_by_successor(view, &calls, *i));
     if settings.touch_by_use && open.iter().any(|(_, rule)| *rule == Rule::Stale) {
         let after = settings.stale_after_rounds.unwrap_or(u32::MAX);
         let horizon = rounds.saturating_sub(after as usize);
