@@ -232,7 +232,7 @@ fn time_based_microcompact_clears_all_but_the_recent_and_stays_cleared() {
     );
     // The transcript itself still holds every result.
     let recs = d.call("transcript.read", json!({"session_id": sid}));
-    assert!(recs.to_string().contains("run 0"));
+    assert!(recs.to_string().contains("output 0"));
 }
 
 /// One call of `tool` with `input` at `ts`, and its result: the same long line every

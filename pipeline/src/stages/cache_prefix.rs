@@ -47,9 +47,10 @@ pub struct KeyShape {
     pub units: Vec<Unit>,
     /// Tool names by index, to name a differing tool.
     pub tool_names: Vec<String>,
-    /// Whether the markers carried the one-hour lifetime, when the lean policy chose it
-    /// for this request (else the latched `cache_ttl` says): the next compile's cache
-    /// is cold after the lifetime this one was written with.
+    /// Whether the markers carried the one-hour lifetime (the lean policy chooses it per
+    /// request); `None` for a request ctxd did not write, where the latched `cache_ttl`
+    /// says. The next compile's cache is cold after the lifetime this one was written
+    /// with.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub ttl_1h: Option<bool>,
 }

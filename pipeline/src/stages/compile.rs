@@ -291,7 +291,9 @@ pub fn compile(input: &CompileInput<'_>) -> Result<Compiled, serde_json::Error> 
     }
     let body = written.body;
     let mut shape = written.shape;
-    shape.ttl_1h = chosen.as_ref().map(|(one_hour, _)| *one_hour);
+    // Kept under every policy, so a compile in memory and one after a restart (which
+    // reads it back from the fingerprint) judge the next expiry alike.
+    shape.ttl_1h = Some(ttl == Some(latch::TTL_1H));
     let (request_sha256, digest, wire_memo) = remember(
         input,
         &body,
