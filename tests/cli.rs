@@ -987,9 +987,14 @@ fn replay_compares_the_policies_and_names_the_premature_clears() {
     let guard = Home::new();
     let home = guard.home.clone();
     std::fs::write(guard.dir.path().join("session.jsonl"), policy_session()).unwrap();
+    // The rerun lost the symbol, so it does not supersede the first run: the stale
+    // rule (off by default) clears it, and the model names the symbol afterwards.
+    let stale = r#"{"stale_after_rounds": 1, "keep_recent": 0, "touch_by_use": false}"#;
     let (ok, out, err) = run(ctx(&home).current_dir(guard.dir.path()).args([
         "replay",
         "--compare",
+        "--lean",
+        stale,
         "session.jsonl",
     ]));
     assert!(ok, "{err}");
@@ -998,6 +1003,8 @@ fn replay_compares_the_policies_and_names_the_premature_clears() {
         "replay",
         "--compare",
         "--json",
+        "--lean",
+        stale,
         "session.jsonl",
     ]));
     let lean = &both["lean"]["clears"];

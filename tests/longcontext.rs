@@ -234,13 +234,14 @@ fn time_based_microcompact_clears_all_but_the_recent_and_stays_cleared() {
     assert!(recs.to_string().contains("output 0"));
 }
 
-/// One call of `tool` with `input` at `ts`, and its result.
+/// One call of `tool` with `input` at `ts`, and its result: the same long line every
+/// time, so a repetition holds everything an earlier result showed.
 fn call_turn(i: usize, tool: &str, input: Value, ts: &str) -> Value {
     json!([
         {"type": "assistant", "message_id": format!("m{i}"), "timestamp": ts,
          "content": [{"type": "tool_use", "id": format!("t{i}"), "name": tool, "input": input}]},
         {"type": "user", "timestamp": ts,
-         "content": [{"type": "tool_result", "tool_use_id": format!("t{i}"), "content": format!("output {i} {}", "z".repeat(400))}]}
+         "content": [{"type": "tool_result", "tool_use_id": format!("t{i}"), "content": format!("run {i}\n{}", "z".repeat(400))}]}
     ])
 }
 
@@ -271,7 +272,11 @@ fn lean_policy_clears_superseded_results_once_and_for_good() {
         );
     };
     let plain = session(&d, json!({}));
-    let sid = session(&d, json!({"settings": {"policy": "lean"}}));
+    // The warm clear by `warm_min_ratio_pct` (the cost model's is in lean_tests.rs).
+    let sid = session(
+        &d,
+        json!({"settings": {"policy": "lean", "lean": {"priced_clears": false}}}),
+    );
     lean(&plain);
     lean(&sid);
     let at = |m: u32| format!("2026-11-29T10:{m:02}:00Z");
@@ -296,7 +301,7 @@ fn lean_policy_clears_superseded_results_once_and_for_good() {
     assert_eq!(cold["metadata"]["cache"]["expected_break"], "lean_policy");
     let shown = results(&cold["request"]);
     assert_eq!(shown[0].1, "\"[Old tool result content cleared]\"");
-    assert!(shown[1].1.contains("output 1") && shown[2].1.contains("output 2"));
+    assert!(shown[1].1.contains("run 1") && shown[2].1.contains("run 2"));
     // Frozen: later compiles, a restart and a fork show the same bytes.
     let body = d.compile_body_with(json!({"session_id": sid, "now": at(7)}));
     assert!(body.contains("[Old tool result content cleared]"));
@@ -316,7 +321,132 @@ fn lean_policy_clears_superseded_results_once_and_for_good() {
     );
     // The transcript keeps the result.
     let recs = d.call("transcript.read", json!({"session_id": sid}));
-    assert!(recs.to_string().contains("output 0"));
+    assert!(recs.to_string().contains("run 0"));
+}
+
+#[test]
+fn a_priced_warm_clear_is_frozen_across_restart_and_fork() {
+    let mut d = Daemon::start();
+    let sid = session(
+        &d,
+        json!({"settings": {"policy": "lean", "lean": {"priced_clears": true}}}),
+    );
+    let ts = "2026-11-29T10:00:00Z";
+    append(
+        &d,
+        &sid,
+        json!([{"type": "user", "content": "go", "timestamp": ts}]),
+    );
+    for (i, tool, input) in [
+        (0, "Bash", json!({"command": "cargo test"})),
+        (1, "Read", json!({"file_path": "/tmp/p/a.rs"})),
+        (2, "Bash", json!({"command": "cargo test"})),
+    ] {
+        append(&d, &sid, call_turn(i, tool, input, ts));
+    }
+    // Warm, where three times the rewrite is not met (the test above): the calls come
+    // seconds apart, so reading the cleared run no more over the expected warm calls
+    // outweighs writing the rest again.
+    let now = "2026-11-29T10:04:00Z";
+    let warm = d.call("context.compile", json!({"session_id": sid, "now": now}));
+    assert_eq!(
+        warm["metadata"]["microcompact"]["policy_cleared"],
+        json!([{"tool_use_id": "t0", "rule": "superseded"}])
+    );
+    assert!(warm["metadata"]["cost"]["clear_saving"].as_f64().unwrap() > 0.0);
+    let body = d.compile_body_with(json!({"session_id": sid, "now": now}));
+    assert!(body.contains("[Old tool result content cleared]"));
+    let fork = d.call("session.fork", json!({"session_id": sid}))["session"]["session_id"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    d.kill9();
+    d.spawn();
+    assert_eq!(
+        d.compile_body_with(json!({"session_id": sid, "now": now})),
+        body
+    );
+    assert_eq!(
+        d.compile_body_with(json!({"session_id": fork, "now": now})),
+        body.replace(&sid, &fork)
+    );
+}
+
+/// Forty tool calls, `gap_secs` apart from 10:00, the last with a 2,000-character
+/// result; the time of the last.
+fn paced_session(d: &Daemon, sid: &str, gap_secs: i64) -> chrono::DateTime<chrono::Utc> {
+    let start: chrono::DateTime<chrono::Utc> = "2026-11-29T10:00:00Z".parse().unwrap();
+    let at = |i: i64| (start + chrono::Duration::seconds(i * gap_secs)).to_rfc3339();
+    append(
+        d,
+        sid,
+        json!([{"type": "user", "content": "go", "timestamp": at(0)}]),
+    );
+    for (n, i) in (0..40).enumerate() {
+        let mut turn = tool_turn(n, "Grep", &at(i));
+        if i == 39 {
+            turn[1]["content"][0]["content"] = json!("w".repeat(2_000));
+        }
+        append(d, sid, turn);
+    }
+    start + chrono::Duration::seconds(39 * gap_secs)
+}
+
+#[test]
+fn lean_policy_writes_an_hour_only_where_a_person_waits() {
+    let mut d = Daemon::start();
+    let compile = |d: &Daemon, sid: &str, now: chrono::DateTime<chrono::Utc>| {
+        let now = (now + chrono::Duration::seconds(30)).to_rfc3339();
+        d.call("context.compile", json!({"session_id": sid, "now": now}))
+    };
+    // A tool loop (calls seconds apart): a five-minute entry never lapses, so the
+    // hour's dearer write of the new result buys nothing.
+    let looping = session(&d, json!({"settings": {"policy": "lean"}}));
+    let last = paced_session(&d, &looping, 2);
+    let c = compile(&d, &looping, last);
+    assert_eq!(
+        c["metadata"]["cost"]["ttl"], "5m",
+        "{}",
+        c["metadata"]["cost"]
+    );
+    assert_eq!(c["metadata"]["cost"]["pace"]["within_5m"], 39);
+    assert!(c["metadata"]["cost"]["ttl_1h_saving"].as_f64().unwrap() < 0.0);
+    assert!(!c["request"].to_string().contains("\"ttl\":\"1h\""));
+    // The same calls twenty minutes apart: every five-minute entry lapses, an hour's
+    // does not.
+    let waiting = session(&d, json!({"settings": {"policy": "lean"}}));
+    let last = paced_session(&d, &waiting, 1_200);
+    let c = compile(&d, &waiting, last);
+    assert_eq!(
+        c["metadata"]["cost"]["ttl"], "1h",
+        "{}",
+        c["metadata"]["cost"]
+    );
+    assert_eq!(c["metadata"]["cost"]["pace"]["within_1h"], 39);
+    assert!(c["request"].to_string().contains("\"ttl\":\"1h\""));
+    // The default policy keeps the latched lifetime and reports no cost model.
+    let plain = session(&d, json!({}));
+    let last = paced_session(&d, &plain, 1_200);
+    let c = compile(&d, &plain, last);
+    assert!(c["metadata"].get("cost").is_none());
+    assert!(!c["request"].to_string().contains("\"ttl\":\"1h\""));
+    // A restart and a fork choose as the session did.
+    let now = (last + chrono::Duration::seconds(30)).to_rfc3339();
+    let body = d.compile_body_with(json!({"session_id": waiting, "now": now}));
+    let fork = d.call("session.fork", json!({"session_id": waiting}))["session"]["session_id"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    d.kill9();
+    d.spawn();
+    assert_eq!(
+        d.compile_body_with(json!({"session_id": waiting, "now": now})),
+        body
+    );
+    assert_eq!(
+        d.compile_body_with(json!({"session_id": fork, "now": now})),
+        body.replace(&waiting, &fork)
+    );
 }
 
 #[test]

@@ -597,6 +597,11 @@ export type CompileMetadata = {
   compaction_shortfall?: CompactionShortfall | null;
   context: ContextState;
   /**
+   * The lean policy's cost model at this compile: the session's pace, the prices,
+   * and what it expected of the lifetime it chose and of the clears it weighed.
+   */
+  cost?: CostExpectation | null;
+  /**
    * Hook contexts (`hook_additional_context`, `hook_blocking_error` records) the
    * request carries, in transcript order.
    */
@@ -797,6 +802,45 @@ export type ContextState = {
    * `autocompact_threshold - 20000`.
    */
   warning_threshold: number;
+};
+
+/**
+ * The lean policy's cost model at one compile (`metadata.cost`): its inputs and the
+ * savings it expected, in US dollars, so a reader can see why it acted.
+ */
+export type CostExpectation = {
+  /**
+   * The warm batch of clears weighed, when there were candidates: what it is
+   * expected to save over the expected warm calls, less its rewrite.
+   */
+  clear_saving?: number | null;
+  /**
+   * Calls the session is expected to make before its cache next goes cold.
+   */
+  expected_warm_calls: number;
+  /**
+   * The session's pace: gaps between its model calls so far, by length.
+   */
+  pace: Pace;
+  /**
+   * The prices the model was priced at, dollars per million tokens.
+   */
+  prices: Prices;
+  /**
+   * Tokens of this request, and of those the cache must write (all of them on a cold
+   * cache, else what was added since the previous call).
+   */
+  request_tokens: number;
+  /**
+   * `5m` or `1h`: the lifetime this request's cache markers carry.
+   */
+  ttl: string;
+  /**
+   * What writing with the one-hour lifetime is expected to save against five
+   * minutes, over the next gap (negative: it costs more).
+   */
+  ttl_1h_saving: number;
+  write_tokens: number;
 };
 
 export type DaemonStatus = {
@@ -1107,15 +1151,31 @@ export type InstructionSettings = {
  */
 export type LeanSettings = {
   /**
+   * Each call's cache markers take the lifetime the cost model prices lower: one hour
+   * when the chance of a gap between five minutes and an hour before the next call
+   * (from the session's own pace) makes the saved rewrite worth the dearer write,
+   * five minutes otherwise. Off: the latched `cache_ttl`. Default on.
+   */
+  choose_ttl?: boolean;
+  /**
    * The most recent results of reproducible tools are never cleared as stale.
    */
   keep_recent?: number;
   /**
+   * While the cache is warm, a batch is cleared when the cost model expects it to
+   * save more over the session's expected remaining warm calls than its rewrite
+   * costs, instead of by `warm_min_ratio_pct`. Default off: on real sessions its
+   * clears cost more than they saved (docs/policy.md).
+   */
+  priced_clears?: boolean;
+  /**
    * A reproducible tool's result is stale once this many model responses have
    * followed the last touch of its subject (the file it read, else the call itself)
-   * or, with `touch_by_use`, the last response that used one of its items.
+   * or, with `touch_by_use`, the last response that used one of its items. Default
+   * `null`: nothing goes stale (on real sessions every age tried cleared results the
+   * model named again; docs/policy.md).
    */
-  stale_after_rounds?: number;
+  stale_after_rounds?: number | null;
   /**
    * A later model response that uses one of a result's distinctive items (a line,
    * path, identifier or long number of it, in its text or a tool call's input)
@@ -1376,6 +1436,22 @@ export type ModelProfile = {
   supports_thinking?: boolean | null;
 };
 
+/**
+ * Gaps between a session's consecutive model calls, by length.
+ */
+export type Pace = {
+  calls: number;
+  over_1h: number;
+  /**
+   * Over five minutes, at most an hour: a five-minute entry is gone, an hour's is not.
+   */
+  within_1h: number;
+  /**
+   * At most five minutes (a tool loop, or a quick reply).
+   */
+  within_5m: number;
+};
+
 export type ParseClaudeCodeResponse = {
   cwd?: string | null;
   first_timestamp?: string | null;
@@ -1423,6 +1499,23 @@ export type PolicyClear = {
    */
   rule: string;
   tool_use_id: string;
+};
+
+/**
+ * Prices of one model, dollars per million tokens.
+ */
+export type Prices = {
+  cache_read: number;
+  /**
+   * Writing the cache with the one-hour TTL.
+   */
+  cache_write_1h: number;
+  /**
+   * Writing the cache with the default five-minute TTL.
+   */
+  cache_write_5m: number;
+  input: number;
+  output: number;
 };
 
 /**

@@ -21,6 +21,7 @@ pub mod stages;
 
 pub use compaction::autocompact;
 pub use compaction::collapse;
+pub(crate) use compaction::cost;
 pub use compaction::items;
 pub(crate) use compaction::lean;
 pub use compaction::microcompact;

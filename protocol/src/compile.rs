@@ -81,6 +81,42 @@ pub struct MicrocompactReport {
     pub policy_cleared: Vec<PolicyClear>,
 }
 
+/// The lean policy's cost model at one compile (`metadata.cost`): its inputs and the
+/// savings it expected, in US dollars, so a reader can see why it acted.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct CostExpectation {
+    /// The prices the model was priced at, dollars per million tokens.
+    pub prices: crate::models::Prices,
+    /// The session's pace: gaps between its model calls so far, by length.
+    pub pace: Pace,
+    /// Tokens of this request, and of those the cache must write (all of them on a cold
+    /// cache, else what was added since the previous call).
+    pub request_tokens: u64,
+    pub write_tokens: u64,
+    /// `5m` or `1h`: the lifetime this request's cache markers carry.
+    pub ttl: String,
+    /// What writing with the one-hour lifetime is expected to save against five
+    /// minutes, over the next gap (negative: it costs more).
+    pub ttl_1h_saving: f64,
+    /// Calls the session is expected to make before its cache next goes cold.
+    pub expected_warm_calls: f64,
+    /// The warm batch of clears weighed, when there were candidates: what it is
+    /// expected to save over the expected warm calls, less its rewrite.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub clear_saving: Option<f64>,
+}
+
+/// Gaps between a session's consecutive model calls, by length.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+pub struct Pace {
+    pub calls: u64,
+    /// At most five minutes (a tool loop, or a quick reply).
+    pub within_5m: u64,
+    /// Over five minutes, at most an hour: a five-minute entry is gone, an hour's is not.
+    pub within_1h: u64,
+    pub over_1h: u64,
+}
+
 /// One result the lean policy cleared, and why.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 pub struct PolicyClear {
@@ -180,6 +216,10 @@ pub struct CompileMetadata {
     pub autocompact_skipped: Option<String>,
     /// What the provider's prompt cache is predicted to serve, and the latched flags.
     pub cache: crate::cache::CacheMetadata,
+    /// The lean policy's cost model at this compile: the session's pace, the prices,
+    /// and what it expected of the lifetime it chose and of the clears it weighed.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cost: Option<CostExpectation>,
     /// Tools the messages call that the session does not define, sent as placeholder
     /// definitions (the public API refuses a request whose messages call an undefined
     /// tool): an imported transcript, or a tool since removed.

@@ -428,9 +428,11 @@ impl ContextPolicy {
 pub struct LeanSettings {
     /// A reproducible tool's result is stale once this many model responses have
     /// followed the last touch of its subject (the file it read, else the call itself)
-    /// or, with `touch_by_use`, the last response that used one of its items.
-    #[serde(default = "default_stale_after")]
-    pub stale_after_rounds: u32,
+    /// or, with `touch_by_use`, the last response that used one of its items. Default
+    /// `null`: nothing goes stale (on real sessions every age tried cleared results the
+    /// model named again; docs/policy.md).
+    #[serde(default)]
+    pub stale_after_rounds: Option<u32>,
     /// The most recent results of reproducible tools are never cleared as stale.
     #[serde(default = "default_lean_keep")]
     pub keep_recent: u32,
@@ -445,11 +447,20 @@ pub struct LeanSettings {
     /// its last use. Default on.
     #[serde(default = "default_touch_by_use")]
     pub touch_by_use: bool,
+    /// Each call's cache markers take the lifetime the cost model prices lower: one hour
+    /// when the chance of a gap between five minutes and an hour before the next call
+    /// (from the session's own pace) makes the saved rewrite worth the dearer write,
+    /// five minutes otherwise. Off: the latched `cache_ttl`. Default on.
+    #[serde(default = "default_on")]
+    pub choose_ttl: bool,
+    /// While the cache is warm, a batch is cleared when the cost model expects it to
+    /// save more over the session's expected remaining warm calls than its rewrite
+    /// costs, instead of by `warm_min_ratio_pct`. Default off: on real sessions its
+    /// clears cost more than they saved (docs/policy.md).
+    #[serde(default)]
+    pub priced_clears: bool,
 }
 
-fn default_stale_after() -> u32 {
-    24
-}
 fn default_lean_keep() -> u32 {
     6
 }
@@ -459,14 +470,19 @@ fn default_warm_ratio() -> u32 {
 fn default_touch_by_use() -> bool {
     true
 }
+fn default_on() -> bool {
+    true
+}
 
 impl Default for LeanSettings {
     fn default() -> Self {
         LeanSettings {
-            stale_after_rounds: default_stale_after(),
+            stale_after_rounds: None,
             keep_recent: default_lean_keep(),
             warm_min_ratio_pct: default_warm_ratio(),
             touch_by_use: default_touch_by_use(),
+            choose_ttl: true,
+            priced_clears: false,
         }
     }
 }

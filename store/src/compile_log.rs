@@ -43,6 +43,8 @@ pub fn newest(db: &mut dyn Db, session: &str) -> Result<Option<Newest>> {
             flags_hash: fp.flags_hash,
             units,
             tool_names: serde_json::from_str(&names)?,
+            // The fingerprint holds the lifetime the markers carried.
+            ttl_1h: Some(fp.ttl_is_1h()),
         }),
         _ => None,
     };

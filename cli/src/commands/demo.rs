@@ -22,7 +22,8 @@ pub struct DemoArgs {
 
 #[derive(Args, Debug)]
 pub struct ReplayArgs {
-    /// A Claude Code JSONL transcript.
+    /// A Claude Code JSONL transcript, or a directory: each `*.jsonl` in it, in name
+    /// order, then the pooled total.
     file: PathBuf,
     /// Working directory of the replay session [default: the transcript's].
     #[arg(long)]
@@ -53,9 +54,135 @@ pub struct ReplayArgs {
     #[arg(long)]
     lean: Option<String>,
     /// Replay twice, under `claude_code` and under `lean`, and print both side by side
-    /// with what each lever saved and every premature clear.
+    /// with what each lever saved and every premature clear. Over a directory: also
+    /// lean with each cost lever flipped, and the frontier of the settings tried.
     #[arg(long)]
     compare: bool,
+}
+
+/// The transcripts of a directory: its `*.jsonl` files, in name order.
+fn transcripts(dir: &std::path::Path) -> Result<Vec<PathBuf>> {
+    let mut files: Vec<PathBuf> = std::fs::read_dir(dir)
+        .map_err(|e| anyhow::anyhow!("reading {}: {e}", dir.display()))?
+        .filter_map(|e| e.ok().map(|e| e.path()))
+        .filter(|p| p.is_file() && p.extension().is_some_and(|x| x == "jsonl"))
+        .collect();
+    files.sort();
+    Ok(files)
+}
+
+/// `ctx replay DIR`: each transcript replayed in turn, its summary printed as a file's
+/// is (with `file` set), then the pooled total; with `--compare`, the frontier report.
+async fn replay_dir<'a>(
+    ctx: &Ctx,
+    client: &Client,
+    a: &'a ReplayArgs,
+    options: &dyn Fn(ContextPolicy, bool) -> replay::ReplayOptions<'a>,
+    policy: ContextPolicy,
+) -> Result<()> {
+    let files = transcripts(&a.file)?;
+    let names: Vec<String> = files
+        .iter()
+        .map(|f| {
+            f.file_name()
+                .map_or_else(String::new, |n| n.to_string_lossy().into_owned())
+        })
+        .collect();
+    if a.compare {
+        let lean = options(ContextPolicy::Lean, false).lean;
+        // Each cost lever flipped from what was asked: "without" one that is on,
+        // "with" one that is off.
+        let flip = |name: &str, on: bool, edit: fn(&mut LeanSettings, bool)| {
+            let mut l = lean.clone();
+            edit(&mut l, !on);
+            let how = if on { "without" } else { "with" };
+            (format!("lean {how} {name}"), ContextPolicy::Lean, l)
+        };
+        let settings = [
+            (
+                "claude_code".to_string(),
+                ContextPolicy::ClaudeCode,
+                lean.clone(),
+            ),
+            ("lean".to_string(), ContextPolicy::Lean, lean.clone()),
+            flip("choose_ttl", lean.choose_ttl, |l, v| {
+                l.choose_ttl = v;
+            }),
+            flip("priced_clears", lean.priced_clears, |l, v| {
+                l.priced_clears = v;
+            }),
+        ];
+        let mut variants = Vec::new();
+        for (name, policy, lean) in settings {
+            let mut totals = Vec::new();
+            for f in &files {
+                let mut o = options(policy, false);
+                o.lean = lean.clone();
+                let s = replay::replay(client, f, o).await?;
+                totals.push(s.totals.unwrap_or_default());
+            }
+            variants.push(crate::policy_report::Variant { name, totals });
+        }
+        let report = crate::policy_report::frontier(&names, &variants);
+        outln!("{}", report.trim_end());
+        return Ok(());
+    }
+    let mut all = Vec::new();
+    for (f, name) in files.iter().zip(&names) {
+        let mut summary = replay::replay(client, f, options(policy, false)).await?;
+        summary.file = Some(name.clone());
+        let t = summary.totals.clone().unwrap_or_default();
+        if ctx.json {
+            eprintln!("{}", serde_json::to_string(&summary)?);
+        } else {
+            outln!(
+                "{name}: {} calls, simulated ${:.4} vs recorded ${:.4} ({:.3}x), {} cleared, {} premature, compactions {}/{}",
+                t.calls,
+                t.simulated_cost,
+                t.recorded_cost,
+                t.cost_ratio,
+                t.cleared,
+                t.premature,
+                t.compactions,
+                t.source_compactions
+            );
+        }
+        all.push(t);
+    }
+    let total = replay::ReplayTotals::pooled(&all);
+    if ctx.json {
+        let line = serde_json::json!({
+            "total": true,
+            "transcripts": files.len(),
+            "policy": if policy == ContextPolicy::Lean { "lean" } else { "claude_code" },
+            "simulated_cost_total": total.simulated_cost,
+            "recorded_cost_total": total.recorded_cost,
+            "compactions": total.compactions,
+            "source_compactions": total.source_compactions,
+            "clears": {
+                "results": total.cleared,
+                "premature": total.premature,
+                "premature_rate": total.premature_rate,
+            },
+            "totals": total,
+        });
+        eprintln!("{line}");
+    } else {
+        outln!(
+            "total of {} transcripts: {} calls, simulated ${:.4} vs recorded ${:.4} ({:.3}x), {} cleared, {} premature ({:.1}%), compactions {}/{}",
+            files.len(),
+            total.calls,
+            total.simulated_cost,
+            total.recorded_cost,
+            total.cost_ratio,
+            total.cleared,
+            total.premature,
+            total.premature_rate * 100.0,
+            total.compactions,
+            total.source_compactions
+        );
+    }
+    Ok(())
 }
 
 /// A real (redacted) Claude Code session shipped with ctxd, MIT-licensed: see
@@ -227,6 +354,9 @@ pub async fn replay(ctx: &Ctx, client: &Client, a: &ReplayArgs) -> Result<()> {
         policy,
         lean: lean.clone(),
     };
+    if a.file.is_dir() {
+        return replay_dir(ctx, client, a, &options, policy).await;
+    }
     if a.compare {
         let base =
             replay::replay(client, &a.file, options(ContextPolicy::ClaudeCode, false)).await?;

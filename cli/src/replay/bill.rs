@@ -112,8 +112,12 @@ impl Bill {
         // The source's writes of this call at each TTL; ctxd's writes follow the same split
         // (the agent chose the TTL), a call that wrote nothing keeps the last one.
         let recorded_split = recorded.map(|u| recorded_writes(u, ttl_override));
-        let one_hour_share = match recorded_split {
-            Some((w5, w1)) if w5 + w1 > 0 => w1 as f64 / (w5 + w1) as f64,
+        // The lean policy chose this call's lifetime itself: its writes are priced, and
+        // its entry lives, at that one.
+        let chosen = step.cost.as_ref().map(|c| c.ttl == "1h");
+        let one_hour_share = match (chosen, recorded_split) {
+            (Some(one_hour), _) => f64::from(u8::from(one_hour)),
+            (None, Some((w5, w1))) if w5 + w1 > 0 => w1 as f64 / (w5 + w1) as f64,
             _ => f64::from(u8::from(self.one_hour)),
         };
         self.one_hour = one_hour_share >= 0.5;

@@ -78,6 +78,10 @@ pub struct ReplayStep {
     /// The source's own bill for this call, from its recorded usage.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub recorded_cost: Option<f64>,
+    /// The lean policy's cost model at this compile (`metadata.cost`): the lifetime its
+    /// markers carry, which the simulation prices this call's writes at.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub cost: Option<CostExpectation>,
     /// The request the source recorded for this call (Claude Code 2.1.3xx), against
     /// this compile's, in structure.
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -116,6 +120,7 @@ impl ReplayStep {
             simulated_cost: 0.0,
             recorded_cost: None,
             recorded_request: None,
+            cost: None,
         }
     }
 }
@@ -137,6 +142,9 @@ pub struct ReplayOptions<'a> {
 
 #[derive(Debug, Default, Serialize)]
 pub struct ReplaySummary {
+    /// The transcript, when a directory was replayed.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub file: Option<String>,
     /// Set on a sub-agent's thread: its agent.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub agent_id: Option<String>,
@@ -382,6 +390,29 @@ pub struct ReplayTotals {
 }
 
 impl ReplayTotals {
+    /// Several transcripts' totals pooled: sums, and the ratios of the sums.
+    pub fn pooled(all: &[ReplayTotals]) -> ReplayTotals {
+        let mut t = ReplayTotals::default();
+        let mut read = 0.0;
+        for x in all {
+            t.sessions += x.sessions;
+            t.calls += x.calls;
+            t.tokens_sent += x.tokens_sent;
+            read += x.predicted_cache_read_share * x.tokens_sent as f64;
+            t.simulated_cost += x.simulated_cost;
+            t.recorded_cost += x.recorded_cost;
+            t.compactions += x.compactions;
+            t.source_compactions += x.source_compactions;
+            t.cleared += x.cleared;
+            t.premature += x.premature;
+        }
+        let ratio = |a: f64, b: f64| if b == 0.0 { 0.0 } else { a / b };
+        t.predicted_cache_read_share = ratio(read, t.tokens_sent as f64);
+        t.cost_ratio = ratio(t.simulated_cost, t.recorded_cost);
+        t.premature_rate = ratio(t.premature as f64, t.cleared as f64);
+        t
+    }
+
     fn of(summaries: &[&ReplaySummary]) -> ReplayTotals {
         let mut t = ReplayTotals::default();
         let mut read = 0u64;
@@ -1124,6 +1155,7 @@ async fn compile_step(
                 predicted_read_tokens: m.cache.predicted_read_tokens,
                 request_tokens: m.cache.request_tokens,
                 first_difference: m.cache.first_difference,
+                cost: m.cost,
                 ..ReplayStep::costless()
             };
             Ok((step, body))

@@ -233,7 +233,7 @@ CompileFormat = "Union[Literal[\"anthropic\"], Literal[\"openai_chat\"]]"
 
 
 _CompileMetadataRequired = TypedDict("_CompileMetadataRequired", {"attachments_added": "List[str]", "cache": "CacheMetadata", "context": "ContextState", "kept": "List[str]", "last_seq": "int", "message_count": "int", "microcompact": "MicrocompactReport", "projected_records": "int", "repairs": "List[str]", "replaced": "List[str]", "request_bytes": "int", "request_sha256": "str", "snip_tokens_freed": "int", "system_sections": "List[SectionLayout]", "tokens": "TokenEstimate"})
-_CompileMetadataOptional = TypedDict("_CompileMetadataOptional", {"added_attachments": "List[AddedAttachment]", "attachment_sources": "List[SourceReport]", "autocompact_skipped": "Optional[str]", "compaction": "Optional[CompactionReport]", "compaction_shortfall": "Optional[CompactionShortfall]", "hook_contexts": "List[HookContextRef]", "last_uuid": "Optional[str]", "non_public": "List[str]", "placeholder_tools": "List[str]", "stream_required": "bool", "uncached_sections": "List[UncachedSectionReport]"}, total=False)
+_CompileMetadataOptional = TypedDict("_CompileMetadataOptional", {"added_attachments": "List[AddedAttachment]", "attachment_sources": "List[SourceReport]", "autocompact_skipped": "Optional[str]", "compaction": "Optional[CompactionReport]", "compaction_shortfall": "Optional[CompactionShortfall]", "cost": "Optional[CostExpectation]", "hook_contexts": "List[HookContextRef]", "last_uuid": "Optional[str]", "non_public": "List[str]", "placeholder_tools": "List[str]", "stream_required": "bool", "uncached_sections": "List[UncachedSectionReport]"}, total=False)
 
 
 class CompileMetadata(_CompileMetadataRequired, _CompileMetadataOptional):
@@ -268,6 +268,16 @@ _ContextStateOptional = TypedDict("_ContextStateOptional", {}, total=False)
 
 class ContextState(_ContextStateRequired, _ContextStateOptional):
     """Where the context stands against the session's limits."""
+
+
+_CostExpectationRequired = TypedDict("_CostExpectationRequired", {"expected_warm_calls": "float", "pace": "Pace", "prices": "Prices", "request_tokens": "int", "ttl": "str", "ttl_1h_saving": "float", "write_tokens": "int"})
+_CostExpectationOptional = TypedDict("_CostExpectationOptional", {"clear_saving": "Optional[float]"}, total=False)
+
+
+class CostExpectation(_CostExpectationRequired, _CostExpectationOptional):
+    """The lean policy's cost model at one compile (`metadata.cost`): its inputs and the
+    savings it expected, in US dollars, so a reader can see why it acted.
+    """
 
 
 _DaemonStatusRequired = TypedDict("_DaemonStatusRequired", {"daemon_version": "str", "home": "str", "pid": "int", "protocol_version": "str", "sessions": "int", "socket": "str", "uptime_ms": "int"})
@@ -372,7 +382,7 @@ class InstructionSettings(_InstructionSettingsRequired, _InstructionSettingsOpti
 
 
 _LeanSettingsRequired = TypedDict("_LeanSettingsRequired", {})
-_LeanSettingsOptional = TypedDict("_LeanSettingsOptional", {"keep_recent": "int", "stale_after_rounds": "int", "touch_by_use": "bool", "warm_min_ratio_pct": "int"}, total=False)
+_LeanSettingsOptional = TypedDict("_LeanSettingsOptional", {"choose_ttl": "bool", "keep_recent": "int", "priced_clears": "bool", "stale_after_rounds": "Optional[int]", "touch_by_use": "bool", "warm_min_ratio_pct": "int"}, total=False)
 
 
 class LeanSettings(_LeanSettingsRequired, _LeanSettingsOptional):
@@ -481,6 +491,14 @@ class ModelProfile(_ModelProfileRequired, _ModelProfileOptional):
     """
 
 
+_PaceRequired = TypedDict("_PaceRequired", {"calls": "int", "over_1h": "int", "within_1h": "int", "within_5m": "int"})
+_PaceOptional = TypedDict("_PaceOptional", {}, total=False)
+
+
+class Pace(_PaceRequired, _PaceOptional):
+    """Gaps between a session's consecutive model calls, by length."""
+
+
 _ParseClaudeCodeResponseRequired = TypedDict("_ParseClaudeCodeResponseRequired", {"records": "List[RecordInput]", "replacements": "List[ToolResultReplacement]", "source_lines": "List[int]", "stats": "ImportStats"})
 _ParseClaudeCodeResponseOptional = TypedDict("_ParseClaudeCodeResponseOptional", {"cwd": "Optional[str]", "first_timestamp": "Optional[str]"}, total=False)
 
@@ -519,6 +537,14 @@ _PolicyClearOptional = TypedDict("_PolicyClearOptional", {}, total=False)
 
 class PolicyClear(_PolicyClearRequired, _PolicyClearOptional):
     """One result the lean policy cleared, and why."""
+
+
+_PricesRequired = TypedDict("_PricesRequired", {"cache_read": "float", "cache_write_1h": "float", "cache_write_5m": "float", "input": "float", "output": "float"})
+_PricesOptional = TypedDict("_PricesOptional", {}, total=False)
+
+
+class Prices(_PricesRequired, _PricesOptional):
+    """Prices of one model, dollars per million tokens."""
 
 
 ProviderConfig = "Dict[str, Any]"

@@ -121,13 +121,14 @@ impl Engine {
         let last = last_call(&l.records);
         // The provider keeps a cache entry for its TTL after the last call that wrote or
         // read it: past that, nothing of the prefix is served, whatever the bytes say.
+        // The lifetime the previous request was written with: the lean policy chooses
+        // it per call (its shape says which), else it is the latched one.
+        let previous_1h = l.cache.previous.as_ref().and_then(|p| p.ttl_1h);
         let expired = l.cache.previous.is_some()
             && last.and_then(call_time).is_some_and(|at| {
-                let ttl_secs = if cache.flags.cache_ttl.as_deref() == Some(latch::TTL_1H) {
-                    3_600
-                } else {
-                    300
-                };
+                let one_hour =
+                    previous_1h.unwrap_or(cache.flags.cache_ttl.as_deref() == Some(latch::TTL_1H));
+                let ttl_secs = if one_hour { 3_600 } else { 300 };
                 (now - at).num_seconds() > ttl_secs
             });
         if expired {

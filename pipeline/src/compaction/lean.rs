@@ -74,8 +74,18 @@ impl Rule {
 #[derive(Debug, Clone, Copy)]
 pub(crate) struct CacheClock {
     pub(crate) now: DateTime<Utc>,
-    /// The TTL the requests are cached with, in seconds.
+    /// The TTL the previous request was cached with, in seconds.
     pub(crate) ttl_secs: i64,
+    /// The prefix is written again whatever the clears (the model changed): a cold
+    /// point like a lapsed cache.
+    pub(crate) rewritten: bool,
+}
+
+/// The cost model's terms for a warm clear (`cost::warm_clear_saving`).
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct ClearPricing {
+    pub(crate) prices: ctxd_protocol::models::Prices,
+    pub(crate) warm_calls: f64,
 }
 
 /// One tool call of the view and what is known of it.
@@ -216,7 +226,15 @@ fn scan<'r>(view: &[&'r Record], fates: &BTreeMap<String, Fate>) -> Scan<'r> {
 }
 
 /// The results the rules select, oldest first, with the rule that selected each.
-fn candidates(calls: &[Call<'_>], rounds: usize, settings: &LeanSettings) -> Vec<(usize, Rule)> {
+/// A repetition that lost some of what the earlier result showed (the command's output
+/// changed, the file was edited between the reads) does not stand in for it: the
+/// earlier result is then judged by the stale rule like any other.
+fn candidates(
+    view: &[&Record],
+    calls: &[Call<'_>],
+    rounds: usize,
+    settings: &LeanSettings,
+) -> Vec<(usize, Rule)> {
     let mut later_keys: HashMap<String, usize> = HashMap::new();
     let mut last_write: HashMap<&str, usize> = HashMap::new();
     let mut last_touch: HashMap<String, usize> = HashMap::new();
@@ -248,13 +266,16 @@ fn candidates(calls: &[Call<'_>], rounds: usize, settings: &LeanSettings) -> Vec
         }
         let repeated = repeat_key(c).is_some_and(|k| later_keys.get(&k).is_some_and(|&j| j > i));
         let rewritten = file_of(c).is_some_and(|p| last_write.get(p).is_some_and(|&j| j > i));
-        if repeated || rewritten {
+        if (repeated || rewritten) && held_by_successor(view, calls, i) {
             out.push((i, Rule::Superseded));
             continue;
         }
         let touched = last_touch.get(&subject(c)).copied().unwrap_or(c.round);
         let age = rounds.saturating_sub(touched.max(c.round));
-        if age >= settings.stale_after_rounds as usize && !protected.contains(&i) {
+        let stale = settings
+            .stale_after_rounds
+            .is_some_and(|after| age >= after as usize);
+        if stale && !protected.contains(&i) {
             out.push((i, Rule::Stale));
         }
     }
@@ -262,17 +283,21 @@ fn candidates(calls: &[Call<'_>], rounds: usize, settings: &LeanSettings) -> Vec
 }
 
 /// What the policy clears in one compile.
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
+#[derive(Debug, Clone, Default, PartialEq)]
 pub(crate) struct Decision {
     /// The results to clear now, oldest first, each with its rule.
     pub(crate) clears: Vec<(String, Rule)>,
     /// The cache had gone cold: the whole request is written again.
     pub(crate) cold: bool,
+    /// With priced clears on a warm cache: the best expected saving of a batch at the
+    /// end, in dollars (cleared when positive).
+    pub(crate) saving: Option<f64>,
 }
 
 /// The results to clear now: none when clearing now would cost more than it saves.
 /// `warm_allowed` is false while another lever edits the warm cache (pinned cache
-/// edits): then only a cold cache is cleared.
+/// edits): then only a cold cache is cleared. With `pricing`, a warm batch is weighed
+/// by the cost model instead of `warm_min_ratio_pct`.
 pub fn decide(
     view: &[&Record],
     cleared: &BTreeMap<String, Fate>,
@@ -280,6 +305,7 @@ pub fn decide(
     settings: &LeanSettings,
     clock: CacheClock,
     warm_allowed: bool,
+    pricing: Option<ClearPricing>,
 ) -> Decision {
     let Scan {
         calls,
@@ -288,7 +314,7 @@ pub fn decide(
         responses,
         rounds,
     } = scan(view, fates);
-    let mut open: Vec<(usize, Rule)> = candidates(&calls, rounds, settings)
+    let mut open: Vec<(usize, Rule)> = candidates(view, &calls, rounds, settings)
         .into_iter()
         .filter(|(i, _)| {
             let id = calls[*i].id;
@@ -296,7 +322,8 @@ pub fn decide(
         })
         .collect();
     if settings.touch_by_use && open.iter().any(|(_, rule)| *rule == Rule::Stale) {
-        let horizon = rounds.saturating_sub(settings.stale_after_rounds as usize);
+        let after = settings.stale_after_rounds.unwrap_or(u32::MAX);
+        let horizon = rounds.saturating_sub(after as usize);
         let mut used = String::new();
         for (_, r) in responses.iter().filter(|(round, _)| *round > horizon) {
             items::push_used(&r.content, &mut used);
@@ -304,18 +331,26 @@ pub fn decide(
         let used = items::Used::new(used);
         open.retain(|(i, rule)| *rule != Rule::Stale || !used_by(view, &calls[*i], &used));
     }
-    let cold = last_assistant_time(view)
-        .is_some_and(|t| clock.now.signed_duration_since(t).num_seconds() > clock.ttl_secs);
+    let cold = clock.rewritten
+        || last_assistant_time(view)
+            .is_some_and(|t| clock.now.signed_duration_since(t).num_seconds() > clock.ttl_secs);
     if open.is_empty() {
         return Decision {
             clears: Vec::new(),
             cold,
+            saving: None,
         };
     }
-    let from = match (cold, warm_allowed) {
-        (true, _) => 0,
-        (false, true) => warm_batch_start(&calls, &sizes, &open, settings.warm_min_ratio_pct),
-        (false, false) => open.len(),
+    let mut saving = None;
+    let from = match (cold, warm_allowed, pricing) {
+        (true, _, _) => 0,
+        (false, true, Some(p)) => {
+            let (from, best) = priced_batch_start(&calls, &sizes, &open, p);
+            saving = Some(best);
+            from
+        }
+        (false, true, None) => warm_batch_start(&calls, &sizes, &open, settings.warm_min_ratio_pct),
+        (false, false, _) => open.len(),
     };
     Decision {
         clears: open[from..]
@@ -323,6 +358,41 @@ pub fn decide(
             .map(|(i, rule)| (calls[*i].id.to_string(), *rule))
             .collect(),
         cold,
+        saving,
+    }
+}
+
+/// While the cache is warm, priced: the first candidate of the run at the end whose
+/// clear the cost model expects to save the most, `open.len()` if none saves anything;
+/// and the best expected saving found (negative when none pays).
+fn priced_batch_start(
+    calls: &[Call<'_>],
+    sizes: &[u64],
+    open: &[(usize, Rule)],
+    pricing: ClearPricing,
+) -> (usize, f64) {
+    let mut best = (open.len(), f64::NEG_INFINITY);
+    let mut cleared_tokens = 0u64;
+    for k in (0..open.len()).rev() {
+        let c = &calls[open[k].0];
+        cleared_tokens += c.result_tokens;
+        let at = c.result_at.unwrap_or(0);
+        let after: u64 = sizes[at..].iter().sum();
+        let rewritten = after.saturating_sub(cleared_tokens);
+        let saving = super::cost::warm_clear_saving(
+            &pricing.prices,
+            pricing.warm_calls,
+            cleared_tokens,
+            rewritten,
+        );
+        if saving > best.1 {
+            best = (k, saving);
+        }
+    }
+    if best.1 > 0.0 {
+        best
+    } else {
+        (open.len(), best.1)
     }
 }
 
@@ -342,6 +412,41 @@ fn used_by(view: &[&Record], call: &Call<'_>, used: &items::Used) -> bool {
     };
     let text = crate::records::result_text(content);
     used.first_used(&items::distinctive(&text)).is_some()
+}
+
+/// Whether what supersedes call `i` (the last repetition with a result, else the last
+/// whole-file write of its file) holds every distinctive item of its result, so that
+/// clearing it takes nothing out of the request.
+fn held_by_successor(view: &[&Record], calls: &[Call<'_>], i: usize) -> bool {
+    let c = &calls[i];
+    let key = repeat_key(c);
+    let path = file_of(c);
+    let later = &calls[i + 1..];
+    let successor = later
+        .iter()
+        .rev()
+        .find(|l| l.result_at.is_some() && key.is_some() && repeat_key(l) == key)
+        .or_else(|| {
+            later.iter().rev().find(|l| {
+                WHOLE_FILE_WRITES.contains(&l.name) && path.is_some() && file_of(l) == path
+            })
+        });
+    let text_of = |call: &Call<'_>| {
+        call.result_at
+            .and_then(|at| result_content(view[at], call.id))
+            .map(crate::records::result_text)
+    };
+    let (Some(successor), Some(old)) = (successor, text_of(c)) else {
+        return false;
+    };
+    let new = if WHOLE_FILE_WRITES.contains(&successor.name) {
+        str_field(successor.input, &["content"]).map(str::to_owned)
+    } else {
+        text_of(successor)
+    };
+    let Some(new) = new else { return false };
+    let held = items::Used::new(new);
+    items::distinctive(&old).iter().all(|item| held.uses(item))
 }
 
 /// The content of the call's result in the record that holds it.

@@ -1,5 +1,6 @@
 pub mod autocompact;
 pub mod collapse;
+pub(crate) mod cost;
 pub mod items;
 pub(crate) mod lean;
 pub mod microcompact;

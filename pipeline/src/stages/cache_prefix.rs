@@ -47,6 +47,12 @@ pub struct KeyShape {
     pub units: Vec<Unit>,
     /// Tool names by index, to name a differing tool.
     pub tool_names: Vec<String>,
+    /// Whether the markers carried the one-hour lifetime (the lean policy chooses it per
+    /// request); `None` for a request ctxd did not write, where the latched `cache_ttl`
+    /// says. The next compile's cache is cold after the lifetime this one was written
+    /// with.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub ttl_1h: Option<bool>,
 }
 
 pub(crate) fn hash_bytes(bytes: &[u8]) -> u64 {
@@ -180,6 +186,7 @@ impl KeyShape {
                         .to_string()
                 })
                 .collect(),
+            ttl_1h: None,
         }
     }
 }
@@ -329,6 +336,7 @@ mod tests {
             flags_hash: 0,
             units,
             tool_names: vec!["Read".into(), "Bash".into()],
+            ttl_1h: None,
         }
     }
 

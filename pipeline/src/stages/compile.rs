@@ -28,7 +28,7 @@ use super::usage::{self, Picture, UsageInputs};
 use crate::collapse::{self, Collapse};
 use crate::microcompact::{self, CLEARED, PinnedEdit};
 use crate::{
-    attachments, cache_markers, latch, lean, projection, snip, system, thresholds, tokens,
+    attachments, cache_markers, cost, latch, lean, projection, snip, system, thresholds, tokens,
     tool_plan, tools, user_context, wire,
 };
 
@@ -149,6 +149,7 @@ pub fn compile(input: &CompileInput<'_>) -> Result<Compiled, serde_json::Error> 
         .filter(|r| r.kind == ctxd_protocol::RecordKind::Attachment)
         .count() as u64;
 
+    let cost_model = cost_model(input);
     let Trimmed {
         shown,
         newly_cleared,
@@ -156,7 +157,9 @@ pub fn compile(input: &CompileInput<'_>) -> Result<Compiled, serde_json::Error> 
         cold_clear,
         reset_edits,
         pinned,
-    } = trim(input, &view);
+        lean_cold,
+        clear_saving,
+    } = trim(input, &view, cost_model.as_ref());
     let shown_refs: Vec<&Record> = shown.iter().map(|c| c.as_ref()).collect();
     let cache_deletes = cache_deletes(&shown_refs, pinned, !cold_clear, mc);
 
@@ -210,12 +213,33 @@ pub fn compile(input: &CompileInput<'_>) -> Result<Compiled, serde_json::Error> 
         edits = edits_by_message(pinned, new_edit.as_ref(), messages.len());
     }
 
-    if let Some(ttl) = input
-        .flags
-        .cache_ttl
-        .as_deref()
-        .filter(|t| *t != latch::TTL_5M)
-    {
+    let chosen = cost_model.as_ref().map(|m| {
+        let fixed = system_blocks
+            .iter()
+            .map(|b| b.text.chars().count())
+            .sum::<usize>()
+            + tool_values
+                .iter()
+                .map(|t| t.to_string().len())
+                .sum::<usize>()
+            + context_text.chars().count();
+        choose_ttl(
+            input,
+            m,
+            &shown_refs,
+            fixed,
+            (&policy_cleared, lean_cold, clear_saving),
+        )
+    });
+    let ttl = match &chosen {
+        Some((one_hour, _)) => Some(if *one_hour {
+            latch::TTL_1H
+        } else {
+            latch::TTL_5M
+        }),
+        None => input.flags.cache_ttl.as_deref(),
+    };
+    if let Some(ttl) = ttl.filter(|t| *t != latch::TTL_5M) {
         cache_markers::set_ttl(&mut system_blocks, &mut tool_values, &mut messages, ttl);
     }
     // Cache diagnostics name the previous response: a value that changes every turn, so
@@ -266,7 +290,10 @@ pub fn compile(input: &CompileInput<'_>) -> Result<Compiled, serde_json::Error> 
         }
     }
     let body = written.body;
-    let shape = written.shape;
+    let mut shape = written.shape;
+    // Kept under every policy, so a compile in memory and one after a restart (which
+    // reads it back from the fingerprint) judge the next expiry alike.
+    shape.ttl_1h = Some(ttl == Some(latch::TTL_1H));
     let (request_sha256, digest, wire_memo) = remember(
         input,
         &body,
@@ -290,13 +317,16 @@ pub fn compile(input: &CompileInput<'_>) -> Result<Compiled, serde_json::Error> 
     } = measure(input, &shown_refs, after_boundary, prefix_chars);
 
     let prediction = cache_prefix::predict(input.previous, &shape);
-    let fingerprint = fingerprint(
+    let mut fingerprint = fingerprint(
         input,
         &shape,
         (&system_blocks, &block_chars),
         prediction.read_tokens,
         uncached_hashes,
     );
+    if let Some(ttl) = ttl {
+        fingerprint.ttl = ttl.to_string();
+    }
     let usage = input.usage_picture.then(|| {
         usage::picture(&UsageInputs {
             system_chars: system_chars as u64,
@@ -368,6 +398,7 @@ pub fn compile(input: &CompileInput<'_>) -> Result<Compiled, serde_json::Error> 
             headers: latch::headers(input.flags, global_scope, previous_response.is_some()),
             latch_notes: Vec::new(),
         },
+        cost: chosen.map(|(_, report)| report),
         placeholder_tools,
         stream_required: stream_required(&s.model.model, s.model.max_output_tokens),
         non_public,
@@ -488,6 +519,10 @@ struct Trimmed<'v, 'i> {
     reset_edits: bool,
     /// The cache edits still sent: none once a cold clearing fired.
     pinned: &'i [PinnedEdit],
+    /// The lean policy found the cache cold (or its prefix rewritten anyway).
+    lean_cold: bool,
+    /// The cost model's expected saving of the best warm batch, when one was weighed.
+    clear_saving: Option<f64>,
 }
 
 /// The session's microcompact, off while the provider's context editing clears tool
@@ -502,11 +537,15 @@ fn microcompact_settings(input: &CompileInput<'_>) -> ctxd_protocol::Microcompac
     mc
 }
 
-fn trim<'v, 'i>(input: &CompileInput<'i>, view: &[&'v Record]) -> Trimmed<'v, 'i> {
+fn trim<'v, 'i>(
+    input: &CompileInput<'i>,
+    view: &[&'v Record],
+    model: Option<&CostModel>,
+) -> Trimmed<'v, 'i> {
     let mc = &microcompact_settings(input);
     // Microcompact, time-based: decided here, frozen by the engine.
     let newly_cleared = microcompact::time_based(view, input.cleared, mc, input.now);
-    let lean = lean_clears(input, view, &newly_cleared);
+    let lean = lean_clears(input, view, &newly_cleared, model);
     let mut fates: Cow<'_, BTreeMap<String, Fate>> = Cow::Borrowed(input.fates);
     if !input.cleared.is_empty() || !newly_cleared.is_empty() || !lean.clears.is_empty() {
         let f = fates.to_mut();
@@ -532,7 +571,112 @@ fn trim<'v, 'i>(input: &CompileInput<'i>, view: &[&'v Record]) -> Trimmed<'v, 'i
         cold_clear,
         reset_edits,
         pinned,
+        lean_cold: lean.cold,
+        clear_saving: lean.saving,
     }
+}
+
+/// The lean policy's cost model inputs at this compile: the prices, the session's pace,
+/// and the lifetime the previous request was cached with.
+struct CostModel {
+    prices: ctxd_protocol::models::Prices,
+    pace: ctxd_protocol::Pace,
+    previous_1h: bool,
+}
+
+/// The cost model, under the lean policy only (and not while the provider's context
+/// editing owns the clearing).
+fn cost_model(input: &CompileInput<'_>) -> Option<CostModel> {
+    let settings = input.session.settings;
+    if settings.policy != ctxd_protocol::ContextPolicy::Lean
+        || latch::provider_clears_tool_results(input.flags)
+    {
+        return None;
+    }
+    Some(CostModel {
+        prices: cost::prices_for(&input.session.model.model),
+        pace: cost::pace(input.records),
+        previous_1h: previous_ttl_1h(input),
+    })
+}
+
+/// The lifetime the previous request's markers carried: as its shape recorded it (the
+/// lean policy chooses it per call), else the latched one.
+fn previous_ttl_1h(input: &CompileInput<'_>) -> bool {
+    input
+        .previous
+        .and_then(|p| p.ttl_1h)
+        .unwrap_or(input.flags.cache_ttl.as_deref() == Some(latch::TTL_1H))
+}
+
+/// The lean policy's lifetime for this request's markers, and the cost model's report.
+/// The request's tokens are counted from what is shown; those written are all of them
+/// when the cache is cold or the history has no response yet (a first call, a
+/// compaction), else those from the first result cleared now or, failing one, from the
+/// last response on (what the previous request did not hold). Only the records, the
+/// clock and the previous request's lifetime decide it (not whether a previous request
+/// is at hand), so a restart or a fork chooses as the session did.
+fn choose_ttl(
+    input: &CompileInput<'_>,
+    model: &CostModel,
+    shown: &[&Record],
+    fixed_chars: usize,
+    trimmed: (&[(String, lean::Rule)], bool, Option<f64>),
+) -> (bool, ctxd_protocol::CostExpectation) {
+    let (cleared_now, cold, clear_saving) = trimmed;
+    let sizes: Vec<u64> = shown
+        .iter()
+        .map(|r| r.content.iter().map(super::tokens::block_tokens).sum())
+        .collect();
+    let request = (fixed_chars as u64).div_ceil(4) + sizes.iter().sum::<u64>();
+    let first_cleared = shown.iter().position(|r| {
+        r.content.iter().any(|b| {
+            matches!(b, ContentBlock::ToolResult { tool_use_id, .. }
+                if cleared_now.iter().any(|(id, _)| id == tool_use_id))
+        })
+    });
+    let last_response = shown
+        .iter()
+        .rposition(|r| r.kind == ctxd_protocol::RecordKind::Assistant)
+        .map(|at| {
+            let id = shown[at].message_id.as_deref();
+            let mut start = at;
+            while start > 0
+                && shown[start - 1].kind == ctxd_protocol::RecordKind::Assistant
+                && id.is_some()
+                && shown[start - 1].message_id.as_deref() == id
+            {
+                start -= 1;
+            }
+            start
+        });
+    let write = match (cold, first_cleared.or(last_response)) {
+        (false, Some(from)) => sizes[from..].iter().sum(),
+        _ => request,
+    };
+    let saving = cost::ttl_1h_saving(&model.prices, &model.pace, request, write);
+    let settings = &input.session.settings.lean;
+    let one_hour = if settings.choose_ttl {
+        saving > 0.0
+    } else {
+        input.flags.cache_ttl.as_deref() == Some(latch::TTL_1H)
+    };
+    let report = ctxd_protocol::CostExpectation {
+        prices: model.prices,
+        pace: model.pace,
+        request_tokens: request,
+        write_tokens: write,
+        ttl: if one_hour {
+            latch::TTL_1H
+        } else {
+            latch::TTL_5M
+        }
+        .to_string(),
+        ttl_1h_saving: saving,
+        expected_warm_calls: cost::expected_warm_calls(&model.pace, model.previous_1h),
+        clear_saving,
+    };
+    (one_hour, report)
 }
 
 /// The lean policy's clears, beyond what time-based microcompact clears now; none under
@@ -541,21 +685,27 @@ fn lean_clears(
     input: &CompileInput<'_>,
     view: &[&Record],
     time_based: &[String],
+    model: Option<&CostModel>,
 ) -> lean::Decision {
     let settings = input.session.settings;
-    if settings.policy != ctxd_protocol::ContextPolicy::Lean
-        || latch::provider_clears_tool_results(input.flags)
-    {
+    let Some(model) = model else {
         return lean::Decision::default();
-    }
+    };
     let clock = lean::CacheClock {
         now: input.now,
-        ttl_secs: if input.flags.cache_ttl.as_deref() == Some("1h") {
-            3_600
+        ttl_secs: if model.previous_1h {
+            cost::ONE_HOUR
         } else {
-            300
+            cost::FIVE_MINUTES
         },
+        rewritten: input
+            .previous
+            .is_some_and(|p| p.model != input.session.model.model),
     };
+    let pricing = settings.lean.priced_clears.then(|| lean::ClearPricing {
+        prices: model.prices,
+        warm_calls: cost::expected_warm_calls(&model.pace, model.previous_1h),
+    });
     let mut decision = lean::decide(
         view,
         input.cleared,
@@ -563,6 +713,7 @@ fn lean_clears(
         &settings.lean,
         clock,
         input.pinned_edits.is_empty(),
+        pricing,
     );
     decision.clears.retain(|(id, _)| !time_based.contains(id));
     decision

@@ -403,6 +403,7 @@ pub(crate) fn write<B: BlockMut>(p: &RequestParts<'_, B>) -> serde_json::Result<
             flags_hash: p.flags_hash,
             units: w.units,
             tool_names,
+            ttl_1h: None,
         },
         tools_chars,
         spans,

@@ -29,13 +29,14 @@ fn at(minutes: i64) -> CacheClock {
     CacheClock {
         now: T0.parse::<DateTime<Utc>>().unwrap() + chrono::Duration::minutes(minutes),
         ttl_secs: 300,
+        rewritten: false,
     }
 }
 
 /// Never stale within these tests unless asked.
 fn superseded_only() -> LeanSettings {
     LeanSettings {
-        stale_after_rounds: 1_000,
+        stale_after_rounds: None,
         keep_recent: 0,
         warm_min_ratio_pct: 100,
         ..LeanSettings::default()
@@ -51,6 +52,7 @@ fn cold(records: &[Record], settings: &LeanSettings) -> Vec<(String, Rule)> {
         settings,
         at(6),
         true,
+        None,
     );
     assert!(d.cold);
     d.clears
@@ -129,7 +131,7 @@ fn stale_results_age_from_the_last_touch_of_their_file_and_the_recent_are_kept()
     ));
     let recs = transcript(&calls);
     let settings = LeanSettings {
-        stale_after_rounds: 4,
+        stale_after_rounds: Some(4),
         keep_recent: 2,
         warm_min_ratio_pct: 100,
         ..LeanSettings::default()
@@ -154,7 +156,7 @@ fn edits_and_unknown_tools_are_never_cleared() {
         ("Task", json!({"prompt": "look"}), "found"),
     ]);
     let settings = LeanSettings {
-        stale_after_rounds: 0,
+        stale_after_rounds: Some(0),
         keep_recent: 0,
         warm_min_ratio_pct: 0,
         ..LeanSettings::default()
@@ -164,7 +166,8 @@ fn edits_and_unknown_tools_are_never_cleared() {
 
 #[test]
 fn a_warm_cache_clears_only_a_batch_worth_its_rewrite() {
-    let big = "x".repeat(4_000);
+    // 1,000 tokens with no distinctive item: "done" holds all of them.
+    let big = "x\n".repeat(2_000);
     let edit = "y".repeat(8_000);
     let recs = transcript(&[
         ("Read", json!({"file_path": "/p/a.rs"}), "small"),
@@ -182,7 +185,7 @@ fn a_warm_cache_clears_only_a_batch_worth_its_rewrite() {
     let settings = superseded_only();
     // Warm: t2 (1,000 tokens) is worth the few tokens after it; from t0 on, the batch
     // would write the edit's 2,000 tokens again to save 1,002.
-    let warm = decide(&view, &none, &none, &settings, at(1), true);
+    let warm = decide(&view, &none, &none, &settings, at(1), true, None);
     assert!(!warm.cold);
     assert_eq!(ids(&warm.clears), vec!["t2"]);
     // A higher bar than the batch reaches: nothing while warm, everything once cold.
@@ -191,20 +194,89 @@ fn a_warm_cache_clears_only_a_batch_worth_its_rewrite() {
         ..settings.clone()
     };
     assert!(
-        decide(&view, &none, &none, &strict, at(1), true)
+        decide(&view, &none, &none, &strict, at(1), true, None)
             .clears
             .is_empty()
     );
     assert_eq!(
-        ids(&decide(&view, &none, &none, &strict, at(6), true).clears),
+        ids(&decide(&view, &none, &none, &strict, at(6), true, None).clears),
         vec!["t0", "t2"]
     );
     // Another lever edits the warm cache: the policy waits for it to go cold.
     assert!(
-        decide(&view, &none, &none, &settings, at(1), false)
+        decide(&view, &none, &none, &settings, at(1), false, None)
             .clears
             .is_empty()
     );
+}
+
+/// `a_warm_cache_clears_only_a_batch_worth_its_rewrite`'s transcript: a 1,000-token
+/// output (t2) with little after it, and a small read (t0) before an edit of 2,000.
+fn priced(recs: &[Record], warm_calls: f64, clock: CacheClock) -> Decision {
+    let view: Vec<&Record> = recs.iter().collect();
+    let none = BTreeMap::new();
+    let pricing = ClearPricing {
+        prices: ctxd_protocol::models::Prices::list(3.0, 15.0),
+        warm_calls,
+    };
+    decide(
+        &view,
+        &none,
+        &none,
+        &superseded_only(),
+        clock,
+        true,
+        Some(pricing),
+    )
+}
+
+#[test]
+fn a_priced_warm_clear_weighs_the_calls_left_before_the_cache_goes_cold() {
+    // 1,000 tokens with no distinctive item: "done" holds all of them.
+    let big = "x\n".repeat(2_000);
+    let edit = "y".repeat(8_000);
+    let recs = transcript(&[
+        ("Read", json!({"file_path": "/p/a.rs"}), "small"),
+        (
+            "Edit",
+            json!({"file_path": "/p/b.rs", "old_string": edit, "new_string": ""}),
+            "ok",
+        ),
+        ("Bash", json!({"command": "make"}), &big),
+        ("Read", json!({"file_path": "/p/a.rs"}), "small again"),
+        ("Bash", json!({"command": "make"}), "done"),
+    ]);
+    // 20 warm calls: t2 saves 20 × 1,000 reads ($0.006) for a rewrite of a few tokens;
+    // adding t0 saves 20 × 2 more reads but writes the edit's 2,000 tokens again
+    // ($0.0069).
+    let d = priced(&recs, 20.0, at(1));
+    assert_eq!(ids(&d.clears), vec!["t2"]);
+    assert!(d.saving.is_some_and(|s| s > 0.0059 && s < 0.006));
+    // A long tool loop ahead: 100 calls of 1,002 fewer reads ($0.0301) would pay for
+    // the edit's rewrite too, but t2 alone saves more ($0.0300 less a few tokens).
+    assert_eq!(ids(&priced(&recs, 100.0, at(1)).clears), vec!["t2"]);
+    // The cache is about to go cold anyway: waiting clears it for nothing.
+    let d = priced(&recs, 0.01, at(1));
+    assert!(d.clears.is_empty());
+    assert!(d.saving.is_some_and(|s| s < 0.0));
+}
+
+#[test]
+fn a_changed_model_is_a_cold_point() {
+    let recs = transcript(&[
+        ("Bash", json!({"command": "make"}), "1 failed"),
+        ("Bash", json!({"command": "make"}), "ok"),
+    ]);
+    // Warm, and too few calls left for the clear to pay: nothing.
+    assert!(priced(&recs, 0.01, at(1)).clears.is_empty());
+    // The model changed: the prefix is written again whatever, so the batch goes now.
+    let clock = CacheClock {
+        rewritten: true,
+        ..at(1)
+    };
+    let d = priced(&recs, 0.01, clock);
+    assert!(d.cold);
+    assert_eq!(ids(&d.clears), vec!["t0"]);
 }
 
 #[test]
@@ -224,6 +296,7 @@ fn what_is_cleared_already_is_not_cleared_again() {
         &superseded_only(),
         at(6),
         true,
+        None,
     );
     assert!(d.clears.is_empty());
 }
@@ -251,10 +324,11 @@ fn a_search_then_commands(rounds: usize) -> Vec<Record> {
 
 fn use_aware() -> LeanSettings {
     LeanSettings {
-        stale_after_rounds: 4,
+        stale_after_rounds: Some(4),
         keep_recent: 0,
         warm_min_ratio_pct: 100,
         touch_by_use: true,
+        ..LeanSettings::default()
     }
 }
 
@@ -325,6 +399,10 @@ fn a_use_does_not_keep_a_superseded_result() {
     recs[2 * 7].content = serde_json::from_value(json!([{"type": "tool_use", "id": "t7",
         "name": "Grep", "input": {"pattern": "load"}}]))
     .unwrap();
+    recs[2 * 7 + 1].content = serde_json::from_value(json!([{"type": "tool_result",
+        "tool_use_id": "t7",
+        "content": "src/session/load.ts:12: export function loadSession(id) {"}]))
+    .unwrap();
     let clears = cold(&recs, &use_aware());
     assert!(
         clears.contains(&("t0".to_string(), Rule::Superseded)),
@@ -339,4 +417,29 @@ fn settings_written_before_touch_by_use_still_parse_and_get_it() {
     assert_eq!(old.keep_recent, LeanSettings::default().keep_recent);
     let off: LeanSettings = serde_json::from_value(json!({"touch_by_use": false})).unwrap();
     assert!(!off.touch_by_use);
+}
+
+#[test]
+fn a_repetition_that_lost_what_the_earlier_result_showed_does_not_supersede_it() {
+    let recs = transcript(&[
+        (
+            "Bash",
+            json!({"command": "cargo test"}),
+            "test session::load_rejects_a_missing_id ... FAILED",
+        ),
+        ("Bash", json!({"command": "cargo test"}), "test result: ok"),
+        (
+            "Read",
+            json!({"file_path": "/p/a.rs"}),
+            "fn load_session() {}",
+        ),
+        (
+            "Read",
+            json!({"file_path": "/p/a.rs"}),
+            "fn load_session() {}\nfn save_session() {}",
+        ),
+    ]);
+    // The failing test's name is gone from the later run: the model may still name it.
+    // The later read holds all of the earlier one.
+    assert_eq!(ids(&cold(&recs, &superseded_only())), vec!["t2"]);
 }
