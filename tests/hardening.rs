@@ -444,8 +444,10 @@ fn batches_are_bounded_and_a_compile_does_not_block_appends() {
     eprintln!(
         "compile of 10,000 records took {compile_took:?}; {during} appends answered meanwhile, the slowest in {slowest:?}"
     );
+    // The event that proves it: appends were answered while the compile ran. How fast
+    // they were is the spine bench's to say; a bound in seconds here fails on a loaded
+    // machine.
     assert!(during >= 1, "no append was answered while the compile ran");
-    assert!(slowest < Duration::from_secs(1), "{slowest:?}");
 }
 
 /// jsonrpsee's own batch bound answers -32010, which is ctxd's "prompt too long": the
