@@ -8,9 +8,8 @@ N to 20. The transcript is imported N times into a daemon of its own in a tempor
 --home; the daemon is then restarted, so that nothing is loaded, and each session is
 compiled once, which loads it. Printed: the daemon's RSS (VmRSS) before and after the
 loads, the growth of the first load (with what a first compile sets up once) and of each
-further session, each against the file's size. Run it on release
-builds (`cargo build --release -p ctxd -p ctx-cli`, the default paths); a debug build's
-figures are not the daemon's.
+further session, each against the file's size. The default paths are the release
+builds (`cargo build --release -p ctxd -p ctx-cli`); `--ctx` and `--ctxd` name others.
 """
 
 import argparse
