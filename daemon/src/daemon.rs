@@ -322,12 +322,22 @@ impl Default for Options {
     }
 }
 
-/// Runs a daemon until `shutdown` resolves or a client asks it to stop.
+/// The home's lock (`HOME/daemon.lock`): no other daemon serves the home while it is
+/// held. `run` hands it back when the daemon has stopped; the `ctxd` binary lets it go
+/// only as the process exits, so whoever waits on it (`ctx daemon stop`) sees a daemon
+/// that has exited, not one still shutting its runtime down.
+#[must_use = "dropping it frees the home for another daemon"]
+pub struct HomeLock {
+    _file: std::fs::File,
+}
+
+/// Runs a daemon until `shutdown` resolves or a client asks it to stop. Returns the
+/// home's lock, still held.
 pub async fn run(
     paths: Paths,
     mut options: Options,
     shutdown: impl std::future::Future<Output = ()>,
-) -> Result<(), StartError> {
+) -> Result<HomeLock, StartError> {
     std::fs::DirBuilder::new()
         .recursive(true)
         .mode(0o700)
@@ -463,9 +473,8 @@ pub async fn run(
     drop(socket_file);
     drop(lock);
     store.close();
-    drop(home_lock);
     tracing::info!("ctxd stopped");
-    result
+    result.map(|()| HomeLock { _file: home_lock })
 }
 
 /// The files the daemon writes on its own: its database (with SQLite's side files), its

@@ -353,14 +353,23 @@ fn main() -> anyhow::Result<()> {
     // First, while this is the only thread: taking it clears `LISTEN_*` from the
     // environment, which is unsound once other threads may read it.
     let inherited = ctxd::daemon::inherited_listener()?;
-    tokio::runtime::Builder::new_multi_thread()
+    let runtime = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()
-        .context("start the runtime")?
-        .block_on(daemon_main(inherited))
+        .context("start the runtime")?;
+    let home_lock = runtime.block_on(daemon_main(inherited))?;
+    // The runtime's threads end first; the home's lock goes with the process, which the
+    // kernel releases at exit.
+    drop(runtime);
+    if let Some(lock) = home_lock {
+        std::mem::forget(lock);
+    }
+    Ok(())
 }
 
-async fn daemon_main(inherited: Option<std::os::unix::net::UnixListener>) -> anyhow::Result<()> {
+async fn daemon_main(
+    inherited: Option<std::os::unix::net::UnixListener>,
+) -> anyhow::Result<Option<ctxd::daemon::HomeLock>> {
     let argv: Vec<std::ffi::OsString> = std::env::args_os().collect();
     let cmd = <Args as clap::CommandFactory>::command();
     // Once for the home (where the config file is) and for what the command line and the
@@ -383,7 +392,7 @@ async fn daemon_main(inherited: Option<std::os::unix::net::UnixListener>) -> any
     if args.print_config {
         let paths = ctxd::daemon::Paths::resolve(args.home.clone(), args.socket.clone())?;
         print!("{}", effective_config(&args, &paths, &config_path)?);
-        return Ok(());
+        return Ok(None);
     }
     let log_files = init_logging(&args)?;
     // A write past RLIMIT_FSIZE raises SIGXFSZ, whose default action kills the daemon;
@@ -425,7 +434,7 @@ async fn daemon_main(inherited: Option<std::os::unix::net::UnixListener>) -> any
             .context("migrate")?
             .context("ctxd migrate")?;
         println!("{said}");
-        return Ok(());
+        return Ok(None);
     }
     let summariser = match &args.summariser {
         Some(json) => serde_json::from_str(json)
@@ -461,10 +470,10 @@ async fn daemon_main(inherited: Option<std::os::unix::net::UnixListener>) -> any
             upstream_openai: args.upstream_openai,
         }),
     };
-    ctxd::daemon::run(paths, options, shutdown_signal())
+    let home_lock = ctxd::daemon::run(paths, options, shutdown_signal())
         .await
         .context("ctxd")?;
-    Ok(())
+    Ok(Some(home_lock))
 }
 
 #[cfg(test)]
