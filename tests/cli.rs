@@ -1078,10 +1078,13 @@ fn ctx_daemon_stop_returns_once_the_daemon_has_exited() {
         "{}",
         String::from_utf8_lossy(&out.stderr)
     );
-    let exited = d.child.as_mut().unwrap().try_wait().unwrap();
+    let child = d.child.as_mut().unwrap();
+    let state = std::fs::read_to_string(format!("/proc/{}/stat", child.id())).unwrap_or_default();
+    let exited = child.try_wait().unwrap();
     assert!(
         exited.is_some(),
-        "ctx daemon stop returned while the daemon still ran"
+        "ctx daemon stop returned while the daemon still ran: {state}\n{}",
+        String::from_utf8_lossy(&out.stdout)
     );
 }
 

@@ -101,6 +101,12 @@ pub async fn run(ctx: &Ctx, cmd: &DaemonCmd) -> Result<()> {
                     ),
                 }
             }
+            // The kernel lets go of the lock as the process exits, a moment before the
+            // process is gone; where `/proc` shows that moment, wait for it too.
+            let gone_by = std::time::Instant::now() + EXIT_WAIT;
+            while running(pid) && std::time::Instant::now() < gone_by {
+                tokio::time::sleep(std::time::Duration::from_millis(2)).await;
+            }
             if ctx.json {
                 print_json(&r)?;
             } else {
@@ -113,3 +119,25 @@ pub async fn run(ctx: &Ctx, cmd: &DaemonCmd) -> Result<()> {
 
 /// How long `ctx daemon stop` waits for the daemon to exit.
 const STOP_WAIT: std::time::Duration = std::time::Duration::from_secs(30);
+
+/// How long `ctx daemon stop` waits, after the daemon let go of its home, for its
+/// process to be gone.
+const EXIT_WAIT: std::time::Duration = std::time::Duration::from_secs(5);
+
+/// Whether process `pid` still runs, where `/proc` tells (Linux); elsewhere, false. A
+/// zombie (exited, not yet reaped by its parent) does not run, unless other threads of
+/// it are still ending: its main thread shows `Z` before they are done.
+fn running(pid: u32) -> bool {
+    let Ok(stat) = std::fs::read_to_string(format!("/proc/{pid}/stat")) else {
+        return false;
+    };
+    // The fields after the command name (in parentheses): state is the first, the
+    // number of threads the eighteenth.
+    let fields: Vec<&str> = stat
+        .rsplit_once(')')
+        .map(|(_, rest)| rest.split_whitespace().collect())
+        .unwrap_or_default();
+    let zombie = matches!(fields.first(), Some(&"Z" | &"X"));
+    let threads: u64 = fields.get(17).and_then(|t| t.parse().ok()).unwrap_or(1);
+    !zombie || threads > 1
+}
