@@ -80,20 +80,7 @@ fn a_bad_log_setting_is_refused_at_start() {
 }
 
 fn session_with(d: &Daemon, text: &str) -> (String, String) {
-    let sid =
-        d.call("session.create", json!({"cwd": "/tmp", "no_git": true}))["session"]["session_id"]
-            .as_str()
-            .unwrap()
-            .to_owned();
-    d.call(
-        "transcript.append",
-        json!({"session_id": sid, "records": [{"type": "user", "content": text}]}),
-    );
-    let at = d.call("session.get", json!({"session_id": sid}))["session"]["updated_at"]
-        .as_str()
-        .unwrap()
-        .to_owned();
-    (sid, at)
+    common::session_with_prompt(d, text)
 }
 
 fn session_ids(d: &Daemon) -> Vec<String> {

@@ -303,22 +303,7 @@ fn sigterm_and_shutdown_stop_cleanly() {
 #[test]
 fn gc_deletes_idle_sessions_then_the_oldest_over_the_quota() {
     let d = Daemon::start();
-    let create = |text: &str| -> (String, String) {
-        let sid = d.call("session.create", json!({"cwd": "/tmp", "no_git": true}))["session"]
-            ["session_id"]
-            .as_str()
-            .unwrap()
-            .to_owned();
-        d.call(
-            "transcript.append",
-            json!({"session_id": sid, "records": [{"type": "user", "content": text}]}),
-        );
-        let at = d.call("session.get", json!({"session_id": sid}))["session"]["updated_at"]
-            .as_str()
-            .unwrap()
-            .to_owned();
-        (sid, at)
-    };
+    let create = |text: &str| common::session_with_prompt(&d, text);
     let (old, old_at) = create("old");
     // The next update after the first one's, whatever the clock's resolution.
     let (new, new_at) = loop {

@@ -503,6 +503,21 @@ impl NewSession {
     }
 }
 
+/// A session in `/tmp` with one prompt appended: its id and `updated_at`.
+pub fn session_with_prompt(d: &Daemon, text: &str) -> (String, String) {
+    let sid = NewSession::at("/tmp").create(d);
+    d.call(
+        "transcript.append",
+        serde_json::json!({"session_id": sid, "records": [{"type": "user", "content": text}]}),
+    );
+    let got = d.call("session.get", serde_json::json!({"session_id": sid}));
+    let at = got["session"]["updated_at"]
+        .as_str()
+        .unwrap_or_else(|| panic!("no updated_at in {got}"))
+        .to_owned();
+    (sid, at)
+}
+
 /// One HTTP/1.1 POST over the Unix socket; returns status and body.
 pub fn raw_http(socket: &Path, body: &str) -> (u16, String) {
     let mut s = StdUnixStream::connect(socket).expect("connect");
