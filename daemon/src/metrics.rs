@@ -301,10 +301,7 @@ impl Metrics {
                 "proxy_bytes_down" => proxy.as_ref().map_or(0, |p| p.bytes_down),
                 _ => counter.get(),
             };
-            let was = counter.get();
-            if now > was {
-                counter.inc_by(now - was);
-            }
+            catch_up(counter, now);
         }
         for (kind, auto, ok, now) in activity.compactions {
             let trigger = if auto { "auto" } else { "manual" };
@@ -312,10 +309,7 @@ impl Metrics {
             let counter = self
                 .compactions
                 .with_label_values(&[kind.as_str(), trigger, outcome]);
-            let was = counter.get();
-            if now > was {
-                counter.inc_by(now - was);
-            }
+            catch_up(&counter, now);
         }
         drop(mirroring);
         let mut out = Vec::new();
@@ -324,6 +318,14 @@ impl Metrics {
             tracing::warn!(error = %e, "encoding the metrics");
         }
         String::from_utf8(out).unwrap_or_default()
+    }
+}
+
+/// Brings a mirrored counter up to its owner's count `now` (a counter only grows).
+fn catch_up(counter: &IntCounter, now: u64) {
+    let was = counter.get();
+    if now > was {
+        counter.inc_by(now - was);
     }
 }
 

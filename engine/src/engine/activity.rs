@@ -62,32 +62,34 @@ fn cell(kind: CompactionKind, auto: bool, ok: bool) -> usize {
     k * 4 + usize::from(auto) * 2 + usize::from(ok)
 }
 
-fn add(counter: &AtomicU64) {
-    // Saturating: a counter that wrapped would read as a reset.
+/// Adds `n` to a counter read by the metrics, saturating: a counter that wrapped would
+/// read as a reset.
+pub(crate) fn count(counter: &AtomicU64, n: u64) {
     let _ = counter.fetch_update(Ordering::Relaxed, Ordering::Relaxed, |v| {
-        Some(v.saturating_add(1))
+        Some(v.saturating_add(n))
     });
 }
 
 impl Activity {
     pub(crate) fn compaction(&self, kind: CompactionKind, auto: bool, ok: bool) {
-        add(&self.compactions[cell(kind, auto, ok)]);
+        count(&self.compactions[cell(kind, auto, ok)], 1);
     }
 
     pub(crate) fn collapse(&self) {
-        add(&self.collapses);
+        count(&self.collapses, 1);
     }
 
     pub(crate) fn extraction(&self, ok: bool) {
-        add(if ok {
+        let counter = if ok {
             &self.extractions_ok
         } else {
             &self.extractions_failed
-        });
+        };
+        count(counter, 1);
     }
 
     pub(crate) fn cache_break(&self) {
-        add(&self.cache_breaks);
+        count(&self.cache_breaks, 1);
     }
 
     pub(crate) fn snapshot(&self) -> ActivityStats {

@@ -175,13 +175,19 @@ impl Engine {
         fp.predicted_read_tokens = cache.predicted_read_tokens;
         fp.predicted_miss = l.cache.previous.is_some()
             && (expired || cache.first_difference.is_some() || cache.expected_break.is_some());
-        let id = l.cache.next_id;
-        l.cache.next_id += 1;
-        // One copy serves as the next compile's `previous` and as the log row below.
-        let shape = Arc::new(std::mem::take(&mut c.shape));
-        l.cache.previous = Some(shape.clone());
         l.cache.digest = Some(c.digest.clone());
         l.cache.wire = Some(c.wire.clone());
+        self.keep_as_previous(l, fp, std::mem::take(&mut c.shape));
+    }
+
+    /// Makes a request the session's newest: its cache key the next one's `previous`,
+    /// its fingerprint among the recent ones, and both in the compile log.
+    fn keep_as_previous(&self, l: &mut Loaded, fp: Fingerprint, shape: KeyShape) {
+        let id = l.cache.next_id;
+        l.cache.next_id += 1;
+        // One copy serves as the next request's `previous` and as the log row below.
+        let shape = Arc::new(shape);
+        l.cache.previous = Some(shape.clone());
         l.cache.previous_boundary = Some(l.boundary_uuid.clone());
         l.cache.recent.push(fp.clone());
         if l.cache.recent.len() > RECENT {
@@ -235,20 +241,7 @@ impl Engine {
         fp.predicted_read_tokens = if expired { 0 } else { prediction.read_tokens() };
         fp.predicted_miss =
             l.cache.previous.is_some() && (expired || prediction.first_difference.is_some());
-        let id = l.cache.next_id;
-        l.cache.next_id += 1;
-        let shape = Arc::new(shape);
-        l.cache.previous = Some(shape.clone());
-        l.cache.previous_boundary = Some(l.boundary_uuid.clone());
-        l.cache.recent.push(fp.clone());
-        if l.cache.recent.len() > RECENT {
-            l.cache.recent.remove(0);
-        }
-        let (sid, boundary) = (l.row.id.clone(), l.boundary_uuid.clone());
-        self.store
-            .write_detached("compile log", &l.row.id, move |tx| {
-                compile_log::insert(tx, &sid, id, &boundary, &fp, &shape)
-            });
+        self.keep_as_previous(l, fp, shape);
         Ok(())
     }
 

@@ -43,10 +43,7 @@ struct TurnCounters([AtomicU64; 8]);
 
 impl TurnCounters {
     fn add(&self, i: usize, n: u64) {
-        // Saturating: a counter that wrapped would read as a reset.
-        let _ = self.0[i].fetch_update(Ordering::Relaxed, Ordering::Relaxed, |v| {
-            Some(v.saturating_add(n))
-        });
+        super::activity::count(&self.0[i], n);
     }
 
     fn record(&self, result: &Result<SendResponse>) {
