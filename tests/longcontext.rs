@@ -52,6 +52,25 @@ fn results(req: &Value) -> Vec<(String, String)> {
     out
 }
 
+/// Forks `sid`, then kills the daemon (-9) and starts it again: the session and its fork
+/// compile at `now` to `body` (the fork with its own id in place of `sid`).
+fn restart_and_fork_compile_alike(d: &mut Daemon, sid: &str, now: &str, body: &str) {
+    let fork = d.call("session.fork", json!({"session_id": sid}))["session"]["session_id"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    d.kill9();
+    d.spawn();
+    assert_eq!(
+        d.compile_body_with(json!({"session_id": sid, "now": now})),
+        body
+    );
+    assert_eq!(
+        d.compile_body_with(json!({"session_id": fork, "now": now})),
+        body.replace(sid, &fork)
+    );
+}
+
 #[test]
 fn thresholds_in_metadata() {
     let d = Daemon::start();
@@ -305,20 +324,7 @@ fn lean_policy_clears_superseded_results_once_and_for_good() {
     // Frozen: later compiles, a restart and a fork show the same bytes.
     let body = d.compile_body_with(json!({"session_id": sid, "now": at(7)}));
     assert!(body.contains("[Old tool result content cleared]"));
-    let fork = d.call("session.fork", json!({"session_id": sid}))["session"]["session_id"]
-        .as_str()
-        .unwrap()
-        .to_string();
-    d.kill9();
-    d.spawn();
-    assert_eq!(
-        d.compile_body_with(json!({"session_id": sid, "now": at(7)})),
-        body
-    );
-    assert_eq!(
-        d.compile_body_with(json!({"session_id": fork, "now": at(7)})),
-        body.replace(&sid, &fork)
-    );
+    restart_and_fork_compile_alike(&mut d, &sid, &at(7), &body);
     // The transcript keeps the result.
     let recs = d.call("transcript.read", json!({"session_id": sid}));
     assert!(recs.to_string().contains("run 0"));
@@ -356,20 +362,7 @@ fn a_priced_warm_clear_is_frozen_across_restart_and_fork() {
     assert!(warm["metadata"]["cost"]["clear_saving"].as_f64().unwrap() > 0.0);
     let body = d.compile_body_with(json!({"session_id": sid, "now": now}));
     assert!(body.contains("[Old tool result content cleared]"));
-    let fork = d.call("session.fork", json!({"session_id": sid}))["session"]["session_id"]
-        .as_str()
-        .unwrap()
-        .to_string();
-    d.kill9();
-    d.spawn();
-    assert_eq!(
-        d.compile_body_with(json!({"session_id": sid, "now": now})),
-        body
-    );
-    assert_eq!(
-        d.compile_body_with(json!({"session_id": fork, "now": now})),
-        body.replace(&sid, &fork)
-    );
+    restart_and_fork_compile_alike(&mut d, &sid, now, &body);
 }
 
 /// Forty tool calls, `gap_secs` apart from 10:00, the last with a 2,000-character
@@ -433,20 +426,7 @@ fn lean_policy_writes_an_hour_only_where_a_person_waits() {
     // A restart and a fork choose as the session did.
     let now = (last + chrono::Duration::seconds(30)).to_rfc3339();
     let body = d.compile_body_with(json!({"session_id": waiting, "now": now}));
-    let fork = d.call("session.fork", json!({"session_id": waiting}))["session"]["session_id"]
-        .as_str()
-        .unwrap()
-        .to_string();
-    d.kill9();
-    d.spawn();
-    assert_eq!(
-        d.compile_body_with(json!({"session_id": waiting, "now": now})),
-        body
-    );
-    assert_eq!(
-        d.compile_body_with(json!({"session_id": fork, "now": now})),
-        body.replace(&waiting, &fork)
-    );
+    restart_and_fork_compile_alike(&mut d, &waiting, &now, &body);
 }
 
 #[test]

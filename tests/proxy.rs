@@ -20,6 +20,16 @@ fn front_door(upstream: &str) -> (Daemon, String) {
     (d, base)
 }
 
+/// A scripted upstream that answers every request with the message "ok".
+async fn upstream_answering_ok() -> MockServer {
+    let up = MockServer::start().await;
+    Mock::given(method("POST"))
+        .respond_with(ResponseTemplate::new(200).set_body_json(message("ok", "m")))
+        .mount(&up)
+        .await;
+    up
+}
+
 /// A front door with both upstreams; its OpenAI base URL.
 fn front_door_with_openai(anthropic: &str, openai: &str) -> (Daemon, String) {
     let d = Daemon::start_with(&[
@@ -438,11 +448,7 @@ async fn a_dropped_stream_reaches_the_client_as_an_error_and_records_nothing() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn conversations_map_by_header_by_claude_codes_metadata_and_by_content() {
-    let up = MockServer::start().await;
-    Mock::given(method("POST"))
-        .respond_with(ResponseTemplate::new(200).set_body_json(message("ok", "m")))
-        .mount(&up)
-        .await;
+    let up = upstream_answering_ok().await;
     let (d, base) = front_door(&up.uri());
     let url = format!("{base}/v1/messages");
     let body = |first: &str, meta: Option<&str>| {
@@ -541,11 +547,7 @@ async fn conversations_map_by_header_by_claude_codes_metadata_and_by_content() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn an_edited_history_forks_at_the_last_shared_message() {
-    let up = MockServer::start().await;
-    Mock::given(method("POST"))
-        .respond_with(ResponseTemplate::new(200).set_body_json(message("ok", "m")))
-        .mount(&up)
-        .await;
+    let up = upstream_answering_ok().await;
     let (d, base) = front_door(&up.uri());
     let url = format!("{base}/v1/messages");
     let ok = json!({"role": "assistant", "content": [{"type": "text", "text": "ok"},
@@ -597,11 +599,7 @@ async fn an_edited_history_forks_at_the_last_shared_message() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn concurrent_conversations_each_get_their_own_session() {
-    let up = MockServer::start().await;
-    Mock::given(method("POST"))
-        .respond_with(ResponseTemplate::new(200).set_body_json(message("ok", "m")))
-        .mount(&up)
-        .await;
+    let up = upstream_answering_ok().await;
     let (d, base) = front_door(&up.uri());
     let url = format!("{base}/v1/messages");
     let calls = (0..12).map(|i| {
@@ -1331,11 +1329,7 @@ async fn a_conversation_continues_in_its_session_after_a_restart() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn manage_mode_is_a_setting_of_the_session_and_the_header_overrides_it() {
-    let up = MockServer::start().await;
-    Mock::given(method("POST"))
-        .respond_with(ResponseTemplate::new(200).set_body_json(message("ok", "m")))
-        .mount(&up)
-        .await;
+    let up = upstream_answering_ok().await;
     let (d, base) = front_door(&up.uri());
     let url = format!("{base}/v1/messages");
     // Each request extends the history by the answer and a new prompt.

@@ -164,12 +164,12 @@ fn edits_and_unknown_tools_are_never_cleared() {
     assert!(cold(&recs, &settings).is_empty());
 }
 
-#[test]
-fn a_warm_cache_clears_only_a_batch_worth_its_rewrite() {
-    // 1,000 tokens with no distinctive item: "done" holds all of them.
+/// A read, an edit of 2,000 tokens, `make` with 1,000 tokens of output (no distinctive
+/// item: the second run's "done" holds all of them), the read again, `make` again.
+fn a_make_run_twice_around_an_edit() -> Vec<Record> {
     let big = "x\n".repeat(2_000);
     let edit = "y".repeat(8_000);
-    let recs = transcript(&[
+    transcript(&[
         ("Read", json!({"file_path": "/p/a.rs"}), "small"),
         (
             "Edit",
@@ -179,7 +179,12 @@ fn a_warm_cache_clears_only_a_batch_worth_its_rewrite() {
         ("Bash", json!({"command": "make"}), &big),
         ("Read", json!({"file_path": "/p/a.rs"}), "small again"),
         ("Bash", json!({"command": "make"}), "done"),
-    ]);
+    ])
+}
+
+#[test]
+fn a_warm_cache_clears_only_a_batch_worth_its_rewrite() {
+    let recs = a_make_run_twice_around_an_edit();
     let view: Vec<&Record> = recs.iter().collect();
     let none = BTreeMap::new();
     let settings = superseded_only();
@@ -232,20 +237,7 @@ fn priced(recs: &[Record], warm_calls: f64, clock: CacheClock) -> Decision {
 
 #[test]
 fn a_priced_warm_clear_weighs_the_calls_left_before_the_cache_goes_cold() {
-    // 1,000 tokens with no distinctive item: "done" holds all of them.
-    let big = "x\n".repeat(2_000);
-    let edit = "y".repeat(8_000);
-    let recs = transcript(&[
-        ("Read", json!({"file_path": "/p/a.rs"}), "small"),
-        (
-            "Edit",
-            json!({"file_path": "/p/b.rs", "old_string": edit, "new_string": ""}),
-            "ok",
-        ),
-        ("Bash", json!({"command": "make"}), &big),
-        ("Read", json!({"file_path": "/p/a.rs"}), "small again"),
-        ("Bash", json!({"command": "make"}), "done"),
-    ]);
+    let recs = a_make_run_twice_around_an_edit();
     // 20 warm calls: t2 saves 20 × 1,000 reads ($0.006) for a rewrite of a few tokens;
     // adding t0 saves 20 × 2 more reads but writes the edit's 2,000 tokens again
     // ($0.0069).
